@@ -1,0 +1,449 @@
+//! `cluster.toml`: one file describes the whole cluster, read by the master,
+//! every worker and the CLI. Parsed strictly (unknown keys are errors) and
+//! validated once by [`ClusterConfig::load`]; every error names the file and
+//! the key.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: Box<toml::de::Error>,
+    },
+    #[error("{path}: key `{key}`: {problem}")]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        problem: String,
+    },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    pub cluster: ClusterSection,
+    pub master: MasterSection,
+    #[serde(default)]
+    pub scheduler: SchedulerConfig,
+    #[serde(default)]
+    pub workers: WorkerDefaults,
+    #[serde(rename = "worker", default)]
+    pub worker: Vec<WorkerEntry>,
+    /// Directory of the file this was read from; relative paths resolve here.
+    #[serde(skip)]
+    pub base_dir: PathBuf,
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSection {
+    /// Shared secret; every HTTP request carries `Authorization: Bearer <token>`.
+    pub token: String,
+    /// Replicas per block, on distinct workers.
+    #[serde(default = "defaults::replication")]
+    pub replication: u32,
+    /// Interval between worker heartbeats, in milliseconds.
+    #[serde(default = "defaults::heartbeat_ms")]
+    pub heartbeat_ms: u64,
+    /// A worker silent for this long (ms) is declared lost; its tasks rerun elsewhere.
+    #[serde(default = "defaults::worker_timeout_ms")]
+    pub worker_timeout_ms: u64,
+    /// A task failing this many times fails its job.
+    #[serde(default = "defaults::max_task_attempts")]
+    pub max_task_attempts: u32,
+    /// Root of the workers' block stores; worker `w` uses `<data_dir>/<w>`.
+    #[serde(default = "defaults::data_dir")]
+    pub data_dir: PathBuf,
+    /// Seeds replica placement and the schedulers' random choices.
+    #[serde(default = "defaults::seed")]
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MasterSection {
+    /// Address the master's HTTP API listens on.
+    pub listen: SocketAddr,
+}
+
+/// Values every `[[worker]]` inherits unless it sets its own.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerDefaults {
+    #[serde(default = "defaults::slots")]
+    pub slots: u32,
+    /// NIC rate in Mbit/s, for transmit and receive each; absent = unlimited.
+    #[serde(default)]
+    pub nic_mbps: Option<f64>,
+}
+
+impl Default for WorkerDefaults {
+    fn default() -> Self {
+        WorkerDefaults {
+            slots: defaults::slots(),
+            nic_mbps: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerEntry {
+    pub name: String,
+    /// Address the worker's HTTP server listens on.
+    pub listen: SocketAddr,
+    #[serde(default)]
+    pub slots: Option<u32>,
+    #[serde(default)]
+    pub nic_mbps: Option<f64>,
+}
+
+/// The scheduling policy and its parameters. Parsed from `[scheduler]` in
+/// cluster.toml and from `--scheduler` on the command line (see [`FromStr`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SchedulerConfig {
+    /// Hadoop's default: FIFO jobs; a data-local task of the head job, else a
+    /// random task of it read remotely.
+    Hadoop {},
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig::Hadoop {}
+    }
+}
+
+impl SchedulerConfig {
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedulerConfig::Hadoop {} => "hadoop",
+        }
+    }
+}
+
+/// `hadoop`, or an inline TOML key list such as `policy = "delay", threshold_s = 6`.
+impl FromStr for SchedulerConfig {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let table = if s.contains('=') {
+            s.replace(',', "\n")
+        } else {
+            format!("policy = {s:?}")
+        };
+        toml::from_str(&table).map_err(|e| format!("scheduler {s:?}: {}", e.message()))
+    }
+}
+
+mod defaults {
+    use std::path::PathBuf;
+    pub fn replication() -> u32 {
+        3
+    }
+    pub fn heartbeat_ms() -> u64 {
+        100
+    }
+    pub fn worker_timeout_ms() -> u64 {
+        5000
+    }
+    pub fn max_task_attempts() -> u32 {
+        4
+    }
+    pub fn data_dir() -> PathBuf {
+        PathBuf::from("run/data")
+    }
+    pub fn seed() -> u64 {
+        1
+    }
+    pub fn slots() -> u32 {
+        2
+    }
+}
+
+/// A worker's settings with the defaults applied.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerSettings {
+    pub index: u32,
+    pub name: String,
+    pub listen: SocketAddr,
+    pub slots: u32,
+    /// NIC rate in bytes per second, per direction; `None` = unlimited.
+    pub nic_bytes_per_sec: Option<f64>,
+}
+
+impl ClusterConfig {
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses and validates `text` as if read from `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        let mut cfg: ClusterConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            source: Box::new(e),
+        })?;
+        cfg.path = path.to_owned();
+        cfg.base_dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_owned)
+            .unwrap_or_else(|| PathBuf::from("."));
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    fn invalid(&self, key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.clone(),
+            key: key.into(),
+            problem: problem.into(),
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let c = &self.cluster;
+        if c.token.trim().is_empty() {
+            return Err(self.invalid("cluster.token", "must not be empty"));
+        }
+        if c.heartbeat_ms < 10 || c.heartbeat_ms > 60_000 {
+            return Err(self.invalid(
+                "cluster.heartbeat_ms",
+                format!("must be 10..=60000 ms (got {})", c.heartbeat_ms),
+            ));
+        }
+        if c.worker_timeout_ms < 3 * c.heartbeat_ms {
+            return Err(self.invalid(
+                "cluster.worker_timeout_ms",
+                format!(
+                    "must be at least 3 heartbeats ({} ms) (got {})",
+                    3 * c.heartbeat_ms,
+                    c.worker_timeout_ms
+                ),
+            ));
+        }
+        if c.max_task_attempts == 0 {
+            return Err(self.invalid("cluster.max_task_attempts", "must be at least 1 (got 0)"));
+        }
+        if self.worker.is_empty() {
+            return Err(self.invalid("worker", "at least one [[worker]] is required"));
+        }
+        if c.replication == 0 || c.replication as usize > self.worker.len() {
+            return Err(self.invalid(
+                "cluster.replication",
+                format!(
+                    "must be 1..={} (the number of [[worker]] entries) (got {})",
+                    self.worker.len(),
+                    c.replication
+                ),
+            ));
+        }
+        if self.workers.slots == 0 {
+            return Err(self.invalid("workers.slots", "must be at least 1 (got 0)"));
+        }
+        check_rate(self, "workers.nic_mbps", self.workers.nic_mbps)?;
+        let mut names = HashSet::new();
+        let mut addrs = HashSet::new();
+        addrs.insert(self.master.listen);
+        for (i, w) in self.worker.iter().enumerate() {
+            if crate::ids::validate_file_name(&w.name).is_err() {
+                return Err(self.invalid(
+                    format!("worker[{i}].name"),
+                    format!(
+                        "{:?} must be 1-100 ASCII letters, digits, '-', '_' or '.' (not leading)",
+                        w.name
+                    ),
+                ));
+            }
+            if !names.insert(w.name.as_str()) {
+                return Err(self.invalid(
+                    format!("worker[{i}].name"),
+                    format!("{:?} is used by two workers", w.name),
+                ));
+            }
+            if w.listen.port() != 0 && !addrs.insert(w.listen) {
+                return Err(self.invalid(
+                    format!("worker[{i}].listen"),
+                    format!(
+                        "{} is already used by the master or another worker",
+                        w.listen
+                    ),
+                ));
+            }
+            if w.slots == Some(0) {
+                return Err(
+                    self.invalid(format!("worker[{i}].slots"), "must be at least 1 (got 0)")
+                );
+            }
+            check_rate(self, &format!("worker[{i}].nic_mbps"), w.nic_mbps)?;
+        }
+        Ok(())
+    }
+
+    pub fn worker_settings(&self) -> Vec<WorkerSettings> {
+        self.worker
+            .iter()
+            .enumerate()
+            .map(|(i, w)| WorkerSettings {
+                index: i as u32,
+                name: w.name.clone(),
+                listen: w.listen,
+                slots: w.slots.unwrap_or(self.workers.slots),
+                nic_bytes_per_sec: w.nic_mbps.or(self.workers.nic_mbps).map(mbps_to_bytes),
+            })
+            .collect()
+    }
+
+    pub fn worker_by_name(&self, name: &str) -> Option<WorkerSettings> {
+        self.worker_settings().into_iter().find(|w| w.name == name)
+    }
+
+    /// Block store directory of worker `name`.
+    pub fn worker_data_dir(&self, name: &str) -> PathBuf {
+        self.resolve(&self.cluster.data_dir).join(name)
+    }
+
+    /// `p` if absolute, else relative to the directory of cluster.toml.
+    pub fn resolve(&self, p: &Path) -> PathBuf {
+        if p.is_absolute() {
+            p.to_owned()
+        } else {
+            self.base_dir.join(p)
+        }
+    }
+
+    pub fn master_url(&self) -> String {
+        format!("http://{}", self.master.listen)
+    }
+}
+
+fn check_rate(cfg: &ClusterConfig, key: &str, v: Option<f64>) -> Result<(), ConfigError> {
+    match v {
+        Some(r) if !(r.is_finite() && r > 0.0) => Err(cfg.invalid(
+            key,
+            format!("must be a positive number of Mbit/s, or absent for unlimited (got {r})"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Mbit/s (10^6 bits) to bytes per second.
+pub fn mbps_to_bytes(mbps: f64) -> f64 {
+    mbps * 1e6 / 8.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[cluster]
+token = "t"
+replication = 2
+[master]
+listen = "127.0.0.1:7070"
+[workers]
+slots = 3
+nic_mbps = 400
+[[worker]]
+name = "w1"
+listen = "127.0.0.1:7101"
+[[worker]]
+name = "w2"
+listen = "127.0.0.1:7102"
+slots = 1
+nic_mbps = 100
+"#;
+
+    fn parse(t: &str) -> Result<ClusterConfig, String> {
+        ClusterConfig::parse(t, Path::new("conf/cluster.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn good_config_applies_defaults() {
+        let c = parse(GOOD).unwrap();
+        let ws = c.worker_settings();
+        assert_eq!(ws[0].slots, 3);
+        assert_eq!(ws[0].nic_bytes_per_sec, Some(50e6));
+        assert_eq!(ws[1].slots, 1);
+        assert_eq!(ws[1].nic_bytes_per_sec, Some(12.5e6));
+        assert_eq!(c.cluster.heartbeat_ms, 100);
+        assert_eq!(c.scheduler, SchedulerConfig::Hadoop {});
+        assert_eq!(c.worker_data_dir("w1"), PathBuf::from("conf/run/data/w1"));
+    }
+
+    #[test]
+    fn errors_name_file_and_key() {
+        let e = parse(&GOOD.replace("slots = 1", "slotz = 1")).unwrap_err();
+        assert!(
+            e.contains("conf/cluster.toml") && e.contains("slotz"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("slots = 1", "slots = \"one\"")).unwrap_err();
+        assert!(
+            e.contains("conf/cluster.toml") && e.contains("slots"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("slots = 1", "slots = 0")).unwrap_err();
+        assert!(
+            e.contains("worker[1].slots") && e.contains("at least 1"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("replication = 2", "replication = 3")).unwrap_err();
+        assert!(
+            e.contains("cluster.replication") && e.contains("1..=2"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("token = \"t\"\n", "")).unwrap_err();
+        assert!(e.contains("token"), "{e}");
+        let e = parse(&GOOD.replace("nic_mbps = 100", "nic_mbps = -1")).unwrap_err();
+        assert!(e.contains("worker[1].nic_mbps"), "{e}");
+        let e = parse(&GOOD.replace("\"w2\"", "\"w1\"")).unwrap_err();
+        assert!(e.contains("worker[1].name"), "{e}");
+        let e = parse(&GOOD.replace("\"w2\"", "\"../w2\"")).unwrap_err();
+        assert!(e.contains("worker[1].name"), "{e}");
+        let e = parse(&format!("{GOOD}\n[scheduler]\npolicy = \"nope\"\n")).unwrap_err();
+        assert!(e.contains("nope"), "{e}");
+        let e = parse(&format!(
+            "{GOOD}\n[scheduler]\npolicy = \"hadoop\"\nx = 1\n"
+        ))
+        .unwrap_err();
+        assert!(e.contains('x'), "{e}");
+        let e = ClusterConfig::load("/nonexistent/cluster.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/nonexistent/cluster.toml"), "{e}");
+    }
+
+    #[test]
+    fn scheduler_from_cli_string() {
+        assert_eq!(
+            "hadoop".parse::<SchedulerConfig>(),
+            Ok(SchedulerConfig::Hadoop {})
+        );
+        assert_eq!(
+            "policy = \"hadoop\"".parse::<SchedulerConfig>(),
+            Ok(SchedulerConfig::Hadoop {})
+        );
+        let e = "fifo".parse::<SchedulerConfig>().unwrap_err();
+        assert!(e.contains("fifo"), "{e}");
+    }
+}

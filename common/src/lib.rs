@@ -1,0 +1,24 @@
+//! Everything master and workers must agree on: identifiers, the cluster
+//! configuration file, block checksums, the JSON wire protocol, and the HTTP
+//! conventions (cluster token, JSON errors).
+//!
+//! Nothing here does I/O beyond reading `cluster.toml`.
+
+pub mod checksum;
+pub mod config;
+pub mod http;
+pub mod ids;
+pub mod wire;
+
+pub use ids::{AttemptId, BlockId, IdError, JobId, TaskRef, WorkerId};
+
+/// Milliseconds since the Unix epoch, from the system clock.
+///
+/// Used for timestamps that cross process boundaries (task start/end in
+/// reports). Scheduling decisions never read it: schedulers are given time.
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,221 @@
+//! The JSON bodies exchanged over HTTP: worker <-> master (registration,
+//! heartbeats, launches, task results) and client <-> master (jobs, files).
+
+use crate::ids::{AttemptId, BlockId, JobId, WorkerId};
+use serde::{Deserialize, Serialize};
+use workloads::{MapSummary, Workload};
+
+/// Header carrying a block's digest (hex SHA-256 of its chunk digests) on
+/// upload and download.
+pub const BLOCK_DIGEST_HEADER: &str = "x-block-digest";
+/// Headers naming the file a block belongs to, on upload.
+pub const BLOCK_FILE_HEADER: &str = "x-block-file";
+pub const BLOCK_INDEX_HEADER: &str = "x-block-index";
+pub const BLOCK_FILE_BLOCKS_HEADER: &str = "x-block-file-blocks";
+
+/// One block a worker stores, as reported to the master.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockInfo {
+    pub id: BlockId,
+    /// The file this block belongs to, its position in it and the file's block count.
+    pub file: String,
+    pub index: u32,
+    pub file_blocks: u32,
+    pub len: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RegisterRequest {
+    /// The worker's name in cluster.toml.
+    pub name: String,
+    /// Base URL other nodes reach this worker's HTTP server at.
+    pub addr: String,
+    pub slots: u32,
+    pub blocks: Vec<BlockInfo>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RegisterReply {
+    pub worker: WorkerId,
+    pub heartbeat_ms: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Heartbeat {
+    pub worker: WorkerId,
+    pub free_slots: u32,
+    /// Attempts running now (a lost launch or a stale attempt shows here).
+    pub running: Vec<AttemptId>,
+    /// Full block report, sent at registration and whenever the store changed.
+    pub blocks: Option<Vec<BlockInfo>>,
+    /// Attempts finished since the last acknowledged heartbeat.
+    pub results: Vec<TaskResult>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct HeartbeatReply {
+    pub launches: Vec<Launch>,
+    /// The master does not know this worker (it restarted, or declared the
+    /// worker lost): register again.
+    pub reregister: bool,
+}
+
+/// "Run this attempt in one of your free slots, reading this block from there."
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    pub attempt: AttemptId,
+    pub workload: Workload,
+    pub block: BlockId,
+    pub len: u64,
+    pub source: ReplicaSource,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum ReplicaSource {
+    /// Read from this worker's own block store.
+    Local,
+    /// Fetch over HTTP from the worker at `addr`.
+    Remote { worker: WorkerId, addr: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum TaskOutcome {
+    Succeeded {
+        summary: MapSummary,
+    },
+    /// The attempt ran and failed; it counts against the task's attempts.
+    Failed {
+        error: String,
+    },
+    /// The worker had no free slot for it; rescheduled without penalty.
+    Rejected {
+        reason: String,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub attempt: AttemptId,
+    pub slot: u32,
+    pub outcome: TaskOutcome,
+    pub started_unix_ms: u64,
+    pub finished_unix_ms: u64,
+    /// Input bytes read from this worker's disk and over the network.
+    pub local_bytes: u64,
+    pub remote_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSubmit {
+    pub workload: Workload,
+    /// Input file name in the master's catalog.
+    pub input: String,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct JobSubmitted {
+    pub job: JobId,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobState {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl JobState {
+    pub fn is_done(self) -> bool {
+        matches!(self, JobState::Succeeded | JobState::Failed)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Locality {
+    DataLocal,
+    DataRemote,
+}
+
+/// One finished (or failed) attempt, as the job report lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub task: u32,
+    pub attempt: u32,
+    pub worker: String,
+    pub slot: u32,
+    pub locality: Locality,
+    /// Worker the input was read from.
+    pub source: String,
+    pub block: BlockId,
+    /// Milliseconds after the job's submission.
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub input_bytes: u64,
+    pub local_bytes: u64,
+    pub remote_bytes: u64,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobReport {
+    pub job: JobId,
+    pub name: String,
+    pub workload: Workload,
+    pub input: String,
+    pub scheduler: String,
+    pub state: JobState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub submit_unix_ms: u64,
+    /// Milliseconds after submission: first launch and last task's end.
+    pub start_ms: Option<u64>,
+    pub finish_ms: Option<u64>,
+    /// Job completion time: finish - submit, in milliseconds.
+    pub jct_ms: Option<u64>,
+    pub tasks: u32,
+    pub tasks_done: u32,
+    pub data_local: u32,
+    pub data_remote: u32,
+    pub bytes_local: u64,
+    pub bytes_remote: u64,
+    /// Every attempt that ended, successful or not, in end order.
+    pub attempts: Vec<TaskRecord>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FileInfo {
+    pub name: String,
+    pub blocks: u32,
+    pub bytes: u64,
+    /// Every block has at least one live replica.
+    pub complete: bool,
+    /// Per block: the names of the live workers holding a replica.
+    pub replicas: Vec<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WorkerInfo {
+    pub id: WorkerId,
+    pub name: String,
+    pub addr: String,
+    pub slots: u32,
+    pub free_slots: u32,
+    pub alive: bool,
+    pub blocks: usize,
+    pub running: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: String,
+}

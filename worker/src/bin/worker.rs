@@ -1,0 +1,57 @@
+//! `worker --config cluster.toml --name w1`: runs one worker of the cluster.
+
+use clap::Parser;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(about = "A worker of the mini-MapReduce testbed")]
+struct Args {
+    /// Cluster description.
+    #[arg(long, default_value = "cluster.toml")]
+    config: PathBuf,
+    /// This worker's name in cluster.toml's [[worker]] list.
+    #[arg(long)]
+    name: String,
+    /// Listen here instead of the address in cluster.toml.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Base URL the other nodes reach this worker at (default: http://<listen>).
+    #[arg(long)]
+    advertise: Option<String>,
+    /// Master URL instead of http://<master.listen> from cluster.toml.
+    #[arg(long)]
+    master: Option<String>,
+    /// Turn the emulated NIC off (the netns mode shapes the real link instead).
+    #[arg(long)]
+    no_nic_emulation: bool,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let args = Args::parse();
+    let cfg = common::config::ClusterConfig::load(&args.config)?;
+    let mut opts = worker::WorkerOptions::from_config(&cfg, &args.name)?;
+    if let Some(l) = args.listen {
+        opts.listen = l;
+    }
+    if let Some(a) = args.advertise {
+        opts.advertise = Some(a);
+    }
+    if let Some(m) = args.master {
+        opts.master_url = m;
+    }
+    if args.no_nic_emulation {
+        opts.nic_bytes_per_sec = None;
+    }
+    let handle = worker::start(opts).await?;
+    tokio::signal::ctrl_c().await?;
+    tracing::info!(worker = %handle.ctx.name, "shutting down");
+    handle.abort();
+    Ok(())
+}

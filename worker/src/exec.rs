@@ -1,0 +1,194 @@
+//! Task slots and task execution. `TaskBook` is the single place that knows
+//! which slots are busy, which attempts run and which results wait to be
+//! reported; one lock guards all three so a heartbeat never sees an attempt
+//! that is neither running nor finished.
+
+use crate::fetch::fetch_block;
+use crate::WorkerCtx;
+use bytes::Bytes;
+use common::wire::{Launch, ReplicaSource, TaskOutcome, TaskResult};
+use common::{unix_ms, AttemptId};
+use std::collections::HashMap;
+use std::sync::Arc;
+use workloads::MapSummary;
+
+pub struct TaskBook {
+    busy: Vec<bool>,
+    running: HashMap<AttemptId, u32>,
+    finished: Vec<TaskResult>,
+}
+
+impl TaskBook {
+    pub fn new(slots: u32) -> Self {
+        TaskBook {
+            busy: vec![false; slots as usize],
+            running: HashMap::new(),
+            finished: Vec::new(),
+        }
+    }
+
+    pub fn free_slots(&self) -> u32 {
+        self.busy.iter().filter(|b| !**b).count() as u32
+    }
+
+    pub fn running(&self) -> Vec<AttemptId> {
+        let mut v: Vec<_> = self.running.keys().copied().collect();
+        v.sort();
+        v
+    }
+
+    /// Takes the finished results for a heartbeat; `restore` puts them back
+    /// if the heartbeat did not get through.
+    pub fn take_finished(&mut self) -> Vec<TaskResult> {
+        std::mem::take(&mut self.finished)
+    }
+
+    pub fn restore(&mut self, mut results: Vec<TaskResult>) {
+        results.append(&mut self.finished);
+        self.finished = results;
+    }
+
+    fn start(&mut self, attempt: AttemptId) -> Option<u32> {
+        if self.running.contains_key(&attempt) {
+            return None;
+        }
+        let slot = self.busy.iter().position(|b| !*b)? as u32;
+        self.busy[slot as usize] = true;
+        self.running.insert(attempt, slot);
+        Some(slot)
+    }
+
+    fn finish(&mut self, result: TaskResult) {
+        if let Some(slot) = self.running.remove(&result.attempt) {
+            self.busy[slot as usize] = false;
+        }
+        self.finished.push(result);
+    }
+}
+
+/// Starts `launch` in a free slot, or reports it rejected.
+pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
+    let slot = ctx.book.lock().unwrap().start(launch.attempt);
+    let Some(slot) = slot else {
+        let now = unix_ms();
+        tracing::warn!(attempt = %launch.attempt, "no free slot; rejecting launch");
+        ctx.book.lock().unwrap().finished.push(TaskResult {
+            attempt: launch.attempt,
+            slot: 0,
+            outcome: TaskOutcome::Rejected {
+                reason: "no free slot (or attempt already running)".into(),
+            },
+            started_unix_ms: now,
+            finished_unix_ms: now,
+            local_bytes: 0,
+            remote_bytes: 0,
+        });
+        ctx.wake_heartbeat();
+        return;
+    };
+    tracing::debug!(attempt = %launch.attempt, slot, block = %launch.block, "task started");
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        let result = run(&ctx, launch, slot).await;
+        match &result.outcome {
+            TaskOutcome::Failed { error } => {
+                tracing::warn!(attempt = %result.attempt, %error, "task failed")
+            }
+            _ => tracing::debug!(attempt = %result.attempt, "task finished"),
+        }
+        ctx.book.lock().unwrap().finish(result);
+        ctx.wake_heartbeat();
+    });
+}
+
+/// Runs one attempt: reads its input block and feeds it to the map function
+/// on a blocking thread (so CPU-heavy maps never stall the async runtime).
+pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult {
+    let started = unix_ms();
+    let (local_bytes, remote_bytes, outcome) = match read_and_map(ctx, &launch).await {
+        Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
+        Err((local, remote, error)) => (local, remote, TaskOutcome::Failed { error }),
+    };
+    TaskResult {
+        attempt: launch.attempt,
+        slot,
+        outcome,
+        started_unix_ms: started,
+        finished_unix_ms: unix_ms(),
+        local_bytes,
+        remote_bytes,
+    }
+}
+
+type ReadResult = Result<(u64, u64, MapSummary), (u64, u64, String)>;
+
+async fn read_and_map(ctx: &Arc<WorkerCtx>, launch: &Launch) -> ReadResult {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
+    let workload = launch.workload;
+    let mapper = tokio::task::spawn_blocking(move || {
+        let mut task = workload.map_task();
+        while let Some(piece) = rx.blocking_recv() {
+            task.consume(&piece);
+        }
+        task.finish()
+    });
+    let read: Result<(u64, u64), (u64, u64, String)> = match &launch.source {
+        ReplicaSource::Local => {
+            let store = ctx.store.clone();
+            let block = launch.block.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut reader = store.reader(&block).map_err(|e| (0, 0, e.to_string()))?;
+                let mut n = 0u64;
+                for i in 0..reader.chunk_count() {
+                    let chunk = reader.read_chunk(i).map_err(|e| (n, 0, e.to_string()))?;
+                    n += chunk.len() as u64;
+                    if tx.blocking_send(chunk).is_err() {
+                        return Err((n, 0, "map function stopped early".to_owned()));
+                    }
+                }
+                Ok((n, 0))
+            })
+            .await
+            .unwrap_or_else(|e| Err((0, 0, format!("reader panicked: {e}"))))
+        }
+        ReplicaSource::Remote { addr, .. } => {
+            let got = fetch_block(
+                &ctx.http,
+                &ctx.nic.rx,
+                &ctx.token,
+                addr,
+                &launch.block,
+                launch.len,
+                |piece| {
+                    let tx = tx.clone();
+                    async move {
+                        tx.send(piece)
+                            .await
+                            .map_err(|_| "map function stopped early".to_owned())
+                    }
+                },
+            )
+            .await;
+            drop(tx);
+            got.map(|n| (0, n)).map_err(|e| (0, 0, e.to_string()))
+        }
+    };
+    let summary = mapper.await;
+    let (local, remote) = read?;
+    if local + remote != launch.len {
+        return Err((
+            local,
+            remote,
+            format!(
+                "block {} has {} bytes, the master expected {}",
+                launch.block,
+                local + remote,
+                launch.len
+            ),
+        ));
+    }
+    match summary {
+        Ok(s) => Ok((local, remote, s)),
+        Err(e) => Err((local, remote, format!("map function panicked: {e}"))),
+    }
+}

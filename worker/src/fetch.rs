@@ -1,0 +1,84 @@
+//! Client side of block transfers: fetch a block from another worker, pacing
+//! every received piece through this worker's NIC receive link.
+
+use crate::nic::Link;
+use bytes::Bytes;
+use common::http::bearer;
+use common::wire::ErrorBody;
+use common::BlockId;
+use futures_util::StreamExt;
+use reqwest::header::AUTHORIZATION;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("fetching block {block} from {addr}: {message}")]
+    Remote {
+        block: BlockId,
+        addr: String,
+        message: String,
+    },
+    #[error("fetching block {block} from {addr}: got {got} bytes, expected {expected}")]
+    Length {
+        block: BlockId,
+        addr: String,
+        got: u64,
+        expected: u64,
+    },
+    #[error("fetching block {block}: consumer stopped: {0}", block = .1)]
+    Sink(String, BlockId),
+}
+
+/// Streams block `block` of `expected_len` bytes from the worker at `addr`
+/// into `sink`, piece by piece. Returns the bytes received.
+pub async fn fetch_block<F, Fut>(
+    client: &reqwest::Client,
+    rx: &Link,
+    token: &str,
+    addr: &str,
+    block: &BlockId,
+    expected_len: u64,
+    mut sink: F,
+) -> Result<u64, FetchError>
+where
+    F: FnMut(Bytes) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let remote = |message: String| FetchError::Remote {
+        block: block.clone(),
+        addr: addr.to_owned(),
+        message,
+    };
+    let resp = client
+        .get(format!("{addr}/blocks/{block}"))
+        .header(AUTHORIZATION, bearer(token))
+        .send()
+        .await
+        .map_err(|e| remote(format!("request failed: {e}")))?;
+    let status = resp.status();
+    if !status.is_success() {
+        let body = resp.text().await.unwrap_or_default();
+        let msg = serde_json::from_str::<ErrorBody>(&body)
+            .map(|b| b.error)
+            .unwrap_or(body);
+        return Err(remote(format!("HTTP {status}: {msg}")));
+    }
+    let mut got = 0u64;
+    let mut stream = resp.bytes_stream();
+    while let Some(piece) = stream.next().await {
+        let piece = piece.map_err(|e| remote(format!("stream broke after {got} bytes: {e}")))?;
+        rx.acquire(piece.len()).await;
+        got += piece.len() as u64;
+        sink(piece)
+            .await
+            .map_err(|e| FetchError::Sink(e, block.clone()))?;
+    }
+    if got != expected_len {
+        return Err(FetchError::Length {
+            block: block.clone(),
+            addr: addr.to_owned(),
+            got,
+            expected: expected_len,
+        });
+    }
+    Ok(got)
+}

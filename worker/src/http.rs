@@ -1,0 +1,298 @@
+//! The worker's HTTP server: block listing, ranged block downloads (paced by
+//! the NIC's transmit link, verified chunk by chunk), uploads (paced by the
+//! receive link, visible only once their digest verifies), and status. Every
+//! route requires the cluster token.
+
+use crate::store::{BlockReader, BlockTarget, StoreError};
+use crate::WorkerCtx;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::get;
+use axum::{Json, Router};
+use bytes::Bytes;
+use common::http::{require_token, ApiError, Token};
+use common::wire::{
+    BlockInfo, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
+};
+use common::BlockId;
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+pub fn router(ctx: Arc<WorkerCtx>) -> Router {
+    let token = Token(ctx.token.as_str().into());
+    Router::new()
+        .route("/blocks", get(list_blocks))
+        .route("/blocks/", get(empty_id).put(empty_id).delete(empty_id))
+        .route(
+            "/blocks/{id}",
+            get(get_block).put(put_block).delete(delete_block),
+        )
+        .route("/status", get(status))
+        .layer(axum::middleware::from_fn_with_state(token, require_token))
+        .with_state(ctx)
+}
+
+fn store_error(e: StoreError) -> ApiError {
+    let status = match &e {
+        StoreError::NotFound { .. } => StatusCode::NOT_FOUND,
+        StoreError::DigestMismatch { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        StoreError::Conflict { .. } => StatusCode::CONFLICT,
+        StoreError::BadRange { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
+        StoreError::Corrupt { .. } | StoreError::Truncated { .. } | StoreError::Io { .. } => {
+            StatusCode::INTERNAL_SERVER_ERROR
+        }
+    };
+    ApiError::new(status, e.to_string())
+}
+
+fn block_id(raw: String) -> Result<BlockId, ApiError> {
+    BlockId::new(raw).map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
+async fn empty_id() -> ApiError {
+    ApiError::bad_request("block id is empty")
+}
+
+async fn list_blocks(State(ctx): State<Arc<WorkerCtx>>) -> Json<Vec<BlockInfo>> {
+    Json(ctx.store.list())
+}
+
+/// Parses a single `Range: bytes=...` into `[start, end)` of a `len`-byte block.
+fn parse_range(h: &HeaderMap, len: u64) -> Result<Option<(u64, u64)>, ApiError> {
+    let Some(v) = h.get(header::RANGE) else {
+        return Ok(None);
+    };
+    let bad = || {
+        ApiError::bad_request(format!(
+            "malformed Range header {v:?}; expected bytes=START-END, bytes=START- or bytes=-SUFFIX"
+        ))
+    };
+    let spec = v.to_str().map_err(|_| bad())?.trim();
+    let spec = spec.strip_prefix("bytes=").ok_or_else(bad)?;
+    if spec.contains(',') {
+        return Err(ApiError::bad_request(
+            "multiple byte ranges are not supported",
+        ));
+    }
+    let (a, b) = spec.split_once('-').ok_or_else(bad)?;
+    let num = |s: &str| s.trim().parse::<u64>().map_err(|_| bad());
+    let (start, end) = match (a.trim().is_empty(), b.trim().is_empty()) {
+        (true, false) => {
+            let n = num(b)?.min(len);
+            (len - n, len)
+        }
+        (false, true) => (num(a)?, len),
+        (false, false) => (num(a)?, num(b)?.saturating_add(1).min(len)),
+        (true, true) => return Err(bad()),
+    };
+    if start >= len || start >= end {
+        return Err(ApiError::new(
+            StatusCode::RANGE_NOT_SATISFIABLE,
+            format!("range {spec:?} is outside the block's {len} bytes"),
+        ));
+    }
+    Ok(Some((start, end)))
+}
+
+/// State of one download: the chunks left to read and the piece being sent.
+struct Download {
+    reader: Option<BlockReader>,
+    next_chunk: usize,
+    end_chunk: usize,
+    start: u64,
+    end: u64,
+    pending: Bytes,
+    ctx: Arc<WorkerCtx>,
+}
+
+impl Download {
+    /// Reads and verifies the next chunk, trimmed to the requested range.
+    async fn fill(&mut self) -> Result<(), StoreError> {
+        let i = self.next_chunk;
+        let mut reader = self.reader.take().expect("reader present between chunks");
+        let (reader, res) = tokio::task::spawn_blocking(move || {
+            let r = reader.read_chunk(i);
+            (reader, r)
+        })
+        .await
+        .expect("chunk reader panicked");
+        let cb = reader.chunk_bytes();
+        self.reader = Some(reader);
+        let chunk = res?;
+        let c0 = i as u64 * cb;
+        let lo = self.start.saturating_sub(c0) as usize;
+        let hi = (self.end.min(c0 + chunk.len() as u64) - c0) as usize;
+        self.pending = chunk.slice(lo..hi);
+        self.next_chunk += 1;
+        Ok(())
+    }
+}
+
+async fn get_block(
+    State(ctx): State<Arc<WorkerCtx>>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let id = block_id(raw)?;
+    let reader = ctx.store.reader(&id).map_err(store_error)?;
+    let len = reader.len();
+    let digest = ctx
+        .store
+        .get(&id)
+        .map_err(store_error)?
+        .sums
+        .block_digest_hex();
+    let range = parse_range(&headers, len)?;
+    let (start, end) = range.unwrap_or((0, len));
+    let chunks = reader.chunks_for_range(start, end).map_err(store_error)?;
+    let mut dl = Download {
+        reader: Some(reader),
+        next_chunk: chunks.start,
+        end_chunk: chunks.end,
+        start,
+        end,
+        pending: Bytes::new(),
+        ctx: ctx.clone(),
+    };
+    // Verify the first chunk before answering, so damage there is a clean error.
+    if dl.next_chunk < dl.end_chunk {
+        dl.fill().await.map_err(|e| {
+            tracing::error!(block = %id, error = %e, "serving a corrupt block");
+            store_error(e)
+        })?;
+    }
+    let stream = futures_util::stream::unfold(dl, |mut dl| async move {
+        if dl.pending.is_empty() {
+            if dl.next_chunk >= dl.end_chunk {
+                return None;
+            }
+            if let Err(e) = dl.fill().await {
+                tracing::error!(error = %e, "aborting block download");
+                dl.next_chunk = dl.end_chunk;
+                return Some((Err(std::io::Error::other(e.to_string())), dl));
+            }
+        }
+        let n = dl.pending.len().min(crate::nic::PIECE);
+        let piece = dl.pending.split_to(n);
+        dl.ctx.nic.tx.acquire(n).await;
+        Some((Ok::<Bytes, std::io::Error>(piece), dl))
+    });
+    let mut resp = Response::builder()
+        .header(header::CONTENT_LENGTH, end - start)
+        .header(header::ACCEPT_RANGES, "bytes")
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .header(BLOCK_DIGEST_HEADER, digest);
+    resp = match range {
+        Some(_) => resp.status(StatusCode::PARTIAL_CONTENT).header(
+            header::CONTENT_RANGE,
+            format!("bytes {start}-{}/{len}", end - 1),
+        ),
+        None => resp.status(StatusCode::OK),
+    };
+    resp.body(Body::from_stream(stream))
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+fn required_header<'a>(h: &'a HeaderMap, name: &str) -> Result<&'a str, ApiError> {
+    h.get(name)
+        .ok_or_else(|| ApiError::bad_request(format!("missing header {name}")))?
+        .to_str()
+        .map_err(|_| ApiError::bad_request(format!("header {name} is not ASCII")))
+}
+
+fn parse_header<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Result<T, ApiError> {
+    let v = required_header(h, name)?;
+    v.parse()
+        .map_err(|_| ApiError::bad_request(format!("header {name}: {v:?} is not a valid number")))
+}
+
+async fn put_block(
+    State(ctx): State<Arc<WorkerCtx>>,
+    Path(raw): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<(StatusCode, Json<BlockInfo>), ApiError> {
+    let id = block_id(raw)?;
+    let digest_hex = required_header(&headers, BLOCK_DIGEST_HEADER)?;
+    let digest: [u8; 32] = hex::decode(digest_hex)
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "header {BLOCK_DIGEST_HEADER}: expected 64 hex digits, got {digest_hex:?}"
+            ))
+        })?;
+    let file = required_header(&headers, BLOCK_FILE_HEADER)?.to_owned();
+    common::ids::validate_file_name(&file)
+        .map_err(|e| ApiError::bad_request(format!("header {BLOCK_FILE_HEADER}: {e}")))?;
+    let index: u32 = parse_header(&headers, BLOCK_INDEX_HEADER)?;
+    let file_blocks: u32 = parse_header(&headers, BLOCK_FILE_BLOCKS_HEADER)?;
+    if index >= file_blocks {
+        return Err(ApiError::bad_request(format!(
+            "block index {index} is not below the file's block count {file_blocks}"
+        )));
+    }
+    let target = BlockTarget {
+        id: id.clone(),
+        file,
+        index,
+        file_blocks,
+    };
+    let mut writer = ctx.store.writer(target, digest).map_err(store_error)?;
+    let mut stream = body.into_data_stream();
+    while let Some(piece) = stream.next().await {
+        let piece = piece
+            .map_err(|e| ApiError::bad_request(format!("upload of block {id} broke off: {e}")))?;
+        for p in piece.chunks(crate::nic::PIECE) {
+            ctx.nic.rx.acquire(p.len()).await;
+        }
+        writer.write(&piece).map_err(store_error)?;
+    }
+    // fsync and rename off the async threads; a failure drops the writer,
+    // which deletes its temp file.
+    let info = tokio::task::spawn_blocking(move || writer.commit())
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(|e| {
+            tracing::warn!(block = %id, error = %e, "upload rejected");
+            store_error(e)
+        })?;
+    ctx.wake_heartbeat();
+    Ok((StatusCode::CREATED, Json(info)))
+}
+
+async fn delete_block(
+    State(ctx): State<Arc<WorkerCtx>>,
+    Path(raw): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = block_id(raw)?;
+    ctx.store.delete(&id).map_err(store_error)?;
+    ctx.wake_heartbeat();
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerStatus {
+    pub name: String,
+    pub slots: u32,
+    pub free_slots: u32,
+    pub blocks: usize,
+    pub nic_bytes_per_sec: Option<f64>,
+    pub nic_tx_bytes: u64,
+    pub nic_rx_bytes: u64,
+}
+
+async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
+    Json(WorkerStatus {
+        name: ctx.name.clone(),
+        slots: ctx.slots,
+        free_slots: ctx.book.lock().unwrap().free_slots(),
+        blocks: ctx.store.list().len(),
+        nic_bytes_per_sec: ctx.nic.tx.rate(),
+        nic_tx_bytes: ctx.nic.tx.bytes(),
+        nic_rx_bytes: ctx.nic.rx.bytes(),
+    })
+}

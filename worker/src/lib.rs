@@ -1,0 +1,159 @@
+//! A worker of the testbed: stores replicated blocks (`store`), serves and
+//! fetches them over HTTP through an emulated NIC (`http`, `fetch`, `nic`),
+//! runs map tasks in a fixed number of slots (`exec`) and talks to the master
+//! (`node`). `start` runs all of it in the current tokio runtime.
+
+pub mod exec;
+pub mod fetch;
+pub mod http;
+pub mod nic;
+pub mod node;
+pub mod store;
+
+use common::config::ClusterConfig;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+/// Everything a worker needs to start, usually taken from cluster.toml.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    pub name: String,
+    pub listen: SocketAddr,
+    /// Base URL others use to reach this worker; default `http://<bound address>`.
+    pub advertise: Option<String>,
+    pub slots: u32,
+    /// NIC rate per direction in bytes/s; `None` = unlimited (also: netns mode).
+    pub nic_bytes_per_sec: Option<f64>,
+    pub data_dir: PathBuf,
+    pub master_url: String,
+    pub token: String,
+    pub heartbeat_ms: u64,
+}
+
+impl WorkerOptions {
+    pub fn from_config(cfg: &ClusterConfig, name: &str) -> anyhow::Result<Self> {
+        let w = cfg.worker_by_name(name).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no [[worker]] named {name:?} (known: {})",
+                cfg.path.display(),
+                cfg.worker
+                    .iter()
+                    .map(|w| w.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        Ok(WorkerOptions {
+            name: w.name.clone(),
+            listen: w.listen,
+            advertise: None,
+            slots: w.slots,
+            nic_bytes_per_sec: w.nic_bytes_per_sec,
+            data_dir: cfg.worker_data_dir(&w.name),
+            master_url: cfg.master_url(),
+            token: cfg.cluster.token.clone(),
+            heartbeat_ms: cfg.cluster.heartbeat_ms,
+        })
+    }
+}
+
+/// State shared by the worker's server, task runners and heartbeat loop.
+pub struct WorkerCtx {
+    pub name: String,
+    pub advertise: String,
+    pub slots: u32,
+    pub token: String,
+    pub master_url: String,
+    pub heartbeat_ms: u64,
+    pub store: Arc<store::BlockStore>,
+    pub nic: nic::Nic,
+    pub book: Mutex<exec::TaskBook>,
+    pub http: reqwest::Client,
+    /// Wakes the heartbeat loop early.
+    pub heartbeat_now: Notify,
+}
+
+impl WorkerCtx {
+    pub fn wake_heartbeat(&self) {
+        self.heartbeat_now.notify_one();
+    }
+}
+
+/// A running worker.
+pub struct WorkerHandle {
+    pub addr: SocketAddr,
+    pub ctx: Arc<WorkerCtx>,
+    server: tokio::task::JoinHandle<()>,
+    node: tokio::task::JoinHandle<()>,
+}
+
+impl WorkerHandle {
+    pub fn url(&self) -> String {
+        self.ctx.advertise.clone()
+    }
+
+    /// Stops accepting connections and heartbeating.
+    pub fn abort(&self) {
+        self.server.abort();
+        self.node.abort();
+    }
+}
+
+impl Drop for WorkerHandle {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+/// Opens the block store, binds the HTTP server and starts heartbeating.
+pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
+    let store = Arc::new(store::BlockStore::open(&opts.data_dir).map_err(|e| {
+        anyhow::anyhow!(
+            "worker {}: cannot open block store {}: {e}",
+            opts.name,
+            opts.data_dir.display()
+        )
+    })?);
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "worker {}: cannot listen on {}: {e}",
+                opts.name,
+                opts.listen
+            )
+        })?;
+    let addr = listener.local_addr()?;
+    let ctx = Arc::new(WorkerCtx {
+        name: opts.name.clone(),
+        advertise: opts.advertise.unwrap_or_else(|| format!("http://{addr}")),
+        slots: opts.slots,
+        token: opts.token,
+        master_url: opts.master_url,
+        heartbeat_ms: opts.heartbeat_ms,
+        store,
+        nic: nic::Nic::new(opts.nic_bytes_per_sec),
+        book: Mutex::new(exec::TaskBook::new(opts.slots)),
+        http: reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .build()
+            .expect("HTTP client builds"),
+        heartbeat_now: Notify::new(),
+    });
+    let app = http::router(ctx.clone());
+    let server = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "worker HTTP server stopped");
+        }
+    });
+    let node = tokio::spawn(node::run(ctx.clone()));
+    tracing::info!(worker = %opts.name, %addr, slots = opts.slots, nic = ?opts.nic_bytes_per_sec, "worker started");
+    Ok(WorkerHandle {
+        addr,
+        ctx,
+        server,
+        node,
+    })
+}

@@ -1,0 +1,114 @@
+//! The worker's conversation with the master: register (with a full block
+//! report), then heartbeat every `heartbeat_ms`, or at once when a task ends
+//! or the block store changes (Hadoop's out-of-band heartbeat). Launches come
+//! back in heartbeat replies. Results are kept until a heartbeat carrying them
+//! got through, so none is lost when the master is briefly unreachable.
+
+use crate::WorkerCtx;
+use common::http::bearer;
+use common::wire::{ErrorBody, Heartbeat, HeartbeatReply, RegisterReply, RegisterRequest};
+use common::WorkerId;
+use reqwest::header::AUTHORIZATION;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+
+async fn post<Req: Serialize, Resp: DeserializeOwned>(
+    ctx: &WorkerCtx,
+    path: &str,
+    body: &Req,
+) -> Result<Resp, String> {
+    let resp = ctx
+        .http
+        .post(format!("{}{path}", ctx.master_url))
+        .header(AUTHORIZATION, bearer(&ctx.token))
+        .json(body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .map_err(|e| format!("master unreachable at {}: {e}", ctx.master_url))?;
+    let status = resp.status();
+    if !status.is_success() {
+        let text = resp.text().await.unwrap_or_default();
+        let msg = serde_json::from_str::<ErrorBody>(&text)
+            .map(|b| b.error)
+            .unwrap_or(text);
+        return Err(format!("master answered {status}: {msg}"));
+    }
+    resp.json()
+        .await
+        .map_err(|e| format!("bad reply from master: {e}"))
+}
+
+async fn register(ctx: &WorkerCtx) -> WorkerId {
+    let mut warned = false;
+    loop {
+        let req = RegisterRequest {
+            name: ctx.name.clone(),
+            addr: ctx.advertise.clone(),
+            slots: ctx.slots,
+            blocks: ctx.store.list(),
+        };
+        match post::<_, RegisterReply>(ctx, "/v1/workers/register", &req).await {
+            Ok(r) => {
+                tracing::info!(worker = %ctx.name, id = %r.worker, "registered with master");
+                return r.worker;
+            }
+            Err(e) => {
+                if !warned {
+                    tracing::warn!(error = %e, "registration failed; retrying");
+                    warned = true;
+                }
+                tokio::time::sleep(Duration::from_millis(ctx.heartbeat_ms)).await;
+            }
+        }
+    }
+}
+
+/// Runs forever: registration, then heartbeats.
+pub async fn run(ctx: Arc<WorkerCtx>) {
+    let interval = Duration::from_millis(ctx.heartbeat_ms);
+    loop {
+        let id = register(&ctx).await;
+        // The registration carried a full report: only later changes need one.
+        let mut reported_generation = ctx.store.generation();
+        let mut failures = 0u32;
+        loop {
+            // Wait for the interval or an early wake-up (task ended, block stored).
+            let _ = tokio::time::timeout(interval, ctx.heartbeat_now.notified()).await;
+            let generation = ctx.store.generation();
+            let (free_slots, running, results) = {
+                let mut book = ctx.book.lock().unwrap();
+                (book.free_slots(), book.running(), book.take_finished())
+            };
+            let hb = Heartbeat {
+                worker: id,
+                free_slots,
+                running,
+                blocks: (generation != reported_generation).then(|| ctx.store.list()),
+                results,
+            };
+            match post::<_, HeartbeatReply>(&ctx, "/v1/workers/heartbeat", &hb).await {
+                Ok(reply) => {
+                    failures = 0;
+                    reported_generation = generation;
+                    if reply.reregister {
+                        tracing::warn!("master asked to register again");
+                        break;
+                    }
+                    for l in reply.launches {
+                        crate::exec::launch(&ctx, l);
+                    }
+                }
+                Err(e) => {
+                    ctx.book.lock().unwrap().restore(hb.results);
+                    failures += 1;
+                    if failures == 1 || failures % 50 == 0 {
+                        tracing::warn!(error = %e, failures, "heartbeat failed");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,612 @@
+//! `BlockStore`: a worker's replicated input blocks on disk.
+//!
+//! Layout under the store's directory:
+//! - `blocks/<id>.blk`: the bytes; `blocks/<id>.meta`: file, index, length and
+//!   per-chunk SHA-256 digests (bincode). A block exists iff its `.meta` does.
+//! - `tmp/`: uploads in progress; emptied when the store opens.
+//!
+//! Writes are crash-safe: data and meta go to temp files, are fsynced, the
+//! data is renamed into place, then the meta (which makes it visible), then
+//! the directory is fsynced. A writer dropped before `commit` deletes its temp
+//! file. Every read verifies the chunks it touches; a mismatch is an error
+//! naming the block and the chunk's offset, never data passed on.
+
+use bytes::Bytes;
+use common::checksum::{BlockChecksums, ChunkHasher, Sha};
+use common::wire::BlockInfo;
+use common::BlockId;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("block {block} not found")]
+    NotFound { block: BlockId },
+    #[error("block {block} is corrupt: chunk at offset {offset} ({len} bytes) fails its SHA-256 checksum")]
+    Corrupt {
+        block: BlockId,
+        offset: u64,
+        len: u64,
+    },
+    #[error("block {block} is {actual} bytes on disk; its checksums cover {expected}")]
+    Truncated {
+        block: BlockId,
+        expected: u64,
+        actual: u64,
+    },
+    #[error("upload of block {block} rejected: announced digest {expected}, received data hashes to {actual}")]
+    DigestMismatch {
+        block: BlockId,
+        expected: String,
+        actual: String,
+    },
+    #[error("block {block} already exists with different content (digest {existing})")]
+    Conflict { block: BlockId, existing: String },
+    #[error("block {block}: byte range {start}..{end} is outside its {len} bytes")]
+    BadRange {
+        block: BlockId,
+        start: u64,
+        end: u64,
+        len: u64,
+    },
+    #[error("{what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+}
+
+fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
+        what,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+const META_MAGIC: &[u8; 8] = b"MRBLK001";
+
+/// What `.meta` holds.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct BlockMeta {
+    file: String,
+    index: u32,
+    file_blocks: u32,
+    sums: BlockChecksums,
+}
+
+/// A committed block: its report entry and its checksums.
+#[derive(Debug)]
+pub struct StoredBlock {
+    pub info: BlockInfo,
+    pub sums: BlockChecksums,
+}
+
+pub struct BlockStore {
+    blocks_dir: PathBuf,
+    tmp_dir: PathBuf,
+    index: RwLock<HashMap<BlockId, Arc<StoredBlock>>>,
+    /// Bumped on every change, so heartbeats send a block report only when needed.
+    generation: AtomicU64,
+    tmp_seq: AtomicU64,
+    /// Serialises the exists-check and renames of concurrent commits.
+    commit_lock: Mutex<()>,
+}
+
+impl BlockStore {
+    /// Opens (creating if needed) the store at `dir`, discarding leftovers of
+    /// interrupted uploads and data files without meta.
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let dir = dir.as_ref();
+        let blocks_dir = dir.join("blocks");
+        let tmp_dir = dir.join("tmp");
+        fs::create_dir_all(&blocks_dir).map_err(io_err("creating", &blocks_dir))?;
+        if tmp_dir.exists() {
+            fs::remove_dir_all(&tmp_dir).map_err(io_err("cleaning", &tmp_dir))?;
+        }
+        fs::create_dir_all(&tmp_dir).map_err(io_err("creating", &tmp_dir))?;
+        let mut index = HashMap::new();
+        let entries = fs::read_dir(&blocks_dir).map_err(io_err("listing", &blocks_dir))?;
+        let mut data_files = Vec::new();
+        for e in entries {
+            let path = e.map_err(io_err("listing", &blocks_dir))?.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if let Some(id) = name.strip_suffix(".meta") {
+                let Ok(id) = BlockId::new(id) else { continue };
+                match read_meta(&path) {
+                    Ok(meta) => {
+                        let data = blocks_dir.join(format!("{id}.blk"));
+                        let on_disk = fs::metadata(&data).map(|m| m.len()).ok();
+                        if on_disk != Some(meta.sums.len) {
+                            tracing::warn!(block = %id, ?on_disk, expected = meta.sums.len, "dropping block whose data file is missing or of the wrong size");
+                            let _ = fs::remove_file(&path);
+                            let _ = fs::remove_file(&data);
+                            continue;
+                        }
+                        index.insert(id.clone(), Arc::new(stored(id, meta)));
+                    }
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), error = %e, "dropping unreadable block meta");
+                        let _ = fs::remove_file(&path);
+                    }
+                }
+            } else if name.ends_with(".blk") {
+                data_files.push(path);
+            }
+        }
+        for data in data_files {
+            let id = data
+                .file_stem()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if !BlockId::new(id).is_ok_and(|id| index.contains_key(&id)) {
+                tracing::warn!(path = %data.display(), "removing data file without meta");
+                let _ = fs::remove_file(&data);
+            }
+        }
+        Ok(BlockStore {
+            blocks_dir,
+            tmp_dir,
+            index: RwLock::new(index),
+            generation: AtomicU64::new(1),
+            tmp_seq: AtomicU64::new(0),
+            commit_lock: Mutex::new(()),
+        })
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    pub fn list(&self) -> Vec<BlockInfo> {
+        let mut v: Vec<BlockInfo> = self
+            .index
+            .read()
+            .unwrap()
+            .values()
+            .map(|b| b.info.clone())
+            .collect();
+        v.sort_by(|a, b| a.id.cmp(&b.id));
+        v
+    }
+
+    pub fn get(&self, id: &BlockId) -> Result<Arc<StoredBlock>, StoreError> {
+        self.index
+            .read()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound { block: id.clone() })
+    }
+
+    pub fn data_path(&self, id: &BlockId) -> PathBuf {
+        self.blocks_dir.join(format!("{id}.blk"))
+    }
+
+    /// Opens a verified reader over block `id`.
+    pub fn reader(&self, id: &BlockId) -> Result<BlockReader, StoreError> {
+        let block = self.get(id)?;
+        let path = self.data_path(id);
+        let file = File::open(&path).map_err(io_err("opening", &path))?;
+        Ok(BlockReader { block, file })
+    }
+
+    /// Starts writing block `id`, which becomes visible only after `commit`
+    /// and only if its data hashes to `expected_digest`.
+    pub fn writer(
+        self: &Arc<Self>,
+        info: BlockTarget,
+        expected_digest: Sha,
+    ) -> Result<BlockWriter, StoreError> {
+        let seq = self.tmp_seq.fetch_add(1, Ordering::SeqCst);
+        let tmp = self
+            .tmp_dir
+            .join(format!("{}.{}.{seq}.part", info.id, std::process::id()));
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(io_err("creating", &tmp))?;
+        Ok(BlockWriter {
+            store: self.clone(),
+            target: info,
+            expected_digest,
+            hasher: ChunkHasher::new(),
+            file: Some(io::BufWriter::with_capacity(1 << 20, file)),
+            tmp,
+        })
+    }
+
+    /// Writes a whole block in one call (loader, tests).
+    pub fn put(
+        self: &Arc<Self>,
+        target: BlockTarget,
+        data: &[u8],
+    ) -> Result<BlockInfo, StoreError> {
+        let digest = BlockChecksums::of(data).block_digest();
+        let mut w = self.writer(target, digest)?;
+        w.write(data)?;
+        w.commit()
+    }
+
+    pub fn delete(&self, id: &BlockId) -> Result<(), StoreError> {
+        let removed = self.index.write().unwrap().remove(id);
+        if removed.is_none() {
+            return Err(StoreError::NotFound { block: id.clone() });
+        }
+        let meta = self.blocks_dir.join(format!("{id}.meta"));
+        fs::remove_file(&meta).map_err(io_err("removing", &meta))?;
+        let data = self.data_path(id);
+        fs::remove_file(&data).map_err(io_err("removing", &data))?;
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+fn stored(id: BlockId, meta: BlockMeta) -> StoredBlock {
+    StoredBlock {
+        info: BlockInfo {
+            id,
+            file: meta.file,
+            index: meta.index,
+            file_blocks: meta.file_blocks,
+            len: meta.sums.len,
+        },
+        sums: meta.sums,
+    }
+}
+
+fn read_meta(path: &Path) -> Result<BlockMeta, String> {
+    let bytes = fs::read(path).map_err(|e| e.to_string())?;
+    let body = bytes
+        .strip_prefix(META_MAGIC.as_slice())
+        .ok_or("bad magic")?;
+    let (meta, _): (BlockMeta, usize) =
+        bincode::serde::decode_from_slice(body, bincode::config::standard())
+            .map_err(|e| e.to_string())?;
+    Ok(meta)
+}
+
+/// Where a block belongs: its id and its place in a file.
+#[derive(Clone, Debug)]
+pub struct BlockTarget {
+    pub id: BlockId,
+    pub file: String,
+    pub index: u32,
+    pub file_blocks: u32,
+}
+
+/// An upload in progress. Dropping it without `commit` deletes the temp file.
+pub struct BlockWriter {
+    store: Arc<BlockStore>,
+    target: BlockTarget,
+    expected_digest: Sha,
+    hasher: ChunkHasher,
+    file: Option<io::BufWriter<File>>,
+    tmp: PathBuf,
+}
+
+impl BlockWriter {
+    pub fn write(&mut self, data: &[u8]) -> Result<(), StoreError> {
+        self.hasher.update(data);
+        let f = self.file.as_mut().expect("writer used after commit");
+        f.write_all(data).map_err(io_err("writing", &self.tmp))
+    }
+
+    pub fn written(&self) -> u64 {
+        self.hasher.len()
+    }
+
+    /// Verifies the digest, makes the block durable, then visible.
+    pub fn commit(mut self) -> Result<BlockInfo, StoreError> {
+        let hasher = std::mem::take(&mut self.hasher);
+        let sums = hasher.finish();
+        let id = self.target.id.clone();
+        let actual = sums.block_digest();
+        if actual != self.expected_digest {
+            return Err(StoreError::DigestMismatch {
+                block: id,
+                expected: hex::encode(self.expected_digest),
+                actual: hex::encode(actual),
+            });
+        }
+        let store = self.store.clone();
+        let _guard = store.commit_lock.lock().unwrap();
+        if let Ok(existing) = store.get(&id) {
+            // Same content already stored: uploads are idempotent.
+            if existing.sums.block_digest() == actual {
+                return Ok(existing.info.clone());
+            }
+            return Err(StoreError::Conflict {
+                block: id,
+                existing: hex::encode(existing.sums.block_digest()),
+            });
+        }
+        let file = self.file.take().expect("commit twice");
+        let file = file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .map_err(io_err("writing", &self.tmp))?;
+        file.sync_all().map_err(io_err("syncing", &self.tmp))?;
+        drop(file);
+        let meta = BlockMeta {
+            file: self.target.file.clone(),
+            index: self.target.index,
+            file_blocks: self.target.file_blocks,
+            sums,
+        };
+        let mut meta_bytes = META_MAGIC.to_vec();
+        meta_bytes.extend(
+            bincode::serde::encode_to_vec(&meta, bincode::config::standard())
+                .expect("block meta always encodes"),
+        );
+        let meta_tmp = self.tmp.with_extension("meta.part");
+        write_synced(&meta_tmp, &meta_bytes)?;
+        let data_final = store.data_path(&id);
+        fs::rename(&self.tmp, &data_final).map_err(io_err("renaming into place", &data_final))?;
+        let meta_final = store.blocks_dir.join(format!("{id}.meta"));
+        if let Err(e) = fs::rename(&meta_tmp, &meta_final) {
+            let _ = fs::remove_file(&data_final);
+            let _ = fs::remove_file(&meta_tmp);
+            return Err(io_err("renaming into place", &meta_final)(e));
+        }
+        if let Ok(d) = File::open(&store.blocks_dir) {
+            let _ = d.sync_all();
+        }
+        let block = Arc::new(stored(id.clone(), meta));
+        let info = block.info.clone();
+        store.index.write().unwrap().insert(id, block);
+        store.generation.fetch_add(1, Ordering::SeqCst);
+        Ok(info)
+    }
+}
+
+impl Drop for BlockWriter {
+    fn drop(&mut self) {
+        // Not committed (or commit failed before the rename): leave nothing behind.
+        if self.tmp.exists() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+        let meta_tmp = self.tmp.with_extension("meta.part");
+        if meta_tmp.exists() {
+            let _ = fs::remove_file(&meta_tmp);
+        }
+    }
+}
+
+fn write_synced(path: &Path, data: &[u8]) -> Result<(), StoreError> {
+    let mut f = File::create(path).map_err(io_err("creating", path))?;
+    f.write_all(data).map_err(io_err("writing", path))?;
+    f.sync_all().map_err(io_err("syncing", path))
+}
+
+/// Reads verified chunks of one block.
+pub struct BlockReader {
+    block: Arc<StoredBlock>,
+    file: File,
+}
+
+impl BlockReader {
+    pub fn len(&self) -> u64 {
+        self.block.sums.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.block.sums.chunks.len()
+    }
+
+    pub fn info(&self) -> &BlockInfo {
+        &self.block.info
+    }
+
+    /// Chunk `i`, verified against its checksum.
+    pub fn read_chunk(&mut self, i: usize) -> Result<Bytes, StoreError> {
+        let sums = &self.block.sums;
+        let id = &self.block.info.id;
+        let (start, end) = sums.chunk_range(i);
+        let mut buf = vec![0u8; (end - start) as usize];
+        self.file
+            .seek(SeekFrom::Start(start))
+            .and_then(|_| read_full(&mut self.file, &mut buf))
+            .map_err(|source| StoreError::Io {
+                what: "reading block",
+                path: PathBuf::from(id.as_str()),
+                source,
+            })
+            .and_then(|n| {
+                if n < buf.len() {
+                    Err(StoreError::Truncated {
+                        block: id.clone(),
+                        expected: sums.len,
+                        actual: start + n as u64,
+                    })
+                } else {
+                    Ok(())
+                }
+            })?;
+        if common::checksum::sha256(&buf) != sums.chunks[i] {
+            return Err(StoreError::Corrupt {
+                block: id.clone(),
+                offset: start,
+                len: end - start,
+            });
+        }
+        Ok(Bytes::from(buf))
+    }
+
+    /// The chunks covering byte range `[start, end)` and the offsets to trim
+    /// from the first and keep of the last.
+    pub fn chunks_for_range(
+        &self,
+        start: u64,
+        end: u64,
+    ) -> Result<std::ops::Range<usize>, StoreError> {
+        let len = self.len();
+        if start > end || end > len {
+            return Err(StoreError::BadRange {
+                block: self.block.info.id.clone(),
+                start,
+                end,
+                len,
+            });
+        }
+        if start == end {
+            return Ok(0..0);
+        }
+        let cb = self.block.sums.chunk_bytes as u64;
+        Ok((start / cb) as usize..end.div_ceil(cb) as usize)
+    }
+
+    pub fn chunk_bytes(&self) -> u64 {
+        self.block.sums.chunk_bytes as u64
+    }
+}
+
+fn read_full(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::checksum::CHUNK_BYTES;
+
+    fn target(id: &str) -> BlockTarget {
+        BlockTarget {
+            id: BlockId::new(id).unwrap(),
+            file: "f".into(),
+            index: 0,
+            file_blocks: 1,
+        }
+    }
+
+    fn data(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 31 % 253) as u8).collect()
+    }
+
+    #[test]
+    fn put_read_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = data(2 * CHUNK_BYTES + 10);
+        {
+            let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+            let info = s.put(target("f.b00000"), &d).unwrap();
+            assert_eq!(info.len, d.len() as u64);
+            let mut r = s.reader(&info.id).unwrap();
+            let mut all = Vec::new();
+            for i in 0..r.chunk_count() {
+                all.extend_from_slice(&r.read_chunk(i).unwrap());
+            }
+            assert_eq!(all, d);
+        }
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        assert_eq!(s.list().len(), 1);
+        assert_eq!(s.list()[0].file, "f");
+    }
+
+    #[test]
+    fn corrupted_chunk_names_block_and_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        let d = data(3 * CHUNK_BYTES);
+        let info = s.put(target("c.b00000"), &d).unwrap();
+        // Flip one byte in the second chunk.
+        let path = s.data_path(&info.id);
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[CHUNK_BYTES + 77] ^= 0xff;
+        fs::write(&path, &bytes).unwrap();
+        let mut r = s.reader(&info.id).unwrap();
+        assert!(r.read_chunk(0).is_ok());
+        let e = r.read_chunk(1).unwrap_err();
+        match &e {
+            StoreError::Corrupt { block, offset, .. } => {
+                assert_eq!(block.as_str(), "c.b00000");
+                assert_eq!(*offset, CHUNK_BYTES as u64);
+            }
+            other => panic!("expected corruption, got {other}"),
+        }
+        assert!(e.to_string().contains("c.b00000") && e.to_string().contains("1048576"));
+    }
+
+    #[test]
+    fn digest_mismatch_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        let mut w = s.writer(target("x.b00000"), [0u8; 32]).unwrap();
+        w.write(b"hello").unwrap();
+        assert!(matches!(w.commit(), Err(StoreError::DigestMismatch { .. })));
+        assert!(s.list().is_empty());
+        assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+        assert_eq!(fs::read_dir(dir.path().join("blocks")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn abandoned_writer_and_orphans_are_cleaned() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+            let mut w = s.writer(target("y.b00000"), [0u8; 32]).unwrap();
+            w.write(b"partial").unwrap();
+            drop(w);
+            assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+        }
+        // A crash between the data rename and the meta rename leaves an orphan.
+        fs::write(dir.path().join("blocks/z.b00000.blk"), b"orphan").unwrap();
+        fs::write(dir.path().join("tmp/q.part"), b"interrupted").unwrap();
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        assert!(s.list().is_empty());
+        assert!(!dir.path().join("blocks/z.b00000.blk").exists());
+        assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn reupload_same_is_idempotent_different_conflicts() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        s.put(target("r.b00000"), b"abc").unwrap();
+        let g = s.generation();
+        s.put(target("r.b00000"), b"abc").unwrap();
+        assert_eq!(s.generation(), g);
+        assert!(matches!(
+            s.put(target("r.b00000"), b"abd"),
+            Err(StoreError::Conflict { .. })
+        ));
+        s.delete(&BlockId::new("r.b00000").unwrap()).unwrap();
+        assert!(s.list().is_empty());
+    }
+
+    #[test]
+    fn range_to_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        let info = s
+            .put(target("g.b00000"), &data(2 * CHUNK_BYTES + 5))
+            .unwrap();
+        let r = s.reader(&info.id).unwrap();
+        let cb = CHUNK_BYTES as u64;
+        assert_eq!(r.chunks_for_range(0, 1).unwrap(), 0..1);
+        assert_eq!(r.chunks_for_range(cb - 1, cb + 1).unwrap(), 0..2);
+        assert_eq!(r.chunks_for_range(2 * cb, 2 * cb + 5).unwrap(), 2..3);
+        assert!(r.chunks_for_range(0, 2 * cb + 6).is_err());
+    }
+}
