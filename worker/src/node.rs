@@ -104,7 +104,7 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                 Err(e) => {
                     ctx.book.lock().unwrap().restore(hb.results);
                     failures += 1;
-                    if failures == 1 || failures % 50 == 0 {
+                    if failures == 1 || failures.is_multiple_of(50) {
                         tracing::warn!(error = %e, failures, "heartbeat failed");
                     }
                 }

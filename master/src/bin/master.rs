@@ -1,0 +1,255 @@
+//! `master`: runs the master (`serve`), starts and stops a local cluster
+//! (`up`, `down`), loads data (`load`), submits jobs and shows reports.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use common::config::{ClusterConfig, SchedulerConfig};
+use common::wire::JobSubmit;
+use master::client::MasterClient;
+use master::loader::{self, Generator, LoadSpec, Source};
+use master::report;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use workloads::Workload;
+
+#[derive(Parser)]
+#[command(about = "Master of the mini-MapReduce testbed, and its command line")]
+struct Cli {
+    /// Cluster description.
+    #[arg(long, global = true, default_value = "cluster.toml")]
+    config: PathBuf,
+    /// Master URL instead of http://<master.listen> from cluster.toml.
+    #[arg(long, global = true)]
+    master: Option<String>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the master.
+    Serve {
+        /// Listen here instead of master.listen.
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+        /// Scheduler instead of [scheduler]: a name (`hadoop`) or `policy = "...", key = value`.
+        #[arg(long)]
+        scheduler: Option<SchedulerConfig>,
+    },
+    /// Start the master and all workers as local processes; returns when all registered.
+    Up {
+        /// Delete the workers' block stores first.
+        #[arg(long)]
+        fresh: bool,
+    },
+    /// Stop the local cluster started by `up`.
+    Down,
+    /// Generate or split a file into blocks and upload its replicas.
+    Load {
+        /// Name of the file in the cluster.
+        #[arg(long)]
+        name: String,
+        /// Generate synthetic data of this kind...
+        #[arg(long, conflicts_with = "file", requires = "blocks")]
+        generate: Option<Generator>,
+        /// ...with this many blocks.
+        #[arg(long)]
+        blocks: Option<u32>,
+        /// Or split this local file.
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Block size, e.g. 8MiB, 64MB.
+        #[arg(long, value_parser = loader::parse_size)]
+        block_size: u64,
+        /// Replicas per block (default: cluster.replication).
+        #[arg(long)]
+        replication: Option<u32>,
+        /// Seed of data and placement (default: cluster.seed).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Submit jobs; with --wait, print their reports when they end.
+    Submit {
+        #[arg(long, value_enum)]
+        workload: Workload,
+        #[arg(long)]
+        input: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Submit this many identical jobs.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        #[arg(long)]
+        wait: bool,
+        /// Print reports as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List jobs.
+    Jobs,
+    /// Show one job's report.
+    Report {
+        job: String,
+        #[arg(long)]
+        json: bool,
+        /// Wait for the job to end first.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// List workers.
+    Workers,
+    /// List files and where their blocks are.
+    Files,
+}
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    if let Err(e) = run(Cli::parse()).await {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let cfg = ClusterConfig::load(&cli.config)?;
+    let client = MasterClient::new(
+        cli.master.clone().unwrap_or_else(|| cfg.master_url()),
+        &cfg.cluster.token,
+    );
+    match cli.cmd {
+        Cmd::Serve { listen, scheduler } => {
+            let mut settings = master::state::MasterSettings::from_config(&cfg);
+            if let Some(s) = scheduler {
+                settings.scheduler = s;
+            }
+            let h = master::http::start(
+                listen.unwrap_or(cfg.master.listen),
+                &cfg.cluster.token,
+                settings,
+            )
+            .await?;
+            tokio::signal::ctrl_c().await?;
+            h.abort();
+        }
+        Cmd::Up { fresh } => master::local::up(&cfg, fresh).await?,
+        Cmd::Down => {
+            let n = master::local::down(&master::local::run_dir(&cfg))?;
+            println!("stopped {n} processes");
+        }
+        Cmd::Load {
+            name,
+            generate,
+            blocks,
+            file,
+            block_size,
+            replication,
+            seed,
+        } => {
+            let source = match (generate, file) {
+                (Some(kind), None) => Source::Generate {
+                    kind,
+                    blocks: blocks.unwrap_or(0),
+                },
+                (None, Some(p)) => Source::File(p),
+                _ => anyhow::bail!("give either --generate KIND --blocks N or --file PATH"),
+            };
+            let spec = LoadSpec {
+                name,
+                source,
+                block_size,
+                replication: replication.unwrap_or(cfg.cluster.replication),
+                seed: seed.unwrap_or(cfg.cluster.seed),
+            };
+            let info = loader::load(&client, &spec).await?;
+            println!(
+                "loaded {}: {} blocks, {:.1} MB, replication {}",
+                info.name,
+                info.blocks,
+                info.bytes as f64 / 1e6,
+                spec.replication
+            );
+        }
+        Cmd::Submit {
+            workload,
+            input,
+            name,
+            count,
+            wait,
+            json,
+        } => {
+            let mut ids = Vec::new();
+            for i in 0..count {
+                let name = name
+                    .clone()
+                    .map(|n| if count > 1 { format!("{n}-{i}") } else { n });
+                let id = client
+                    .submit(&JobSubmit {
+                        workload,
+                        input: input.clone(),
+                        name,
+                    })
+                    .await?;
+                println!("submitted {id}");
+                ids.push(id);
+            }
+            if wait {
+                for id in ids {
+                    let r = client.wait_job(id).await?;
+                    if json {
+                        println!("{}", serde_json::to_string_pretty(&r)?);
+                    } else {
+                        println!("{}", report::job_report(&r));
+                    }
+                }
+                println!("{}", report::jobs_table(&client.jobs().await?));
+            }
+        }
+        Cmd::Jobs => print!("{}", report::jobs_table(&client.jobs().await?)),
+        Cmd::Report { job, json, wait } => {
+            let id = master::http::parse_job_id(&job).map_err(anyhow::Error::msg)?;
+            let r = if wait {
+                client.wait_job(id).await?
+            } else {
+                client.job(id, None).await?
+            };
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", report::job_report(&r));
+            }
+        }
+        Cmd::Workers => {
+            println!(
+                "{:<4} {:<10} {:<24} {:>5} {:>5} {:>7} {:>7} alive",
+                "id", "name", "addr", "slots", "free", "blocks", "running"
+            );
+            for w in client.workers().await? {
+                println!(
+                    "{:<4} {:<10} {:<24} {:>5} {:>5} {:>7} {:>7} {}",
+                    w.id.0, w.name, w.addr, w.slots, w.free_slots, w.blocks, w.running, w.alive
+                );
+            }
+        }
+        Cmd::Files => {
+            for f in client.files().await.context("listing files")? {
+                println!(
+                    "{} {} blocks {:.1} MB complete={}",
+                    f.name,
+                    f.blocks,
+                    f.bytes as f64 / 1e6,
+                    f.complete
+                );
+                for (i, r) in f.replicas.iter().enumerate() {
+                    println!("  block {i:>5}: {}", r.join(" "));
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! Human-readable job reports for the CLI.
+
+use common::wire::{JobReport, Locality};
+use std::fmt::Write;
+
+fn ms(v: Option<u64>) -> String {
+    v.map_or("-".into(), |v| format!("{:.3}", v as f64 / 1000.0))
+}
+
+fn mb(b: u64) -> String {
+    format!("{:.1}", b as f64 / 1e6)
+}
+
+/// One line per job.
+pub fn jobs_table(jobs: &[JobReport]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<8} {:<20} {:<11} {:<12} {:<10} {:>9} {:>6} {:>6} {:>6} {:>10} {:>10}",
+        "job",
+        "name",
+        "workload",
+        "input",
+        "state",
+        "jct_s",
+        "tasks",
+        "local",
+        "remote",
+        "local_MB",
+        "remote_MB"
+    );
+    for j in jobs {
+        let _ = writeln!(
+            s,
+            "{:<8} {:<20} {:<11} {:<12} {:<10} {:>9} {:>6} {:>6} {:>6} {:>10} {:>10}",
+            j.job.to_string(),
+            j.name,
+            j.workload.to_string(),
+            j.input,
+            format!("{:?}", j.state).to_lowercase(),
+            ms(j.jct_ms),
+            j.tasks,
+            j.data_local,
+            j.data_remote,
+            mb(j.bytes_local),
+            mb(j.bytes_remote)
+        );
+    }
+    s
+}
+
+/// A job's summary followed by every attempt.
+pub fn job_report(j: &JobReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} {:?} ({} on {}, scheduler {})",
+        j.job, j.name, j.workload, j.input, j.scheduler
+    );
+    let _ = writeln!(
+        s,
+        "  state {:?}   submitted at unix {} ms   start +{} s   finish +{} s   JCT {} s",
+        j.state,
+        j.submit_unix_ms,
+        ms(j.start_ms),
+        ms(j.finish_ms),
+        ms(j.jct_ms)
+    );
+    if let Some(e) = &j.error {
+        let _ = writeln!(s, "  error: {e}");
+    }
+    let pct = if j.tasks_done > 0 {
+        100.0 * j.data_local as f64 / j.tasks_done as f64
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        s,
+        "  tasks {}/{} done   data-local {}   data-remote {}   locality {:.1}%   read locally {} MB   over the network {} MB",
+        j.tasks_done, j.tasks, j.data_local, j.data_remote, pct, mb(j.bytes_local), mb(j.bytes_remote)
+    );
+    let _ = writeln!(
+        s,
+        "  {:>5} {:>3} {:<8} {:>4} {:<7} {:<8} {:>9} {:>9} {:>9} {:>10}  result",
+        "task", "try", "worker", "slot", "local?", "source", "start_s", "end_s", "secs", "input_MB"
+    );
+    for a in &j.attempts {
+        let _ = writeln!(
+            s,
+            "  {:>5} {:>3} {:<8} {:>4} {:<7} {:<8} {:>9} {:>9} {:>9} {:>10}  {}",
+            a.task,
+            a.attempt,
+            a.worker,
+            a.slot,
+            match a.locality {
+                Locality::DataLocal => "local",
+                Locality::DataRemote => "remote",
+            },
+            a.source,
+            ms(Some(a.start_ms)),
+            ms(Some(a.end_ms)),
+            ms(Some(a.end_ms.saturating_sub(a.start_ms))),
+            mb(a.input_bytes),
+            if a.ok {
+                "ok".to_string()
+            } else {
+                format!("FAILED: {}", a.error.as_deref().unwrap_or(""))
+            }
+        );
+    }
+    s
+}

@@ -1,0 +1,306 @@
+//! End to end on loopback: a real master and three real workers (port 0),
+//! replicated data uploaded through the workers' API, input-sink jobs, and
+//! the bad-input cases of the API.
+
+use common::config::SchedulerConfig;
+use common::wire::{JobState, JobSubmit};
+use master::client::MasterClient;
+use master::loader::{self, Generator, LoadSpec, Source};
+use master::state::MasterSettings;
+use std::time::Duration;
+use workloads::Workload;
+
+const TOKEN: &str = "test-token";
+
+struct Cluster {
+    _master: master::http::MasterHandle,
+    workers: Vec<worker::WorkerHandle>,
+    client: MasterClient,
+    _dir: tempfile::TempDir,
+}
+
+async fn cluster(n: u32, slots: u32, nic: Option<f64>) -> Cluster {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = MasterSettings {
+        heartbeat_ms: 50,
+        worker_timeout_ms: 5000,
+        max_task_attempts: 2,
+        scheduler: SchedulerConfig::Hadoop {},
+        seed: 3,
+        workers: (0..n)
+            .map(|i| common::config::WorkerSettings {
+                index: i,
+                name: format!("w{i}"),
+                listen: "127.0.0.1:0".parse().unwrap(),
+                slots,
+                nic_bytes_per_sec: nic,
+            })
+            .collect(),
+    };
+    let m = master::http::start("127.0.0.1:0".parse().unwrap(), TOKEN, settings)
+        .await
+        .unwrap();
+    let mut workers = Vec::new();
+    for i in 0..n {
+        workers.push(
+            worker::start(worker::WorkerOptions {
+                name: format!("w{i}"),
+                listen: "127.0.0.1:0".parse().unwrap(),
+                advertise: None,
+                slots,
+                nic_bytes_per_sec: nic,
+                data_dir: dir.path().join(format!("w{i}")),
+                master_url: m.url(),
+                token: TOKEN.into(),
+                heartbeat_ms: 50,
+            })
+            .await
+            .unwrap(),
+        );
+    }
+    let client = MasterClient::new(m.url(), TOKEN);
+    for _ in 0..200 {
+        if client.cluster().await.unwrap().workers_alive == n as usize {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(client.cluster().await.unwrap().workers_alive, n as usize);
+    Cluster {
+        _master: m,
+        workers,
+        client,
+        _dir: dir,
+    }
+}
+
+async fn load(c: &Cluster, name: &str, blocks: u32, size: u64, replication: u32) {
+    loader::load(
+        &c.client,
+        &LoadSpec {
+            name: name.into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks,
+            },
+            block_size: size,
+            replication,
+            seed: 11,
+        },
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_sink_jobs_over_replicated_data() {
+    let c = cluster(3, 2, None).await;
+    load(&c, "data", 12, 300_000, 2).await;
+    let f = c.client.file("data").await.unwrap();
+    assert!(f.complete);
+    assert!(f.replicas.iter().all(|r| r.len() == 2 && r[0] != r[1]));
+    let id = c
+        .client
+        .submit(&JobSubmit {
+            workload: Workload::InputSink,
+            input: "data".into(),
+            name: None,
+        })
+        .await
+        .unwrap();
+    let r = c.client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    assert_eq!(r.tasks, 12);
+    assert_eq!(r.tasks_done, 12);
+    assert_eq!(r.data_local + r.data_remote, 12);
+    assert_eq!(r.bytes_local + r.bytes_remote, 12 * 300_000);
+    let successes: Vec<_> = r.attempts.iter().filter(|a| a.ok).collect();
+    assert_eq!(successes.len(), 12);
+    for a in &successes {
+        assert_eq!(a.input_bytes, 300_000);
+        let remote = a.locality == common::wire::Locality::DataRemote;
+        assert_eq!(a.remote_bytes, if remote { 300_000 } else { 0 });
+        assert_eq!(remote, a.worker != a.source);
+        // The source really holds the block.
+        assert!(f.replicas[a.task as usize].contains(&a.source));
+    }
+    assert_eq!(r.bytes_remote, r.data_remote as u64 * 300_000);
+    assert!(r.jct_ms.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn corrupted_chunk_is_detected_and_never_served() {
+    let c = cluster(3, 1, None).await;
+    // Replication 1: the corrupt replica is the only one.
+    load(&c, "bad", 1, 2_500_000, 1).await;
+    let holder = c
+        .workers
+        .iter()
+        .find(|w| !w.ctx.store.list().is_empty())
+        .unwrap();
+    let id = common::BlockId::for_file("bad", 0).unwrap();
+    let path = holder.ctx.store.data_path(&id);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[1_500_000] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    // Served: the download breaks off instead of passing bad data on.
+    let got = c
+        .client
+        .http()
+        .get(format!("{}/blocks/{id}", holder.url()))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await;
+    assert!(got.is_err() || got.unwrap().len() < 2_500_000);
+    // In a job: every attempt fails naming the block and offset, the job fails.
+    let job = c
+        .client
+        .submit(&JobSubmit {
+            workload: Workload::InputSink,
+            input: "bad".into(),
+            name: None,
+        })
+        .await
+        .unwrap();
+    let r = c.client.wait_job(job).await.unwrap();
+    assert_eq!(r.state, JobState::Failed);
+    let err = r.error.unwrap();
+    assert!(
+        err.contains("bad.b00000") && err.contains("1048576"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_clear_errors() {
+    let c = cluster(3, 1, None).await;
+    load(&c, "ok", 2, 1000, 2).await;
+    let http = c.client.http();
+    let master = c._master.url();
+    let w = c.workers[0].url();
+    // No or wrong token: 401 everywhere, master and worker.
+    for url in [
+        format!("{master}/v1/jobs"),
+        format!("{master}/v1/workers"),
+        format!("{master}/v1/files"),
+        format!("{w}/blocks"),
+        format!("{w}/status"),
+        format!("{w}/blocks/ok.b00000"),
+    ] {
+        assert_eq!(http.get(&url).send().await.unwrap().status(), 401, "{url}");
+        assert_eq!(
+            http.get(&url)
+                .bearer_auth("nope")
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            401,
+            "{url}"
+        );
+    }
+    let r = http
+        .post(format!("{master}/v1/jobs"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    // Unknown workload / unknown file: 4xx with a JSON error.
+    let r = http
+        .post(format!("{master}/v1/jobs"))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"workload": "grep", "input": "ok"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_client_error());
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert!(body["error"].as_str().unwrap().contains("grep"), "{body}");
+    let r = http
+        .post(format!("{master}/v1/jobs"))
+        .bearer_auth(TOKEN)
+        .json(&serde_json::json!({"workload": "input-sink", "input": "missing"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("missing"),
+        "{body}"
+    );
+    // Malformed block ids: 400.
+    for bad in ["..%2Fx", "", &"a".repeat(200)] {
+        let r = http
+            .get(format!("{w}/blocks/{bad}"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{bad:?}");
+    }
+    // An upload whose digest does not match is rejected and leaves nothing.
+    let before = c.workers[0].ctx.store.list().len();
+    let r = http
+        .put(format!("{w}/blocks/new.b00000"))
+        .bearer_auth(TOKEN)
+        .header("x-block-digest", "00".repeat(32))
+        .header("x-block-file", "new")
+        .header("x-block-index", "0")
+        .header("x-block-file-blocks", "1")
+        .body(vec![7u8; 5000])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 422);
+    assert_eq!(c.workers[0].ctx.store.list().len(), before);
+    let dir = c._dir.path().join("w0");
+    assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0);
+    assert!(!dir.join("blocks/new.b00000.blk").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_remote_reads_share_the_nic() {
+    // Every worker's NIC at 40 MB/s; two remote tasks on one worker must take
+    // about twice as long as one alone would.
+    let c = cluster(2, 2, Some(40e6)).await;
+    let id0 = common::BlockId::for_file("r", 0).unwrap();
+    let id1 = common::BlockId::for_file("r", 1).unwrap();
+    let data = bytes::Bytes::from(vec![b'x'; 8_000_000]);
+    for (i, id) in [(0, &id0), (1, &id1)] {
+        loader::upload_block(
+            c.client.http(),
+            TOKEN,
+            &c.workers[1].url(),
+            id,
+            "r",
+            i,
+            2,
+            data.clone(),
+        )
+        .await
+        .unwrap();
+    }
+    let rx = &c.workers[0].ctx.nic.rx;
+    let t0 = std::time::Instant::now();
+    let fetch = |id: common::BlockId| {
+        let w0 = &c.workers[0];
+        let url = c.workers[1].url();
+        async move {
+            worker::fetch::fetch_block(&w0.ctx.http, rx, TOKEN, &url, &id, 8_000_000, |_| async {
+                Ok(())
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let (a, b) = tokio::join!(fetch(id0), fetch(id1));
+    assert_eq!(a + b, 16_000_000);
+    let secs = t0.elapsed().as_secs_f64();
+    // 16 MB through a 40 MB/s link: 0.4 s at best; far above unlimited loopback.
+    assert!(secs >= 0.38, "16 MB crossed a 40 MB/s NIC in {secs} s");
+}
