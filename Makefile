@@ -9,7 +9,7 @@ DEMO_BLOCKS ?= 16
 DEMO_BLOCK_SIZE ?= 16MiB
 DEMO_JOBS ?= 3
 
-.PHONY: build cluster stop test clean
+.PHONY: build cluster stop test bench clean
 
 build:
 	$(CARGO) build --release --bins
@@ -32,3 +32,6 @@ test:
 
 clean: stop
 	rm -rf run
+
+bench: build
+	$(CARGO) bench -p master --bench cluster

@@ -1,0 +1,250 @@
+//! `make bench`: the backbone's benchmarks, each printing ratios measured in
+//! this one run (the machine is shared and noisy; compare ratios, not times).
+//! 1. remote fetch into a worker whose NIC is capped at C = 400 Mbit/s, with
+//!    1, 2 and 4 concurrent readers: aggregate / C and each reader / (C/k);
+//! 2. local input-sink of a 256 MB block (checksums verified) vs `sha256sum`;
+//! 3. a 64-task input-sink job over 1 MB blocks on 4 workers x 4 slots, submit to report.
+
+use common::config::{SchedulerConfig, WorkerSettings};
+use common::wire::{JobSubmit, Launch, ReplicaSource};
+use common::{AttemptId, BlockId, JobId, TaskRef};
+use master::client::MasterClient;
+use master::loader::{self, Generator, LoadSpec, Source};
+use master::state::MasterSettings;
+use std::time::{Duration, Instant};
+use workloads::Workload;
+
+const TOKEN: &str = "bench";
+
+async fn start_cluster(
+    dir: &std::path::Path,
+    n: u32,
+    slots: u32,
+    nic: &[Option<f64>],
+) -> (master::http::MasterHandle, Vec<worker::WorkerHandle>) {
+    let settings = MasterSettings {
+        heartbeat_ms: 100,
+        worker_timeout_ms: 10_000,
+        max_task_attempts: 2,
+        scheduler: SchedulerConfig::Hadoop {},
+        seed: 1,
+        workers: (0..n)
+            .map(|i| WorkerSettings {
+                index: i,
+                name: format!("w{i}"),
+                listen: "127.0.0.1:0".parse().unwrap(),
+                slots,
+                nic_bytes_per_sec: nic[i as usize],
+            })
+            .collect(),
+    };
+    let m = master::http::start("127.0.0.1:0".parse().unwrap(), TOKEN, settings)
+        .await
+        .unwrap();
+    let mut ws = Vec::new();
+    for i in 0..n {
+        ws.push(
+            worker::start(worker::WorkerOptions {
+                name: format!("w{i}"),
+                listen: "127.0.0.1:0".parse().unwrap(),
+                advertise: None,
+                slots,
+                nic_bytes_per_sec: nic[i as usize],
+                data_dir: dir.join(format!("w{i}")),
+                master_url: m.url(),
+                token: TOKEN.into(),
+                heartbeat_ms: 100,
+            })
+            .await
+            .unwrap(),
+        );
+    }
+    let c = MasterClient::new(m.url(), TOKEN);
+    while c.cluster().await.unwrap().workers_alive < n as usize {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    (m, ws)
+}
+
+async fn nic_bench() {
+    let cap = common::config::mbps_to_bytes(400.0);
+    let dir = tempfile::tempdir().unwrap();
+    // w0 reads (capped); w1 serves (unlimited).
+    let (_m, ws) = start_cluster(dir.path(), 2, 4, &[Some(cap), None]).await;
+    let size = 25_000_000usize;
+    let data = bytes::Bytes::from(vec![b'n'; size]);
+    for i in 0..4u32 {
+        let id = BlockId::for_file("nic", i).unwrap();
+        loader::upload_block(
+            &reqwest::Client::new(),
+            TOKEN,
+            &ws[1].url(),
+            &id,
+            "nic",
+            i,
+            4,
+            data.clone(),
+        )
+        .await
+        .unwrap();
+    }
+    println!(
+        "1. remote fetch into a worker with NIC C = 400 Mbit/s (50 MB/s), {} MB per reader",
+        size / 1_000_000
+    );
+    for k in [1usize, 2, 4] {
+        let t0 = Instant::now();
+        let mut handles = Vec::new();
+        for i in 0..k {
+            let ctx = ws[0].ctx.clone();
+            let url = ws[1].url();
+            handles.push(tokio::spawn(async move {
+                let id = BlockId::for_file("nic", i as u32).unwrap();
+                let s = Instant::now();
+                worker::fetch::fetch_block(
+                    &ctx.http,
+                    &ctx.nic.rx,
+                    TOKEN,
+                    &url,
+                    &id,
+                    size as u64,
+                    |_| async { Ok(()) },
+                )
+                .await
+                .unwrap();
+                s.elapsed().as_secs_f64()
+            }));
+        }
+        let mut per = Vec::new();
+        for h in handles {
+            per.push(size as f64 / h.await.unwrap());
+        }
+        let agg = (k * size) as f64 / t0.elapsed().as_secs_f64();
+        let each: Vec<String> = per
+            .iter()
+            .map(|r| format!("{:.2}", r / (cap / k as f64)))
+            .collect();
+        println!(
+            "   k={k}: aggregate {:.1} MB/s = {:.2} x C (target >= 0.90); each reader / (C/k): [{}] (target 0.85..1.15)",
+            agg / 1e6,
+            agg / cap,
+            each.join(", ")
+        );
+    }
+}
+
+async fn local_sink_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_m, ws) = start_cluster(dir.path(), 1, 1, &[None]).await;
+    let size = 256usize << 20;
+    let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let id = BlockId::for_file("local", 0).unwrap();
+    let target = worker::store::BlockTarget {
+        id: id.clone(),
+        file: "local".into(),
+        index: 0,
+        file_blocks: 1,
+    };
+    ws[0].ctx.store.put(target, &data).unwrap();
+    drop(data);
+    let path = ws[0].ctx.store.data_path(&id);
+    // Warm the page cache for both.
+    let _ = std::process::Command::new("cat")
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .status();
+    let mut best_sha = f64::MAX;
+    let mut best_sink = f64::MAX;
+    for round in 0..3u32 {
+        let t = Instant::now();
+        let st = std::process::Command::new("sha256sum")
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        best_sha = best_sha.min(t.elapsed().as_secs_f64());
+        let launch = Launch {
+            attempt: AttemptId {
+                task: TaskRef {
+                    job: JobId(1),
+                    index: 0,
+                },
+                attempt: round,
+            },
+            workload: Workload::InputSink,
+            block: id.clone(),
+            len: size as u64,
+            source: ReplicaSource::Local,
+        };
+        let t = Instant::now();
+        let r = worker::exec::run(&ws[0].ctx, launch, 0).await;
+        assert!(
+            matches!(r.outcome, common::wire::TaskOutcome::Succeeded { .. }),
+            "{r:?}"
+        );
+        best_sink = best_sink.min(t.elapsed().as_secs_f64());
+    }
+    let mb = size as f64 / 1e6;
+    println!(
+        "2. local input-sink of a 256 MiB block: {:.0} MB/s; sha256sum {:.0} MB/s; ratio {:.2} (target >= 0.70)",
+        mb / best_sink,
+        mb / best_sha,
+        best_sha / best_sink
+    );
+}
+
+async fn overhead_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let (m, _ws) = start_cluster(dir.path(), 4, 4, &[None; 4]).await;
+    let c = MasterClient::new(m.url(), TOKEN);
+    loader::load(
+        &c,
+        &LoadSpec {
+            name: "small".into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks: 64,
+            },
+            block_size: 1 << 20,
+            replication: 2,
+            seed: 5,
+        },
+    )
+    .await
+    .unwrap();
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let id = c
+            .submit(&JobSubmit {
+                workload: Workload::InputSink,
+                input: "small".into(),
+                name: None,
+            })
+            .await
+            .unwrap();
+        let r = c.wait_job(id).await.unwrap();
+        assert!(r.state == common::wire::JobState::Succeeded);
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "3. 64 x 1 MiB input-sink tasks on 4 workers x 4 slots, submit to report: median {:.3} s over 5 jobs (target <= 0.5 s; ratio {:.2})",
+        times[2],
+        times[2] / 0.5
+    );
+}
+
+fn main() {
+    // `cargo bench` passes --bench; nothing to parse.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        nic_bench().await;
+        local_sink_bench().await;
+        overhead_bench().await;
+    });
+}
