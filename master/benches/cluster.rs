@@ -5,72 +5,23 @@
 //! 2. local input-sink of a 256 MB block (checksums verified) vs `sha256sum`;
 //! 3. a 64-task input-sink job over 1 MB blocks on 4 workers x 4 slots, submit to report.
 
-use common::config::{SchedulerConfig, WorkerSettings};
 use common::wire::{JobSubmit, Launch, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
-use master::client::MasterClient;
 use master::loader::{self, Generator, LoadSpec, Source};
-use master::state::MasterSettings;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use workloads::Workload;
 
 const TOKEN: &str = "bench";
 
-async fn start_cluster(
-    dir: &std::path::Path,
-    n: u32,
-    slots: u32,
-    nic: &[Option<f64>],
-) -> (master::http::MasterHandle, Vec<worker::WorkerHandle>) {
-    let settings = MasterSettings {
-        heartbeat_ms: 100,
-        worker_timeout_ms: 10_000,
-        max_task_attempts: 2,
-        scheduler: SchedulerConfig::Hadoop {},
-        seed: 1,
-        workers: (0..n)
-            .map(|i| WorkerSettings {
-                index: i,
-                name: format!("w{i}"),
-                listen: "127.0.0.1:0".parse().unwrap(),
-                slots,
-                nic_bytes_per_sec: nic[i as usize],
-            })
-            .collect(),
-    };
-    let m = master::http::start("127.0.0.1:0".parse().unwrap(), TOKEN, settings)
-        .await
-        .unwrap();
-    let mut ws = Vec::new();
-    for i in 0..n {
-        ws.push(
-            worker::start(worker::WorkerOptions {
-                name: format!("w{i}"),
-                listen: "127.0.0.1:0".parse().unwrap(),
-                advertise: None,
-                slots,
-                nic_bytes_per_sec: nic[i as usize],
-                data_dir: dir.join(format!("w{i}")),
-                master_url: m.url(),
-                token: TOKEN.into(),
-                heartbeat_ms: 100,
-            })
-            .await
-            .unwrap(),
-        );
-    }
-    let c = MasterClient::new(m.url(), TOKEN);
-    while c.cluster().await.unwrap().workers_alive < n as usize {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    (m, ws)
-}
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 async fn nic_bench() {
     let cap = common::config::mbps_to_bytes(400.0);
     let dir = tempfile::tempdir().unwrap();
     // w0 reads (capped); w1 serves (unlimited).
-    let (_m, ws) = start_cluster(dir.path(), 2, 4, &[Some(cap), None]).await;
+    let cl = support::start_cluster(dir.path(), TOKEN, 4, &[Some(cap), None], 100).await;
+    let ws = &cl.workers;
     let size = 25_000_000usize;
     let data = bytes::Bytes::from(vec![b'n'; size]);
     for i in 0..4u32 {
@@ -135,7 +86,8 @@ async fn nic_bench() {
 
 async fn local_sink_bench() {
     let dir = tempfile::tempdir().unwrap();
-    let (_m, ws) = start_cluster(dir.path(), 1, 1, &[None]).await;
+    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None], 100).await;
+    let ws = &cl.workers;
     let size = 256usize << 20;
     let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
     let id = BlockId::for_file("local", 0).unwrap();
@@ -196,10 +148,10 @@ async fn local_sink_bench() {
 
 async fn overhead_bench() {
     let dir = tempfile::tempdir().unwrap();
-    let (m, _ws) = start_cluster(dir.path(), 4, 4, &[None; 4]).await;
-    let c = MasterClient::new(m.url(), TOKEN);
+    let cl = support::start_cluster(dir.path(), TOKEN, 4, &[None; 4], 100).await;
+    let c = &cl.client;
     loader::load(
-        &c,
+        c,
         &LoadSpec {
             name: "small".into(),
             source: Source::Generate {

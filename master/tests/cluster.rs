@@ -2,15 +2,14 @@
 //! replicated data uploaded through the workers' API, input-sink jobs, and
 //! the bad-input cases of the API.
 
-use common::config::SchedulerConfig;
 use common::wire::{JobState, JobSubmit};
 use master::client::MasterClient;
 use master::loader::{self, Generator, LoadSpec, Source};
-use master::state::MasterSettings;
-use std::time::Duration;
 use workloads::Workload;
 
 const TOKEN: &str = "test-token";
+
+mod support;
 
 struct Cluster {
     _master: master::http::MasterHandle,
@@ -21,55 +20,11 @@ struct Cluster {
 
 async fn cluster(n: u32, slots: u32, nic: Option<f64>) -> Cluster {
     let dir = tempfile::tempdir().unwrap();
-    let settings = MasterSettings {
-        heartbeat_ms: 50,
-        worker_timeout_ms: 5000,
-        max_task_attempts: 2,
-        scheduler: SchedulerConfig::Hadoop {},
-        seed: 3,
-        workers: (0..n)
-            .map(|i| common::config::WorkerSettings {
-                index: i,
-                name: format!("w{i}"),
-                listen: "127.0.0.1:0".parse().unwrap(),
-                slots,
-                nic_bytes_per_sec: nic,
-            })
-            .collect(),
-    };
-    let m = master::http::start("127.0.0.1:0".parse().unwrap(), TOKEN, settings)
-        .await
-        .unwrap();
-    let mut workers = Vec::new();
-    for i in 0..n {
-        workers.push(
-            worker::start(worker::WorkerOptions {
-                name: format!("w{i}"),
-                listen: "127.0.0.1:0".parse().unwrap(),
-                advertise: None,
-                slots,
-                nic_bytes_per_sec: nic,
-                data_dir: dir.path().join(format!("w{i}")),
-                master_url: m.url(),
-                token: TOKEN.into(),
-                heartbeat_ms: 50,
-            })
-            .await
-            .unwrap(),
-        );
-    }
-    let client = MasterClient::new(m.url(), TOKEN);
-    for _ in 0..200 {
-        if client.cluster().await.unwrap().workers_alive == n as usize {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(client.cluster().await.unwrap().workers_alive, n as usize);
+    let c = support::start_cluster(dir.path(), TOKEN, slots, &vec![nic; n as usize], 50).await;
     Cluster {
-        _master: m,
-        workers,
-        client,
+        _master: c._master,
+        workers: c.workers,
+        client: c.client,
         _dir: dir,
     }
 }

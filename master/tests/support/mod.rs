@@ -1,0 +1,78 @@
+//! A whole cluster in this process, on loopback with port 0: one master and
+//! `nic.len()` workers, shared by the end-to-end tests and `make bench`.
+
+use common::config::{SchedulerConfig, WorkerSettings};
+use master::client::MasterClient;
+use master::state::MasterSettings;
+use std::path::Path;
+use std::time::Duration;
+
+pub struct LocalCluster {
+    /// Held so the master runs as long as the cluster value lives.
+    pub _master: master::http::MasterHandle,
+    pub workers: Vec<worker::WorkerHandle>,
+    pub client: MasterClient,
+}
+
+/// Starts a master and one worker per entry of `nic` (its NIC rate in
+/// bytes/s, `None` = unlimited), block stores under `dir`, and waits until
+/// every worker has registered.
+pub async fn start_cluster(
+    dir: &Path,
+    token: &str,
+    slots: u32,
+    nic: &[Option<f64>],
+    heartbeat_ms: u64,
+) -> LocalCluster {
+    let n = nic.len() as u32;
+    let settings = MasterSettings {
+        heartbeat_ms,
+        worker_timeout_ms: 100 * heartbeat_ms,
+        max_task_attempts: 2,
+        scheduler: SchedulerConfig::Hadoop {},
+        seed: 3,
+        workers: (0..n)
+            .map(|i| WorkerSettings {
+                index: i,
+                name: format!("w{i}"),
+                listen: "127.0.0.1:0".parse().unwrap(),
+                slots,
+                nic_bytes_per_sec: nic[i as usize],
+            })
+            .collect(),
+    };
+    let m = master::http::start("127.0.0.1:0".parse().unwrap(), token, settings)
+        .await
+        .unwrap();
+    let mut workers = Vec::new();
+    for i in 0..n {
+        workers.push(
+            worker::start(worker::WorkerOptions {
+                name: format!("w{i}"),
+                listen: "127.0.0.1:0".parse().unwrap(),
+                advertise: None,
+                slots,
+                nic_bytes_per_sec: nic[i as usize],
+                data_dir: dir.join(format!("w{i}")),
+                master_url: m.url(),
+                token: token.into(),
+                heartbeat_ms,
+            })
+            .await
+            .unwrap(),
+        );
+    }
+    let client = MasterClient::new(m.url(), token);
+    for _ in 0..250 {
+        if client.cluster().await.unwrap().workers_alive == n as usize {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(client.cluster().await.unwrap().workers_alive, n as usize);
+    LocalCluster {
+        _master: m,
+        workers,
+        client,
+    }
+}
