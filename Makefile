@@ -9,7 +9,11 @@ DEMO_BLOCKS ?= 16
 DEMO_BLOCK_SIZE ?= 16MiB
 DEMO_JOBS ?= 3
 
-.PHONY: build cluster stop test bench clean
+# The netns mode (root): namespaces are named $(NETNS_PREFIX)master, ...bridge, ...<worker>.
+NETNS_PREFIX ?= mrt-
+NETNS_MASTER := ip netns exec $(NETNS_PREFIX)master $(BIN)/master --config $(dir $(CONFIG))run/netns/cluster.toml
+
+.PHONY: build cluster cluster-netns stop test bench clean
 
 build:
 	$(CARGO) build --release --bins
@@ -21,6 +25,14 @@ cluster: build
 	$(MASTER) load --name demo --generate text --blocks $(DEMO_BLOCKS) --block-size $(DEMO_BLOCK_SIZE)
 	$(MASTER) submit --workload input-sink --input demo --count $(DEMO_JOBS) --wait
 
+## The same in Linux network namespaces, links shaped by tc at nic_mbps (needs root).
+## The CLI then runs inside the master's namespace: $(NETNS_MASTER) <command>.
+cluster-netns: build
+	$(MASTER) up --fresh --netns --netns-prefix $(NETNS_PREFIX)
+	$(NETNS_MASTER) load --name demo --generate text --blocks $(DEMO_BLOCKS) --block-size $(DEMO_BLOCK_SIZE)
+	$(NETNS_MASTER) submit --workload input-sink --input demo --count $(DEMO_JOBS) --wait
+
+## Stops the cluster of either mode (and removes its namespaces).
 stop:
 	-$(MASTER) down
 
@@ -28,6 +40,7 @@ test:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --release --bins
+	$(CARGO) build --bins
 	$(CARGO) test --workspace -- --test-threads=2
 
 clean: stop

@@ -16,40 +16,52 @@ const TOKEN: &str = "bench";
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+/// Starts `k` concurrent fetches of `size` bytes (fetch(i) returns the
+/// seconds reader i took) and prints aggregate / C and each reader / (C/k).
+async fn nic_round<F, Fut>(k: usize, size: usize, cap: f64, fetch: F)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = f64>,
+{
+    let t0 = Instant::now();
+    let per: Vec<f64> = futures_util::future::join_all((0..k).map(&fetch))
+        .await
+        .into_iter()
+        .map(|secs| size as f64 / secs)
+        .collect();
+    let agg = (k * size) as f64 / t0.elapsed().as_secs_f64();
+    let each: Vec<String> = per
+        .iter()
+        .map(|r| format!("{:.2}", r / (cap / k as f64)))
+        .collect();
+    println!(
+        "   k={k}: aggregate {:.1} MB/s = {:.2} x C (target >= 0.90); each reader / (C/k): [{}] (target 0.85..1.15)",
+        agg / 1e6,
+        agg / cap,
+        each.join(", ")
+    );
+}
+
+const NIC_MBPS: f64 = 400.0;
+const NIC_BLOCK: usize = 25_000_000;
+
 async fn nic_bench() {
-    let cap = common::config::mbps_to_bytes(400.0);
+    let cap = common::config::mbps_to_bytes(NIC_MBPS);
     let dir = tempfile::tempdir().unwrap();
     // w0 reads (capped); w1 serves (unlimited).
     let cl = support::start_cluster(dir.path(), TOKEN, 4, &[Some(cap), None], 100).await;
     let ws = &cl.workers;
-    let size = 25_000_000usize;
-    let data = bytes::Bytes::from(vec![b'n'; size]);
-    for i in 0..4u32 {
-        let id = BlockId::for_file("nic", i).unwrap();
-        loader::upload_block(
-            &reqwest::Client::new(),
-            TOKEN,
-            &ws[1].url(),
-            &id,
-            "nic",
-            i,
-            4,
-            data.clone(),
-        )
-        .await
-        .unwrap();
-    }
+    let size = NIC_BLOCK;
+    upload_nic_blocks(&ws[1].url()).await;
     println!(
-        "1. remote fetch into a worker with NIC C = 400 Mbit/s (50 MB/s), {} MB per reader",
+        "1. remote fetch into a worker with an emulated NIC C = {NIC_MBPS} Mbit/s, {} MB per reader",
         size / 1_000_000
     );
     for k in [1usize, 2, 4] {
-        let t0 = Instant::now();
-        let mut handles = Vec::new();
-        for i in 0..k {
+        nic_round(k, size, cap, |i| {
             let ctx = ws[0].ctx.clone();
             let url = ws[1].url();
-            handles.push(tokio::spawn(async move {
+            async move {
                 let id = BlockId::for_file("nic", i as u32).unwrap();
                 let s = Instant::now();
                 worker::fetch::fetch_block(
@@ -64,24 +76,109 @@ async fn nic_bench() {
                 .await
                 .unwrap();
                 s.elapsed().as_secs_f64()
-            }));
-        }
-        let mut per = Vec::new();
-        for h in handles {
-            per.push(size as f64 / h.await.unwrap());
-        }
-        let agg = (k * size) as f64 / t0.elapsed().as_secs_f64();
-        let each: Vec<String> = per
-            .iter()
-            .map(|r| format!("{:.2}", r / (cap / k as f64)))
-            .collect();
-        println!(
-            "   k={k}: aggregate {:.1} MB/s = {:.2} x C (target >= 0.90); each reader / (C/k): [{}] (target 0.85..1.15)",
-            agg / 1e6,
-            agg / cap,
-            each.join(", ")
-        );
+            }
+        })
+        .await;
     }
+}
+
+async fn upload_nic_blocks(url: &str) {
+    let data = bytes::Bytes::from(vec![b'n'; NIC_BLOCK]);
+    for i in 0..4u32 {
+        let id = BlockId::for_file("nic", i).unwrap();
+        loader::upload_block(
+            &reqwest::Client::new(),
+            TOKEN,
+            url,
+            &id,
+            "nic",
+            i,
+            4,
+            data.clone(),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+/// The same measurement in the netns mode (root only): worker `r` shaped by
+/// tc to C in both directions, worker `s` unshaped; the readers run in r's
+/// namespace (the emulated NIC off) and fetch from s's server process.
+async fn nic_netns_bench() {
+    if !nix::unistd::Uid::effective().is_root() {
+        println!("1b. netns variant skipped: needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg_path = dir.path().join("cluster.toml");
+    std::fs::write(
+        &cfg_path,
+        format!(
+            "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 1\ndata_dir = \"data\"\n\
+             [master]\nlisten = \"127.0.0.1:7400\"\n\
+             [[worker]]\nname = \"r\"\nlisten = \"127.0.0.1:7401\"\nnic_mbps = {NIC_MBPS}\n\
+             [[worker]]\nname = \"s\"\nlisten = \"127.0.0.1:7402\"\n"
+        ),
+    )
+    .unwrap();
+    let cfg = common::config::ClusterConfig::load(&cfg_path).unwrap();
+    let prefix = "mrtbench-";
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_master"))
+        .parent()
+        .unwrap();
+    if let Err(e) = master::local::up_netns_with(&cfg, true, prefix, bin).await {
+        println!("1b. netns variant failed to start: {e:#}");
+        return;
+    }
+    let layout = master::netns::Layout::plan(prefix, &cfg).unwrap();
+    let derived = layout.derive_config(&cfg);
+    let s_url = format!("http://{}", derived.worker[1].listen);
+    let cap = common::config::mbps_to_bytes(NIC_MBPS);
+    let ns = layout.worker("r").unwrap().ns.clone();
+    println!(
+        "1b. the same with netns + tc tbf at C = {NIC_MBPS} Mbit/s (kernel TCP, emulated NIC off)"
+    );
+    let r = tokio::task::spawn_blocking(move || {
+        master::netns::in_ns(&ns, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                upload_nic_blocks(&s_url).await;
+                let http = reqwest::Client::new();
+                let unlimited = worker::nic::Link::new(None);
+                for k in [1usize, 2, 4] {
+                    nic_round(k, NIC_BLOCK, cap, |i| {
+                        let (http, url, link) = (&http, &s_url, &unlimited);
+                        async move {
+                            let id = BlockId::for_file("nic", i as u32).unwrap();
+                            let s = Instant::now();
+                            worker::fetch::fetch_block(
+                                http,
+                                link,
+                                TOKEN,
+                                url,
+                                &id,
+                                NIC_BLOCK as u64,
+                                |_| async { Ok(()) },
+                            )
+                            .await
+                            .unwrap();
+                            s.elapsed().as_secs_f64()
+                        }
+                    })
+                    .await;
+                }
+            })
+        })
+    })
+    .await
+    .unwrap();
+    if let Err(e) = r {
+        println!("1b. netns variant failed: {e:#}");
+    }
+    let _ = master::local::down(&master::local::run_dir(&cfg));
 }
 
 async fn local_sink_bench() {
@@ -196,6 +293,7 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         nic_bench().await;
+        nic_netns_bench().await;
         local_sink_bench().await;
         overhead_bench().await;
     });

@@ -10,6 +10,7 @@ pub mod client;
 pub mod http;
 pub mod loader;
 pub mod local;
+pub mod netns;
 pub mod report;
 pub mod sched;
 pub mod state;

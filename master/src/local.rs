@@ -76,19 +76,46 @@ fn stop_all(procs: &[Proc]) {
     }
 }
 
-/// Stops the cluster recorded in `run`. Returns how many processes it stopped.
-pub fn down(run: &Path) -> anyhow::Result<usize> {
+/// What `down` stopped.
+#[derive(Debug, Default)]
+pub struct Stopped {
+    pub processes: usize,
+    /// Network namespaces removed (netns mode).
+    pub namespaces: Vec<String>,
+}
+
+/// The netns mode's record: the namespace prefix, written before any
+/// namespace is created so that `down` can clean up after any failure.
+fn netns_file(run: &Path) -> PathBuf {
+    run.join("netns.json")
+}
+
+#[derive(Serialize, Deserialize)]
+struct NetnsRecord {
+    prefix: String,
+}
+
+/// Stops the cluster recorded in `run`: its processes, and in the netns mode
+/// every namespace it created.
+pub fn down(run: &Path) -> anyhow::Result<Stopped> {
+    let mut stopped = Stopped::default();
     let f = pids_file(run);
-    let Ok(text) = std::fs::read_to_string(&f) else {
-        return Ok(0);
-    };
-    let procs: Vec<Proc> = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a process list", f.display()))?;
-    let procs: Vec<Proc> = procs.into_iter().filter(ours).collect();
-    let n = procs.iter().filter(|p| alive(p)).count();
-    stop_all(&procs);
-    std::fs::remove_file(&f).with_context(|| format!("removing {}", f.display()))?;
-    Ok(n)
+    if let Ok(text) = std::fs::read_to_string(&f) {
+        let procs: Vec<Proc> = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a process list", f.display()))?;
+        let procs: Vec<Proc> = procs.into_iter().filter(ours).collect();
+        stopped.processes = procs.iter().filter(|p| alive(p)).count();
+        stop_all(&procs);
+        std::fs::remove_file(&f).with_context(|| format!("removing {}", f.display()))?;
+    }
+    let nf = netns_file(run);
+    if let Ok(text) = std::fs::read_to_string(&nf) {
+        let rec: NetnsRecord = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a netns record", nf.display()))?;
+        stopped.namespaces = crate::netns::teardown(&rec.prefix)?;
+        std::fs::remove_file(&nf).with_context(|| format!("removing {}", nf.display()))?;
+    }
+    Ok(stopped)
 }
 
 fn tail(path: &Path, lines: usize) -> String {
@@ -107,12 +134,16 @@ pub struct Spawn {
 /// Spawns `specs` detached (own process group, logs to files), records them,
 /// and waits until the master at `client` sees `expect_workers` alive.
 /// On failure everything started is stopped and the failing log is shown.
-pub async fn spawn_and_wait(
+pub async fn spawn_and_wait<F, Fut>(
     run: &Path,
     specs: Vec<Spawn>,
-    client: &MasterClient,
+    mut alive_workers: F,
     expect_workers: usize,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<usize>>,
+{
     let logs = run.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     let mut procs = Vec::new();
@@ -153,10 +184,8 @@ pub async fn spawn_and_wait(
             let _ = std::fs::remove_file(pids_file(run));
             bail!(msg);
         }
-        if let Ok(c) = client.cluster().await {
-            if c.workers_alive == expect_workers {
-                return Ok(());
-            }
+        if alive_workers().await == Some(expect_workers) {
+            return Ok(());
         }
         if Instant::now() > deadline {
             stop_all(&procs);
@@ -173,17 +202,7 @@ pub async fn spawn_and_wait(
 /// Starts the master and every worker of `cfg` as local processes.
 pub async fn up(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
     let run = run_dir(cfg);
-    let stopped = down(&run)?;
-    if stopped > 0 {
-        println!("stopped the previous cluster ({stopped} processes)");
-    }
-    if fresh {
-        let data = cfg.resolve(&cfg.cluster.data_dir);
-        if data.exists() {
-            std::fs::remove_dir_all(&data)
-                .with_context(|| format!("removing {}", data.display()))?;
-        }
-    }
+    stop_previous(cfg, fresh)?;
     let bin = bin_dir()?;
     let config = cfg.path.to_string_lossy().into_owned();
     let mut specs = vec![Spawn {
@@ -204,7 +223,8 @@ pub async fn up(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
         });
     }
     let client = MasterClient::new(cfg.master_url(), &cfg.cluster.token);
-    spawn_and_wait(&run, specs, &client, cfg.worker.len()).await?;
+    let probe = || async { client.cluster().await.ok().map(|c| c.workers_alive) };
+    spawn_and_wait(&run, specs, probe, cfg.worker.len()).await?;
     println!(
         "cluster up: master at {}, {} workers; logs in {}",
         cfg.master_url(),
@@ -212,4 +232,150 @@ pub async fn up(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
         run.join("logs").display()
     );
     Ok(())
+}
+
+fn stop_previous(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
+    let stopped = down(&run_dir(cfg))?;
+    if stopped.processes > 0 || !stopped.namespaces.is_empty() {
+        println!(
+            "stopped the previous cluster ({} processes, {} namespaces)",
+            stopped.processes,
+            stopped.namespaces.len()
+        );
+    }
+    if fresh {
+        let data = cfg.resolve(&cfg.cluster.data_dir);
+        if data.exists() {
+            std::fs::remove_dir_all(&data)
+                .with_context(|| format!("removing {}", data.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Where `up_netns` writes the cluster.toml that names the namespace
+/// addresses; the CLI uses it from inside the master's namespace.
+pub fn netns_config_path(cfg: &ClusterConfig) -> PathBuf {
+    run_dir(cfg).join("netns").join("cluster.toml")
+}
+
+/// The netns mode (root only; see [`crate::netns`]): the master and every
+/// worker in its own network namespace, links shaped by tc at `nic_mbps`,
+/// the workers' emulated NIC off. Writes the derived config to
+/// [`netns_config_path`]. On failure, every process and namespace it
+/// started is removed before the error returns.
+pub async fn up_netns(cfg: &ClusterConfig, fresh: bool, prefix: &str) -> anyhow::Result<()> {
+    up_netns_with(cfg, fresh, prefix, &bin_dir()?).await
+}
+
+/// [`up_netns`] with the `master` and `worker` binaries taken from `bin`.
+pub async fn up_netns_with(
+    cfg: &ClusterConfig,
+    fresh: bool,
+    prefix: &str,
+    bin: &Path,
+) -> anyhow::Result<()> {
+    use crate::netns;
+    netns::require_root()?;
+    let layout = netns::Layout::plan(prefix, cfg)?;
+    stop_previous(cfg, fresh)?;
+    let leftover = netns::teardown(prefix)?;
+    if !leftover.is_empty() {
+        println!("removed {} leftover namespaces {prefix}*", leftover.len());
+    }
+    let run = run_dir(cfg);
+    std::fs::create_dir_all(run.join("netns"))
+        .with_context(|| format!("creating {}", run.display()))?;
+    std::fs::write(
+        netns_file(&run),
+        serde_json::to_string(&NetnsRecord {
+            prefix: prefix.into(),
+        })?,
+    )?;
+    let result = async {
+        netns::setup(&layout)?;
+        let derived = layout.derive_config(cfg);
+        let dpath = netns_config_path(cfg);
+        let text = format!(
+            "# Written by `master up --netns` from {}: the same cluster with every node\n\
+             # at its network-namespace address. Links are shaped by tc, not emulated.\n{}",
+            cfg.path.display(),
+            toml::to_string(&derived).context("serialising the derived config")?
+        );
+        std::fs::write(&dpath, text).with_context(|| format!("writing {}", dpath.display()))?;
+        let dconf = dpath.to_string_lossy().into_owned();
+        let in_ns = |ns: &str, program: PathBuf, args: Vec<String>| {
+            let mut a = vec!["netns".into(), "exec".into(), ns.to_owned()];
+            a.push(program.to_string_lossy().into_owned());
+            a.extend(args);
+            a
+        };
+        let mut specs = vec![Spawn {
+            name: "master".into(),
+            program: "ip".into(),
+            args: in_ns(
+                &layout.master.ns,
+                bin.join("master"),
+                vec!["serve".into(), "--config".into(), dconf.clone()],
+            ),
+        }];
+        for w in &layout.workers {
+            specs.push(Spawn {
+                name: w.name.clone(),
+                program: "ip".into(),
+                args: in_ns(
+                    &w.ns,
+                    bin.join("worker"),
+                    vec![
+                        "--config".into(),
+                        dconf.clone(),
+                        "--name".into(),
+                        w.name.clone(),
+                        "--no-nic-emulation".into(),
+                    ],
+                ),
+            });
+        }
+        let url = derived.master_url();
+        let token = derived.cluster.token.clone();
+        let master_ns = layout.master.ns.clone();
+        let probe = || {
+            let (url, token, ns) = (url.clone(), token.clone(), master_ns.clone());
+            async move {
+                tokio::task::spawn_blocking(move || {
+                    netns::in_ns(&ns, move || {
+                        let rt = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .build()
+                            .ok()?;
+                        rt.block_on(async {
+                            let c = MasterClient::new(url, &token);
+                            c.cluster().await.ok().map(|c| c.workers_alive)
+                        })
+                    })
+                    .ok()
+                    .flatten()
+                })
+                .await
+                .ok()
+                .flatten()
+            }
+        };
+        spawn_and_wait(&run, specs, probe, cfg.worker.len()).await?;
+        println!(
+            "cluster up in network namespaces {prefix}*: master at {url} in {}, {} workers \
+             shaped by tc; config for the CLI: {}; logs in {}",
+            layout.master.ns,
+            layout.workers.len(),
+            dpath.display(),
+            run.join("logs").display()
+        );
+        anyhow::Ok(())
+    }
+    .await;
+    if result.is_err() {
+        let _ = down(&run);
+        let _ = netns::teardown(prefix);
+    }
+    result
 }

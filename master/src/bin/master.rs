@@ -41,6 +41,13 @@ enum Cmd {
         /// Delete the workers' block stores first.
         #[arg(long)]
         fresh: bool,
+        /// Linux netns mode (root): each node in its own network namespace,
+        /// links shaped by tc at nic_mbps; see README.
+        #[arg(long)]
+        netns: bool,
+        /// Name prefix of the namespaces (netns mode).
+        #[arg(long, default_value = master::netns::DEFAULT_PREFIX, requires = "netns")]
+        netns_prefix: String,
     },
     /// Stop the local cluster started by `up`.
     Down,
@@ -81,7 +88,7 @@ enum Cmd {
         count: u32,
         #[arg(long)]
         wait: bool,
-        /// Print reports as JSON.
+        /// With --wait: print only a JSON array of the reports on stdout.
         #[arg(long)]
         json: bool,
     },
@@ -137,10 +144,23 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tokio::signal::ctrl_c().await?;
             h.abort();
         }
-        Cmd::Up { fresh } => master::local::up(&cfg, fresh).await?,
+        Cmd::Up {
+            fresh,
+            netns: false,
+            ..
+        } => master::local::up(&cfg, fresh).await?,
+        Cmd::Up {
+            fresh,
+            netns: true,
+            netns_prefix,
+        } => master::local::up_netns(&cfg, fresh, &netns_prefix).await?,
         Cmd::Down => {
-            let n = master::local::down(&master::local::run_dir(&cfg))?;
-            println!("stopped {n} processes");
+            let s = master::local::down(&master::local::run_dir(&cfg))?;
+            println!(
+                "stopped {} processes, removed {} network namespaces",
+                s.processes,
+                s.namespaces.len()
+            );
         }
         Cmd::Load {
             name,
@@ -195,19 +215,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         name,
                     })
                     .await?;
-                println!("submitted {id}");
+                if json {
+                    eprintln!("submitted {id}");
+                } else {
+                    println!("submitted {id}");
+                }
                 ids.push(id);
             }
             if wait {
+                let mut reports = Vec::new();
                 for id in ids {
                     let r = client.wait_job(id).await?;
-                    if json {
-                        println!("{}", serde_json::to_string_pretty(&r)?);
-                    } else {
+                    if !json {
                         println!("{}", report::job_report(&r));
                     }
+                    reports.push(r);
                 }
-                println!("{}", report::jobs_table(&client.jobs().await?));
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&reports)?);
+                } else {
+                    println!("{}", report::jobs_table(&client.jobs().await?));
+                }
             }
         }
         Cmd::Jobs => print!("{}", report::jobs_table(&client.jobs().await?)),

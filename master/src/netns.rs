@@ -1,0 +1,334 @@
+//! The Linux network-namespace mode (root only): every worker runs in its own
+//! network namespace with its own address, joined by a veth pair to a bridge,
+//! and its link is shaped in both directions by a `tbf` qdisc at the worker's
+//! `nic_mbps`, so transfers contend in the kernel's TCP through a real qdisc
+//! (the workers' emulated NIC is then off).
+//!
+//! Layout for prefix `p` (default `mrt-`):
+//! - `p` + `bridge`: holds the bridge `br0` and the bridge end `v<tag>` of every veth pair;
+//! - `p` + `master`: the master at 10.77.0.1, unshaped (the CLI runs here too);
+//! - `p` + the worker's name (or `w<i>` if the name is not a plain word):
+//!   worker i at 10.77.0.(10 + i), its end named `eth0`.
+//!
+//! Worker transmit is shaped on its `eth0` (in its namespace), receive on the
+//! bridge end of its veth (egress towards the worker). Nothing is added to the
+//! root namespace: no address, no route, no interface, so nothing here can
+//! reach or be reached from any other network. [`teardown`] removes every
+//! namespace with the prefix, after stopping the processes inside, whatever
+//! state a failed run left behind.
+
+use anyhow::{bail, Context};
+use common::config::ClusterConfig;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const DEFAULT_PREFIX: &str = "mrt-";
+/// tbf bucket and queue: the GUIDE's measured settings (burst >= 256 kB).
+const TBF_BURST: &str = "256kb";
+const TBF_LATENCY: &str = "50ms";
+
+/// One node (master or worker) of the namespace layout.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Worker name from cluster.toml, or `master`.
+    pub name: String,
+    pub ns: String,
+    /// Bridge-side veth name (in the bridge namespace).
+    pub bridge_end: String,
+    pub ip: Ipv4Addr,
+    /// Shaping rate in bits per second, both directions; None = unshaped.
+    pub rate_bits: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub prefix: String,
+    pub bridge_ns: String,
+    pub master: Node,
+    pub workers: Vec<Node>,
+}
+
+/// The interface name inside each node's namespace.
+pub const NODE_IF: &str = "eth0";
+
+impl Layout {
+    /// The layout for `cfg`'s workers under `prefix`.
+    pub fn plan(prefix: &str, cfg: &ClusterConfig) -> anyhow::Result<Layout> {
+        if prefix.is_empty()
+            || prefix.len() > 16
+            || !prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            bail!("netns prefix {prefix:?} must be 1 to 16 characters of [A-Za-z0-9_-]");
+        }
+        let n = cfg.worker.len();
+        if n > 240 {
+            bail!("the netns mode supports at most 240 workers ({n} in the config)");
+        }
+        let master = Node {
+            name: "master".into(),
+            ns: format!("{prefix}master"),
+            bridge_end: "vm".into(),
+            ip: Ipv4Addr::new(10, 77, 0, 1),
+            rate_bits: None,
+        };
+        let workers: Vec<Node> = cfg
+            .worker_settings()
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| Node {
+                ns: worker_ns(prefix, &w.name, i),
+                name: w.name,
+                bridge_end: format!("vw{i}"),
+                ip: Ipv4Addr::new(10, 77, 0, 10 + i as u8),
+                rate_bits: w.nic_bytes_per_sec.map(|b| (b * 8.0).round() as u64),
+            })
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        for ns in workers.iter().map(|w| &w.ns) {
+            if !seen.insert(ns) {
+                bail!("two workers map to the network namespace {ns}; rename one");
+            }
+        }
+        Ok(Layout {
+            prefix: prefix.into(),
+            bridge_ns: format!("{prefix}bridge"),
+            master,
+            workers,
+        })
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        std::iter::once(&self.master).chain(self.workers.iter())
+    }
+
+    pub fn worker(&self, name: &str) -> Option<&Node> {
+        self.workers.iter().find(|w| w.name == name)
+    }
+
+    /// `cfg` with the master and every worker at its namespace address (same
+    /// ports), and the data directory made absolute.
+    pub fn derive_config(&self, cfg: &ClusterConfig) -> ClusterConfig {
+        let mut d = cfg.clone();
+        d.master.listen = SocketAddr::new(self.master.ip.into(), cfg.master.listen.port());
+        for (w, node) in d.worker.iter_mut().zip(&self.workers) {
+            w.listen = SocketAddr::new(node.ip.into(), w.listen.port());
+        }
+        let data = cfg.resolve(&cfg.cluster.data_dir);
+        d.cluster.data_dir = std::path::absolute(&data).unwrap_or(data);
+        d
+    }
+}
+
+/// `<prefix><name>` when the worker's name is a plain word, else `<prefix>w<i>`.
+fn worker_ns(prefix: &str, name: &str, i: usize) -> String {
+    let plain = !name.is_empty()
+        && name.len() <= 24
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && name != "master"
+        && name != "bridge";
+    if plain {
+        format!("{prefix}{name}")
+    } else {
+        format!("{prefix}w{i}")
+    }
+}
+
+/// Fails unless running as root with `ip` and `tc` available.
+pub fn require_root() -> anyhow::Result<()> {
+    if !nix::unistd::Uid::effective().is_root() {
+        bail!("the netns mode needs root (network namespaces, veth, tc)");
+    }
+    for tool in ["ip", "tc"] {
+        let ok = Command::new(tool)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            bail!("the netns mode needs `{tool}` (Debian package iproute2)");
+        }
+    }
+    Ok(())
+}
+
+/// Runs a command, failing with its stderr.
+fn sh(program: &str, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {program}"))?;
+    if !out.status.success() {
+        bail!(
+            "`{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Creates the namespaces, bridge, veth pairs, addresses and qdiscs. On any
+/// failure, everything with the prefix is removed before the error returns.
+pub fn setup(layout: &Layout) -> anyhow::Result<()> {
+    let r = setup_inner(layout);
+    if r.is_err() {
+        let _ = teardown(&layout.prefix);
+    }
+    r
+}
+
+fn setup_inner(l: &Layout) -> anyhow::Result<()> {
+    let br = l.bridge_ns.as_str();
+    sh("ip", &["netns", "add", br])?;
+    sh("ip", &["-n", br, "link", "set", "lo", "up"])?;
+    sh("ip", &["-n", br, "link", "add", "br0", "type", "bridge"])?;
+    sh("ip", &["-n", br, "link", "set", "br0", "up"])?;
+    for n in l.nodes() {
+        let ns = n.ns.as_str();
+        sh("ip", &["netns", "add", ns])?;
+        sh("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+        sh(
+            "ip",
+            &[
+                "-n",
+                br,
+                "link",
+                "add",
+                &n.bridge_end,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                NODE_IF,
+                "netns",
+                ns,
+            ],
+        )?;
+        sh(
+            "ip",
+            &["-n", br, "link", "set", &n.bridge_end, "master", "br0"],
+        )?;
+        sh("ip", &["-n", br, "link", "set", &n.bridge_end, "up"])?;
+        let cidr = format!("{}/24", n.ip);
+        sh("ip", &["-n", ns, "addr", "add", &cidr, "dev", NODE_IF])?;
+        sh("ip", &["-n", ns, "link", "set", NODE_IF, "up"])?;
+        if let Some(bits) = n.rate_bits {
+            let rate = format!("{bits}bit");
+            // Transmit: the node's own end. Receive: the bridge end's egress.
+            for (ns, dev) in [(ns, NODE_IF), (br, n.bridge_end.as_str())] {
+                sh(
+                    "tc",
+                    &[
+                        "-n",
+                        ns,
+                        "qdisc",
+                        "add",
+                        "dev",
+                        dev,
+                        "root",
+                        "tbf",
+                        "rate",
+                        &rate,
+                        "burst",
+                        TBF_BURST,
+                        "latency",
+                        TBF_LATENCY,
+                    ],
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Names of the existing namespaces that start with `prefix`.
+pub fn list(prefix: &str) -> anyhow::Result<Vec<String>> {
+    let out = sh("ip", &["netns", "list"])?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(prefix))
+        .map(str::to_owned)
+        .collect())
+}
+
+fn pids_in(ns: &str) -> Vec<i32> {
+    sh("ip", &["netns", "pids", ns])
+        .map(|o| o.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Stops every process in, then deletes, every namespace named `prefix*`.
+/// Returns the namespaces it deleted.
+pub fn teardown(prefix: &str) -> anyhow::Result<Vec<String>> {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let names = list(prefix)?;
+    let pids = |names: &[String]| -> Vec<i32> { names.iter().flat_map(|n| pids_in(n)).collect() };
+    for p in pids(&names) {
+        let _ = kill(Pid::from_raw(p), Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pids(&names).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for p in pids(&names) {
+        let _ = kill(Pid::from_raw(p), Signal::SIGKILL);
+    }
+    let mut errors = Vec::new();
+    for n in &names {
+        if let Err(e) = sh("ip", &["netns", "del", n]) {
+            errors.push(e.to_string());
+        }
+    }
+    if !errors.is_empty() {
+        bail!("netns cleanup incomplete: {}", errors.join("; "));
+    }
+    Ok(names)
+}
+
+/// Runs `f` on a new thread that has joined namespace `ns`; sockets it opens
+/// live in that namespace. The calling thread is untouched.
+pub fn in_ns<R: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> anyhow::Result<R> {
+    let path = Path::new("/var/run/netns").join(ns);
+    let file = std::fs::File::open(&path)
+        .with_context(|| format!("network namespace {ns} not found ({})", path.display()))?;
+    std::thread::spawn(move || -> anyhow::Result<R> {
+        nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
+            .context("setns into the network namespace")?;
+        Ok(f())
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("thread in namespace panicked"))?
+}
+
+/// Bytes a node's qdiscs have sent: (transmit, receive), from `tc -s`.
+pub fn shaped_bytes(layout: &Layout, node: &Node) -> anyhow::Result<(u64, u64)> {
+    let parse = |ns: &str, dev: &str| -> anyhow::Result<u64> {
+        let out = sh("tc", &["-n", ns, "-s", "qdisc", "show", "dev", dev])?;
+        let line = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("Sent "))
+            .with_context(|| format!("no statistics for {dev} in {ns}: {out}"))?;
+        line.split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("cannot parse tc statistics line {line:?}"))
+    };
+    Ok((
+        parse(&node.ns, NODE_IF)?,
+        parse(&layout.bridge_ns, &node.bridge_end)?,
+    ))
+}

@@ -1,0 +1,218 @@
+//! The netns mode through the real command line: `master up --netns`, the
+//! loader and an input-sink job from inside the master's namespace, traffic
+//! through the tc qdiscs, `master down` removing every namespace, and a
+//! failed start cleaning up after itself. Needs root (CI runs as root);
+//! elsewhere it says so and checks only the layout.
+
+use common::config::ClusterConfig;
+use common::wire::{JobReport, JobState};
+use master::netns;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build the binaries first (`cargo build --bins`; make test does)",
+        p.display()
+    );
+    p
+}
+
+fn is_root() -> bool {
+    nix::unistd::Uid::effective().is_root()
+}
+
+fn config(dir: &Path, data_dir: &str) -> PathBuf {
+    let text = format!(
+        r#"
+[cluster]
+token = "netns-test"
+replication = 2
+heartbeat_ms = 50
+data_dir = "{data_dir}"
+seed = 5
+[master]
+listen = "127.0.0.1:7300"
+[workers]
+slots = 2
+nic_mbps = 200
+[[worker]]
+name = "a"
+listen = "127.0.0.1:7301"
+[[worker]]
+name = "b"
+listen = "127.0.0.1:7302"
+[[worker]]
+name = "c"
+listen = "127.0.0.1:7303"
+nic_mbps = 100
+"#
+    );
+    let p = dir.join("cluster.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Removes the test's namespaces however the test ends.
+struct Cleanup(String);
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = netns::teardown(&self.0);
+    }
+}
+
+fn run(cmd: &mut Command) -> (bool, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn layout_addresses_rates_and_derived_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = ClusterConfig::load(config(dir.path(), "data")).unwrap();
+    let l = netns::Layout::plan("t-", &cfg).unwrap();
+    assert_eq!(l.master.ns, "t-master");
+    assert_eq!(l.bridge_ns, "t-bridge");
+    let ns: Vec<&str> = l.workers.iter().map(|w| w.ns.as_str()).collect();
+    assert_eq!(ns, ["t-a", "t-b", "t-c"]);
+    let rates: Vec<Option<u64>> = l.workers.iter().map(|w| w.rate_bits).collect();
+    assert_eq!(
+        rates,
+        [Some(200_000_000), Some(200_000_000), Some(100_000_000)]
+    );
+    assert_eq!(l.master.rate_bits, None);
+    // The derived config is a valid cluster.toml at the namespace addresses.
+    let d = l.derive_config(&cfg);
+    let text = toml::to_string(&d).unwrap();
+    let back = ClusterConfig::parse(&text, &dir.path().join("x/cluster.toml")).unwrap();
+    assert_eq!(back.master.listen.to_string(), "10.77.0.1:7300");
+    let listens: Vec<String> = back.worker.iter().map(|w| w.listen.to_string()).collect();
+    assert_eq!(
+        listens,
+        ["10.77.0.10:7301", "10.77.0.11:7302", "10.77.0.12:7303"]
+    );
+    assert_eq!(back.worker_data_dir("a"), dir.path().join("data").join("a"));
+    assert!(netns::Layout::plan("bad/prefix", &cfg).is_err());
+}
+
+#[test]
+fn netns_cluster_runs_jobs_through_shaped_links_and_cleans_up() {
+    if !is_root() {
+        eprintln!("skipping the netns cluster test: it needs root");
+        return;
+    }
+    netns::require_root().unwrap();
+    let prefix = format!("mt{}-", std::process::id() % 100_000);
+    let _cleanup = Cleanup(prefix.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let cfg_path = config(dir.path(), "data");
+    let master = bin("master");
+    let _ = bin("worker");
+
+    let (ok, out, err) = run(Command::new(&master).args([
+        "--config",
+        cfg_path.to_str().unwrap(),
+        "up",
+        "--fresh",
+        "--netns",
+        "--netns-prefix",
+        &prefix,
+    ]));
+    assert!(ok, "up --netns failed:\n{out}\n{err}");
+    let names = netns::list(&prefix).unwrap();
+    assert_eq!(names.len(), 5, "{names:?}");
+
+    // The CLI reaches the cluster from inside the master's namespace.
+    let derived = dir.path().join("run/netns/cluster.toml");
+    let cli = |args: &[&str]| {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &format!("{prefix}master")])
+            .arg(&master)
+            .args(["--config", derived.to_str().unwrap()])
+            .args(args);
+        run(&mut c)
+    };
+    let (ok, out, err) = cli(&[
+        "load",
+        "--name",
+        "t",
+        "--generate",
+        "text",
+        "--blocks",
+        "6",
+        "--block-size",
+        "2MiB",
+    ]);
+    assert!(ok, "load failed:\n{out}\n{err}");
+    let (ok, out, err) = cli(&[
+        "submit",
+        "--workload",
+        "input-sink",
+        "--input",
+        "t",
+        "--count",
+        "2",
+        "--wait",
+        "--json",
+    ]);
+    assert!(ok, "submit failed:\n{out}\n{err}");
+    let reports: Vec<JobReport> = serde_json::from_str(&out).unwrap();
+    assert_eq!(reports.len(), 2);
+    for r in &reports {
+        assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+        assert_eq!((r.tasks, r.tasks_done), (6, 6));
+        assert_eq!(r.data_local + r.data_remote, 6);
+        assert_eq!(r.bytes_local + r.bytes_remote, 6 << 21);
+    }
+
+    // Every upload crossed a worker's receive qdisc: 6 blocks x 2 replicas.
+    let cfg = ClusterConfig::load(&cfg_path).unwrap();
+    let layout = netns::Layout::plan(&prefix, &cfg).unwrap();
+    let mut rx_total = 0;
+    for w in &layout.workers {
+        let (_tx, rx) = netns::shaped_bytes(&layout, w).unwrap();
+        rx_total += rx;
+    }
+    assert!(
+        rx_total >= 2 * (6 << 21),
+        "the receive qdiscs saw only {rx_total} bytes"
+    );
+    // Nothing leaks into the root namespace.
+    let (_, links, _) = run(Command::new("ip").args(["-o", "link", "show"]));
+    for w in &layout.workers {
+        assert!(!links.contains(&format!(" {}@", w.bridge_end)), "{links}");
+    }
+
+    let (ok, out, err) =
+        run(Command::new(&master).args(["--config", cfg_path.to_str().unwrap(), "down"]));
+    assert!(ok, "down failed:\n{out}\n{err}");
+    assert!(out.contains("removed 5 network namespaces"), "{out}");
+    assert!(netns::list(&prefix).unwrap().is_empty());
+
+    // A start that fails (the data directory is a regular file, so no
+    // worker can open its store) removes every namespace it created.
+    let dir2 = tempfile::tempdir().unwrap();
+    std::fs::write(dir2.path().join("blocked"), b"not a directory").unwrap();
+    let cfg2 = config(dir2.path(), "blocked");
+    let (ok, out, err) = run(Command::new(&master).args([
+        "--config",
+        cfg2.to_str().unwrap(),
+        "up",
+        "--netns",
+        "--netns-prefix",
+        &prefix,
+    ]));
+    assert!(!ok, "up should have failed:\n{out}\n{err}");
+    assert!(err.contains("exited during start-up"), "{err}");
+    assert!(
+        netns::list(&prefix).unwrap().is_empty(),
+        "namespaces left behind after a failed start"
+    );
+}
