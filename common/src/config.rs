@@ -3,11 +3,11 @@
 //! validated once by [`ClusterConfig::load`]; every error names the file and
 //! the key.
 
+pub use crate::policy::SchedulerConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -109,44 +109,6 @@ pub struct WorkerEntry {
     pub slots: Option<u32>,
     #[serde(default)]
     pub nic_mbps: Option<f64>,
-}
-
-/// The scheduling policy and its parameters. Parsed from `[scheduler]` in
-/// cluster.toml and from `--scheduler` on the command line (see [`FromStr`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "policy", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum SchedulerConfig {
-    /// Hadoop's default: FIFO jobs; a data-local task of the head job, else a
-    /// random task of it read remotely.
-    Hadoop {},
-}
-
-impl Default for SchedulerConfig {
-    fn default() -> Self {
-        SchedulerConfig::Hadoop {}
-    }
-}
-
-impl SchedulerConfig {
-    pub fn name(&self) -> &'static str {
-        match self {
-            SchedulerConfig::Hadoop {} => "hadoop",
-        }
-    }
-}
-
-/// `hadoop`, or an inline TOML key list such as `policy = "delay", threshold_s = 6`.
-impl FromStr for SchedulerConfig {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let s = s.trim();
-        let table = if s.contains('=') {
-            s.replace(',', "\n")
-        } else {
-            format!("policy = {s:?}")
-        };
-        toml::from_str(&table).map_err(|e| format!("scheduler {s:?}: {}", e.message()))
-    }
 }
 
 mod defaults {
@@ -260,6 +222,9 @@ impl ClusterConfig {
             return Err(self.invalid("workers.slots", "must be at least 1 (got 0)"));
         }
         check_rate(self, "workers.nic_mbps", self.workers.nic_mbps)?;
+        self.scheduler
+            .validate()
+            .map_err(|e| self.invalid("scheduler", e))?;
         let mut names = HashSet::new();
         let mut addrs = HashSet::new();
         addrs.insert(self.master.listen);

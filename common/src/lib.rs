@@ -8,6 +8,7 @@ pub mod checksum;
 pub mod config;
 pub mod http;
 pub mod ids;
+pub mod policy;
 pub mod wire;
 
 pub use ids::{AttemptId, BlockId, IdError, JobId, TaskRef, WorkerId};

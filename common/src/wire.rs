@@ -115,6 +115,26 @@ pub struct JobSubmit {
     pub input: String,
     #[serde(default)]
     pub name: Option<String>,
+    /// Fair-share group (pool) for the `fair` and `lsap-fair` policies;
+    /// absent = `default`.
+    #[serde(default)]
+    pub group: Option<String>,
+}
+
+impl JobSubmit {
+    pub fn new(workload: Workload, input: impl Into<String>) -> Self {
+        JobSubmit {
+            workload,
+            input: input.into(),
+            name: None,
+            group: None,
+        }
+    }
+
+    /// The job's fair-share group.
+    pub fn group(&self) -> &str {
+        self.group.as_deref().unwrap_or("default")
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -172,6 +192,8 @@ pub struct JobReport {
     pub name: String,
     pub workload: Workload,
     pub input: String,
+    #[serde(default = "default_group")]
+    pub group: String,
     pub scheduler: String,
     pub state: JobState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -218,4 +240,8 @@ pub struct WorkerInfo {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ErrorBody {
     pub error: String,
+}
+
+fn default_group() -> String {
+    "default".into()
 }

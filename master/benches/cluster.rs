@@ -270,6 +270,7 @@ async fn overhead_bench() {
                 workload: Workload::InputSink,
                 input: "small".into(),
                 name: None,
+                group: None,
             })
             .await
             .unwrap();

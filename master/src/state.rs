@@ -421,6 +421,18 @@ impl Master {
         unix_ms: u64,
         spec: JobSubmit,
     ) -> Result<JobId, MasterError> {
+        if let Some(g) = &spec.group {
+            if g.is_empty()
+                || g.len() > 64
+                || !g
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                return Err(MasterError::BadRequest(format!(
+                    "group {g:?} must be 1-64 ASCII letters, digits, '-', '_' or '.'"
+                )));
+            }
+        }
         let file = self
             .catalog
             .file(&spec.input)
@@ -462,7 +474,7 @@ impl Master {
                 replicas: self.live_replicas(&spec.input, i as u32),
             })
             .collect();
-        self.view.add_job(id, now, pending);
+        self.view.add_job(id, now, spec.group(), pending);
         let name = spec
             .name
             .clone()
@@ -701,6 +713,7 @@ impl Master {
             name: j.name.clone(),
             workload: j.spec.workload,
             input: j.spec.input.clone(),
+            group: j.spec.group().to_owned(),
             scheduler: j.scheduler.clone(),
             state: j.state,
             error: j.error.clone(),

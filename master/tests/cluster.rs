@@ -60,6 +60,7 @@ async fn input_sink_jobs_over_replicated_data() {
             workload: Workload::InputSink,
             input: "data".into(),
             name: None,
+            group: None,
         })
         .await
         .unwrap();
@@ -117,6 +118,7 @@ async fn corrupted_chunk_is_detected_and_never_served() {
             workload: Workload::InputSink,
             input: "bad".into(),
             name: None,
+            group: None,
         })
         .await
         .unwrap();

@@ -213,6 +213,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         workload,
                         input: input.clone(),
                         name,
+                        group: None,
                     })
                     .await?;
                 if json {

@@ -6,9 +6,9 @@
 //! has one for this worker; otherwise a uniformly random pending task of the
 //! head job, read from a uniformly random replica. Parameter: only the seed.
 
-use super::{Millis, SchedContext, Scheduler};
-use common::WorkerId;
-use rand::{Rng, SeedableRng};
+use super::{random_task, JobView, Millis, SchedContext, Scheduler};
+use common::{TaskRef, WorkerId};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 pub struct Hadoop {
@@ -33,24 +33,26 @@ impl Scheduler for Hadoop {
             let Some(job) = ctx.view().head_job() else {
                 return;
             };
-            let (task, source) = match job.local_task(worker) {
-                Some(t) => (t.task, worker),
-                None => {
-                    let t = job
-                        .pending_at(self.rng.gen_range(0..job.pending_len()))
-                        .expect("index below len");
-                    if t.replicas.is_empty() {
-                        // The owner fails such tasks' jobs; never pick one.
-                        return;
-                    }
-                    let src = t.replicas[self.rng.gen_range(0..t.replicas.len())];
-                    (t.task, src)
-                }
+            let Some((task, source)) = dl_choice(&mut self.rng, job, worker) else {
+                return;
             };
             if ctx.launch(task, worker, source).is_err() {
                 // Only a view inconsistency gets here; never spin on it.
                 return;
             }
         }
+    }
+}
+
+/// dl-sched's choice within one job: a data-local task for `worker` if the
+/// job has one, else a random task read from a random replica.
+pub(crate) fn dl_choice(
+    rng: &mut impl rand::Rng,
+    job: &JobView,
+    worker: WorkerId,
+) -> Option<(TaskRef, WorkerId)> {
+    match job.local_task(worker) {
+        Some(t) => Some((t.task, worker)),
+        None => random_task(rng, job, worker),
     }
 }

@@ -16,7 +16,14 @@
 //! on any worker with free slots (the master delivers those launches at that
 //! worker's next heartbeat).
 
+pub mod assign;
+pub mod delay;
+pub mod dyndl_on;
+pub mod fair;
 pub mod hadoop;
+pub mod lsap;
+pub mod lsap_fair;
+pub mod rand_sched;
 
 use common::config::SchedulerConfig;
 use common::{JobId, TaskRef, WorkerId};
@@ -52,6 +59,8 @@ pub struct PendingTask {
 pub struct JobView {
     pub id: JobId,
     pub submitted_at: Millis,
+    /// Fair-share group (pool) the job was submitted to.
+    pub group: String,
     /// Pending tasks by task index, in insertion order.
     pending: IndexMap<u32, PendingTask>,
     /// Worker -> pending task indices with a replica there.
@@ -177,6 +186,20 @@ impl ClusterView {
         self.jobs.values().map(JobView::pending_len).sum()
     }
 
+    /// Slots of all live workers (Guo's AS).
+    pub fn total_slots(&self) -> u32 {
+        self.workers
+            .values()
+            .filter(|w| w.alive)
+            .map(|w| w.slots)
+            .sum()
+    }
+
+    /// Live workers with a free slot, in id order.
+    pub fn idle_workers(&self) -> impl Iterator<Item = &WorkerView> {
+        self.workers.values().filter(|w| w.alive && w.free > 0)
+    }
+
     // ---- updates by the owner (master or simulator) ----
 
     pub fn upsert_worker(&mut self, id: WorkerId, slots: u32) {
@@ -223,10 +246,17 @@ impl ClusterView {
         orphans
     }
 
-    pub fn add_job(&mut self, id: JobId, submitted_at: Millis, tasks: Vec<PendingTask>) {
+    pub fn add_job(
+        &mut self,
+        id: JobId,
+        submitted_at: Millis,
+        group: &str,
+        tasks: Vec<PendingTask>,
+    ) {
         let mut job = JobView {
             id,
             submitted_at,
+            group: group.to_owned(),
             pending: IndexMap::with_capacity(tasks.len()),
             local: HashMap::new(),
             running: 0,
@@ -392,9 +422,84 @@ pub fn offer(
 
 /// Builds the policy a config names, seeded.
 pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
-    match cfg {
+    match cfg.clone() {
         SchedulerConfig::Hadoop {} => Box::new(hadoop::Hadoop::new(seed)),
+        SchedulerConfig::Delay { threshold_s } => {
+            Box::new(delay::Delay::new(secs_to_ms(threshold_s), seed))
+        }
+        SchedulerConfig::DyndlOn {
+            w_s,
+            remote_s,
+            theta,
+            one_remote,
+        } => Box::new(dyndl_on::DyndlOn::new(
+            secs_to_ms(w_s),
+            secs_to_ms(remote_s),
+            theta,
+            one_remote,
+            seed,
+        )),
+        SchedulerConfig::Rand { randomness } => {
+            Box::new(rand_sched::RandSched::new(randomness, seed))
+        }
+        SchedulerConfig::Fair { delay_s, weights } => {
+            Box::new(fair::Fair::new(secs_to_ms(delay_s), weights, seed))
+        }
+        SchedulerConfig::Lsap {} => Box::new(lsap::Lsap::new(seed)),
+        SchedulerConfig::LsapFair {
+            alpha,
+            beta,
+            weights,
+        } => Box::new(lsap_fair::LsapFair::new(alpha, beta, weights, seed)),
     }
+}
+
+pub(crate) fn secs_to_ms(s: f64) -> Millis {
+    (s * 1000.0).round().max(0.0) as Millis
+}
+
+/// A uniformly random pending task of `job` for `worker`: data-local if it
+/// happens to have a replica there, else read from a uniformly random replica.
+/// None if the job has no pending task or the task has no live replica.
+pub(crate) fn random_task(
+    rng: &mut impl rand::Rng,
+    job: &JobView,
+    worker: WorkerId,
+) -> Option<(TaskRef, WorkerId)> {
+    if !job.has_pending() {
+        return None;
+    }
+    let t = job.pending_at(rng.gen_range(0..job.pending_len()))?;
+    if t.replicas.is_empty() {
+        // The owner fails such tasks' jobs; never pick one.
+        return None;
+    }
+    let src = if t.replicas.contains(&worker) {
+        worker
+    } else {
+        t.replicas[rng.gen_range(0..t.replicas.len())]
+    };
+    Some((t.task, src))
+}
+
+/// Normalised weight of each group present among `jobs` (absent from
+/// `weights` = 1), for the fair policies.
+pub(crate) fn group_weights<'a>(
+    weights: &common::policy::Weights,
+    jobs: impl Iterator<Item = &'a JobView>,
+) -> BTreeMap<String, f64> {
+    let mut w: BTreeMap<String, f64> = BTreeMap::new();
+    for j in jobs {
+        w.entry(j.group.clone())
+            .or_insert_with(|| weights.get(&j.group).copied().unwrap_or(1.0));
+    }
+    let total: f64 = w.values().sum();
+    if total > 0.0 {
+        for v in w.values_mut() {
+            *v /= total;
+        }
+    }
+    w
 }
 
 #[cfg(test)]

@@ -101,6 +101,7 @@ fn submit(m: &mut Master) -> JobId {
             workload: Workload::InputSink,
             input: "f".into(),
             name: None,
+            group: None,
         },
     )
     .unwrap()
@@ -327,6 +328,7 @@ fn bad_submissions_and_registrations_are_refused() {
                 workload: Workload::InputSink,
                 input: "nope".into(),
                 name: None,
+                group: None,
             },
         )
         .unwrap_err();
@@ -363,6 +365,7 @@ fn bad_submissions_and_registrations_are_refused() {
                 workload: Workload::InputSink,
                 input: "g".into(),
                 name: None,
+                group: None,
             },
         )
         .unwrap_err();

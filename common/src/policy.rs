@@ -1,0 +1,295 @@
+//! The scheduling policy and its parameters: one enum, read by serde from
+//! `[scheduler]` in cluster.toml and from experiment specs, and by clap from
+//! `--scheduler` (see [`FromStr`]). The implementations live in
+//! `master/src/sched/`, one file each, documented there.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::str::FromStr;
+
+/// Group weights for the fair policies: group name -> weight (any positive
+/// numbers; they are normalised). Jobs name their group at submission
+/// (`group`, default `default`); a group not listed has weight 1.
+pub type Weights = BTreeMap<String, f64>;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SchedulerConfig {
+    /// Hadoop's default (Guo's dl-sched): FIFO jobs; a data-local task of the
+    /// head job, else a random task of it read remotely.
+    Hadoop {},
+    /// Delay scheduling (Zaharia et al., EuroSys 2010), FIFO job order: a job
+    /// without a data-local task for the free slot is skipped until it has
+    /// waited `threshold_s` seconds. Presets: `delay3`, `delay6`, `delay10`.
+    Delay {
+        /// Seconds a job may be skipped before it launches remote tasks.
+        threshold_s: f64,
+    },
+    /// DynDL's online algorithm (DynDLOn, Algorithm 1).
+    DyndlOn {
+        /// W: the base delay in seconds a free slot waits for a data-local task.
+        #[serde(default = "defaults::w_s")]
+        w_s: f64,
+        /// Seconds a data-remote task takes when it is alone on its worker;
+        /// the data-remote cost is g(n) = remote_s * (1 + theta * min(n, slots)).
+        #[serde(default)]
+        remote_s: f64,
+        /// θ, the network factor of g(n).
+        #[serde(default = "defaults::theta")]
+        theta: f64,
+        /// The variant the paper ran for real: never start a second
+        /// data-remote task on a worker already running one.
+        #[serde(default = "defaults::yes")]
+        one_remote: bool,
+    },
+    /// Guo et al.'s rand-sched: with probability `randomness` a free slot gets
+    /// a random pending task of the head job, otherwise dl-sched's choice.
+    Rand {
+        /// r in [0, 1]; 0 is `hadoop`.
+        randomness: f64,
+    },
+    /// Hadoop Fair Scheduler style: max-min fair shares across groups (by
+    /// weight), then across the group's jobs; optional delay scheduling.
+    Fair {
+        /// Delay threshold in seconds; 0 launches remote tasks at once.
+        #[serde(default)]
+        delay_s: f64,
+        #[serde(default)]
+        weights: Weights,
+    },
+    /// Guo's lsap-sched: every idle slot and pending task at once, an
+    /// assignment with the fewest data-remote tasks (maximum matching).
+    Lsap {},
+    /// Guo's lsap-fair-sched: assignment cost = fairness cost + data-locality cost.
+    LsapFair {
+        /// α: the data-locality cost of a data-remote assignment.
+        #[serde(default = "defaults::alpha")]
+        alpha: f64,
+        /// β: a task beyond its group's slots-to-occupy costs β * w(group).
+        #[serde(default = "defaults::beta")]
+        beta: f64,
+        #[serde(default)]
+        weights: Weights,
+    },
+}
+
+mod defaults {
+    pub fn w_s() -> f64 {
+        3.0
+    }
+    pub fn theta() -> f64 {
+        1.0
+    }
+    pub fn yes() -> bool {
+        true
+    }
+    pub fn alpha() -> f64 {
+        50.0
+    }
+    pub fn beta() -> f64 {
+        200.0
+    }
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig::Hadoop {}
+    }
+}
+
+impl SchedulerConfig {
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedulerConfig::Hadoop {} => "hadoop",
+            SchedulerConfig::Delay { .. } => "delay",
+            SchedulerConfig::DyndlOn { .. } => "dyndl-on",
+            SchedulerConfig::Rand { .. } => "rand",
+            SchedulerConfig::Fair { .. } => "fair",
+            SchedulerConfig::Lsap {} => "lsap",
+            SchedulerConfig::LsapFair { .. } => "lsap-fair",
+        }
+    }
+
+    /// The policy with its parameters, as reports and result tables show it.
+    pub fn label(&self) -> String {
+        match self {
+            SchedulerConfig::Hadoop {} | SchedulerConfig::Lsap {} => self.name().into(),
+            SchedulerConfig::Delay { threshold_s } => format!("delay{}", fmt_num(*threshold_s)),
+            SchedulerConfig::DyndlOn {
+                w_s,
+                remote_s,
+                theta,
+                one_remote,
+            } => format!(
+                "dyndl-on(W={}s,g={}s*(1+{}n){})",
+                fmt_num(*w_s),
+                fmt_num(*remote_s),
+                fmt_num(*theta),
+                if *one_remote { ",one-remote" } else { "" }
+            ),
+            SchedulerConfig::Rand { randomness } => format!("rand(r={})", fmt_num(*randomness)),
+            SchedulerConfig::Fair { delay_s, .. } => format!("fair(delay={}s)", fmt_num(*delay_s)),
+            SchedulerConfig::LsapFair { alpha, beta, .. } => {
+                format!("lsap-fair(a={},b={})", fmt_num(*alpha), fmt_num(*beta))
+            }
+        }
+    }
+
+    /// Checks the parameters; the error names the parameter and what is allowed.
+    pub fn validate(&self) -> Result<(), String> {
+        let nonneg = |key: &str, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{}: `{key}` must be a finite number >= 0 (got {v})",
+                    self.name()
+                ))
+            }
+        };
+        let weights = |w: &Weights| {
+            for (g, v) in w {
+                if !(v.is_finite() && *v > 0.0) {
+                    return Err(format!(
+                        "{}: weight of group {g:?} must be > 0 (got {v})",
+                        self.name()
+                    ));
+                }
+            }
+            Ok(())
+        };
+        match self {
+            SchedulerConfig::Hadoop {} | SchedulerConfig::Lsap {} => Ok(()),
+            SchedulerConfig::Delay { threshold_s } => nonneg("threshold_s", *threshold_s),
+            SchedulerConfig::DyndlOn {
+                w_s,
+                remote_s,
+                theta,
+                ..
+            } => {
+                nonneg("w_s", *w_s)?;
+                nonneg("remote_s", *remote_s)?;
+                nonneg("theta", *theta)
+            }
+            SchedulerConfig::Rand { randomness } => {
+                if (0.0..=1.0).contains(randomness) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "rand: `randomness` must be in [0, 1] (got {randomness})"
+                    ))
+                }
+            }
+            SchedulerConfig::Fair {
+                delay_s,
+                weights: w,
+            } => {
+                nonneg("delay_s", *delay_s)?;
+                weights(w)
+            }
+            SchedulerConfig::LsapFair {
+                alpha,
+                beta,
+                weights: w,
+            } => {
+                nonneg("alpha", *alpha)?;
+                nonneg("beta", *beta)?;
+                weights(w)
+            }
+        }
+    }
+}
+
+fn fmt_num(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A name (`hadoop`, `lsap`, presets `delay3`, `delay6`, `delay10`,
+/// `dyndl-on`), or an inline TOML key list such as
+/// `policy = "rand", randomness = 0.5`. Parameters are validated.
+impl FromStr for SchedulerConfig {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let preset = |t: f64| SchedulerConfig::Delay { threshold_s: t };
+        let cfg = match s {
+            "delay3" => preset(3.0),
+            "delay6" => preset(6.0),
+            "delay10" => preset(10.0),
+            _ => {
+                #[derive(Deserialize)]
+                struct Wrap {
+                    s: SchedulerConfig,
+                }
+                let inline = if s.contains('=') {
+                    format!("s = {{ {s} }}")
+                } else {
+                    format!("s = {{ policy = {s:?} }}")
+                };
+                toml::from_str::<Wrap>(&inline)
+                    .map_err(|e| format!("scheduler {s:?}: {}", e.message()))?
+                    .s
+            }
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_presets_and_parameters() {
+        assert_eq!("hadoop".parse(), Ok(SchedulerConfig::Hadoop {}));
+        assert_eq!(
+            "delay6".parse(),
+            Ok(SchedulerConfig::Delay { threshold_s: 6.0 })
+        );
+        assert_eq!(
+            "policy = \"rand\", randomness = 0.3".parse(),
+            Ok(SchedulerConfig::Rand { randomness: 0.3 })
+        );
+        let d: SchedulerConfig = "dyndl-on".parse().unwrap();
+        assert_eq!(
+            d,
+            SchedulerConfig::DyndlOn {
+                w_s: 3.0,
+                remote_s: 0.0,
+                theta: 1.0,
+                one_remote: true
+            }
+        );
+        assert_eq!(d.label(), "dyndl-on(W=3s,g=0s*(1+1n),one-remote)");
+        assert_eq!(
+            "delay10".parse::<SchedulerConfig>().unwrap().label(),
+            "delay10"
+        );
+    }
+
+    #[test]
+    fn bad_parameters_are_named() {
+        let e = "policy = \"rand\", randomness = 1.5"
+            .parse::<SchedulerConfig>()
+            .unwrap_err();
+        assert!(e.contains("randomness") && e.contains("1.5"), "{e}");
+        let e = "policy = \"delay\"".parse::<SchedulerConfig>().unwrap_err();
+        assert!(e.contains("threshold_s"), "{e}");
+        let e = "policy = \"delay\", threshold_s = 3, x = 1"
+            .parse::<SchedulerConfig>()
+            .unwrap_err();
+        assert!(e.contains('x'), "{e}");
+        let f: SchedulerConfig = "policy = \"fair\", weights = { a = 2, b = 1 }"
+            .parse()
+            .unwrap();
+        assert_eq!(f.label(), "fair(delay=0s)");
+        let e = "policy = \"fair\", weights = { a = 0 }"
+            .parse::<SchedulerConfig>()
+            .unwrap_err();
+        assert!(e.contains("\"a\""), "{e}");
+        let e = "fifo".parse::<SchedulerConfig>().unwrap_err();
+        assert!(e.contains("fifo"), "{e}");
+    }
+}
