@@ -40,6 +40,9 @@ pub struct ClusterConfig {
     pub workers: WorkerDefaults,
     #[serde(rename = "worker", default)]
     pub worker: Vec<WorkerEntry>,
+    /// Background load on every worker; absent = none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background: Option<BackgroundConfig>,
     /// Directory of the file this was read from; relative paths resolve here.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -88,6 +91,10 @@ pub struct WorkerDefaults {
     /// NIC rate in Mbit/s, for transmit and receive each; absent = unlimited.
     #[serde(default)]
     pub nic_mbps: Option<f64>,
+    /// Compute pacing (emulation): each slot processes at most this many MB/s
+    /// (10^6 bytes), so a task takes at least input / rate; absent = off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_rate_mbs: Option<f64>,
 }
 
 impl Default for WorkerDefaults {
@@ -95,7 +102,50 @@ impl Default for WorkerDefaults {
         WorkerDefaults {
             slots: defaults::slots(),
             nic_mbps: None,
+            slot_rate_mbs: None,
         }
+    }
+}
+
+/// Background processes that occupy worker slots (the seeds' "initial load"),
+/// seeded from `cluster.seed` and the worker's name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundConfig {
+    /// Each process runs for a duration uniform in [min, max] seconds.
+    pub duration_s: [f64; 2],
+    /// Fraction of each worker's slots occupied when the worker starts (0..=1).
+    #[serde(default = "defaults::one")]
+    pub initial: f64,
+    /// Further processes per worker per minute, Poisson arrivals; 0 = none.
+    /// One that finds no free slot waits for one.
+    #[serde(default)]
+    pub per_minute: f64,
+}
+
+impl BackgroundConfig {
+    /// Checks the values; the error names the key.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let [lo, hi] = self.duration_s;
+        if !(lo.is_finite() && hi.is_finite() && lo >= 0.0 && lo <= hi) {
+            return Err((
+                "background.duration_s".into(),
+                format!("must be [min, max] seconds with 0 <= min <= max (got [{lo}, {hi}])"),
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.initial) {
+            return Err((
+                "background.initial".into(),
+                format!("must be a fraction in [0, 1] (got {})", self.initial),
+            ));
+        }
+        if !(self.per_minute.is_finite() && self.per_minute >= 0.0) {
+            return Err((
+                "background.per_minute".into(),
+                format!("must be >= 0 (got {})", self.per_minute),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -109,6 +159,8 @@ pub struct WorkerEntry {
     pub slots: Option<u32>,
     #[serde(default)]
     pub nic_mbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_rate_mbs: Option<f64>,
 }
 
 mod defaults {
@@ -134,6 +186,9 @@ mod defaults {
     pub fn slots() -> u32 {
         2
     }
+    pub fn one() -> f64 {
+        1.0
+    }
 }
 
 /// A worker's settings with the defaults applied.
@@ -145,6 +200,8 @@ pub struct WorkerSettings {
     pub slots: u32,
     /// NIC rate in bytes per second, per direction; `None` = unlimited.
     pub nic_bytes_per_sec: Option<f64>,
+    /// Compute pacing per slot in bytes per second; `None` = off.
+    pub slot_rate_bytes: Option<f64>,
 }
 
 impl ClusterConfig {
@@ -222,6 +279,10 @@ impl ClusterConfig {
             return Err(self.invalid("workers.slots", "must be at least 1 (got 0)"));
         }
         check_rate(self, "workers.nic_mbps", self.workers.nic_mbps)?;
+        check_rate(self, "workers.slot_rate_mbs", self.workers.slot_rate_mbs)?;
+        if let Some(b) = &self.background {
+            b.validate().map_err(|(k, p)| self.invalid(k, p))?;
+        }
         self.scheduler
             .validate()
             .map_err(|e| self.invalid("scheduler", e))?;
@@ -259,6 +320,7 @@ impl ClusterConfig {
                 );
             }
             check_rate(self, &format!("worker[{i}].nic_mbps"), w.nic_mbps)?;
+            check_rate(self, &format!("worker[{i}].slot_rate_mbs"), w.slot_rate_mbs)?;
         }
         Ok(())
     }
@@ -273,6 +335,10 @@ impl ClusterConfig {
                 listen: w.listen,
                 slots: w.slots.unwrap_or(self.workers.slots),
                 nic_bytes_per_sec: w.nic_mbps.or(self.workers.nic_mbps).map(mbps_to_bytes),
+                slot_rate_bytes: w
+                    .slot_rate_mbs
+                    .or(self.workers.slot_rate_mbs)
+                    .map(|r| r * 1e6),
             })
             .collect()
     }
@@ -304,7 +370,7 @@ fn check_rate(cfg: &ClusterConfig, key: &str, v: Option<f64>) -> Result<(), Conf
     match v {
         Some(r) if !(r.is_finite() && r > 0.0) => Err(cfg.invalid(
             key,
-            format!("must be a positive number of Mbit/s, or absent for unlimited (got {r})"),
+            format!("must be a positive number, or absent for unlimited (got {r})"),
         )),
         _ => Ok(()),
     }

@@ -261,3 +261,53 @@ async fn concurrent_remote_reads_share_the_nic() {
     // 16 MB through a 40 MB/s link: 0.4 s at best; far above unlimited loopback.
     assert!(secs >= 0.38, "16 MB crossed a 40 MB/s NIC in {secs} s");
 }
+
+/// Compute pacing makes a task last at least input / rate; background load
+/// holds every slot at start, so no task starts before it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compute_pacing_and_background_load_shape_task_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = common::unix_ms();
+    let c = support::start_cluster_with(dir.path(), TOKEN, 2, &[None, None, None], 50, |o| {
+        o.slot_rate_bytes = Some(2_000_000.0); // 2 MB/s per slot
+        o.background = Some((
+            common::config::BackgroundConfig {
+                duration_s: [1.5, 1.5],
+                initial: 1.0,
+                per_minute: 0.0,
+            },
+            7,
+        ));
+    })
+    .await;
+    // Every slot of every worker is held by a background process now.
+    for w in &c.workers {
+        let b = w.ctx.book.lock().unwrap();
+        assert_eq!((b.background(), b.free_slots()), (2, 0));
+    }
+    let cl = Cluster {
+        _master: c._master,
+        workers: c.workers,
+        client: c.client,
+        _dir: dir,
+    };
+    load(&cl, "paced", 4, 500_000, 1).await;
+    let id = cl
+        .client
+        .submit(&JobSubmit::new(Workload::InputSink, "paced"))
+        .await
+        .unwrap();
+    let submitted = common::unix_ms();
+    assert!(submitted < before + 1500, "loading took too long to test this");
+    let r = cl.client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    for a in r.attempts.iter().filter(|a| a.ok) {
+        // 500 kB at 2 MB/s: at least 250 ms.
+        assert!(a.end_ms - a.start_ms >= 250, "{a:?}");
+        // Not before the 1.5 s background processes released the slots.
+        assert!(r.submit_unix_ms + a.start_ms >= before + 1500, "{a:?}");
+    }
+    for w in &cl.workers {
+        assert_eq!(w.ctx.book.lock().unwrap().background(), 0);
+    }
+}

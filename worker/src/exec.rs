@@ -14,6 +14,8 @@ use workloads::MapSummary;
 
 pub struct TaskBook {
     busy: Vec<bool>,
+    /// Slots held by background processes (see `background`).
+    background: u32,
     running: HashMap<AttemptId, u32>,
     finished: Vec<TaskResult>,
 }
@@ -22,6 +24,7 @@ impl TaskBook {
     pub fn new(slots: u32) -> Self {
         TaskBook {
             busy: vec![false; slots as usize],
+            background: 0,
             running: HashMap::new(),
             finished: Vec::new(),
         }
@@ -46,6 +49,28 @@ impl TaskBook {
     pub fn restore(&mut self, mut results: Vec<TaskResult>) {
         results.append(&mut self.finished);
         self.finished = results;
+    }
+
+    /// Slots held by background processes now.
+    pub fn background(&self) -> u32 {
+        self.background
+    }
+
+    /// Takes a free slot for a background process.
+    pub fn start_background(&mut self) -> Option<u32> {
+        let slot = self.busy.iter().position(|b| !*b)?;
+        self.busy[slot] = true;
+        self.background += 1;
+        Some(slot as u32)
+    }
+
+    pub fn end_background(&mut self, slot: u32) {
+        if let Some(b) = self.busy.get_mut(slot as usize) {
+            if *b {
+                *b = false;
+                self.background = self.background.saturating_sub(1);
+            }
+        }
     }
 
     fn start(&mut self, attempt: AttemptId) -> Option<u32> {
@@ -103,12 +128,20 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
 
 /// Runs one attempt: reads its input block and feeds it to the map function
 /// on a blocking thread (so CPU-heavy maps never stall the async runtime).
+///
+/// With compute pacing (`slot_rate_bytes`), a successful task lasts at least
+/// input bytes / rate: emulation of slower cores, documented as such.
 pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult {
     let started = unix_ms();
+    let t0 = tokio::time::Instant::now();
     let (local_bytes, remote_bytes, outcome) = match read_and_map(ctx, &launch).await {
         Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
         Err((local, remote, error)) => (local, remote, TaskOutcome::Failed { error }),
     };
+    if let (Some(rate), TaskOutcome::Succeeded { .. }) = (ctx.slot_rate_bytes, &outcome) {
+        let floor = std::time::Duration::from_secs_f64(launch.len as f64 / rate);
+        tokio::time::sleep_until(t0 + floor).await;
+    }
     TaskResult {
         attempt: launch.attempt,
         slot,

@@ -3,6 +3,7 @@
 //! runs map tasks in a fixed number of slots (`exec`) and talks to the master
 //! (`node`). `start` runs all of it in the current tokio runtime.
 
+pub mod background;
 pub mod exec;
 pub mod fetch;
 pub mod http;
@@ -30,6 +31,10 @@ pub struct WorkerOptions {
     pub master_url: String,
     pub token: String,
     pub heartbeat_ms: u64,
+    /// Compute pacing per slot, bytes/s; `None` = off.
+    pub slot_rate_bytes: Option<f64>,
+    /// Background load and its seed; `None` = none.
+    pub background: Option<(common::config::BackgroundConfig, u64)>,
 }
 
 impl WorkerOptions {
@@ -55,6 +60,11 @@ impl WorkerOptions {
             master_url: cfg.master_url(),
             token: cfg.cluster.token.clone(),
             heartbeat_ms: cfg.cluster.heartbeat_ms,
+            slot_rate_bytes: w.slot_rate_bytes,
+            background: cfg
+                .background
+                .clone()
+                .map(|b| (b, background::worker_seed(cfg.cluster.seed, &w.name))),
         })
     }
 }
@@ -67,6 +77,7 @@ pub struct WorkerCtx {
     pub token: String,
     pub master_url: String,
     pub heartbeat_ms: u64,
+    pub slot_rate_bytes: Option<f64>,
     pub store: Arc<store::BlockStore>,
     pub nic: nic::Nic,
     pub book: Mutex<exec::TaskBook>,
@@ -87,6 +98,7 @@ pub struct WorkerHandle {
     pub ctx: Arc<WorkerCtx>,
     server: tokio::task::JoinHandle<()>,
     node: tokio::task::JoinHandle<()>,
+    background: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl WorkerHandle {
@@ -98,6 +110,9 @@ impl WorkerHandle {
     pub fn abort(&self) {
         self.server.abort();
         self.node.abort();
+        if let Some(b) = &self.background {
+            b.abort();
+        }
     }
 }
 
@@ -133,6 +148,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         token: opts.token,
         master_url: opts.master_url,
         heartbeat_ms: opts.heartbeat_ms,
+        slot_rate_bytes: opts.slot_rate_bytes,
         store,
         nic: nic::Nic::new(opts.nic_bytes_per_sec),
         book: Mutex::new(exec::TaskBook::new(opts.slots)),
@@ -148,6 +164,9 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             tracing::error!(error = %e, "worker HTTP server stopped");
         }
     });
+    let background = opts
+        .background
+        .map(|(cfg, seed)| tokio::spawn(background::run(ctx.clone(), cfg, seed)));
     let node = tokio::spawn(node::run(ctx.clone()));
     tracing::info!(worker = %opts.name, %addr, slots = opts.slots, nic = ?opts.nic_bytes_per_sec, "worker started");
     Ok(WorkerHandle {
@@ -155,5 +174,6 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         ctx,
         server,
         node,
+        background,
     })
 }

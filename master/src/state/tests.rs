@@ -18,6 +18,7 @@ fn settings(workers: u32, slots: u32) -> MasterSettings {
                 listen: "127.0.0.1:0".parse().unwrap(),
                 slots,
                 nic_bytes_per_sec: None,
+                slot_rate_bytes: None,
             })
             .collect(),
     }

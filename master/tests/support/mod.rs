@@ -24,6 +24,19 @@ pub async fn start_cluster(
     nic: &[Option<f64>],
     heartbeat_ms: u64,
 ) -> LocalCluster {
+    start_cluster_with(dir, token, slots, nic, heartbeat_ms, |_| {}).await
+}
+
+/// [`start_cluster`], with `tune` adjusting each worker's options first.
+#[allow(dead_code)] // not every including crate uses it
+pub async fn start_cluster_with(
+    dir: &Path,
+    token: &str,
+    slots: u32,
+    nic: &[Option<f64>],
+    heartbeat_ms: u64,
+    tune: impl Fn(&mut worker::WorkerOptions),
+) -> LocalCluster {
     let n = nic.len() as u32;
     let settings = MasterSettings {
         heartbeat_ms,
@@ -38,6 +51,7 @@ pub async fn start_cluster(
                 listen: "127.0.0.1:0".parse().unwrap(),
                 slots,
                 nic_bytes_per_sec: nic[i as usize],
+                slot_rate_bytes: None,
             })
             .collect(),
     };
@@ -46,21 +60,21 @@ pub async fn start_cluster(
         .unwrap();
     let mut workers = Vec::new();
     for i in 0..n {
-        workers.push(
-            worker::start(worker::WorkerOptions {
-                name: format!("w{i}"),
-                listen: "127.0.0.1:0".parse().unwrap(),
-                advertise: None,
-                slots,
-                nic_bytes_per_sec: nic[i as usize],
-                data_dir: dir.join(format!("w{i}")),
-                master_url: m.url(),
-                token: token.into(),
-                heartbeat_ms,
-            })
-            .await
-            .unwrap(),
-        );
+        let mut opts = worker::WorkerOptions {
+            name: format!("w{i}"),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            advertise: None,
+            slots,
+            nic_bytes_per_sec: nic[i as usize],
+            data_dir: dir.join(format!("w{i}")),
+            master_url: m.url(),
+            token: token.into(),
+            heartbeat_ms,
+            slot_rate_bytes: None,
+            background: None,
+        };
+        tune(&mut opts);
+        workers.push(worker::start(opts).await.unwrap());
     }
     let client = MasterClient::new(m.url(), token);
     for _ in 0..250 {
