@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod client;
+pub mod experiment;
 pub mod http;
 pub mod loader;
 pub mod local;

@@ -29,7 +29,8 @@ use std::time::{Duration, Instant};
 pub const RECORD_BYTES: usize = 100;
 pub const KEY_BYTES: usize = 10;
 
-#[derive(Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Generator {
     /// Lines of words drawn from a Zipf-like vocabulary (wordcount input).
     Text,

@@ -201,9 +201,28 @@ where
 
 /// Starts the master and every worker of `cfg` as local processes.
 pub async fn up(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
+    let stopped = stop_previous(cfg, fresh)?;
+    print_stopped(&stopped);
+    start(cfg).await?;
+    println!(
+        "cluster up: master at {}, {} workers; logs in {}",
+        cfg.master_url(),
+        cfg.worker.len(),
+        run_dir(cfg).join("logs").display()
+    );
+    Ok(())
+}
+
+/// Starts the master and every worker of `cfg` as local processes (binaries
+/// next to this one), silently; returns once every worker has registered.
+/// Stop them with [`down`].
+pub async fn start(cfg: &ClusterConfig) -> anyhow::Result<()> {
+    start_with(cfg, &bin_dir()?).await
+}
+
+/// [`start`] with the `master` and `worker` binaries taken from `bin`.
+pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
     let run = run_dir(cfg);
-    stop_previous(cfg, fresh)?;
-    let bin = bin_dir()?;
     let config = cfg.path.to_string_lossy().into_owned();
     let mut specs = vec![Spawn {
         name: "master".into(),
@@ -224,18 +243,10 @@ pub async fn up(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
     }
     let client = MasterClient::new(cfg.master_url(), &cfg.cluster.token);
     let probe = || async { client.cluster().await.ok().map(|c| c.workers_alive) };
-    spawn_and_wait(&run, specs, probe, cfg.worker.len()).await?;
-    println!(
-        "cluster up: master at {}, {} workers; logs in {}",
-        cfg.master_url(),
-        cfg.worker.len(),
-        run.join("logs").display()
-    );
-    Ok(())
+    spawn_and_wait(&run, specs, probe, cfg.worker.len()).await
 }
 
-fn stop_previous(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
-    let stopped = down(&run_dir(cfg))?;
+fn print_stopped(stopped: &Stopped) {
     if stopped.processes > 0 || !stopped.namespaces.is_empty() {
         println!(
             "stopped the previous cluster ({} processes, {} namespaces)",
@@ -243,6 +254,11 @@ fn stop_previous(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
             stopped.namespaces.len()
         );
     }
+}
+
+/// Stops what `run_dir(cfg)` records; with `fresh`, deletes the block stores.
+pub fn stop_previous(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<Stopped> {
+    let stopped = down(&run_dir(cfg))?;
     if fresh {
         let data = cfg.resolve(&cfg.cluster.data_dir);
         if data.exists() {
@@ -250,7 +266,7 @@ fn stop_previous(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
                 .with_context(|| format!("removing {}", data.display()))?;
         }
     }
-    Ok(())
+    Ok(stopped)
 }
 
 /// Where `up_netns` writes the cluster.toml that names the namespace
@@ -278,7 +294,8 @@ pub async fn up_netns_with(
     use crate::netns;
     netns::require_root()?;
     let layout = netns::Layout::plan(prefix, cfg)?;
-    stop_previous(cfg, fresh)?;
+    let stopped = stop_previous(cfg, fresh)?;
+    print_stopped(&stopped);
     let leftover = netns::teardown(prefix)?;
     if !leftover.is_empty() {
         println!("removed {} leftover namespaces {prefix}*", leftover.len());

@@ -298,7 +298,10 @@ async fn compute_pacing_and_background_load_shape_task_times() {
         .await
         .unwrap();
     let submitted = common::unix_ms();
-    assert!(submitted < before + 1500, "loading took too long to test this");
+    assert!(
+        submitted < before + 1500,
+        "loading took too long to test this"
+    );
     let r = cl.client.wait_job(id).await.unwrap();
     assert_eq!(r.state, JobState::Succeeded, "{r:?}");
     for a in r.attempts.iter().filter(|a| a.ok) {

@@ -105,6 +105,19 @@ enum Cmd {
     },
     /// List workers.
     Workers,
+    /// Run an experiment spec (experiments/<name>.toml) on fresh local
+    /// clusters; results in <results>/<name>/<timestamp>/. Needs no cluster.toml.
+    Experiment {
+        spec: PathBuf,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Scratch space for block stores and logs (removed afterwards).
+        #[arg(long, default_value = "run/experiments")]
+        work: PathBuf,
+        /// Keep the scratch space (block stores, configs, logs).
+        #[arg(long)]
+        keep_data: bool,
+    },
     /// List files and where their blocks are.
     Files,
 }
@@ -124,6 +137,23 @@ async fn main() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Cmd::Experiment {
+        spec,
+        results,
+        work,
+        keep_data,
+    } = &cli.cmd
+    {
+        master::experiment::run::run(&master::experiment::run::Options {
+            spec: spec.clone(),
+            results: results.clone(),
+            work: work.clone(),
+            keep_data: *keep_data,
+            bin: master::local::bin_dir()?,
+        })
+        .await?;
+        return Ok(());
+    }
     let cfg = ClusterConfig::load(&cli.config)?;
     let client = MasterClient::new(
         cli.master.clone().unwrap_or_else(|| cfg.master_url()),
@@ -253,6 +283,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{}", report::job_report(&r));
             }
         }
+        Cmd::Experiment { .. } => unreachable!("handled above"),
         Cmd::Workers => {
             println!(
                 "{:<4} {:<10} {:<24} {:>5} {:>5} {:>7} {:>7} alive",

@@ -1,0 +1,10 @@
+//! The experiment runner: `master experiment experiments/<name>.toml` (or
+//! `make experiment EXP=<name>`) runs every scheduler x parameter point x
+//! repetition of a spec on a fresh local cluster with identical data,
+//! placement, arrivals and background load, and writes CSV, a summary, plots
+//! and metadata under `results/<name>/<timestamp>/`.
+
+pub mod output;
+pub mod plot;
+pub mod run;
+pub mod spec;

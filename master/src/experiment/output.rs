@@ -1,0 +1,556 @@
+//! What an experiment writes to `results/<name>/<timestamp>/`: `runs.csv`
+//! (one row a run), `tasks.csv` (every task attempt), `summary.md` (the
+//! comparison table), `plots/*.svg` and `*.png`, and `meta.json` (spec,
+//! seeds, git commit, machine).
+
+use super::spec::{NamedScheduler, Point, Spec};
+use anyhow::Context;
+use common::wire::{JobReport, JobState, Locality};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One run's figures. Times in seconds; JCT = finish - arrival per job.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRecord {
+    pub point: String,
+    pub scheduler: String,
+    pub policy: String,
+    pub rep: u32,
+    pub seed: u64,
+    /// `ok`, or `failed` with `error` set.
+    pub status: String,
+    pub jobs: u32,
+    pub jobs_failed: u32,
+    pub makespan_s: f64,
+    pub mean_jct_s: f64,
+    pub total_jct_s: f64,
+    pub p50_jct_s: f64,
+    pub p95_jct_s: f64,
+    pub data_local: u32,
+    pub data_remote: u32,
+    pub locality_pct: f64,
+    pub remote_bytes: u64,
+    pub local_bytes: u64,
+    pub wall_s: f64,
+    pub error: String,
+}
+
+/// Nearest-rank percentile of sorted values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    sorted[rank.min(sorted.len()) - 1]
+}
+
+impl RunRecord {
+    pub fn from_reports(
+        point: &str,
+        s: &NamedScheduler,
+        rep: u32,
+        seed: u64,
+        reports: &[JobReport],
+        t0_unix: u64,
+        wall_s: f64,
+    ) -> RunRecord {
+        let mut jct: Vec<f64> = reports
+            .iter()
+            .filter_map(|r| r.jct_ms)
+            .map(|m| m as f64 / 1000.0)
+            .collect();
+        jct.sort_by(f64::total_cmp);
+        let end = reports
+            .iter()
+            .filter_map(|r| r.finish_ms.map(|f| r.submit_unix_ms + f))
+            .max()
+            .unwrap_or(t0_unix);
+        let failed = reports
+            .iter()
+            .filter(|r| r.state != JobState::Succeeded)
+            .count() as u32;
+        let local: u32 = reports.iter().map(|r| r.data_local).sum();
+        let remote: u32 = reports.iter().map(|r| r.data_remote).sum();
+        let total: f64 = jct.iter().sum();
+        RunRecord {
+            point: point.into(),
+            scheduler: s.label.clone(),
+            policy: s.config.label(),
+            rep,
+            seed,
+            status: if failed == 0 { "ok" } else { "failed" }.into(),
+            jobs: reports.len() as u32,
+            jobs_failed: failed,
+            makespan_s: end.saturating_sub(t0_unix) as f64 / 1000.0,
+            mean_jct_s: if jct.is_empty() {
+                f64::NAN
+            } else {
+                total / jct.len() as f64
+            },
+            total_jct_s: total,
+            p50_jct_s: percentile(&jct, 50.0),
+            p95_jct_s: percentile(&jct, 95.0),
+            data_local: local,
+            data_remote: remote,
+            locality_pct: if local + remote == 0 {
+                f64::NAN
+            } else {
+                100.0 * local as f64 / (local + remote) as f64
+            },
+            remote_bytes: reports.iter().map(|r| r.bytes_remote).sum(),
+            local_bytes: reports.iter().map(|r| r.bytes_local).sum(),
+            wall_s,
+            error: if failed == 0 {
+                String::new()
+            } else {
+                format!("{failed} jobs did not succeed")
+            },
+        }
+    }
+
+    pub fn failed(
+        point: &str,
+        s: &NamedScheduler,
+        rep: u32,
+        seed: u64,
+        jobs: u32,
+        error: String,
+        wall_s: f64,
+    ) -> RunRecord {
+        RunRecord {
+            point: point.into(),
+            scheduler: s.label.clone(),
+            policy: s.config.label(),
+            rep,
+            seed,
+            status: "failed".into(),
+            jobs,
+            jobs_failed: jobs,
+            makespan_s: f64::NAN,
+            mean_jct_s: f64::NAN,
+            total_jct_s: f64::NAN,
+            p50_jct_s: f64::NAN,
+            p95_jct_s: f64::NAN,
+            data_local: 0,
+            data_remote: 0,
+            locality_pct: f64::NAN,
+            remote_bytes: 0,
+            local_bytes: 0,
+            wall_s,
+            error,
+        }
+    }
+
+    pub fn one_line(&self) -> String {
+        if self.status == "ok" {
+            format!(
+                "{} rep {} {}: mean JCT {:.2} s, makespan {:.2} s, {} local / {} remote",
+                self.point,
+                self.rep,
+                self.scheduler,
+                self.mean_jct_s,
+                self.makespan_s,
+                self.data_local,
+                self.data_remote
+            )
+        } else {
+            format!(
+                "{} rep {} {}: FAILED: {}",
+                self.point, self.rep, self.scheduler, self.error
+            )
+        }
+    }
+}
+
+/// One task attempt. Times in seconds after the run started.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskRow {
+    pub point: String,
+    pub scheduler: String,
+    pub rep: u32,
+    pub job: String,
+    pub job_name: String,
+    pub arrival_s: f64,
+    pub task: u32,
+    pub attempt: u32,
+    pub worker: String,
+    pub slot: u32,
+    pub locality: String,
+    pub source: String,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub input_bytes: u64,
+    pub remote_bytes: u64,
+    pub ok: bool,
+    pub error: String,
+}
+
+impl TaskRow {
+    pub fn from_reports(
+        point: &str,
+        scheduler: &str,
+        rep: u32,
+        reports: &[JobReport],
+        t0_unix: u64,
+    ) -> Vec<TaskRow> {
+        let rel = |unix: u64| (unix as f64 - t0_unix as f64) / 1000.0;
+        reports
+            .iter()
+            .flat_map(|r| {
+                r.attempts.iter().map(move |a| TaskRow {
+                    point: point.into(),
+                    scheduler: scheduler.into(),
+                    rep,
+                    job: r.job.to_string(),
+                    job_name: r.name.clone(),
+                    arrival_s: rel(r.submit_unix_ms),
+                    task: a.task,
+                    attempt: a.attempt,
+                    worker: a.worker.clone(),
+                    slot: a.slot,
+                    locality: match a.locality {
+                        Locality::DataLocal => "local",
+                        Locality::DataRemote => "remote",
+                    }
+                    .into(),
+                    source: a.source.clone(),
+                    start_s: rel(r.submit_unix_ms + a.start_ms),
+                    end_s: rel(r.submit_unix_ms + a.end_ms),
+                    input_bytes: a.input_bytes,
+                    remote_bytes: a.remote_bytes,
+                    ok: a.ok,
+                    error: a.error.clone().unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// tasks.csv, appended to after every run so a crash keeps what ran.
+pub struct TaskWriter {
+    w: csv::Writer<std::fs::File>,
+}
+
+impl TaskWriter {
+    pub fn create(path: &Path) -> anyhow::Result<Self> {
+        Ok(TaskWriter {
+            w: csv::Writer::from_path(path)
+                .with_context(|| format!("creating {}", path.display()))?,
+        })
+    }
+
+    pub fn write(&mut self, rows: &[TaskRow]) -> anyhow::Result<()> {
+        for r in rows {
+            self.w.serialize(r)?;
+        }
+        self.w.flush()?;
+        Ok(())
+    }
+}
+
+/// runs.csv, rewritten whole after every run (it is small).
+pub fn write_runs(path: &Path, runs: &[RunRecord]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("csv.tmp");
+    {
+        let mut w =
+            csv::Writer::from_path(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        for r in runs {
+            w.serialize(r)?;
+        }
+        w.flush()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// Means over the successful repetitions of one (point, scheduler).
+#[derive(Clone, Debug, Default)]
+pub struct Cell {
+    pub runs: u32,
+    pub failed: u32,
+    pub mean_jct_s: f64,
+    pub p95_jct_s: f64,
+    pub makespan_s: f64,
+    pub data_local: f64,
+    pub data_remote: f64,
+    pub locality_pct: f64,
+    pub remote_mb: f64,
+}
+
+pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
+    let mut out: BTreeMap<(String, String), Cell> = BTreeMap::new();
+    for r in runs {
+        let c = out
+            .entry((r.point.clone(), r.scheduler.clone()))
+            .or_default();
+        if r.status != "ok" {
+            c.failed += 1;
+            continue;
+        }
+        c.runs += 1;
+        c.mean_jct_s += r.mean_jct_s;
+        c.p95_jct_s += r.p95_jct_s;
+        c.makespan_s += r.makespan_s;
+        c.data_local += r.data_local as f64;
+        c.data_remote += r.data_remote as f64;
+        c.locality_pct += r.locality_pct;
+        c.remote_mb += r.remote_bytes as f64 / 1e6;
+    }
+    for c in out.values_mut() {
+        let n = c.runs.max(1) as f64;
+        if c.runs == 0 {
+            let nan = f64::NAN;
+            (c.mean_jct_s, c.p95_jct_s, c.makespan_s) = (nan, nan, nan);
+            (c.data_local, c.data_remote, c.locality_pct, c.remote_mb) = (nan, nan, nan, nan);
+            continue;
+        }
+        c.mean_jct_s /= n;
+        c.p95_jct_s /= n;
+        c.makespan_s /= n;
+        c.data_local /= n;
+        c.data_remote /= n;
+        c.locality_pct /= n;
+        c.remote_mb /= n;
+    }
+    out
+}
+
+fn f(v: f64, digits: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.digits$}")
+    } else {
+        "-".into()
+    }
+}
+
+pub fn write_summary(
+    out: &Path,
+    spec: &Spec,
+    schedulers: &[NamedScheduler],
+    points: &[Point],
+    runs: &[RunRecord],
+) -> anyhow::Result<()> {
+    let cells = cells(runs);
+    let mut s = format!("# {}\n\n{}\n\n", spec.name, spec.description.trim());
+    s += &format!(
+        "Cluster: {} workers x {} slots, replication {}, NIC {}, compute pacing {}, background {}. \
+         Repetitions: {}, seed {} (+ repetition). Means over the successful repetitions; \
+         slowdown = mean JCT / {}'s at the same point.\n\n",
+        spec.cluster.workers,
+        spec.cluster.slots,
+        spec.cluster.replication,
+        spec.cluster
+            .nic_mbps
+            .map_or("unlimited".into(), |m| format!("{m} Mbit/s")),
+        spec.cluster
+            .slot_rate_mbs
+            .map_or("off".into(), |m| format!("{m} MB/s per slot")),
+        spec.background.as_ref().map_or("none".into(), |b| format!(
+            "U[{}, {}] s, {:.0}% of slots at start, {}/min after",
+            b.duration_s[0],
+            b.duration_s[1],
+            b.initial * 100.0,
+            b.per_minute
+        )),
+        spec.repetitions,
+        spec.seed,
+        schedulers[0].label,
+    );
+    if !spec.notes.trim().is_empty() {
+        s += &format!("{}\n\n", spec.notes.trim());
+    }
+    for p in points {
+        s += &format!(
+            "## {}: {} jobs, {} files x {} blocks of {:.2} MB\n\n",
+            p.label,
+            p.jobs,
+            p.files,
+            p.blocks,
+            p.block_bytes as f64 / 1e6
+        );
+        s += "| scheduler | runs | mean JCT (s) | p95 JCT (s) | makespan (s) | data-local | data-remote | locality % | remote MB | slowdown |\n";
+        s += "|---|---|---|---|---|---|---|---|---|---|\n";
+        let base = cells
+            .get(&(p.label.clone(), schedulers[0].label.clone()))
+            .map(|c| c.mean_jct_s)
+            .unwrap_or(f64::NAN);
+        for sc in schedulers {
+            let Some(c) = cells.get(&(p.label.clone(), sc.label.clone())) else {
+                continue;
+            };
+            let runs = if c.failed > 0 {
+                format!("{} ({} failed)", c.runs, c.failed)
+            } else {
+                c.runs.to_string()
+            };
+            s += &format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                sc.label,
+                runs,
+                f(c.mean_jct_s, 2),
+                f(c.p95_jct_s, 2),
+                f(c.makespan_s, 2),
+                f(c.data_local, 1),
+                f(c.data_remote, 1),
+                f(c.locality_pct, 1),
+                f(c.remote_mb, 1),
+                f(c.mean_jct_s / base, 2),
+            );
+        }
+        s += "\n";
+    }
+    let failures: Vec<&RunRecord> = runs.iter().filter(|r| r.status != "ok").collect();
+    if !failures.is_empty() {
+        s += "## Failed runs\n\n";
+        for r in failures {
+            s += &format!("- {} rep {} {}: {}\n", r.point, r.rep, r.scheduler, r.error);
+        }
+        s += "\n";
+    }
+    s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/`, `meta.json` (spec, seeds, commit, machine).\n";
+    std::fs::write(out.join("summary.md"), s)?;
+    Ok(())
+}
+
+/// meta.json: everything needed to rerun and to trust the figures.
+#[derive(Serialize)]
+pub struct Meta {
+    pub experiment: String,
+    pub spec_file: String,
+    pub spec_text: String,
+    pub spec: serde_json::Value,
+    pub schedulers: Vec<NamedScheduler>,
+    pub points: Vec<Point>,
+    pub seeds: Vec<u64>,
+    pub git_commit: String,
+    pub git_dirty: bool,
+    pub machine: serde_json::Value,
+    pub command: Vec<String>,
+    pub started_unix_ms: u64,
+    pub finished_unix_ms: Option<u64>,
+    pub runs: usize,
+    pub failed_runs: usize,
+}
+
+fn cmd_out(program: &str, args: &[&str]) -> Option<String> {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+}
+
+impl Meta {
+    pub fn new(
+        spec: &Spec,
+        text: &str,
+        path: &Path,
+        schedulers: &[NamedScheduler],
+        points: &[Point],
+        started: u64,
+    ) -> Meta {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|c| {
+                c.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .map(|s| s.trim().to_owned())
+            })
+            .unwrap_or_default();
+        let mem_kb = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("MemTotal"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        Meta {
+            experiment: spec.name.clone(),
+            spec_file: path.display().to_string(),
+            spec_text: text.into(),
+            spec: serde_json::to_value(spec).unwrap_or_default(),
+            schedulers: schedulers.to_vec(),
+            points: points.to_vec(),
+            seeds: (0..spec.repetitions)
+                .map(|r| spec.seed + r as u64)
+                .collect(),
+            git_commit: cmd_out("git", &["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into()),
+            git_dirty: cmd_out("git", &["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty()),
+            machine: serde_json::json!({
+                "hostname": cmd_out("hostname", &[]).unwrap_or_default(),
+                "kernel": cmd_out("uname", &["-sr"]).unwrap_or_default(),
+                "cpu": cpu,
+                "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+                "memory_gib": mem_kb as f64 / 1024.0 / 1024.0,
+            }),
+            command: std::env::args().collect(),
+            started_unix_ms: started,
+            finished_unix_ms: None,
+            runs: 0,
+            failed_runs: 0,
+        }
+    }
+
+    pub fn finish(&mut self, runs: &[RunRecord]) {
+        self.finished_unix_ms = Some(common::unix_ms());
+        self.runs = runs.len();
+        self.failed_runs = runs.iter().filter(|r| r.status != "ok").count();
+    }
+
+    pub fn write(&self, out: &Path) -> anyhow::Result<()> {
+        std::fs::write(out.join("meta.json"), serde_json::to_string_pretty(self)?)?;
+        Ok(())
+    }
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC.
+pub fn utc_stamp(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+pub use super::plot::plot_all;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        // 2026-11-22 13:50:19 UTC
+        assert_eq!(utc_stamp(1_795_355_419_000), "20261122-135019");
+        assert_eq!(utc_stamp(951_782_400_000), "20000229-000000");
+    }
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+        assert_eq!(percentile(&v, 50.0), 5.0);
+        assert_eq!(percentile(&v, 95.0), 10.0);
+        assert_eq!(percentile(&[3.0], 95.0), 3.0);
+        assert!(percentile(&[], 50.0).is_nan());
+    }
+}

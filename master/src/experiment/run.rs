@@ -1,0 +1,365 @@
+//! Runs an experiment: for every parameter point and repetition, the data is
+//! generated and placed once (seeded); then, for every scheduler, a fresh
+//! cluster of real local processes (master and workers, as `master up`
+//! starts them) runs the same jobs with the same arrivals and the same
+//! background load, and its reports are collected. Runs are sequential; a
+//! run that fails is recorded with its error and the others go on.
+
+use super::output::{self, RunRecord, TaskRow};
+use super::spec::{NamedScheduler, Point, Spec};
+use crate::client::MasterClient;
+use crate::loader::{self, LoadSpec, Source};
+use crate::local;
+use anyhow::{bail, Context};
+use common::config::{
+    ClusterConfig, ClusterSection, MasterSection, SchedulerConfig, WorkerDefaults, WorkerEntry,
+};
+use common::wire::{JobReport, JobState, JobSubmit};
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "experiment";
+
+pub struct Options {
+    pub spec: PathBuf,
+    /// Results go to `<results>/<name>/<UTC timestamp>/`.
+    pub results: PathBuf,
+    /// Scratch space for block stores, configs and logs.
+    pub work: PathBuf,
+    pub keep_data: bool,
+    /// Where the `master` and `worker` binaries are.
+    pub bin: PathBuf,
+}
+
+/// Runs the experiment and returns its result directory.
+pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
+    let (spec, text) = Spec::load(&opts.spec)?;
+    let schedulers = spec.schedulers().map_err(anyhow::Error::msg)?;
+    let points = spec
+        .points()
+        .map_err(|(k, e)| anyhow::anyhow!("{}: `{k}`: {e}", opts.spec.display()))?;
+    let started = common::unix_ms();
+    let out = opts
+        .results
+        .join(&spec.name)
+        .join(output::utc_stamp(started));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let work = opts.work.join(&spec.name);
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let work = std::path::absolute(&work)?;
+    let ports = free_ports(spec.cluster.workers as usize + 1)?;
+    let mut meta = output::Meta::new(&spec, &text, &opts.spec, &schedulers, &points, started);
+    meta.write(&out)?;
+
+    let total = points.len() * spec.repetitions as usize * schedulers.len();
+    let pb = ProgressBar::new(total as u64);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} runs, elapsed {elapsed}, ETA {eta}: {msg}",
+        )
+        .expect("valid template"),
+    );
+    let mut runs: Vec<RunRecord> = Vec::new();
+    let mut tasks_csv = output::TaskWriter::create(&out.join("tasks.csv"))?;
+    for point in &points {
+        for rep in 0..spec.repetitions {
+            let seed = spec.seed + rep as u64;
+            let env = RunEnv {
+                spec: &spec,
+                point,
+                seed,
+                ports: &ports,
+                work: &work,
+                bin: &opts.bin,
+            };
+            pb.set_message(format!("{} rep {rep}: loading data", point.label));
+            let loaded = load_data(&env).await;
+            for s in &schedulers {
+                pb.set_message(format!("{} rep {rep}: {}", point.label, s.label));
+                let t0 = Instant::now();
+                let result = match &loaded {
+                    Ok(()) => run_once(&env, s).await,
+                    Err(e) => Err(anyhow::anyhow!("loading the data failed: {e:#}")),
+                };
+                let _ = local::down(&env.cluster_dir().join("run"));
+                let wall = t0.elapsed().as_secs_f64();
+                let (record, rows) = match result {
+                    Ok((reports, t0_unix)) => {
+                        let rec = RunRecord::from_reports(
+                            &point.label,
+                            s,
+                            rep,
+                            seed,
+                            &reports,
+                            t0_unix,
+                            wall,
+                        );
+                        let rows =
+                            TaskRow::from_reports(&point.label, &s.label, rep, &reports, t0_unix);
+                        (rec, rows)
+                    }
+                    Err(e) => (
+                        RunRecord::failed(
+                            &point.label,
+                            s,
+                            rep,
+                            seed,
+                            point.jobs,
+                            format!("{e:#}"),
+                            wall,
+                        ),
+                        Vec::new(),
+                    ),
+                };
+                pb.println(record.one_line());
+                tasks_csv.write(&rows)?;
+                runs.push(record);
+                output::write_runs(&out.join("runs.csv"), &runs)?;
+                pb.inc(1);
+            }
+        }
+    }
+    pb.finish_and_clear();
+    output::write_summary(&out, &spec, &schedulers, &points, &runs)?;
+    output::plot_all(&out, &schedulers, &points, &runs)?;
+    meta.finish(&runs);
+    meta.write(&out)?;
+    if !opts.keep_data {
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    let failed = runs.iter().filter(|r| r.status != "ok").count();
+    println!(
+        "{} runs ({} failed); results in {}",
+        runs.len(),
+        failed,
+        out.display()
+    );
+    Ok(out)
+}
+
+/// What every run of one (point, repetition) shares.
+struct RunEnv<'a> {
+    spec: &'a Spec,
+    point: &'a Point,
+    seed: u64,
+    ports: &'a [u16],
+    work: &'a Path,
+    bin: &'a Path,
+}
+
+impl RunEnv<'_> {
+    fn cluster_dir(&self) -> PathBuf {
+        self.work.join("cluster")
+    }
+
+    fn file_name(&self, i: u32) -> String {
+        format!(
+            "{}-f{i}",
+            self.point
+                .label
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        )
+    }
+
+    /// The cluster.toml of a run (written to the scratch directory).
+    fn config(&self, scheduler: &SchedulerConfig, shaped: bool) -> anyhow::Result<ClusterConfig> {
+        let c = &self.spec.cluster;
+        let dir = self.cluster_dir();
+        std::fs::create_dir_all(&dir)?;
+        let addr = |i: usize| SocketAddr::from(([127, 0, 0, 1], self.ports[i]));
+        let cfg = ClusterConfig {
+            cluster: ClusterSection {
+                token: TOKEN.into(),
+                replication: c.replication,
+                heartbeat_ms: c.heartbeat_ms,
+                worker_timeout_ms: (50 * c.heartbeat_ms).max(5_000),
+                max_task_attempts: 4,
+                data_dir: self.work.join("data"),
+                seed: self.seed,
+            },
+            master: MasterSection { listen: addr(0) },
+            scheduler: scheduler.clone(),
+            workers: WorkerDefaults {
+                slots: c.slots,
+                nic_mbps: if shaped { self.point.nic_mbps } else { None },
+                slot_rate_mbs: if shaped {
+                    self.point.slot_rate_mbs
+                } else {
+                    None
+                },
+            },
+            worker: (0..c.workers as usize)
+                .map(|i| WorkerEntry {
+                    name: format!("w{}", i + 1),
+                    listen: addr(i + 1),
+                    slots: None,
+                    nic_mbps: None,
+                    slot_rate_mbs: None,
+                })
+                .collect(),
+            background: if shaped {
+                self.spec.background.clone()
+            } else {
+                None
+            },
+            base_dir: dir.clone(),
+            path: dir.join("cluster.toml"),
+        };
+        std::fs::write(&cfg.path, toml::to_string(&cfg)?)?;
+        // Round-trip through the parser: the same validation as any cluster.toml.
+        Ok(ClusterConfig::load(&cfg.path)?)
+    }
+
+    fn client(cfg: &ClusterConfig) -> MasterClient {
+        MasterClient::new(cfg.master_url(), &cfg.cluster.token)
+    }
+}
+
+/// Fresh block stores holding the point's files, placed with the run seed.
+/// Loaded with the NICs unshaped and no background load: setup, not experiment.
+async fn load_data(env: &RunEnv<'_>) -> anyhow::Result<()> {
+    let cfg = env.config(&SchedulerConfig::Hadoop {}, false)?;
+    local::stop_previous(&cfg, true)?;
+    local::start_with(&cfg, env.bin).await?;
+    let client = RunEnv::client(&cfg);
+    let result = async {
+        for f in 0..env.point.files {
+            loader::load(
+                &client,
+                &LoadSpec {
+                    name: env.file_name(f),
+                    source: Source::Generate {
+                        kind: env.spec.data.kind.clone(),
+                        blocks: env.point.blocks,
+                    },
+                    block_size: env.point.block_bytes,
+                    replication: env.spec.cluster.replication,
+                    seed: env.seed.wrapping_mul(1_000_003).wrapping_add(f as u64),
+                },
+            )
+            .await?;
+        }
+        anyhow::Ok(())
+    }
+    .await;
+    local::down(&local::run_dir(&cfg))?;
+    result
+}
+
+/// Job arrival offsets in milliseconds, sorted, seeded.
+pub fn arrivals(seed: u64, count: u32, window_s: [f64; 2]) -> Vec<u64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xa11_1ea1);
+    let [a, b] = window_s;
+    let mut v: Vec<u64> = (0..count)
+        .map(|_| {
+            let s = if b > a { rng.gen_range(a..=b) } else { a };
+            (s * 1000.0).round() as u64
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// One run: a fresh cluster with `sched`, the jobs at their arrival times,
+/// until all end. Returns the reports and the run's start (unix ms).
+async fn run_once(
+    env: &RunEnv<'_>,
+    sched: &NamedScheduler,
+) -> anyhow::Result<(Vec<JobReport>, u64)> {
+    let cfg = env.config(&sched.config, true)?;
+    local::stop_previous(&cfg, false)?;
+    local::start_with(&cfg, env.bin).await?;
+    let client = RunEnv::client(&cfg);
+    // Every replica must be back in the catalog before the first job.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let files = client.files().await?;
+        let ready = (0..env.point.files).all(|f| {
+            files.iter().any(|fi| {
+                fi.name == env.file_name(f)
+                    && fi.replicas.len() == env.point.blocks as usize
+                    && fi
+                        .replicas
+                        .iter()
+                        .all(|r| r.len() == env.spec.cluster.replication as usize)
+            })
+        });
+        if ready {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("the workers did not report every replica within 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let at = arrivals(env.seed, env.point.jobs, env.spec.jobs.arrival_s);
+    let t0 = Instant::now();
+    let t0_unix = common::unix_ms();
+    let timeout = Duration::from_secs_f64(env.spec.timeout_s);
+    let work = async {
+        let mut ids = Vec::new();
+        for (i, ms) in at.iter().enumerate() {
+            tokio::time::sleep_until((t0 + Duration::from_millis(*ms)).into()).await;
+            let mut job = JobSubmit::new(
+                env.spec.jobs.workload,
+                env.file_name(i as u32 % env.point.files),
+            );
+            job.name = Some(format!("j{i}"));
+            ids.push(client.submit(&job).await?);
+        }
+        let mut reports = Vec::new();
+        for id in ids {
+            reports.push(client.wait_job(id).await?);
+        }
+        anyhow::Ok(reports)
+    };
+    let reports = tokio::time::timeout(timeout, work)
+        .await
+        .map_err(|_| anyhow::anyhow!("run exceeded timeout_s = {}", env.spec.timeout_s))??;
+    let failed: Vec<String> = reports
+        .iter()
+        .filter(|r| r.state != JobState::Succeeded)
+        .map(|r| {
+            format!(
+                "{} ({})",
+                r.job,
+                r.error.clone().unwrap_or_else(|| "no error given".into())
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        tracing::warn!(scheduler = %sched.label, failed = ?failed, "jobs failed in this run");
+    }
+    Ok((reports, t0_unix))
+}
+
+/// `n` distinct free TCP ports on 127.0.0.1 (bound, read, released).
+fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
+    let listeners: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<_, _>>()
+        .context("finding free ports on 127.0.0.1")?;
+    listeners
+        .iter()
+        .map(|l| Ok(l.local_addr()?.port()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrivals_are_seeded_sorted_and_inside_the_window() {
+        let a = arrivals(3, 50, [0.0, 120.0]);
+        assert_eq!(a, arrivals(3, 50, [0.0, 120.0]));
+        assert_ne!(a, arrivals(4, 50, [0.0, 120.0]));
+        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+        assert!(a.iter().all(|&t| t <= 120_000));
+        assert_eq!(arrivals(3, 5, [0.0, 0.0]), vec![0; 5]);
+    }
+}

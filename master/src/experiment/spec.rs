@@ -1,0 +1,382 @@
+//! Experiment specs: `experiments/<name>.toml`. One spec names the cluster,
+//! the data, the background load, the jobs and their arrivals, the
+//! schedulers to compare, the parameter points and the repetitions. Parsed
+//! strictly: an unknown key or a bad value is an error naming the file and
+//! the key.
+
+use crate::loader::{parse_size, Generator};
+use common::config::{BackgroundConfig, SchedulerConfig};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use workloads::Workload;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Seeds data, placement, background load, arrivals and schedulers.
+    /// Repetition r uses seed + r.
+    #[serde(default = "one")]
+    pub seed: u64,
+    #[serde(default = "one_rep")]
+    pub repetitions: u32,
+    /// Per-run limit in seconds; a run over it is recorded as failed.
+    #[serde(default = "default_timeout")]
+    pub timeout_s: f64,
+    /// The policies to compare, in this order (the first is the baseline of
+    /// the slowdown column): a name or inline TOML accepted by
+    /// `--scheduler`, or `{ label = "...", scheduler = "..." }`.
+    pub schedulers: Vec<SchedulerEntry>,
+    pub cluster: ClusterSpec,
+    #[serde(default)]
+    pub background: Option<BackgroundConfig>,
+    pub data: DataSpec,
+    pub jobs: JobsSpec,
+    /// Parameter points; each overrides some of cluster/data/jobs. None = one
+    /// point with the values above.
+    #[serde(default)]
+    pub points: Vec<PointSpec>,
+    /// Free text for summary.md: scale factors and how to compare with the paper.
+    #[serde(default)]
+    pub notes: String,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn one_rep() -> u32 {
+    1
+}
+
+fn default_timeout() -> f64 {
+    900.0
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SchedulerEntry {
+    Plain(String),
+    Labelled { label: String, scheduler: String },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    pub workers: u32,
+    pub slots: u32,
+    /// NIC rate per worker and direction, Mbit/s; absent = unlimited.
+    #[serde(default)]
+    pub nic_mbps: Option<f64>,
+    /// Compute pacing per slot, MB/s; absent = off.
+    #[serde(default)]
+    pub slot_rate_mbs: Option<f64>,
+    pub replication: u32,
+    #[serde(default = "default_heartbeat")]
+    pub heartbeat_ms: u64,
+}
+
+fn default_heartbeat() -> u64 {
+    100
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataSpec {
+    #[serde(default = "default_kind")]
+    pub kind: Generator,
+    /// Number of input files; jobs read them round-robin.
+    pub files: u32,
+    /// Blocks per file.
+    pub blocks: u32,
+    /// e.g. "8MiB", "1MB".
+    pub block_size: String,
+}
+
+fn default_kind() -> Generator {
+    Generator::Text
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobsSpec {
+    pub count: u32,
+    #[serde(default = "default_workload")]
+    pub workload: Workload,
+    /// Arrival times uniform in [a, b] seconds after the run starts
+    /// (seeded); [0, 0] submits every job at once.
+    #[serde(default)]
+    pub arrival_s: [f64; 2],
+}
+
+fn default_workload() -> Workload {
+    Workload::InputSink
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointSpec {
+    pub label: String,
+    pub block_size: Option<String>,
+    pub blocks: Option<u32>,
+    pub files: Option<u32>,
+    pub jobs: Option<u32>,
+    pub nic_mbps: Option<f64>,
+    pub slot_rate_mbs: Option<f64>,
+}
+
+/// One fully resolved parameter point.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    pub label: String,
+    pub block_bytes: u64,
+    pub blocks: u32,
+    pub files: u32,
+    pub jobs: u32,
+    pub nic_mbps: Option<f64>,
+    pub slot_rate_mbs: Option<f64>,
+}
+
+/// A scheduler to compare, with the label tables and plots show.
+#[derive(Clone, Debug, Serialize)]
+pub struct NamedScheduler {
+    pub label: String,
+    pub config: SchedulerConfig,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error("cannot read experiment spec {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: `{key}`: {problem}")]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        problem: String,
+    },
+}
+
+impl Spec {
+    pub fn load(path: &Path) -> Result<(Spec, String), SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let spec = Spec::parse(&text, path)?;
+        Ok((spec, text))
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
+        let spec: Spec = toml::from_str(text).map_err(|e| SpecError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        spec.validate(path)?;
+        Ok(spec)
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), SpecError> {
+        let bad = |key: &str, problem: String| SpecError::Invalid {
+            path: path.to_owned(),
+            key: key.into(),
+            problem,
+        };
+        if common::ids::validate_file_name(&self.name).is_err() {
+            return Err(bad(
+                "name",
+                format!(
+                    "{:?} must be a plain name (letters, digits, -_.)",
+                    self.name
+                ),
+            ));
+        }
+        if self.schedulers.is_empty() {
+            return Err(bad("schedulers", "name at least one scheduler".into()));
+        }
+        self.schedulers().map_err(|e| bad("schedulers", e))?;
+        if self.repetitions == 0 {
+            return Err(bad("repetitions", "must be at least 1".into()));
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Err(bad(
+                "timeout_s",
+                format!("must be > 0 (got {})", self.timeout_s),
+            ));
+        }
+        let c = &self.cluster;
+        if c.workers == 0 || c.workers > 240 {
+            return Err(bad(
+                "cluster.workers",
+                format!("must be 1..=240 (got {})", c.workers),
+            ));
+        }
+        if c.slots == 0 {
+            return Err(bad("cluster.slots", "must be at least 1".into()));
+        }
+        if c.replication == 0 || c.replication > c.workers {
+            return Err(bad(
+                "cluster.replication",
+                format!("must be 1..={} (got {})", c.workers, c.replication),
+            ));
+        }
+        if let Some(b) = &self.background {
+            b.validate().map_err(|(k, p)| bad(&k, p))?;
+        }
+        let [a, b] = self.jobs.arrival_s;
+        if !(a.is_finite() && b.is_finite() && 0.0 <= a && a <= b) {
+            return Err(bad(
+                "jobs.arrival_s",
+                format!("must be [a, b] seconds with 0 <= a <= b (got [{a}, {b}])"),
+            ));
+        }
+        for (i, p) in self
+            .points()
+            .map_err(|(k, e)| bad(&k, e))?
+            .iter()
+            .enumerate()
+        {
+            let key = |k: &str| format!("points[{i}].{k}");
+            if p.files == 0 || p.blocks == 0 || p.jobs == 0 {
+                return Err(bad(&key("files/blocks/jobs"), "must be at least 1".into()));
+            }
+            for (k, v) in [("nic_mbps", p.nic_mbps), ("slot_rate_mbs", p.slot_rate_mbs)] {
+                if let Some(v) = v {
+                    if !(v.is_finite() && v > 0.0) {
+                        return Err(bad(&key(k), format!("must be > 0 (got {v})")));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The schedulers with their labels.
+    pub fn schedulers(&self) -> Result<Vec<NamedScheduler>, String> {
+        let mut out: Vec<NamedScheduler> = Vec::new();
+        for e in &self.schedulers {
+            let (label, text) = match e {
+                SchedulerEntry::Plain(s) => (None, s),
+                SchedulerEntry::Labelled { label, scheduler } => (Some(label.clone()), scheduler),
+            };
+            let config: SchedulerConfig = text.parse()?;
+            let label = label.unwrap_or_else(|| config.label());
+            if out.iter().any(|n| n.label == label) {
+                return Err(format!("two schedulers are labelled {label:?}"));
+            }
+            out.push(NamedScheduler { label, config });
+        }
+        Ok(out)
+    }
+
+    /// The resolved parameter points.
+    pub fn points(&self) -> Result<Vec<Point>, (String, String)> {
+        let size = |s: &str, key: String| parse_size(s).map_err(|e| (key, e.to_string()));
+        let base = Point {
+            label: "default".into(),
+            block_bytes: size(&self.data.block_size, "data.block_size".into())?,
+            blocks: self.data.blocks,
+            files: self.data.files,
+            jobs: self.jobs.count,
+            nic_mbps: self.cluster.nic_mbps,
+            slot_rate_mbs: self.cluster.slot_rate_mbs,
+        };
+        if self.points.is_empty() {
+            return Ok(vec![base]);
+        }
+        let mut out: Vec<Point> = Vec::new();
+        for (i, p) in self.points.iter().enumerate() {
+            if out.iter().any(|o| o.label == p.label) {
+                return Err((
+                    format!("points[{i}].label"),
+                    format!("{:?} is used twice", p.label),
+                ));
+            }
+            out.push(Point {
+                label: p.label.clone(),
+                block_bytes: match &p.block_size {
+                    Some(s) => size(s, format!("points[{i}].block_size"))?,
+                    None => base.block_bytes,
+                },
+                blocks: p.blocks.unwrap_or(base.blocks),
+                files: p.files.unwrap_or(base.files),
+                jobs: p.jobs.unwrap_or(base.jobs),
+                nic_mbps: p.nic_mbps.or(base.nic_mbps),
+                slot_rate_mbs: p.slot_rate_mbs.or(base.slot_rate_mbs),
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"
+name = "t"
+schedulers = ["hadoop", { label = "D3", scheduler = "delay3" }]
+[cluster]
+workers = 3
+slots = 2
+replication = 2
+[data]
+files = 2
+blocks = 3
+block_size = "1MiB"
+[jobs]
+count = 4
+arrival_s = [0, 2]
+[[points]]
+label = "small"
+[[points]]
+label = "big"
+block_size = "2MiB"
+jobs = 8
+"#;
+
+    fn parse(t: &str) -> Result<Spec, String> {
+        Spec::parse(t, Path::new("experiments/t.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn points_and_labels_resolve() {
+        let s = parse(SPEC).unwrap();
+        let p = s.points().unwrap();
+        assert_eq!(p.len(), 2);
+        assert_eq!((p[0].block_bytes, p[0].jobs), (1 << 20, 4));
+        assert_eq!((p[1].block_bytes, p[1].jobs), (2 << 20, 8));
+        let n: Vec<String> = s
+            .schedulers()
+            .unwrap()
+            .into_iter()
+            .map(|n| n.label)
+            .collect();
+        assert_eq!(n, ["hadoop", "D3"]);
+    }
+
+    #[test]
+    fn errors_name_file_and_key() {
+        let e = parse(&SPEC.replace("replication = 2", "replication = 4")).unwrap_err();
+        assert!(
+            e.contains("experiments/t.toml") && e.contains("cluster.replication"),
+            "{e}"
+        );
+        let e = parse(&SPEC.replace("\"delay3\"", "\"delay7\"")).unwrap_err();
+        assert!(e.contains("schedulers") && e.contains("delay7"), "{e}");
+        let e = parse(&SPEC.replace("arrival_s = [0, 2]", "arrival_s = [3, 2]")).unwrap_err();
+        assert!(e.contains("jobs.arrival_s"), "{e}");
+        let e = parse(&SPEC.replace("block_size = \"2MiB\"", "block_size = \"2XB\"")).unwrap_err();
+        assert!(e.contains("points[1].block_size"), "{e}");
+        let e = parse(&SPEC.replace("[jobs]", "[jobs]\nbogus = 1")).unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
+        let e = parse(&SPEC.replace("label = \"big\"", "label = \"small\"")).unwrap_err();
+        assert!(e.contains("points[1].label"), "{e}");
+    }
+}
