@@ -417,7 +417,7 @@ nic_mbps = 100
         assert_eq!(ws[1].slots, 1);
         assert_eq!(ws[1].nic_bytes_per_sec, Some(12.5e6));
         assert_eq!(c.cluster.heartbeat_ms, 100);
-        assert_eq!(c.scheduler, SchedulerConfig::Hadoop {});
+        assert_eq!(c.scheduler, SchedulerConfig::hadoop());
         assert_eq!(c.worker_data_dir("w1"), PathBuf::from("conf/run/data/w1"));
     }
 
@@ -468,11 +468,11 @@ nic_mbps = 100
     fn scheduler_from_cli_string() {
         assert_eq!(
             "hadoop".parse::<SchedulerConfig>(),
-            Ok(SchedulerConfig::Hadoop {})
+            Ok(SchedulerConfig::hadoop())
         );
         assert_eq!(
             "policy = \"hadoop\"".parse::<SchedulerConfig>(),
-            Ok(SchedulerConfig::Hadoop {})
+            Ok(SchedulerConfig::hadoop())
         );
         let e = "fifo".parse::<SchedulerConfig>().unwrap_err();
         assert!(e.contains("fifo"), "{e}");

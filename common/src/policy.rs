@@ -12,18 +12,48 @@ use std::str::FromStr;
 /// (`group`, default `default`); a group not listed has weight 1.
 pub type Weights = BTreeMap<String, f64>;
 
+/// Which pending task a data-remote launch takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RemotePick {
+    /// A uniformly random pending task, from a random replica (Guo's dl-sched).
+    #[default]
+    Random,
+    /// The oldest pending task, from its first replica (Hadoop 1.x's
+    /// non-local task list, and the tie-break of DynDL's worked example).
+    Oldest,
+}
+
+impl RemotePick {
+    fn is_random(&self) -> bool {
+        *self == RemotePick::Random
+    }
+
+    fn suffix(&self) -> &'static str {
+        match self {
+            RemotePick::Random => "",
+            RemotePick::Oldest => ",oldest",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum SchedulerConfig {
     /// Hadoop's default (Guo's dl-sched): FIFO jobs; a data-local task of the
     /// head job, else a random task of it read remotely.
-    Hadoop {},
+    Hadoop {
+        #[serde(default, skip_serializing_if = "RemotePick::is_random")]
+        pick: RemotePick,
+    },
     /// Delay scheduling (Zaharia et al., EuroSys 2010), FIFO job order: a job
     /// without a data-local task for the free slot is skipped until it has
     /// waited `threshold_s` seconds. Presets: `delay3`, `delay6`, `delay10`.
     Delay {
         /// Seconds a job may be skipped before it launches remote tasks.
         threshold_s: f64,
+        #[serde(default, skip_serializing_if = "RemotePick::is_random")]
+        pick: RemotePick,
     },
     /// DynDL's online algorithm (DynDLOn, Algorithm 1).
     DyndlOn {
@@ -41,6 +71,8 @@ pub enum SchedulerConfig {
         /// data-remote task on a worker already running one.
         #[serde(default = "defaults::yes")]
         one_remote: bool,
+        #[serde(default, skip_serializing_if = "RemotePick::is_random")]
+        pick: RemotePick,
     },
     /// Guo et al.'s rand-sched: with probability `randomness` a free slot gets
     /// a random pending task of the head job, otherwise dl-sched's choice.
@@ -93,14 +125,29 @@ mod defaults {
 
 impl Default for SchedulerConfig {
     fn default() -> Self {
-        SchedulerConfig::Hadoop {}
+        SchedulerConfig::hadoop()
     }
 }
 
 impl SchedulerConfig {
+    /// `hadoop` with its defaults.
+    pub fn hadoop() -> Self {
+        SchedulerConfig::Hadoop {
+            pick: RemotePick::Random,
+        }
+    }
+
+    /// Delay scheduling with `threshold_s`, random remote picks.
+    pub fn delay(threshold_s: f64) -> Self {
+        SchedulerConfig::Delay {
+            threshold_s,
+            pick: RemotePick::Random,
+        }
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
-            SchedulerConfig::Hadoop {} => "hadoop",
+            SchedulerConfig::Hadoop { .. } => "hadoop",
             SchedulerConfig::Delay { .. } => "delay",
             SchedulerConfig::DyndlOn { .. } => "dyndl-on",
             SchedulerConfig::Rand { .. } => "rand",
@@ -113,19 +160,28 @@ impl SchedulerConfig {
     /// The policy with its parameters, as reports and result tables show it.
     pub fn label(&self) -> String {
         match self {
-            SchedulerConfig::Hadoop {} | SchedulerConfig::Lsap {} => self.name().into(),
-            SchedulerConfig::Delay { threshold_s } => format!("delay{}", fmt_num(*threshold_s)),
+            SchedulerConfig::Hadoop { pick } => match pick {
+                RemotePick::Random => "hadoop".into(),
+                RemotePick::Oldest => "hadoop(oldest)".into(),
+            },
+            SchedulerConfig::Lsap {} => self.name().into(),
+            SchedulerConfig::Delay { threshold_s, pick } => match pick {
+                RemotePick::Random => format!("delay{}", fmt_num(*threshold_s)),
+                RemotePick::Oldest => format!("delay{}(oldest)", fmt_num(*threshold_s)),
+            },
             SchedulerConfig::DyndlOn {
                 w_s,
                 remote_s,
                 theta,
                 one_remote,
+                pick,
             } => format!(
-                "dyndl-on(W={}s,g={}s*(1+{}n){})",
+                "dyndl-on(W={}s,g={}s*(1+{}n){}{})",
                 fmt_num(*w_s),
                 fmt_num(*remote_s),
                 fmt_num(*theta),
-                if *one_remote { ",one-remote" } else { "" }
+                if *one_remote { ",one-remote" } else { "" },
+                pick.suffix()
             ),
             SchedulerConfig::Rand { randomness } => format!("rand(r={})", fmt_num(*randomness)),
             SchedulerConfig::Fair { delay_s, .. } => format!("fair(delay={}s)", fmt_num(*delay_s)),
@@ -159,8 +215,8 @@ impl SchedulerConfig {
             Ok(())
         };
         match self {
-            SchedulerConfig::Hadoop {} | SchedulerConfig::Lsap {} => Ok(()),
-            SchedulerConfig::Delay { threshold_s } => nonneg("threshold_s", *threshold_s),
+            SchedulerConfig::Hadoop { .. } | SchedulerConfig::Lsap {} => Ok(()),
+            SchedulerConfig::Delay { threshold_s, .. } => nonneg("threshold_s", *threshold_s),
             SchedulerConfig::DyndlOn {
                 w_s,
                 remote_s,
@@ -212,7 +268,7 @@ impl FromStr for SchedulerConfig {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let s = s.trim();
-        let preset = |t: f64| SchedulerConfig::Delay { threshold_s: t };
+        let preset = SchedulerConfig::delay;
         let cfg = match s {
             "delay3" => preset(3.0),
             "delay6" => preset(6.0),
@@ -243,11 +299,14 @@ mod tests {
 
     #[test]
     fn names_presets_and_parameters() {
-        assert_eq!("hadoop".parse(), Ok(SchedulerConfig::Hadoop {}));
+        assert_eq!("hadoop".parse(), Ok(SchedulerConfig::hadoop()));
         assert_eq!(
-            "delay6".parse(),
-            Ok(SchedulerConfig::Delay { threshold_s: 6.0 })
+            "policy = \"hadoop\", pick = \"oldest\"".parse(),
+            Ok(SchedulerConfig::Hadoop {
+                pick: RemotePick::Oldest
+            })
         );
+        assert_eq!("delay6".parse(), Ok(SchedulerConfig::delay(6.0)));
         assert_eq!(
             "policy = \"rand\", randomness = 0.3".parse(),
             Ok(SchedulerConfig::Rand { randomness: 0.3 })
@@ -259,7 +318,8 @@ mod tests {
                 w_s: 3.0,
                 remote_s: 0.0,
                 theta: 1.0,
-                one_remote: true
+                one_remote: true,
+                pick: RemotePick::Random,
             }
         );
         assert_eq!(d.label(), "dyndl-on(W=3s,g=0s*(1+1n),one-remote)");

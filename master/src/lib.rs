@@ -14,4 +14,5 @@ pub mod local;
 pub mod netns;
 pub mod report;
 pub mod sched;
+pub mod sim;
 pub mod state;

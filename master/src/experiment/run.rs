@@ -222,7 +222,7 @@ impl RunEnv<'_> {
 /// Fresh block stores holding the point's files, placed with the run seed.
 /// Loaded with the NICs unshaped and no background load: setup, not experiment.
 async fn load_data(env: &RunEnv<'_>) -> anyhow::Result<()> {
-    let cfg = env.config(&SchedulerConfig::Hadoop {}, false)?;
+    let cfg = env.config(&SchedulerConfig::hadoop(), false)?;
     local::stop_previous(&cfg, true)?;
     local::start_with(&cfg, env.bin).await?;
     let client = RunEnv::client(&cfg);

@@ -13,6 +13,7 @@
 //! The same [`LocalityWait`] serves `fair` with its own job order.
 
 use super::{random_task, JobView, Millis, SchedContext, Scheduler};
+use common::policy::RemotePick;
 use common::{JobId, TaskRef, WorkerId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -21,14 +22,16 @@ use std::collections::HashMap;
 /// Per-job skip state of delay scheduling.
 pub(crate) struct LocalityWait {
     threshold: Millis,
+    pick: RemotePick,
     /// Jobs being skipped, and since when.
     skipped_since: HashMap<JobId, Millis>,
 }
 
 impl LocalityWait {
-    pub(crate) fn new(threshold: Millis) -> Self {
+    pub(crate) fn new(threshold: Millis, pick: RemotePick) -> Self {
         LocalityWait {
             threshold,
+            pick,
             skipped_since: HashMap::new(),
         }
     }
@@ -47,7 +50,7 @@ impl LocalityWait {
         }
         let since = *self.skipped_since.entry(job.id).or_insert(now);
         if now.saturating_sub(since) >= self.threshold {
-            random_task(rng, job, worker)
+            random_task(rng, job, worker, self.pick)
         } else {
             None
         }
@@ -65,9 +68,9 @@ pub struct Delay {
 }
 
 impl Delay {
-    pub fn new(threshold: Millis, seed: u64) -> Self {
+    pub fn new(threshold: Millis, pick: RemotePick, seed: u64) -> Self {
         Delay {
-            wait: LocalityWait::new(threshold),
+            wait: LocalityWait::new(threshold, pick),
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
     }
@@ -77,6 +80,7 @@ impl Scheduler for Delay {
     fn name(&self) -> String {
         common::policy::SchedulerConfig::Delay {
             threshold_s: self.wait.threshold as f64 / 1000.0,
+            pick: self.wait.pick,
         }
         .label()
     }

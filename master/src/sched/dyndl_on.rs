@@ -21,7 +21,7 @@
 //! `remote_s` (seconds a data-remote task takes alone), `theta` (θ).
 
 use super::{random_task, Millis, SchedContext, Scheduler};
-use common::policy::SchedulerConfig;
+use common::policy::{RemotePick, SchedulerConfig};
 use common::WorkerId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -32,18 +32,27 @@ pub struct DyndlOn {
     remote: Millis,
     theta: f64,
     one_remote: bool,
+    pick: RemotePick,
     rng: ChaCha8Rng,
     /// Worker -> when its current wait for a data-local task began.
     waiting_since: HashMap<WorkerId, Millis>,
 }
 
 impl DyndlOn {
-    pub fn new(w: Millis, remote: Millis, theta: f64, one_remote: bool, seed: u64) -> Self {
+    pub fn new(
+        w: Millis,
+        remote: Millis,
+        theta: f64,
+        one_remote: bool,
+        pick: RemotePick,
+        seed: u64,
+    ) -> Self {
         DyndlOn {
             w,
             remote,
             theta,
             one_remote,
+            pick,
             rng: ChaCha8Rng::seed_from_u64(seed),
             waiting_since: HashMap::new(),
         }
@@ -71,6 +80,7 @@ impl Scheduler for DyndlOn {
             remote_s: self.remote as f64 / 1000.0,
             theta: self.theta,
             one_remote: self.one_remote,
+            pick: self.pick,
         }
         .label()
     }
@@ -101,7 +111,7 @@ impl Scheduler for DyndlOn {
             if now.saturating_sub(since) < self.delay(r, slots) {
                 return;
             }
-            let Some((task, source)) = random_task(&mut self.rng, job, worker) else {
+            let Some((task, source)) = random_task(&mut self.rng, job, worker, self.pick) else {
                 return;
             };
             if ctx.launch(task, worker, source).is_err() {

@@ -12,7 +12,7 @@
 
 use super::delay::{launch_one, LocalityWait};
 use super::{group_weights, Millis, SchedContext, Scheduler};
-use common::policy::{SchedulerConfig, Weights};
+use common::policy::{RemotePick, SchedulerConfig, Weights};
 use common::{JobId, WorkerId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -28,7 +28,7 @@ pub struct Fair {
 impl Fair {
     pub fn new(delay: Millis, weights: Weights, seed: u64) -> Self {
         Fair {
-            wait: LocalityWait::new(delay),
+            wait: LocalityWait::new(delay, RemotePick::Random),
             delay,
             weights,
             rng: ChaCha8Rng::seed_from_u64(seed),

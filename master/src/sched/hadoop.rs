@@ -4,20 +4,24 @@
 //! Jobs run in submission order. For each free slot of the offered worker,
 //! the head job (oldest with a pending task) launches a data-local task if it
 //! has one for this worker; otherwise a uniformly random pending task of the
-//! head job, read from a uniformly random replica. Parameter: only the seed.
+//! head job, read from a uniformly random replica (`pick = "oldest"`: the
+//! oldest pending task, from its first replica).
 
 use super::{random_task, JobView, Millis, SchedContext, Scheduler};
+use common::policy::{RemotePick, SchedulerConfig};
 use common::{TaskRef, WorkerId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 pub struct Hadoop {
+    pick: RemotePick,
     rng: ChaCha8Rng,
 }
 
 impl Hadoop {
-    pub fn new(seed: u64) -> Self {
+    pub fn new(pick: RemotePick, seed: u64) -> Self {
         Hadoop {
+            pick,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
     }
@@ -25,7 +29,7 @@ impl Hadoop {
 
 impl Scheduler for Hadoop {
     fn name(&self) -> String {
-        "hadoop".into()
+        SchedulerConfig::Hadoop { pick: self.pick }.label()
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
@@ -33,7 +37,7 @@ impl Scheduler for Hadoop {
             let Some(job) = ctx.view().head_job() else {
                 return;
             };
-            let Some((task, source)) = dl_choice(&mut self.rng, job, worker) else {
+            let Some((task, source)) = dl_choice(&mut self.rng, job, worker, self.pick) else {
                 return;
             };
             if ctx.launch(task, worker, source).is_err() {
@@ -50,9 +54,10 @@ pub(crate) fn dl_choice(
     rng: &mut impl rand::Rng,
     job: &JobView,
     worker: WorkerId,
+    pick: RemotePick,
 ) -> Option<(TaskRef, WorkerId)> {
     match job.local_task(worker) {
         Some(t) => Some((t.task, worker)),
-        None => random_task(rng, job, worker),
+        None => random_task(rng, job, worker, pick),
     }
 }

@@ -26,6 +26,7 @@ pub mod lsap_fair;
 pub mod rand_sched;
 
 use common::config::SchedulerConfig;
+use common::policy::RemotePick;
 use common::{JobId, TaskRef, WorkerId};
 use indexmap::{IndexMap, IndexSet};
 use std::collections::{BTreeMap, HashMap};
@@ -423,20 +424,22 @@ pub fn offer(
 /// Builds the policy a config names, seeded.
 pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
     match cfg.clone() {
-        SchedulerConfig::Hadoop {} => Box::new(hadoop::Hadoop::new(seed)),
-        SchedulerConfig::Delay { threshold_s } => {
-            Box::new(delay::Delay::new(secs_to_ms(threshold_s), seed))
+        SchedulerConfig::Hadoop { pick } => Box::new(hadoop::Hadoop::new(pick, seed)),
+        SchedulerConfig::Delay { threshold_s, pick } => {
+            Box::new(delay::Delay::new(secs_to_ms(threshold_s), pick, seed))
         }
         SchedulerConfig::DyndlOn {
             w_s,
             remote_s,
             theta,
             one_remote,
+            pick,
         } => Box::new(dyndl_on::DyndlOn::new(
             secs_to_ms(w_s),
             secs_to_ms(remote_s),
             theta,
             one_remote,
+            pick,
             seed,
         )),
         SchedulerConfig::Rand { randomness } => {
@@ -458,18 +461,24 @@ pub(crate) fn secs_to_ms(s: f64) -> Millis {
     (s * 1000.0).round().max(0.0) as Millis
 }
 
-/// A uniformly random pending task of `job` for `worker`: data-local if it
-/// happens to have a replica there, else read from a uniformly random replica.
-/// None if the job has no pending task or the task has no live replica.
+/// A pending task of `job` for `worker` when locality is given up: a
+/// uniformly random one read from a random replica, or with
+/// [`RemotePick::Oldest`] the oldest one read from its first replica; either
+/// way data-local if it happens to have a replica on `worker`. None if the
+/// job has no pending task or the task has no live replica.
 pub(crate) fn random_task(
     rng: &mut impl rand::Rng,
     job: &JobView,
     worker: WorkerId,
+    pick: RemotePick,
 ) -> Option<(TaskRef, WorkerId)> {
     if !job.has_pending() {
         return None;
     }
-    let t = job.pending_at(rng.gen_range(0..job.pending_len()))?;
+    let t = match pick {
+        RemotePick::Random => job.pending_at(rng.gen_range(0..job.pending_len()))?,
+        RemotePick::Oldest => job.pending_at(0)?,
+    };
     if t.replicas.is_empty() {
         // The owner fails such tasks' jobs; never pick one.
         return None;
@@ -477,7 +486,10 @@ pub(crate) fn random_task(
     let src = if t.replicas.contains(&worker) {
         worker
     } else {
-        t.replicas[rng.gen_range(0..t.replicas.len())]
+        match pick {
+            RemotePick::Random => t.replicas[rng.gen_range(0..t.replicas.len())],
+            RemotePick::Oldest => t.replicas[0],
+        }
     };
     Some((t.task, src))
 }

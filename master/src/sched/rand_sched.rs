@@ -9,6 +9,7 @@
 
 use super::hadoop::dl_choice;
 use super::{random_task, Millis, SchedContext, Scheduler};
+use common::policy::RemotePick;
 use common::WorkerId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -46,9 +47,9 @@ impl Scheduler for RandSched {
             };
             let random = self.randomness > 0.0 && self.coin.gen::<f64>() < self.randomness;
             let pick = if random {
-                random_task(&mut self.rng, job, worker)
+                random_task(&mut self.rng, job, worker, RemotePick::Random)
             } else {
-                dl_choice(&mut self.rng, job, worker)
+                dl_choice(&mut self.rng, job, worker, RemotePick::Random)
             };
             let Some((task, source)) = pick else {
                 return;

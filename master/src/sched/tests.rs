@@ -3,6 +3,7 @@
 //! slots, every task eventually runs, same seed => same decisions).
 
 use super::*;
+use common::policy::RemotePick;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -130,11 +131,11 @@ fn dyndl_on_waits_w_and_never_runs_two_remote_tasks_on_one_worker() {
 
 #[test]
 fn dyndl_on_delay_is_max_of_g_and_w() {
-    let d = dyndl_on::DyndlOn::new(3_000, 4_000, 0.5, false, 1);
+    let d = dyndl_on::DyndlOn::new(3_000, 4_000, 0.5, false, RemotePick::Random, 1);
     assert_eq!(d.delay(0, 4), 3_000); // no remote task: W
     assert_eq!(d.delay(1, 4), 6_000); // g(1) = 4 * 1.5
     assert_eq!(d.delay(9, 4), 12_000); // g saturates at min(n, slots)
-    let small = dyndl_on::DyndlOn::new(3_000, 1_000, 1.0, false, 1);
+    let small = dyndl_on::DyndlOn::new(3_000, 1_000, 1.0, false, RemotePick::Random, 1);
     assert_eq!(small.delay(1, 4), 3_000); // g(1) = 2 s < W
                                           // Without one_remote, a second remote task waits max(g(1), W) = 6 s.
     let mut v = view(2, 2);
@@ -388,7 +389,7 @@ fn hadoop_prefers_local_task_of_head_job() {
         vec![task(1, 0, &[1]), task(1, 1, &[0, 2])],
     );
     v.add_job(JobId(2), 0, "default", vec![task(2, 0, &[0])]);
-    let mut s = hadoop::Hadoop::new(7);
+    let mut s = hadoop::Hadoop::new(RemotePick::Random, 7);
     let a = offer(&mut s, 0, w(0), &mut v);
     // Head job 1 has task 1 local on w0 (job 2's local task must wait).
     assert_eq!(a.len(), 1);
@@ -414,7 +415,7 @@ fn hadoop_goes_remote_when_head_job_has_nothing_local() {
         vec![task(1, 0, &[1]), task(1, 1, &[1])],
     );
     v.add_job(JobId(2), 0, "default", vec![task(2, 0, &[2])]);
-    let mut s = hadoop::Hadoop::new(7);
+    let mut s = hadoop::Hadoop::new(RemotePick::Random, 7);
     let a = offer(&mut s, 0, w(2), &mut v);
     // Both slots go to job 1, remotely from w1, although job 2 is local on w2.
     assert_eq!(a.len(), 2);

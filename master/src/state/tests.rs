@@ -9,7 +9,7 @@ fn settings(workers: u32, slots: u32) -> MasterSettings {
         heartbeat_ms: 100,
         worker_timeout_ms: 1000,
         max_task_attempts: 2,
-        scheduler: SchedulerConfig::Hadoop {},
+        scheduler: SchedulerConfig::hadoop(),
         seed: 5,
         workers: (0..workers)
             .map(|i| WorkerSettings {

@@ -42,7 +42,7 @@ pub async fn start_cluster_with(
         heartbeat_ms,
         worker_timeout_ms: 100 * heartbeat_ms,
         max_task_attempts: 2,
-        scheduler: SchedulerConfig::Hadoop {},
+        scheduler: SchedulerConfig::hadoop(),
         seed: 3,
         workers: (0..n)
             .map(|i| WorkerSettings {
