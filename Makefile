@@ -13,7 +13,10 @@ DEMO_JOBS ?= 3
 NETNS_PREFIX ?= mrt-
 NETNS_MASTER := ip netns exec $(NETNS_PREFIX)master $(BIN)/master --config $(dir $(CONFIG))run/netns/cluster.toml
 
-.PHONY: build cluster cluster-netns stop test bench clean
+# `make experiment EXP=<name>` runs experiments/<name>.toml.
+EXP ?= smoke
+
+.PHONY: build cluster cluster-netns stop test bench clean experiment
 
 build:
 	$(CARGO) build --release --bins
@@ -42,6 +45,10 @@ test:
 	$(CARGO) build --release --bins
 	$(CARGO) build --bins
 	$(CARGO) test --workspace -- --test-threads=2
+
+## Run an experiment spec; results in results/<name>/<timestamp>/.
+experiment: build
+	$(BIN)/master experiment experiments/$(EXP).toml
 
 clean: stop
 	rm -rf run
