@@ -118,10 +118,20 @@ pub fn down(run: &Path) -> anyhow::Result<Stopped> {
     Ok(stopped)
 }
 
-fn tail(path: &Path, lines: usize) -> String {
+/// The start of a log (where a start-up error is), ANSI colours removed.
+fn head(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    let v: Vec<&str> = text.lines().collect();
-    v[v.len().saturating_sub(lines)..].join("\n")
+    let mut out = String::new();
+    let mut esc = false;
+    for c in text.lines().take(lines).collect::<Vec<_>>().join("\n").chars() {
+        match (esc, c) {
+            (false, '\x1b') => esc = true,
+            (true, 'm') => esc = false,
+            (true, _) => {}
+            (false, c) => out.push(c),
+        }
+    }
+    out
 }
 
 /// A process to start: its name, binary and arguments.
@@ -178,7 +188,7 @@ where
                 "{} exited during start-up; its log ({}):\n{}",
                 dead.name,
                 dead.log.display(),
-                tail(&dead.log, 20)
+                head(&dead.log, 12)
             );
             stop_all(&procs);
             let _ = std::fs::remove_file(pids_file(run));

@@ -337,16 +337,35 @@ async fn run_once(
     Ok((reports, t0_unix))
 }
 
-/// `n` distinct free TCP ports on 127.0.0.1 (bound, read, released).
+/// `n` distinct free TCP ports on 127.0.0.1, below the kernel's ephemeral
+/// range, so that no outgoing connection takes one while a cluster is down
+/// between runs (a port 0 pick comes from that range and can be).
 fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
-    let listeners: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<_, _>>()
-        .context("finding free ports on 127.0.0.1")?;
-    listeners
-        .iter()
-        .map(|l| Ok(l.local_addr()?.port()))
-        .collect()
+    let ephemeral_low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let (lo, hi) = (10_000u16, ephemeral_low.max(10_000 + n as u16 * 4));
+    let mut rng = ChaCha8Rng::seed_from_u64(std::process::id() as u64 ^ common::unix_ms());
+    let mut held = Vec::new();
+    let mut ports = Vec::new();
+    for _ in 0..10_000 {
+        if ports.len() == n {
+            break;
+        }
+        let p = rng.gen_range(lo..hi);
+        if ports.contains(&p) {
+            continue;
+        }
+        if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", p)) {
+            held.push(l);
+            ports.push(p);
+        }
+    }
+    if ports.len() < n {
+        bail!("cannot find {n} free TCP ports on 127.0.0.1 in {lo}..{hi}");
+    }
+    Ok(ports)
 }
 
 #[cfg(test)]
