@@ -54,4 +54,5 @@ clean: stop
 	rm -rf run
 
 bench: build
+	$(CARGO) bench -p master --bench sched
 	$(CARGO) bench -p master --bench cluster

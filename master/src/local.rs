@@ -123,7 +123,13 @@ fn head(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut out = String::new();
     let mut esc = false;
-    for c in text.lines().take(lines).collect::<Vec<_>>().join("\n").chars() {
+    for c in text
+        .lines()
+        .take(lines)
+        .collect::<Vec<_>>()
+        .join("\n")
+        .chars()
+    {
         match (esc, c) {
             (false, '\x1b') => esc = true,
             (true, 'm') => esc = false,

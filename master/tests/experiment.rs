@@ -66,7 +66,11 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     for m in ["mean_jct", "slowdown", "remote_tasks", "makespan"] {
         for ext in ["svg", "png"] {
             let p = out.join("plots").join(format!("{m}.{ext}"));
-            assert!(std::fs::metadata(&p).map(|m| m.len() > 0).unwrap_or(false), "{}", p.display());
+            assert!(
+                std::fs::metadata(&p).map(|m| m.len() > 0).unwrap_or(false),
+                "{}",
+                p.display()
+            );
         }
     }
     let meta: serde_json::Value =
@@ -75,7 +79,10 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     assert_eq!(meta["seeds"], serde_json::json!([parsed.seed]));
     assert_eq!(meta["runs"], schedulers.len());
     assert!(meta["git_commit"].as_str().unwrap().len() >= 7, "{meta}");
-    assert!(meta["spec_text"].as_str().unwrap().contains("name = \"smoke\""));
+    assert!(meta["spec_text"]
+        .as_str()
+        .unwrap()
+        .contains("name = \"smoke\""));
     // The scratch space is gone.
     assert!(!tmp.path().join("work/smoke").exists());
 }

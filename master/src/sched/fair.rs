@@ -11,12 +11,11 @@
 //! (0 = launch remotely at once, i.e. fair sharing without delay).
 
 use super::delay::{launch_one, LocalityWait};
-use super::{group_weights, Millis, SchedContext, Scheduler};
+use super::{Millis, SchedContext, Scheduler};
 use common::policy::{RemotePick, SchedulerConfig, Weights};
 use common::{JobId, WorkerId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::BTreeMap;
 
 pub struct Fair {
     wait: LocalityWait,
@@ -38,21 +37,37 @@ impl Fair {
 
 /// Jobs with pending tasks in fair-share order.
 pub(crate) fn fair_order(view: &super::ClusterView, weights: &Weights) -> Vec<JobId> {
-    let w = group_weights(weights, view.jobs());
-    let mut running: BTreeMap<&str, u32> = BTreeMap::new();
+    // Groups are few: a flat list beats maps here (this runs per free slot).
+    let mut groups: Vec<(&str, f64, u32)> = Vec::new();
+    let mut group_of: Vec<usize> = Vec::with_capacity(64);
     for j in view.jobs() {
-        *running.entry(j.group.as_str()).or_default() += j.running;
+        let g = match groups.iter().position(|g| g.0 == j.group) {
+            Some(g) => g,
+            None => {
+                let w = weights.get(&j.group).copied().unwrap_or(1.0);
+                groups.push((j.group.as_str(), w, 0));
+                groups.len() - 1
+            }
+        };
+        groups[g].2 += j.running;
+        group_of.push(g);
     }
+    let total: f64 = groups.iter().map(|g| g.1).sum::<f64>().max(1e-12);
     let mut jobs: Vec<(f64, u32, usize, JobId)> = view
         .jobs()
         .enumerate()
         .filter(|(_, j)| j.has_pending())
         .map(|(pos, j)| {
-            let share = running[j.group.as_str()] as f64 / w[&j.group].max(1e-12);
-            (share, j.running, pos, j.id)
+            let (_, w, running) = groups[group_of[pos]];
+            (
+                running as f64 / (w / total).max(1e-12),
+                j.running,
+                pos,
+                j.id,
+            )
         })
         .collect();
-    jobs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    jobs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     jobs.into_iter().map(|j| j.3).collect()
 }
 

@@ -499,10 +499,10 @@ pub(crate) fn random_task(
 pub(crate) fn group_weights<'a>(
     weights: &common::policy::Weights,
     jobs: impl Iterator<Item = &'a JobView>,
-) -> BTreeMap<String, f64> {
-    let mut w: BTreeMap<String, f64> = BTreeMap::new();
+) -> BTreeMap<&'a str, f64> {
+    let mut w: BTreeMap<&'a str, f64> = BTreeMap::new();
     for j in jobs {
-        w.entry(j.group.clone())
+        w.entry(j.group.as_str())
             .or_insert_with(|| weights.get(&j.group).copied().unwrap_or(1.0));
     }
     let total: f64 = w.values().sum();
