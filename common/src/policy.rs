@@ -46,9 +46,10 @@ pub enum SchedulerConfig {
         #[serde(default, skip_serializing_if = "RemotePick::is_random")]
         pick: RemotePick,
     },
-    /// Delay scheduling (Zaharia et al., EuroSys 2010), FIFO job order: a job
-    /// without a data-local task for the free slot is skipped until it has
-    /// waited `threshold_s` seconds. Presets: `delay3`, `delay6`, `delay10`.
+    /// Delay scheduling (Zaharia et al., EuroSys 2010): jobs in fair-sharing
+    /// order (fewest running tasks first); a job without a data-local task
+    /// for the free slot is skipped until it has waited `threshold_s`
+    /// seconds. Presets: `delay3`, `delay6`, `delay10`.
     Delay {
         /// Seconds a job may be skipped before it launches remote tasks.
         threshold_s: f64,

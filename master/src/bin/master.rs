@@ -86,6 +86,13 @@ enum Cmd {
         /// Submit this many identical jobs.
         #[arg(long, default_value_t = 1)]
         count: u32,
+        /// Fair-share group (pool) for `fair` and `lsap-fair`.
+        #[arg(long)]
+        group: Option<String>,
+        /// Spread the jobs' arrivals uniformly over this many seconds
+        /// (seeded by cluster.seed); default: all at once.
+        #[arg(long, default_value_t = 0.0)]
+        spread_s: f64,
         #[arg(long)]
         wait: bool,
         /// With --wait: print only a JSON array of the reports on stdout.
@@ -230,11 +237,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             input,
             name,
             count,
+            group,
+            spread_s,
             wait,
             json,
         } => {
+            if !(spread_s.is_finite() && spread_s >= 0.0) {
+                anyhow::bail!("--spread-s must be a number of seconds >= 0 (got {spread_s})");
+            }
+            let at = master::experiment::run::arrivals(cfg.cluster.seed, count, [0.0, spread_s]);
+            let t0 = tokio::time::Instant::now();
             let mut ids = Vec::new();
-            for i in 0..count {
+            for (i, ms) in at.into_iter().enumerate() {
+                tokio::time::sleep_until(t0 + std::time::Duration::from_millis(ms)).await;
                 let name = name
                     .clone()
                     .map(|n| if count > 1 { format!("{n}-{i}") } else { n });
@@ -243,7 +258,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         workload,
                         input: input.clone(),
                         name,
-                        group: None,
+                        group: group.clone(),
                     })
                     .await?;
                 if json {

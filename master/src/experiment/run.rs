@@ -115,7 +115,13 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                         Vec::new(),
                     ),
                 };
-                pb.println(record.one_line());
+                // A hidden bar (no terminal, e.g. CI or a log file) drops
+                // println; progress must still reach the log.
+                if pb.is_hidden() {
+                    println!("[{}/{total}] {}", runs.len() + 1, record.one_line());
+                } else {
+                    pb.println(record.one_line());
+                }
                 tasks_csv.write(&rows)?;
                 runs.push(record);
                 output::write_runs(&out.join("runs.csv"), &runs)?;

@@ -1,8 +1,10 @@
 //! `delay`: delay scheduling (Zaharia et al., "Delay Scheduling", EuroSys
-//! 2010), with FIFO job order; DynDL's DELAY3, DELAY6 and DELAY10 are the
-//! presets `delay3`, `delay6`, `delay10`.
+//! 2010, Algorithm 2 with wait times); DynDL's DELAY3, DELAY6 and DELAY10
+//! are the presets `delay3`, `delay6`, `delay10`.
 //!
-//! For each free slot of the offered worker, jobs are visited in order. A job
+//! For each free slot of the offered worker, jobs are visited in Zaharia's
+//! order: increasing number of running tasks (fair sharing), ties by
+//! submission. A job
 //! with a data-local task for this worker launches it, and its wait is reset.
 //! A job without one is skipped; the first skip starts its wait. Once it has
 //! waited `threshold` (milliseconds here; `threshold_s` seconds in the config)
@@ -10,7 +12,7 @@
 //! until it next launches a data-local task (the paper's `j.skipped` flag).
 //! If every job is skipped, the slot stays idle until the next offer.
 //!
-//! The same [`LocalityWait`] serves `fair` with its own job order.
+//! `fair` is the same with groups and weights ([`super::fair`]).
 
 use super::{random_task, JobView, Millis, SchedContext, Scheduler};
 use common::policy::RemotePick;
@@ -86,15 +88,14 @@ impl Scheduler for Delay {
     }
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
-        let order: Vec<JobId> = ctx
-            .view()
-            .jobs()
-            .filter(|j| j.has_pending())
-            .map(|j| j.id)
-            .collect();
-        while ctx.view().free_slots(worker) > 0
-            && launch_one(&mut self.wait, &mut self.rng, now, worker, ctx, &order)
-        {}
+        let no_groups = common::policy::Weights::new();
+        while ctx.view().free_slots(worker) > 0 {
+            // One group: the order is by running tasks, then submission.
+            let order = super::fair::fair_order(ctx.view(), &no_groups, false);
+            if !launch_one(&mut self.wait, &mut self.rng, now, worker, ctx, &order) {
+                break;
+            }
+        }
         let view = ctx.view();
         self.wait.retain(|j| view.job(j).is_some());
     }

@@ -35,17 +35,23 @@ impl Fair {
     }
 }
 
-/// Jobs with pending tasks in fair-share order.
-pub(crate) fn fair_order(view: &super::ClusterView, weights: &Weights) -> Vec<JobId> {
+/// Jobs with pending tasks in fair-share order (`by_group`: weighted group
+/// shares first; without, every job is in one group).
+pub(crate) fn fair_order(
+    view: &super::ClusterView,
+    weights: &Weights,
+    by_group: bool,
+) -> Vec<JobId> {
     // Groups are few: a flat list beats maps here (this runs per free slot).
     let mut groups: Vec<(&str, f64, u32)> = Vec::new();
     let mut group_of: Vec<usize> = Vec::with_capacity(64);
     for j in view.jobs() {
-        let g = match groups.iter().position(|g| g.0 == j.group) {
+        let name = if by_group { j.group.as_str() } else { "" };
+        let g = match groups.iter().position(|g| g.0 == name) {
             Some(g) => g,
             None => {
-                let w = weights.get(&j.group).copied().unwrap_or(1.0);
-                groups.push((j.group.as_str(), w, 0));
+                let w = weights.get(name).copied().unwrap_or(1.0);
+                groups.push((name, w, 0));
                 groups.len() - 1
             }
         };
@@ -82,7 +88,7 @@ impl Scheduler for Fair {
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         while ctx.view().free_slots(worker) > 0 {
-            let order = fair_order(ctx.view(), &self.weights);
+            let order = fair_order(ctx.view(), &self.weights, true);
             if !launch_one(&mut self.wait, &mut self.rng, now, worker, ctx, &order) {
                 break;
             }
