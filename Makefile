@@ -21,12 +21,13 @@ EXP ?= smoke
 build:
 	$(CARGO) build --release --bins
 
-## The main job: a local cluster, demo data, input-sink jobs, their reports.
+## The main job: a local cluster, demo data, input-sink jobs and a wordcount, their reports.
 ## The cluster stays up afterwards (`make stop` ends it).
 cluster: build
 	$(MASTER) up --fresh
 	$(MASTER) load --name demo --generate text --blocks $(DEMO_BLOCKS) --block-size $(DEMO_BLOCK_SIZE)
 	$(MASTER) submit --workload input-sink --input demo --count $(DEMO_JOBS) --wait
+	$(MASTER) submit --workload wordcount --input demo --reduces 2 --output demo-counts --wait
 
 ## The same in Linux network namespaces, links shaped by tc at nic_mbps (needs root).
 ## The CLI then runs inside the master's namespace: $(NETNS_MASTER) <command>.
@@ -34,6 +35,7 @@ cluster-netns: build
 	$(MASTER) up --fresh --netns --netns-prefix $(NETNS_PREFIX)
 	$(NETNS_MASTER) load --name demo --generate text --blocks $(DEMO_BLOCKS) --block-size $(DEMO_BLOCK_SIZE)
 	$(NETNS_MASTER) submit --workload input-sink --input demo --count $(DEMO_JOBS) --wait
+	$(NETNS_MASTER) submit --workload wordcount --input demo --reduces 2 --output demo-counts --wait
 
 ## Stops the cluster of either mode (and removes its namespaces).
 stop:

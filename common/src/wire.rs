@@ -3,7 +3,7 @@
 
 use crate::ids::{AttemptId, BlockId, JobId, WorkerId};
 use serde::{Deserialize, Serialize};
-use workloads::{MapSummary, Workload};
+use workloads::{MapSummary, ReduceSummary, Workload};
 
 /// Header carrying a block's digest (hex SHA-256 of its chunk digests) on
 /// upload and download.
@@ -55,19 +55,83 @@ pub struct Heartbeat {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct HeartbeatReply {
     pub launches: Vec<Launch>,
+    /// Jobs that ended: delete their map output (shuffle data).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forget_jobs: Vec<JobId>,
     /// The master does not know this worker (it restarted, or declared the
     /// worker lost): register again.
     pub reregister: bool,
 }
 
-/// "Run this attempt in one of your free slots, reading this block from there."
+/// "Run this attempt in one of your free slots."
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Launch {
     pub attempt: AttemptId,
     pub workload: Workload,
+    pub task: LaunchTask,
+}
+
+/// What the attempt does: a map over one input block, or a reduce over one
+/// partition of every map's output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum LaunchTask {
+    Map {
+        block: BlockId,
+        len: u64,
+        source: ReplicaSource,
+        /// The job's reduce count: partitions to produce (0 = map-only).
+        reduces: u32,
+    },
+    Reduce(ReduceLaunch),
+}
+
+impl LaunchTask {
+    /// The block a map reads, or the output block a reduce writes.
+    pub fn block(&self) -> &BlockId {
+        match self {
+            LaunchTask::Map { block, .. } => block,
+            LaunchTask::Reduce(r) => &r.output.block,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReduceLaunch {
+    /// This reduce's partition, 0..reduces.
+    pub partition: u32,
+    /// Every map's output, fetched over HTTP (also from this worker itself).
+    pub inputs: Vec<ShuffleInput>,
+    /// sort: the key range [lo, hi) of this partition (None = unbounded).
+    #[serde(default)]
+    pub range: Option<KeyRange>,
+    pub output: OutputTarget,
+}
+
+/// Where one map's output is: `GET <addr>/shuffle/<job>/<map>/<attempt>/...`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShuffleInput {
+    pub map: u32,
+    pub attempt: u32,
+    pub worker: WorkerId,
+    pub addr: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyRange {
+    pub lo: Option<Vec<u8>>,
+    pub hi: Option<Vec<u8>>,
+}
+
+/// The reduce's output block: stored locally, then copied to `replicas`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutputTarget {
     pub block: BlockId,
-    pub len: u64,
-    pub source: ReplicaSource,
+    pub file: String,
+    pub index: u32,
+    pub file_blocks: u32,
+    /// Base URLs of the other workers that get a replica.
+    pub replicas: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,6 +148,10 @@ pub enum ReplicaSource {
 pub enum TaskOutcome {
     Succeeded {
         summary: MapSummary,
+    },
+    /// A reduce attempt finished and its output block is stored.
+    Reduced {
+        summary: ReduceSummary,
     },
     /// The attempt ran and failed; it counts against the task's attempts.
     Failed {
@@ -119,6 +187,12 @@ pub struct JobSubmit {
     /// absent = `default`.
     #[serde(default)]
     pub group: Option<String>,
+    /// Reduce tasks (wordcount and sort; default 1; input-sink has none).
+    #[serde(default)]
+    pub reduces: Option<u32>,
+    /// Name of the output file (default `<job name>.out`); must not exist.
+    #[serde(default)]
+    pub output: Option<String>,
 }
 
 impl JobSubmit {
@@ -128,6 +202,8 @@ impl JobSubmit {
             input: input.into(),
             name: None,
             group: None,
+            reduces: None,
+            output: None,
         }
     }
 
@@ -167,7 +243,10 @@ pub enum Locality {
 /// One finished (or failed) attempt, as the job report lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
+    /// Task index: maps are 0..maps, reduces maps..maps + reduces.
     pub task: u32,
+    #[serde(default)]
+    pub kind: TaskKind,
     pub attempt: u32,
     pub worker: String,
     pub slot: u32,
@@ -210,8 +289,27 @@ pub struct JobReport {
     pub data_remote: u32,
     pub bytes_local: u64,
     pub bytes_remote: u64,
+    /// Reduce tasks (0 for map-only jobs) and how many finished.
+    #[serde(default)]
+    pub reduces: u32,
+    #[serde(default)]
+    pub reduces_done: u32,
+    /// Map output bytes the reduces fetched (from other workers and their own).
+    #[serde(default)]
+    pub shuffle_bytes: u64,
+    /// The output file (jobs with reduces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
     /// Every attempt that ended, successful or not, in end order.
     pub attempts: Vec<TaskRecord>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskKind {
+    #[default]
+    Map,
+    Reduce,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 //! 2. local input-sink of a 256 MB block (checksums verified) vs `sha256sum`;
 //! 3. a 64-task input-sink job over 1 MB blocks on 4 workers x 4 slots, submit to report.
 
-use common::wire::{JobSubmit, Launch, ReplicaSource};
+use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
 use master::loader::{self, Generator, LoadSpec, Source};
 use std::time::Instant;
@@ -222,9 +222,12 @@ async fn local_sink_bench() {
                 attempt: round,
             },
             workload: Workload::InputSink,
-            block: id.clone(),
-            len: size as u64,
-            source: ReplicaSource::Local,
+            task: LaunchTask::Map {
+                block: id.clone(),
+                len: size as u64,
+                source: ReplicaSource::Local,
+                reduces: 0,
+            },
         };
         let t = Instant::now();
         let r = worker::exec::run(&ws[0].ctx, launch, 0).await;
@@ -271,6 +274,8 @@ async fn overhead_bench() {
                 input: "small".into(),
                 name: None,
                 group: None,
+                reduces: None,
+                output: None,
             })
             .await
             .unwrap();

@@ -1,6 +1,6 @@
 //! Human-readable job reports for the CLI.
 
-use common::wire::{JobReport, Locality};
+use common::wire::{JobReport, Locality, TaskKind};
 use std::fmt::Write;
 
 fn ms(v: Option<u64>) -> String {
@@ -79,6 +79,16 @@ pub fn job_report(j: &JobReport) -> String {
         "  tasks {}/{} done   data-local {}   data-remote {}   locality {:.1}%   read locally {} MB   over the network {} MB",
         j.tasks_done, j.tasks, j.data_local, j.data_remote, pct, mb(j.bytes_local), mb(j.bytes_remote)
     );
+    if j.reduces > 0 {
+        let _ = writeln!(
+            s,
+            "  reduces {}/{} done   shuffled {} MB   output file {}",
+            j.reduces_done,
+            j.reduces,
+            mb(j.shuffle_bytes),
+            j.output.as_deref().unwrap_or("-")
+        );
+    }
     let _ = writeln!(
         s,
         "  {:>5} {:>3} {:<8} {:>4} {:<7} {:<8} {:>9} {:>9} {:>9} {:>10}  result",
@@ -92,9 +102,10 @@ pub fn job_report(j: &JobReport) -> String {
             a.attempt,
             a.worker,
             a.slot,
-            match a.locality {
-                Locality::DataLocal => "local",
-                Locality::DataRemote => "remote",
+            match (a.kind, a.locality) {
+                (TaskKind::Reduce, _) => "reduce",
+                (_, Locality::DataLocal) => "local",
+                (_, Locality::DataRemote) => "remote",
             },
             a.source,
             ms(Some(a.start_ms)),

@@ -7,16 +7,29 @@
 //! was rejected, lost in transit or its worker was lost (not counted).
 //! Results are accepted only from the current attempt on the worker it was
 //! sent to (fencing).
+//!
+//! Jobs with reduces (wordcount, sort): when the last map succeeds, the
+//! reduce tasks are created (sort: with split keys from the maps' samples)
+//! and take free slots before any map, on whichever worker heartbeats next
+//! (like Hadoop's reduce slots, they have no input locality). Each fetches
+//! its partition from every map's worker; a reduce whose fetch fails is
+//! retried, and the job fails once it has failed `max_task_attempts` times
+//! (a lost mapper's output is not recomputed).
 
 use crate::catalog::Catalog;
 use crate::sched::{self, Assignment, ClusterView, Millis, PendingTask, Scheduler};
 use common::config::{ClusterConfig, SchedulerConfig, WorkerSettings};
 use common::wire::{
-    FileInfo, Heartbeat, HeartbeatReply, JobReport, JobState, JobSubmit, Launch, Locality,
-    RegisterReply, RegisterRequest, ReplicaSource, TaskOutcome, TaskRecord, TaskResult, WorkerInfo,
+    FileInfo, Heartbeat, HeartbeatReply, JobReport, JobState, JobSubmit, KeyRange, Launch,
+    LaunchTask, Locality, OutputTarget, ReduceLaunch, RegisterReply, RegisterRequest,
+    ReplicaSource, ShuffleInput, TaskKind, TaskOutcome, TaskRecord, TaskResult, WorkerInfo,
 };
 use common::{AttemptId, BlockId, JobId, TaskRef, WorkerId};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use workloads::Workload;
+
+/// Upper bound on a job's reduce tasks.
+pub const MAX_REDUCES: u32 = 10_000;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum MasterError {
@@ -40,6 +53,8 @@ pub struct MasterSettings {
     pub max_task_attempts: u32,
     pub scheduler: SchedulerConfig,
     pub seed: u64,
+    /// Replicas of every reduce output block (capped by live workers).
+    pub replication: u32,
     pub workers: Vec<WorkerSettings>,
 }
 
@@ -51,6 +66,7 @@ impl MasterSettings {
             max_task_attempts: cfg.cluster.max_task_attempts,
             scheduler: cfg.scheduler.clone(),
             seed: cfg.cluster.seed,
+            replication: cfg.cluster.replication,
             workers: cfg.worker_settings(),
         }
     }
@@ -70,6 +86,8 @@ struct WorkerState {
     running: HashMap<AttemptId, u64>,
     /// Launches decided for this worker, awaiting its next heartbeat.
     outbox: Vec<Launch>,
+    /// Ended jobs whose map output this worker may delete.
+    forget: Vec<JobId>,
     blocks: usize,
     free_slots: u32,
 }
@@ -90,7 +108,10 @@ enum TaskStatus {
 
 #[derive(Debug)]
 struct Task {
+    /// The input block of a map; the output block of a reduce.
     block: BlockId,
+    /// `Some(r)` for the reduce of partition r.
+    reduce: Option<u32>,
     len: u64,
     /// Number the next attempt gets.
     next_attempt: u32,
@@ -111,8 +132,22 @@ struct Job {
     finished: Option<Millis>,
     state: JobState,
     error: Option<String>,
+    /// Maps first (index = block index), then the reduces once created.
     tasks: Vec<Task>,
+    maps: u32,
+    reduces: u32,
+    /// Output file of a job with reduces.
+    output: Option<String>,
+    /// Where each map's successful attempt left its output.
+    map_out: Vec<Option<(WorkerId, u32)>>,
+    /// sort: keys sampled by the maps, then the reduces' split keys.
+    samples: Vec<Vec<u8>>,
+    splits: Vec<Vec<u8>>,
+    /// Reduce task indices waiting for a slot.
+    pending_reduces: VecDeque<u32>,
     done: u32,
+    reduces_done: u32,
+    shuffle_bytes: u64,
     records: Vec<TaskRecord>,
     data_local: u32,
     data_remote: u32,
@@ -152,6 +187,7 @@ impl Master {
                 hb_seq: 0,
                 running: HashMap::new(),
                 outbox: Vec::new(),
+                forget: Vec::new(),
                 blocks: 0,
                 free_slots: 0,
             })
@@ -239,6 +275,7 @@ impl Master {
         if !known {
             return HeartbeatReply {
                 launches: Vec::new(),
+                forget_jobs: Vec::new(),
                 reregister: true,
             };
         }
@@ -279,6 +316,8 @@ impl Master {
         self.view
             .set_free(id, hb.free_slots.saturating_sub(outbox.len() as u32));
         let mut launches = outbox;
+        // Reduces first: they hold up their whole job.
+        launches.extend(self.launch_reduces(now, id));
         for a in sched::offer(self.scheduler.as_mut(), now, id, &mut self.view) {
             let launch = self.start_attempt(now, &a);
             if a.worker == id {
@@ -292,7 +331,110 @@ impl Master {
         }
         HeartbeatReply {
             launches,
+            forget_jobs: std::mem::take(&mut self.workers[id.0 as usize].forget),
             reregister: false,
+        }
+    }
+
+    /// Fills `id`'s free slots with waiting reduces, oldest job first.
+    fn launch_reduces(&mut self, now: Millis, id: WorkerId) -> Vec<Launch> {
+        let mut out = Vec::new();
+        let mut jobs: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| !j.state.is_done() && !j.pending_reduces.is_empty())
+            .map(|j| j.id)
+            .collect();
+        jobs.sort();
+        for jid in jobs {
+            while self.view.free_slots(id) > 0 {
+                let Some(idx) = self
+                    .jobs
+                    .get_mut(&jid)
+                    .and_then(|j| j.pending_reduces.pop_front())
+                else {
+                    break;
+                };
+                self.view.start_external(jid, id);
+                out.push(self.start_reduce(now, jid, idx, id));
+            }
+        }
+        out
+    }
+
+    fn start_reduce(&mut self, now: Millis, jid: JobId, idx: u32, worker: WorkerId) -> Launch {
+        let alive: Vec<WorkerId> = (0..self.workers.len() as u32)
+            .map(WorkerId)
+            .filter(|w| self.workers[w.0 as usize].alive)
+            .collect();
+        let replication = self.settings.replication.max(1) as usize;
+        let job = self.jobs.get_mut(&jid).expect("job with pending reduces");
+        job.first_launch.get_or_insert(now);
+        let r = job.tasks[idx as usize].reduce.expect("a reduce task");
+        let task = &mut job.tasks[idx as usize];
+        let attempt = task.next_attempt;
+        task.next_attempt += 1;
+        task.status = TaskStatus::Running(RunningAttempt {
+            attempt,
+            worker,
+            source: worker,
+        });
+        // Output replicas: the reducer, then the next live workers after it
+        // in a rotation that differs per job and partition.
+        let start = alive.iter().position(|w| *w == worker).unwrap_or(0);
+        let shift = (jid.0 as usize + r as usize) % alive.len().max(1);
+        let others: Vec<WorkerId> = (1..alive.len())
+            .map(|k| alive[(start + shift + k) % alive.len()])
+            .filter(|w| *w != worker)
+            .take(replication.saturating_sub(1))
+            .collect();
+        let inputs = job
+            .map_out
+            .iter()
+            .enumerate()
+            .filter_map(|(m, o)| {
+                o.map(|(w, a)| ShuffleInput {
+                    map: m as u32,
+                    attempt: a,
+                    worker: w,
+                    addr: self.workers[w.0 as usize].addr.clone(),
+                })
+            })
+            .collect();
+        let range = (job.spec.workload == Workload::Sort).then(|| KeyRange {
+            lo: (r > 0)
+                .then(|| job.splits.get(r as usize - 1).cloned())
+                .flatten(),
+            hi: job.splits.get(r as usize).cloned(),
+        });
+        let output = job
+            .output
+            .clone()
+            .expect("jobs with reduces name an output");
+        Launch {
+            attempt: AttemptId {
+                task: TaskRef {
+                    job: jid,
+                    index: idx,
+                },
+                attempt,
+            },
+            workload: job.spec.workload,
+            task: LaunchTask::Reduce(ReduceLaunch {
+                partition: r,
+                inputs,
+                range,
+                output: OutputTarget {
+                    block: job.tasks[idx as usize].block.clone(),
+                    file: output,
+                    index: r,
+                    file_blocks: job.reduces,
+                    replicas: others
+                        .iter()
+                        .map(|w| self.workers[w.0 as usize].addr.clone())
+                        .collect(),
+                },
+            }),
         }
     }
 
@@ -329,6 +471,7 @@ impl Master {
         let w = &mut self.workers[id.0 as usize];
         let mut gone: Vec<AttemptId> = w.running.keys().copied().collect();
         gone.extend(w.outbox.drain(..).map(|l| l.attempt));
+        w.forget.clear();
         gone.sort();
         for a in gone {
             self.end_attempt(id, a, None);
@@ -433,6 +576,25 @@ impl Master {
                 )));
             }
         }
+        let reduces = spec.reduces.unwrap_or(spec.workload.default_reduces());
+        if !spec.workload.has_reduce() && reduces > 0 {
+            return Err(MasterError::BadRequest(format!(
+                "{} is map-only; `reduces` must be 0 or absent (got {reduces})",
+                spec.workload
+            )));
+        }
+        if spec.workload.has_reduce() && !(1..=MAX_REDUCES).contains(&reduces) {
+            return Err(MasterError::BadRequest(format!(
+                "`reduces` must be 1..={MAX_REDUCES} for {} (got {reduces})",
+                spec.workload
+            )));
+        }
+        if !spec.workload.has_reduce() && spec.output.is_some() {
+            return Err(MasterError::BadRequest(format!(
+                "{} writes no output; drop `output`",
+                spec.workload
+            )));
+        }
         let file = self
             .catalog
             .file(&spec.input)
@@ -447,6 +609,28 @@ impl Master {
             });
         }
         let id = JobId(self.next_job);
+        let name = spec
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", spec.workload, id.0));
+        let output = if spec.workload.has_reduce() {
+            let out = spec.output.clone().unwrap_or_else(|| format!("{name}.out"));
+            common::ids::validate_file_name(&out)
+                .map_err(|e| MasterError::BadRequest(format!("output file name {out:?}: {e}")))?;
+            let taken = self.catalog.file(&out).is_some()
+                || self
+                    .jobs
+                    .values()
+                    .any(|j| !j.state.is_done() && j.output.as_deref() == Some(out.as_str()));
+            if taken {
+                return Err(MasterError::BadRequest(format!(
+                    "output file {out:?} already exists or is being written; pick another `output`"
+                )));
+            }
+            Some(out)
+        } else {
+            None
+        };
         self.next_job += 1;
         let tasks: Vec<Task> = file
             .blocks
@@ -455,6 +639,7 @@ impl Master {
                 let b = b.as_ref().expect("complete file");
                 Task {
                     block: b.id.clone(),
+                    reduce: None,
                     len: b.len,
                     next_attempt: 0,
                     failures: 0,
@@ -475,10 +660,7 @@ impl Master {
             })
             .collect();
         self.view.add_job(id, now, spec.group(), pending);
-        let name = spec
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("{}-{}", spec.workload, id.0));
+        let maps = tasks.len() as u32;
         tracing::info!(job = %id, %name, workload = %spec.workload, input = %spec.input, tasks = tasks.len(), "job submitted");
         self.jobs.insert(
             id,
@@ -494,7 +676,16 @@ impl Master {
                 state: JobState::Pending,
                 error: None,
                 tasks,
+                maps,
+                reduces,
+                output,
+                map_out: vec![None; maps as usize],
+                samples: Vec::new(),
+                splits: Vec::new(),
+                pending_reduces: VecDeque::new(),
                 done: 0,
+                reduces_done: 0,
+                shuffle_bytes: 0,
                 records: Vec::new(),
                 data_local: 0,
                 data_remote: 0,
@@ -534,9 +725,12 @@ impl Master {
                 attempt,
             },
             workload: job.spec.workload,
-            block: task.block.clone(),
-            len: task.len,
-            source,
+            task: LaunchTask::Map {
+                block: task.block.clone(),
+                len: task.len,
+                source,
+                reduces: job.reduces,
+            },
         }
     }
 
@@ -592,8 +786,14 @@ impl Master {
         } else {
             Locality::DataLocal
         };
+        let is_reduce = task.reduce.is_some();
         let record = |ok: bool, error: Option<String>, job: &Job| TaskRecord {
             task: a.task.index,
+            kind: if is_reduce {
+                TaskKind::Reduce
+            } else {
+                TaskKind::Map
+            },
             attempt: a.attempt,
             worker: String::new(),
             slot: r.slot,
@@ -611,7 +811,7 @@ impl Master {
         let (wname, sname) = (self.worker_name(ra.worker), self.worker_name(ra.source));
         let job = self.jobs.get_mut(&a.task.job).expect("checked");
         match &r.outcome {
-            TaskOutcome::Succeeded { .. } => {
+            TaskOutcome::Succeeded { summary } if !is_reduce => {
                 let mut rec = record(true, None, job);
                 rec.worker = wname;
                 rec.source = sname;
@@ -625,13 +825,36 @@ impl Master {
                 }
                 job.bytes_local += r.local_bytes;
                 job.bytes_remote += r.remote_bytes;
-                if active && job.done as usize == job.tasks.len() {
-                    let end = job.records.iter().map(|r| r.end_ms).max().unwrap_or(0);
-                    job.finished = Some(job.submitted + end);
-                    job.state = JobState::Succeeded;
-                    self.finished_jobs += 1;
-                    self.view.remove_job(a.task.job);
-                    tracing::info!(job = %a.task.job, jct_ms = end, "job succeeded");
+                job.map_out[a.task.index as usize] = Some((worker, a.attempt));
+                job.samples.extend(summary.sample.iter().cloned());
+                if active && job.done == job.maps {
+                    if job.reduces == 0 {
+                        self.job_succeeded(a.task.job);
+                    } else {
+                        self.create_reduces(a.task.job);
+                    }
+                }
+            }
+            TaskOutcome::Reduced { .. } if is_reduce => {
+                let mut rec = record(true, None, job);
+                rec.worker = wname;
+                rec.source = sname;
+                rec.input_bytes = r.local_bytes + r.remote_bytes;
+                job.tasks[a.task.index as usize].status = TaskStatus::Done;
+                job.records.push(rec);
+                job.reduces_done += 1;
+                job.shuffle_bytes += r.local_bytes + r.remote_bytes;
+                if active && job.reduces_done == job.reduces {
+                    self.job_succeeded(a.task.job);
+                }
+            }
+            TaskOutcome::Succeeded { .. } | TaskOutcome::Reduced { .. } => {
+                // A map that answered like a reduce or the reverse: a worker
+                // bug; count it as a failure so the task runs again.
+                tracing::error!(attempt = %a, "result kind does not match the task");
+                job.tasks[a.task.index as usize].status = TaskStatus::Pending;
+                if active {
+                    self.requeue(a.task);
                 }
             }
             TaskOutcome::Failed { error } => {
@@ -665,8 +888,62 @@ impl Master {
         }
     }
 
+    fn job_succeeded(&mut self, id: JobId) {
+        let job = self.jobs.get_mut(&id).expect("job exists");
+        let end = job.records.iter().map(|r| r.end_ms).max().unwrap_or(0);
+        job.finished = Some(job.submitted + end);
+        job.state = JobState::Succeeded;
+        self.finished_jobs += 1;
+        self.view.remove_job(id);
+        self.forget_everywhere(id);
+        tracing::info!(job = %id, jct_ms = end, "job succeeded");
+    }
+
+    /// Tells every worker (at its next heartbeat) to drop the job's map output.
+    fn forget_everywhere(&mut self, id: JobId) {
+        let reduces = self.jobs.get(&id).is_some_and(|j| j.reduces > 0);
+        if reduces {
+            for w in self.workers.iter_mut().filter(|w| w.alive) {
+                w.forget.push(id);
+            }
+        }
+    }
+
+    /// All maps are done: create the reduce tasks (sort: split keys first).
+    fn create_reduces(&mut self, id: JobId) {
+        let job = self.jobs.get_mut(&id).expect("job exists");
+        if job.spec.workload == Workload::Sort {
+            job.splits = workloads::sort::splits(std::mem::take(&mut job.samples), job.reduces);
+        }
+        let output = job
+            .output
+            .clone()
+            .expect("jobs with reduces name an output");
+        for r in 0..job.reduces {
+            let block = BlockId::for_file(&output, r).expect("validated output name");
+            job.tasks.push(Task {
+                block,
+                reduce: Some(r),
+                len: 0,
+                next_attempt: 0,
+                failures: 0,
+                status: TaskStatus::Pending,
+            });
+            job.pending_reduces.push_back(job.maps + r);
+        }
+        tracing::info!(job = %id, reduces = job.reduces, "maps done; reduces created");
+    }
+
     fn requeue(&mut self, t: TaskRef) {
         let job = &self.jobs[&t.job];
+        if job.tasks[t.index as usize].reduce.is_some() {
+            self.jobs
+                .get_mut(&t.job)
+                .expect("checked")
+                .pending_reduces
+                .push_back(t.index);
+            return;
+        }
         let replicas = self.live_replicas(&job.spec.input, t.index);
         if replicas.is_empty() {
             let block = job.tasks[t.index as usize].block.clone();
@@ -692,8 +969,10 @@ impl Master {
         job.state = JobState::Failed;
         job.error = Some(error);
         job.finished = Some(job.submitted);
+        job.pending_reduces.clear();
         self.finished_jobs += 1;
         self.view.remove_job(id);
+        self.forget_everywhere(id);
     }
 
     pub fn job_state(&self, id: JobId) -> Option<JobState> {
@@ -726,8 +1005,12 @@ impl Master {
                 .or(j.first_launch.map(|f| f - j.submitted)),
             finish_ms,
             jct_ms: finish_ms,
-            tasks: j.tasks.len() as u32,
+            tasks: j.maps,
             tasks_done: j.done,
+            reduces: j.reduces,
+            reduces_done: j.reduces_done,
+            shuffle_bytes: j.shuffle_bytes,
+            output: j.output.clone(),
             data_local: j.data_local,
             data_remote: j.data_remote,
             bytes_local: j.bytes_local,

@@ -61,6 +61,8 @@ async fn input_sink_jobs_over_replicated_data() {
             input: "data".into(),
             name: None,
             group: None,
+            reduces: None,
+            output: None,
         })
         .await
         .unwrap();
@@ -119,6 +121,8 @@ async fn corrupted_chunk_is_detected_and_never_served() {
             input: "bad".into(),
             name: None,
             group: None,
+            reduces: None,
+            output: None,
         })
         .await
         .unwrap();

@@ -6,7 +6,7 @@
 use crate::fetch::fetch_block;
 use crate::WorkerCtx;
 use bytes::Bytes;
-use common::wire::{Launch, ReplicaSource, TaskOutcome, TaskResult};
+use common::wire::{Launch, LaunchTask, ReplicaSource, TaskOutcome, TaskResult};
 use common::{unix_ms, AttemptId};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -111,7 +111,7 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
         ctx.wake_heartbeat();
         return;
     };
-    tracing::debug!(attempt = %launch.attempt, slot, block = %launch.block, "task started");
+    tracing::debug!(attempt = %launch.attempt, slot, block = %launch.task.block(), "task started");
     let ctx = ctx.clone();
     tokio::spawn(async move {
         let result = run(&ctx, launch, slot).await;
@@ -134,12 +134,30 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
 pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult {
     let started = unix_ms();
     let t0 = tokio::time::Instant::now();
-    let (local_bytes, remote_bytes, outcome) = match read_and_map(ctx, &launch).await {
-        Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
-        Err((local, remote, error)) => (local, remote, TaskOutcome::Failed { error }),
+    let (local_bytes, remote_bytes, outcome) = match &launch.task {
+        LaunchTask::Map {
+            block,
+            len,
+            source,
+            reduces,
+        } => match read_and_map(ctx, &launch, block, *len, source, *reduces).await {
+            Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
+            Err((local, remote, error)) => (local, remote, TaskOutcome::Failed { error }),
+        },
+        LaunchTask::Reduce(r) => {
+            match crate::shuffle::run_reduce(ctx, launch.attempt, launch.workload, r).await {
+                Ok((summary, local, remote)) => (local, remote, TaskOutcome::Reduced { summary }),
+                Err((local, remote, error)) => (local, remote, TaskOutcome::Failed { error }),
+            }
+        }
     };
-    if let (Some(rate), TaskOutcome::Succeeded { .. }) = (ctx.slot_rate_bytes, &outcome) {
-        let floor = std::time::Duration::from_secs_f64(launch.len as f64 / rate);
+    // Compute pacing: a successful task lasts at least its input / rate.
+    let input = match &outcome {
+        TaskOutcome::Succeeded { .. } | TaskOutcome::Reduced { .. } => local_bytes + remote_bytes,
+        _ => 0,
+    };
+    if let (Some(rate), true) = (ctx.slot_rate_bytes, input > 0) {
+        let floor = std::time::Duration::from_secs_f64(input as f64 / rate);
         tokio::time::sleep_until(t0 + floor).await;
     }
     TaskResult {
@@ -155,20 +173,36 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
 
 type ReadResult = Result<(u64, u64, MapSummary), (u64, u64, String)>;
 
-async fn read_and_map(ctx: &Arc<WorkerCtx>, launch: &Launch) -> ReadResult {
+async fn read_and_map(
+    ctx: &Arc<WorkerCtx>,
+    launch: &Launch,
+    block_id: &common::BlockId,
+    len: u64,
+    source: &ReplicaSource,
+    reduces: u32,
+) -> ReadResult {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
     let workload = launch.workload;
-    let mapper = tokio::task::spawn_blocking(move || {
-        let mut task = workload.map_task();
+    let shuffle_root = ctx.shuffle_root.clone();
+    let attempt = launch.attempt;
+    // The map runs, then writes its output for the reduces, off the runtime.
+    let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, String> {
+        let mut task = workload.map_task(reduces);
         while let Some(piece) = rx.blocking_recv() {
             task.consume(&piece);
         }
-        task.finish()
+        let (mut summary, out) = task.finish();
+        if let workloads::MapOutput::Invalid(e) = &out {
+            return Err(e.clone());
+        }
+        summary.output_bytes = crate::shuffle::write_map_output(&shuffle_root, attempt, &out)
+            .map_err(|e| format!("writing map output: {e}"))?;
+        Ok(summary)
     });
-    let read: Result<(u64, u64), (u64, u64, String)> = match &launch.source {
+    let read: Result<(u64, u64), (u64, u64, String)> = match source {
         ReplicaSource::Local => {
             let store = ctx.store.clone();
-            let block = launch.block.clone();
+            let block = block_id.clone();
             tokio::task::spawn_blocking(move || {
                 let mut reader = store.reader(&block).map_err(|e| (0, 0, e.to_string()))?;
                 let mut n = 0u64;
@@ -190,8 +224,8 @@ async fn read_and_map(ctx: &Arc<WorkerCtx>, launch: &Launch) -> ReadResult {
                 &ctx.nic.rx,
                 &ctx.token,
                 addr,
-                &launch.block,
-                launch.len,
+                block_id,
+                len,
                 |piece| {
                     let tx = tx.clone();
                     async move {
@@ -208,20 +242,19 @@ async fn read_and_map(ctx: &Arc<WorkerCtx>, launch: &Launch) -> ReadResult {
     };
     let summary = mapper.await;
     let (local, remote) = read?;
-    if local + remote != launch.len {
+    if local + remote != len {
         return Err((
             local,
             remote,
             format!(
-                "block {} has {} bytes, the master expected {}",
-                launch.block,
+                "block {block_id} has {} bytes, the master expected {len}",
                 local + remote,
-                launch.len
             ),
         ));
     }
     match summary {
-        Ok(s) => Ok((local, remote, s)),
+        Ok(Ok(s)) => Ok((local, remote, s)),
+        Ok(Err(e)) => Err((local, remote, e)),
         Err(e) => Err((local, remote, format!("map function panicked: {e}"))),
     }
 }

@@ -31,6 +31,10 @@ pub fn router(ctx: Arc<WorkerCtx>) -> Router {
             get(get_block).put(put_block).delete(delete_block),
         )
         .route("/status", get(status))
+        .route(
+            "/shuffle/{job}/{map}/{attempt}/{part}",
+            get(crate::shuffle::serve),
+        )
         .layer(axum::middleware::from_fn_with_state(token, require_token))
         .with_state(ctx)
 }

@@ -9,6 +9,7 @@ pub mod fetch;
 pub mod http;
 pub mod nic;
 pub mod node;
+pub mod shuffle;
 pub mod store;
 
 use common::config::ClusterConfig;
@@ -79,6 +80,8 @@ pub struct WorkerCtx {
     pub heartbeat_ms: u64,
     pub slot_rate_bytes: Option<f64>,
     pub store: Arc<store::BlockStore>,
+    /// Map output for the reduces (see `shuffle`).
+    pub shuffle_root: std::path::PathBuf,
     pub nic: nic::Nic,
     pub book: Mutex<exec::TaskBook>,
     pub http: reqwest::Client,
@@ -131,6 +134,17 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             opts.data_dir.display()
         )
     })?);
+    // Map output of an earlier life is useless: the master forgot those attempts.
+    let shuffle_root = shuffle::root(&opts.data_dir);
+    if shuffle_root.exists() {
+        std::fs::remove_dir_all(&shuffle_root).map_err(|e| {
+            anyhow::anyhow!(
+                "worker {}: cannot clear {}: {e}",
+                opts.name,
+                shuffle_root.display()
+            )
+        })?;
+    }
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .map_err(|e| {
@@ -150,6 +164,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         heartbeat_ms: opts.heartbeat_ms,
         slot_rate_bytes: opts.slot_rate_bytes,
         store,
+        shuffle_root,
         nic: nic::Nic::new(opts.nic_bytes_per_sec),
         book: Mutex::new(exec::TaskBook::new(opts.slots)),
         http: reqwest::Client::builder()

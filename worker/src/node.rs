@@ -97,6 +97,10 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                         tracing::warn!("master asked to register again");
                         break;
                     }
+                    for job in reply.forget_jobs {
+                        let root = ctx.shuffle_root.clone();
+                        tokio::task::spawn_blocking(move || crate::shuffle::forget_job(&root, job));
+                    }
                     for l in reply.launches {
                         crate::exec::launch(&ctx, l);
                     }

@@ -1,7 +1,7 @@
 //! input-sink: reads the whole input and discards it (Guo et al.'s IO job).
 //! Counts bytes and newline-terminated records so the read is observable.
 
-use crate::{MapSummary, MapTask};
+use crate::{MapOutput, MapSummary, MapTask};
 
 #[derive(Default)]
 pub struct InputSink {
@@ -20,13 +20,17 @@ impl MapTask for InputSink {
         }
     }
 
-    fn finish(self: Box<Self>) -> MapSummary {
+    fn finish(self: Box<Self>) -> (MapSummary, MapOutput) {
         let tail = u64::from(self.bytes > 0 && !self.ends_clean);
-        MapSummary {
-            input_bytes: self.bytes,
-            records: self.newlines + tail,
-            output_bytes: 0,
-        }
+        (
+            MapSummary {
+                input_bytes: self.bytes,
+                records: self.newlines + tail,
+                output_bytes: 0,
+                sample: Vec::new(),
+            },
+            MapOutput::None,
+        )
     }
 }
 
@@ -36,14 +40,14 @@ mod tests {
 
     #[test]
     fn counts_bytes_and_records_across_pieces() {
-        let mut t = Workload::InputSink.map_task();
+        let mut t = Workload::InputSink.map_task(0);
         t.consume(b"ab\ncd");
         t.consume(b"\nef");
-        let s = t.finish();
+        let (s, _) = t.finish();
         assert_eq!(s.input_bytes, 8);
         assert_eq!(s.records, 3);
         assert_eq!(s.output_bytes, 0);
-        let empty = Workload::InputSink.map_task().finish();
+        let (empty, _) = Workload::InputSink.map_task(0).finish();
         assert_eq!(empty.records, 0);
     }
 }

@@ -89,6 +89,12 @@ enum Cmd {
         /// Fair-share group (pool) for `fair` and `lsap-fair`.
         #[arg(long)]
         group: Option<String>,
+        /// Reduce tasks (wordcount, sort; default 1).
+        #[arg(long)]
+        reduces: Option<u32>,
+        /// Output file name (default `<job name>.out`; with --count, `-<i>` is appended).
+        #[arg(long)]
+        output: Option<String>,
         /// Spread the jobs' arrivals uniformly over this many seconds
         /// (seeded by cluster.seed); default: all at once.
         #[arg(long, default_value_t = 0.0)]
@@ -238,6 +244,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             name,
             count,
             group,
+            reduces,
+            output,
             spread_s,
             wait,
             json,
@@ -259,6 +267,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         input: input.clone(),
                         name,
                         group: group.clone(),
+                        reduces,
+                        output: output
+                            .clone()
+                            .map(|o| if count > 1 { format!("{o}-{i}") } else { o }),
                     })
                     .await?;
                 if json {

@@ -290,6 +290,17 @@ impl ClusterView {
         }
     }
 
+    /// A task the owner placed itself (a reduce) starts on `worker`: it
+    /// takes a slot and counts as running for its job.
+    pub fn start_external(&mut self, job: JobId, worker: WorkerId) {
+        if let Some(w) = self.workers.get_mut(&worker) {
+            w.free = w.free.saturating_sub(1);
+        }
+        if let Some(j) = self.jobs.get_mut(&job) {
+            j.running += 1;
+        }
+    }
+
     /// A task that ran on `worker` ended (successfully or not).
     pub fn task_ended(&mut self, job: JobId, worker: WorkerId, remote: bool) {
         if let Some(w) = self.workers.get_mut(&worker) {

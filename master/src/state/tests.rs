@@ -11,6 +11,7 @@ fn settings(workers: u32, slots: u32) -> MasterSettings {
         max_task_attempts: 2,
         scheduler: SchedulerConfig::hadoop(),
         seed: 5,
+        replication: 2,
         workers: (0..workers)
             .map(|i| WorkerSettings {
                 index: i,
@@ -66,22 +67,32 @@ fn hb(w: u32, free: u32, running: Vec<AttemptId>, results: Vec<TaskResult>) -> H
     }
 }
 
+/// A map launch's source and input length.
+fn map_of(l: &Launch) -> (&ReplicaSource, u64) {
+    match &l.task {
+        LaunchTask::Map { source, len, .. } => (source, *len),
+        LaunchTask::Reduce(_) => panic!("expected a map launch: {l:?}"),
+    }
+}
+
 fn ok(l: &Launch, slot: u32) -> TaskResult {
-    let remote = !matches!(l.source, ReplicaSource::Local);
+    let (source, len) = map_of(l);
+    let remote = !matches!(source, ReplicaSource::Local);
     TaskResult {
         attempt: l.attempt,
         slot,
         outcome: TaskOutcome::Succeeded {
             summary: MapSummary {
-                input_bytes: l.len,
+                input_bytes: len,
                 records: 1,
                 output_bytes: 0,
+                sample: Vec::new(),
             },
         },
         started_unix_ms: 1_000_010,
         finished_unix_ms: 1_000_050,
-        local_bytes: if remote { 0 } else { l.len },
-        remote_bytes: if remote { l.len } else { 0 },
+        local_bytes: if remote { 0 } else { len },
+        remote_bytes: if remote { len } else { 0 },
     }
 }
 
@@ -103,6 +114,8 @@ fn submit(m: &mut Master) -> JobId {
             input: "f".into(),
             name: None,
             group: None,
+            reduces: None,
+            output: None,
         },
     )
     .unwrap()
@@ -116,7 +129,10 @@ fn local_tasks_run_and_report_adds_up() {
     for w in 0..3 {
         let r = m.heartbeat(10, hb(w, 2, vec![], vec![]));
         assert_eq!(r.launches.len(), 2, "w{w} gets its two local blocks");
-        assert!(r.launches.iter().all(|l| l.source == ReplicaSource::Local));
+        assert!(r
+            .launches
+            .iter()
+            .all(|l| *map_of(l).0 == ReplicaSource::Local));
         all.push((w, r.launches));
     }
     assert_eq!(m.report(job).unwrap().state, JobState::Running);
@@ -165,7 +181,7 @@ fn remote_launch_names_the_replica_holder() {
     let r = m.heartbeat(5, hb(1, 1, vec![], vec![]));
     assert_eq!(r.launches.len(), 1);
     assert_eq!(
-        r.launches[0].source,
+        *map_of(&r.launches[0]).0,
         ReplicaSource::Remote {
             worker: WorkerId(0),
             addr: "http://a".into()
@@ -313,7 +329,7 @@ fn lost_worker_tasks_rerun_elsewhere() {
     m.check_workers(1200);
     let l = m.heartbeat(1201, hb(0, 1, vec![], vec![])).launches;
     assert_eq!(l.len(), 1);
-    assert_eq!(l[0].source, ReplicaSource::Local);
+    assert_eq!(*map_of(&l[0]).0, ReplicaSource::Local);
     m.heartbeat(1202, hb(0, 1, vec![], vec![ok(&l[0], 0)]));
     assert_eq!(m.report(job).unwrap().state, JobState::Succeeded);
 }
@@ -330,6 +346,8 @@ fn bad_submissions_and_registrations_are_refused() {
                 input: "nope".into(),
                 name: None,
                 group: None,
+                reduces: None,
+                output: None,
             },
         )
         .unwrap_err();
@@ -367,6 +385,8 @@ fn bad_submissions_and_registrations_are_refused() {
                 input: "g".into(),
                 name: None,
                 group: None,
+                reduces: None,
+                output: None,
             },
         )
         .unwrap_err();

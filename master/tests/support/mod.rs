@@ -44,6 +44,7 @@ pub async fn start_cluster_with(
         max_task_attempts: 2,
         scheduler: SchedulerConfig::hadoop(),
         seed: 3,
+        replication: 2,
         workers: (0..n)
             .map(|i| WorkerSettings {
                 index: i,

@@ -1,0 +1,316 @@
+//! The shuffle: map output on the mapper's local disk, served to reducers
+//! over HTTP through this worker's NIC (transmit), fetched by reducers
+//! through theirs (receive); and the reduce attempt itself, which writes its
+//! output as a replicated block of the job's output file.
+//!
+//! Layout: `<data_dir>/shuffle/<job>/m<map>.a<attempt>/` holding `p<r>`
+//! (hash-partitioned output, one file per reduce) or `run` (sort: the sorted
+//! records, served by key range). A map's directory is written under a
+//! temporary name and renamed, so a reducer never sees half of it. Job
+//! directories are deleted when the master says the job ended, and the whole
+//! tree when the worker starts (the master forgets earlier attempts then).
+
+use crate::nic::Link;
+use crate::WorkerCtx;
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::Response;
+use bytes::Bytes;
+use common::checksum::BlockChecksums;
+use common::http::{bearer, ApiError};
+use common::wire::{
+    ErrorBody, KeyRange, ReduceLaunch, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER,
+    BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
+};
+use common::{AttemptId, JobId};
+use futures_util::StreamExt;
+use reqwest::header::AUTHORIZATION;
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use workloads::{MapOutput, ReduceSummary, Workload};
+
+/// Root of this worker's map output.
+pub fn root(data_dir: &std::path::Path) -> PathBuf {
+    data_dir.join("shuffle")
+}
+
+fn map_dir(root: &std::path::Path, a: AttemptId) -> PathBuf {
+    root.join(a.task.job.0.to_string())
+        .join(format!("m{}.a{}", a.task.index, a.attempt))
+}
+
+/// Writes a finished map's output; returns the bytes written.
+pub fn write_map_output(
+    root: &std::path::Path,
+    a: AttemptId,
+    out: &MapOutput,
+) -> std::io::Result<u64> {
+    let dir = map_dir(root, a);
+    let parent = dir.parent().expect("map dir has a parent");
+    std::fs::create_dir_all(parent)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempdir_in(parent)?;
+    let mut n = 0u64;
+    match out {
+        MapOutput::Partitions(parts) => {
+            for (r, p) in parts.iter().enumerate() {
+                std::fs::write(tmp.path().join(format!("p{r}")), p)?;
+                n += p.len() as u64;
+            }
+        }
+        MapOutput::SortedRun { run, .. } => {
+            std::fs::write(tmp.path().join("run"), run)?;
+            n += run.len() as u64;
+        }
+        MapOutput::None | MapOutput::Invalid(_) => return Ok(0),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(tmp.keep(), &dir)?;
+    Ok(n)
+}
+
+/// Deletes a job's map output.
+pub fn forget_job(root: &std::path::Path, job: JobId) {
+    let _ = std::fs::remove_dir_all(root.join(job.0.to_string()));
+}
+
+#[derive(Deserialize)]
+pub struct RangeQuery {
+    /// sort: hex-encoded key bounds of the requested range.
+    lo: Option<String>,
+    hi: Option<String>,
+}
+
+/// `GET /shuffle/{job}/{map}/{attempt}/{part}`: `p<r>` or `run?lo=&hi=`.
+pub async fn serve(
+    State(ctx): State<Arc<WorkerCtx>>,
+    Path((job, map, attempt, part)): Path<(u32, u32, u32, String)>,
+    Query(q): Query<RangeQuery>,
+) -> Result<Response, ApiError> {
+    let valid = part == "run"
+        || (part.len() > 1
+            && part.starts_with('p')
+            && part[1..].bytes().all(|b| b.is_ascii_digit()));
+    if !valid {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("shuffle part {part:?} must be `run` or p<number>"),
+        ));
+    }
+    let path = ctx
+        .shuffle_root
+        .join(job.to_string())
+        .join(format!("m{map}.a{attempt}"))
+        .join(&part);
+    let data = tokio::fs::read(&path).await.map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::NotFound {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        ApiError::new(
+            code,
+            format!("map output job {job} map {map} attempt {attempt} {part}: {e}"),
+        )
+    })?;
+    let unhex = |s: &Option<String>, name: &str| -> Result<Option<Vec<u8>>, ApiError> {
+        s.as_ref()
+            .map(|h| {
+                hex::decode(h).map_err(|_| {
+                    ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        format!("`{name}` is not hex: {h:?}"),
+                    )
+                })
+            })
+            .transpose()
+    };
+    let data = Bytes::from(data);
+    let body = if part == "run" {
+        let (lo, hi) = (unhex(&q.lo, "lo")?, unhex(&q.hi, "hi")?);
+        let (s, e) = workloads::sort::range_in_run(&data, lo.as_deref(), hi.as_deref());
+        data.slice(s..e)
+    } else {
+        data
+    };
+    let len = body.len();
+    let stream = futures_util::stream::unfold((body, ctx), |(mut rest, ctx)| async move {
+        if rest.is_empty() {
+            return None;
+        }
+        let piece = rest.split_to(rest.len().min(crate::nic::PIECE));
+        ctx.nic.tx.acquire(piece.len()).await;
+        Some((Ok::<Bytes, std::io::Error>(piece), (rest, ctx)))
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_LENGTH, len)
+        .header(header::CONTENT_TYPE, "application/octet-stream")
+        .body(Body::from_stream(stream))
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// GETs `url` whole, paced by `rx`.
+async fn fetch(
+    http: &reqwest::Client,
+    rx: &Link,
+    token: &str,
+    url: &str,
+) -> Result<Vec<u8>, String> {
+    let resp = http
+        .get(url)
+        .header(AUTHORIZATION, bearer(token))
+        .send()
+        .await
+        .map_err(|e| format!("fetching {url}: {e}"))?;
+    let status = resp.status();
+    if !status.is_success() {
+        let body = resp.text().await.unwrap_or_default();
+        let msg = serde_json::from_str::<ErrorBody>(&body)
+            .map(|b| b.error)
+            .unwrap_or(body);
+        return Err(format!("fetching {url}: HTTP {status}: {msg}"));
+    }
+    let mut out = Vec::new();
+    let mut stream = resp.bytes_stream();
+    while let Some(piece) = stream.next().await {
+        let piece = piece.map_err(|e| {
+            format!(
+                "fetching {url}: stream broke after {} bytes: {e}",
+                out.len()
+            )
+        })?;
+        rx.acquire(piece.len()).await;
+        out.extend_from_slice(&piece);
+    }
+    Ok(out)
+}
+
+/// PUTs a block to another worker, paced by this worker's transmit link.
+async fn upload(
+    ctx: &Arc<WorkerCtx>,
+    addr: &str,
+    target: &common::wire::OutputTarget,
+    data: Bytes,
+    digest: &str,
+) -> Result<(), String> {
+    let url = format!("{addr}/blocks/{}", target.block);
+    let paced = futures_util::stream::unfold((data, ctx.clone()), |(mut rest, ctx)| async move {
+        if rest.is_empty() {
+            return None;
+        }
+        let piece = rest.split_to(rest.len().min(crate::nic::PIECE));
+        ctx.nic.tx.acquire(piece.len()).await;
+        Some((Ok::<Bytes, std::io::Error>(piece), (rest, ctx)))
+    });
+    let resp = ctx
+        .http
+        .put(&url)
+        .header(AUTHORIZATION, bearer(&ctx.token))
+        .header(BLOCK_DIGEST_HEADER, digest)
+        .header(BLOCK_FILE_HEADER, &target.file)
+        .header(BLOCK_INDEX_HEADER, target.index.to_string())
+        .header(BLOCK_FILE_BLOCKS_HEADER, target.file_blocks.to_string())
+        .body(reqwest::Body::wrap_stream(paced))
+        .send()
+        .await
+        .map_err(|e| format!("replicating output to {url}: {e}"))?;
+    if !resp.status().is_success() {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        return Err(format!(
+            "replicating output to {url}: HTTP {status}: {body}"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs one reduce attempt: fetch this partition from every map, reduce,
+/// store the output block here and copy it to the replica workers.
+/// Returns (summary, bytes fetched from this worker, bytes fetched remotely).
+pub async fn run_reduce(
+    ctx: &Arc<WorkerCtx>,
+    attempt: AttemptId,
+    workload: Workload,
+    r: &ReduceLaunch,
+) -> Result<(ReduceSummary, u64, u64), (u64, u64, String)> {
+    let Some(mut task) = workload.reduce_task() else {
+        return Err((0, 0, format!("{workload} has no reduce phase")));
+    };
+    let job = attempt.task.job;
+    let (mut local, mut remote) = (0u64, 0u64);
+    // Fetch a few inputs at once; they share this worker's receive link.
+    let urls: Vec<(bool, String)> = r
+        .inputs
+        .iter()
+        .map(|i| {
+            let base = format!("{}/shuffle/{}/{}/{}", i.addr, job.0, i.map, i.attempt);
+            let url = match &r.range {
+                Some(KeyRange { lo, hi }) => {
+                    let mut q = Vec::new();
+                    if let Some(lo) = lo {
+                        q.push(format!("lo={}", hex::encode(lo)));
+                    }
+                    if let Some(hi) = hi {
+                        q.push(format!("hi={}", hex::encode(hi)));
+                    }
+                    format!("{base}/run?{}", q.join("&"))
+                }
+                None => format!("{base}/p{}", r.partition),
+            };
+            (i.addr == ctx.advertise, url)
+        })
+        .collect();
+    let mut fetches = futures_util::stream::iter(urls.into_iter().map(|(own, url)| {
+        let ctx = ctx.clone();
+        async move {
+            fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url)
+                .await
+                .map(|d| (own, d))
+        }
+    }))
+    .buffered(4);
+    while let Some(res) = fetches.next().await {
+        let (own, data) = res.map_err(|e| (local, remote, e))?;
+        if own {
+            local += data.len() as u64;
+        } else {
+            remote += data.len() as u64;
+        }
+        let (data, t) = tokio::task::spawn_blocking(move || {
+            let res = task.consume(&data);
+            (res, task)
+        })
+        .await
+        .map_err(|e| (local, remote, format!("reduce panicked: {e}")))?;
+        task = t;
+        data.map_err(|e| (local, remote, e))?;
+    }
+    let (summary, out) = tokio::task::spawn_blocking(move || task.finish())
+        .await
+        .map_err(|e| (local, remote, format!("reduce panicked: {e}")))?;
+    let out = Bytes::from(out);
+    let target = crate::store::BlockTarget {
+        id: r.output.block.clone(),
+        file: r.output.file.clone(),
+        index: r.output.index,
+        file_blocks: r.output.file_blocks,
+    };
+    let store = ctx.store.clone();
+    let data = out.clone();
+    tokio::task::spawn_blocking(move || store.put(target, &data))
+        .await
+        .map_err(|e| (local, remote, format!("storing output panicked: {e}")))?
+        .map_err(|e| (local, remote, format!("storing output block: {e}")))?;
+    ctx.wake_heartbeat();
+    let digest = BlockChecksums::of(&out).block_digest_hex();
+    for addr in &r.output.replicas {
+        upload(ctx, addr, &r.output, out.clone(), &digest)
+            .await
+            .map_err(|e| (local, remote, e))?;
+    }
+    Ok((summary, local, remote))
+}
