@@ -95,6 +95,9 @@ pub struct WorkerDefaults {
     /// (10^6 bytes), so a task takes at least input / rate; absent = off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_rate_mbs: Option<f64>,
+    /// `both` (default), `map` or `reduce`.
+    #[serde(default)]
+    pub role: Role,
 }
 
 impl Default for WorkerDefaults {
@@ -103,7 +106,28 @@ impl Default for WorkerDefaults {
             slots: defaults::slots(),
             nic_mbps: None,
             slot_rate_mbs: None,
+            role: Role::Both,
         }
+    }
+}
+
+/// What a worker runs (EAS's dedicated machines). Input data lives on the
+/// workers that run maps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    #[default]
+    Both,
+    Map,
+    Reduce,
+}
+
+impl Role {
+    pub fn runs_maps(self) -> bool {
+        self != Role::Reduce
+    }
+    pub fn runs_reduces(self) -> bool {
+        self != Role::Map
     }
 }
 
@@ -161,6 +185,8 @@ pub struct WorkerEntry {
     pub nic_mbps: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_rate_mbs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
 }
 
 mod defaults {
@@ -202,6 +228,7 @@ pub struct WorkerSettings {
     pub nic_bytes_per_sec: Option<f64>,
     /// Compute pacing per slot in bytes per second; `None` = off.
     pub slot_rate_bytes: Option<f64>,
+    pub role: Role,
 }
 
 impl ClusterConfig {
@@ -265,12 +292,32 @@ impl ClusterConfig {
         if self.worker.is_empty() {
             return Err(self.invalid("worker", "at least one [[worker]] is required"));
         }
-        if c.replication == 0 || c.replication as usize > self.worker.len() {
+        let map_workers = self
+            .worker
+            .iter()
+            .filter(|w| w.role.unwrap_or(self.workers.role).runs_maps())
+            .count();
+        if map_workers == 0 {
+            return Err(self.invalid(
+                "worker.role",
+                "at least one worker must run maps (role \"map\" or \"both\")",
+            ));
+        }
+        if !self
+            .worker
+            .iter()
+            .any(|w| w.role.unwrap_or(self.workers.role).runs_reduces())
+        {
+            return Err(self.invalid(
+                "worker.role",
+                "at least one worker must run reduces (role \"reduce\" or \"both\")",
+            ));
+        }
+        if c.replication == 0 || c.replication as usize > map_workers {
             return Err(self.invalid(
                 "cluster.replication",
                 format!(
-                    "must be 1..={} (the number of [[worker]] entries) (got {})",
-                    self.worker.len(),
+                    "must be 1..={map_workers} (the workers that run maps and hold data) (got {})",
                     c.replication
                 ),
             ));
@@ -339,6 +386,7 @@ impl ClusterConfig {
                     .slot_rate_mbs
                     .or(self.workers.slot_rate_mbs)
                     .map(|r| r * 1e6),
+                role: w.role.unwrap_or(self.workers.role),
             })
             .collect()
     }
@@ -419,6 +467,19 @@ nic_mbps = 100
         assert_eq!(c.cluster.heartbeat_ms, 100);
         assert_eq!(c.scheduler, SchedulerConfig::hadoop());
         assert_eq!(c.worker_data_dir("w1"), PathBuf::from("conf/run/data/w1"));
+    }
+
+    #[test]
+    fn roles_are_validated() {
+        let all_reduce = GOOD.replace("[[worker]]\n", "[[worker]]\nrole = \"reduce\"\n");
+        let e = parse(&all_reduce).unwrap_err();
+        assert!(e.contains("worker.role") && e.contains("run maps"), "{e}");
+        // Replication counts only the workers that hold data.
+        let one_map = GOOD.replacen("[[worker]]\n", "[[worker]]\nrole = \"reduce\"\n", 1);
+        let e = parse(&one_map).unwrap_err();
+        assert!(e.contains("cluster.replication") && e.contains("hold data"), "{e}");
+        let e = parse(&GOOD.replace("[[worker]]\n", "[[worker]]\nrole = \"mapper\"\n")).unwrap_err();
+        assert!(e.contains("mapper"), "{e}");
     }
 
     #[test]

@@ -326,6 +326,8 @@ pub struct FileInfo {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerInfo {
     pub id: WorkerId,
+    #[serde(default)]
+    pub role: crate::config::Role,
     pub name: String,
     pub addr: String,
     pub slots: u32,

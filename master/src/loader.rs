@@ -223,11 +223,11 @@ pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<File
         .workers()
         .await?
         .into_iter()
-        .filter(|w| w.alive)
+        .filter(|w| w.alive && w.role.runs_maps())
         .collect();
     if spec.replication == 0 || spec.replication as usize > workers.len() {
         bail!(
-            "replication {} needs that many live workers; {} are alive",
+            "replication {} needs that many live workers that hold data (role map or both); {} are alive",
             spec.replication,
             workers.len()
         );

@@ -257,6 +257,8 @@ impl Master {
         w.free_slots = req.slots;
         self.view.upsert_worker(id, req.slots);
         self.view.set_free(id, req.slots);
+        let role = self.settings.workers[idx].role;
+        self.view.set_runs_maps(id, role.runs_maps());
         self.catalog.apply_report(id, &req.blocks);
         self.refresh_replicas();
         tracing::info!(worker = %self.workers[idx].name, %id, addr = %self.workers[idx].addr, blocks = req.blocks.len(), "worker registered");
@@ -336,9 +338,13 @@ impl Master {
         }
     }
 
-    /// Fills `id`'s free slots with waiting reduces, oldest job first.
+    /// Fills `id`'s free slots with waiting reduces, oldest job first
+    /// (only on workers whose role runs reduces).
     fn launch_reduces(&mut self, now: Millis, id: WorkerId) -> Vec<Launch> {
         let mut out = Vec::new();
+        if !self.settings.workers[id.0 as usize].role.runs_reduces() {
+            return out;
+        }
         let mut jobs: Vec<JobId> = self
             .jobs
             .values()
@@ -347,7 +353,7 @@ impl Master {
             .collect();
         jobs.sort();
         for jid in jobs {
-            while self.view.free_slots(id) > 0 {
+            while self.view.free_slots_any(id) > 0 {
                 let Some(idx) = self
                     .jobs
                     .get_mut(&jid)
@@ -363,9 +369,14 @@ impl Master {
     }
 
     fn start_reduce(&mut self, now: Millis, jid: JobId, idx: u32, worker: WorkerId) -> Launch {
+        // Output replicas go to live workers that hold data (run maps),
+        // plus the reducer itself.
         let alive: Vec<WorkerId> = (0..self.workers.len() as u32)
             .map(WorkerId)
-            .filter(|w| self.workers[w.0 as usize].alive)
+            .filter(|w| {
+                self.workers[w.0 as usize].alive
+                    && (*w == worker || self.settings.workers[w.0 as usize].role.runs_maps())
+            })
             .collect();
         let replication = self.settings.replication.max(1) as usize;
         let job = self.jobs.get_mut(&jid).expect("job with pending reduces");
@@ -383,7 +394,7 @@ impl Master {
         // in a rotation that differs per job and partition.
         let start = alive.iter().position(|w| *w == worker).unwrap_or(0);
         let shift = (jid.0 as usize + r as usize) % alive.len().max(1);
-        let others: Vec<WorkerId> = (1..alive.len())
+        let others: Vec<WorkerId> = (0..alive.len())
             .map(|k| alive[(start + shift + k) % alive.len()])
             .filter(|w| *w != worker)
             .take(replication.saturating_sub(1))
@@ -484,6 +495,7 @@ impl Master {
             .enumerate()
             .map(|(i, w)| WorkerInfo {
                 id: WorkerId(i as u32),
+                role: self.settings.workers[i].role,
                 name: w.name.clone(),
                 addr: w.addr.clone(),
                 slots: w.slots,

@@ -197,6 +197,7 @@ impl RunEnv<'_> {
                 } else {
                     None
                 },
+                role: common::config::Role::Both,
             },
             worker: (0..c.workers as usize)
                 .map(|i| WorkerEntry {
@@ -205,6 +206,7 @@ impl RunEnv<'_> {
                     slots: None,
                     nic_mbps: None,
                     slot_rate_mbs: None,
+                    role: None,
                 })
                 .collect(),
             background: if shaped {

@@ -100,7 +100,7 @@ pub fn plan(
         .map(|(i, w)| (w.id, i))
         .collect();
     let w = group_weights(weights, view.jobs());
-    let all_slots = view.total_slots() as f64;
+    let all_slots = view.total_map_slots() as f64;
     let mut rt: BTreeMap<&str, u32> = BTreeMap::new();
     let mut by_group: BTreeMap<&str, Vec<&PendingTask>> = BTreeMap::new();
     for j in view.jobs() {

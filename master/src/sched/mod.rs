@@ -43,6 +43,8 @@ pub struct WorkerView {
     pub free: u32,
     /// Data-remote tasks running on this worker (DynDL's r_s).
     pub remote_running: u32,
+    /// Whether maps may run here (false on reduce-only machines).
+    pub runs_maps: bool,
 }
 
 /// A task waiting for a slot.
@@ -162,11 +164,27 @@ impl ClusterView {
         self.workers.values()
     }
 
+    /// Free slots of `w` for map tasks (0 on a reduce-only worker).
     pub fn free_slots(&self, w: WorkerId) -> u32 {
+        self.workers
+            .get(&w)
+            .filter(|v| v.alive && v.runs_maps)
+            .map_or(0, |v| v.free)
+    }
+
+    /// Free slots of `w` for any task (the owner's reduce placement).
+    pub fn free_slots_any(&self, w: WorkerId) -> u32 {
         self.workers
             .get(&w)
             .filter(|v| v.alive)
             .map_or(0, |v| v.free)
+    }
+
+    /// Marks whether maps may run on `w` (worker roles).
+    pub fn set_runs_maps(&mut self, w: WorkerId, runs_maps: bool) {
+        if let Some(v) = self.workers.get_mut(&w) {
+            v.runs_maps = runs_maps;
+        }
     }
 
     /// Active jobs, oldest first.
@@ -196,9 +214,20 @@ impl ClusterView {
             .sum()
     }
 
-    /// Live workers with a free slot, in id order.
+    /// Live map workers with a free slot, in id order.
     pub fn idle_workers(&self) -> impl Iterator<Item = &WorkerView> {
-        self.workers.values().filter(|w| w.alive && w.free > 0)
+        self.workers
+            .values()
+            .filter(|w| w.alive && w.runs_maps && w.free > 0)
+    }
+
+    /// Slots of all live map workers.
+    pub fn total_map_slots(&self) -> u32 {
+        self.workers
+            .values()
+            .filter(|w| w.alive && w.runs_maps)
+            .map(|w| w.slots)
+            .sum()
     }
 
     // ---- updates by the owner (master or simulator) ----
@@ -210,6 +239,7 @@ impl ClusterView {
             slots,
             free: slots,
             remote_running: 0,
+            runs_maps: true,
         });
         w.alive = true;
         w.slots = slots;

@@ -20,6 +20,7 @@ fn settings(workers: u32, slots: u32) -> MasterSettings {
                 slots,
                 nic_bytes_per_sec: None,
                 slot_rate_bytes: None,
+                role: common::config::Role::Both,
             })
             .collect(),
     }
@@ -397,4 +398,68 @@ fn bad_submissions_and_registrations_are_refused() {
             missing: vec![0]
         }
     );
+}
+
+/// Worker roles: maps only on map machines, reduces only on reduce machines,
+/// and a reduce launch names every map's output and its key range.
+#[test]
+fn roles_keep_maps_and_reduces_apart() {
+    use common::config::Role;
+    let mut s = settings(3, 2);
+    s.workers[0].role = Role::Map;
+    s.workers[1].role = Role::Map;
+    s.workers[2].role = Role::Reduce;
+    let mut m = Master::new(s);
+    for w in 0..3u32 {
+        // The reduce machine holds no data (the loader never places any there).
+        let mine = (0..4)
+            .filter(|b| w < 2 && b % 2 == w)
+            .map(|b| block("f", b, 4))
+            .collect();
+        m.register(
+            0,
+            RegisterRequest {
+                name: format!("w{w}"),
+                addr: format!("http://w{w}"),
+                slots: 2,
+                blocks: mine,
+            },
+        )
+        .unwrap();
+    }
+    let mut job = JobSubmit::new(Workload::Wordcount, "f");
+    job.reduces = Some(2);
+    let id = m.submit(0, 1_000_000, job).unwrap();
+    // The reduce machine gets no map, even with free slots and no local data.
+    assert!(m.heartbeat(10, hb(2, 2, vec![], vec![])).launches.is_empty());
+    let mut maps = Vec::new();
+    for w in 0..2 {
+        maps.push((w, m.heartbeat(10, hb(w, 2, vec![], vec![])).launches));
+    }
+    assert_eq!(maps.iter().map(|(_, l)| l.len()).sum::<usize>(), 4);
+    for (w, ls) in &maps {
+        let results = ls.iter().map(|l| ok(l, 0)).collect();
+        let r = m.heartbeat(20, hb(*w, 2, vec![], results));
+        // Map machines never get the reduces.
+        assert!(r.launches.is_empty(), "{:?}", r.launches);
+    }
+    let rep = m.report(id).unwrap();
+    assert_eq!(rep.tasks_done, 4, "{rep:?}");
+    let r = m.heartbeat(30, hb(2, 2, vec![], vec![]));
+    assert_eq!(r.launches.len(), 2, "{:?}", m.view().worker(WorkerId(2)));
+    for (i, l) in r.launches.iter().enumerate() {
+        let LaunchTask::Reduce(red) = &l.task else {
+            panic!("expected reduces: {l:?}")
+        };
+        assert_eq!(red.partition, i as u32);
+        assert_eq!(red.inputs.len(), 4);
+        assert!(red.range.is_none(), "wordcount partitions by hash");
+        assert_eq!(red.output.file, "wordcount-1.out");
+        // Output replicas: the reducer plus one data-holding worker.
+        assert_eq!(red.output.replicas.len(), 1);
+        assert_ne!(red.output.replicas[0], "http://w2");
+    }
+    let report = m.report(id).unwrap();
+    assert_eq!((report.reduces, report.reduces_done), (2, 0));
+    assert_eq!(report.state, JobState::Running);
 }

@@ -53,6 +53,7 @@ pub async fn start_cluster_with(
                 slots,
                 nic_bytes_per_sec: nic[i as usize],
                 slot_rate_bytes: None,
+                role: common::config::Role::Both,
             })
             .collect(),
     };
