@@ -477,8 +477,12 @@ nic_mbps = 100
         // Replication counts only the workers that hold data.
         let one_map = GOOD.replacen("[[worker]]\n", "[[worker]]\nrole = \"reduce\"\n", 1);
         let e = parse(&one_map).unwrap_err();
-        assert!(e.contains("cluster.replication") && e.contains("hold data"), "{e}");
-        let e = parse(&GOOD.replace("[[worker]]\n", "[[worker]]\nrole = \"mapper\"\n")).unwrap_err();
+        assert!(
+            e.contains("cluster.replication") && e.contains("hold data"),
+            "{e}"
+        );
+        let e =
+            parse(&GOOD.replace("[[worker]]\n", "[[worker]]\nrole = \"mapper\"\n")).unwrap_err();
         assert!(e.contains("mapper"), "{e}");
     }
 

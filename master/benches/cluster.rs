@@ -3,7 +3,9 @@
 //! 1. remote fetch into a worker whose NIC is capped at C = 400 Mbit/s, with
 //!    1, 2 and 4 concurrent readers: aggregate / C and each reader / (C/k);
 //! 2. local input-sink of a 256 MB block (checksums verified) vs `sha256sum`;
-//! 3. a 64-task input-sink job over 1 MB blocks on 4 workers x 4 slots, submit to report.
+//! 3. a 64-task input-sink job over 1 MB blocks on 4 workers x 4 slots, submit to report;
+//! 4. a sort and a wordcount job against `LC_ALL=C sort` and the coreutils
+//!    wordcount pipeline on the same bytes.
 
 use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
@@ -291,6 +293,117 @@ async fn overhead_bench() {
     );
 }
 
+/// Concatenates a loaded file's blocks (read from the worker holding them)
+/// into `path`; returns its size.
+async fn dump_file(cl: &support::LocalCluster, name: &str, path: &std::path::Path) -> u64 {
+    let f = cl.client.file(name).await.unwrap();
+    let mut out = Vec::new();
+    for (i, reps) in f.replicas.iter().enumerate() {
+        let w = cl.workers.iter().find(|w| w.ctx.name == reps[0]).unwrap();
+        let id = BlockId::for_file(name, i as u32).unwrap();
+        let target = w.ctx.store.data_path(&id);
+        out.extend_from_slice(&std::fs::read(target).unwrap());
+    }
+    std::fs::write(path, &out).unwrap();
+    out.len() as u64
+}
+
+/// Wall time of a shell pipeline over `input` (LC_ALL=C), its output written
+/// to a file next to the input (as the job writes its output file).
+fn time_shell(cmd: &str, input: &std::path::Path) -> f64 {
+    let out = input.with_extension("reference-out");
+    let t = Instant::now();
+    let st = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("( {cmd} ) < '{}' > '{}'", input.display(), out.display()),
+        ])
+        .env("LC_ALL", "C")
+        .status()
+        .unwrap();
+    assert!(st.success(), "{cmd} failed");
+    t.elapsed().as_secs_f64()
+}
+
+/// 4. sort and wordcount jobs (1 map machine x 2 slots, 1 reduce machine,
+/// unlimited NIC) against coreutils on the same bytes.
+async fn mapreduce_bench() {
+    use common::config::Role;
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_cluster_roles(
+        dir.path(),
+        TOKEN,
+        2,
+        &[None, None],
+        &[Role::Map, Role::Reduce],
+        50,
+        |_| {},
+    )
+    .await;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    println!(
+        "4. map and reduce vs coreutils ({cores} cores; a map machine and a reduce machine, 2 slots each, 2 reduces; output stored durably with checksums)"
+    );
+    for (kind, name, workload, cmd, target) in [
+        (Generator::Records, "recs", Workload::Sort, "sort", 1.0),
+        (
+            Generator::Text,
+            "words",
+            Workload::Wordcount,
+            "tr -s '[:space:]' '\\n' | sort | uniq -c",
+            5.0,
+        ),
+    ] {
+        loader::load(
+            &cl.client,
+            &LoadSpec {
+                name: name.into(),
+                source: Source::Generate { kind, blocks: 16 },
+                block_size: 8_000_000,
+                replication: 1,
+                seed: 9,
+            },
+        )
+        .await
+        .unwrap();
+        let file = dir.path().join(format!("{name}.input"));
+        let bytes = dump_file(&cl, name, &file).await as f64;
+        let mut ours = f64::MAX;
+        for round in 0..2 {
+            let mut job = JobSubmit::new(workload, name);
+            // The reduce machine has 2 slots: 2 reduces use both cores.
+            job.reduces = Some(2);
+            job.output = Some(format!("{name}-out{round}"));
+            let t = Instant::now();
+            let id = cl.client.submit(&job).await.unwrap();
+            let r = cl.client.wait_job(id).await.unwrap();
+            assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
+            ours = ours.min(t.elapsed().as_secs_f64());
+            if std::env::var_os("BENCH_DETAIL").is_some() {
+                for a in &r.attempts {
+                    println!(
+                        "      {:?} task {} on {}: {} -> {} ms",
+                        a.kind, a.task, a.worker, a.start_ms, a.end_ms
+                    );
+                }
+            }
+        }
+        let theirs = time_shell(cmd, &file);
+        let (a, b) = (bytes / 1e6 / ours, bytes / 1e6 / theirs);
+        println!(
+            "   {workload} of {:.0} MB: job {:.2} s = {:.1} MB/s ({:.1} MB/s per core); `LC_ALL=C {cmd}` {:.2} s = {:.1} MB/s ({:.1} per core); ratio {:.2} (target >= {target})",
+            bytes / 1e6,
+            ours,
+            a,
+            a / cores,
+            theirs,
+            b,
+            b / cores,
+            a / b
+        );
+    }
+}
+
 fn main() {
     // `cargo bench` passes --bench; nothing to parse.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -302,5 +415,6 @@ fn main() {
         nic_netns_bench().await;
         local_sink_bench().await;
         overhead_bench().await;
+        mapreduce_bench().await;
     });
 }

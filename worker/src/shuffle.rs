@@ -281,7 +281,7 @@ pub async fn run_reduce(
             remote += data.len() as u64;
         }
         let (data, t) = tokio::task::spawn_blocking(move || {
-            let res = task.consume(&data);
+            let res = task.consume(data);
             (res, task)
         })
         .await

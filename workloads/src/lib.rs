@@ -115,6 +115,6 @@ pub struct ReduceSummary {
 /// One running reduce task: `consume` once per mapper's partition, then
 /// `finish` returns the output bytes of this reduce's partition.
 pub trait ReduceTask: Send {
-    fn consume(&mut self, input: &[u8]) -> Result<(), String>;
+    fn consume(&mut self, input: Vec<u8>) -> Result<(), String>;
     fn finish(self: Box<Self>) -> (ReduceSummary, Vec<u8>);
 }

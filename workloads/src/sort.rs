@@ -107,38 +107,52 @@ pub struct SortReduce {
 }
 
 impl ReduceTask for SortReduce {
-    fn consume(&mut self, input: &[u8]) -> Result<(), String> {
+    fn consume(&mut self, input: Vec<u8>) -> Result<(), String> {
         if !input.len().is_multiple_of(RECORD) {
             return Err(format!(
                 "sort reduce input of {} bytes is not whole {RECORD}-byte records",
                 input.len()
             ));
         }
-        self.runs.push(input.to_vec());
+        self.runs.push(input);
         Ok(())
     }
 
     fn finish(self: Box<Self>) -> (ReduceSummary, Vec<u8>) {
         let input: usize = self.runs.iter().map(Vec::len).sum();
-        // K-way merge of sorted runs.
-        let mut heads: std::collections::BinaryHeap<std::cmp::Reverse<(&[u8], usize, usize)>> =
-            self.runs
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| !r.is_empty())
-                .map(|(i, r)| std::cmp::Reverse((&r[..RECORD], i, 0)))
-                .collect();
-        let mut out = Vec::with_capacity(input);
-        while let Some(std::cmp::Reverse((rec, i, off))) = heads.pop() {
-            out.extend_from_slice(rec);
-            let next = off + RECORD;
-            if next < self.runs[i].len() {
-                heads.push(std::cmp::Reverse((
-                    &self.runs[i][next..next + RECORD],
-                    i,
-                    next,
-                )));
+        let runs: Vec<&[u8]> = self.runs.iter().map(Vec::as_slice).collect();
+        let mut out = vec![0u8; input];
+        // Two threads: cut every run at the same record (the longest run's
+        // median; equal records go to the upper half) and merge the halves.
+        let pivot: Option<&[u8]> = runs
+            .iter()
+            .max_by_key(|r| r.len())
+            .filter(|r| r.len() >= 2 * RECORD)
+            .map(|r| &r[(r.len() / RECORD / 2) * RECORD..][..RECORD]);
+        match pivot {
+            Some(p) => {
+                let cut = |r: &[u8]| -> usize {
+                    let (mut a, mut b) = (0, r.len() / RECORD);
+                    while a < b {
+                        let m = (a + b) / 2;
+                        if &r[m * RECORD..(m + 1) * RECORD] < p {
+                            a = m + 1;
+                        } else {
+                            b = m;
+                        }
+                    }
+                    a * RECORD
+                };
+                let cuts: Vec<usize> = runs.iter().map(|r| cut(r)).collect();
+                let lo: Vec<&[u8]> = runs.iter().zip(&cuts).map(|(r, &c)| &r[..c]).collect();
+                let hi: Vec<&[u8]> = runs.iter().zip(&cuts).map(|(r, &c)| &r[c..]).collect();
+                let (a, b) = out.split_at_mut(cuts.iter().sum());
+                std::thread::scope(|s| {
+                    s.spawn(|| merge(&lo, a));
+                    merge(&hi, b);
+                });
             }
+            None => merge(&runs, &mut out),
         }
         (
             ReduceSummary {
@@ -148,6 +162,26 @@ impl ReduceTask for SortReduce {
             },
             out,
         )
+    }
+}
+
+/// K-way merge of sorted runs of whole records into `out` (exactly their size).
+fn merge(runs: &[&[u8]], out: &mut [u8]) {
+    use std::cmp::Reverse;
+    let mut heads: std::collections::BinaryHeap<Reverse<(&[u8], usize, usize)>> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !r.is_empty())
+        .map(|(i, r)| Reverse((&r[..RECORD], i, 0)))
+        .collect();
+    let mut at = 0;
+    while let Some(Reverse((rec, i, off))) = heads.pop() {
+        out[at..at + RECORD].copy_from_slice(rec);
+        at += RECORD;
+        let next = off + RECORD;
+        if next < runs[i].len() {
+            heads.push(Reverse((&runs[i][next..next + RECORD], i, next)));
+        }
     }
 }
 
@@ -199,8 +233,8 @@ mod tests {
         let mut r = Workload::Sort.reduce_task().unwrap();
         let a: Vec<u8> = [rec("b", 1), rec("d", 2)].concat();
         let b: Vec<u8> = [rec("a", 3), rec("b", 0), rec("e", 4)].concat();
-        r.consume(&a).unwrap();
-        r.consume(&b).unwrap();
+        r.consume(a).unwrap();
+        r.consume(b).unwrap();
         let (s, out) = r.finish();
         assert_eq!(s.records, 5);
         let keys: Vec<u8> = out.chunks(RECORD).map(|c| c[0]).collect();
@@ -210,13 +244,42 @@ mod tests {
     }
 
     #[test]
+    fn two_thread_merge_equals_a_full_sort() {
+        // Many runs with duplicate keys, some empty: the split at a pivot
+        // must neither lose nor reorder records.
+        let mut x: u64 = 7;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u32
+        };
+        for trial in 0..20 {
+            let mut r = Workload::Sort.reduce_task().unwrap();
+            let mut all: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..(trial % 7) {
+                let mut run: Vec<Vec<u8>> = (0..(next() % 50))
+                    .map(|_| rec(&format!("k{:02}", next() % 20), next()))
+                    .collect();
+                run.sort();
+                all.extend(run.iter().cloned());
+                r.consume(run.concat()).unwrap();
+            }
+            all.sort();
+            let (s, out) = r.finish();
+            assert_eq!(s.records as usize, all.len());
+            assert_eq!(out, all.concat(), "trial {trial}");
+        }
+    }
+
+    #[test]
     fn partial_records_are_errors() {
         let mut m = Workload::Sort.map_task(1);
         m.consume(&[b'a'; 150]);
         let (_, out) = m.finish();
         assert!(matches!(out, MapOutput::Invalid(e) if e.contains("50 left over")));
         let mut r = Workload::Sort.reduce_task().unwrap();
-        assert!(r.consume(&[b'a'; 99]).is_err());
+        assert!(r.consume(vec![b'a'; 99]).is_err());
     }
 
     #[test]

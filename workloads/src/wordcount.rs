@@ -131,7 +131,7 @@ pub struct WordcountReduce {
 }
 
 impl ReduceTask for WordcountReduce {
-    fn consume(&mut self, input: &[u8]) -> Result<(), String> {
+    fn consume(&mut self, input: Vec<u8>) -> Result<(), String> {
         self.input_bytes += input.len() as u64;
         let mut i = 0;
         while i < input.len() {
@@ -189,7 +189,7 @@ mod tests {
         let mut all = Vec::new();
         for p in parts {
             let mut r = Workload::Wordcount.reduce_task().unwrap();
-            r.consume(&p).unwrap();
+            r.consume(p).unwrap();
             all.extend(r.finish().1);
         }
         all
@@ -221,7 +221,7 @@ mod tests {
     fn corrupt_partitions_are_errors() {
         let mut r = Workload::Wordcount.reduce_task().unwrap();
         assert!(r
-            .consume(&[5, 0, 0, 0, b'a'])
+            .consume(vec![5, 0, 0, 0, b'a'])
             .unwrap_err()
             .contains("byte 0"));
     }

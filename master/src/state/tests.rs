@@ -431,7 +431,10 @@ fn roles_keep_maps_and_reduces_apart() {
     job.reduces = Some(2);
     let id = m.submit(0, 1_000_000, job).unwrap();
     // The reduce machine gets no map, even with free slots and no local data.
-    assert!(m.heartbeat(10, hb(2, 2, vec![], vec![])).launches.is_empty());
+    assert!(m
+        .heartbeat(10, hb(2, 2, vec![], vec![]))
+        .launches
+        .is_empty());
     let mut maps = Vec::new();
     for w in 0..2 {
         maps.push((w, m.heartbeat(10, hb(w, 2, vec![], vec![])).launches));

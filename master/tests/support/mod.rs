@@ -37,6 +37,20 @@ pub async fn start_cluster_with(
     heartbeat_ms: u64,
     tune: impl Fn(&mut worker::WorkerOptions),
 ) -> LocalCluster {
+    let roles = vec![common::config::Role::Both; nic.len()];
+    start_cluster_roles(dir, token, slots, nic, &roles, heartbeat_ms, tune).await
+}
+
+/// [`start_cluster_with`], worker i having role `roles[i]`.
+pub async fn start_cluster_roles(
+    dir: &Path,
+    token: &str,
+    slots: u32,
+    nic: &[Option<f64>],
+    roles: &[common::config::Role],
+    heartbeat_ms: u64,
+    tune: impl Fn(&mut worker::WorkerOptions),
+) -> LocalCluster {
     let n = nic.len() as u32;
     let settings = MasterSettings {
         heartbeat_ms,
@@ -53,7 +67,7 @@ pub async fn start_cluster_with(
                 slots,
                 nic_bytes_per_sec: nic[i as usize],
                 slot_rate_bytes: None,
-                role: common::config::Role::Both,
+                role: roles[i as usize],
             })
             .collect(),
     };
