@@ -325,7 +325,7 @@ fn time_shell(cmd: &str, input: &std::path::Path) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-/// 4. sort and wordcount jobs (1 map machine x 2 slots, 1 reduce machine,
+/// Section 4: sort and wordcount jobs (a map machine and a reduce machine,
 /// unlimited NIC) against coreutils on the same bytes.
 async fn mapreduce_bench() {
     use common::config::Role;
