@@ -93,6 +93,16 @@ pub enum SchedulerConfig {
     /// Guo's lsap-sched: every idle slot and pending task at once, an
     /// assignment with the fewest data-remote tasks (maximum matching).
     Lsap {},
+    /// Strict data locality (EAS's FIFO-S and HFS-S baselines): a free slot
+    /// takes a data-local task of the first job that has one, in FIFO order
+    /// or (`fair`) fair-sharing order; never a remote one.
+    Strict {
+        #[serde(default)]
+        fair: bool,
+    },
+    /// EAS (IEICE 2013): load-balance-aware job selection; a selected job's
+    /// maps are all placed at once on their least-loaded replica holder.
+    Eas {},
     /// Guo's lsap-fair-sched: assignment cost = fairness cost + data-locality cost.
     LsapFair {
         /// α: the data-locality cost of a data-remote assignment.
@@ -154,6 +164,9 @@ impl SchedulerConfig {
             SchedulerConfig::Rand { .. } => "rand",
             SchedulerConfig::Fair { .. } => "fair",
             SchedulerConfig::Lsap {} => "lsap",
+            SchedulerConfig::Strict { fair: false } => "fifo-s",
+            SchedulerConfig::Strict { fair: true } => "hfs-s",
+            SchedulerConfig::Eas {} => "eas",
             SchedulerConfig::LsapFair { .. } => "lsap-fair",
         }
     }
@@ -165,7 +178,9 @@ impl SchedulerConfig {
                 RemotePick::Random => "hadoop".into(),
                 RemotePick::Oldest => "hadoop(oldest)".into(),
             },
-            SchedulerConfig::Lsap {} => self.name().into(),
+            SchedulerConfig::Lsap {} | SchedulerConfig::Strict { .. } | SchedulerConfig::Eas {} => {
+                self.name().into()
+            }
             SchedulerConfig::Delay { threshold_s, pick } => match pick {
                 RemotePick::Random => format!("delay{}", fmt_num(*threshold_s)),
                 RemotePick::Oldest => format!("delay{}(oldest)", fmt_num(*threshold_s)),
@@ -216,7 +231,10 @@ impl SchedulerConfig {
             Ok(())
         };
         match self {
-            SchedulerConfig::Hadoop { .. } | SchedulerConfig::Lsap {} => Ok(()),
+            SchedulerConfig::Hadoop { .. }
+            | SchedulerConfig::Lsap {}
+            | SchedulerConfig::Strict { .. }
+            | SchedulerConfig::Eas {} => Ok(()),
             SchedulerConfig::Delay { threshold_s, .. } => nonneg("threshold_s", *threshold_s),
             SchedulerConfig::DyndlOn {
                 w_s,
@@ -262,8 +280,8 @@ fn fmt_num(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// A name (`hadoop`, `lsap`, presets `delay3`, `delay6`, `delay10`,
-/// `dyndl-on`), or an inline TOML key list such as
+/// A name (`hadoop`, `lsap`, `eas`, presets `delay3`, `delay6`, `delay10`,
+/// `fifo-be`, `fifo-s`, `hfs-be`, `hfs-s`, `dyndl-on`), or an inline TOML key list such as
 /// `policy = "rand", randomness = 0.5`. Parameters are validated.
 impl FromStr for SchedulerConfig {
     type Err = String;
@@ -274,6 +292,14 @@ impl FromStr for SchedulerConfig {
             "delay3" => preset(3.0),
             "delay6" => preset(6.0),
             "delay10" => preset(10.0),
+            // EAS's baselines: FIFO / Hadoop Fair Scheduler x best-effort / strict locality.
+            "fifo-be" => SchedulerConfig::hadoop(),
+            "fifo-s" => SchedulerConfig::Strict { fair: false },
+            "hfs-be" => SchedulerConfig::Fair {
+                delay_s: 0.0,
+                weights: Weights::new(),
+            },
+            "hfs-s" => SchedulerConfig::Strict { fair: true },
             _ => {
                 #[derive(Deserialize)]
                 struct Wrap {

@@ -19,11 +19,13 @@
 pub mod assign;
 pub mod delay;
 pub mod dyndl_on;
+pub mod eas;
 pub mod fair;
 pub mod hadoop;
 pub mod lsap;
 pub mod lsap_fair;
 pub mod rand_sched;
+pub mod strict;
 
 use common::config::SchedulerConfig;
 use common::policy::RemotePick;
@@ -490,6 +492,8 @@ pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
             Box::new(fair::Fair::new(secs_to_ms(delay_s), weights, seed))
         }
         SchedulerConfig::Lsap {} => Box::new(lsap::Lsap::new(seed)),
+        SchedulerConfig::Strict { fair } => Box::new(strict::Strict::new(fair)),
+        SchedulerConfig::Eas {} => Box::new(eas::Eas::new()),
         SchedulerConfig::LsapFair {
             alpha,
             beta,

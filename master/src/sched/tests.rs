@@ -45,6 +45,9 @@ pub(crate) fn all_policies(seed: u64) -> Vec<Box<dyn Scheduler>> {
         "lsap",
         "lsap-fair",
         "policy = \"lsap-fair\", alpha = 20, beta = 500",
+        "fifo-s",
+        "hfs-s",
+        "eas",
     ]
     .iter()
     .map(|s| build(&s.parse().unwrap(), seed))
@@ -582,5 +585,61 @@ fn every_policy_passes_the_shared_suite() {
             runs, again,
             "instance {instance}: same seed, different decisions"
         );
+    }
+}
+
+/// EAS selects the job whose strictly local placement balances the map
+/// machines best, not the oldest, and places all its maps at once.
+#[test]
+fn eas_selects_the_most_balancing_job_and_stays_local() {
+    let mut v = view(2, 1);
+    // Job 1: both maps only on w0 (loads 200/0). Job 2: one map per worker (100/100).
+    v.add_job(
+        JobId(1),
+        0,
+        "default",
+        vec![task(1, 0, &[0]), task(1, 1, &[0])],
+    );
+    v.add_job(
+        JobId(2),
+        0,
+        "default",
+        vec![task(2, 0, &[0]), task(2, 1, &[1])],
+    );
+    let mut s = build_str("eas");
+    let a = offer(s.as_mut(), 0, w(0), &mut v);
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].task, tref(2, 0));
+    assert!(a[0].is_local());
+    // w1 runs job 2's other map, already queued there.
+    let b = offer(s.as_mut(), 0, w(1), &mut v);
+    assert_eq!((b[0].task, b[0].is_local()), (tref(2, 1), true));
+    // Job 1 can only run on w0: w1 stays idle (strict locality).
+    v.task_ended(JobId(2), w(1), false);
+    assert_eq!(offer(s.as_mut(), 1, w(1), &mut v), vec![]);
+    v.task_ended(JobId(2), w(0), false);
+    let c = offer(s.as_mut(), 2, w(0), &mut v);
+    assert_eq!((c[0].task.job, c[0].is_local()), (JobId(1), true));
+}
+
+#[test]
+fn strict_locality_never_reads_remotely() {
+    for p in ["fifo-s", "hfs-s"] {
+        let mut v = view(2, 2);
+        v.add_job(
+            JobId(1),
+            0,
+            "default",
+            vec![task(1, 0, &[1]), task(1, 1, &[1])],
+        );
+        v.add_job(JobId(2), 0, "default", vec![task(2, 0, &[0])]);
+        let mut s = build_str(p);
+        // w0 holds only job 2's input: it runs that, then idles.
+        let a = offer(s.as_mut(), 0, w(0), &mut v);
+        assert_eq!(a.len(), 1, "{p}");
+        assert_eq!((a[0].task, a[0].is_local()), (tref(2, 0), true), "{p}");
+        assert_eq!(offer(s.as_mut(), 99_000, w(0), &mut v), vec![], "{p}");
+        let b = offer(s.as_mut(), 0, w(1), &mut v);
+        assert!(b.len() == 2 && b.iter().all(Assignment::is_local), "{p}");
     }
 }
