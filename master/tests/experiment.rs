@@ -36,7 +36,7 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
         r[h.iter().position(|x| x == name).unwrap()].to_owned()
     };
     assert_eq!(rows.len(), schedulers.len());
-    let tasks_per_run = parsed.jobs.count * parsed.data.blocks;
+    let tasks_per_run = parsed.jobs.count * parsed.data.blocks.unwrap();
     for (r, s) in rows.iter().zip(&schedulers) {
         assert_eq!(col(r, "scheduler"), s.label);
         assert_eq!(col(r, "status"), "ok", "{r:?}");
@@ -130,4 +130,104 @@ count = 1
     assert!(runs.contains("cannot start master"), "{runs}");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("## Failed runs"), "{summary}");
+}
+
+/// A job mix on dedicated map and reduce machines (the shape of EAS Table 1,
+/// in miniature): every job succeeds, maps run only on map machines and
+/// reduces only on reduce machines, strict-locality policies never read
+/// remotely, and the EAS metrics are filled in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_mix_runs_on_dedicated_map_and_reduce_machines() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("mix.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "mix"
+seed = 5
+timeout_s = 120
+schedulers = [
+    { label = "FIFO-BE", scheduler = "fifo-be" },
+    { label = "FIFO-S", scheduler = "fifo-s" },
+    { label = "EAS", scheduler = "eas" },
+]
+[cluster]
+workers = 5
+reduce_workers = 2
+slots = 2
+replication = 1
+heartbeat_ms = 50
+[data]
+block_size = "256KiB"
+[jobs]
+count = 4
+arrival_s = [0, 0.5]
+mix = [
+    { workload = "wordcount", count = 3, maps = 1, reduces = 1 },
+    { workload = "sort", count = 1, maps = 4, reduces = 2 },
+]
+[[points]]
+label = "r2"
+replication = 2
+"#,
+    )
+    .unwrap();
+    let out = master::experiment::run::run(&master::experiment::run::Options {
+        spec,
+        results: tmp.path().join("results"),
+        work: tmp.path().join("work"),
+        keep_data: false,
+        bin: bin.to_owned(),
+    })
+    .await
+    .unwrap();
+    let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+    let h = runs.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = runs.records().map(Result::unwrap).collect();
+    let col = |r: &csv::StringRecord, name: &str| -> String {
+        r[h.iter().position(|x| x == name).unwrap()].to_owned()
+    };
+    let num = |r: &csv::StringRecord, name: &str| -> f64 { col(r, name).parse().unwrap() };
+    assert_eq!(rows.len(), 3);
+    for r in &rows {
+        assert_eq!(col(r, "status"), "ok", "{r:?}");
+        assert_eq!(col(r, "jobs"), "4");
+        // 3 wordcount maps + 4 sort maps.
+        assert_eq!(num(r, "data_local") + num(r, "data_remote"), 7.0, "{r:?}");
+        assert!(num(r, "map_throughput_mbs") > 0.0, "{r:?}");
+        assert!(num(r, "reduce_throughput_mbs") > 0.0, "{r:?}");
+        let lb = num(r, "load_balance");
+        assert!(lb.is_finite() && lb >= 0.0, "{r:?}");
+        assert!(
+            num(r, "total_jct_s") >= 4.0 * num(r, "mean_jct_s") - 1e-6,
+            "{r:?}"
+        );
+        if col(r, "scheduler") != "FIFO-BE" {
+            assert_eq!(num(r, "data_remote"), 0.0, "strict locality: {r:?}");
+        }
+    }
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let at = |name: &str| th.iter().position(|x| x == name).unwrap();
+    let (kind, worker, ok) = (at("kind"), at("worker"), at("ok"));
+    let mut reduces = 0;
+    for t in tasks.records().map(Result::unwrap) {
+        if &t[ok] != "true" {
+            continue;
+        }
+        let w = &t[worker];
+        match &t[kind] {
+            "map" => assert!(["w1", "w2", "w3"].contains(&w), "{t:?}"),
+            "reduce" => {
+                reduces += 1;
+                assert!(["w4", "w5"].contains(&w), "{t:?}")
+            }
+            k => panic!("unknown kind {k}"),
+        }
+    }
+    // 3 x 1 + 1 x 2 reduces in each of 3 runs.
+    assert_eq!(reduces, 15);
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("3 x wordcount 1/1"), "{summary}");
 }

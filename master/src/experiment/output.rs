@@ -32,8 +32,61 @@ pub struct RunRecord {
     pub locality_pct: f64,
     pub remote_bytes: u64,
     pub local_bytes: u64,
+    /// Map input MB / seconds until the last map ended (all map machines).
+    pub map_throughput_mbs: f64,
+    /// Shuffled MB / seconds until the last reduce ended (all reduce machines).
+    pub reduce_throughput_mbs: f64,
+    /// EAS's load-balance value (un-normalised): the time sum, in MB*s, of
+    /// the standard deviation of the map machines' load, where a machine's
+    /// load is the input not yet processed by its running maps (a running
+    /// map's remainder shrinks linearly from its start to its end).
+    pub load_balance: f64,
     pub wall_s: f64,
     pub error: String,
+}
+
+/// Step of the load-balance integral, seconds.
+const LB_STEP_S: f64 = 0.1;
+
+/// The load-balance value of a run (see [`RunRecord::load_balance`]).
+pub fn load_balance(reports: &[JobReport], map_workers: &[String]) -> f64 {
+    use common::wire::TaskKind;
+    // (worker index, start, end, bytes) of every map attempt that ran.
+    let mut runs: Vec<(usize, f64, f64, f64)> = Vec::new();
+    for r in reports {
+        for a in r
+            .attempts
+            .iter()
+            .filter(|a| a.kind == TaskKind::Map && a.ok)
+        {
+            if let Some(w) = map_workers.iter().position(|m| *m == a.worker) {
+                let s = (r.submit_unix_ms + a.start_ms) as f64 / 1000.0;
+                let e = (r.submit_unix_ms + a.end_ms) as f64 / 1000.0;
+                runs.push((w, s, e.max(s + 1e-3), a.input_bytes as f64 / 1e6));
+            }
+        }
+    }
+    if runs.is_empty() || map_workers.is_empty() {
+        return 0.0;
+    }
+    let t0 = runs.iter().map(|r| r.1).fold(f64::MAX, f64::min);
+    let t1 = runs.iter().map(|r| r.2).fold(f64::MIN, f64::max);
+    let n = map_workers.len() as f64;
+    let mut total = 0.0;
+    let mut t = t0;
+    while t < t1 {
+        let mut load = vec![0.0; map_workers.len()];
+        for &(w, s, e, mb) in &runs {
+            if s <= t && t < e {
+                load[w] += mb * (e - t) / (e - s);
+            }
+        }
+        let mean = load.iter().sum::<f64>() / n;
+        let sd = (load.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / n).sqrt();
+        total += sd * LB_STEP_S;
+        t += LB_STEP_S;
+    }
+    total
 }
 
 /// Nearest-rank percentile of sorted values.
@@ -46,6 +99,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 impl RunRecord {
+    #[allow(clippy::too_many_arguments)]
     pub fn from_reports(
         point: &str,
         s: &NamedScheduler,
@@ -53,8 +107,30 @@ impl RunRecord {
         seed: u64,
         reports: &[JobReport],
         t0_unix: u64,
+        map_workers: &[String],
         wall_s: f64,
     ) -> RunRecord {
+        use common::wire::TaskKind;
+        let last_end = |kind: TaskKind| {
+            reports
+                .iter()
+                .flat_map(|r| {
+                    r.attempts
+                        .iter()
+                        .filter(move |a| a.kind == kind && a.ok)
+                        .map(move |a| r.submit_unix_ms + a.end_ms)
+                })
+                .max()
+                .map(|e| e.saturating_sub(t0_unix) as f64 / 1000.0)
+        };
+        let rate =
+            |mb: f64, secs: Option<f64>| secs.filter(|s| *s > 0.0).map_or(f64::NAN, |s| mb / s);
+        let map_mb = reports
+            .iter()
+            .map(|r| (r.bytes_local + r.bytes_remote) as f64)
+            .sum::<f64>()
+            / 1e6;
+        let shuffle_mb = reports.iter().map(|r| r.shuffle_bytes as f64).sum::<f64>() / 1e6;
         let mut jct: Vec<f64> = reports
             .iter()
             .filter_map(|r| r.jct_ms)
@@ -100,6 +176,9 @@ impl RunRecord {
             },
             remote_bytes: reports.iter().map(|r| r.bytes_remote).sum(),
             local_bytes: reports.iter().map(|r| r.bytes_local).sum(),
+            map_throughput_mbs: rate(map_mb, last_end(TaskKind::Map)),
+            reduce_throughput_mbs: rate(shuffle_mb, last_end(TaskKind::Reduce)),
+            load_balance: load_balance(reports, map_workers),
             wall_s,
             error: if failed == 0 {
                 String::new()
@@ -137,6 +216,9 @@ impl RunRecord {
             locality_pct: f64::NAN,
             remote_bytes: 0,
             local_bytes: 0,
+            map_throughput_mbs: f64::NAN,
+            reduce_throughput_mbs: f64::NAN,
+            load_balance: f64::NAN,
             wall_s,
             error,
         }
@@ -173,6 +255,8 @@ pub struct TaskRow {
     pub job_name: String,
     pub arrival_s: f64,
     pub task: u32,
+    /// map or reduce.
+    pub kind: String,
     pub attempt: u32,
     pub worker: String,
     pub slot: u32,
@@ -206,6 +290,11 @@ impl TaskRow {
                     job_name: r.name.clone(),
                     arrival_s: rel(r.submit_unix_ms),
                     task: a.task,
+                    kind: match a.kind {
+                        common::wire::TaskKind::Map => "map",
+                        common::wire::TaskKind::Reduce => "reduce",
+                    }
+                    .into(),
                     attempt: a.attempt,
                     worker: a.worker.clone(),
                     slot: a.slot,
@@ -276,6 +365,10 @@ pub struct Cell {
     pub data_remote: f64,
     pub locality_pct: f64,
     pub remote_mb: f64,
+    pub total_jct_s: f64,
+    pub map_tp: f64,
+    pub reduce_tp: f64,
+    pub load_balance: f64,
 }
 
 pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
@@ -296,6 +389,10 @@ pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
         c.data_remote += r.data_remote as f64;
         c.locality_pct += r.locality_pct;
         c.remote_mb += r.remote_bytes as f64 / 1e6;
+        c.total_jct_s += r.total_jct_s;
+        c.map_tp += r.map_throughput_mbs;
+        c.reduce_tp += r.reduce_throughput_mbs;
+        c.load_balance += r.load_balance;
     }
     for c in out.values_mut() {
         let n = c.runs.max(1) as f64;
@@ -303,8 +400,13 @@ pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
             let nan = f64::NAN;
             (c.mean_jct_s, c.p95_jct_s, c.makespan_s) = (nan, nan, nan);
             (c.data_local, c.data_remote, c.locality_pct, c.remote_mb) = (nan, nan, nan, nan);
+            (c.total_jct_s, c.map_tp, c.reduce_tp, c.load_balance) = (nan, nan, nan, nan);
             continue;
         }
+        c.total_jct_s /= n;
+        c.map_tp /= n;
+        c.reduce_tp /= n;
+        c.load_balance /= n;
         c.mean_jct_s /= n;
         c.p95_jct_s /= n;
         c.makespan_s /= n;
@@ -361,20 +463,40 @@ pub fn write_summary(
         s += &format!("{}\n\n", spec.notes.trim());
     }
     for p in points {
+        let data = if spec.jobs.mix.is_empty() {
+            format!("{} files x {} blocks", p.files, p.blocks)
+        } else {
+            let mix: Vec<String> = spec
+                .jobs
+                .mix
+                .iter()
+                .map(|c| {
+                    let r = c.reduces.map_or("default".into(), |r| r.to_string());
+                    format!("{} x {} {}/{r}", c.count, c.workload, c.maps)
+                })
+                .collect();
+            format!("one file per job ({}, maps/reduces)", mix.join(", "))
+        };
         s += &format!(
-            "## {}: {} jobs, {} files x {} blocks of {:.2} MB\n\n",
+            "## {}: {} jobs, {data}, blocks of {:.2} MB, replication {}\n\n",
             p.label,
             p.jobs,
-            p.files,
-            p.blocks,
-            p.block_bytes as f64 / 1e6
+            p.block_bytes as f64 / 1e6,
+            p.replication
         );
-        s += "| scheduler | runs | mean JCT (s) | p95 JCT (s) | makespan (s) | data-local | data-remote | locality % | remote MB | slowdown |\n";
-        s += "|---|---|---|---|---|---|---|---|---|---|\n";
+        s += "| scheduler | runs | mean JCT (s) | p95 JCT (s) | makespan (s) | data-local | data-remote | locality % | remote MB | slowdown | flowtime (s) | map MB/s | reduce MB/s | load balance |\n";
+        s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
         let base = cells
             .get(&(p.label.clone(), schedulers[0].label.clone()))
             .map(|c| c.mean_jct_s)
             .unwrap_or(f64::NAN);
+        // EAS normalises the load-balance value to [0, 1]: by the point's maximum.
+        let lb_max = schedulers
+            .iter()
+            .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
+            .map(|c| c.load_balance)
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
         for sc in schedulers {
             let Some(c) = cells.get(&(p.label.clone(), sc.label.clone())) else {
                 continue;
@@ -385,7 +507,7 @@ pub fn write_summary(
                 c.runs.to_string()
             };
             s += &format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 sc.label,
                 runs,
                 f(c.mean_jct_s, 2),
@@ -396,6 +518,17 @@ pub fn write_summary(
                 f(c.locality_pct, 1),
                 f(c.remote_mb, 1),
                 f(c.mean_jct_s / base, 2),
+                f(c.total_jct_s, 1),
+                f(c.map_tp, 1),
+                f(c.reduce_tp, 1),
+                f(
+                    if lb_max > 0.0 {
+                        c.load_balance / lb_max
+                    } else {
+                        f64::NAN
+                    },
+                    2
+                ),
             );
         }
         s += "\n";

@@ -8,7 +8,7 @@
 use super::output::{self, RunRecord, TaskRow};
 use super::spec::{NamedScheduler, Point, Spec};
 use crate::client::MasterClient;
-use crate::loader::{self, LoadSpec, Source};
+use crate::loader::{self, Generator, LoadSpec, Source};
 use crate::local;
 use anyhow::{bail, Context};
 use common::config::{
@@ -21,6 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use workloads::Workload;
 
 const TOKEN: &str = "experiment";
 
@@ -89,6 +90,10 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 let wall = t0.elapsed().as_secs_f64();
                 let (record, rows) = match result {
                     Ok((reports, t0_unix)) => {
+                        let map_workers: Vec<String> = (1..=spec.cluster.workers
+                            - spec.cluster.reduce_workers)
+                            .map(|i| format!("w{i}"))
+                            .collect();
                         let rec = RunRecord::from_reports(
                             &point.label,
                             s,
@@ -96,6 +101,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                             seed,
                             &reports,
                             t0_unix,
+                            &map_workers,
                             wall,
                         );
                         let rows =
@@ -147,6 +153,14 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     Ok(out)
 }
 
+/// One job of a run.
+struct JobPlan {
+    workload: Workload,
+    input: String,
+    maps: u32,
+    reduces: Option<u32>,
+}
+
 /// What every run of one (point, repetition) shares.
 struct RunEnv<'a> {
     spec: &'a Spec,
@@ -171,6 +185,68 @@ impl RunEnv<'_> {
         )
     }
 
+    /// The input files of this point: (name, kind, blocks).
+    fn files(&self) -> Vec<(String, Generator, u32)> {
+        if self.spec.jobs.mix.is_empty() {
+            (0..self.point.files)
+                .map(|f| {
+                    (
+                        self.file_name(f),
+                        self.spec.data.kind.clone(),
+                        self.point.blocks,
+                    )
+                })
+                .collect()
+        } else {
+            self.jobs()
+                .into_iter()
+                .map(|j| {
+                    let kind = if j.workload == Workload::Sort {
+                        Generator::Records
+                    } else {
+                        self.spec.data.kind.clone()
+                    };
+                    (j.input, kind, j.maps)
+                })
+                .collect()
+        }
+    }
+
+    /// The jobs of a run, in submission order.
+    fn jobs(&self) -> Vec<JobPlan> {
+        let j = &self.spec.jobs;
+        if j.mix.is_empty() {
+            return (0..self.point.jobs)
+                .map(|i| JobPlan {
+                    workload: j.workload(),
+                    input: self.file_name(i % self.point.files),
+                    maps: self.point.blocks,
+                    reduces: j.reduces,
+                })
+                .collect();
+        }
+        let mut classes: Vec<&super::spec::JobClass> = j
+            .mix
+            .iter()
+            .flat_map(|c| std::iter::repeat_n(c, c.count as usize))
+            .collect();
+        // Interleave the classes in a seeded order.
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x6d17);
+        for i in (1..classes.len()).rev() {
+            classes.swap(i, rng.gen_range(0..=i));
+        }
+        classes
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| JobPlan {
+                workload: c.workload,
+                input: format!("{}-j{i}", self.file_name(0)),
+                maps: c.maps,
+                reduces: c.reduces,
+            })
+            .collect()
+    }
+
     /// The cluster.toml of a run (written to the scratch directory).
     fn config(&self, scheduler: &SchedulerConfig, shaped: bool) -> anyhow::Result<ClusterConfig> {
         let c = &self.spec.cluster;
@@ -180,7 +256,7 @@ impl RunEnv<'_> {
         let cfg = ClusterConfig {
             cluster: ClusterSection {
                 token: TOKEN.into(),
-                replication: c.replication,
+                replication: self.point.replication,
                 heartbeat_ms: c.heartbeat_ms,
                 worker_timeout_ms: (50 * c.heartbeat_ms).max(5_000),
                 max_task_attempts: 4,
@@ -206,7 +282,13 @@ impl RunEnv<'_> {
                     slots: None,
                     nic_mbps: None,
                     slot_rate_mbs: None,
-                    role: None,
+                    role: (c.reduce_workers > 0).then(|| {
+                        if i >= (c.workers - c.reduce_workers) as usize {
+                            common::config::Role::Reduce
+                        } else {
+                            common::config::Role::Map
+                        }
+                    }),
                 })
                 .collect(),
             background: if shaped {
@@ -235,17 +317,14 @@ async fn load_data(env: &RunEnv<'_>) -> anyhow::Result<()> {
     local::start_with(&cfg, env.bin).await?;
     let client = RunEnv::client(&cfg);
     let result = async {
-        for f in 0..env.point.files {
+        for (f, (name, kind, blocks)) in env.files().into_iter().enumerate() {
             loader::load(
                 &client,
                 &LoadSpec {
-                    name: env.file_name(f),
-                    source: Source::Generate {
-                        kind: env.spec.data.kind.clone(),
-                        blocks: env.point.blocks,
-                    },
+                    name,
+                    source: Source::Generate { kind, blocks },
                     block_size: env.point.block_bytes,
-                    replication: env.spec.cluster.replication,
+                    replication: env.point.replication,
                     seed: env.seed.wrapping_mul(1_000_003).wrapping_add(f as u64),
                 },
             )
@@ -286,14 +365,14 @@ async fn run_once(
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let files = client.files().await?;
-        let ready = (0..env.point.files).all(|f| {
+        let ready = env.files().iter().all(|(name, _, blocks)| {
             files.iter().any(|fi| {
-                fi.name == env.file_name(f)
-                    && fi.replicas.len() == env.point.blocks as usize
+                fi.name == *name
+                    && fi.replicas.len() == *blocks as usize
                     && fi
                         .replicas
                         .iter()
-                        .all(|r| r.len() == env.spec.cluster.replication as usize)
+                        .all(|r| r.len() == env.point.replication as usize)
             })
         });
         if ready {
@@ -304,19 +383,27 @@ async fn run_once(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let at = arrivals(env.seed, env.point.jobs, env.spec.jobs.arrival_s);
+    let plans = env.jobs();
+    let at = arrivals(env.seed, plans.len() as u32, env.spec.jobs.arrival_s);
     let t0 = Instant::now();
     let t0_unix = common::unix_ms();
     let timeout = Duration::from_secs_f64(env.spec.timeout_s);
     let work = async {
         let mut ids = Vec::new();
-        for (i, ms) in at.iter().enumerate() {
+        for (i, (ms, plan)) in at.iter().zip(&plans).enumerate() {
             tokio::time::sleep_until((t0 + Duration::from_millis(*ms)).into()).await;
-            let mut job = JobSubmit::new(
-                env.spec.jobs.workload,
-                env.file_name(i as u32 % env.point.files),
-            );
+            let mut job = JobSubmit::new(plan.workload, plan.input.clone());
             job.name = Some(format!("j{i}"));
+            job.reduces = plan.reduces;
+            if plan.workload.has_reduce() {
+                // Distinct per scheduler, in case a deleted replica lingers.
+                let tag: String = sched
+                    .label
+                    .chars()
+                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                    .collect();
+                job.output = Some(format!("j{i}-{tag}.out"));
+            }
             ids.push(client.submit(&job).await?);
         }
         let mut reports = Vec::new();
@@ -328,6 +415,12 @@ async fn run_once(
     let reports = tokio::time::timeout(timeout, work)
         .await
         .map_err(|_| anyhow::anyhow!("run exceeded timeout_s = {}", env.spec.timeout_s))??;
+    // Outputs are not kept: the disk is shared by all runs of the point.
+    for out in reports.iter().filter_map(|r| r.output.as_deref()) {
+        if let Err(e) = loader::delete_file(&client, out).await {
+            tracing::warn!(file = out, error = %e, "could not remove a run's output");
+        }
+    }
     let failed: Vec<String> = reports
         .iter()
         .filter(|r| r.state != JobState::Succeeded)

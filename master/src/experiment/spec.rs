@@ -76,6 +76,10 @@ pub struct ClusterSpec {
     pub replication: u32,
     #[serde(default = "default_heartbeat")]
     pub heartbeat_ms: u64,
+    /// The last this many workers run only reduces, the others only maps
+    /// (and hold the data); 0 = every worker does both.
+    #[serde(default)]
+    pub reduce_workers: u32,
 }
 
 fn default_heartbeat() -> u64 {
@@ -87,10 +91,13 @@ fn default_heartbeat() -> u64 {
 pub struct DataSpec {
     #[serde(default = "default_kind")]
     pub kind: Generator,
-    /// Number of input files; jobs read them round-robin.
-    pub files: u32,
-    /// Blocks per file.
-    pub blocks: u32,
+    /// Number of input files; jobs read them round-robin. Required unless
+    /// `jobs.mix` is set (then each job has its own file).
+    #[serde(default)]
+    pub files: Option<u32>,
+    /// Blocks per file. Required unless `jobs.mix` is set.
+    #[serde(default)]
+    pub blocks: Option<u32>,
     /// e.g. "8MiB", "1MB".
     pub block_size: String,
 }
@@ -102,17 +109,42 @@ fn default_kind() -> Generator {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobsSpec {
+    /// Jobs per run (with `mix`: must equal the sum of the mix's counts).
     pub count: u32,
-    #[serde(default = "default_workload")]
-    pub workload: Workload,
+    /// The workload of every job (default input-sink); not with `mix`.
+    #[serde(default)]
+    pub workload: Option<Workload>,
+    /// Reduces per job (wordcount, sort); absent = the workload's default.
+    /// Not with `mix` (each class sets its own).
+    #[serde(default)]
+    pub reduces: Option<u32>,
+    /// A mix of job classes instead of `workload` (EAS Table 1): each job
+    /// reads its own file of `maps` blocks (text for wordcount, records for
+    /// sort); the classes are interleaved in a seeded order.
+    #[serde(default)]
+    pub mix: Vec<JobClass>,
     /// Arrival times uniform in [a, b] seconds after the run starts
     /// (seeded); [0, 0] submits every job at once.
     #[serde(default)]
     pub arrival_s: [f64; 2],
 }
 
-fn default_workload() -> Workload {
-    Workload::InputSink
+impl JobsSpec {
+    /// The workload of every job when there is no mix.
+    pub fn workload(&self) -> Workload {
+        self.workload.unwrap_or(Workload::InputSink)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobClass {
+    pub workload: Workload,
+    pub count: u32,
+    /// Map tasks = input blocks.
+    pub maps: u32,
+    #[serde(default)]
+    pub reduces: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -125,6 +157,7 @@ pub struct PointSpec {
     pub jobs: Option<u32>,
     pub nic_mbps: Option<f64>,
     pub slot_rate_mbs: Option<f64>,
+    pub replication: Option<u32>,
 }
 
 /// One fully resolved parameter point.
@@ -137,6 +170,7 @@ pub struct Point {
     pub jobs: u32,
     pub nic_mbps: Option<f64>,
     pub slot_rate_mbs: Option<f64>,
+    pub replication: u32,
 }
 
 /// A scheduler to compare, with the label tables and plots show.
@@ -220,11 +254,100 @@ impl Spec {
         if c.slots == 0 {
             return Err(bad("cluster.slots", "must be at least 1".into()));
         }
-        if c.replication == 0 || c.replication > c.workers {
+        if c.reduce_workers >= c.workers {
+            return Err(bad(
+                "cluster.reduce_workers",
+                format!(
+                    "must leave at least one map worker: 0..{} (got {})",
+                    c.workers, c.reduce_workers
+                ),
+            ));
+        }
+        let map_workers = c.workers - c.reduce_workers;
+        if c.replication == 0 || c.replication > map_workers {
             return Err(bad(
                 "cluster.replication",
-                format!("must be 1..={} (got {})", c.workers, c.replication),
+                format!(
+                    "must be 1..={map_workers}, the workers holding data (got {})",
+                    c.replication
+                ),
             ));
+        }
+        let mix = !self.jobs.mix.is_empty();
+        if mix {
+            for (key, set) in [
+                ("data.files", self.data.files.is_some()),
+                ("data.blocks", self.data.blocks.is_some()),
+                ("jobs.workload", self.jobs.workload.is_some()),
+                ("jobs.reduces", self.jobs.reduces.is_some()),
+            ] {
+                if set {
+                    return Err(bad(
+                        key,
+                        "not allowed with jobs.mix (each class names its workload, maps and reduces, and reads its own file)".into(),
+                    ));
+                }
+            }
+            for (i, p) in self.points.iter().enumerate() {
+                for (k, set) in [
+                    ("files", p.files.is_some()),
+                    ("blocks", p.blocks.is_some()),
+                    ("jobs", p.jobs.is_some()),
+                ] {
+                    if set {
+                        return Err(bad(
+                            &format!("points[{i}].{k}"),
+                            "not allowed with jobs.mix".into(),
+                        ));
+                    }
+                }
+            }
+            let total: u32 = self.jobs.mix.iter().map(|m| m.count).sum();
+            if total != self.jobs.count {
+                return Err(bad(
+                    "jobs.count",
+                    format!(
+                        "must equal the sum of jobs.mix counts ({total}) (got {})",
+                        self.jobs.count
+                    ),
+                ));
+            }
+            for (i, m) in self.jobs.mix.iter().enumerate() {
+                if m.maps == 0 || m.count == 0 {
+                    return Err(bad(
+                        &format!("jobs.mix[{i}]"),
+                        format!(
+                            "needs count >= 1 and maps >= 1 (got count {}, maps {})",
+                            m.count, m.maps
+                        ),
+                    ));
+                }
+                match m.reduces {
+                    Some(_) if !m.workload.has_reduce() => {
+                        return Err(bad(
+                            &format!("jobs.mix[{i}].reduces"),
+                            format!("{} is map-only", m.workload),
+                        ))
+                    }
+                    Some(0) => {
+                        return Err(bad(
+                            &format!("jobs.mix[{i}].reduces"),
+                            "must be at least 1".into(),
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if !mix {
+            for (key, v) in [
+                ("data.files", self.data.files),
+                ("data.blocks", self.data.blocks),
+            ] {
+                if v.is_none() {
+                    return Err(bad(key, "required unless jobs.mix is set".into()));
+                }
+            }
         }
         if let Some(b) = &self.background {
             b.validate().map_err(|(k, p)| bad(&k, p))?;
@@ -243,8 +366,14 @@ impl Spec {
             .enumerate()
         {
             let key = |k: &str| format!("points[{i}].{k}");
-            if p.files == 0 || p.blocks == 0 || p.jobs == 0 {
+            if !mix && (p.files == 0 || p.blocks == 0 || p.jobs == 0) {
                 return Err(bad(&key("files/blocks/jobs"), "must be at least 1".into()));
+            }
+            if p.replication == 0 || p.replication > map_workers {
+                return Err(bad(
+                    &key("replication"),
+                    format!("must be 1..={map_workers} (got {})", p.replication),
+                ));
             }
             for (k, v) in [("nic_mbps", p.nic_mbps), ("slot_rate_mbs", p.slot_rate_mbs)] {
                 if let Some(v) = v {
@@ -281,11 +410,12 @@ impl Spec {
         let base = Point {
             label: "default".into(),
             block_bytes: size(&self.data.block_size, "data.block_size".into())?,
-            blocks: self.data.blocks,
-            files: self.data.files,
+            blocks: self.data.blocks.unwrap_or(0),
+            files: self.data.files.unwrap_or(1),
             jobs: self.jobs.count,
             nic_mbps: self.cluster.nic_mbps,
             slot_rate_mbs: self.cluster.slot_rate_mbs,
+            replication: self.cluster.replication,
         };
         if self.points.is_empty() {
             return Ok(vec![base]);
@@ -309,6 +439,7 @@ impl Spec {
                 jobs: p.jobs.unwrap_or(base.jobs),
                 nic_mbps: p.nic_mbps.or(base.nic_mbps),
                 slot_rate_mbs: p.slot_rate_mbs.or(base.slot_rate_mbs),
+                replication: p.replication.unwrap_or(base.replication),
             });
         }
         Ok(out)
@@ -378,5 +509,77 @@ jobs = 8
         assert!(e.contains("bogus"), "{e}");
         let e = parse(&SPEC.replace("label = \"big\"", "label = \"small\"")).unwrap_err();
         assert!(e.contains("points[1].label"), "{e}");
+    }
+
+    const MIX: &str = r#"
+name = "m"
+schedulers = ["eas", "fifo-s"]
+[cluster]
+workers = 5
+reduce_workers = 2
+slots = 2
+replication = 2
+[data]
+block_size = "64KiB"
+[jobs]
+count = 3
+mix = [
+    { workload = "wordcount", count = 2, maps = 1, reduces = 1 },
+    { workload = "sort", count = 1, maps = 3, reduces = 2 },
+]
+[[points]]
+label = "r1"
+replication = 1
+[[points]]
+label = "r3"
+replication = 3
+"#;
+
+    #[test]
+    fn a_mix_resolves_and_replication_is_per_point() {
+        let s = parse(MIX).unwrap();
+        let p = s.points().unwrap();
+        assert_eq!(p.iter().map(|p| p.replication).collect::<Vec<_>>(), [1, 3]);
+        assert_eq!(s.jobs.mix[1].workload, Workload::Sort);
+    }
+
+    #[test]
+    fn mix_errors_name_the_key() {
+        let cases = [
+            ("count = 3", "count = 4", "jobs.count"),
+            ("[data]", "[data]\nfiles = 2", "data.files"),
+            (
+                "count = 3",
+                "count = 3\nworkload = \"sort\"",
+                "jobs.workload",
+            ),
+            ("count = 3", "count = 3\nreduces = 2", "jobs.reduces"),
+            (
+                "label = \"r1\"",
+                "label = \"r1\"\njobs = 4",
+                "points[0].jobs",
+            ),
+            (
+                "replication = 3",
+                "replication = 4",
+                "points[1].replication",
+            ),
+            (
+                "reduce_workers = 2",
+                "reduce_workers = 5",
+                "cluster.reduce_workers",
+            ),
+            ("count = 1, maps = 3", "count = 1, maps = 0", "jobs.mix[1]"),
+            ("reduces = 1 }", "reduces = 0 }", "jobs.mix[0].reduces"),
+        ];
+        for (from, to, key) in cases {
+            let t = MIX.replacen(from, to, 1);
+            assert_ne!(t, MIX, "{from}");
+            let e = parse(&t).unwrap_err();
+            assert!(e.contains(key), "{key}: {e}");
+        }
+        // Without a mix, the data shape is required.
+        let e = parse(&SPEC.replace("blocks = 3\n", "")).unwrap_err();
+        assert!(e.contains("data.blocks"), "{e}");
     }
 }
