@@ -48,9 +48,13 @@ test:
 	$(CARGO) build --bins
 	$(CARGO) test --workspace -- --test-threads=2
 
-## Run an experiment spec; results in results/<name>/<timestamp>/.
+## Run an experiment spec; results in results/<name>/<timestamp>/. Specs named
+## sim-* are simulator sweeps (`master sim sweep`), the others real clusters.
 experiment: build
-	$(BIN)/master experiment experiments/$(EXP).toml
+	@case "$(EXP)" in \
+	  sim-*) $(BIN)/master sim sweep experiments/$(EXP).toml ;; \
+	  *) $(BIN)/master experiment experiments/$(EXP).toml ;; \
+	esac
 
 clean: stop
 	rm -rf run

@@ -103,6 +103,20 @@ pub enum SchedulerConfig {
     /// EAS (IEICE 2013): load-balance-aware job selection; a selected job's
     /// maps are all placed at once on their least-loaded replica holder.
     Eas {},
+    /// BAR's DS baseline, delay scheduling counted in scheduling
+    /// opportunities: a free slot without a data-local task of the head job
+    /// is skipped and a counter grows; once the counter exceeds
+    /// `fraction` x the number of workers, the slot takes a random task
+    /// remotely and the counter restarts. Presets `ds0.15`, `ds0.25`.
+    Ds { fraction: f64 },
+    /// BAR's GCC baseline (Good Cache Compute, Raicu et al.): a free slot
+    /// without a data-local task is skipped while fewer than `idle_fraction`
+    /// of the workers have a free slot; otherwise it takes a random task
+    /// remotely.
+    Gcc {
+        #[serde(default = "defaults::idle_fraction")]
+        idle_fraction: f64,
+    },
     /// Guo's lsap-fair-sched: assignment cost = fairness cost + data-locality cost.
     LsapFair {
         /// α: the data-locality cost of a data-remote assignment.
@@ -131,6 +145,9 @@ mod defaults {
     }
     pub fn beta() -> f64 {
         200.0
+    }
+    pub fn idle_fraction() -> f64 {
+        0.9
     }
 }
 
@@ -168,6 +185,8 @@ impl SchedulerConfig {
             SchedulerConfig::Strict { fair: true } => "hfs-s",
             SchedulerConfig::Eas {} => "eas",
             SchedulerConfig::LsapFair { .. } => "lsap-fair",
+            SchedulerConfig::Ds { .. } => "ds",
+            SchedulerConfig::Gcc { .. } => "gcc",
         }
     }
 
@@ -204,6 +223,8 @@ impl SchedulerConfig {
             SchedulerConfig::LsapFair { alpha, beta, .. } => {
                 format!("lsap-fair(a={},b={})", fmt_num(*alpha), fmt_num(*beta))
             }
+            SchedulerConfig::Ds { fraction } => format!("ds{}", fmt_num(*fraction)),
+            SchedulerConfig::Gcc { idle_fraction } => format!("gcc({})", fmt_num(*idle_fraction)),
         }
     }
 
@@ -271,6 +292,16 @@ impl SchedulerConfig {
                 nonneg("beta", *beta)?;
                 weights(w)
             }
+            SchedulerConfig::Ds { fraction: f } | SchedulerConfig::Gcc { idle_fraction: f } => {
+                if (0.0..=1.0).contains(f) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{}: the fraction must be in [0, 1] (got {f})",
+                        self.name()
+                    ))
+                }
+            }
         }
     }
 }
@@ -281,7 +312,7 @@ fn fmt_num(v: f64) -> String {
 }
 
 /// A name (`hadoop`, `lsap`, `eas`, presets `delay3`, `delay6`, `delay10`,
-/// `fifo-be`, `fifo-s`, `hfs-be`, `hfs-s`, `dyndl-on`), or an inline TOML key list such as
+/// `fifo-be`, `fifo-s`, `hfs-be`, `hfs-s`, `dyndl-on`, `ds0.15`, `ds0.25`, `gcc`), or an inline TOML key list such as
 /// `policy = "rand", randomness = 0.5`. Parameters are validated.
 impl FromStr for SchedulerConfig {
     type Err = String;
@@ -300,6 +331,10 @@ impl FromStr for SchedulerConfig {
                 weights: Weights::new(),
             },
             "hfs-s" => SchedulerConfig::Strict { fair: true },
+            // BAR's baselines.
+            "ds0.15" => SchedulerConfig::Ds { fraction: 0.15 },
+            "ds0.25" => SchedulerConfig::Ds { fraction: 0.25 },
+            "gcc" => SchedulerConfig::Gcc { idle_fraction: 0.9 },
             _ => {
                 #[derive(Deserialize)]
                 struct Wrap {

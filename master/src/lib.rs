@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod client;
 pub mod experiment;
 pub mod http;
+pub mod lab;
 pub mod loader;
 pub mod local;
 pub mod netns;

@@ -2,11 +2,14 @@
 //! master's own [`Scheduler`] implementations through the same
 //! [`ClusterView`] and [`offer`] calls the real master uses.
 //!
-//! Model (DynDL Section 3): servers with cores; each core is busy with its
-//! initial load, then free. A data-local task takes 1 time unit; a data-remote
+//! Model (DynDL Section 3, or BAR's with [`Cost::Bar`]): servers with cores;
+//! each core is busy with its initial load, then free. A data-local task
+//! takes 1 time unit (C_loc under BAR's model); a data-remote
 //! task on server s progresses at rate 1 / g_s(r_s), where r_s is the number of
 //! data-remote tasks running on s *now* (g(n) = 1 + θ·min(n, cores)), so its
-//! running time changes as other remote tasks start and end there. Makespan
+//! running time changes as other remote tasks start and end there (under
+//! BAR's model: at rate C_loc / (C_loc + q·r), r the remote tasks running
+//! anywhere). Makespan
 //! is the time the last task ends.
 //!
 //! Time: one unit is [`UNIT_MS`] milliseconds of scheduler time. Offers go to
@@ -14,22 +17,16 @@
 //! to stand in for heartbeats, to every server with a free core every
 //! `tick` units, so waiting policies (delay, DynDLOn) are re-asked.
 
+use crate::lab::dyndl_off::OrdF64;
 use crate::sched::{offer, ClusterView, Millis, PendingTask, Scheduler};
 use common::{JobId, TaskRef, WorkerId};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// Scheduler milliseconds per simulated time unit.
 pub const UNIT_MS: f64 = 1000.0;
 
-/// One scheduling instance.
-#[derive(Clone, Debug)]
-pub struct Instance {
-    /// Per server, the initial load of each of its cores (time units).
-    pub cores: Vec<Vec<f64>>,
-    /// Per task, the servers holding its input.
-    pub replicas: Vec<Vec<u32>>,
-    /// θ of g(n) = 1 + θ·min(n, cores).
-    pub theta: f64,
-}
+pub use crate::lab::{Cost, Instance};
 
 /// Where and when one task ran.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,10 +50,10 @@ impl Outcome {
     }
 }
 
+/// A running data-remote task.
 struct Running {
     task: u32,
     server: u32,
-    remote: bool,
     start: f64,
     /// Work left, in units of the task's data-local running time.
     left: f64,
@@ -99,10 +96,21 @@ pub fn simulate(
             })
             .collect(),
     );
-    let cores_of = |s: u32| inst.cores[s as usize].len() as f64;
-    let g = |s: u32, n: u32| 1.0 + inst.theta * (n as f64).min(cores_of(s));
+    let lc = inst.cost.local();
+    // A task's work is its local cost; a remote one progresses at
+    // lc / (its remote cost with the remote tasks running now).
+    let g = |s: u32, n: u32, total: u32| {
+        inst.cost
+            .remote(inst.cores[s as usize].len(), n as usize, total as usize)
+            / lc
+    };
     let mut remote_on = vec![0u32; inst.cores.len()];
-    let mut running: Vec<Running> = Vec::new();
+    let mut remote_total = 0u32;
+    // Local tasks end at a fixed time: a min-heap of (end, task, server,
+    // start). Remote tasks' rates change with the remote tasks running, so
+    // they are advanced event by event (there are few of them).
+    let mut local: BinaryHeap<Reverse<(OrdF64, u32, u32, OrdF64)>> = BinaryHeap::new();
+    let mut remote: Vec<Running> = Vec::new();
     let mut done: Vec<Placement> = Vec::new();
     let mut next_free = 0usize;
     let mut now = 0.0f64;
@@ -110,51 +118,68 @@ pub fn simulate(
     let mut next_tick = 0.0f64;
     let total = inst.replicas.len();
     let mut last_progress = 0.0f64;
+    let mut ended: Vec<Placement> = Vec::new();
     while done.len() < total {
         // Next event: a core's initial load ends, a task ends, or a tick.
-        let rate = |r: &Running, remote_on: &[u32]| {
-            if r.remote {
-                1.0 / g(r.server, remote_on[r.server as usize])
-            } else {
-                1.0
-            }
+        let rate = |r: &Running, remote_on: &[u32], total: u32| {
+            1.0 / g(r.server, remote_on[r.server as usize], total)
         };
         let mut t_next = next_tick;
         if let Some(&(t, _)) = free_at.get(next_free) {
             t_next = t_next.min(t);
         }
-        for r in &running {
-            t_next = t_next.min(now + r.left / rate(r, &remote_on));
+        if let Some(Reverse((OrdF64(end), ..))) = local.peek() {
+            t_next = t_next.min(*end);
         }
-        // Advance every running task to t_next at the current rates.
+        for r in &remote {
+            t_next = t_next.min(now + r.left / rate(r, &remote_on, remote_total));
+        }
+        // Advance the remote tasks to t_next at the current rates.
         let dt = t_next - now;
-        for r in running.iter_mut() {
-            let rt = rate(r, &remote_on);
+        for r in remote.iter_mut() {
+            let rt = rate(r, &remote_on, remote_total);
             r.left -= dt * rt;
         }
         now = t_next;
-        let mut woken: Vec<u32> = Vec::new();
-        // Tasks that ended (within float noise).
+        // Tasks that ended (within float noise), offered by server id.
+        ended.clear();
+        while let Some(&Reverse((OrdF64(end), task, server, OrdF64(start)))) = local.peek() {
+            if end > now + 1e-9 {
+                break;
+            }
+            local.pop();
+            ended.push(Placement {
+                task,
+                server,
+                remote: false,
+                start,
+                end: now,
+            });
+        }
         let mut i = 0;
-        while i < running.len() {
-            if running[i].left <= 1e-9 {
-                let r = running.swap_remove(i);
-                if r.remote {
-                    remote_on[r.server as usize] -= 1;
-                }
-                view.task_ended(job, WorkerId(r.server), r.remote);
-                done.push(Placement {
+        while i < remote.len() {
+            if remote[i].left <= 1e-9 {
+                let r = remote.swap_remove(i);
+                remote_on[r.server as usize] -= 1;
+                remote_total -= 1;
+                ended.push(Placement {
                     task: r.task,
                     server: r.server,
-                    remote: r.remote,
+                    remote: true,
                     start: r.start,
                     end: now,
                 });
-                woken.push(r.server);
-                last_progress = now;
             } else {
                 i += 1;
             }
+        }
+        ended.sort_by_key(|p| (p.server, p.task));
+        let mut woken: Vec<u32> = Vec::with_capacity(ended.len());
+        for p in ended.drain(..) {
+            view.task_ended(job, WorkerId(p.server), p.remote);
+            woken.push(p.server);
+            last_progress = now;
+            done.push(p);
         }
         while let Some(&(t, s)) = free_at.get(next_free) {
             if t > now + 1e-12 {
@@ -179,18 +204,24 @@ pub fn simulate(
                 continue;
             }
             for a in offer(sched, ms, WorkerId(s), &mut view) {
-                let remote = !a.is_local();
                 let server = a.worker.0;
-                if remote {
+                if a.is_local() {
+                    local.push(Reverse((
+                        OrdF64(now + lc),
+                        a.task.index,
+                        server,
+                        OrdF64(now),
+                    )));
+                } else {
                     remote_on[server as usize] += 1;
+                    remote_total += 1;
+                    remote.push(Running {
+                        task: a.task.index,
+                        server,
+                        start: now,
+                        left: lc,
+                    });
                 }
-                running.push(Running {
-                    task: a.task.index,
-                    server,
-                    remote,
-                    start: now,
-                    left: 1.0,
-                });
                 last_progress = now;
             }
         }
@@ -198,7 +229,7 @@ pub fn simulate(
             return Err(format!(
                 "{}: {} of {total} tasks still unassigned at t = {now}",
                 sched.name(),
-                total - done.len() - running.len()
+                total - done.len() - local.len() - remote.len()
             ));
         }
     }
@@ -215,19 +246,7 @@ mod tests {
     use super::*;
     use crate::sched::build;
 
-    /// DynDL's Table 2: 4 servers x 2 cores, 5 tasks, g(n) = 1 + 0.5n.
-    fn table2() -> Instance {
-        Instance {
-            cores: vec![
-                vec![0.75, 0.5],
-                vec![0.25, 2.0],
-                vec![2.25, 14.0],
-                vec![2.5, 3.75],
-            ],
-            replicas: vec![vec![0, 1], vec![1, 3], vec![1, 2], vec![1, 2], vec![2, 3]],
-            theta: 0.5,
-        }
-    }
+    use crate::lab::tests::table2;
 
     fn run(policy: &str) -> Outcome {
         let mut s = build(&policy.parse().unwrap(), 1);
@@ -272,7 +291,7 @@ mod tests {
         let inst = Instance {
             cores: vec![vec![0.0, 0.0], vec![5.0]],
             replicas: vec![vec![1], vec![1]],
-            theta: 0.5,
+            cost: Cost::Dyndl { theta: 0.5 },
         };
         let mut s = build(&"hadoop".parse().unwrap(), 1);
         let o = simulate(s.as_mut(), &inst, 0.05, 100.0).unwrap();

@@ -133,6 +133,174 @@ enum Cmd {
     },
     /// List files and where their blocks are.
     Files,
+    /// The scheduling lab: generate instances, run the offline planners and
+    /// the online policies (in the discrete-event simulator) on them, sweep
+    /// the papers' simulations. Needs no cluster.
+    Sim {
+        #[command(subcommand)]
+        cmd: SimCmd,
+    },
+}
+
+#[derive(Subcommand)]
+enum SimCmd {
+    /// Generate a seeded instance and write it as JSON.
+    Gen {
+        #[command(flatten)]
+        gen: GenArgs,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run algorithms on an instance (a file, or generated from the
+    /// parameters) and print makespan, locality and running time.
+    Run {
+        /// Instance file (JSON, from `sim gen`); else one is generated.
+        #[arg(long)]
+        instance: Option<PathBuf>,
+        #[command(flatten)]
+        gen: GenArgs,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Algorithms: bar, dyndl-off, list, ltfpa, or any scheduler
+        /// (hadoop, delay3, dyndl-on, rand, lsap, ...). Repeatable.
+        #[arg(long = "algo", default_values_t = ["hadoop".to_string(), "delay3".into(), "policy = 'dyndl-on', w_s = 3".into(), "list".into(), "ltfpa".into(), "bar".into(), "dyndl-off".into()])]
+        algos: Vec<String>,
+        /// Re-offer period of the simulator (time units).
+        #[arg(long, default_value_t = 0.1)]
+        tick: f64,
+    },
+    /// Run a sweep spec (experiments/sim-*.toml); results in
+    /// <results>/<name>/<timestamp>/.
+    Sweep {
+        spec: PathBuf,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct GenArgs {
+    /// |S|.
+    #[arg(long, default_value_t = 50)]
+    servers: u32,
+    /// Cores per server.
+    #[arg(long, default_value_t = 40)]
+    cores: u32,
+    /// |T|.
+    #[arg(long, default_value_t = 100)]
+    tasks: u32,
+    #[arg(long, default_value_t = 3)]
+    replication: u32,
+    /// Load skew α.
+    #[arg(long, default_value_t = 0.0)]
+    alpha: f64,
+    /// Initial loads in [0, α·server + β] (BAR's W).
+    #[arg(long, default_value_t = 100.0)]
+    beta: f64,
+    /// Cost model: dyndl (uses --theta) or bar (uses --c-loc, --q).
+    #[arg(long, default_value = "dyndl", value_parser = ["dyndl", "bar"])]
+    model: String,
+    #[arg(long, default_value_t = 1.0)]
+    theta: f64,
+    #[arg(long, default_value_t = 20.0)]
+    c_loc: f64,
+    #[arg(long, default_value_t = 1.0)]
+    q: f64,
+}
+
+impl GenArgs {
+    fn params(&self) -> anyhow::Result<master::lab::GenParams> {
+        use master::lab::{Cost, GenParams};
+        let p = GenParams {
+            servers: self.servers,
+            cores: self.cores,
+            tasks: self.tasks,
+            replication: self.replication,
+            alpha: self.alpha,
+            beta: self.beta,
+            cost: if self.model == "bar" {
+                Cost::Bar {
+                    c_loc: self.c_loc,
+                    q: self.q,
+                }
+            } else {
+                Cost::Dyndl { theta: self.theta }
+            },
+            idle: None,
+        };
+        p.validate().map_err(anyhow::Error::msg)?;
+        let inst = p.generate(0);
+        inst.validate().map_err(anyhow::Error::msg)?;
+        Ok(p)
+    }
+}
+
+fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
+    use master::lab::{Algo, Instance};
+    match cmd {
+        SimCmd::Gen { gen, seed, out } => {
+            let inst = gen.params()?.generate(*seed);
+            inst.write(out)?;
+            println!(
+                "wrote {}: {} servers, {} cores, {} tasks",
+                out.display(),
+                inst.servers(),
+                inst.flat().init.len(),
+                inst.tasks()
+            );
+        }
+        SimCmd::Run {
+            instance,
+            gen,
+            seed,
+            algos,
+            tick,
+        } => {
+            let inst = match instance {
+                Some(p) => Instance::read(p)?,
+                None => gen.params()?.generate(*seed),
+            };
+            if !(tick.is_finite() && *tick > 0.0) {
+                anyhow::bail!("--tick must be > 0 (got {tick})");
+            }
+            let algos: Vec<Algo> = algos
+                .iter()
+                .map(|a| {
+                    a.parse()
+                        .map_err(|e: String| anyhow::anyhow!("--algo: {e}"))
+                })
+                .collect::<anyhow::Result<_>>()?;
+            println!(
+                "{} servers, {} cores, {} tasks, cost {:?}, seed {seed}",
+                inst.servers(),
+                inst.flat().init.len(),
+                inst.tasks(),
+                inst.cost
+            );
+            println!(
+                "{:<28} {:>12} {:>8} {:>10} {:>12}",
+                "algorithm", "makespan", "remote", "locality%", "time_ms"
+            );
+            for a in &algos {
+                let (e, dt) = a.run(&inst, *seed, *tick).map_err(anyhow::Error::msg)?;
+                println!(
+                    "{:<28} {:>12.3} {:>8} {:>10.1} {:>12.3}",
+                    a.label(),
+                    e.makespan,
+                    e.remote,
+                    e.locality() * 100.0,
+                    dt.as_secs_f64() * 1e3
+                );
+            }
+        }
+        SimCmd::Sweep { spec, results } => {
+            let out = master::lab::sweep::run(spec, results)?;
+            println!("results in {}", out.display());
+        }
+    }
+    Ok(())
 }
 
 #[tokio::main]
@@ -150,6 +318,9 @@ async fn main() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Cmd::Sim { cmd } = &cli.cmd {
+        return sim(cmd);
+    }
     if let Cmd::Experiment {
         spec,
         results,
@@ -310,7 +481,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{}", report::job_report(&r));
             }
         }
-        Cmd::Experiment { .. } => unreachable!("handled above"),
+        Cmd::Experiment { .. } | Cmd::Sim { .. } => unreachable!("handled above"),
         Cmd::Workers => {
             println!(
                 "{:<4} {:<10} {:<24} {:>5} {:>5} {:>7} {:>7} alive",

@@ -105,33 +105,56 @@ pub fn plot_all(
                 }
             }
         }
-        let svg = dir.join(format!("{}.svg", m.file));
-        draw(
-            SVGBackend::new(&svg, (900, 520)).into_drawing_area(),
-            m,
-            schedulers,
-            points,
-            &values,
-        )
-        .map_err(|e| anyhow::anyhow!("plotting {}: {e}", svg.display()))?;
-        let png = dir.join(format!("{}.png", m.file));
-        draw(
-            BitMapBackend::new(&png, (900, 520)).into_drawing_area(),
-            m,
-            schedulers,
-            points,
-            &values,
-        )
-        .map_err(|e| anyhow::anyhow!("plotting {}: {e}", png.display()))?;
+        let groups: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
+        let series: Vec<String> = schedulers.iter().map(|s| s.label.clone()).collect();
+        grouped_bars(&dir, m.file, m.title, m.y, &groups, &series, &values)?;
     }
     Ok(())
 }
 
+/// Writes `<dir>/<file>.svg` and `.png`: one group of bars per entry of
+/// `groups`, one bar per entry of `series`; `values[(group, series)]`.
+/// Needs the font ([`ensure_font`]).
+pub fn grouped_bars(
+    dir: &Path,
+    file: &str,
+    title: &str,
+    y: &str,
+    groups: &[String],
+    series: &[String],
+    values: &BTreeMap<(usize, usize), f64>,
+) -> anyhow::Result<()> {
+    let svg = dir.join(format!("{file}.svg"));
+    draw(
+        SVGBackend::new(&svg, (900, 520)).into_drawing_area(),
+        (title, y),
+        series,
+        groups,
+        values,
+    )
+    .map_err(|e| anyhow::anyhow!("plotting {}: {e}", svg.display()))?;
+    let png = dir.join(format!("{file}.png"));
+    draw(
+        BitMapBackend::new(&png, (900, 520)).into_drawing_area(),
+        (title, y),
+        series,
+        groups,
+        values,
+    )
+    .map_err(|e| anyhow::anyhow!("plotting {}: {e}", png.display()))?;
+    Ok(())
+}
+
+/// Registers the plot font; Err says what to install.
+pub fn ensure_font() -> Result<(), String> {
+    font()
+}
+
 fn draw<DB: DrawingBackend>(
     area: DrawingArea<DB, plotters::coord::Shift>,
-    m: &Metric,
-    schedulers: &[NamedScheduler],
-    points: &[Point],
+    (title, y): (&str, &str),
+    schedulers: &[String],
+    points: &[String],
     values: &BTreeMap<(usize, usize), f64>,
 ) -> Result<(), Box<dyn std::error::Error>>
 where
@@ -141,12 +164,12 @@ where
     let n = points.len().max(1) as f64;
     let ymax = values.values().cloned().fold(0.0, f64::max).max(1e-9) * 1.15;
     let mut chart = ChartBuilder::on(&area)
-        .caption(m.title, ("sans-serif", 22))
+        .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(0.0..n, 0.0..ymax)?;
-    let labels: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
+    let labels: Vec<String> = points.to_vec();
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -159,7 +182,7 @@ where
                 String::new()
             }
         })
-        .y_desc(m.y)
+        .y_desc(y)
         .label_style(("sans-serif", 14))
         .draw()?;
     let k = schedulers.len().max(1) as f64;
@@ -178,7 +201,7 @@ where
             .collect();
         chart
             .draw_series(bars)?
-            .label(s.label.clone())
+            .label(s.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
     }
     chart

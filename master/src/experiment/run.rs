@@ -52,7 +52,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     let work = opts.work.join(&spec.name);
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let work = std::path::absolute(&work)?;
-    let ports = free_ports(spec.cluster.workers as usize + 1)?;
+    let ports = std::cell::RefCell::new(free_ports(spec.cluster.workers as usize + 1)?);
     let mut meta = output::Meta::new(&spec, &text, &opts.spec, &schedulers, &points, started);
     meta.write(&out)?;
 
@@ -82,10 +82,23 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
             for s in &schedulers {
                 pb.set_message(format!("{} rep {rep}: {}", point.label, s.label));
                 let t0 = Instant::now();
-                let result = match &loaded {
+                let mut result = match &loaded {
                     Ok(()) => run_once(&env, s).await,
                     Err(e) => Err(anyhow::anyhow!("loading the data failed: {e:#}")),
                 };
+                // Another process may take a port between runs: new ports,
+                // and the run again (at most twice).
+                for _ in 0..2 {
+                    match &result {
+                        Err(e) if format!("{e:#}").contains("Address already in use") => {
+                            tracing::warn!("a port was taken; retrying the run on new ports");
+                            let _ = local::down(&env.cluster_dir().join("run"));
+                            *ports.borrow_mut() = free_ports(spec.cluster.workers as usize + 1)?;
+                            result = run_once(&env, s).await;
+                        }
+                        _ => break,
+                    }
+                }
                 let _ = local::down(&env.cluster_dir().join("run"));
                 let wall = t0.elapsed().as_secs_f64();
                 let (record, rows) = match result {
@@ -166,7 +179,8 @@ struct RunEnv<'a> {
     spec: &'a Spec,
     point: &'a Point,
     seed: u64,
-    ports: &'a [u16],
+    /// Master then workers; re-picked when another process took one.
+    ports: &'a std::cell::RefCell<Vec<u16>>,
     work: &'a Path,
     bin: &'a Path,
 }
@@ -252,7 +266,8 @@ impl RunEnv<'_> {
         let c = &self.spec.cluster;
         let dir = self.cluster_dir();
         std::fs::create_dir_all(&dir)?;
-        let addr = |i: usize| SocketAddr::from(([127, 0, 0, 1], self.ports[i]));
+        let ports = self.ports.borrow();
+        let addr = |i: usize| SocketAddr::from(([127, 0, 0, 1], ports[i]));
         let cfg = ClusterConfig {
             cluster: ClusterSection {
                 token: TOKEN.into(),

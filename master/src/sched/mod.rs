@@ -24,6 +24,7 @@ pub mod fair;
 pub mod hadoop;
 pub mod lsap;
 pub mod lsap_fair;
+pub mod opportunity;
 pub mod rand_sched;
 pub mod strict;
 
@@ -132,6 +133,10 @@ impl JobView {
 #[derive(Clone, Debug, Default)]
 pub struct ClusterView {
     workers: BTreeMap<WorkerId, WorkerView>,
+    /// Live map workers, and those of them with a free slot (kept by
+    /// [`ClusterView::with_worker`], so counting is O(1)).
+    live_map: u32,
+    idle_map: u32,
     /// Active jobs in submission order.
     jobs: IndexMap<JobId, JobView>,
 }
@@ -184,9 +189,28 @@ impl ClusterView {
 
     /// Marks whether maps may run on `w` (worker roles).
     pub fn set_runs_maps(&mut self, w: WorkerId, runs_maps: bool) {
-        if let Some(v) = self.workers.get_mut(&w) {
-            v.runs_maps = runs_maps;
-        }
+        self.with_worker(w, |v| v.runs_maps = runs_maps);
+    }
+
+    /// Live map workers.
+    pub fn live_map_workers(&self) -> u32 {
+        self.live_map
+    }
+
+    /// Live map workers with a free slot (`idle_workers().count()`, O(1)).
+    pub fn idle_map_workers(&self) -> u32 {
+        self.idle_map
+    }
+
+    /// Changes one worker and keeps the counters right.
+    fn with_worker<R>(&mut self, id: WorkerId, f: impl FnOnce(&mut WorkerView) -> R) -> Option<R> {
+        let w = self.workers.get_mut(&id)?;
+        let (live0, idle0) = counted(w);
+        let r = f(w);
+        let (live1, idle1) = counted(w);
+        self.live_map = self.live_map + u32::from(live1) - u32::from(live0);
+        self.idle_map = self.idle_map + u32::from(idle1) - u32::from(idle0);
+        Some(r)
     }
 
     /// Active jobs, oldest first.
@@ -235,33 +259,33 @@ impl ClusterView {
     // ---- updates by the owner (master or simulator) ----
 
     pub fn upsert_worker(&mut self, id: WorkerId, slots: u32) {
-        let w = self.workers.entry(id).or_insert(WorkerView {
+        self.workers.entry(id).or_insert(WorkerView {
             id,
-            alive: true,
+            alive: false,
             slots,
             free: slots,
             remote_running: 0,
             runs_maps: true,
         });
-        w.alive = true;
-        w.slots = slots;
+        self.with_worker(id, |w| {
+            w.alive = true;
+            w.slots = slots;
+        });
     }
 
     /// Sets a worker's free slots as it reported them.
     pub fn set_free(&mut self, id: WorkerId, free: u32) {
-        if let Some(w) = self.workers.get_mut(&id) {
-            w.free = free.min(w.slots);
-        }
+        self.with_worker(id, |w| w.free = free.min(w.slots));
     }
 
     /// Marks a worker lost: no slots, and its replicas vanish from every
     /// pending task. Returns the tasks left without any replica.
     pub fn lose_worker(&mut self, id: WorkerId) -> Vec<TaskRef> {
-        if let Some(w) = self.workers.get_mut(&id) {
+        self.with_worker(id, |w| {
             w.alive = false;
             w.free = 0;
             w.remote_running = 0;
-        }
+        });
         let mut orphans = Vec::new();
         for job in self.jobs.values_mut() {
             let Some(indices) = job.local.remove(&id) else {
@@ -325,9 +349,7 @@ impl ClusterView {
     /// A task the owner placed itself (a reduce) starts on `worker`: it
     /// takes a slot and counts as running for its job.
     pub fn start_external(&mut self, job: JobId, worker: WorkerId) {
-        if let Some(w) = self.workers.get_mut(&worker) {
-            w.free = w.free.saturating_sub(1);
-        }
+        self.with_worker(worker, |w| w.free = w.free.saturating_sub(1));
         if let Some(j) = self.jobs.get_mut(&job) {
             j.running += 1;
         }
@@ -335,12 +357,12 @@ impl ClusterView {
 
     /// A task that ran on `worker` ended (successfully or not).
     pub fn task_ended(&mut self, job: JobId, worker: WorkerId, remote: bool) {
-        if let Some(w) = self.workers.get_mut(&worker) {
+        self.with_worker(worker, |w| {
             w.free = (w.free + 1).min(w.slots);
             if remote {
                 w.remote_running = w.remote_running.saturating_sub(1);
             }
-        }
+        });
         if let Some(j) = self.jobs.get_mut(&job) {
             j.running = j.running.saturating_sub(1);
         }
@@ -371,13 +393,21 @@ impl ClusterView {
         }
         let t = job.remove(a.task.index).expect("checked above");
         job.running += 1;
-        let w = self.workers.get_mut(&a.worker).expect("checked above");
-        w.free -= 1;
-        if a.worker != a.source {
-            w.remote_running += 1;
-        }
+        let remote = a.worker != a.source;
+        self.with_worker(a.worker, |w| {
+            w.free -= 1;
+            if remote {
+                w.remote_running += 1;
+            }
+        });
         Ok(t)
     }
+}
+
+/// (live map worker, live map worker with a free slot).
+fn counted(w: &WorkerView) -> (bool, bool) {
+    let live = w.alive && w.runs_maps;
+    (live, live && w.free > 0)
 }
 
 /// A decision: run `task` on `worker`, reading its input from `source`.
@@ -499,6 +529,10 @@ pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
             beta,
             weights,
         } => Box::new(lsap_fair::LsapFair::new(alpha, beta, weights, seed)),
+        SchedulerConfig::Ds { fraction } => Box::new(opportunity::Ds::new(fraction, seed)),
+        SchedulerConfig::Gcc { idle_fraction } => {
+            Box::new(opportunity::Gcc::new(idle_fraction, seed))
+        }
     }
 }
 
