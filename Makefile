@@ -61,4 +61,5 @@ clean: stop
 
 bench: build
 	$(CARGO) bench -p master --bench sched
+	$(CARGO) bench -p master --bench lab
 	$(CARGO) bench -p master --bench cluster

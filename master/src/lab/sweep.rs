@@ -29,8 +29,9 @@ pub struct SweepSpec {
     #[serde(default = "default_tick")]
     pub tick: f64,
     /// `makespan` (default): run every algorithm to completion. `round`:
-    /// Guo's one-round locality (online policies only; see
-    /// [`Algo::run_round`]).
+    /// Guo's one-round locality; `waves`: Guo's rounds until every task is
+    /// placed (online policies only; see [`Algo::run_round`],
+    /// [`Algo::run_waves`]).
     #[serde(default)]
     pub mode: Mode,
     /// The algorithm the summary's ratio column divides by (a label).
@@ -55,6 +56,7 @@ pub enum Mode {
     #[default]
     Makespan,
     Round,
+    Waves,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -123,11 +125,11 @@ impl SweepSpec {
         if algos.is_empty() {
             return Err(bad("algorithms", "name at least one".into()));
         }
-        if self.mode == Mode::Round {
+        if self.mode != Mode::Makespan {
             if let Some((l, _)) = algos.iter().find(|(_, a)| matches!(a, Algo::Offline(_))) {
                 return Err(bad(
                     "algorithms",
-                    format!("{l}: mode = \"round\" takes online policies only"),
+                    format!("{l}: mode = \"round\" or \"waves\" takes online policies only"),
                 ));
             }
         }
@@ -226,6 +228,7 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
                 let result = match spec.mode {
                     Mode::Makespan => algo.run(&inst, seed, spec.tick),
                     Mode::Round => algo.run_round(&inst, seed),
+                    Mode::Waves => algo.run_waves(&inst, seed),
                 };
                 let (e, dt) =
                     result.map_err(|e| anyhow::anyhow!("{label}, seed {seed}, {alabel}: {e}"))?;
