@@ -117,6 +117,21 @@ pub enum SchedulerConfig {
         #[serde(default = "defaults::idle_fraction")]
         idle_fraction: f64,
     },
+    /// DynDLOff as a live policy: each new batch of pending tasks is planned
+    /// at once from every slot's estimated free time (heartbeats report how
+    /// long each busy slot has been busy; the mean finished map task gives
+    /// the expected length), then launched slot by slot as planned.
+    DyndlOff {
+        /// θ of g(n) = 1 + θ·min(n, slots), in units of one local task.
+        #[serde(default = "defaults::theta")]
+        theta: f64,
+    },
+    /// BAR as a live policy, planned like `dyndl-off`; remote cost
+    /// 1 + q·r in units of one local task, r = all remote tasks of the plan.
+    Bar {
+        #[serde(default = "defaults::bar_q")]
+        q: f64,
+    },
     /// Guo's lsap-fair-sched: assignment cost = fairness cost + data-locality cost.
     LsapFair {
         /// α: the data-locality cost of a data-remote assignment.
@@ -148,6 +163,9 @@ mod defaults {
     }
     pub fn idle_fraction() -> f64 {
         0.9
+    }
+    pub fn bar_q() -> f64 {
+        0.1
     }
 }
 
@@ -186,6 +204,8 @@ impl SchedulerConfig {
             SchedulerConfig::Eas {} => "eas",
             SchedulerConfig::LsapFair { .. } => "lsap-fair",
             SchedulerConfig::Ds { .. } => "ds",
+            SchedulerConfig::DyndlOff { .. } => "dyndl-off",
+            SchedulerConfig::Bar { .. } => "bar",
             SchedulerConfig::Gcc { .. } => "gcc",
         }
     }
@@ -224,6 +244,8 @@ impl SchedulerConfig {
                 format!("lsap-fair(a={},b={})", fmt_num(*alpha), fmt_num(*beta))
             }
             SchedulerConfig::Ds { fraction } => format!("ds{}", fmt_num(*fraction)),
+            SchedulerConfig::DyndlOff { theta } => format!("dyndl-off(theta={})", fmt_num(*theta)),
+            SchedulerConfig::Bar { q } => format!("bar(q={})", fmt_num(*q)),
             SchedulerConfig::Gcc { idle_fraction } => format!("gcc({})", fmt_num(*idle_fraction)),
         }
     }
@@ -292,6 +314,8 @@ impl SchedulerConfig {
                 nonneg("beta", *beta)?;
                 weights(w)
             }
+            SchedulerConfig::DyndlOff { theta } => nonneg("theta", *theta),
+            SchedulerConfig::Bar { q } => nonneg("q", *q),
             SchedulerConfig::Ds { fraction: f } | SchedulerConfig::Gcc { idle_fraction: f } => {
                 if (0.0..=1.0).contains(f) {
                     Ok(())
@@ -312,7 +336,7 @@ fn fmt_num(v: f64) -> String {
 }
 
 /// A name (`hadoop`, `lsap`, `eas`, presets `delay3`, `delay6`, `delay10`,
-/// `fifo-be`, `fifo-s`, `hfs-be`, `hfs-s`, `dyndl-on`, `ds0.15`, `ds0.25`, `gcc`), or an inline TOML key list such as
+/// `fifo-be`, `fifo-s`, `hfs-be`, `hfs-s`, `dyndl-on`, `ds0.15`, `ds0.25`, `gcc`, `dyndl-off`, `bar`), or an inline TOML key list such as
 /// `policy = "rand", randomness = 0.5`. Parameters are validated.
 impl FromStr for SchedulerConfig {
     type Err = String;

@@ -50,6 +50,19 @@ pub struct Heartbeat {
     pub blocks: Option<Vec<BlockInfo>>,
     /// Attempts finished since the last acknowledged heartbeat.
     pub results: Vec<TaskResult>,
+    /// Every busy slot: how long it has been busy and, for background
+    /// processes, how long it stays busy (the offline planners' free-time
+    /// estimates).
+    #[serde(default)]
+    pub busy: Vec<SlotBusy>,
+}
+
+/// One busy slot in a heartbeat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotBusy {
+    pub elapsed_ms: u64,
+    /// Known remaining time (background processes); None for tasks.
+    pub remaining_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

@@ -317,6 +317,7 @@ impl Master {
         let outbox = std::mem::take(&mut self.workers[id.0 as usize].outbox);
         self.view
             .set_free(id, hb.free_slots.saturating_sub(outbox.len() as u32));
+        self.view.set_busy(id, now, hb.busy);
         let mut launches = outbox;
         // Reduces first: they hold up their whole job.
         launches.extend(self.launch_reduces(now, id));
@@ -820,6 +821,11 @@ impl Master {
             ok,
             error,
         };
+        if !is_reduce && matches!(r.outcome, TaskOutcome::Succeeded { .. }) {
+            // The planners' expected task length.
+            self.view
+                .note_task_ms(r.finished_unix_ms.saturating_sub(r.started_unix_ms));
+        }
         let (wname, sname) = (self.worker_name(ra.worker), self.worker_name(ra.source));
         let job = self.jobs.get_mut(&a.task.job).expect("checked");
         match &r.outcome {

@@ -63,7 +63,7 @@ pub async fn run(ctx: Arc<WorkerCtx>, cfg: BackgroundConfig, seed: u64) {
 /// One background process: waits for a free slot, holds it for `dur`.
 async fn occupy(ctx: Arc<WorkerCtx>, dur: Duration) {
     let slot = loop {
-        if let Some(s) = ctx.book.lock().unwrap().start_background() {
+        if let Some(s) = ctx.book.lock().unwrap().start_background(dur) {
             break s;
         }
         tokio::time::sleep(SLOT_POLL).await;

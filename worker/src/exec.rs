@@ -10,10 +10,13 @@ use common::wire::{Launch, LaunchTask, ReplicaSource, TaskOutcome, TaskResult};
 use common::{unix_ms, AttemptId};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 use workloads::MapSummary;
 
 pub struct TaskBook {
     busy: Vec<bool>,
+    /// Per busy slot: since when, and for how long if known (background).
+    since: Vec<Option<(std::time::Instant, Option<Duration>)>>,
     /// Slots held by background processes (see `background`).
     background: u32,
     running: HashMap<AttemptId, u32>,
@@ -24,6 +27,7 @@ impl TaskBook {
     pub fn new(slots: u32) -> Self {
         TaskBook {
             busy: vec![false; slots as usize],
+            since: vec![None; slots as usize],
             background: 0,
             running: HashMap::new(),
             finished: Vec::new(),
@@ -56,10 +60,11 @@ impl TaskBook {
         self.background
     }
 
-    /// Takes a free slot for a background process.
-    pub fn start_background(&mut self) -> Option<u32> {
+    /// Takes a free slot for a background process that holds it for `dur`.
+    pub fn start_background(&mut self, dur: Duration) -> Option<u32> {
         let slot = self.busy.iter().position(|b| !*b)?;
         self.busy[slot] = true;
+        self.since[slot] = Some((std::time::Instant::now(), Some(dur)));
         self.background += 1;
         Some(slot as u32)
     }
@@ -68,9 +73,26 @@ impl TaskBook {
         if let Some(b) = self.busy.get_mut(slot as usize) {
             if *b {
                 *b = false;
+                self.since[slot as usize] = None;
                 self.background = self.background.saturating_sub(1);
             }
         }
+    }
+
+    /// Every busy slot's age and known remaining time, for the heartbeat.
+    pub fn busy_report(&self) -> Vec<common::wire::SlotBusy> {
+        let now = std::time::Instant::now();
+        self.since
+            .iter()
+            .flatten()
+            .map(|(t0, dur)| {
+                let elapsed = now.saturating_duration_since(*t0);
+                common::wire::SlotBusy {
+                    elapsed_ms: elapsed.as_millis() as u64,
+                    remaining_ms: dur.map(|d| d.saturating_sub(elapsed).as_millis() as u64),
+                }
+            })
+            .collect()
     }
 
     fn start(&mut self, attempt: AttemptId) -> Option<u32> {
@@ -79,6 +101,7 @@ impl TaskBook {
         }
         let slot = self.busy.iter().position(|b| !*b)? as u32;
         self.busy[slot as usize] = true;
+        self.since[slot as usize] = Some((std::time::Instant::now(), None));
         self.running.insert(attempt, slot);
         Some(slot)
     }
@@ -86,6 +109,7 @@ impl TaskBook {
     fn finish(&mut self, result: TaskResult) {
         if let Some(slot) = self.running.remove(&result.attempt) {
             self.busy[slot as usize] = false;
+            self.since[slot as usize] = None;
         }
         self.finished.push(result);
     }

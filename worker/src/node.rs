@@ -78,9 +78,14 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
             // Wait for the interval or an early wake-up (task ended, block stored).
             let _ = tokio::time::timeout(interval, ctx.heartbeat_now.notified()).await;
             let generation = ctx.store.generation();
-            let (free_slots, running, results) = {
+            let (free_slots, running, results, busy) = {
                 let mut book = ctx.book.lock().unwrap();
-                (book.free_slots(), book.running(), book.take_finished())
+                (
+                    book.free_slots(),
+                    book.running(),
+                    book.take_finished(),
+                    book.busy_report(),
+                )
             };
             let hb = Heartbeat {
                 worker: id,
@@ -88,6 +93,7 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                 running,
                 blocks: (generation != reported_generation).then(|| ctx.store.list()),
                 results,
+                busy,
             };
             match post::<_, HeartbeatReply>(&ctx, "/v1/workers/heartbeat", &hb).await {
                 Ok(reply) => {

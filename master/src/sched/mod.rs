@@ -25,6 +25,7 @@ pub mod hadoop;
 pub mod lsap;
 pub mod lsap_fair;
 pub mod opportunity;
+pub mod planned;
 pub mod rand_sched;
 pub mod strict;
 
@@ -48,6 +49,9 @@ pub struct WorkerView {
     pub remote_running: u32,
     /// Whether maps may run here (false on reduce-only machines).
     pub runs_maps: bool,
+    /// Busy slots as the last heartbeat reported them, and when.
+    pub busy: Vec<common::wire::SlotBusy>,
+    pub busy_at: Millis,
 }
 
 /// A task waiting for a slot.
@@ -133,6 +137,9 @@ impl JobView {
 #[derive(Clone, Debug, Default)]
 pub struct ClusterView {
     workers: BTreeMap<WorkerId, WorkerView>,
+    /// Running mean of finished map tasks' durations (ms), for planners.
+    task_ms: Option<f64>,
+    task_ms_n: u64,
     /// Live map workers, and those of them with a free slot (kept by
     /// [`ClusterView::with_worker`], so counting is O(1)).
     live_map: u32,
@@ -190,6 +197,26 @@ impl ClusterView {
     /// Marks whether maps may run on `w` (worker roles).
     pub fn set_runs_maps(&mut self, w: WorkerId, runs_maps: bool) {
         self.with_worker(w, |v| v.runs_maps = runs_maps);
+    }
+
+    /// Records a finished map task's duration (for [`ClusterView::task_ms`]).
+    pub fn note_task_ms(&mut self, ms: u64) {
+        self.task_ms_n += 1;
+        let m = self.task_ms.unwrap_or(0.0);
+        self.task_ms = Some(m + (ms as f64 - m) / self.task_ms_n as f64);
+    }
+
+    /// Mean duration of the map tasks finished so far (ms), if any.
+    pub fn task_ms(&self) -> Option<f64> {
+        self.task_ms
+    }
+
+    /// A worker's busy slots as its heartbeat at `now` reported them.
+    pub fn set_busy(&mut self, id: WorkerId, now: Millis, busy: Vec<common::wire::SlotBusy>) {
+        self.with_worker(id, |w| {
+            w.busy = busy;
+            w.busy_at = now;
+        });
     }
 
     /// Live map workers.
@@ -266,6 +293,8 @@ impl ClusterView {
             free: slots,
             remote_running: 0,
             runs_maps: true,
+            busy: Vec::new(),
+            busy_at: 0,
         });
         self.with_worker(id, |w| {
             w.alive = true;
@@ -530,6 +559,16 @@ pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
             weights,
         } => Box::new(lsap_fair::LsapFair::new(alpha, beta, weights, seed)),
         SchedulerConfig::Ds { fraction } => Box::new(opportunity::Ds::new(fraction, seed)),
+        SchedulerConfig::DyndlOff { theta } => Box::new(planned::Planned::new(
+            crate::lab::Offline::DyndlOff,
+            crate::lab::Cost::Dyndl { theta },
+            seed,
+        )),
+        SchedulerConfig::Bar { q } => Box::new(planned::Planned::new(
+            crate::lab::Offline::Bar,
+            crate::lab::Cost::Bar { c_loc: 1.0, q },
+            seed,
+        )),
         SchedulerConfig::Gcc { idle_fraction } => {
             Box::new(opportunity::Gcc::new(idle_fraction, seed))
         }

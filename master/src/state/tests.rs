@@ -60,6 +60,7 @@ fn cluster(workers: u32, slots: u32, blocks: u32) -> Master {
 
 fn hb(w: u32, free: u32, running: Vec<AttemptId>, results: Vec<TaskResult>) -> Heartbeat {
     Heartbeat {
+        busy: Vec::new(),
         worker: WorkerId(w),
         free_slots: free,
         running,
