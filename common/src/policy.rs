@@ -393,6 +393,23 @@ mod tests {
             })
         );
         assert_eq!("delay6".parse(), Ok(SchedulerConfig::delay(6.0)));
+        assert_eq!("ds0.25".parse(), Ok(SchedulerConfig::Ds { fraction: 0.25 }));
+        assert_eq!(
+            "gcc".parse(),
+            Ok(SchedulerConfig::Gcc { idle_fraction: 0.9 })
+        );
+        assert_eq!(
+            "dyndl-off".parse(),
+            Ok(SchedulerConfig::DyndlOff { theta: 1.0 })
+        );
+        assert_eq!(
+            "policy = 'bar', q = 0.5".parse(),
+            Ok(SchedulerConfig::Bar { q: 0.5 })
+        );
+        let e = "policy = 'ds', fraction = 2"
+            .parse::<SchedulerConfig>()
+            .unwrap_err();
+        assert!(e.contains("ds") && e.contains("[0, 1]"), "{e}");
         assert_eq!(
             "policy = \"rand\", randomness = 0.3".parse(),
             Ok(SchedulerConfig::Rand { randomness: 0.3 })
