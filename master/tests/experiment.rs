@@ -85,6 +85,13 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
         .contains("name = \"smoke\""));
     // The scratch space is gone.
     assert!(!tmp.path().join("work/smoke").exists());
+    // Tables and plots can be rewritten from runs.csv and meta.json alone.
+    std::fs::remove_file(out.join("summary.md")).unwrap();
+    std::fs::remove_dir_all(out.join("plots")).unwrap();
+    master::experiment::run::replot(&out).unwrap();
+    let again = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert_eq!(again, summary);
+    assert!(out.join("plots/flowtime.svg").exists());
 }
 
 /// A run whose cluster cannot start is recorded as failed; the rest go on.

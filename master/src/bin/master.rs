@@ -131,6 +131,9 @@ enum Cmd {
         #[arg(long)]
         keep_data: bool,
     },
+    /// Rewrite an experiment's summary.md and plots from its runs.csv and
+    /// meta.json (no runs are repeated).
+    Replot { dir: PathBuf },
     /// List files and where their blocks are.
     Files,
     /// The scheduling lab: generate instances, run the offline planners and
@@ -321,6 +324,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     if let Cmd::Sim { cmd } = &cli.cmd {
         return sim(cmd);
     }
+    if let Cmd::Replot { dir } = &cli.cmd {
+        master::experiment::run::replot(dir)?;
+        println!("rewrote {}/summary.md and plots", dir.display());
+        return Ok(());
+    }
     if let Cmd::Experiment {
         spec,
         results,
@@ -481,7 +489,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{}", report::job_report(&r));
             }
         }
-        Cmd::Experiment { .. } | Cmd::Sim { .. } => unreachable!("handled above"),
+        Cmd::Experiment { .. } | Cmd::Sim { .. } | Cmd::Replot { .. } => {
+            unreachable!("handled above")
+        }
         Cmd::Workers => {
             println!(
                 "{:<4} {:<10} {:<24} {:>5} {:>5} {:>7} {:>7} alive",

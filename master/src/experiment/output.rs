@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One run's figures. Times in seconds; JCT = finish - arrival per job.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct RunRecord {
     pub point: String,
     pub scheduler: String,

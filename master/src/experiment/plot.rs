@@ -74,6 +74,36 @@ const METRICS: &[Metric] = &[
         y: "makespan (s)",
         value: |c, _| c.makespan_s,
     },
+    Metric {
+        file: "flowtime",
+        title: "Total flowtime (sum of job completion times)",
+        y: "flowtime (s)",
+        value: |c, _| c.total_jct_s,
+    },
+    Metric {
+        file: "locality",
+        title: "Map locality",
+        y: "data-local maps (%)",
+        value: |c, _| c.locality_pct,
+    },
+    Metric {
+        file: "map_throughput",
+        title: "Map machines' throughput",
+        y: "MB/s",
+        value: |c, _| c.map_tp,
+    },
+    Metric {
+        file: "reduce_throughput",
+        title: "Reduce machines' throughput",
+        y: "MB/s",
+        value: |c, _| c.reduce_tp,
+    },
+    Metric {
+        file: "load_balance",
+        title: "Load balance of the map machines (time sum of std dev, lower is better)",
+        y: "MB x s",
+        value: |c, _| c.load_balance,
+    },
 ];
 
 /// Writes `plots/<metric>.svg` and `.png`; a missing font only prints a note.
@@ -104,6 +134,9 @@ pub fn plot_all(
                     }
                 }
             }
+        }
+        if values.is_empty() {
+            continue; // e.g. no reduces in an input-sink experiment
         }
         let groups: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
         let series: Vec<String> = schedulers.iter().map(|s| s.label.clone()).collect();

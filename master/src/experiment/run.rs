@@ -166,6 +166,34 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     Ok(out)
 }
 
+/// Rewrites `summary.md` and `plots/` of a results directory from its
+/// `runs.csv` and the spec recorded in `meta.json` (after a change to the
+/// tables or plots; the runs are not repeated).
+pub fn replot(dir: &Path) -> anyhow::Result<()> {
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("meta.json"))
+            .with_context(|| format!("reading {}", dir.join("meta.json").display()))?,
+    )?;
+    let text = meta["spec_text"]
+        .as_str()
+        .context("meta.json has no spec_text")?;
+    let file = meta["spec_file"].as_str().unwrap_or("spec.toml");
+    let spec = Spec::parse(text, Path::new(file))?;
+    let schedulers = spec.schedulers().map_err(anyhow::Error::msg)?;
+    let points = spec
+        .points()
+        .map_err(|(k, e)| anyhow::anyhow!("{file}: `{k}`: {e}"))?;
+    let mut rd = csv::Reader::from_path(dir.join("runs.csv"))
+        .with_context(|| format!("reading {}", dir.join("runs.csv").display()))?;
+    let runs: Vec<RunRecord> = rd
+        .deserialize()
+        .collect::<Result<_, _>>()
+        .context("runs.csv")?;
+    output::write_summary(dir, &spec, &schedulers, &points, &runs)?;
+    output::plot_all(dir, &schedulers, &points, &runs)?;
+    Ok(())
+}
+
 /// One job of a run.
 struct JobPlan {
     workload: Workload,
