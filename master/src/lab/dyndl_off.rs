@@ -31,6 +31,12 @@
 //! future load L_init + l + (r_p + 1)·g_s(1 + Σ r) is least). The better of
 //! A_k and A_{k+1} (and B) is returned.
 //!
+//! Shortcuts that keep the paper's choices: a search stops early once it
+//! reaches a server at the global minimum (none can be lower); when no
+//! server is low enough for any path, the loop ends; a search that finds no
+//! path marks every server it reached DONE (each reaches only servers that
+//! search reached, and has a MAX no larger).
+//!
 //! Deviation: the paper precomputes R[s][i] = i·g_s(i) for every server and
 //! i ≤ |T|; here i·g_s(i) is computed when the binary search needs it (it is
 //! O(1)), which saves an |S| x |T| matrix (80 MB at 1,000 x 10,000).
@@ -132,6 +138,14 @@ impl<'a> Balanced<'a> {
             .filter(|&s| !b.on[s as usize].is_empty())
             .map(|s| (OrdF64(max_of[s as usize]), std::cmp::Reverse(s)))
             .collect();
+        // Replica lists flattened (CSR) for the searches.
+        let mut rep_at: Vec<u32> = Vec::with_capacity(n + 1);
+        let mut rep: Vec<u32> = Vec::with_capacity(n * 3);
+        rep_at.push(0);
+        for r in &inst.replicas {
+            rep.extend_from_slice(r);
+            rep_at.push(rep.len() as u32);
+        }
         let mut visited = vec![u32::MAX; servers];
         let mut parent: Vec<(u32, u32)> = vec![(0, 0); servers];
         let mut stack: Vec<u32> = Vec::new();
@@ -140,6 +154,18 @@ impl<'a> Balanced<'a> {
             let su = s_max as usize;
             if done[su] || m != max_of[su] || b.on[su].is_empty() {
                 continue;
+            }
+            // No server anywhere is low enough to end a cost-reducing path
+            // from s_max: DONE without searching (and, as MAX only falls
+            // along the heap, so is every server after it).
+            let global_min = min_of
+                .iter()
+                .enumerate()
+                .filter(|&(s, _)| s != su)
+                .map(|(_, &l)| l)
+                .fold(f64::INFINITY, f64::min);
+            if m - global_min <= b.lc + EPS {
+                break;
             }
             // Depth-first search from s_max.
             round += 1;
@@ -153,9 +179,14 @@ impl<'a> Balanced<'a> {
                     if best.is_none_or(|(bl, bs)| l < bl || (l == bl && s < bs)) {
                         best = Some((l, s));
                     }
+                    // Nothing reachable can be lower than the global minimum.
+                    if l <= global_min {
+                        break;
+                    }
                 }
                 for &t in &b.on[s as usize] {
-                    for &s2 in &inst.replicas[t as usize] {
+                    let t_us = t as usize;
+                    for &s2 in &rep[rep_at[t_us] as usize..rep_at[t_us + 1] as usize] {
                         if visited[s2 as usize] != round {
                             visited[s2 as usize] = round;
                             parent[s2 as usize] = (s, t);
@@ -187,7 +218,16 @@ impl<'a> Balanced<'a> {
                         }
                     }
                 }
-                _ => done[su] = true,
+                _ => {
+                    // Every server this search reached has no cost-reducing
+                    // path now either: what it reaches was reached, and its
+                    // MAX is at most s_max's.
+                    for (s, &v) in visited.iter().enumerate() {
+                        if v == round {
+                            done[s] = true;
+                        }
+                    }
+                }
             }
         }
         b

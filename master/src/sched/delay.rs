@@ -19,14 +19,14 @@ use common::policy::RemotePick;
 use common::{JobId, TaskRef, WorkerId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Per-job skip state of delay scheduling.
 pub(crate) struct LocalityWait {
     threshold: Millis,
     pick: RemotePick,
     /// Jobs being skipped, and since when.
-    skipped_since: HashMap<JobId, Millis>,
+    skipped_since: FxHashMap<JobId, Millis>,
 }
 
 impl LocalityWait {
@@ -34,7 +34,7 @@ impl LocalityWait {
         LocalityWait {
             threshold,
             pick,
-            skipped_since: HashMap::new(),
+            skipped_since: FxHashMap::default(),
         }
     }
 

@@ -32,8 +32,13 @@ pub mod strict;
 use common::config::SchedulerConfig;
 use common::policy::RemotePick;
 use common::{JobId, TaskRef, WorkerId};
-use indexmap::{IndexMap, IndexSet};
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use std::collections::BTreeMap;
+
+/// Insertion-ordered map and set with a fast hasher (keys are small ids;
+/// these are looked up on every scheduling decision).
+type IndexMap<K, V> = indexmap::IndexMap<K, V, FxBuildHasher>;
+type IndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 /// Scheduler time: milliseconds since the master (or simulation) started.
 pub type Millis = u64;
@@ -74,7 +79,7 @@ pub struct JobView {
     /// Pending tasks by task index, in insertion order.
     pending: IndexMap<u32, PendingTask>,
     /// Worker -> pending task indices with a replica there.
-    local: HashMap<WorkerId, IndexSet<u32>>,
+    local: FxHashMap<WorkerId, IndexSet<u32>>,
     pub running: u32,
 }
 
@@ -343,8 +348,8 @@ impl ClusterView {
             id,
             submitted_at,
             group: group.to_owned(),
-            pending: IndexMap::with_capacity(tasks.len()),
-            local: HashMap::new(),
+            pending: IndexMap::with_capacity_and_hasher(tasks.len(), FxBuildHasher),
+            local: FxHashMap::default(),
             running: 0,
         };
         for t in tasks {
