@@ -5,6 +5,7 @@
 //! decision sees the same amount of pending work. lsap and lsap-fair are
 //! batch policies that look at every idle slot and pending task at once;
 //! they are measured the same way for reference (not held to 10 us).
+//! `SCHED_ONLY=<policy as listed>` runs one of them (for profiling).
 
 use common::{JobId, TaskRef, WorkerId};
 use master::sched::{build, offer, ClusterView, PendingTask};
@@ -54,6 +55,7 @@ fn main() {
         "scheduler decision cost: {} pending tasks over {JOBS} jobs, {WORKERS} workers, one free slot per decision",
         JOBS * TASKS_PER_JOB
     );
+    let only = std::env::var("SCHED_ONLY").ok();
     let policies = [
         ("hadoop", true),
         ("delay3", true),
@@ -64,6 +66,9 @@ fn main() {
         ("lsap-fair", false),
     ];
     for (p, online) in policies {
+        if only.as_deref().is_some_and(|o| o != p) {
+            continue;
+        }
         let cfg: common::config::SchedulerConfig = p.parse().unwrap();
         let mut s = build(&cfg, 1);
         let mut v = view(9);

@@ -47,7 +47,14 @@ pub(crate) fn fair_order(
     let mut group_of: Vec<usize> = Vec::with_capacity(64);
     for j in view.jobs() {
         let name = if by_group { j.group.as_str() } else { "" };
-        let g = match groups.iter().position(|g| g.0 == name) {
+        // One group without `by_group`: no string comparisons (they were
+        // most of delay's decision cost).
+        let found = if by_group {
+            groups.iter().position(|g| g.0 == name)
+        } else {
+            (!groups.is_empty()).then_some(0)
+        };
+        let g = match found {
             Some(g) => g,
             None => {
                 let w = weights.get(name).copied().unwrap_or(1.0);
