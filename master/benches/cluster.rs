@@ -410,11 +410,24 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce` runs one part.
+    let only = std::env::var("BENCH_ONLY").ok();
+    let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
     rt.block_on(async {
-        nic_bench().await;
-        nic_netns_bench().await;
-        local_sink_bench().await;
-        overhead_bench().await;
-        mapreduce_bench().await;
+        if run("nic") {
+            nic_bench().await;
+        }
+        if run("netns") {
+            nic_netns_bench().await;
+        }
+        if run("sink") {
+            local_sink_bench().await;
+        }
+        if run("overhead") {
+            overhead_bench().await;
+        }
+        if run("mapreduce") {
+            mapreduce_bench().await;
+        }
     });
 }

@@ -44,8 +44,12 @@ impl MapTask for SortMap {
                 )),
             );
         }
-        let mut recs: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
+        // Sort by the key read as big-endian integers (the same order as its
+        // bytes), whole records only on equal keys: LC_ALL=C sort's order.
+        let mut recs: Vec<((u64, u16), &[u8])> =
+            data.chunks_exact(RECORD).map(|r| (prefix(r), r)).collect();
         recs.sort_unstable();
+        let recs: Vec<&[u8]> = recs.into_iter().map(|(_, r)| r).collect();
         let n = recs.len();
         let k = SAMPLES_PER_MAP.min(n);
         let sample: Vec<Vec<u8>> = (0..k)
@@ -168,21 +172,33 @@ impl ReduceTask for SortReduce {
 /// K-way merge of sorted runs of whole records into `out` (exactly their size).
 fn merge(runs: &[&[u8]], out: &mut [u8]) {
     use std::cmp::Reverse;
-    let mut heads: std::collections::BinaryHeap<Reverse<(&[u8], usize, usize)>> = runs
+    type Head<'a> = Reverse<((u64, u16), &'a [u8], usize, usize)>;
+    let mut heads: std::collections::BinaryHeap<Head<'_>> = runs
         .iter()
         .enumerate()
         .filter(|(_, r)| !r.is_empty())
-        .map(|(i, r)| Reverse((&r[..RECORD], i, 0)))
+        .map(|(i, r)| Reverse((prefix(r), &r[..RECORD], i, 0)))
         .collect();
     let mut at = 0;
-    while let Some(Reverse((rec, i, off))) = heads.pop() {
+    while let Some(Reverse((_, rec, i, off))) = heads.pop() {
         out[at..at + RECORD].copy_from_slice(rec);
         at += RECORD;
         let next = off + RECORD;
         if next < runs[i].len() {
-            heads.push(Reverse((&runs[i][next..next + RECORD], i, next)));
+            let r = &runs[i][next..next + RECORD];
+            heads.push(Reverse((prefix(r), r, i, next)));
         }
     }
+}
+
+/// A record's 10-byte key as big-endian integers: comparing these orders
+/// records exactly as comparing the key bytes does, without a memcmp call.
+#[inline]
+fn prefix(rec: &[u8]) -> (u64, u16) {
+    (
+        u64::from_be_bytes(rec[..8].try_into().expect("8 bytes")),
+        u16::from_be_bytes(rec[8..KEY].try_into().expect("2 bytes")),
+    )
 }
 
 #[cfg(test)]
