@@ -98,3 +98,30 @@ pub fn assign(inst: &Instance, threshold: usize) -> Assignment {
     }
     a
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::Cost;
+
+    #[test]
+    fn local_queue_first_then_steal_from_the_longest() {
+        // Both cores idle; every block on server 0. Core 0 runs t0, t1 from
+        // its queue; core 1 steals the queue's last task, t2, remotely.
+        let inst = Instance {
+            cores: vec![vec![0.0], vec![0.0]],
+            replicas: vec![vec![0], vec![0], vec![0]],
+            cost: Cost::Dyndl { theta: 1.0 },
+        };
+        let a = assign(&inst, 0);
+        assert_eq!(a, vec![0, 0, 1]);
+        let e = inst.evaluate(&a);
+        assert_eq!(e.remote, 1);
+        assert!((e.makespan - 2.0).abs() < 1e-9, "{e:?}");
+        // Threshold 3: the queue (3 long) is never longer, so core 1 stays
+        // idle and core 0 runs all three locally.
+        let a = assign(&inst, 3);
+        assert_eq!(a, vec![0, 0, 0]);
+        assert!((inst.evaluate(&a).makespan - 3.0).abs() < 1e-9);
+    }
+}
