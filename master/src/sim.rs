@@ -18,8 +18,8 @@
 //! `tick` units, so waiting policies (delay, DynDLOn) are re-asked.
 
 use crate::lab::dyndl_off::OrdF64;
-use crate::sched::{offer, ClusterView, Millis, PendingTask, Scheduler};
-use common::{JobId, TaskRef, WorkerId};
+use crate::sched::{offer, ClusterView, Millis, Scheduler};
+use common::{JobId, WorkerId};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -79,23 +79,7 @@ pub fn simulate(
     }
     free_at.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let job = JobId(1);
-    view.add_job(
-        job,
-        0,
-        "default",
-        inst.replicas
-            .iter()
-            .enumerate()
-            .map(|(i, r)| PendingTask {
-                task: TaskRef {
-                    job,
-                    index: i as u32,
-                },
-                len: 1,
-                replicas: r.iter().map(|&s| WorkerId(s)).collect(),
-            })
-            .collect(),
-    );
+    inst.add_as_job(&mut view, job);
     let lc = inst.cost.local();
     // A task's work is its local cost; a remote one progresses at
     // lc / (its remote cost with the remote tasks running now).

@@ -236,23 +236,7 @@ fn est_makespan(cores: &Cores, on: &[Vec<u32>], extra: &[u32], lc: f64, c: f64) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::tests::random;
-
-    fn example1() -> Instance {
-        Instance {
-            cores: vec![vec![7.1], vec![4.2], vec![0.3]],
-            replicas: vec![
-                vec![0, 1],
-                vec![1, 2],
-                vec![1, 2],
-                vec![0, 1],
-                vec![0, 1],
-                vec![1, 2],
-                vec![0, 1],
-            ],
-            cost: Cost::Bar { c_loc: 1.0, q: 0.1 },
-        }
-    }
+    use crate::lab::tests::{bar_example1 as example1, random};
 
     #[test]
     fn balance_is_optimal_among_local_allocations() {

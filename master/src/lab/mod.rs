@@ -179,6 +179,29 @@ impl Instance {
         }
     }
 
+    /// Adds every task as a pending task of `job` (submitted at 0), server
+    /// s being worker s: how the simulator and the one-round measurement
+    /// hand an instance to the master's schedulers.
+    pub fn add_as_job(&self, view: &mut crate::sched::ClusterView, job: common::JobId) {
+        view.add_job(
+            job,
+            0,
+            "default",
+            self.replicas
+                .iter()
+                .enumerate()
+                .map(|(i, r)| crate::sched::PendingTask {
+                    task: common::TaskRef {
+                        job,
+                        index: i as u32,
+                    },
+                    len: 1,
+                    replicas: r.iter().map(|&s| common::WorkerId(s)).collect(),
+                })
+                .collect(),
+        );
+    }
+
     pub fn is_local(&self, task: usize, server: u32) -> bool {
         self.replicas[task].contains(&server)
     }
@@ -488,24 +511,7 @@ impl Algo {
             .filter(|&p| cores.init[p] == 0.0)
             .collect();
         set_idle(&mut view, &first);
-        let job = common::JobId(1);
-        view.add_job(
-            job,
-            0,
-            "default",
-            inst.replicas
-                .iter()
-                .enumerate()
-                .map(|(i, r)| crate::sched::PendingTask {
-                    task: common::TaskRef {
-                        job,
-                        index: i as u32,
-                    },
-                    len: 1,
-                    replicas: r.iter().map(|&s| common::WorkerId(s)).collect(),
-                })
-                .collect(),
-        );
+        inst.add_as_job(&mut view, common::JobId(1));
         // Guo's simulated dl-sched visits every idle slot for a data-local
         // task before it places the rest (otherwise one task and many idle
         // slots would go to the first slot, local or not): a local-only
@@ -612,6 +618,24 @@ pub(crate) mod tests {
         }
     }
 
+    /// BAR's Example 1: 3 servers with initial loads 7.1, 4.2, 0.3, 7 tasks
+    /// with 2 replicas each, C_loc = 1, C_rem(r) = 1 + 0.1 r.
+    pub fn bar_example1() -> Instance {
+        Instance {
+            cores: vec![vec![7.1], vec![4.2], vec![0.3]],
+            replicas: vec![
+                vec![0, 1],
+                vec![1, 2],
+                vec![1, 2],
+                vec![0, 1],
+                vec![0, 1],
+                vec![1, 2],
+                vec![0, 1],
+            ],
+            cost: Cost::Bar { c_loc: 1.0, q: 0.1 },
+        }
+    }
+
     /// Small random instances for property tests.
     pub fn random(seed: u64, cost: Cost) -> Instance {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -636,19 +660,7 @@ pub(crate) mod tests {
     fn evaluation_follows_bar_example_1() {
         // BAR Example 1: 3 servers with initial loads 7.1, 4.2, 0.3; t5 and t7
         // remote on s3 with C_rem(2) = 1.2: makespan 7.2 (s1 is not active).
-        let inst = Instance {
-            cores: vec![vec![7.1], vec![4.2], vec![0.3]],
-            replicas: vec![
-                vec![0, 1],
-                vec![1, 2],
-                vec![1, 2],
-                vec![0, 1],
-                vec![0, 1],
-                vec![1, 2],
-                vec![0, 1],
-            ],
-            cost: Cost::Bar { c_loc: 1.0, q: 0.1 },
-        };
+        let inst = bar_example1();
         // s2: t1, t4, t6... three local; s3: t2, t3 local, t5, t7 remote.
         let a = vec![1, 2, 2, 1, 2, 1, 2];
         let e = inst.evaluate(&a);
