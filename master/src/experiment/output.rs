@@ -477,8 +477,14 @@ pub fn write_summary(
                 .collect();
             format!("one file per job ({}, maps/reduces)", mix.join(", "))
         };
+        let background = match (&p.background, &spec.background) {
+            (Some(b), Some(base)) if b.duration_s != base.duration_s => {
+                format!(", background U[{}, {}] s", b.duration_s[0], b.duration_s[1])
+            }
+            _ => String::new(),
+        };
         s += &format!(
-            "## {}: {} jobs, {data}, blocks of {:.2} MB, replication {}\n\n",
+            "## {}: {} jobs, {data}, blocks of {:.2} MB, replication {}{background}\n\n",
             p.label,
             p.jobs,
             p.block_bytes as f64 / 1e6,

@@ -335,7 +335,7 @@ impl RunEnv<'_> {
                 })
                 .collect(),
             background: if shaped {
-                self.spec.background.clone()
+                self.point.background.clone()
             } else {
                 None
             },

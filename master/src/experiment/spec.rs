@@ -158,6 +158,9 @@ pub struct PointSpec {
     pub nic_mbps: Option<f64>,
     pub slot_rate_mbs: Option<f64>,
     pub replication: Option<u32>,
+    /// Overrides `background.duration_s` at this point (needs a
+    /// `[background]` section).
+    pub background_s: Option<[f64; 2]>,
 }
 
 /// One fully resolved parameter point.
@@ -171,6 +174,8 @@ pub struct Point {
     pub nic_mbps: Option<f64>,
     pub slot_rate_mbs: Option<f64>,
     pub replication: u32,
+    /// The background load at this point, if any.
+    pub background: Option<BackgroundConfig>,
 }
 
 /// A scheduler to compare, with the label tables and plots show.
@@ -416,6 +421,7 @@ impl Spec {
             nic_mbps: self.cluster.nic_mbps,
             slot_rate_mbs: self.cluster.slot_rate_mbs,
             replication: self.cluster.replication,
+            background: self.background.clone(),
         };
         if self.points.is_empty() {
             return Ok(vec![base]);
@@ -440,6 +446,24 @@ impl Spec {
                 nic_mbps: p.nic_mbps.or(base.nic_mbps),
                 slot_rate_mbs: p.slot_rate_mbs.or(base.slot_rate_mbs),
                 replication: p.replication.unwrap_or(base.replication),
+                background: match (p.background_s, &base.background) {
+                    (None, b) => b.clone(),
+                    (Some(d), Some(b)) => {
+                        let b = BackgroundConfig {
+                            duration_s: d,
+                            ..b.clone()
+                        };
+                        b.validate()
+                            .map_err(|(_, e)| (format!("points[{i}].background_s"), e))?;
+                        Some(b)
+                    }
+                    (Some(_), None) => {
+                        return Err((
+                            format!("points[{i}].background_s"),
+                            "needs a [background] section to override".into(),
+                        ))
+                    }
+                },
             });
         }
         Ok(out)
@@ -509,6 +533,28 @@ jobs = 8
         assert!(e.contains("bogus"), "{e}");
         let e = parse(&SPEC.replace("label = \"big\"", "label = \"small\"")).unwrap_err();
         assert!(e.contains("points[1].label"), "{e}");
+    }
+
+    #[test]
+    fn a_point_overrides_the_background_duration() {
+        let with_bg = SPEC.replace(
+            "[data]",
+            "[background]\nduration_s = [1, 2]\ninitial = 0.5\n[data]",
+        );
+        let t = with_bg.replace("jobs = 8", "jobs = 8\nbackground_s = [5, 30]");
+        let p = parse(&t).unwrap().points().unwrap();
+        let b0 = p[0].background.as_ref().unwrap();
+        let b1 = p[1].background.as_ref().unwrap();
+        assert_eq!((b0.duration_s, b0.initial), ([1.0, 2.0], 0.5));
+        assert_eq!((b1.duration_s, b1.initial), ([5.0, 30.0], 0.5));
+        let e =
+            parse(&with_bg.replace("jobs = 8", "jobs = 8\nbackground_s = [30, 5]")).unwrap_err();
+        assert!(e.contains("points[1].background_s"), "{e}");
+        let e = parse(&SPEC.replace("jobs = 8", "jobs = 8\nbackground_s = [5, 30]")).unwrap_err();
+        assert!(
+            e.contains("points[1].background_s") && e.contains("[background]"),
+            "{e}"
+        );
     }
 
     const MIX: &str = r#"
