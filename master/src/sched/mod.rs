@@ -25,6 +25,7 @@ pub mod hadoop;
 pub mod lsap;
 pub mod lsap_fair;
 pub mod opportunity;
+mod pending;
 pub mod planned;
 pub mod rand_sched;
 pub mod strict;
@@ -77,7 +78,7 @@ pub struct JobView {
     /// Fair-share group (pool) the job was submitted to.
     pub group: String,
     /// Pending tasks by task index, in insertion order.
-    pending: IndexMap<u32, PendingTask>,
+    pending: pending::PendingQueue,
     /// Worker -> pending task indices with a replica there.
     local: FxHashMap<WorkerId, IndexSet<u32>>,
     pub running: u32,
@@ -93,23 +94,23 @@ impl JobView {
     }
 
     pub fn pending(&self) -> impl Iterator<Item = &PendingTask> {
-        self.pending.values()
+        self.pending.iter()
     }
 
     pub fn pending_task(&self, index: u32) -> Option<&PendingTask> {
-        self.pending.get(&index)
+        self.pending.get(index)
     }
 
     /// The `i`-th pending task (insertion order, shifted by launches); for
     /// uniform random picks.
     pub fn pending_at(&self, i: usize) -> Option<&PendingTask> {
-        self.pending.get_index(i).map(|(_, t)| t)
+        self.pending.nth(i)
     }
 
     /// The first pending task with a replica on `w`, if any.
     pub fn local_task(&self, w: WorkerId) -> Option<&PendingTask> {
         let idx = self.local.get(&w)?.first()?;
-        self.pending.get(idx)
+        self.pending.get(*idx)
     }
 
     /// How many pending tasks have a replica on `w`.
@@ -121,11 +122,11 @@ impl JobView {
         for &w in &t.replicas {
             self.local.entry(w).or_default().insert(t.task.index);
         }
-        self.pending.insert(t.task.index, t);
+        self.pending.insert(t);
     }
 
     fn remove(&mut self, index: u32) -> Option<PendingTask> {
-        let t = self.pending.shift_remove(&index)?;
+        let t = self.pending.remove(index)?;
         for w in &t.replicas {
             if let Some(set) = self.local.get_mut(w) {
                 set.shift_remove(&index);
@@ -326,7 +327,7 @@ impl ClusterView {
                 continue;
             };
             for i in indices {
-                if let Some(t) = job.pending.get_mut(&i) {
+                if let Some(t) = job.pending.get_mut(i) {
                     t.replicas.retain(|r| *r != id);
                     if t.replicas.is_empty() {
                         orphans.push(t.task);
@@ -348,7 +349,7 @@ impl ClusterView {
             id,
             submitted_at,
             group: group.to_owned(),
-            pending: IndexMap::with_capacity_and_hasher(tasks.len(), FxBuildHasher),
+            pending: pending::PendingQueue::default(),
             local: FxHashMap::default(),
             running: 0,
         };
@@ -417,7 +418,7 @@ impl ClusterView {
             .ok_or(SchedError::NotPending(a.task))?;
         let t = job
             .pending
-            .get(&a.task.index)
+            .get(a.task.index)
             .ok_or(SchedError::NotPending(a.task))?;
         if !t.replicas.contains(&a.source) {
             return Err(SchedError::NoReplica {
