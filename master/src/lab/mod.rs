@@ -1,7 +1,7 @@
 //! The scheduling lab: the offline scheduling-instance model of DynDL and
 //! BAR, a seeded instance generator with the papers' parameters, makespan
 //! and locality evaluation, and the offline algorithms (BAR, DynDLOff, LIST,
-//! LTFPA), one file each. The online policies run on the same instances in
+//! LTFPA, MaxCover-BalAssign), one file each. The online policies run on the same instances in
 //! the discrete-event simulator ([`crate::sim`]), which drives the master's
 //! own schedulers.
 //!
@@ -21,6 +21,7 @@ pub mod bar;
 pub mod dyndl_off;
 pub mod list;
 pub mod ltfpa;
+pub mod maxcover;
 pub mod sweep;
 
 use rand::{Rng, SeedableRng};
@@ -397,6 +398,10 @@ pub enum Offline {
     DyndlOff,
     List,
     Ltfpa,
+    /// MaxCover-BalAssign (Fischer et al.), BAR's flow-based baseline.
+    #[value(name = "mb", alias = "maxcover-balassign")]
+    #[serde(rename = "mb")]
+    MaxCover,
 }
 
 impl Offline {
@@ -406,6 +411,7 @@ impl Offline {
             Offline::DyndlOff => "DynDLOff",
             Offline::List => "LIST",
             Offline::Ltfpa => "LTFPA",
+            Offline::MaxCover => "MB",
         }
     }
 
@@ -415,6 +421,7 @@ impl Offline {
             Offline::DyndlOff => dyndl_off::assign(inst),
             Offline::List => list::assign(inst),
             Offline::Ltfpa => ltfpa::assign(inst, ltfpa::DEFAULT_THRESHOLD),
+            Offline::MaxCover => maxcover::assign(inst),
         }
     }
 }
@@ -432,7 +439,7 @@ pub enum Algo {
 
 impl std::str::FromStr for Algo {
     type Err = String;
-    /// `bar`, `dyndl-off`, `list`, `ltfpa`, or anything `--scheduler`
+    /// `bar`, `dyndl-off`, `list`, `ltfpa`, `mb`, or anything `--scheduler`
     /// accepts (`hadoop`, `delay3`, `dyndl-on`, `policy = 'rand', ...`).
     fn from_str(s: &str) -> Result<Algo, String> {
         use clap::ValueEnum;
@@ -440,7 +447,7 @@ impl std::str::FromStr for Algo {
             return Ok(Algo::Offline(o));
         }
         let config: common::config::SchedulerConfig = s.parse().map_err(|e| {
-            format!("{s:?} is neither an offline algorithm (bar, dyndl-off, list, ltfpa) nor a scheduler: {e}")
+            format!("{s:?} is neither an offline algorithm (bar, dyndl-off, list, ltfpa, mb) nor a scheduler: {e}")
         })?;
         Ok(Algo::Online {
             label: config.label(),
@@ -746,6 +753,7 @@ pub(crate) mod tests {
                     Offline::DyndlOff,
                     Offline::List,
                     Offline::Ltfpa,
+                    Offline::MaxCover,
                 ] {
                     let a = alg.run(&inst);
                     assert_eq!(a.len(), inst.tasks(), "{alg:?} seed {seed}");
