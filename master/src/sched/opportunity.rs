@@ -4,8 +4,10 @@
 //!   opportunities. The head job (FIFO) launches a data-local task on the
 //!   offered worker if it has one. Otherwise the offer is skipped and the
 //!   delay counter grows by one; when the counter exceeds `fraction` x the
-//!   number of live workers, the slot takes a random pending task remotely
-//!   and the counter restarts at zero.
+//!   number of live workers, the slot takes a random pending task remotely.
+//!   The counter restarts at zero after a remote launch (as BAR describes
+//!   DS) and after a data-local one (as in Zaharia et al.'s Algorithm 1,
+//!   the delay scheduling BAR cites).
 //! - `gcc` (Good Cache Compute, from Raicu et al.'s data diffusion): the
 //!   head job launches a data-local task if it has one; otherwise, while
 //!   the number of workers with a free slot is below `idle_fraction` x the
@@ -54,7 +56,10 @@ impl Scheduler for Ds {
                 return;
             };
             let choice = match job.local_task(worker) {
-                Some(t) => Some((t.task, worker)),
+                Some(t) => {
+                    self.counter = 0;
+                    Some((t.task, worker))
+                }
                 None => {
                     self.counter += 1;
                     if self.counter as f64 > threshold {
@@ -163,6 +168,10 @@ mod tests {
         assert!(offer(&mut s, 0, WorkerId(4), &mut v).is_empty());
         let l = offer(&mut s, 0, WorkerId(0), &mut v);
         assert!(l.len() == 1 && l[0].is_local());
+        // The local launch restarted the counter too: two more skips.
+        assert!(offer(&mut s, 0, WorkerId(5), &mut v).is_empty());
+        assert!(offer(&mut s, 0, WorkerId(6), &mut v).is_empty());
+        assert_eq!(offer(&mut s, 0, WorkerId(7), &mut v).len(), 1);
     }
 
     #[test]
