@@ -11,13 +11,14 @@
 //!   (target at most 30 s).
 //!
 //! The planners are measured with criterion (10 samples each; criterion's
-//! own report, then a summary line per planner with the median time per
-//! run, its ratio to the target and the paper's speed-up). The sweep takes
+//! own report, then a summary line per planner with the median of the
+//! samples' time per run, its ratio to the target and the paper's
+//! speed-up). The sweep takes
 //! about half a minute, so it is timed once after them. Criterion's usual
-//! arguments work: `cargo bench -p master --bench lab -- BAR` runs the BAR
-//! row only (the sweep runs when the filter is empty or matches "sweep").
+//! arguments work: `cargo bench -p master --bench lab -- BAR` runs the rows
+//! matching BAR only (the sweep runs when the filter is empty or matches "sweep").
 
-use criterion::Criterion;
+use criterion::{Criterion, SamplingMode};
 use master::lab::{Algo, Cost, GenParams, Instance, Offline};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -134,25 +135,35 @@ fn main() {
         .find(|a| !a.starts_with('-'))
         .unwrap_or_default();
     let mut summary = Vec::new();
+    let mut group = c.benchmark_group("lab");
+    // Flat sampling: every sample runs the same number of iterations, so
+    // the samples are told apart from the warm-up batches by their size.
+    group.sampling_mode(SamplingMode::Flat);
     for case in cases() {
-        // Per-run times of every batch criterion measures (warm-up too).
-        let mut per_run: Vec<Duration> = Vec::new();
-        c.bench_function(case.name, |b| {
+        // (iterations, time per run) of every batch criterion measures.
+        let mut batches: Vec<(u64, Duration)> = Vec::new();
+        group.bench_function(case.name, |b| {
             b.iter_custom(|iters| {
                 let t = Instant::now();
                 for _ in 0..iters {
                     (case.run)(&case.inst);
                 }
                 let d = t.elapsed();
-                per_run.push(d / iters.max(1) as u32);
+                batches.push((iters, d / iters.max(1) as u32));
                 d
             })
         });
-        if !per_run.is_empty() {
-            per_run.sort();
-            summary.push((case, per_run[per_run.len() / 2]));
+        if let Some(&(n, _)) = batches.last() {
+            let mut samples: Vec<Duration> = batches
+                .iter()
+                .filter(|(i, _)| *i == n)
+                .map(|(_, d)| *d)
+                .collect();
+            samples.sort();
+            summary.push((case, samples[samples.len() / 2]));
         }
     }
+    group.finish();
     c.final_summary();
     println!();
     for (case, d) in &summary {
