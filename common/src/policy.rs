@@ -125,12 +125,20 @@ pub enum SchedulerConfig {
         /// θ of g(n) = 1 + θ·min(n, slots), in units of one local task.
         #[serde(default = "defaults::theta")]
         theta: f64,
+        /// Plan again, from the slots as they are then, whenever a free slot
+        /// has nothing planned while other workers still have tasks queued
+        /// (at most every half task length). Off: a plan is fixed when made.
+        #[serde(default)]
+        replan: bool,
     },
     /// BAR as a live policy, planned like `dyndl-off`; remote cost
     /// 1 + q·r in units of one local task, r = all remote tasks of the plan.
     Bar {
         #[serde(default = "defaults::bar_q")]
         q: f64,
+        /// As for `dyndl-off`.
+        #[serde(default)]
+        replan: bool,
     },
     /// Guo's lsap-fair-sched: assignment cost = fairness cost + data-locality cost.
     LsapFair {
@@ -244,8 +252,16 @@ impl SchedulerConfig {
                 format!("lsap-fair(a={},b={})", fmt_num(*alpha), fmt_num(*beta))
             }
             SchedulerConfig::Ds { fraction } => format!("ds{}", fmt_num(*fraction)),
-            SchedulerConfig::DyndlOff { theta } => format!("dyndl-off(theta={})", fmt_num(*theta)),
-            SchedulerConfig::Bar { q } => format!("bar(q={})", fmt_num(*q)),
+            SchedulerConfig::DyndlOff { theta, replan } => format!(
+                "dyndl-off(theta={}{})",
+                fmt_num(*theta),
+                if *replan { ",replan" } else { "" }
+            ),
+            SchedulerConfig::Bar { q, replan } => format!(
+                "bar(q={}{})",
+                fmt_num(*q),
+                if *replan { ",replan" } else { "" }
+            ),
             SchedulerConfig::Gcc { idle_fraction } => format!("gcc({})", fmt_num(*idle_fraction)),
         }
     }
@@ -314,8 +330,8 @@ impl SchedulerConfig {
                 nonneg("beta", *beta)?;
                 weights(w)
             }
-            SchedulerConfig::DyndlOff { theta } => nonneg("theta", *theta),
-            SchedulerConfig::Bar { q } => nonneg("q", *q),
+            SchedulerConfig::DyndlOff { theta, .. } => nonneg("theta", *theta),
+            SchedulerConfig::Bar { q, .. } => nonneg("q", *q),
             SchedulerConfig::Ds { fraction: f } | SchedulerConfig::Gcc { idle_fraction: f } => {
                 if (0.0..=1.0).contains(f) {
                     Ok(())
@@ -400,11 +416,17 @@ mod tests {
         );
         assert_eq!(
             "dyndl-off".parse(),
-            Ok(SchedulerConfig::DyndlOff { theta: 1.0 })
+            Ok(SchedulerConfig::DyndlOff {
+                theta: 1.0,
+                replan: false
+            })
         );
         assert_eq!(
-            "policy = 'bar', q = 0.5".parse(),
-            Ok(SchedulerConfig::Bar { q: 0.5 })
+            "policy = 'bar', q = 0.5, replan = true".parse(),
+            Ok(SchedulerConfig::Bar {
+                q: 0.5,
+                replan: true
+            })
         );
         let e = "policy = 'ds', fraction = 2"
             .parse::<SchedulerConfig>()

@@ -565,14 +565,16 @@ pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
             weights,
         } => Box::new(lsap_fair::LsapFair::new(alpha, beta, weights, seed)),
         SchedulerConfig::Ds { fraction } => Box::new(opportunity::Ds::new(fraction, seed)),
-        SchedulerConfig::DyndlOff { theta } => Box::new(planned::Planned::new(
+        SchedulerConfig::DyndlOff { theta, replan } => Box::new(planned::Planned::new(
             crate::lab::Offline::DyndlOff,
             crate::lab::Cost::Dyndl { theta },
+            replan,
             seed,
         )),
-        SchedulerConfig::Bar { q } => Box::new(planned::Planned::new(
+        SchedulerConfig::Bar { q, replan } => Box::new(planned::Planned::new(
             crate::lab::Offline::Bar,
             crate::lab::Cost::Bar { c_loc: 1.0, q },
+            replan,
             seed,
         )),
         SchedulerConfig::Gcc { idle_fraction } => {

@@ -31,18 +31,43 @@ pub struct Planned {
     /// Per worker, the tasks planned there (task, replica to read).
     plan: HashMap<WorkerId, VecDeque<(TaskRef, WorkerId)>>,
     planned: HashSet<TaskRef>,
+    replan: bool,
+    last_replan: Option<Millis>,
     rng: ChaCha8Rng,
 }
 
 impl Planned {
-    pub fn new(algo: Offline, cost: Cost, seed: u64) -> Self {
+    pub fn new(algo: Offline, cost: Cost, replan: bool, seed: u64) -> Self {
         Planned {
             algo,
             cost,
             plan: HashMap::new(),
             planned: HashSet::new(),
+            replan,
+            last_replan: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
+    }
+
+    /// With `replan`: when `worker` has a free slot and nothing planned
+    /// while other workers still have tasks queued, the plan is stale;
+    /// drop it (at most every half task length) so every unlaunched task
+    /// is planned again from the slots as they are now.
+    fn drop_stale_plan(&mut self, now: Millis, worker: WorkerId, view: &super::ClusterView) {
+        if !self.replan
+            || self.planned.is_empty()
+            || view.free_slots(worker) == 0
+            || self.plan.get(&worker).is_some_and(|q| !q.is_empty())
+        {
+            return;
+        }
+        let half = (view.task_ms().unwrap_or(DEFAULT_TASK_MS) / 2.0) as Millis;
+        if self.last_replan.is_some_and(|t| now < t + half) {
+            return;
+        }
+        self.last_replan = Some(now);
+        self.plan.clear();
+        self.planned.clear();
     }
 
     /// Plans every pending task no plan covers.
@@ -146,18 +171,20 @@ impl Planned {
 
 impl Scheduler for Planned {
     fn name(&self) -> String {
+        let replan = self.replan;
         match (self.algo, self.cost) {
             (Offline::Bar, Cost::Bar { q, .. }) => {
-                common::policy::SchedulerConfig::Bar { q }.label()
+                common::policy::SchedulerConfig::Bar { q, replan }.label()
             }
             (_, Cost::Dyndl { theta }) => {
-                common::policy::SchedulerConfig::DyndlOff { theta }.label()
+                common::policy::SchedulerConfig::DyndlOff { theta, replan }.label()
             }
             _ => self.algo.name().into(),
         }
     }
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        self.drop_stale_plan(now, worker, ctx.view());
         self.plan_new(now, ctx.view());
         while ctx.view().free_slots(worker) > 0 {
             let Some((task, source)) = self.plan.get_mut(&worker).and_then(VecDeque::pop_front)
@@ -232,7 +259,7 @@ mod tests {
         v.set_free(WorkerId(1), 1);
         v.set_free(WorkerId(2), 1);
         add_job(&mut v, 2, 0);
-        let mut s = Planned::new(Offline::DyndlOff, Cost::Dyndl { theta: 1.0 }, 1);
+        let mut s = Planned::new(Offline::DyndlOff, Cost::Dyndl { theta: 1.0 }, false, 1);
         let mut a = offer(&mut s, 0, WorkerId(1), &mut v);
         a.extend(offer(&mut s, 0, WorkerId(2), &mut v));
         assert_eq!(a.len(), 1, "{a:?}");
@@ -261,7 +288,7 @@ mod tests {
         v.set_free(WorkerId(1), 1);
         add_job(&mut v, 2, 0);
         // θ = 4: a remote task costs 5 local ones.
-        let mut s = Planned::new(Offline::DyndlOff, Cost::Dyndl { theta: 4.0 }, 1);
+        let mut s = Planned::new(Offline::DyndlOff, Cost::Dyndl { theta: 4.0 }, false, 1);
         assert!(offer(&mut s, 0, WorkerId(1), &mut v).is_empty());
         v.set_free(WorkerId(0), 1);
         let a = offer(&mut s, 100, WorkerId(0), &mut v);
@@ -269,6 +296,44 @@ mod tests {
         v.task_ended(JobId(1), WorkerId(0), false);
         let b = offer(&mut s, 1100, WorkerId(0), &mut v);
         assert!(b.len() == 1 && b[0].is_local());
+    }
+
+    /// Worker 0 holds both blocks and reports it frees in 0.5 s, so with
+    /// θ = 4 both tasks are planned there. Then its slot turns out to stay
+    /// busy for 20 s more: a fixed plan leaves free worker 1 idle; with
+    /// `replan` its offer finds the plan stale and it takes a task remotely.
+    #[test]
+    fn a_stale_plan_is_redone_only_with_replan() {
+        for replan in [false, true] {
+            let mut v = view();
+            v.note_task_ms(1000);
+            v.set_busy(
+                WorkerId(0),
+                0,
+                vec![SlotBusy {
+                    elapsed_ms: 0,
+                    remaining_ms: Some(500),
+                }],
+            );
+            v.set_free(WorkerId(1), 1);
+            add_job(&mut v, 2, 0);
+            let mut s = Planned::new(Offline::DyndlOff, Cost::Dyndl { theta: 4.0 }, replan, 1);
+            assert!(offer(&mut s, 0, WorkerId(1), &mut v).is_empty());
+            v.set_busy(
+                WorkerId(0),
+                1000,
+                vec![SlotBusy {
+                    elapsed_ms: 0,
+                    remaining_ms: Some(20_000),
+                }],
+            );
+            let a = offer(&mut s, 1000, WorkerId(1), &mut v);
+            if replan {
+                assert!(a.len() == 1 && !a[0].is_local(), "{a:?}");
+            } else {
+                assert!(a.is_empty(), "{a:?}");
+            }
+        }
     }
 
     /// Tasks planned on a worker that is lost are planned again elsewhere.
@@ -287,7 +352,7 @@ mod tests {
                 replicas: vec![WorkerId(0), WorkerId(1)],
             }],
         );
-        let mut s = Planned::new(Offline::Bar, Cost::Bar { c_loc: 1.0, q: 0.1 }, 1);
+        let mut s = Planned::new(Offline::Bar, Cost::Bar { c_loc: 1.0, q: 0.1 }, false, 1);
         // Offered to worker 2 (no free slot counts): plans on worker 0.
         v.set_free(WorkerId(2), 1);
         assert!(offer(&mut s, 0, WorkerId(2), &mut v).is_empty());
