@@ -14,6 +14,13 @@
 //! local ones from itself and remote ones from a random replica. Tasks
 //! planned on a worker that died are planned again. Jobs are planned in
 //! FIFO order: a later job's tasks queue behind the earlier plans.
+//!
+//! A plan is fixed once made unless `replan` is set: then an offer from a
+//! worker with a free slot and nothing planned, while other workers still
+//! have tasks queued, shows the plan has drifted from the cluster (slots
+//! freed earlier or later than estimated); the plan is dropped and every
+//! unlaunched task is planned again from the slots as they are now, at most
+//! once every half task length.
 
 use super::{Millis, SchedContext, Scheduler};
 use crate::lab::{Cost, Instance, Offline};
