@@ -231,6 +231,18 @@ mod tests {
         v
     }
 
+    /// Worker 0's one slot, as reported at `now`, frees in `remaining_ms`.
+    fn busy_for(v: &mut ClusterView, now: Millis, remaining_ms: Millis) {
+        v.set_busy(
+            WorkerId(0),
+            now,
+            vec![SlotBusy {
+                elapsed_ms: 0,
+                remaining_ms: Some(remaining_ms),
+            }],
+        );
+    }
+
     fn add_job(v: &mut ClusterView, tasks: u32, on: u32) {
         let job = JobId(1);
         v.add_job(
@@ -255,14 +267,7 @@ mod tests {
     fn plans_around_a_long_busy_slot() {
         let mut v = view();
         v.note_task_ms(1000);
-        v.set_busy(
-            WorkerId(0),
-            0,
-            vec![SlotBusy {
-                elapsed_ms: 0,
-                remaining_ms: Some(10_000),
-            }],
-        );
+        busy_for(&mut v, 0, 10_000);
         v.set_free(WorkerId(1), 1);
         v.set_free(WorkerId(2), 1);
         add_job(&mut v, 2, 0);
@@ -314,26 +319,12 @@ mod tests {
         for replan in [false, true] {
             let mut v = view();
             v.note_task_ms(1000);
-            v.set_busy(
-                WorkerId(0),
-                0,
-                vec![SlotBusy {
-                    elapsed_ms: 0,
-                    remaining_ms: Some(500),
-                }],
-            );
+            busy_for(&mut v, 0, 500);
             v.set_free(WorkerId(1), 1);
             add_job(&mut v, 2, 0);
             let mut s = Planned::new(Offline::DyndlOff, Cost::Dyndl { theta: 4.0 }, replan, 1);
             assert!(offer(&mut s, 0, WorkerId(1), &mut v).is_empty());
-            v.set_busy(
-                WorkerId(0),
-                1000,
-                vec![SlotBusy {
-                    elapsed_ms: 0,
-                    remaining_ms: Some(20_000),
-                }],
-            );
+            busy_for(&mut v, 1000, 20_000);
             let a = offer(&mut s, 1000, WorkerId(1), &mut v);
             if replan {
                 assert!(a.len() == 1 && !a[0].is_local(), "{a:?}");
