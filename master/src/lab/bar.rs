@@ -44,12 +44,7 @@ pub fn balance(inst: &Instance, cores: &Cores) -> Assignment {
     let n_cores = cores.init.len();
     let m = inst.tasks();
     // Tasks whose block is on each server (arcs core -> task for its cores).
-    let mut pref: Vec<Vec<u32>> = vec![Vec::new(); inst.servers()];
-    for (t, r) in inst.replicas.iter().enumerate() {
-        for &s in r {
-            pref[s as usize].push(t as u32);
-        }
-    }
+    let pref = inst.tasks_by_server();
     const NONE: u32 = u32::MAX;
     let mut at = vec![NONE; m];
     let mut num = vec![0u32; n_cores];

@@ -198,12 +198,7 @@ pub fn assign(inst: &Instance) -> Assignment {
     }
     let cores = inst.flat();
     let lc = inst.cost.local();
-    let mut pref: Vec<Vec<u32>> = vec![Vec::new(); inst.servers()];
-    for (t, r) in inst.replicas.iter().enumerate() {
-        for &s in r {
-            pref[s as usize].push(t as u32);
-        }
-    }
+    let pref = inst.tasks_by_server();
     let max_init = cores.init.iter().copied().fold(0.0, f64::max);
     let last = m as u64 + (max_init / lc).ceil() as u64;
     let mut cover = Cover::new(inst);

@@ -203,6 +203,17 @@ impl Instance {
         );
     }
 
+    /// Per server, the tasks whose block it holds, in task order.
+    pub fn tasks_by_server(&self) -> Vec<Vec<u32>> {
+        let mut by_server = vec![Vec::new(); self.servers()];
+        for (t, r) in self.replicas.iter().enumerate() {
+            for &s in r {
+                by_server[s as usize].push(t as u32);
+            }
+        }
+        by_server
+    }
+
     pub fn is_local(&self, task: usize, server: u32) -> bool {
         self.replicas[task].contains(&server)
     }
