@@ -60,6 +60,6 @@ clean: stop
 	rm -rf run
 
 bench: build
-	$(CARGO) bench -p master --bench sched
+	$(CARGO) bench -p sched --bench sched
 	$(CARGO) bench -p master --bench lab
 	$(CARGO) bench -p master --bench cluster

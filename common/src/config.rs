@@ -4,30 +4,14 @@
 //! the key.
 
 pub use crate::policy::SchedulerConfig;
+use crate::tomlfile::{KeyError, TomlFile};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}: {source}")]
-    Parse {
-        path: PathBuf,
-        source: Box<toml::de::Error>,
-    },
-    #[error("{path}: key `{key}`: {problem}")]
-    Invalid {
-        path: PathBuf,
-        key: String,
-        problem: String,
-    },
-}
+/// Why `cluster.toml` could not be taken: the file, the key and the problem.
+pub type ConfigError = crate::tomlfile::FileError;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -233,39 +217,24 @@ pub struct WorkerSettings {
 
 impl ClusterConfig {
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        Self::parse(&text, path)
+        Ok(crate::tomlfile::load(path.as_ref())?.0)
     }
 
     /// Parses and validates `text` as if read from `path`.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        let mut cfg: ClusterConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: path.to_owned(),
-            source: Box::new(e),
-        })?;
-        cfg.path = path.to_owned();
-        cfg.base_dir = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_owned)
-            .unwrap_or_else(|| PathBuf::from("."));
-        cfg.validate()?;
-        Ok(cfg)
+        crate::tomlfile::parse(text, path)
     }
 
-    fn invalid(&self, key: impl Into<String>, problem: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid {
-            path: self.path.clone(),
-            key: key.into(),
-            problem: problem.into(),
-        }
+    fn invalid(&self, key: impl Into<String>, problem: impl Into<String>) -> KeyError {
+        KeyError::new(key, problem)
     }
 
+    /// Validates a config built in code (a loaded one already was).
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check().map_err(|e| e.in_file(&self.path))
+    }
+
+    fn check(&self) -> Result<(), KeyError> {
         let c = &self.cluster;
         if c.token.trim().is_empty() {
             return Err(self.invalid("cluster.token", "must not be empty"));
@@ -414,13 +383,28 @@ impl ClusterConfig {
     }
 }
 
-fn check_rate(cfg: &ClusterConfig, key: &str, v: Option<f64>) -> Result<(), ConfigError> {
+fn check_rate(cfg: &ClusterConfig, key: &str, v: Option<f64>) -> Result<(), KeyError> {
     match v {
         Some(r) if !(r.is_finite() && r > 0.0) => Err(cfg.invalid(
             key,
             format!("must be a positive number, or absent for unlimited (got {r})"),
         )),
         _ => Ok(()),
+    }
+}
+
+impl TomlFile for ClusterConfig {
+    fn validate(&self) -> Result<(), KeyError> {
+        self.check()
+    }
+
+    fn located(&mut self, path: &Path) {
+        self.path = path.to_owned();
+        self.base_dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_owned)
+            .unwrap_or_else(|| PathBuf::from("."));
     }
 }
 

@@ -6,9 +6,13 @@
 
 pub mod checksum;
 pub mod config;
+#[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "client")]
+pub mod http_client;
 pub mod ids;
 pub mod policy;
+pub mod tomlfile;
 pub mod wire;
 
 pub use ids::{AttemptId, BlockId, IdError, JobId, TaskRef, WorkerId};

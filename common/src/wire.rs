@@ -355,6 +355,49 @@ pub struct ErrorBody {
     pub error: String,
 }
 
+impl ErrorBody {
+    /// The message of an error answer's body: the `error` field of a JSON
+    /// [`ErrorBody`], else the body itself (trimmed, at most 500 bytes).
+    pub fn message_of(body: &str) -> String {
+        if let Ok(b) = serde_json::from_str::<ErrorBody>(body) {
+            return b.error;
+        }
+        let t = body.trim();
+        let mut end = t.len().min(500);
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        t[..end].to_owned()
+    }
+}
+
 fn default_group() -> String {
     "default".into()
+}
+
+/// `GET /v1/cluster`: the master's one-line view of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSummary {
+    pub scheduler: String,
+    pub workers_configured: usize,
+    pub workers_alive: usize,
+    pub slots_alive: u32,
+    pub pending_tasks: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_come_from_json_bodies_or_the_raw_text() {
+        assert_eq!(
+            ErrorBody::message_of(r#"{"error":"no file named \"x\""}"#),
+            "no file named \"x\""
+        );
+        assert_eq!(ErrorBody::message_of("  plain text\n"), "plain text");
+        let long = "é".repeat(400);
+        let m = ErrorBody::message_of(&long);
+        assert!(m.len() <= 500 && long.starts_with(&m), "{}", m.len());
+    }
 }

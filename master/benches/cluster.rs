@@ -9,7 +9,7 @@
 
 use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
-use master::loader::{self, Generator, LoadSpec, Source};
+use master::ops::loader::{self, Generator, LoadSpec, Source};
 use std::time::Instant;
 use workloads::Workload;
 
@@ -128,11 +128,11 @@ async fn nic_netns_bench() {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_master"))
         .parent()
         .unwrap();
-    if let Err(e) = master::local::up_netns_with(&cfg, true, prefix, bin).await {
+    if let Err(e) = master::ops::local::up_netns_with(&cfg, true, prefix, bin).await {
         println!("1b. netns variant failed to start: {e:#}");
         return;
     }
-    let layout = master::netns::Layout::plan(prefix, &cfg).unwrap();
+    let layout = master::ops::netns::Layout::plan(prefix, &cfg).unwrap();
     let derived = layout.derive_config(&cfg);
     let s_url = format!("http://{}", derived.worker[1].listen);
     let cap = common::config::mbps_to_bytes(NIC_MBPS);
@@ -141,7 +141,7 @@ async fn nic_netns_bench() {
         "1b. the same with netns + tc tbf at C = {NIC_MBPS} Mbit/s (kernel TCP, emulated NIC off)"
     );
     let r = tokio::task::spawn_blocking(move || {
-        master::netns::in_ns(&ns, move || {
+        master::ops::netns::in_ns(&ns, move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -180,7 +180,7 @@ async fn nic_netns_bench() {
     if let Err(e) = r {
         println!("1b. netns variant failed: {e:#}");
     }
-    let _ = master::local::down(&master::local::run_dir(&cfg));
+    let _ = master::ops::local::down(&master::ops::local::run_dir(&cfg));
 }
 
 async fn local_sink_bench() {

@@ -1,19 +1,19 @@
-//! The master of the testbed. `state` owns the cluster: workers, the block
-//! catalog, jobs and tasks, and drives a `sched::Scheduler`; `http` is a thin
-//! axum layer over it; `client` is the typed API client used by the CLI,
-//! the loader and the tests; `loader` generates or splits files into
-//! replicated blocks; `local` starts a cluster of local processes; `netns`
-//! does the same in Linux network namespaces with shaped links.
+//! The master of the testbed, and everything around it that is not pure
+//! scheduling (that is the `sched` crate). Modules, lowest first; each uses
+//! only those above it in this list:
+//! - [`server`]: the running master: cluster state (`server::state`), the
+//!   block catalog, the HTTP API;
+//! - [`ops`]: operating a cluster from outside: the typed API client, the
+//!   loader, local processes, network namespaces, report formatting;
+//! - [`results`]: the results directory writer shared by experiments and sweeps;
+//! - [`experiment`]: real-cluster experiment specs and their runner;
+//! - [`lab`]: instance files, timed runs and sweeps of the `sched` crate's
+//!   algorithms;
+//! - [`cli`]: the `master` command line, one function per subcommand.
 
-pub mod catalog;
-pub mod client;
+pub mod cli;
 pub mod experiment;
-pub mod http;
 pub mod lab;
-pub mod loader;
-pub mod local;
-pub mod netns;
-pub mod report;
-pub mod sched;
-pub mod sim;
-pub mod state;
+pub mod ops;
+pub mod results;
+pub mod server;

@@ -3,8 +3,8 @@
 //! the bad-input cases of the API.
 
 use common::wire::{JobState, JobSubmit};
-use master::client::MasterClient;
-use master::loader::{self, Generator, LoadSpec, Source};
+use master::ops::client::MasterClient;
+use master::ops::loader::{self, Generator, LoadSpec, Source};
 use workloads::Workload;
 
 const TOKEN: &str = "test-token";
@@ -12,7 +12,7 @@ const TOKEN: &str = "test-token";
 mod support;
 
 struct Cluster {
-    _master: master::http::MasterHandle,
+    _master: master::server::http::MasterHandle,
     workers: Vec<worker::WorkerHandle>,
     client: MasterClient,
     _dir: tempfile::TempDir,

@@ -4,7 +4,7 @@
 //! uniq -c` for wordcount and `LC_ALL=C sort` for sort, on the same input.
 
 use common::wire::{JobReport, JobState, JobSubmit, TaskKind};
-use master::loader::{self, Generator, LoadSpec, Source};
+use master::ops::loader::{self, Generator, LoadSpec, Source};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use workloads::Workload;

@@ -6,7 +6,7 @@
 
 use common::config::ClusterConfig;
 use common::wire::{JobReport, JobState};
-use master::netns;
+use master::ops::netns;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -4,7 +4,7 @@
 use crate::nic::Link;
 use bytes::Bytes;
 use common::http::bearer;
-use common::wire::ErrorBody;
+use common::http_client::check;
 use common::BlockId;
 use futures_util::StreamExt;
 use reqwest::header::AUTHORIZATION;
@@ -54,14 +54,9 @@ where
         .send()
         .await
         .map_err(|e| remote(format!("request failed: {e}")))?;
-    let status = resp.status();
-    if !status.is_success() {
-        let body = resp.text().await.unwrap_or_default();
-        let msg = serde_json::from_str::<ErrorBody>(&body)
-            .map(|b| b.error)
-            .unwrap_or(body);
-        return Err(remote(format!("HTTP {status}: {msg}")));
-    }
+    let resp = check(resp, format!("GET {addr}/blocks/{block}"))
+        .await
+        .map_err(|e| remote(e.to_string()))?;
     let mut got = 0u64;
     let mut stream = resp.bytes_stream();
     while let Some(piece) = stream.next().await {

@@ -6,7 +6,8 @@
 
 use crate::WorkerCtx;
 use common::http::bearer;
-use common::wire::{ErrorBody, Heartbeat, HeartbeatReply, RegisterReply, RegisterRequest};
+use common::http_client::check;
+use common::wire::{Heartbeat, HeartbeatReply, RegisterReply, RegisterRequest};
 use common::WorkerId;
 use reqwest::header::AUTHORIZATION;
 use serde::de::DeserializeOwned;
@@ -28,14 +29,9 @@ async fn post<Req: Serialize, Resp: DeserializeOwned>(
         .send()
         .await
         .map_err(|e| format!("master unreachable at {}: {e}", ctx.master_url))?;
-    let status = resp.status();
-    if !status.is_success() {
-        let text = resp.text().await.unwrap_or_default();
-        let msg = serde_json::from_str::<ErrorBody>(&text)
-            .map(|b| b.error)
-            .unwrap_or(text);
-        return Err(format!("master answered {status}: {msg}"));
-    }
+    let resp = check(resp, format!("master at {}", ctx.master_url))
+        .await
+        .map_err(|e| e.to_string())?;
     resp.json()
         .await
         .map_err(|e| format!("bad reply from master: {e}"))

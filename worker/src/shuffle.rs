@@ -19,9 +19,10 @@ use axum::response::Response;
 use bytes::Bytes;
 use common::checksum::BlockChecksums;
 use common::http::{bearer, ApiError};
+use common::http_client::check;
 use common::wire::{
-    ErrorBody, KeyRange, ReduceLaunch, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER,
-    BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
+    KeyRange, ReduceLaunch, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER,
+    BLOCK_INDEX_HEADER,
 };
 use common::{AttemptId, JobId};
 use futures_util::StreamExt;
@@ -166,14 +167,9 @@ async fn fetch(
         .send()
         .await
         .map_err(|e| format!("fetching {url}: {e}"))?;
-    let status = resp.status();
-    if !status.is_success() {
-        let body = resp.text().await.unwrap_or_default();
-        let msg = serde_json::from_str::<ErrorBody>(&body)
-            .map(|b| b.error)
-            .unwrap_or(body);
-        return Err(format!("fetching {url}: HTTP {status}: {msg}"));
-    }
+    let resp = check(resp, format!("fetching {url}"))
+        .await
+        .map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     let mut stream = resp.bytes_stream();
     while let Some(piece) = stream.next().await {
@@ -218,13 +214,9 @@ async fn upload(
         .send()
         .await
         .map_err(|e| format!("replicating output to {url}: {e}"))?;
-    if !resp.status().is_success() {
-        let status = resp.status();
-        let body = resp.text().await.unwrap_or_default();
-        return Err(format!(
-            "replicating output to {url}: HTTP {status}: {body}"
-        ));
-    }
+    check(resp, format!("replicating output to {url}"))
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(())
 }
 

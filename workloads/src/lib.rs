@@ -10,9 +10,10 @@ pub mod wordcount;
 use serde::{Deserialize, Serialize};
 
 /// A job's workload. One enum, parsed by serde (API, specs) and clap (CLI).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
-#[clap(rename_all = "kebab-case")]
+#[cfg_attr(feature = "cli", clap(rename_all = "kebab-case"))]
 pub enum Workload {
     /// Reads its whole input and discards it: the IO job of Guo et al.
     InputSink,

@@ -5,6 +5,6 @@
 //! and metadata under `results/<name>/<timestamp>/`.
 
 pub mod output;
-pub mod plot;
+pub mod plots;
 pub mod run;
 pub mod spec;

@@ -1,9 +1,10 @@
-//! What an experiment writes to `results/<name>/<timestamp>/`: `runs.csv`
-//! (one row a run), `tasks.csv` (every task attempt), `summary.md` (the
-//! comparison table), `plots/*.svg` and `*.png`, and `meta.json` (spec,
-//! seeds, git commit, machine).
+//! What an experiment writes to its results directory
+//! ([`crate::results::ResultsDir`]): its `runs.csv` rows, `tasks.csv` (every
+//! task attempt), the text of `summary.md` (the comparison table) and its
+//! `meta.json` (spec, seeds, provenance).
 
 use super::spec::{NamedScheduler, Point, Spec};
+use crate::results::Provenance;
 use anyhow::Context;
 use common::wire::{JobReport, JobState, Locality};
 use serde::Serialize;
@@ -338,21 +339,6 @@ impl TaskWriter {
     }
 }
 
-/// runs.csv, rewritten whole after every run (it is small).
-pub fn write_runs(path: &Path, runs: &[RunRecord]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("csv.tmp");
-    {
-        let mut w =
-            csv::Writer::from_path(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-        for r in runs {
-            w.serialize(r)?;
-        }
-        w.flush()?;
-    }
-    std::fs::rename(&tmp, path)?;
-    Ok(())
-}
-
 /// Means over the successful repetitions of one (point, scheduler).
 #[derive(Clone, Debug, Default)]
 pub struct Cell {
@@ -426,13 +412,13 @@ fn f(v: f64, digits: usize) -> String {
     }
 }
 
-pub fn write_summary(
-    out: &Path,
+/// The text of `summary.md`.
+pub fn summary(
     spec: &Spec,
     schedulers: &[NamedScheduler],
     points: &[Point],
     runs: &[RunRecord],
-) -> anyhow::Result<()> {
+) -> String {
     let cells = cells(runs);
     let mut s = format!("# {}\n\n{}\n\n", spec.name, spec.description.trim());
     s += &format!(
@@ -548,8 +534,7 @@ pub fn write_summary(
         s += "\n";
     }
     s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/`, `meta.json` (spec, seeds, commit, machine).\n";
-    std::fs::write(out.join("summary.md"), s)?;
-    Ok(())
+    s
 }
 
 /// meta.json: everything needed to rerun and to trust the figures.
@@ -562,23 +547,10 @@ pub struct Meta {
     pub schedulers: Vec<NamedScheduler>,
     pub points: Vec<Point>,
     pub seeds: Vec<u64>,
-    pub git_commit: String,
-    pub git_dirty: bool,
-    pub machine: serde_json::Value,
-    pub command: Vec<String>,
-    pub started_unix_ms: u64,
-    pub finished_unix_ms: Option<u64>,
+    #[serde(flatten)]
+    pub provenance: Provenance,
     pub runs: usize,
     pub failed_runs: usize,
-}
-
-fn cmd_out(program: &str, args: &[&str]) -> Option<String> {
-    std::process::Command::new(program)
-        .args(args)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
 }
 
 impl Meta {
@@ -590,24 +562,6 @@ impl Meta {
         points: &[Point],
         started: u64,
     ) -> Meta {
-        let cpu = std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(|c| {
-                c.lines()
-                    .find(|l| l.starts_with("model name"))
-                    .and_then(|l| l.split(':').nth(1))
-                    .map(|s| s.trim().to_owned())
-            })
-            .unwrap_or_default();
-        let mem_kb = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| {
-                m.lines()
-                    .find(|l| l.starts_with("MemTotal"))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|v| v.parse::<u64>().ok())
-            })
-            .unwrap_or(0);
         Meta {
             experiment: spec.name.clone(),
             spec_file: path.display().to_string(),
@@ -618,71 +572,22 @@ impl Meta {
             seeds: (0..spec.repetitions)
                 .map(|r| spec.seed + r as u64)
                 .collect(),
-            git_commit: cmd_out("git", &["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into()),
-            git_dirty: cmd_out("git", &["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty()),
-            machine: serde_json::json!({
-                "hostname": cmd_out("hostname", &[]).unwrap_or_default(),
-                "kernel": cmd_out("uname", &["-sr"]).unwrap_or_default(),
-                "cpu": cpu,
-                "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-                "memory_gib": mem_kb as f64 / 1024.0 / 1024.0,
-            }),
-            command: std::env::args().collect(),
-            started_unix_ms: started,
-            finished_unix_ms: None,
+            provenance: Provenance::capture(started),
             runs: 0,
             failed_runs: 0,
         }
     }
 
     pub fn finish(&mut self, runs: &[RunRecord]) {
-        self.finished_unix_ms = Some(common::unix_ms());
+        self.provenance.finish();
         self.runs = runs.len();
         self.failed_runs = runs.iter().filter(|r| r.status != "ok").count();
     }
-
-    pub fn write(&self, out: &Path) -> anyhow::Result<()> {
-        std::fs::write(out.join("meta.json"), serde_json::to_string_pretty(self)?)?;
-        Ok(())
-    }
 }
-
-/// `YYYYMMDD-HHMMSS` in UTC.
-pub fn utc_stamp(unix_ms: u64) -> String {
-    let secs = unix_ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-pub use super::plot::plot_all;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_stamps() {
-        assert_eq!(utc_stamp(0), "19700101-000000");
-        // 2026-11-22 13:50:19 UTC
-        assert_eq!(utc_stamp(1_795_355_419_000), "20261122-135019");
-        assert_eq!(utc_stamp(951_782_400_000), "20000229-000000");
-    }
 
     #[test]
     fn percentiles_nearest_rank() {

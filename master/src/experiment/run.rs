@@ -6,10 +6,12 @@
 //! run that fails is recorded with its error and the others go on.
 
 use super::output::{self, RunRecord, TaskRow};
+use super::plots;
 use super::spec::{NamedScheduler, Point, Spec};
-use crate::client::MasterClient;
-use crate::loader::{self, Generator, LoadSpec, Source};
-use crate::local;
+use crate::ops::client::MasterClient;
+use crate::ops::loader::{self, Generator, LoadSpec, Source};
+use crate::ops::local;
+use crate::results::ResultsDir;
 use anyhow::{bail, Context};
 use common::config::{
     ClusterConfig, ClusterSection, MasterSection, SchedulerConfig, WorkerDefaults, WorkerEntry,
@@ -40,21 +42,16 @@ pub struct Options {
 pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     let (spec, text) = Spec::load(&opts.spec)?;
     let schedulers = spec.schedulers().map_err(anyhow::Error::msg)?;
-    let points = spec
-        .points()
-        .map_err(|(k, e)| anyhow::anyhow!("{}: `{k}`: {e}", opts.spec.display()))?;
+    let points = spec.points().map_err(|e| e.in_file(&opts.spec))?;
     let started = common::unix_ms();
-    let out = opts
-        .results
-        .join(&spec.name)
-        .join(output::utc_stamp(started));
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let dir = ResultsDir::create(&opts.results, &spec.name, started)?;
+    let out = dir.path().to_path_buf();
     let work = opts.work.join(&spec.name);
     std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
     let work = std::path::absolute(&work)?;
     let ports = std::cell::RefCell::new(free_ports(spec.cluster.workers as usize + 1)?);
     let mut meta = output::Meta::new(&spec, &text, &opts.spec, &schedulers, &points, started);
-    meta.write(&out)?;
+    dir.write_meta(&meta)?;
 
     let total = points.len() * spec.repetitions as usize * schedulers.len();
     let pb = ProgressBar::new(total as u64);
@@ -143,16 +140,16 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 }
                 tasks_csv.write(&rows)?;
                 runs.push(record);
-                output::write_runs(&out.join("runs.csv"), &runs)?;
+                dir.write_runs(&runs)?;
                 pb.inc(1);
             }
         }
     }
     pb.finish_and_clear();
-    output::write_summary(&out, &spec, &schedulers, &points, &runs)?;
-    output::plot_all(&out, &schedulers, &points, &runs)?;
+    dir.write_summary(&output::summary(&spec, &schedulers, &points, &runs))?;
+    plots::plot_all(&out, &schedulers, &points, &runs)?;
     meta.finish(&runs);
-    meta.write(&out)?;
+    dir.write_meta(&meta)?;
     if !opts.keep_data {
         let _ = std::fs::remove_dir_all(&work);
     }
@@ -170,27 +167,18 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
 /// `runs.csv` and the spec recorded in `meta.json` (after a change to the
 /// tables or plots; the runs are not repeated).
 pub fn replot(dir: &Path) -> anyhow::Result<()> {
-    let meta: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("meta.json"))
-            .with_context(|| format!("reading {}", dir.join("meta.json").display()))?,
-    )?;
+    let results = ResultsDir::open(dir);
+    let meta = results.read_meta()?;
     let text = meta["spec_text"]
         .as_str()
         .context("meta.json has no spec_text")?;
     let file = meta["spec_file"].as_str().unwrap_or("spec.toml");
     let spec = Spec::parse(text, Path::new(file))?;
     let schedulers = spec.schedulers().map_err(anyhow::Error::msg)?;
-    let points = spec
-        .points()
-        .map_err(|(k, e)| anyhow::anyhow!("{file}: `{k}`: {e}"))?;
-    let mut rd = csv::Reader::from_path(dir.join("runs.csv"))
-        .with_context(|| format!("reading {}", dir.join("runs.csv").display()))?;
-    let runs: Vec<RunRecord> = rd
-        .deserialize()
-        .collect::<Result<_, _>>()
-        .context("runs.csv")?;
-    output::write_summary(dir, &spec, &schedulers, &points, &runs)?;
-    output::plot_all(dir, &schedulers, &points, &runs)?;
+    let points = spec.points().map_err(|e| e.in_file(Path::new(file)))?;
+    let runs: Vec<RunRecord> = results.read_runs()?;
+    results.write_summary(&output::summary(&spec, &schedulers, &points, &runs))?;
+    plots::plot_all(dir, &schedulers, &points, &runs)?;
     Ok(())
 }
 

@@ -4,10 +4,11 @@
 //! strictly: an unknown key or a bad value is an error naming the file and
 //! the key.
 
-use crate::loader::{parse_size, Generator};
+use crate::ops::loader::{parse_size, Generator};
 use common::config::{BackgroundConfig, SchedulerConfig};
+use common::tomlfile::{self, FileError, KeyError, TomlFile};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use workloads::Workload;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -185,48 +186,22 @@ pub struct NamedScheduler {
     pub config: SchedulerConfig,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    #[error("cannot read experiment spec {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{path}: {message}")]
-    Parse { path: PathBuf, message: String },
-    #[error("{path}: `{key}`: {problem}")]
-    Invalid {
-        path: PathBuf,
-        key: String,
-        problem: String,
-    },
-}
+/// Why an experiment spec could not be taken: the file, the key, the problem.
+pub type SpecError = FileError;
 
 impl Spec {
+    /// Reads, parses and validates a spec; returns it and its text.
     pub fn load(path: &Path) -> Result<(Spec, String), SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SpecError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let spec = Spec::parse(&text, path)?;
-        Ok((spec, text))
+        tomlfile::load(path)
     }
 
+    /// Parses and validates `text` as if read from `path`.
     pub fn parse(text: &str, path: &Path) -> Result<Spec, SpecError> {
-        let spec: Spec = toml::from_str(text).map_err(|e| SpecError::Parse {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?;
-        spec.validate(path)?;
-        Ok(spec)
+        tomlfile::parse(text, path)
     }
 
-    fn validate(&self, path: &Path) -> Result<(), SpecError> {
-        let bad = |key: &str, problem: String| SpecError::Invalid {
-            path: path.to_owned(),
-            key: key.into(),
-            problem,
-        };
+    fn check(&self) -> Result<(), KeyError> {
+        let bad = |key: &str, problem: String| KeyError::new(key, problem);
         if common::ids::validate_file_name(&self.name).is_err() {
             return Err(bad(
                 "name",
@@ -364,12 +339,7 @@ impl Spec {
                 format!("must be [a, b] seconds with 0 <= a <= b (got [{a}, {b}])"),
             ));
         }
-        for (i, p) in self
-            .points()
-            .map_err(|(k, e)| bad(&k, e))?
-            .iter()
-            .enumerate()
-        {
+        for (i, p) in self.points()?.iter().enumerate() {
             let key = |k: &str| format!("points[{i}].{k}");
             if !mix && (p.files == 0 || p.blocks == 0 || p.jobs == 0) {
                 return Err(bad(&key("files/blocks/jobs"), "must be at least 1".into()));
@@ -410,8 +380,9 @@ impl Spec {
     }
 
     /// The resolved parameter points.
-    pub fn points(&self) -> Result<Vec<Point>, (String, String)> {
-        let size = |s: &str, key: String| parse_size(s).map_err(|e| (key, e.to_string()));
+    pub fn points(&self) -> Result<Vec<Point>, KeyError> {
+        let size =
+            |s: &str, key: String| parse_size(s).map_err(|e| KeyError::new(key, e.to_string()));
         let base = Point {
             label: "default".into(),
             block_bytes: size(&self.data.block_size, "data.block_size".into())?,
@@ -429,7 +400,7 @@ impl Spec {
         let mut out: Vec<Point> = Vec::new();
         for (i, p) in self.points.iter().enumerate() {
             if out.iter().any(|o| o.label == p.label) {
-                return Err((
+                return Err(KeyError::new(
                     format!("points[{i}].label"),
                     format!("{:?} is used twice", p.label),
                 ));
@@ -453,20 +424,27 @@ impl Spec {
                             duration_s: d,
                             ..b.clone()
                         };
-                        b.validate()
-                            .map_err(|(_, e)| (format!("points[{i}].background_s"), e))?;
+                        b.validate().map_err(|(_, e)| {
+                            KeyError::new(format!("points[{i}].background_s"), e)
+                        })?;
                         Some(b)
                     }
                     (Some(_), None) => {
-                        return Err((
+                        return Err(KeyError::new(
                             format!("points[{i}].background_s"),
-                            "needs a [background] section to override".into(),
+                            "needs a [background] section to override",
                         ))
                     }
                 },
             });
         }
         Ok(out)
+    }
+}
+
+impl TomlFile for Spec {
+    fn validate(&self) -> Result<(), KeyError> {
+        self.check()
     }
 }
 

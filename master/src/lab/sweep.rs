@@ -7,9 +7,10 @@
 //! seeds, git commit, machine). Parsed strictly: unknown keys are errors
 //! naming the file and the key.
 
-use super::{Algo, Cost, GenParams};
-use crate::experiment::output::utc_stamp;
-use crate::experiment::plot;
+use super::{timed_run, Algo, Cost, GenParams, Measure};
+use crate::results::plot::{charts, Chart};
+use crate::results::{Provenance, ResultsDir};
+use common::tomlfile::{self, FileError, KeyError, TomlFile};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -103,18 +104,13 @@ pub struct SweepRow {
 }
 
 impl SweepSpec {
-    pub fn load(path: &Path) -> anyhow::Result<(SweepSpec, String)> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
-        let spec: SweepSpec =
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        spec.validate()
-            .map_err(|(k, e)| anyhow::anyhow!("{}: {k}: {e}", path.display()))?;
-        Ok((spec, text))
+    /// Reads, parses and validates a sweep spec; returns it and its text.
+    pub fn load(path: &Path) -> Result<(SweepSpec, String), FileError> {
+        tomlfile::load(path)
     }
 
-    pub fn validate(&self) -> Result<(), (String, String)> {
-        let bad = |k: &str, e: String| (k.to_owned(), e);
+    fn check(&self) -> Result<(), KeyError> {
+        let bad = |k: &str, e: String| KeyError::new(k, e);
         if self.instances == 0 {
             return Err(bad("instances", "must be at least 1".into()));
         }
@@ -141,7 +137,8 @@ impl SweepSpec {
                 ));
             }
         }
-        self.base.validate().map_err(|e| bad("base", e))?;
+        let gen_err = |e: sched::model::GenError| KeyError::new(e.key(), e.to_string());
+        self.base.validate().map_err(|e| gen_err(e).under("base"))?;
         for (i, p) in self.points.iter().enumerate() {
             if self.points[..i].iter().any(|o| o.label == p.label) {
                 return Err(bad(
@@ -150,8 +147,8 @@ impl SweepSpec {
                 ));
             }
             self.resolve(p)
-                .and_then(|g| g.validate())
-                .map_err(|e| bad(&format!("points[{i}]"), e))?;
+                .and_then(|g| g.validate().map_err(gen_err))
+                .map_err(|e| e.under(&format!("points[{i}]")))?;
         }
         Ok(())
     }
@@ -163,7 +160,9 @@ impl SweepSpec {
                 AlgoEntry::Plain(s) => (None, s),
                 AlgoEntry::Labelled { label, algo } => (Some(label.clone()), algo),
             };
-            let a: Algo = text.parse()?;
+            let a: Algo = text
+                .parse()
+                .map_err(|e: sched::algo::LabError| e.to_string())?;
             let label = label.unwrap_or_else(|| a.label());
             if out.iter().any(|(l, _)| *l == label) {
                 return Err(format!("two algorithms are labelled {label:?}"));
@@ -173,7 +172,7 @@ impl SweepSpec {
         Ok(out)
     }
 
-    fn resolve(&self, p: &PointOverride) -> Result<GenParams, String> {
+    fn resolve(&self, p: &PointOverride) -> Result<GenParams, KeyError> {
         let b = &self.base;
         let cost = match (b.cost, p.theta, p.q, p.c_loc) {
             (Cost::Dyndl { theta }, t, None, None) => Cost::Dyndl {
@@ -183,7 +182,12 @@ impl SweepSpec {
                 c_loc: c2.unwrap_or(c_loc),
                 q: q2.unwrap_or(q),
             },
-            _ => return Err("theta goes with the dyndl cost model, q and c_loc with bar".into()),
+            _ => {
+                return Err(KeyError::new(
+                    "",
+                    "theta goes with the dyndl cost model, q and c_loc with bar",
+                ))
+            }
         };
         Ok(GenParams {
             servers: p.servers.unwrap_or(b.servers),
@@ -209,30 +213,52 @@ impl SweepSpec {
     }
 }
 
+/// meta.json of a sweep.
+#[derive(Serialize)]
+struct SweepMeta<'a> {
+    experiment: &'a str,
+    spec_file: String,
+    spec_text: &'a str,
+    spec: &'a SweepSpec,
+    seeds: Vec<u64>,
+    #[serde(flatten)]
+    provenance: Provenance,
+    runs: usize,
+}
+
 /// Runs a sweep; returns the results directory.
 pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
     let (spec, text) = SweepSpec::load(spec_path)?;
     let started = common::unix_ms();
-    let out = results.join(&spec.name).join(utc_stamp(started));
-    std::fs::create_dir_all(&out)?;
-    let algos = spec.algorithms().map_err(anyhow::Error::msg)?;
+    let dir = ResultsDir::create(results, &spec.name, started)?;
+    let algos = spec
+        .algorithms()
+        .map_err(|e| KeyError::new("algorithms", e).in_file(spec_path))?;
     let points = spec.points();
+    let measure = match spec.mode {
+        Mode::Makespan => Measure::Makespan { tick: spec.tick },
+        Mode::Round => Measure::Round,
+        Mode::Waves => Measure::Waves,
+    };
+    let mut meta = SweepMeta {
+        experiment: &spec.name,
+        spec_file: spec_path.display().to_string(),
+        spec_text: &text,
+        spec: &spec,
+        seeds: (0..spec.instances).map(|i| spec.seed + i as u64).collect(),
+        provenance: Provenance::capture(started),
+        runs: 0,
+    };
+    dir.write_meta(&meta)?;
     let mut rows: Vec<SweepRow> = Vec::new();
-    let tmp = out.join("runs.csv.tmp");
-    let mut w = csv::Writer::from_path(&tmp)?;
     for (label, params) in &points {
         for i in 0..spec.instances {
             let seed = spec.seed + i as u64;
             let inst = params.generate(seed);
             for (alabel, algo) in &algos {
-                let result = match spec.mode {
-                    Mode::Makespan => algo.run(&inst, seed, spec.tick),
-                    Mode::Round => algo.run_round(&inst, seed),
-                    Mode::Waves => algo.run_waves(&inst, seed),
-                };
-                let (e, dt) =
-                    result.map_err(|e| anyhow::anyhow!("{label}, seed {seed}, {alabel}: {e}"))?;
-                let row = SweepRow {
+                let (e, dt) = timed_run(algo, &inst, seed, measure)
+                    .map_err(|e| anyhow::anyhow!("{label}, seed {seed}, {alabel}: {e}"))?;
+                rows.push(SweepRow {
                     point: label.clone(),
                     algorithm: alabel.clone(),
                     seed,
@@ -244,46 +270,21 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
                     remote: e.remote,
                     locality_pct: e.locality() * 100.0,
                     time_ms: dt.as_secs_f64() * 1e3,
-                };
-                w.serialize(&row)?;
-                rows.push(row);
+                });
             }
         }
-        w.flush()?;
+        dir.write_runs(&rows)?;
         eprintln!("[{}] {label}: {} instances done", spec.name, spec.instances);
     }
-    drop(w);
-    std::fs::rename(&tmp, out.join("runs.csv"))?;
     let labels: Vec<String> = algos.iter().map(|(l, _)| l.clone()).collect();
     let point_labels: Vec<String> = points.iter().map(|(l, _)| l.clone()).collect();
     let means = means(&rows);
-    write_summary(&out, &spec, &point_labels, &labels, &means)?;
-    write_plots(&out, &point_labels, &labels, &means)?;
-    let meta = serde_json::json!({
-        "experiment": spec.name,
-        "spec_file": spec_path.display().to_string(),
-        "spec_text": text,
-        "spec": spec,
-        "seeds": (0..spec.instances).map(|i| spec.seed + i as u64).collect::<Vec<_>>(),
-        "git_commit": git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into()),
-        "git_dirty": git(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty()),
-        "command": std::env::args().collect::<Vec<_>>(),
-        "started_unix_ms": started,
-        "finished_unix_ms": common::unix_ms(),
-        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
-        "runs": rows.len(),
-    });
-    std::fs::write(out.join("meta.json"), serde_json::to_string_pretty(&meta)?)?;
-    Ok(out)
-}
-
-fn git(args: &[&str]) -> Option<String> {
-    std::process::Command::new("git")
-        .args(args)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    dir.write_summary(&summary(&spec, &point_labels, &labels, &means))?;
+    write_plots(dir.path(), &point_labels, &labels, &means)?;
+    meta.provenance.finish();
+    meta.runs = rows.len();
+    dir.write_meta(&meta)?;
+    Ok(dir.path().to_path_buf())
 }
 
 /// Mean makespan, remote tasks, locality and time per (point, algorithm).
@@ -319,13 +320,13 @@ pub fn means(rows: &[SweepRow]) -> BTreeMap<(String, String), Mean> {
     m
 }
 
-fn write_summary(
-    out: &Path,
+/// The text of summary.md: means per point.
+fn summary(
     spec: &SweepSpec,
     points: &[String],
     algos: &[String],
     means: &BTreeMap<(String, String), Mean>,
-) -> anyhow::Result<()> {
+) -> String {
     let mut s = format!("# {}\n\n{}\n\n", spec.name, spec.description.trim());
     s += &format!(
         "Base: {} servers x {} cores, {} tasks, replication {}, α {}, β {}, cost {:?}; {} seeded instances per point (seeds {}..{}).\n\n",
@@ -377,8 +378,7 @@ fn write_summary(
         }
         s += "\n";
     }
-    std::fs::write(out.join("summary.md"), s)?;
-    Ok(())
+    s
 }
 
 fn num(v: f64) -> String {
@@ -403,46 +403,59 @@ fn write_plots(
     algos: &[String],
     means: &BTreeMap<(String, String), Mean>,
 ) -> anyhow::Result<()> {
-    if let Err(e) = plot::ensure_font() {
-        println!("plots skipped: {e}");
-        return Ok(());
-    }
-    let dir = out.join("plots");
-    std::fs::create_dir_all(&dir)?;
     type Get = fn(&Mean) -> f64;
-    let metrics: [(&str, &str, &str, Get); 4] = [
-        ("makespan", "Mean makespan", "makespan (time units)", |m| {
-            m.makespan
-        }),
+    let metrics: [(Chart, Get); 4] = [
         (
-            "remote_tasks",
-            "Data-remote tasks",
-            "data-remote tasks",
+            Chart {
+                file: "makespan",
+                title: "Mean makespan",
+                y: "makespan (time units)",
+            },
+            |m| m.makespan,
+        ),
+        (
+            Chart {
+                file: "remote_tasks",
+                title: "Data-remote tasks",
+                y: "data-remote tasks",
+            },
             |m| m.remote,
         ),
-        ("locality", "Data locality", "data-local tasks (%)", |m| {
-            m.locality_pct
-        }),
-        ("time_ms", "Running time", "ms", |m| m.time_ms),
+        (
+            Chart {
+                file: "locality",
+                title: "Data locality",
+                y: "data-local tasks (%)",
+            },
+            |m| m.locality_pct,
+        ),
+        (
+            Chart {
+                file: "time_ms",
+                title: "Running time",
+                y: "ms",
+            },
+            |m| m.time_ms,
+        ),
     ];
-    for (file, title, y, get) in metrics {
-        let mut values = BTreeMap::new();
-        for (i, p) in points.iter().enumerate() {
-            for (j, a) in algos.iter().enumerate() {
-                if let Some(m) = means.get(&(p.clone(), a.clone())) {
-                    values.insert((i, j), get(m));
-                }
-            }
-        }
-        plot::grouped_bars(&dir, file, title, y, points, algos, &values)?;
+    let list: Vec<Chart> = metrics.iter().map(|m| m.0).collect();
+    charts(out, points, algos, &list, |c, p, a| {
+        let m = means.get(&(points[p].clone(), algos[a].clone()))?;
+        Some((metrics[c].1)(m))
+    })
+}
+
+impl TomlFile for SweepSpec {
+    fn validate(&self) -> Result<(), KeyError> {
+        self.check()
     }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::lab::Offline;
+    use common::tomlfile;
 
     const SPEC: &str = r#"
 name = "t"
@@ -464,9 +477,7 @@ beta = 50
 "#;
 
     fn parse(t: &str) -> Result<SweepSpec, String> {
-        let s: SweepSpec = toml::from_str(t).map_err(|e| e.to_string())?;
-        s.validate().map_err(|(k, e)| format!("{k}: {e}"))?;
-        Ok(s)
+        tomlfile::parse(t, Path::new("t.toml")).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -514,10 +525,12 @@ beta = 50
             ("instances = 2", "instances = 0", "instances"),
             ("ratio_to = \"DynDLOff\"", "ratio_to = \"X\"", "ratio_to"),
             ("beta = 50", "q = 2", "points[1]"),
-            ("replication = 2", "replication = 7", "base"),
+            ("replication = 2", "replication = 7", "base.replication"),
             ("\"bar\"]", "\"nope\"]", "algorithms"),
             ("label = \"b50\"", "label = \"b5\"", "points[1].label"),
             ("beta = 5\n", "beta = 5\ngamma = 1\n", "gamma"),
+            ("beta = 50", "beta = -1", "points[1].beta"),
+            ("tasks = 20", "tasks = \"many\"", "base.tasks"),
         ] {
             let t = SPEC.replacen(from, to, 1);
             assert_ne!(t, SPEC, "{from}");

@@ -2,14 +2,14 @@
 //! `nic.len()` workers, shared by the end-to-end tests and `make bench`.
 
 use common::config::{SchedulerConfig, WorkerSettings};
-use master::client::MasterClient;
-use master::state::MasterSettings;
+use master::ops::client::MasterClient;
+use master::server::state::MasterSettings;
 use std::path::Path;
 use std::time::Duration;
 
 pub struct LocalCluster {
     /// Held so the master runs as long as the cluster value lives.
-    pub _master: master::http::MasterHandle,
+    pub _master: master::server::http::MasterHandle,
     pub workers: Vec<worker::WorkerHandle>,
     pub client: MasterClient,
 }
@@ -71,7 +71,7 @@ pub async fn start_cluster_roles(
             })
             .collect(),
     };
-    let m = master::http::start("127.0.0.1:0".parse().unwrap(), token, settings)
+    let m = master::server::http::start("127.0.0.1:0".parse().unwrap(), token, settings)
         .await
         .unwrap();
     let mut workers = Vec::new();

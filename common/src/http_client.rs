@@ -1,0 +1,30 @@
+//! The client side of the HTTP conventions, for every crate that calls a
+//! master or a worker (the worker's block, shuffle and registration
+//! clients, the CLI's API client): one decoder of error answers.
+
+use reqwest::Response;
+
+/// A non-2xx answer, with the message the server put in its JSON error
+/// body (or the raw body if it sent something else).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what}: HTTP {status}: {message}")]
+pub struct HttpError {
+    /// What was asked (`fetching http://.../blocks/b3`).
+    pub what: String,
+    pub status: u16,
+    pub message: String,
+}
+
+/// Passes a 2xx answer through; turns any other into an [`HttpError`].
+pub async fn check(resp: Response, what: impl std::fmt::Display) -> Result<Response, HttpError> {
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(resp);
+    }
+    let body = resp.text().await.unwrap_or_default();
+    Err(HttpError {
+        what: what.to_string(),
+        status: status.as_u16(),
+        message: crate::wire::ErrorBody::message_of(&body),
+    })
+}

@@ -1,0 +1,615 @@
+//! The `master` command line: one enum of subcommands, parsed by clap, and
+//! one function per subcommand. The binary (`src/bin/master.rs`) only
+//! installs logging and calls [`run`].
+
+use crate::experiment;
+use crate::lab::{self, Algo, Cost, GenParams, Measure};
+use crate::ops::client::MasterClient;
+use crate::ops::loader::{self, Generator, LoadSpec, Source};
+use crate::ops::{local, report};
+use crate::server;
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use common::config::{ClusterConfig, SchedulerConfig};
+use common::wire::JobSubmit;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use workloads::Workload;
+
+#[derive(Parser)]
+#[command(about = "Master of the mini-MapReduce testbed, and its command line")]
+pub struct Cli {
+    /// Cluster description.
+    #[arg(long, global = true, default_value = "cluster.toml")]
+    pub config: PathBuf,
+    /// Master URL instead of http://<master.listen> from cluster.toml.
+    #[arg(long, global = true)]
+    pub master: Option<String>,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Run the master.
+    Serve {
+        /// Listen here instead of master.listen.
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+        /// Scheduler instead of [scheduler]: a name (`hadoop`) or `policy = "...", key = value`.
+        #[arg(long)]
+        scheduler: Option<SchedulerConfig>,
+    },
+    /// Start the master and all workers as local processes; returns when all registered.
+    Up {
+        /// Delete the workers' block stores first.
+        #[arg(long)]
+        fresh: bool,
+        /// Linux netns mode (root): each node in its own network namespace,
+        /// links shaped by tc at nic_mbps; see README.
+        #[arg(long)]
+        netns: bool,
+        /// Name prefix of the namespaces (netns mode).
+        #[arg(long, default_value = crate::ops::netns::DEFAULT_PREFIX, requires = "netns")]
+        netns_prefix: String,
+    },
+    /// Stop the local cluster started by `up`.
+    Down,
+    /// Generate or split a file into blocks and upload its replicas.
+    Load {
+        /// Name of the file in the cluster.
+        #[arg(long)]
+        name: String,
+        /// Generate synthetic data of this kind...
+        #[arg(long, conflicts_with = "file", requires = "blocks")]
+        generate: Option<Generator>,
+        /// ...with this many blocks.
+        #[arg(long)]
+        blocks: Option<u32>,
+        /// Or split this local file.
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Block size, e.g. 8MiB, 64MB.
+        #[arg(long, value_parser = loader::parse_size)]
+        block_size: u64,
+        /// Replicas per block (default: cluster.replication).
+        #[arg(long)]
+        replication: Option<u32>,
+        /// Seed of data and placement (default: cluster.seed).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// Submit jobs; with --wait, print their reports when they end.
+    Submit {
+        #[arg(long, value_enum)]
+        workload: Workload,
+        #[arg(long)]
+        input: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Submit this many identical jobs.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        /// Fair-share group (pool) for `fair` and `lsap-fair`.
+        #[arg(long)]
+        group: Option<String>,
+        /// Reduce tasks (wordcount, sort; default 1).
+        #[arg(long)]
+        reduces: Option<u32>,
+        /// Output file name (default `<job name>.out`; with --count, `-<i>` is appended).
+        #[arg(long)]
+        output: Option<String>,
+        /// Spread the jobs' arrivals uniformly over this many seconds
+        /// (seeded by cluster.seed); default: all at once.
+        #[arg(long, default_value_t = 0.0)]
+        spread_s: f64,
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: print only a JSON array of the reports on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List jobs.
+    Jobs,
+    /// Show one job's report.
+    Report {
+        job: String,
+        #[arg(long)]
+        json: bool,
+        /// Wait for the job to end first.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// List workers.
+    Workers,
+    /// Run an experiment spec (experiments/<name>.toml) on fresh local
+    /// clusters; results in <results>/<name>/<timestamp>/. Needs no cluster.toml.
+    Experiment {
+        spec: PathBuf,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Scratch space for block stores and logs (removed afterwards).
+        #[arg(long, default_value = "run/experiments")]
+        work: PathBuf,
+        /// Keep the scratch space (block stores, configs, logs).
+        #[arg(long)]
+        keep_data: bool,
+    },
+    /// Rewrite an experiment's summary.md and plots from its runs.csv and
+    /// meta.json (no runs are repeated).
+    Replot { dir: PathBuf },
+    /// List files and where their blocks are.
+    Files,
+    /// The scheduling lab: generate instances, run the offline planners and
+    /// the online policies (in the discrete-event simulator) on them, sweep
+    /// the papers' simulations. Needs no cluster.
+    Sim {
+        #[command(subcommand)]
+        cmd: SimCmd,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum SimCmd {
+    /// Generate a seeded instance and write it as JSON.
+    Gen {
+        #[command(flatten)]
+        gen: GenArgs,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run algorithms on an instance (a file, or generated from the
+    /// parameters) and print makespan, locality and running time.
+    Run {
+        /// Instance file (JSON, from `sim gen`); else one is generated.
+        #[arg(long)]
+        instance: Option<PathBuf>,
+        #[command(flatten)]
+        gen: GenArgs,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Algorithms: bar, dyndl-off, list, ltfpa, mb (MaxCover-BalAssign), or any scheduler
+        /// (hadoop, delay3, dyndl-on, rand, lsap, ...). Repeatable.
+        #[arg(long = "algo", default_values_t = ["hadoop".to_string(), "delay3".into(), "policy = 'dyndl-on', w_s = 3".into(), "list".into(), "ltfpa".into(), "bar".into(), "dyndl-off".into()])]
+        algos: Vec<String>,
+        /// Re-offer period of the simulator (time units).
+        #[arg(long, default_value_t = 0.1)]
+        tick: f64,
+    },
+    /// Run a sweep spec (experiments/sim-*.toml); results in
+    /// <results>/<name>/<timestamp>/.
+    Sweep {
+        spec: PathBuf,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct GenArgs {
+    /// |S|.
+    #[arg(long, default_value_t = 50)]
+    servers: u32,
+    /// Cores per server.
+    #[arg(long, default_value_t = 40)]
+    cores: u32,
+    /// |T|.
+    #[arg(long, default_value_t = 100)]
+    tasks: u32,
+    #[arg(long, default_value_t = 3)]
+    replication: u32,
+    /// Load skew α.
+    #[arg(long, default_value_t = 0.0)]
+    alpha: f64,
+    /// Initial loads in [0, α·server + β] (BAR's W).
+    #[arg(long, default_value_t = 100.0)]
+    beta: f64,
+    /// Cost model: dyndl (uses --theta) or bar (uses --c-loc, --q).
+    #[arg(long, default_value = "dyndl", value_parser = ["dyndl", "bar"])]
+    model: String,
+    #[arg(long, default_value_t = 1.0)]
+    theta: f64,
+    #[arg(long, default_value_t = 20.0)]
+    c_loc: f64,
+    #[arg(long, default_value_t = 1.0)]
+    q: f64,
+}
+
+impl GenArgs {
+    fn params(&self) -> anyhow::Result<GenParams> {
+        let p = GenParams {
+            servers: self.servers,
+            cores: self.cores,
+            tasks: self.tasks,
+            replication: self.replication,
+            alpha: self.alpha,
+            beta: self.beta,
+            cost: if self.model == "bar" {
+                Cost::Bar {
+                    c_loc: self.c_loc,
+                    q: self.q,
+                }
+            } else {
+                Cost::Dyndl { theta: self.theta }
+            },
+            idle: None,
+        };
+        p.validate()
+            .with_context(|| format!("--{}", p.validate().unwrap_err().key()))?;
+        Ok(p)
+    }
+}
+
+/// Runs one command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    // Commands that need no cluster.toml.
+    match &cli.cmd {
+        Cmd::Sim { cmd } => return sim(cmd),
+        Cmd::Replot { dir } => return replot(dir),
+        Cmd::Experiment {
+            spec,
+            results,
+            work,
+            keep_data,
+        } => return run_experiment(spec, results, work, *keep_data).await,
+        _ => {}
+    }
+    let cfg = ClusterConfig::load(&cli.config)?;
+    let client = MasterClient::new(
+        cli.master.clone().unwrap_or_else(|| cfg.master_url()),
+        &cfg.cluster.token,
+    );
+    match cli.cmd {
+        Cmd::Serve { listen, scheduler } => serve(&cfg, listen, scheduler).await,
+        Cmd::Up {
+            fresh,
+            netns: false,
+            ..
+        } => local::up(&cfg, fresh).await,
+        Cmd::Up {
+            fresh,
+            netns: true,
+            netns_prefix,
+        } => local::up_netns(&cfg, fresh, &netns_prefix).await,
+        Cmd::Down => down(&cfg),
+        Cmd::Load {
+            name,
+            generate,
+            blocks,
+            file,
+            block_size,
+            replication,
+            seed,
+        } => {
+            let source = match (generate, file) {
+                (Some(kind), None) => Source::Generate {
+                    kind,
+                    blocks: blocks.unwrap_or(0),
+                },
+                (None, Some(p)) => Source::File(p),
+                _ => anyhow::bail!("give either --generate KIND --blocks N or --file PATH"),
+            };
+            let spec = LoadSpec {
+                name,
+                source,
+                block_size,
+                replication: replication.unwrap_or(cfg.cluster.replication),
+                seed: seed.unwrap_or(cfg.cluster.seed),
+            };
+            load(&client, &spec).await
+        }
+        Cmd::Submit {
+            workload,
+            input,
+            name,
+            count,
+            group,
+            reduces,
+            output,
+            spread_s,
+            wait,
+            json,
+        } => {
+            let job = JobSubmit {
+                workload,
+                input,
+                name,
+                group,
+                reduces,
+                output,
+            };
+            let how = Submission {
+                count,
+                spread_s,
+                seed: cfg.cluster.seed,
+                wait,
+                json,
+            };
+            submit(&client, &job, &how).await
+        }
+        Cmd::Jobs => {
+            print!("{}", report::jobs_table(&client.jobs().await?));
+            Ok(())
+        }
+        Cmd::Report { job, json, wait } => show_report(&client, &job, json, wait).await,
+        Cmd::Workers => workers(&client).await,
+        Cmd::Files => files(&client).await,
+        Cmd::Experiment { .. } | Cmd::Sim { .. } | Cmd::Replot { .. } => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// `master serve`: the master alone, until Ctrl-C.
+pub async fn serve(
+    cfg: &ClusterConfig,
+    listen: Option<SocketAddr>,
+    scheduler: Option<SchedulerConfig>,
+) -> anyhow::Result<()> {
+    let mut settings = server::state::MasterSettings::from_config(cfg);
+    if let Some(s) = scheduler {
+        settings.scheduler = s;
+    }
+    let h = server::http::start(
+        listen.unwrap_or(cfg.master.listen),
+        &cfg.cluster.token,
+        settings,
+    )
+    .await?;
+    tokio::signal::ctrl_c().await?;
+    h.abort();
+    Ok(())
+}
+
+/// `master down`: stops the local cluster of either mode.
+pub fn down(cfg: &ClusterConfig) -> anyhow::Result<()> {
+    let s = local::down(&local::run_dir(cfg))?;
+    println!(
+        "stopped {} processes, removed {} network namespaces",
+        s.processes,
+        s.namespaces.len()
+    );
+    Ok(())
+}
+
+/// `master load`.
+pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<()> {
+    let info = loader::load(client, spec).await?;
+    println!(
+        "loaded {}: {} blocks, {:.1} MB, replication {}",
+        info.name,
+        info.blocks,
+        info.bytes as f64 / 1e6,
+        spec.replication
+    );
+    Ok(())
+}
+
+/// How `master submit` submits its jobs.
+pub struct Submission {
+    /// Identical jobs (names and outputs get `-<i>`).
+    pub count: u32,
+    /// Arrivals spread uniformly over this many seconds, seeded by `seed`.
+    pub spread_s: f64,
+    pub seed: u64,
+    /// Print the reports when the jobs end.
+    pub wait: bool,
+    /// With `wait`: only a JSON array of the reports on stdout.
+    pub json: bool,
+}
+
+/// `master submit`.
+pub async fn submit(
+    client: &MasterClient,
+    job: &JobSubmit,
+    how: &Submission,
+) -> anyhow::Result<()> {
+    let Submission {
+        count,
+        spread_s,
+        seed,
+        wait,
+        json,
+    } = *how;
+    if !(spread_s.is_finite() && spread_s >= 0.0) {
+        anyhow::bail!("--spread-s must be a number of seconds >= 0 (got {spread_s})");
+    }
+    let at = experiment::run::arrivals(seed, count, [0.0, spread_s]);
+    let t0 = tokio::time::Instant::now();
+    let mut ids = Vec::new();
+    for (i, ms) in at.into_iter().enumerate() {
+        tokio::time::sleep_until(t0 + std::time::Duration::from_millis(ms)).await;
+        let numbered = |n: &String| {
+            if count > 1 {
+                format!("{n}-{i}")
+            } else {
+                n.clone()
+            }
+        };
+        let id = client
+            .submit(&JobSubmit {
+                workload: job.workload,
+                input: job.input.clone(),
+                name: job.name.as_ref().map(numbered),
+                group: job.group.clone(),
+                reduces: job.reduces,
+                output: job.output.as_ref().map(numbered),
+            })
+            .await?;
+        if json {
+            eprintln!("submitted {id}");
+        } else {
+            println!("submitted {id}");
+        }
+        ids.push(id);
+    }
+    if wait {
+        let mut reports = Vec::new();
+        for id in ids {
+            let r = client.wait_job(id).await?;
+            if !json {
+                println!("{}", report::job_report(&r));
+            }
+            reports.push(r);
+        }
+        if json {
+            println!("{}", serde_json::to_string_pretty(&reports)?);
+        } else {
+            println!("{}", report::jobs_table(&client.jobs().await?));
+        }
+    }
+    Ok(())
+}
+
+/// `master report`.
+pub async fn show_report(
+    client: &MasterClient,
+    job: &str,
+    json: bool,
+    wait: bool,
+) -> anyhow::Result<()> {
+    let id = server::http::parse_job_id(job).map_err(anyhow::Error::msg)?;
+    let r = if wait {
+        client.wait_job(id).await?
+    } else {
+        client.job(id, None).await?
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", report::job_report(&r));
+    }
+    Ok(())
+}
+
+/// `master workers`.
+pub async fn workers(client: &MasterClient) -> anyhow::Result<()> {
+    println!(
+        "{:<4} {:<10} {:<24} {:>5} {:>5} {:>7} {:>7} alive",
+        "id", "name", "addr", "slots", "free", "blocks", "running"
+    );
+    for w in client.workers().await? {
+        println!(
+            "{:<4} {:<10} {:<24} {:>5} {:>5} {:>7} {:>7} {}",
+            w.id.0, w.name, w.addr, w.slots, w.free_slots, w.blocks, w.running, w.alive
+        );
+    }
+    Ok(())
+}
+
+/// `master files`.
+pub async fn files(client: &MasterClient) -> anyhow::Result<()> {
+    for f in client.files().await.context("listing files")? {
+        println!(
+            "{} {} blocks {:.1} MB complete={}",
+            f.name,
+            f.blocks,
+            f.bytes as f64 / 1e6,
+            f.complete
+        );
+        for (i, r) in f.replicas.iter().enumerate() {
+            println!("  block {i:>5}: {}", r.join(" "));
+        }
+    }
+    Ok(())
+}
+
+/// `master experiment`.
+pub async fn run_experiment(
+    spec: &Path,
+    results: &Path,
+    work: &Path,
+    keep_data: bool,
+) -> anyhow::Result<()> {
+    experiment::run::run(&experiment::run::Options {
+        spec: spec.into(),
+        results: results.into(),
+        work: work.into(),
+        keep_data,
+        bin: local::bin_dir()?,
+    })
+    .await?;
+    Ok(())
+}
+
+/// `master replot`.
+pub fn replot(dir: &Path) -> anyhow::Result<()> {
+    experiment::run::replot(dir)?;
+    println!("rewrote {}/summary.md and plots", dir.display());
+    Ok(())
+}
+
+/// `master sim ...`.
+pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
+    match cmd {
+        SimCmd::Gen { gen, seed, out } => sim_gen(&gen.params()?, *seed, out),
+        SimCmd::Run {
+            instance,
+            gen,
+            seed,
+            algos,
+            tick,
+        } => {
+            let inst = match instance {
+                Some(p) => lab::read_instance(p)?,
+                None => gen.params()?.generate(*seed),
+            };
+            sim_run(&inst, *seed, algos, *tick)
+        }
+        SimCmd::Sweep { spec, results } => {
+            let out = lab::sweep::run(spec, results)?;
+            println!("results in {}", out.display());
+            Ok(())
+        }
+    }
+}
+
+/// `master sim gen`.
+pub fn sim_gen(params: &GenParams, seed: u64, out: &Path) -> anyhow::Result<()> {
+    let inst = params.generate(seed);
+    lab::write_instance(&inst, out)?;
+    println!(
+        "wrote {}: {} servers, {} cores, {} tasks",
+        out.display(),
+        inst.servers(),
+        inst.flat().init.len(),
+        inst.tasks()
+    );
+    Ok(())
+}
+
+/// `master sim run`: every algorithm on one instance, a line each.
+pub fn sim_run(inst: &lab::Instance, seed: u64, algos: &[String], tick: f64) -> anyhow::Result<()> {
+    if !(tick.is_finite() && tick > 0.0) {
+        anyhow::bail!("--tick must be > 0 (got {tick})");
+    }
+    let algos: Vec<Algo> = algos
+        .iter()
+        .map(|a| a.parse().context("--algo"))
+        .collect::<anyhow::Result<_>>()?;
+    println!(
+        "{} servers, {} cores, {} tasks, cost {:?}, seed {seed}",
+        inst.servers(),
+        inst.flat().init.len(),
+        inst.tasks(),
+        inst.cost
+    );
+    println!(
+        "{:<28} {:>12} {:>8} {:>10} {:>12}",
+        "algorithm", "makespan", "remote", "locality%", "time_ms"
+    );
+    for a in &algos {
+        let (e, dt) = lab::timed_run(a, inst, seed, Measure::Makespan { tick })?;
+        println!(
+            "{:<28} {:>12.3} {:>8} {:>10.1} {:>12.3}",
+            a.label(),
+            e.makespan,
+            e.remote,
+            e.locality() * 100.0,
+            dt.as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! Typed client of the master's API, used by the CLI, the loader, the
+//! launcher and the tests. Errors carry the server's JSON message.
+
+use anyhow::Context;
+use common::http::bearer;
+use common::wire::{ClusterSummary, FileInfo, JobReport, JobSubmit, JobSubmitted, WorkerInfo};
+use common::JobId;
+use reqwest::header::AUTHORIZATION;
+use serde::de::DeserializeOwned;
+use std::time::Duration;
+
+#[derive(Clone)]
+pub struct MasterClient {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+/// Turns a non-2xx answer into an error carrying the server's message
+/// (the one decoder every client uses, [`common::http_client::check`]).
+pub async fn check(resp: reqwest::Response, what: &str) -> anyhow::Result<reqwest::Response> {
+    Ok(common::http_client::check(resp, what).await?)
+}
+
+impl MasterClient {
+    pub fn new(base: impl Into<String>, token: impl Into<String>) -> Self {
+        MasterClient {
+            base: base.into().trim_end_matches('/').to_owned(),
+            token: token.into(),
+            http: reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .build()
+                .expect("HTTP client builds"),
+        }
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str, timeout: Duration) -> anyhow::Result<T> {
+        let what = format!("GET {}{path}", self.base);
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .header(AUTHORIZATION, bearer(&self.token))
+            .timeout(timeout)
+            .send()
+            .await
+            .with_context(|| format!("{what}: master unreachable"))?;
+        check(resp, &what)
+            .await?
+            .json()
+            .await
+            .with_context(|| format!("{what}: bad reply"))
+    }
+
+    pub async fn cluster(&self) -> anyhow::Result<ClusterSummary> {
+        self.get("/v1/cluster", Duration::from_secs(5)).await
+    }
+
+    pub async fn workers(&self) -> anyhow::Result<Vec<WorkerInfo>> {
+        self.get("/v1/workers", Duration::from_secs(5)).await
+    }
+
+    pub async fn files(&self) -> anyhow::Result<Vec<FileInfo>> {
+        self.get("/v1/files", Duration::from_secs(5)).await
+    }
+
+    pub async fn file(&self, name: &str) -> anyhow::Result<FileInfo> {
+        self.get(&format!("/v1/files/{name}"), Duration::from_secs(5))
+            .await
+    }
+
+    pub async fn jobs(&self) -> anyhow::Result<Vec<JobReport>> {
+        self.get("/v1/jobs", Duration::from_secs(5)).await
+    }
+
+    /// The job's report; with `wait`, after it ended (or `wait` elapsed).
+    pub async fn job(&self, id: JobId, wait: Option<Duration>) -> anyhow::Result<JobReport> {
+        let ms = wait.map_or(0, |d| d.as_millis() as u64);
+        self.get(
+            &format!("/v1/jobs/{}?wait_ms={ms}", id.0),
+            Duration::from_millis(ms) + Duration::from_secs(10),
+        )
+        .await
+    }
+
+    /// Waits until job `id` ends, however long that takes.
+    pub async fn wait_job(&self, id: JobId) -> anyhow::Result<JobReport> {
+        loop {
+            let r = self.job(id, Some(Duration::from_secs(60))).await?;
+            if r.state.is_done() {
+                return Ok(r);
+            }
+        }
+    }
+
+    pub async fn submit(&self, spec: &JobSubmit) -> anyhow::Result<JobId> {
+        let what = format!("POST {}/v1/jobs", self.base);
+        let resp = self
+            .http
+            .post(format!("{}/v1/jobs", self.base))
+            .header(AUTHORIZATION, bearer(&self.token))
+            .json(spec)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .with_context(|| format!("{what}: master unreachable"))?;
+        let r: JobSubmitted = check(resp, &what).await?.json().await?;
+        Ok(r.job)
+    }
+}

@@ -1,0 +1,12 @@
+//! Operating a cluster from outside the master: [`client`] is the typed API
+//! client (used by the CLI, the loader, the experiment runner and the
+//! tests); [`loader`] generates or splits files into replicated blocks;
+//! [`local`] starts and stops a cluster of local processes; [`netns`] does
+//! the same in Linux network namespaces with shaped links; [`report`]
+//! formats job reports for people.
+
+pub mod client;
+pub mod loader;
+pub mod local;
+pub mod netns;
+pub mod report;

@@ -1,0 +1,229 @@
+//! The results writer shared by the experiment runner and the lab's sweeps.
+//!
+//! One directory per run of a spec, `results/<name>/<UTC stamp>/`, holding
+//! `runs.csv` (one row a run), `summary.md`, `meta.json` (the spec, its
+//! seeds, the git commit and whether the tree was dirty, the machine and the
+//! command) and `plots/`. Files are written whole under a temporary name and
+//! renamed, so no partial file ever looks complete.
+
+pub mod plot;
+
+use anyhow::Context;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A results directory.
+#[derive(Clone, Debug)]
+pub struct ResultsDir {
+    path: PathBuf,
+}
+
+impl ResultsDir {
+    /// Creates `<results>/<name>/<UTC stamp of started>/`.
+    pub fn create(results: &Path, name: &str, started_unix_ms: u64) -> anyhow::Result<ResultsDir> {
+        let path = results.join(name).join(utc_stamp(started_unix_ms));
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        Ok(ResultsDir { path })
+    }
+
+    /// An existing results directory (to replot it).
+    pub fn open(path: &Path) -> ResultsDir {
+        ResultsDir { path: path.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `runs.csv` whole, one row per element (rewritten after every
+    /// run or point, so a crash keeps what finished).
+    pub fn write_runs<T: Serialize>(&self, rows: &[T]) -> anyhow::Result<()> {
+        let path = self.path.join("runs.csv");
+        let tmp = path.with_extension("csv.tmp");
+        {
+            let mut w = csv::Writer::from_path(&tmp)
+                .with_context(|| format!("creating {}", tmp.display()))?;
+            for r in rows {
+                w.serialize(r)?;
+            }
+            w.flush()
+                .with_context(|| format!("writing {}", tmp.display()))?;
+        }
+        rename(&tmp, &path)
+    }
+
+    /// Reads `runs.csv` back.
+    pub fn read_runs<T: DeserializeOwned>(&self) -> anyhow::Result<Vec<T>> {
+        let path = self.path.join("runs.csv");
+        let mut rd =
+            csv::Reader::from_path(&path).with_context(|| format!("reading {}", path.display()))?;
+        rd.deserialize()
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("{}", path.display()))
+    }
+
+    /// Writes `summary.md`.
+    pub fn write_summary(&self, text: &str) -> anyhow::Result<()> {
+        self.write_file("summary.md", text.as_bytes())
+    }
+
+    /// Writes `meta.json`.
+    pub fn write_meta(&self, meta: &impl Serialize) -> anyhow::Result<()> {
+        self.write_file("meta.json", serde_json::to_string_pretty(meta)?.as_bytes())
+    }
+
+    /// Reads `meta.json` back.
+    pub fn read_meta(&self) -> anyhow::Result<serde_json::Value> {
+        let path = self.path.join("meta.json");
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
+    }
+
+    fn write_file(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let path = self.path.join(name);
+        let tmp = self.path.join(format!("{name}.tmp"));
+        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+        rename(&tmp, &path)
+    }
+}
+
+fn rename(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::rename(from, to)
+        .with_context(|| format!("renaming {} to {}", from.display(), to.display()))
+}
+
+/// What every meta.json records besides its spec: where the figures came
+/// from and on what.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Provenance {
+    pub git_commit: String,
+    /// Tracked files differed from the commit: figures to regenerate at a
+    /// clean commit before they are published.
+    pub git_dirty: bool,
+    pub machine: serde_json::Value,
+    pub command: Vec<String>,
+    pub started_unix_ms: u64,
+    pub finished_unix_ms: Option<u64>,
+}
+
+impl Provenance {
+    /// The commit, the tree's state, the machine and the command, now.
+    pub fn capture(started_unix_ms: u64) -> Provenance {
+        let cpu = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|c| {
+                c.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split(':').nth(1))
+                    .map(|s| s.trim().to_owned())
+            })
+            .unwrap_or_default();
+        let mem_kb = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("MemTotal"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        Provenance {
+            git_commit: cmd_out("git", &["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into()),
+            git_dirty: cmd_out("git", &["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty()),
+            machine: serde_json::json!({
+                "hostname": cmd_out("hostname", &[]).unwrap_or_default(),
+                "kernel": cmd_out("uname", &["-sr"]).unwrap_or_default(),
+                "cpu": cpu,
+                "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+                "memory_gib": mem_kb as f64 / 1024.0 / 1024.0,
+            }),
+            command: std::env::args().collect(),
+            started_unix_ms,
+            finished_unix_ms: None,
+        }
+    }
+
+    pub fn finish(&mut self) {
+        self.finished_unix_ms = Some(common::unix_ms());
+    }
+}
+
+fn cmd_out(program: &str, args: &[&str]) -> Option<String> {
+    std::process::Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC.
+pub fn utc_stamp(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps() {
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        // 2026-11-22 13:50:19 UTC
+        assert_eq!(utc_stamp(1_795_355_419_000), "20261122-135019");
+        assert_eq!(utc_stamp(951_782_400_000), "20000229-000000");
+    }
+
+    #[test]
+    fn files_are_written_whole_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let rd = ResultsDir::create(dir.path(), "exp", 0).unwrap();
+        assert!(rd.path().ends_with("exp/19700101-000000"));
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct Row {
+            a: u32,
+            b: String,
+        }
+        let rows = vec![
+            Row {
+                a: 1,
+                b: "x".into(),
+            },
+            Row {
+                a: 2,
+                b: "y".into(),
+            },
+        ];
+        rd.write_runs(&rows).unwrap();
+        assert_eq!(rd.read_runs::<Row>().unwrap(), rows);
+        rd.write_meta(&serde_json::json!({"k": 1})).unwrap();
+        assert_eq!(rd.read_meta().unwrap()["k"], 1);
+        rd.write_summary("# s\n").unwrap();
+        let names: Vec<String> = std::fs::read_dir(rd.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+        assert_eq!(names.len(), 3, "{names:?}");
+    }
+}

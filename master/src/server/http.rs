@@ -1,0 +1,249 @@
+//! The master's HTTP API: a thin layer over [`Master`]. Every route needs the
+//! cluster token; every error is JSON.
+//!
+//! | method | path | body / query | answer |
+//! |---|---|---|---|
+//! | POST | /v1/workers/register | RegisterRequest | RegisterReply |
+//! | POST | /v1/workers/heartbeat | Heartbeat | HeartbeatReply |
+//! | GET | /v1/workers | | [WorkerInfo] |
+//! | GET | /v1/files, /v1/files/{name} | | [FileInfo], FileInfo |
+//! | POST | /v1/jobs | JobSubmit | 201 JobSubmitted |
+//! | GET | /v1/jobs | | [JobReport] (without attempts) |
+//! | GET | /v1/jobs/{id}?wait_ms=N | | JobReport, after waiting up to N ms for it to end |
+//! | GET | /v1/cluster | | ClusterSummary |
+
+use crate::server::state::{Master, MasterError, MasterSettings};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use common::http::{require_token, ApiError, ApiJson, Token};
+use common::wire::{
+    ClusterSummary, FileInfo, Heartbeat, HeartbeatReply, JobReport, JobSubmit, JobSubmitted,
+    RegisterReply, RegisterRequest, WorkerInfo,
+};
+use common::JobId;
+use sched::Millis;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+pub struct AppState {
+    pub master: Mutex<Master>,
+    started: Instant,
+    /// Notified whenever a job reaches a final state.
+    job_ended: Notify,
+}
+
+impl AppState {
+    pub fn now(&self) -> Millis {
+        self.started.elapsed().as_millis() as Millis
+    }
+
+    /// Runs `f` on the master and wakes long-polls if a job ended meanwhile.
+    fn with<R>(&self, f: impl FnOnce(&mut Master, Millis) -> R) -> R {
+        let now = self.now();
+        let mut m = self.master.lock().unwrap();
+        let before = m.finished_jobs;
+        let r = f(&mut m, now);
+        let ended = m.finished_jobs != before;
+        drop(m);
+        if ended {
+            self.job_ended.notify_waiters();
+        }
+        r
+    }
+}
+
+fn api_error(e: MasterError) -> ApiError {
+    let status = match e {
+        MasterError::UnknownFile { .. } | MasterError::UnknownJob(_) => StatusCode::NOT_FOUND,
+        MasterError::IncompleteFile { .. } => StatusCode::CONFLICT,
+        MasterError::UnknownWorker { .. } => StatusCode::FORBIDDEN,
+        MasterError::BadRequest(_) => StatusCode::BAD_REQUEST,
+    };
+    ApiError::new(status, e.to_string())
+}
+
+pub fn router(state: Arc<AppState>, token: &str) -> Router {
+    Router::new()
+        .route("/v1/workers/register", post(register))
+        .route("/v1/workers/heartbeat", post(heartbeat))
+        .route("/v1/workers", get(workers))
+        .route("/v1/files", get(files))
+        .route("/v1/files/{name}", get(file))
+        .route("/v1/jobs", post(submit).get(jobs))
+        .route("/v1/jobs/{id}", get(job))
+        .route("/v1/cluster", get(cluster))
+        .fallback(|| async {
+            ApiError::not_found("no such endpoint; see the API table in master/src/http.rs")
+        })
+        .layer(axum::middleware::from_fn_with_state(
+            Token(token.into()),
+            require_token,
+        ))
+        .with_state(state)
+}
+
+async fn register(
+    State(s): State<Arc<AppState>>,
+    ApiJson(req): ApiJson<RegisterRequest>,
+) -> Result<Json<RegisterReply>, ApiError> {
+    s.with(|m, now| m.register(now, req))
+        .map(Json)
+        .map_err(api_error)
+}
+
+async fn heartbeat(
+    State(s): State<Arc<AppState>>,
+    ApiJson(hb): ApiJson<Heartbeat>,
+) -> Json<HeartbeatReply> {
+    Json(s.with(|m, now| m.heartbeat(now, hb)))
+}
+
+async fn workers(State(s): State<Arc<AppState>>) -> Json<Vec<WorkerInfo>> {
+    Json(s.with(|m, _| m.workers()))
+}
+
+async fn files(State(s): State<Arc<AppState>>) -> Json<Vec<FileInfo>> {
+    Json(s.with(|m, _| m.files()))
+}
+
+async fn file(
+    State(s): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<FileInfo>, ApiError> {
+    s.with(|m, _| m.file(&name)).map(Json).map_err(api_error)
+}
+
+async fn submit(
+    State(s): State<Arc<AppState>>,
+    ApiJson(spec): ApiJson<JobSubmit>,
+) -> Result<(StatusCode, Json<JobSubmitted>), ApiError> {
+    let unix = common::unix_ms();
+    s.with(|m, now| m.submit(now, unix, spec))
+        .map(|job| (StatusCode::CREATED, Json(JobSubmitted { job })))
+        .map_err(api_error)
+}
+
+async fn jobs(State(s): State<Arc<AppState>>) -> Json<Vec<JobReport>> {
+    Json(s.with(|m, _| m.reports()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitQuery {
+    #[serde(default)]
+    wait_ms: u64,
+}
+
+pub fn parse_job_id(raw: &str) -> Result<JobId, String> {
+    raw.strip_prefix("job-")
+        .unwrap_or(raw)
+        .parse::<u32>()
+        .map(JobId)
+        .map_err(|_| format!("{raw:?} is not a job id (expected job-N or N)"))
+}
+
+async fn job(
+    State(s): State<Arc<AppState>>,
+    Path(raw): Path<String>,
+    Query(q): Query<WaitQuery>,
+) -> Result<Json<JobReport>, ApiError> {
+    let id = parse_job_id(&raw).map_err(ApiError::bad_request)?;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(q.wait_ms.min(600_000));
+    loop {
+        let notified = s.job_ended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let report = s.with(|m, _| m.report(id)).map_err(api_error)?;
+        if report.state.is_done() || tokio::time::Instant::now() >= deadline {
+            return Ok(Json(report));
+        }
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+}
+
+async fn cluster(State(s): State<Arc<AppState>>) -> Json<ClusterSummary> {
+    Json(s.with(|m, _| {
+        let ws = m.workers();
+        ClusterSummary {
+            scheduler: m.scheduler_name(),
+            workers_configured: ws.len(),
+            workers_alive: ws.iter().filter(|w| w.alive).count(),
+            slots_alive: ws.iter().filter(|w| w.alive).map(|w| w.slots).sum(),
+            pending_tasks: m.view().pending_total(),
+        }
+    }))
+}
+
+/// A running master.
+pub struct MasterHandle {
+    pub addr: SocketAddr,
+    pub state: Arc<AppState>,
+    server: tokio::task::JoinHandle<()>,
+    reaper: tokio::task::JoinHandle<()>,
+}
+
+impl MasterHandle {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn abort(&self) {
+        self.server.abort();
+        self.reaper.abort();
+    }
+}
+
+impl Drop for MasterHandle {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+/// Binds `listen` and serves the API; a background task declares silent workers lost.
+pub async fn start(
+    listen: SocketAddr,
+    token: &str,
+    settings: MasterSettings,
+) -> anyhow::Result<MasterHandle> {
+    let heartbeat = Duration::from_millis(settings.heartbeat_ms);
+    let master = Master::new(settings);
+    tracing::info!(scheduler = %master.scheduler_name(), "master starting");
+    let state = Arc::new(AppState {
+        master: Mutex::new(master),
+        started: Instant::now(),
+        job_ended: Notify::new(),
+    });
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("master: cannot listen on {listen}: {e}"))?;
+    let addr = listener.local_addr()?;
+    let app = router(state.clone(), token);
+    let server = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "master HTTP server stopped");
+        }
+    });
+    let st = state.clone();
+    let reaper = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(heartbeat);
+        loop {
+            tick.tick().await;
+            st.with(|m, now| m.check_workers(now));
+        }
+    });
+    tracing::info!(%addr, "master listening");
+    Ok(MasterHandle {
+        addr,
+        state,
+        server,
+        reaper,
+    })
+}

@@ -1,0 +1,7 @@
+//! The running master: [`state`] owns the cluster (workers, jobs, tasks)
+//! and drives a `sched::Scheduler`; [`catalog`] is the block catalog rebuilt
+//! from block reports; [`http`] is a thin axum layer over the state.
+
+pub mod catalog;
+pub mod http;
+pub mod state;

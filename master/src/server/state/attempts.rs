@@ -1,0 +1,237 @@
+//! Attempt results: fencing (only the current attempt on the worker it was
+//! sent to counts), the task's record, retries, and the end of a job.
+
+use super::{Master, RunningAttempt, TaskStatus};
+use common::wire::{JobState, Locality, TaskKind, TaskOutcome, TaskRecord, TaskResult};
+use common::{AttemptId, JobId, TaskRef, WorkerId};
+use sched::PendingTask;
+
+impl Master {
+    pub(super) fn on_result(&mut self, worker: WorkerId, r: TaskResult) {
+        let current = self
+            .jobs
+            .get(&r.attempt.task.job)
+            .and_then(|j| j.tasks.get(r.attempt.task.index as usize))
+            .and_then(|t| match t.status {
+                TaskStatus::Running(ra)
+                    if ra.attempt == r.attempt.attempt && ra.worker == worker =>
+                {
+                    Some(ra)
+                }
+                _ => None,
+            });
+        let Some(ra) = current else {
+            tracing::debug!(attempt = %r.attempt, "ignoring result of a stale attempt");
+            return;
+        };
+        self.end_attempt(worker, r.attempt, Some((ra, r)));
+    }
+
+    /// Ends attempt `a` on `worker`: with its result, or lost (`None`,
+    /// also for a rejection: back in the queue, nothing counted).
+    pub(super) fn end_attempt(
+        &mut self,
+        worker: WorkerId,
+        a: AttemptId,
+        result: Option<(RunningAttempt, TaskResult)>,
+    ) {
+        self.workers[worker.0 as usize].running.remove(&a);
+        let Some(job) = self.jobs.get_mut(&a.task.job) else {
+            return;
+        };
+        let ra = match job.tasks[a.task.index as usize].status {
+            TaskStatus::Running(ra) if ra.attempt == a.attempt => ra,
+            _ => return,
+        };
+        self.view
+            .task_ended(a.task.job, worker, ra.worker != ra.source);
+        match result {
+            None => self.retry_unpenalised(a.task),
+            Some((_, r)) => self.apply_result(worker, a, ra, r),
+        }
+    }
+
+    /// Puts a task back in its queue without counting a failure.
+    fn retry_unpenalised(&mut self, t: TaskRef) {
+        let job = self.jobs.get_mut(&t.job).expect("checked by the caller");
+        job.tasks[t.index as usize].status = TaskStatus::Pending;
+        if !job.state.is_done() {
+            self.requeue(t);
+        }
+    }
+
+    /// The record of attempt `a` with result `r`, for the job's report.
+    fn record(
+        &self,
+        a: AttemptId,
+        ra: RunningAttempt,
+        r: &TaskResult,
+        error: Option<String>,
+    ) -> TaskRecord {
+        let job = &self.jobs[&a.task.job];
+        let task = &job.tasks[a.task.index as usize];
+        TaskRecord {
+            task: a.task.index,
+            kind: if task.reduce.is_some() {
+                TaskKind::Reduce
+            } else {
+                TaskKind::Map
+            },
+            attempt: a.attempt,
+            worker: self.worker_name(ra.worker),
+            slot: r.slot,
+            locality: if ra.worker != ra.source {
+                Locality::DataRemote
+            } else {
+                Locality::DataLocal
+            },
+            source: self.worker_name(ra.source),
+            block: task.block.clone(),
+            start_ms: r.started_unix_ms.saturating_sub(job.submit_unix_ms),
+            end_ms: r.finished_unix_ms.saturating_sub(job.submit_unix_ms),
+            input_bytes: r.local_bytes + r.remote_bytes,
+            local_bytes: r.local_bytes,
+            remote_bytes: r.remote_bytes,
+            ok: error.is_none(),
+            error,
+        }
+    }
+
+    /// Applies the result of the current attempt `a` of its task.
+    fn apply_result(&mut self, worker: WorkerId, a: AttemptId, ra: RunningAttempt, r: TaskResult) {
+        let is_reduce = self.jobs[&a.task.job].tasks[a.task.index as usize]
+            .reduce
+            .is_some();
+        match &r.outcome {
+            TaskOutcome::Succeeded { summary } if !is_reduce => {
+                // The planners' expected task length.
+                self.view
+                    .note_task_ms(r.finished_unix_ms.saturating_sub(r.started_unix_ms));
+                let rec = self.record(a, ra, &r, None);
+                let job = self.jobs.get_mut(&a.task.job).expect("checked");
+                job.tasks[a.task.index as usize].status = TaskStatus::Done;
+                job.records.push(rec);
+                job.counts
+                    .map_done(ra.worker != ra.source, r.local_bytes, r.remote_bytes);
+                job.map_out[a.task.index as usize] = Some((worker, a.attempt));
+                job.samples.extend(summary.sample.iter().cloned());
+                if !job.state.is_done() && job.counts.maps_done == job.maps {
+                    if job.reduces == 0 {
+                        self.job_succeeded(a.task.job);
+                    } else {
+                        self.create_reduces(a.task.job);
+                    }
+                }
+            }
+            TaskOutcome::Reduced { .. } if is_reduce => {
+                let rec = self.record(a, ra, &r, None);
+                let job = self.jobs.get_mut(&a.task.job).expect("checked");
+                job.tasks[a.task.index as usize].status = TaskStatus::Done;
+                job.records.push(rec);
+                job.counts.reduce_done(r.local_bytes + r.remote_bytes);
+                if !job.state.is_done() && job.counts.reduces_done == job.reduces {
+                    self.job_succeeded(a.task.job);
+                }
+            }
+            TaskOutcome::Succeeded { .. } | TaskOutcome::Reduced { .. } => {
+                // A map that answered like a reduce or the reverse: a worker
+                // bug; the task runs again.
+                tracing::error!(attempt = %a, "result kind does not match the task");
+                self.retry_unpenalised(a.task);
+            }
+            TaskOutcome::Failed { error } => {
+                let rec = self.record(a, ra, &r, Some(error.clone()));
+                self.attempt_failed(a, rec, error);
+            }
+            TaskOutcome::Rejected { reason } => {
+                tracing::debug!(attempt = %a, %reason, "attempt rejected by worker");
+                self.retry_unpenalised(a.task);
+            }
+        }
+    }
+
+    /// A failed attempt: counted; the task is retried until it has failed
+    /// `max_task_attempts` times, then its job fails.
+    fn attempt_failed(&mut self, a: AttemptId, rec: TaskRecord, error: &str) {
+        let max = self.settings.max_task_attempts;
+        let job = self.jobs.get_mut(&a.task.job).expect("checked");
+        job.records.push(rec);
+        let task = &mut job.tasks[a.task.index as usize];
+        task.failures += 1;
+        task.status = TaskStatus::Pending;
+        if job.state.is_done() {
+            return;
+        }
+        if task.failures >= max {
+            let msg = format!(
+                "task {} failed {} times; last error: {error}",
+                a.task, task.failures
+            );
+            self.fail_job(a.task.job, msg);
+        } else {
+            self.requeue(a.task);
+        }
+    }
+
+    fn job_succeeded(&mut self, id: JobId) {
+        let job = self.jobs.get_mut(&id).expect("job exists");
+        let end = job.records.iter().map(|r| r.end_ms).max().unwrap_or(0);
+        job.finished = Some(job.submitted + end);
+        job.state = JobState::Succeeded;
+        self.finished_jobs += 1;
+        self.view.remove_job(id);
+        self.forget_everywhere(id);
+        tracing::info!(job = %id, jct_ms = end, "job succeeded");
+    }
+
+    /// Tells every worker (at its next heartbeat) to drop the job's map output.
+    fn forget_everywhere(&mut self, id: JobId) {
+        let reduces = self.jobs.get(&id).is_some_and(|j| j.reduces > 0);
+        if reduces {
+            for w in self.workers.iter_mut().filter(|w| w.alive) {
+                w.forget.push(id);
+            }
+        }
+    }
+
+    fn requeue(&mut self, t: TaskRef) {
+        let job = &self.jobs[&t.job];
+        if job.tasks[t.index as usize].reduce.is_some() {
+            self.jobs
+                .get_mut(&t.job)
+                .expect("checked")
+                .pending_reduces
+                .push_back(t.index);
+            return;
+        }
+        let replicas = self.live_replicas(&job.spec.input, t.index);
+        if replicas.is_empty() {
+            let block = job.tasks[t.index as usize].block.clone();
+            self.fail_job(t.job, format!("block {block} has no live replica"));
+            return;
+        }
+        let len = job.tasks[t.index as usize].len;
+        self.view.requeue(PendingTask {
+            task: t,
+            len,
+            replicas,
+        });
+    }
+
+    pub(super) fn fail_job(&mut self, id: JobId, error: String) {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return;
+        };
+        if job.state.is_done() {
+            return;
+        }
+        tracing::warn!(job = %id, %error, "job failed");
+        job.state = JobState::Failed;
+        job.error = Some(error);
+        job.finished = Some(job.submitted);
+        job.pending_reduces.clear();
+        self.finished_jobs += 1;
+        self.view.remove_job(id);
+        self.forget_everywhere(id);
+    }
+}

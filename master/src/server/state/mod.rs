@@ -1,0 +1,254 @@
+//! `Master`: the cluster's state and the rules that change it. Synchronous
+//! and clock-free (every call is given the time), so tests drive it with
+//! fake workers exactly as the HTTP layer drives it with real ones.
+//!
+//! Task life: Pending -> Running(attempt n on worker w, reading from s) ->
+//! Done, or back to Pending as attempt n+1 when the attempt failed (counted),
+//! was rejected, lost in transit or its worker was lost (not counted).
+//! Results are accepted only from the current attempt on the worker it was
+//! sent to (fencing).
+//!
+//! Jobs with reduces (wordcount, sort): when the last map succeeds, the
+//! reduce tasks are created (sort: with split keys from the maps' samples)
+//! and take free slots before any map, on whichever worker heartbeats next
+//! (like Hadoop's reduce slots, they have no input locality). Each fetches
+//! its partition from every map's worker; a reduce whose fetch fails is
+//! retried, and the job fails once it has failed `max_task_attempts` times
+//! (a lost mapper's output is not recomputed).
+//!
+//! One file per concern: `workers.rs` (registration, heartbeats, loss, the
+//! catalog's replicas), `submit.rs` (jobs in, map launches), `attempts.rs`
+//! (results, retries, job end), `reduce.rs` (the reduce phase), `report.rs`.
+
+use crate::server::catalog::Catalog;
+use common::config::{ClusterConfig, SchedulerConfig, WorkerSettings};
+use common::wire::{JobState, JobSubmit, Launch, TaskRecord};
+use common::{AttemptId, BlockId, JobId, WorkerId};
+use sched::{self, ClusterView, Millis, Scheduler};
+use std::collections::{HashMap, VecDeque};
+
+/// Upper bound on a job's reduce tasks.
+pub const MAX_REDUCES: u32 = 10_000;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MasterError {
+    #[error("no [[worker]] named {name:?} in cluster.toml (known: {known})")]
+    UnknownWorker { name: String, known: String },
+    #[error("no file named {name:?}; load it first (files: {known})")]
+    UnknownFile { name: String, known: String },
+    #[error("file {name:?} is incomplete: blocks {missing:?} have no live replica")]
+    IncompleteFile { name: String, missing: Vec<u32> },
+    #[error("no job {0}")]
+    UnknownJob(JobId),
+    #[error("{0}")]
+    BadRequest(String),
+}
+
+/// What the master takes from cluster.toml.
+#[derive(Clone, Debug)]
+pub struct MasterSettings {
+    pub heartbeat_ms: u64,
+    pub worker_timeout_ms: u64,
+    pub max_task_attempts: u32,
+    pub scheduler: SchedulerConfig,
+    pub seed: u64,
+    /// Replicas of every reduce output block (capped by live workers).
+    pub replication: u32,
+    pub workers: Vec<WorkerSettings>,
+}
+
+impl MasterSettings {
+    pub fn from_config(cfg: &ClusterConfig) -> Self {
+        MasterSettings {
+            heartbeat_ms: cfg.cluster.heartbeat_ms,
+            worker_timeout_ms: cfg.cluster.worker_timeout_ms,
+            max_task_attempts: cfg.cluster.max_task_attempts,
+            scheduler: cfg.scheduler.clone(),
+            seed: cfg.cluster.seed,
+            replication: cfg.cluster.replication,
+            workers: cfg.worker_settings(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct WorkerState {
+    name: String,
+    addr: String,
+    slots: u32,
+    registered: bool,
+    alive: bool,
+    last_seen: Millis,
+    /// Heartbeats received since registration.
+    hb_seq: u64,
+    /// Attempts sent to this worker, with the heartbeat whose reply carried them.
+    running: HashMap<AttemptId, u64>,
+    /// Launches decided for this worker, awaiting its next heartbeat.
+    outbox: Vec<Launch>,
+    /// Ended jobs whose map output this worker may delete.
+    forget: Vec<JobId>,
+    blocks: usize,
+    free_slots: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct RunningAttempt {
+    attempt: u32,
+    worker: WorkerId,
+    source: WorkerId,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum TaskStatus {
+    Pending,
+    Running(RunningAttempt),
+    Done,
+}
+
+#[derive(Debug)]
+struct Task {
+    /// The input block of a map; the output block of a reduce.
+    block: BlockId,
+    /// `Some(r)` for the reduce of partition r.
+    reduce: Option<u32>,
+    len: u64,
+    /// Number the next attempt gets.
+    next_attempt: u32,
+    /// Failed attempts (rejections and losses do not count).
+    failures: u32,
+    status: TaskStatus,
+}
+
+#[derive(Debug)]
+struct Job {
+    id: JobId,
+    name: String,
+    spec: JobSubmit,
+    scheduler: String,
+    submitted: Millis,
+    submit_unix_ms: u64,
+    first_launch: Option<Millis>,
+    finished: Option<Millis>,
+    state: JobState,
+    error: Option<String>,
+    /// Maps first (index = block index), then the reduces once created.
+    tasks: Vec<Task>,
+    maps: u32,
+    reduces: u32,
+    /// Output file of a job with reduces.
+    output: Option<String>,
+    /// Where each map's successful attempt left its output.
+    map_out: Vec<Option<(WorkerId, u32)>>,
+    /// sort: keys sampled by the maps, then the reduces' split keys.
+    samples: Vec<Vec<u8>>,
+    splits: Vec<Vec<u8>>,
+    /// Reduce task indices waiting for a slot.
+    pending_reduces: VecDeque<u32>,
+    /// Every finished attempt, for the report.
+    records: Vec<TaskRecord>,
+    counts: JobCounters,
+}
+
+/// What a job's successful attempts add up to (the report's counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct JobCounters {
+    maps_done: u32,
+    reduces_done: u32,
+    /// Map output bytes the reduces fetched.
+    shuffle_bytes: u64,
+    data_local: u32,
+    data_remote: u32,
+    bytes_local: u64,
+    bytes_remote: u64,
+}
+
+impl JobCounters {
+    fn map_done(&mut self, remote: bool, local_bytes: u64, remote_bytes: u64) {
+        self.maps_done += 1;
+        if remote {
+            self.data_remote += 1;
+        } else {
+            self.data_local += 1;
+        }
+        self.bytes_local += local_bytes;
+        self.bytes_remote += remote_bytes;
+    }
+
+    fn reduce_done(&mut self, fetched_bytes: u64) {
+        self.reduces_done += 1;
+        self.shuffle_bytes += fetched_bytes;
+    }
+}
+
+pub struct Master {
+    settings: MasterSettings,
+    workers: Vec<WorkerState>,
+    catalog: Catalog,
+    jobs: HashMap<JobId, Job>,
+    next_job: u32,
+    view: ClusterView,
+    scheduler: Box<dyn Scheduler>,
+    /// Bumped whenever a job reaches a final state (wakes long-polls).
+    pub finished_jobs: u64,
+}
+
+impl Master {
+    pub fn new(settings: MasterSettings) -> Self {
+        let scheduler = sched::build(&settings.scheduler, settings.seed);
+        Self::with_scheduler(settings, scheduler)
+    }
+
+    pub fn with_scheduler(settings: MasterSettings, scheduler: Box<dyn Scheduler>) -> Self {
+        let workers = settings
+            .workers
+            .iter()
+            .map(|w| WorkerState {
+                name: w.name.clone(),
+                addr: String::new(),
+                slots: w.slots,
+                registered: false,
+                alive: false,
+                last_seen: 0,
+                hb_seq: 0,
+                running: HashMap::new(),
+                outbox: Vec::new(),
+                forget: Vec::new(),
+                blocks: 0,
+                free_slots: 0,
+            })
+            .collect();
+        Master {
+            settings,
+            workers,
+            catalog: Catalog::default(),
+            jobs: HashMap::new(),
+            next_job: 1,
+            view: ClusterView::new(),
+            scheduler,
+            finished_jobs: 0,
+        }
+    }
+
+    pub fn scheduler_name(&self) -> String {
+        self.scheduler.name()
+    }
+
+    pub fn view(&self) -> &ClusterView {
+        &self.view
+    }
+
+    fn worker_name(&self, w: WorkerId) -> String {
+        self.workers
+            .get(w.0 as usize)
+            .map_or_else(|| w.to_string(), |s| s.name.clone())
+    }
+}
+
+mod attempts;
+mod reduce;
+mod report;
+mod submit;
+mod workers;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,147 @@
+//! The reduce phase: reduce tasks are created when a job's last map is
+//! done (sort: split keys from the maps' samples) and take free slots before
+//! any map, on whichever reduce-capable worker heartbeats next.
+
+use super::{Master, RunningAttempt, Task, TaskStatus};
+use common::wire::{KeyRange, Launch, LaunchTask, OutputTarget, ReduceLaunch, ShuffleInput};
+use common::{AttemptId, BlockId, JobId, TaskRef, WorkerId};
+use sched::Millis;
+use workloads::Workload;
+
+impl Master {
+    /// Fills `id`'s free slots with waiting reduces, oldest job first
+    /// (only on workers whose role runs reduces).
+    pub(super) fn launch_reduces(&mut self, now: Millis, id: WorkerId) -> Vec<Launch> {
+        let mut out = Vec::new();
+        if !self.settings.workers[id.0 as usize].role.runs_reduces() {
+            return out;
+        }
+        let mut jobs: Vec<JobId> = self
+            .jobs
+            .values()
+            .filter(|j| !j.state.is_done() && !j.pending_reduces.is_empty())
+            .map(|j| j.id)
+            .collect();
+        jobs.sort();
+        for jid in jobs {
+            while self.view.free_slots_any(id) > 0 {
+                let Some(idx) = self
+                    .jobs
+                    .get_mut(&jid)
+                    .and_then(|j| j.pending_reduces.pop_front())
+                else {
+                    break;
+                };
+                self.view.start_external(jid, id);
+                out.push(self.start_reduce(now, jid, idx, id));
+            }
+        }
+        out
+    }
+
+    fn start_reduce(&mut self, now: Millis, jid: JobId, idx: u32, worker: WorkerId) -> Launch {
+        // Output replicas go to live workers that hold data (run maps),
+        // plus the reducer itself.
+        let alive: Vec<WorkerId> = (0..self.workers.len() as u32)
+            .map(WorkerId)
+            .filter(|w| {
+                self.workers[w.0 as usize].alive
+                    && (*w == worker || self.settings.workers[w.0 as usize].role.runs_maps())
+            })
+            .collect();
+        let replication = self.settings.replication.max(1) as usize;
+        let job = self.jobs.get_mut(&jid).expect("job with pending reduces");
+        job.first_launch.get_or_insert(now);
+        let r = job.tasks[idx as usize].reduce.expect("a reduce task");
+        let task = &mut job.tasks[idx as usize];
+        let attempt = task.next_attempt;
+        task.next_attempt += 1;
+        task.status = TaskStatus::Running(RunningAttempt {
+            attempt,
+            worker,
+            source: worker,
+        });
+        // Output replicas: the reducer, then the next live workers after it
+        // in a rotation that differs per job and partition.
+        let start = alive.iter().position(|w| *w == worker).unwrap_or(0);
+        let shift = (jid.0 as usize + r as usize) % alive.len().max(1);
+        let others: Vec<WorkerId> = (0..alive.len())
+            .map(|k| alive[(start + shift + k) % alive.len()])
+            .filter(|w| *w != worker)
+            .take(replication.saturating_sub(1))
+            .collect();
+        let inputs = job
+            .map_out
+            .iter()
+            .enumerate()
+            .filter_map(|(m, o)| {
+                o.map(|(w, a)| ShuffleInput {
+                    map: m as u32,
+                    attempt: a,
+                    worker: w,
+                    addr: self.workers[w.0 as usize].addr.clone(),
+                })
+            })
+            .collect();
+        let range = (job.spec.workload == Workload::Sort).then(|| KeyRange {
+            lo: (r > 0)
+                .then(|| job.splits.get(r as usize - 1).cloned())
+                .flatten(),
+            hi: job.splits.get(r as usize).cloned(),
+        });
+        let output = job
+            .output
+            .clone()
+            .expect("jobs with reduces name an output");
+        Launch {
+            attempt: AttemptId {
+                task: TaskRef {
+                    job: jid,
+                    index: idx,
+                },
+                attempt,
+            },
+            workload: job.spec.workload,
+            task: LaunchTask::Reduce(ReduceLaunch {
+                partition: r,
+                inputs,
+                range,
+                output: OutputTarget {
+                    block: job.tasks[idx as usize].block.clone(),
+                    file: output,
+                    index: r,
+                    file_blocks: job.reduces,
+                    replicas: others
+                        .iter()
+                        .map(|w| self.workers[w.0 as usize].addr.clone())
+                        .collect(),
+                },
+            }),
+        }
+    }
+
+    /// All maps are done: create the reduce tasks (sort: split keys first).
+    pub(super) fn create_reduces(&mut self, id: JobId) {
+        let job = self.jobs.get_mut(&id).expect("job exists");
+        if job.spec.workload == Workload::Sort {
+            job.splits = workloads::sort::splits(std::mem::take(&mut job.samples), job.reduces);
+        }
+        let output = job
+            .output
+            .clone()
+            .expect("jobs with reduces name an output");
+        for r in 0..job.reduces {
+            let block = BlockId::for_file(&output, r).expect("validated output name");
+            job.tasks.push(Task {
+                block,
+                reduce: Some(r),
+                len: 0,
+                next_attempt: 0,
+                failures: 0,
+                status: TaskStatus::Pending,
+            });
+            job.pending_reduces.push_back(job.maps + r);
+        }
+        tracing::info!(job = %id, reduces = job.reduces, "maps done; reduces created");
+    }
+}

@@ -1,0 +1,204 @@
+//! Job submission (checks, one map task per input block, the job's
+//! pending tasks in the scheduler's view) and map launches.
+
+use super::{Job, JobCounters, Master, MasterError, RunningAttempt, Task, TaskStatus, MAX_REDUCES};
+use common::wire::{JobState, JobSubmit, Launch, LaunchTask, ReplicaSource};
+use common::{AttemptId, BlockId, JobId, TaskRef};
+use sched::{Assignment, Millis, PendingTask};
+use std::collections::VecDeque;
+
+impl Master {
+    /// Accepts a job: checks it, makes one map task per block of its input
+    /// and hands them to the scheduler's view.
+    pub fn submit(
+        &mut self,
+        now: Millis,
+        unix_ms: u64,
+        spec: JobSubmit,
+    ) -> Result<JobId, MasterError> {
+        let reduces = check_spec(&spec)?;
+        let blocks = self.input_blocks(&spec.input)?;
+        let id = JobId(self.next_job);
+        let name = spec
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}-{}", spec.workload, id.0));
+        let output = self.output_name(&spec, &name)?;
+        self.next_job += 1;
+        let tasks: Vec<Task> = blocks
+            .into_iter()
+            .map(|(block, len)| Task {
+                block,
+                reduce: None,
+                len,
+                next_attempt: 0,
+                failures: 0,
+                status: TaskStatus::Pending,
+            })
+            .collect();
+        let pending = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| PendingTask {
+                task: TaskRef {
+                    job: id,
+                    index: i as u32,
+                },
+                len: t.len,
+                replicas: self.live_replicas(&spec.input, i as u32),
+            })
+            .collect();
+        self.view.add_job(id, now, spec.group(), pending);
+        let maps = tasks.len() as u32;
+        tracing::info!(job = %id, %name, workload = %spec.workload, input = %spec.input, tasks = tasks.len(), "job submitted");
+        self.jobs.insert(
+            id,
+            Job {
+                id,
+                name,
+                spec,
+                scheduler: self.scheduler.name(),
+                submitted: now,
+                submit_unix_ms: unix_ms,
+                first_launch: None,
+                finished: None,
+                state: JobState::Pending,
+                error: None,
+                tasks,
+                maps,
+                reduces,
+                output,
+                map_out: vec![None; maps as usize],
+                samples: Vec::new(),
+                splits: Vec::new(),
+                pending_reduces: VecDeque::new(),
+                records: Vec::new(),
+                counts: JobCounters::default(),
+            },
+        );
+        Ok(id)
+    }
+
+    /// (block, length) of every block of `input`, which must exist and
+    /// have a live replica of each block.
+    fn input_blocks(&self, input: &str) -> Result<Vec<(BlockId, u64)>, MasterError> {
+        let file = self
+            .catalog
+            .file(input)
+            .ok_or_else(|| self.unknown_file(input))?;
+        let missing: Vec<u32> = (0..file.blocks.len() as u32)
+            .filter(|&i| self.live_replicas(input, i).is_empty())
+            .collect();
+        if !missing.is_empty() {
+            return Err(MasterError::IncompleteFile {
+                name: input.to_owned(),
+                missing,
+            });
+        }
+        Ok(file
+            .blocks
+            .iter()
+            .map(|b| {
+                let b = b.as_ref().expect("checked: every block has a replica");
+                (b.id.clone(), b.len)
+            })
+            .collect())
+    }
+
+    /// The output file of a job with reduces (`<name>.out` by default): a
+    /// valid name that no file and no running job has.
+    fn output_name(&self, spec: &JobSubmit, name: &str) -> Result<Option<String>, MasterError> {
+        if !spec.workload.has_reduce() {
+            return Ok(None);
+        }
+        let out = spec.output.clone().unwrap_or_else(|| format!("{name}.out"));
+        common::ids::validate_file_name(&out)
+            .map_err(|e| MasterError::BadRequest(format!("output file name {out:?}: {e}")))?;
+        let taken = self.catalog.file(&out).is_some()
+            || self
+                .jobs
+                .values()
+                .any(|j| !j.state.is_done() && j.output.as_deref() == Some(out.as_str()));
+        if taken {
+            return Err(MasterError::BadRequest(format!(
+                "output file {out:?} already exists or is being written; pick another `output`"
+            )));
+        }
+        Ok(Some(out))
+    }
+
+    pub(super) fn start_attempt(&mut self, now: Millis, a: &Assignment) -> Launch {
+        let job = self
+            .jobs
+            .get_mut(&a.task.job)
+            .expect("scheduled job exists");
+        job.first_launch.get_or_insert(now);
+        job.state = JobState::Running;
+        let task = &mut job.tasks[a.task.index as usize];
+        let attempt = task.next_attempt;
+        task.next_attempt += 1;
+        task.status = TaskStatus::Running(RunningAttempt {
+            attempt,
+            worker: a.worker,
+            source: a.source,
+        });
+        let source = if a.is_local() {
+            ReplicaSource::Local
+        } else {
+            ReplicaSource::Remote {
+                worker: a.source,
+                addr: self.workers[a.source.0 as usize].addr.clone(),
+            }
+        };
+        Launch {
+            attempt: AttemptId {
+                task: a.task,
+                attempt,
+            },
+            workload: job.spec.workload,
+            task: LaunchTask::Map {
+                block: task.block.clone(),
+                len: task.len,
+                source,
+                reduces: job.reduces,
+            },
+        }
+    }
+}
+
+/// Checks what a submission asks for on its own (group name, reduces,
+/// output); returns its number of reduces.
+fn check_spec(spec: &JobSubmit) -> Result<u32, MasterError> {
+    if let Some(g) = &spec.group {
+        if g.is_empty()
+            || g.len() > 64
+            || !g
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            return Err(MasterError::BadRequest(format!(
+                "group {g:?} must be 1-64 ASCII letters, digits, '-', '_' or '.'"
+            )));
+        }
+    }
+    let reduces = spec.reduces.unwrap_or(spec.workload.default_reduces());
+    if !spec.workload.has_reduce() && reduces > 0 {
+        return Err(MasterError::BadRequest(format!(
+            "{} is map-only; `reduces` must be 0 or absent (got {reduces})",
+            spec.workload
+        )));
+    }
+    if spec.workload.has_reduce() && !(1..=MAX_REDUCES).contains(&reduces) {
+        return Err(MasterError::BadRequest(format!(
+            "`reduces` must be 1..={MAX_REDUCES} for {} (got {reduces})",
+            spec.workload
+        )));
+    }
+    if !spec.workload.has_reduce() && spec.output.is_some() {
+        return Err(MasterError::BadRequest(format!(
+            "{} writes no output; drop `output`",
+            spec.workload
+        )));
+    }
+    Ok(reduces)
+}

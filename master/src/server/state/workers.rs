@@ -1,0 +1,247 @@
+//! Workers: registration, heartbeats (results in, launches out), loss of
+//! a silent worker, and the block catalog's live replicas.
+
+use super::{Master, MasterError};
+use common::wire::{
+    FileInfo, Heartbeat, HeartbeatReply, RegisterReply, RegisterRequest, WorkerInfo,
+};
+use common::{AttemptId, WorkerId};
+use sched::Millis;
+
+impl Master {
+    pub fn register(
+        &mut self,
+        now: Millis,
+        req: RegisterRequest,
+    ) -> Result<RegisterReply, MasterError> {
+        let Some(idx) = self.workers.iter().position(|w| w.name == req.name) else {
+            return Err(MasterError::UnknownWorker {
+                name: req.name,
+                known: self
+                    .workers
+                    .iter()
+                    .map(|w| w.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        let id = WorkerId(idx as u32);
+        if self.workers[idx].registered {
+            // A restart: whatever it ran before is gone.
+            tracing::info!(worker = %req.name, "worker registered again; its running attempts are lost");
+            self.forget_attempts(id);
+        }
+        if req.slots != self.workers[idx].slots {
+            tracing::warn!(worker = %req.name, configured = self.workers[idx].slots, reported = req.slots,
+                "worker reports a different slot count than the master's cluster.toml; using the worker's");
+        }
+        let w = &mut self.workers[idx];
+        w.addr = req.addr;
+        w.slots = req.slots;
+        w.registered = true;
+        w.alive = true;
+        w.last_seen = now;
+        w.hb_seq = 0;
+        w.blocks = req.blocks.len();
+        w.free_slots = req.slots;
+        self.view.upsert_worker(id, req.slots);
+        self.view.set_free(id, req.slots);
+        let role = self.settings.workers[idx].role;
+        self.view.set_runs_maps(id, role.runs_maps());
+        self.catalog.apply_report(id, &req.blocks);
+        self.refresh_replicas();
+        tracing::info!(worker = %self.workers[idx].name, %id, addr = %self.workers[idx].addr, blocks = req.blocks.len(), "worker registered");
+        Ok(RegisterReply {
+            worker: id,
+            heartbeat_ms: self.settings.heartbeat_ms,
+        })
+    }
+
+    pub fn heartbeat(&mut self, now: Millis, hb: Heartbeat) -> HeartbeatReply {
+        let id = hb.worker;
+        let known = self
+            .workers
+            .get(id.0 as usize)
+            .is_some_and(|w| w.registered && w.alive);
+        if !known {
+            return HeartbeatReply {
+                launches: Vec::new(),
+                forget_jobs: Vec::new(),
+                reregister: true,
+            };
+        }
+        let seq = {
+            let w = &mut self.workers[id.0 as usize];
+            w.last_seen = now;
+            w.hb_seq += 1;
+            w.free_slots = hb.free_slots;
+            w.hb_seq
+        };
+        if let Some(blocks) = &hb.blocks {
+            self.workers[id.0 as usize].blocks = blocks.len();
+            self.catalog.apply_report(id, blocks);
+            self.refresh_replicas();
+        }
+        let reported: std::collections::HashSet<AttemptId> = hb
+            .running
+            .iter()
+            .copied()
+            .chain(hb.results.iter().map(|r| r.attempt))
+            .collect();
+        for r in hb.results {
+            self.on_result(id, r);
+        }
+        // Launches delivered in an earlier reply that the worker does not
+        // know: the reply was lost. Run them again, without penalty.
+        let lost: Vec<AttemptId> = self.workers[id.0 as usize]
+            .running
+            .iter()
+            .filter(|(a, tag)| **tag < seq && !reported.contains(a))
+            .map(|(a, _)| *a)
+            .collect();
+        for a in lost {
+            tracing::warn!(attempt = %a, worker = %self.worker_name(id), "launch never reached the worker; rescheduling");
+            self.end_attempt(id, a, None);
+        }
+        let outbox = std::mem::take(&mut self.workers[id.0 as usize].outbox);
+        self.view
+            .set_free(id, hb.free_slots.saturating_sub(outbox.len() as u32));
+        self.view.set_busy(id, now, hb.busy);
+        let mut launches = outbox;
+        // Reduces first: they hold up their whole job.
+        launches.extend(self.launch_reduces(now, id));
+        for a in sched::offer(self.scheduler.as_mut(), now, id, &mut self.view) {
+            let launch = self.start_attempt(now, &a);
+            if a.worker == id {
+                launches.push(launch);
+            } else {
+                self.workers[a.worker.0 as usize].outbox.push(launch);
+            }
+        }
+        for l in &launches {
+            self.workers[id.0 as usize].running.insert(l.attempt, seq);
+        }
+        HeartbeatReply {
+            launches,
+            forget_jobs: std::mem::take(&mut self.workers[id.0 as usize].forget),
+            reregister: false,
+        }
+    }
+
+    /// Declares workers silent for longer than `worker_timeout_ms` lost.
+    pub fn check_workers(&mut self, now: Millis) {
+        for i in 0..self.workers.len() {
+            let w = &self.workers[i];
+            if w.alive && now.saturating_sub(w.last_seen) > self.settings.worker_timeout_ms {
+                tracing::warn!(worker = %w.name, silent_ms = now - w.last_seen, "worker lost");
+                self.lose_worker(WorkerId(i as u32));
+            }
+        }
+    }
+
+    fn lose_worker(&mut self, id: WorkerId) {
+        self.workers[id.0 as usize].alive = false;
+        self.catalog.drop_worker(id);
+        let orphans = self.view.lose_worker(id);
+        self.forget_attempts(id);
+        for t in orphans {
+            let block = self.jobs[&t.job].tasks[t.index as usize].block.clone();
+            self.fail_job(
+                t.job,
+                format!(
+                    "block {block} has no live replica (worker {} lost)",
+                    self.worker_name(id)
+                ),
+            );
+        }
+    }
+
+    /// Every attempt sent or queued to `id` is gone: reschedule without penalty.
+    fn forget_attempts(&mut self, id: WorkerId) {
+        let w = &mut self.workers[id.0 as usize];
+        let mut gone: Vec<AttemptId> = w.running.keys().copied().collect();
+        gone.extend(w.outbox.drain(..).map(|l| l.attempt));
+        w.forget.clear();
+        gone.sort();
+        for a in gone {
+            self.end_attempt(id, a, None);
+        }
+    }
+
+    pub fn workers(&self) -> Vec<WorkerInfo> {
+        self.workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| WorkerInfo {
+                id: WorkerId(i as u32),
+                role: self.settings.workers[i].role,
+                name: w.name.clone(),
+                addr: w.addr.clone(),
+                slots: w.slots,
+                free_slots: if w.alive { w.free_slots } else { 0 },
+                alive: w.alive,
+                blocks: w.blocks,
+                running: w.running.len(),
+            })
+            .collect()
+    }
+
+    pub fn files(&self) -> Vec<FileInfo> {
+        self.catalog
+            .files()
+            .filter_map(|(n, _)| self.catalog.info(n, |w| self.worker_name(w)))
+            .collect()
+    }
+
+    pub fn file(&self, name: &str) -> Result<FileInfo, MasterError> {
+        self.catalog
+            .info(name, |w| self.worker_name(w))
+            .ok_or_else(|| self.unknown_file(name))
+    }
+
+    pub(super) fn unknown_file(&self, name: &str) -> MasterError {
+        let known: Vec<&str> = self.catalog.files().map(|(n, _)| n.as_str()).collect();
+        MasterError::UnknownFile {
+            name: name.to_owned(),
+            known: if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            },
+        }
+    }
+
+    pub(super) fn live_replicas(&self, file: &str, index: u32) -> Vec<WorkerId> {
+        self.catalog
+            .file(file)
+            .and_then(|f| f.blocks.get(index as usize))
+            .and_then(|b| b.as_ref())
+            .map(|b| {
+                b.replicas
+                    .iter()
+                    .copied()
+                    .filter(|w| self.workers[w.0 as usize].alive)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Block reports changed: bring pending tasks' replica lists up to date.
+    fn refresh_replicas(&mut self) {
+        let mut updates = Vec::new();
+        for job in self.jobs.values().filter(|j| !j.state.is_done()) {
+            let Some(jv) = self.view.job(job.id) else {
+                continue;
+            };
+            for t in jv.pending() {
+                let live = self.live_replicas(&job.spec.input, t.task.index);
+                if live != t.replicas {
+                    updates.push((t.task, live));
+                }
+            }
+        }
+        for (t, live) in updates {
+            self.view.set_replicas(t, live);
+        }
+    }
+}

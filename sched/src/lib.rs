@@ -1,0 +1,37 @@
+//! Scheduling, pure: the planning model, the offline planners, the online
+//! policies and the discrete-event simulator that drives them.
+//!
+//! A [`Scheduler`] is a deterministic state machine: it is given the time
+//! and a [`ClusterView`] and answers through a [`SchedContext`]. No I/O, no
+//! clock, no async, no filesystem: this crate depends on `common` (without
+//! its HTTP feature) and small pure crates only, so the real master, the
+//! simulator and the tests run the same code, and a run repeats from its
+//! seed.
+//!
+//! Modules, lowest first (each uses only those above it in this list):
+//! - [`model`]: instances, cost models, assignments, evaluation, generator;
+//! - [`offline`]: BAR, DynDLOff, LIST, LTFPA, MaxCover-BalAssign;
+//! - [`view`]: `ClusterView`, `SchedContext`, the `Scheduler` trait
+//!   (with the pending-task queue, `pending`);
+//! - [`order`], [`pick`], [`assign`]: job ordering, task picking, matching
+//!   and the Hungarian algorithm, shared by the policies;
+//! - [`policy`]: one file per online policy, and [`build`];
+//! - [`sim`]: the discrete-event simulator;
+//! - [`algo`]: any algorithm (offline or online) run on an instance.
+
+pub mod algo;
+pub mod assign;
+pub mod model;
+pub mod offline;
+pub mod order;
+mod pending;
+pub mod pick;
+pub mod policy;
+pub mod sim;
+pub mod view;
+
+pub use policy::build;
+pub use view::{
+    offer, Assignment, ClusterView, JobView, Millis, PendingTask, SchedContext, SchedError,
+    Scheduler, WorkerView,
+};

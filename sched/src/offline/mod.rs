@@ -1,0 +1,138 @@
+//! The offline planners, one file each: given the whole instance (initial
+//! loads included), they assign every task to a core at once.
+//! - [`bar`]: BAR (Jin et al.): balance by augmenting paths, then reduce;
+//! - [`dyndl_off`]: DynDLOff: Phase I greedy + cost-reducing paths, Phase II
+//!   deadline binary search and max-min remainder;
+//! - [`list`], [`ltfpa`]: DynDL's LIST and LTFPA baselines;
+//! - [`maxcover`]: Fischer et al.'s MaxCover-BalAssign.
+
+pub mod bar;
+pub mod dyndl_off;
+pub mod list;
+pub mod ltfpa;
+pub mod maxcover;
+
+use crate::model::{Assignment, Instance};
+use serde::{Deserialize, Serialize};
+
+/// The offline algorithms of the lab.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Offline {
+    Bar,
+    DyndlOff,
+    List,
+    Ltfpa,
+    /// MaxCover-BalAssign (Fischer et al.), BAR's flow-based baseline.
+    #[serde(rename = "mb")]
+    MaxCover,
+}
+
+impl Offline {
+    pub fn name(self) -> &'static str {
+        match self {
+            Offline::Bar => "BAR",
+            Offline::DyndlOff => "DynDLOff",
+            Offline::List => "LIST",
+            Offline::Ltfpa => "LTFPA",
+            Offline::MaxCover => "MB",
+        }
+    }
+
+    /// Every offline planner.
+    pub const ALL: [Offline; 5] = [
+        Offline::Bar,
+        Offline::DyndlOff,
+        Offline::List,
+        Offline::Ltfpa,
+        Offline::MaxCover,
+    ];
+
+    /// The name the command line and specs use.
+    pub fn key(self) -> &'static str {
+        match self {
+            Offline::Bar => "bar",
+            Offline::DyndlOff => "dyndl-off",
+            Offline::List => "list",
+            Offline::Ltfpa => "ltfpa",
+            Offline::MaxCover => "mb",
+        }
+    }
+
+    pub fn run(self, inst: &Instance) -> Assignment {
+        match self {
+            Offline::Bar => bar::assign(inst),
+            Offline::DyndlOff => dyndl_off::assign(inst),
+            Offline::List => list::assign(inst),
+            Offline::Ltfpa => ltfpa::assign(inst, ltfpa::DEFAULT_THRESHOLD),
+            Offline::MaxCover => maxcover::assign(inst),
+        }
+    }
+}
+
+/// Not the name of an offline planner.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{input:?} is not an offline algorithm (bar, dyndl-off, list, ltfpa, mb)")]
+pub struct UnknownOffline {
+    pub input: String,
+}
+
+impl std::str::FromStr for Offline {
+    type Err = UnknownOffline;
+    /// `bar`, `dyndl-off`, `list`, `ltfpa`, `mb` (or `maxcover-balassign`),
+    /// case-insensitive.
+    fn from_str(s: &str) -> Result<Offline, UnknownOffline> {
+        let key = s.trim().to_ascii_lowercase();
+        if key == "maxcover-balassign" {
+            return Ok(Offline::MaxCover);
+        }
+        Offline::ALL
+            .into_iter()
+            .find(|o| o.key() == key)
+            .ok_or_else(|| UnknownOffline { input: s.into() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::fixtures::random;
+    use crate::model::Cost;
+
+    /// Every offline algorithm assigns every task exactly once, to an
+    /// existing core.
+    #[test]
+    fn every_algorithm_assigns_every_task_once() {
+        for seed in 0..200 {
+            for cost in [
+                Cost::Dyndl { theta: 1.0 },
+                Cost::Bar {
+                    c_loc: 20.0,
+                    q: 5.0,
+                },
+            ] {
+                let inst = random(seed, cost);
+                let n = inst.flat().init.len() as u32;
+                for alg in Offline::ALL {
+                    let a = alg.run(&inst);
+                    assert_eq!(a.len(), inst.tasks(), "{alg:?} seed {seed}");
+                    assert!(a.iter().all(|&p| p < n), "{alg:?} seed {seed}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn names_parse_back() {
+        for o in Offline::ALL {
+            assert_eq!(o.key().parse::<Offline>().unwrap(), o);
+            assert_eq!(o.key().to_uppercase().parse::<Offline>().unwrap(), o);
+        }
+        assert_eq!(
+            "maxcover-balassign".parse::<Offline>().unwrap(),
+            Offline::MaxCover
+        );
+        let e = "bogus".parse::<Offline>().unwrap_err().to_string();
+        assert!(e.contains("bogus") && e.contains("dyndl-off"), "{e}");
+    }
+}

@@ -1,0 +1,126 @@
+//! Task picking shared by the online policies: which pending task of one
+//! job a free slot takes (a data-local one, a random one, dl-sched's choice)
+//! and delay scheduling's per-job skip state.
+
+use crate::view::{ClusterView, JobView, Millis};
+use common::policy::RemotePick;
+use common::{JobId, TaskRef, WorkerId};
+use rand_chacha::ChaCha8Rng;
+use rustc_hash::FxHashMap;
+
+/// A pending task of `job` for `worker` when locality is given up: a
+/// uniformly random one read from a random replica, or with
+/// [`RemotePick::Oldest`] the oldest one read from its first replica; either
+/// way data-local if it happens to have a replica on `worker`. None if the
+/// job has no pending task or the task has no live replica.
+pub fn random_task(
+    rng: &mut impl rand::Rng,
+    job: &JobView,
+    worker: WorkerId,
+    pick: RemotePick,
+) -> Option<(TaskRef, WorkerId)> {
+    if !job.has_pending() {
+        return None;
+    }
+    let t = match pick {
+        RemotePick::Random => job.pending_at(rng.gen_range(0..job.pending_len()))?,
+        RemotePick::Oldest => job.pending_at(0)?,
+    };
+    if t.replicas.is_empty() {
+        // The owner fails such tasks' jobs; never pick one.
+        return None;
+    }
+    let src = if t.replicas.contains(&worker) {
+        worker
+    } else {
+        match pick {
+            RemotePick::Random => t.replicas[rng.gen_range(0..t.replicas.len())],
+            RemotePick::Oldest => t.replicas[0],
+        }
+    };
+    Some((t.task, src))
+}
+
+/// dl-sched's choice within one job: a data-local task for `worker` if the
+/// job has one, else a random task read from a random replica.
+pub fn dl_choice(
+    rng: &mut impl rand::Rng,
+    job: &JobView,
+    worker: WorkerId,
+    pick: RemotePick,
+) -> Option<(TaskRef, WorkerId)> {
+    match job.local_task(worker) {
+        Some(t) => Some((t.task, worker)),
+        None => random_task(rng, job, worker, pick),
+    }
+}
+
+/// Per-job skip state of delay scheduling.
+pub struct LocalityWait {
+    threshold: Millis,
+    pick: RemotePick,
+    /// Jobs being skipped, and since when.
+    skipped_since: FxHashMap<JobId, Millis>,
+}
+
+impl LocalityWait {
+    pub fn new(threshold: Millis, pick: RemotePick) -> Self {
+        LocalityWait {
+            threshold,
+            pick,
+            skipped_since: FxHashMap::default(),
+        }
+    }
+
+    /// What `job` launches on `worker` now, if anything.
+    pub fn choose(
+        &mut self,
+        rng: &mut ChaCha8Rng,
+        now: Millis,
+        worker: WorkerId,
+        job: &JobView,
+    ) -> Option<(TaskRef, WorkerId)> {
+        if let Some(t) = job.local_task(worker) {
+            self.skipped_since.remove(&job.id);
+            return Some((t.task, worker));
+        }
+        let since = *self.skipped_since.entry(job.id).or_insert(now);
+        if now.saturating_sub(since) >= self.threshold {
+            random_task(rng, job, worker, self.pick)
+        } else {
+            None
+        }
+    }
+
+    /// How long a job waits before it may read remotely.
+    pub fn threshold(&self) -> Millis {
+        self.threshold
+    }
+
+    /// How a remote task is picked once the wait is over.
+    pub fn pick(&self) -> RemotePick {
+        self.pick
+    }
+
+    /// Forgets jobs that left the view.
+    pub fn retain(&mut self, alive: impl Fn(JobId) -> bool) {
+        self.skipped_since.retain(|j, _| alive(*j));
+    }
+}
+
+/// What the first job in `order` that launches something would launch on
+/// `worker` now, under the delay rule of `wait`: the choice of one free slot
+/// for [`crate::SchedContext::fill`].
+pub fn first_choice(
+    wait: &mut LocalityWait,
+    rng: &mut ChaCha8Rng,
+    now: Millis,
+    worker: WorkerId,
+    view: &ClusterView,
+    order: &[JobId],
+) -> Option<(TaskRef, WorkerId)> {
+    order.iter().find_map(|&id| {
+        let job = view.job(id).filter(|j| j.has_pending())?;
+        wait.choose(rng, now, worker, job)
+    })
+}

@@ -1,0 +1,60 @@
+//! `delay`: delay scheduling (Zaharia et al., "Delay Scheduling", EuroSys
+//! 2010, Algorithm 2 with wait times); DynDL's DELAY3, DELAY6 and DELAY10
+//! are the presets `delay3`, `delay6`, `delay10`.
+//!
+//! For each free slot of the offered worker, jobs are visited in Zaharia's
+//! order: increasing number of running tasks (fair sharing), ties by
+//! submission. A job
+//! with a data-local task for this worker launches it, and its wait is reset.
+//! A job without one is skipped; the first skip starts its wait. Once it has
+//! waited `threshold` (milliseconds here; `threshold_s` seconds in the config)
+//! it may launch a random task read remotely, and it keeps that permission
+//! until it next launches a data-local task (the paper's `j.skipped` flag).
+//! If every job is skipped, the slot stays idle until the next offer.
+//!
+//! `fair` is the same with groups and weights ([`super::fair`]); the
+//! skip state is [`crate::pick::LocalityWait`].
+
+use crate::order::fair_order;
+use crate::pick::{first_choice, LocalityWait};
+use crate::view::{Millis, SchedContext, Scheduler};
+use common::policy::RemotePick;
+use common::WorkerId;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+pub struct Delay {
+    wait: LocalityWait,
+    rng: ChaCha8Rng,
+}
+
+impl Delay {
+    pub fn new(threshold: Millis, pick: RemotePick, seed: u64) -> Self {
+        Delay {
+            wait: LocalityWait::new(threshold, pick),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+}
+
+impl Scheduler for Delay {
+    fn name(&self) -> String {
+        common::policy::SchedulerConfig::Delay {
+            threshold_s: self.wait.threshold() as f64 / 1000.0,
+            pick: self.wait.pick(),
+        }
+        .label()
+    }
+
+    fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        let no_groups = common::policy::Weights::new();
+        let (wait, rng) = (&mut self.wait, &mut self.rng);
+        ctx.fill(worker, |view| {
+            // One group: the order is by running tasks, then submission.
+            let order = fair_order(view, &no_groups, false);
+            first_choice(wait, rng, now, worker, view, &order)
+        });
+        let view = ctx.view();
+        self.wait.retain(|j| view.job(j).is_some());
+    }
+}

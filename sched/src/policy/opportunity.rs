@@ -1,0 +1,224 @@
+//! BAR's online baselines (Jin et al., CCGrid 2011, Section V):
+//!
+//! - `ds` (DS0.15, DS0.25): delay scheduling counted in scheduling
+//!   opportunities. The head job (FIFO) launches a data-local task on the
+//!   offered worker if it has one. Otherwise the offer is skipped and the
+//!   delay counter grows by one; when the counter exceeds `fraction` x the
+//!   number of live workers, the slot takes a random pending task remotely.
+//!   The counter restarts at zero after a remote launch (as BAR describes
+//!   DS) and after a data-local one (as in Zaharia et al.'s Algorithm 1,
+//!   the delay scheduling BAR cites).
+//! - `gcc` (Good Cache Compute, from Raicu et al.'s data diffusion): the
+//!   head job launches a data-local task if it has one; otherwise, while
+//!   the number of workers with a free slot is below `idle_fraction` x the
+//!   live workers, the offer is skipped; when at least that many are idle,
+//!   a random task runs remotely.
+//!
+//! An opportunity is one offer of one free slot: in the master, a
+//! heartbeat or a finished task; in the simulator, a core freeing or a tick.
+
+use crate::pick::{dl_choice, random_task};
+use crate::view::{Millis, SchedContext, Scheduler};
+use common::policy::{RemotePick, SchedulerConfig};
+use common::WorkerId;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+pub struct Ds {
+    fraction: f64,
+    counter: u64,
+    rng: ChaCha8Rng,
+}
+
+impl Ds {
+    pub fn new(fraction: f64, seed: u64) -> Self {
+        Ds {
+            fraction,
+            counter: 0,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+}
+
+impl Scheduler for Ds {
+    fn name(&self) -> String {
+        SchedulerConfig::Ds {
+            fraction: self.fraction,
+        }
+        .label()
+    }
+
+    fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        let live = ctx.view().live_map_workers() as f64;
+        let threshold = self.fraction * live;
+        let (counter, rng) = (&mut self.counter, &mut self.rng);
+        ctx.fill(worker, |view| {
+            let job = view.head_job()?;
+            match job.local_task(worker) {
+                Some(t) => {
+                    *counter = 0;
+                    Some((t.task, worker))
+                }
+                None => {
+                    *counter += 1;
+                    if *counter as f64 > threshold {
+                        *counter = 0;
+                        random_task(rng, job, worker, RemotePick::Random)
+                    } else {
+                        None
+                    }
+                }
+            }
+        });
+    }
+}
+
+pub struct Gcc {
+    idle_fraction: f64,
+    rng: ChaCha8Rng,
+}
+
+impl Gcc {
+    pub fn new(idle_fraction: f64, seed: u64) -> Self {
+        Gcc {
+            idle_fraction,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+}
+
+impl Scheduler for Gcc {
+    fn name(&self) -> String {
+        SchedulerConfig::Gcc {
+            idle_fraction: self.idle_fraction,
+        }
+        .label()
+    }
+
+    fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        let (rng, idle_fraction) = (&mut self.rng, self.idle_fraction);
+        ctx.fill(worker, |view| {
+            let job = view.head_job()?;
+            let live = view.live_map_workers() as f64;
+            let idle = view.idle_map_workers() as f64;
+            if job.local_task(worker).is_some() || idle >= idle_fraction * live {
+                dl_choice(rng, job, worker, RemotePick::Random)
+            } else {
+                None
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::{offer, ClusterView, PendingTask};
+    use common::{JobId, TaskRef};
+
+    fn view(workers: u32) -> ClusterView {
+        let mut v = ClusterView::new();
+        for w in 0..workers {
+            v.upsert_worker(WorkerId(w), 1);
+        }
+        let job = JobId(1);
+        // Every task's block is on worker 0 only.
+        v.add_job(
+            job,
+            0,
+            "default",
+            (0..4)
+                .map(|i| PendingTask {
+                    task: TaskRef { job, index: i },
+                    len: 1,
+                    replicas: vec![WorkerId(0)],
+                })
+                .collect(),
+        );
+        v
+    }
+
+    #[test]
+    fn ds_skips_fraction_times_workers_opportunities() {
+        // 10 workers, fraction 0.2: two skips, the third opportunity goes remote.
+        let mut v = view(10);
+        let mut s = Ds::new(0.2, 1);
+        assert!(offer(&mut s, 0, WorkerId(1), &mut v).is_empty());
+        assert!(offer(&mut s, 0, WorkerId(2), &mut v).is_empty());
+        let l = offer(&mut s, 0, WorkerId(3), &mut v);
+        assert_eq!(l.len(), 1);
+        assert!(!l[0].is_local());
+        // The counter restarted: the next non-local offer is skipped again,
+        // a local one is taken at once.
+        assert!(offer(&mut s, 0, WorkerId(4), &mut v).is_empty());
+        let l = offer(&mut s, 0, WorkerId(0), &mut v);
+        assert!(l.len() == 1 && l[0].is_local());
+        // The local launch restarted the counter too: two more skips.
+        assert!(offer(&mut s, 0, WorkerId(5), &mut v).is_empty());
+        assert!(offer(&mut s, 0, WorkerId(6), &mut v).is_empty());
+        assert_eq!(offer(&mut s, 0, WorkerId(7), &mut v).len(), 1);
+    }
+
+    #[test]
+    fn gcc_goes_remote_only_when_enough_workers_are_idle() {
+        let mut v = view(10);
+        let mut s = Gcc::new(0.9, 1);
+        // All 10 idle: remote at once.
+        let l = offer(&mut s, 0, WorkerId(1), &mut v);
+        assert!(l.len() == 1 && !l[0].is_local());
+        // Now 9 of 10 idle = 0.9: still remote.
+        let l = offer(&mut s, 0, WorkerId(2), &mut v);
+        assert_eq!(l.len(), 1);
+        // 8 of 10 idle: skipped.
+        assert!(offer(&mut s, 0, WorkerId(3), &mut v).is_empty());
+        // A local task is always taken.
+        assert_eq!(offer(&mut s, 0, WorkerId(0), &mut v).len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod counter_tests {
+    use crate::view::{offer, ClusterView, PendingTask};
+    use common::{JobId, TaskRef, WorkerId};
+    use rand::{Rng, SeedableRng};
+
+    /// The O(1) worker counters agree with a recount after any sequence of
+    /// view updates and launches.
+    #[test]
+    fn worker_counters_match_a_recount() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let mut v = ClusterView::new();
+        let job = JobId(1);
+        v.add_job(
+            job,
+            0,
+            "default",
+            (0..200)
+                .map(|i| PendingTask {
+                    task: TaskRef { job, index: i },
+                    len: 1,
+                    replicas: vec![WorkerId(i % 7)],
+                })
+                .collect(),
+        );
+        let mut s = super::Gcc::new(0.5, 1);
+        for _ in 0..2000 {
+            let w = WorkerId(rng.gen_range(0..8));
+            match rng.gen_range(0..6) {
+                0 => v.upsert_worker(w, rng.gen_range(1..4)),
+                1 => v.set_free(w, rng.gen_range(0..4)),
+                2 => {
+                    v.lose_worker(w);
+                }
+                3 => v.set_runs_maps(w, rng.gen_bool(0.7)),
+                4 => v.task_ended(job, w, rng.gen_bool(0.5)),
+                _ => {
+                    offer(&mut s, 0, w, &mut v);
+                }
+            }
+            let live = v.workers().filter(|w| w.alive && w.runs_maps).count() as u32;
+            assert_eq!(v.live_map_workers(), live);
+            assert_eq!(v.idle_map_workers(), v.idle_workers().count() as u32);
+        }
+    }
+}

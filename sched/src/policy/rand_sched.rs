@@ -1,0 +1,55 @@
+//! `rand`: Guo et al.'s rand-sched, which degrades data locality on purpose
+//! to measure what locality is worth (their Fig 8, input-sink slowdown).
+//!
+//! FIFO jobs. For each free slot of the offered worker, with probability
+//! `randomness` (r in [0, 1]) the head job launches a uniformly random
+//! pending task (local only if it happens to have a replica here, else read
+//! from a random replica); otherwise dl-sched's choice (a data-local task of
+//! the head job if any, else a random one). r = 0 is exactly `hadoop`.
+
+use crate::pick::{dl_choice, random_task};
+use crate::view::{Millis, SchedContext, Scheduler};
+use common::policy::RemotePick;
+use common::WorkerId;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+pub struct RandSched {
+    randomness: f64,
+    rng: ChaCha8Rng,
+    /// A separate stream for the coin, so that with r = 0 the task choices
+    /// draw exactly what `hadoop`'s do.
+    coin: ChaCha8Rng,
+}
+
+impl RandSched {
+    pub fn new(randomness: f64, seed: u64) -> Self {
+        RandSched {
+            randomness,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            coin: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_c011),
+        }
+    }
+}
+
+impl Scheduler for RandSched {
+    fn name(&self) -> String {
+        common::policy::SchedulerConfig::Rand {
+            randomness: self.randomness,
+        }
+        .label()
+    }
+
+    fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        let (rng, coin, randomness) = (&mut self.rng, &mut self.coin, self.randomness);
+        ctx.fill(worker, |view| {
+            let job = view.head_job()?;
+            let random = randomness > 0.0 && coin.gen::<f64>() < randomness;
+            if random {
+                random_task(rng, job, worker, RemotePick::Random)
+            } else {
+                dl_choice(rng, job, worker, RemotePick::Random)
+            }
+        });
+    }
+}

@@ -1,0 +1,527 @@
+//! The scheduler's view of the cluster and its checked launches.
+//!
+//! A [`Scheduler`] is offered a worker with free slots at a given time and
+//! answers by launching pending tasks through a [`SchedContext`], which checks
+//! every launch and applies it to the [`ClusterView`] at once, so the next
+//! decision sees the last one.
+//!
+//! The view is maintained incrementally by its owner (the master or the
+//! simulator): per job, pending tasks are indexed by the workers holding a
+//! replica, so "a data-local task of this job for this worker" is O(1) and no
+//! decision scans every pending task.
+//!
+//! Online policies decide for the offered worker; batch policies may launch
+//! on any worker with free slots (the master delivers those launches at that
+//! worker's next heartbeat).
+
+use crate::pending::PendingQueue;
+pub use crate::pending::PendingTask;
+use common::{JobId, TaskRef, WorkerId};
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use std::collections::BTreeMap;
+
+/// Insertion-ordered map and set with a fast hasher (keys are small ids;
+/// these are looked up on every scheduling decision).
+type IndexMap<K, V> = indexmap::IndexMap<K, V, FxBuildHasher>;
+type IndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
+
+/// Scheduler time: milliseconds since the master (or simulation) started.
+pub type Millis = u64;
+
+/// One worker as the scheduler sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerView {
+    pub id: WorkerId,
+    pub alive: bool,
+    pub slots: u32,
+    pub free: u32,
+    /// Data-remote tasks running on this worker (DynDL's r_s).
+    pub remote_running: u32,
+    /// Whether maps may run here (false on reduce-only machines).
+    pub runs_maps: bool,
+    /// Busy slots as the last heartbeat reported them, and when.
+    pub busy: Vec<common::wire::SlotBusy>,
+    pub busy_at: Millis,
+}
+
+/// One job's queue of pending tasks.
+#[derive(Clone, Debug)]
+pub struct JobView {
+    pub id: JobId,
+    pub submitted_at: Millis,
+    /// Fair-share group (pool) the job was submitted to.
+    pub group: String,
+    /// Pending tasks by task index, in insertion order.
+    pending: PendingQueue,
+    /// Worker -> pending task indices with a replica there.
+    local: FxHashMap<WorkerId, IndexSet<u32>>,
+    pub running: u32,
+}
+
+impl JobView {
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    pub fn pending(&self) -> impl Iterator<Item = &PendingTask> {
+        self.pending.iter()
+    }
+
+    pub fn pending_task(&self, index: u32) -> Option<&PendingTask> {
+        self.pending.get(index)
+    }
+
+    /// The `i`-th pending task (insertion order, shifted by launches); for
+    /// uniform random picks.
+    pub fn pending_at(&self, i: usize) -> Option<&PendingTask> {
+        self.pending.nth(i)
+    }
+
+    /// The first pending task with a replica on `w`, if any.
+    pub fn local_task(&self, w: WorkerId) -> Option<&PendingTask> {
+        let idx = self.local.get(&w)?.first()?;
+        self.pending.get(*idx)
+    }
+
+    /// How many pending tasks have a replica on `w`.
+    pub fn local_count(&self, w: WorkerId) -> usize {
+        self.local.get(&w).map_or(0, IndexSet::len)
+    }
+
+    fn insert(&mut self, t: PendingTask) {
+        for &w in &t.replicas {
+            self.local.entry(w).or_default().insert(t.task.index);
+        }
+        self.pending.insert(t);
+    }
+
+    fn remove(&mut self, index: u32) -> Option<PendingTask> {
+        let t = self.pending.remove(index)?;
+        for w in &t.replicas {
+            if let Some(set) = self.local.get_mut(w) {
+                set.shift_remove(&index);
+                if set.is_empty() {
+                    self.local.remove(w);
+                }
+            }
+        }
+        Some(t)
+    }
+}
+
+/// What the scheduler sees of the cluster. Kept up to date by its owner.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterView {
+    workers: BTreeMap<WorkerId, WorkerView>,
+    /// Running mean of finished map tasks' durations (ms), for planners.
+    task_ms: Option<f64>,
+    task_ms_n: u64,
+    /// Live map workers, and those of them with a free slot (kept by
+    /// [`ClusterView::with_worker`], so counting is O(1)).
+    live_map: u32,
+    idle_map: u32,
+    /// Active jobs in submission order.
+    jobs: IndexMap<JobId, JobView>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SchedError {
+    #[error("task {0} is not pending")]
+    NotPending(TaskRef),
+    #[error("worker {0} has no free slot")]
+    NoFreeSlot(WorkerId),
+    #[error("worker {0} is unknown or not alive")]
+    DeadWorker(WorkerId),
+    #[error("worker {source_worker} holds no replica of task {task}'s input")]
+    NoReplica {
+        task: TaskRef,
+        source_worker: WorkerId,
+    },
+}
+
+impl ClusterView {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    // ---- queries ----
+
+    pub fn worker(&self, w: WorkerId) -> Option<&WorkerView> {
+        self.workers.get(&w)
+    }
+
+    pub fn workers(&self) -> impl Iterator<Item = &WorkerView> {
+        self.workers.values()
+    }
+
+    /// Free slots of `w` for map tasks (0 on a reduce-only worker).
+    pub fn free_slots(&self, w: WorkerId) -> u32 {
+        self.workers
+            .get(&w)
+            .filter(|v| v.alive && v.runs_maps)
+            .map_or(0, |v| v.free)
+    }
+
+    /// Free slots of `w` for any task (the owner's reduce placement).
+    pub fn free_slots_any(&self, w: WorkerId) -> u32 {
+        self.workers
+            .get(&w)
+            .filter(|v| v.alive)
+            .map_or(0, |v| v.free)
+    }
+
+    /// Marks whether maps may run on `w` (worker roles).
+    pub fn set_runs_maps(&mut self, w: WorkerId, runs_maps: bool) {
+        self.with_worker(w, |v| v.runs_maps = runs_maps);
+    }
+
+    /// Records a finished map task's duration (for [`ClusterView::task_ms`]).
+    pub fn note_task_ms(&mut self, ms: u64) {
+        self.task_ms_n += 1;
+        let m = self.task_ms.unwrap_or(0.0);
+        self.task_ms = Some(m + (ms as f64 - m) / self.task_ms_n as f64);
+    }
+
+    /// Mean duration of the map tasks finished so far (ms), if any.
+    pub fn task_ms(&self) -> Option<f64> {
+        self.task_ms
+    }
+
+    /// A worker's busy slots as its heartbeat at `now` reported them.
+    pub fn set_busy(&mut self, id: WorkerId, now: Millis, busy: Vec<common::wire::SlotBusy>) {
+        self.with_worker(id, |w| {
+            w.busy = busy;
+            w.busy_at = now;
+        });
+    }
+
+    /// Live map workers.
+    pub fn live_map_workers(&self) -> u32 {
+        self.live_map
+    }
+
+    /// Live map workers with a free slot (`idle_workers().count()`, O(1)).
+    pub fn idle_map_workers(&self) -> u32 {
+        self.idle_map
+    }
+
+    /// Changes one worker and keeps the counters right.
+    fn with_worker<R>(&mut self, id: WorkerId, f: impl FnOnce(&mut WorkerView) -> R) -> Option<R> {
+        let w = self.workers.get_mut(&id)?;
+        let (live0, idle0) = counted(w);
+        let r = f(w);
+        let (live1, idle1) = counted(w);
+        self.live_map = self.live_map + u32::from(live1) - u32::from(live0);
+        self.idle_map = self.idle_map + u32::from(idle1) - u32::from(idle0);
+        Some(r)
+    }
+
+    /// Active jobs, oldest first.
+    pub fn jobs(&self) -> impl Iterator<Item = &JobView> {
+        self.jobs.values()
+    }
+
+    pub fn job(&self, id: JobId) -> Option<&JobView> {
+        self.jobs.get(&id)
+    }
+
+    /// The oldest job with a pending task (FIFO's head of queue).
+    pub fn head_job(&self) -> Option<&JobView> {
+        self.jobs.values().find(|j| j.has_pending())
+    }
+
+    pub fn pending_total(&self) -> usize {
+        self.jobs.values().map(JobView::pending_len).sum()
+    }
+
+    /// Slots of all live workers (Guo's AS).
+    pub fn total_slots(&self) -> u32 {
+        self.workers
+            .values()
+            .filter(|w| w.alive)
+            .map(|w| w.slots)
+            .sum()
+    }
+
+    /// Live map workers with a free slot, in id order.
+    pub fn idle_workers(&self) -> impl Iterator<Item = &WorkerView> {
+        self.workers
+            .values()
+            .filter(|w| w.alive && w.runs_maps && w.free > 0)
+    }
+
+    /// Slots of all live map workers.
+    pub fn total_map_slots(&self) -> u32 {
+        self.workers
+            .values()
+            .filter(|w| w.alive && w.runs_maps)
+            .map(|w| w.slots)
+            .sum()
+    }
+
+    // ---- updates by the owner (master or simulator) ----
+
+    pub fn upsert_worker(&mut self, id: WorkerId, slots: u32) {
+        self.workers.entry(id).or_insert(WorkerView {
+            id,
+            alive: false,
+            slots,
+            free: slots,
+            remote_running: 0,
+            runs_maps: true,
+            busy: Vec::new(),
+            busy_at: 0,
+        });
+        self.with_worker(id, |w| {
+            w.alive = true;
+            w.slots = slots;
+        });
+    }
+
+    /// Sets a worker's free slots as it reported them.
+    pub fn set_free(&mut self, id: WorkerId, free: u32) {
+        self.with_worker(id, |w| w.free = free.min(w.slots));
+    }
+
+    /// Marks a worker lost: no slots, and its replicas vanish from every
+    /// pending task. Returns the tasks left without any replica.
+    pub fn lose_worker(&mut self, id: WorkerId) -> Vec<TaskRef> {
+        self.with_worker(id, |w| {
+            w.alive = false;
+            w.free = 0;
+            w.remote_running = 0;
+        });
+        let mut orphans = Vec::new();
+        for job in self.jobs.values_mut() {
+            let Some(indices) = job.local.remove(&id) else {
+                continue;
+            };
+            for i in indices {
+                if let Some(t) = job.pending.get_mut(i) {
+                    t.replicas.retain(|r| *r != id);
+                    if t.replicas.is_empty() {
+                        orphans.push(t.task);
+                    }
+                }
+            }
+        }
+        orphans
+    }
+
+    pub fn add_job(
+        &mut self,
+        id: JobId,
+        submitted_at: Millis,
+        group: &str,
+        tasks: Vec<PendingTask>,
+    ) {
+        let mut job = JobView {
+            id,
+            submitted_at,
+            group: group.to_owned(),
+            pending: PendingQueue::default(),
+            local: FxHashMap::default(),
+            running: 0,
+        };
+        for t in tasks {
+            job.insert(t);
+        }
+        self.jobs.insert(id, job);
+    }
+
+    /// Drops a finished or failed job (its running tasks are the owner's business).
+    pub fn remove_job(&mut self, id: JobId) {
+        self.jobs.shift_remove(&id);
+    }
+
+    /// Puts a task back in its job's queue (retry, lost launch).
+    pub fn requeue(&mut self, t: PendingTask) {
+        if let Some(job) = self.jobs.get_mut(&t.task.job) {
+            job.insert(t);
+        }
+    }
+
+    /// Replaces a pending task's replica list (block reports changed).
+    pub fn set_replicas(&mut self, task: TaskRef, replicas: Vec<WorkerId>) {
+        if let Some(job) = self.jobs.get_mut(&task.job) {
+            if let Some(mut t) = job.remove(task.index) {
+                t.replicas = replicas;
+                job.insert(t);
+            }
+        }
+    }
+
+    /// A task the owner placed itself (a reduce) starts on `worker`: it
+    /// takes a slot and counts as running for its job.
+    pub fn start_external(&mut self, job: JobId, worker: WorkerId) {
+        self.with_worker(worker, |w| w.free = w.free.saturating_sub(1));
+        if let Some(j) = self.jobs.get_mut(&job) {
+            j.running += 1;
+        }
+    }
+
+    /// A task that ran on `worker` ended (successfully or not).
+    pub fn task_ended(&mut self, job: JobId, worker: WorkerId, remote: bool) {
+        self.with_worker(worker, |w| {
+            w.free = (w.free + 1).min(w.slots);
+            if remote {
+                w.remote_running = w.remote_running.saturating_sub(1);
+            }
+        });
+        if let Some(j) = self.jobs.get_mut(&job) {
+            j.running = j.running.saturating_sub(1);
+        }
+    }
+
+    fn apply(&mut self, a: &Assignment) -> Result<PendingTask, SchedError> {
+        let w = self
+            .workers
+            .get(&a.worker)
+            .filter(|w| w.alive)
+            .ok_or(SchedError::DeadWorker(a.worker))?;
+        if w.free == 0 {
+            return Err(SchedError::NoFreeSlot(a.worker));
+        }
+        let job = self
+            .jobs
+            .get_mut(&a.task.job)
+            .ok_or(SchedError::NotPending(a.task))?;
+        let t = job
+            .pending
+            .get(a.task.index)
+            .ok_or(SchedError::NotPending(a.task))?;
+        if !t.replicas.contains(&a.source) {
+            return Err(SchedError::NoReplica {
+                task: a.task,
+                source_worker: a.source,
+            });
+        }
+        let t = job.remove(a.task.index).expect("checked above");
+        job.running += 1;
+        let remote = a.worker != a.source;
+        self.with_worker(a.worker, |w| {
+            w.free -= 1;
+            if remote {
+                w.remote_running += 1;
+            }
+        });
+        Ok(t)
+    }
+}
+
+/// (live map worker, live map worker with a free slot).
+fn counted(w: &WorkerView) -> (bool, bool) {
+    let live = w.alive && w.runs_maps;
+    (live, live && w.free > 0)
+}
+
+/// A decision: run `task` on `worker`, reading its input from `source`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assignment {
+    pub task: TaskRef,
+    pub worker: WorkerId,
+    pub source: WorkerId,
+    pub len: u64,
+}
+
+impl Assignment {
+    pub fn is_local(&self) -> bool {
+        self.worker == self.source
+    }
+}
+
+/// The scheduler's handle on the view during one decision round.
+pub struct SchedContext<'a> {
+    view: &'a mut ClusterView,
+    launched: Vec<Assignment>,
+}
+
+impl<'a> SchedContext<'a> {
+    pub fn new(view: &'a mut ClusterView) -> Self {
+        SchedContext {
+            view,
+            launched: Vec::new(),
+        }
+    }
+
+    pub fn view(&self) -> &ClusterView {
+        self.view
+    }
+
+    /// Launches `task` on `worker` reading from `source` (== `worker` for a
+    /// data-local launch). The view is updated at once.
+    pub fn launch(
+        &mut self,
+        task: TaskRef,
+        worker: WorkerId,
+        source: WorkerId,
+    ) -> Result<(), SchedError> {
+        let mut a = Assignment {
+            task,
+            worker,
+            source,
+            len: 0,
+        };
+        let t = self.view.apply(&a)?;
+        a.len = t.len;
+        self.launched.push(a);
+        Ok(())
+    }
+
+    /// Gives `worker`'s free slots, one at a time, to `choose`, which names
+    /// a pending task and the worker to read its input from, or nothing.
+    /// Stops when the worker is full, `choose` has nothing, or a launch is
+    /// refused (only a view inconsistency gets there: never spin on it).
+    /// Returns how many tasks it launched.
+    pub fn fill(
+        &mut self,
+        worker: WorkerId,
+        mut choose: impl FnMut(&ClusterView) -> Option<(TaskRef, WorkerId)>,
+    ) -> u32 {
+        let mut launched = 0;
+        while self.view.free_slots(worker) > 0 {
+            let Some((task, source)) = choose(self.view) else {
+                break;
+            };
+            if self.launch(task, worker, source).is_err() {
+                break;
+            }
+            launched += 1;
+        }
+        launched
+    }
+
+    pub fn into_launched(self) -> Vec<Assignment> {
+        self.launched
+    }
+}
+
+/// A scheduling policy. See the module docs.
+pub trait Scheduler: Send {
+    /// The policy's name with its parameters, as reports show it.
+    fn name(&self) -> String;
+
+    /// `worker` has at least one free slot at time `now`: launch what the
+    /// policy wants through `ctx`, or nothing to leave the slots idle until
+    /// the next offer.
+    fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>);
+}
+
+/// Runs one offer and returns the launches it made.
+pub fn offer(
+    sched: &mut dyn Scheduler,
+    now: Millis,
+    worker: WorkerId,
+    view: &mut ClusterView,
+) -> Vec<Assignment> {
+    if view.free_slots(worker) == 0 {
+        return Vec::new();
+    }
+    let mut ctx = SchedContext::new(view);
+    sched.offer(now, worker, &mut ctx);
+    ctx.into_launched()
+}
