@@ -41,7 +41,7 @@ pub struct Options {
 /// Runs the experiment and returns its result directory.
 pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     let (spec, text) = Spec::load(&opts.spec)?;
-    let schedulers = spec.schedulers().map_err(anyhow::Error::msg)?;
+    let schedulers = spec.schedulers().map_err(|e| e.in_file(&opts.spec))?;
     let points = spec.points().map_err(|e| e.in_file(&opts.spec))?;
     let started = common::unix_ms();
     let dir = ResultsDir::create(&opts.results, &spec.name, started)?;
@@ -174,7 +174,7 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
         .context("meta.json has no spec_text")?;
     let file = meta["spec_file"].as_str().unwrap_or("spec.toml");
     let spec = Spec::parse(text, Path::new(file))?;
-    let schedulers = spec.schedulers().map_err(anyhow::Error::msg)?;
+    let schedulers = spec.schedulers().map_err(|e| e.in_file(Path::new(file)))?;
     let points = spec.points().map_err(|e| e.in_file(Path::new(file)))?;
     let runs: Vec<RunRecord> = results.read_runs()?;
     results.write_summary(&output::summary(&spec, &schedulers, &points, &runs))?;

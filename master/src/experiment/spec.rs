@@ -214,7 +214,7 @@ impl Spec {
         if self.schedulers.is_empty() {
             return Err(bad("schedulers", "name at least one scheduler".into()));
         }
-        self.schedulers().map_err(|e| bad("schedulers", e))?;
+        self.schedulers()?;
         if self.repetitions == 0 {
             return Err(bad("repetitions", "must be at least 1".into()));
         }
@@ -362,17 +362,22 @@ impl Spec {
     }
 
     /// The schedulers with their labels.
-    pub fn schedulers(&self) -> Result<Vec<NamedScheduler>, String> {
+    /// An error names the entry (`schedulers[1]`).
+    pub fn schedulers(&self) -> Result<Vec<NamedScheduler>, KeyError> {
         let mut out: Vec<NamedScheduler> = Vec::new();
-        for e in &self.schedulers {
+        for (i, e) in self.schedulers.iter().enumerate() {
+            let key = || format!("schedulers[{i}]");
             let (label, text) = match e {
                 SchedulerEntry::Plain(s) => (None, s),
                 SchedulerEntry::Labelled { label, scheduler } => (Some(label.clone()), scheduler),
             };
-            let config: SchedulerConfig = text.parse()?;
+            let config: SchedulerConfig = text.parse().map_err(|e| KeyError::new(key(), e))?;
             let label = label.unwrap_or_else(|| config.label());
             if out.iter().any(|n| n.label == label) {
-                return Err(format!("two schedulers are labelled {label:?}"));
+                return Err(KeyError::new(
+                    key(),
+                    format!("two schedulers are labelled {label:?}"),
+                ));
             }
             out.push(NamedScheduler { label, config });
         }
@@ -502,7 +507,7 @@ jobs = 8
             "{e}"
         );
         let e = parse(&SPEC.replace("\"delay3\"", "\"delay7\"")).unwrap_err();
-        assert!(e.contains("schedulers") && e.contains("delay7"), "{e}");
+        assert!(e.contains("schedulers[1]") && e.contains("delay7"), "{e}");
         let e = parse(&SPEC.replace("arrival_s = [0, 2]", "arrival_s = [3, 2]")).unwrap_err();
         assert!(e.contains("jobs.arrival_s"), "{e}");
         let e = parse(&SPEC.replace("block_size = \"2MiB\"", "block_size = \"2XB\"")).unwrap_err();

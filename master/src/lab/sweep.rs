@@ -117,7 +117,7 @@ impl SweepSpec {
         if !(self.tick.is_finite() && self.tick > 0.0) {
             return Err(bad("tick", format!("must be > 0 (got {})", self.tick)));
         }
-        let algos = self.algorithms().map_err(|e| bad("algorithms", e))?;
+        let algos = self.algorithms()?;
         if algos.is_empty() {
             return Err(bad("algorithms", "name at least one".into()));
         }
@@ -153,19 +153,25 @@ impl SweepSpec {
         Ok(())
     }
 
-    pub fn algorithms(&self) -> Result<Vec<(String, Algo)>, String> {
+    /// The algorithms with their labels; an error names the entry
+    /// (`algorithms[2]`).
+    pub fn algorithms(&self) -> Result<Vec<(String, Algo)>, KeyError> {
         let mut out: Vec<(String, Algo)> = Vec::new();
-        for e in &self.algorithms {
+        for (i, e) in self.algorithms.iter().enumerate() {
+            let key = || format!("algorithms[{i}]");
             let (label, text) = match e {
                 AlgoEntry::Plain(s) => (None, s),
                 AlgoEntry::Labelled { label, algo } => (Some(label.clone()), algo),
             };
             let a: Algo = text
                 .parse()
-                .map_err(|e: sched::algo::LabError| e.to_string())?;
+                .map_err(|e: sched::algo::LabError| KeyError::new(key(), e.to_string()))?;
             let label = label.unwrap_or_else(|| a.label());
             if out.iter().any(|(l, _)| *l == label) {
-                return Err(format!("two algorithms are labelled {label:?}"));
+                return Err(KeyError::new(
+                    key(),
+                    format!("two algorithms are labelled {label:?}"),
+                ));
             }
             out.push((label, a));
         }
@@ -233,7 +239,7 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
     let dir = ResultsDir::create(results, &spec.name, started)?;
     let algos = spec
         .algorithms()
-        .map_err(|e| KeyError::new("algorithms", e).in_file(spec_path))?;
+        .map_err(|e| e.in_file(spec_path))?;
     let points = spec.points();
     let measure = match spec.mode {
         Mode::Makespan => Measure::Makespan { tick: spec.tick },
@@ -526,7 +532,7 @@ beta = 50
             ("ratio_to = \"DynDLOff\"", "ratio_to = \"X\"", "ratio_to"),
             ("beta = 50", "q = 2", "points[1]"),
             ("replication = 2", "replication = 7", "base.replication"),
-            ("\"bar\"]", "\"nope\"]", "algorithms"),
+            ("\"bar\"]", "\"nope\"]", "algorithms[2]"),
             ("label = \"b50\"", "label = \"b5\"", "points[1].label"),
             ("beta = 5\n", "beta = 5\ngamma = 1\n", "gamma"),
             ("beta = 50", "beta = -1", "points[1].beta"),
