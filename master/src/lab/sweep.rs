@@ -237,9 +237,7 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
     let (spec, text) = SweepSpec::load(spec_path)?;
     let started = common::unix_ms();
     let dir = ResultsDir::create(results, &spec.name, started)?;
-    let algos = spec
-        .algorithms()
-        .map_err(|e| e.in_file(spec_path))?;
+    let algos = spec.algorithms().map_err(|e| e.in_file(spec_path))?;
     let points = spec.points();
     let measure = match spec.mode {
         Mode::Makespan => Measure::Makespan { tick: spec.tick },
