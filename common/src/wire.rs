@@ -174,6 +174,22 @@ pub enum TaskOutcome {
     Rejected {
         reason: String,
     },
+    /// A reduce could not fetch these map outputs (their worker died or
+    /// does not answer). The master runs those maps again and retries the
+    /// reduce without counting this attempt against it.
+    FetchFailed {
+        lost: Vec<LostOutput>,
+        error: String,
+    },
+}
+
+/// A map output a reduce could not fetch: map `map`'s attempt `attempt`,
+/// kept by `worker`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LostOutput {
+    pub map: u32,
+    pub attempt: u32,
+    pub worker: WorkerId,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -143,6 +143,9 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
             TaskOutcome::Failed { error } => {
                 tracing::warn!(attempt = %result.attempt, %error, "task failed")
             }
+            TaskOutcome::FetchFailed { lost, error } => {
+                tracing::warn!(attempt = %result.attempt, lost = lost.len(), %error, "reduce could not fetch map output")
+            }
             _ => tracing::debug!(attempt = %result.attempt, "task finished"),
         }
         ctx.book.lock().unwrap().finish(result);
@@ -171,7 +174,12 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
         LaunchTask::Reduce(r) => {
             match crate::shuffle::run_reduce(ctx, launch.attempt, launch.workload, r).await {
                 Ok((summary, local, remote)) => (local, remote, TaskOutcome::Reduced { summary }),
-                Err((local, remote, error)) => (local, remote, TaskOutcome::Failed { error }),
+                Err((local, remote, crate::shuffle::ReduceError::Failed(error))) => {
+                    (local, remote, TaskOutcome::Failed { error })
+                }
+                Err((local, remote, crate::shuffle::ReduceError::FetchFailed { lost, error })) => {
+                    (local, remote, TaskOutcome::FetchFailed { lost, error })
+                }
             }
         }
     };

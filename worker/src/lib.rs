@@ -18,6 +18,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
+/// How long a worker waits to connect to a peer or the master.
+pub const PEER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a worker waits for the next bytes of an answer.
+pub const PEER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Everything a worker needs to start, usually taken from cluster.toml.
 #[derive(Clone, Debug)]
 pub struct WorkerOptions {
@@ -167,8 +172,13 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         shuffle_root,
         nic: nic::Nic::new(opts.nic_bytes_per_sec),
         book: Mutex::new(exec::TaskBook::new(opts.slots)),
+        // Every worker-to-worker and worker-to-master call: a dead peer costs
+        // at most the connect timeout, a stopped one at most the idle read
+        // timeout (pacing pauses between reads do not count).
         http: reqwest::Client::builder()
             .tcp_nodelay(true)
+            .connect_timeout(PEER_CONNECT_TIMEOUT)
+            .read_timeout(PEER_READ_TIMEOUT)
             .build()
             .expect("HTTP client builds"),
         heartbeat_now: Notify::new(),

@@ -21,8 +21,8 @@ use common::checksum::BlockChecksums;
 use common::http::{bearer, ApiError};
 use common::http_client::check;
 use common::wire::{
-    KeyRange, ReduceLaunch, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER,
-    BLOCK_INDEX_HEADER,
+    KeyRange, LostOutput, ReduceLaunch, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER,
+    BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
 };
 use common::{AttemptId, JobId};
 use futures_util::StreamExt;
@@ -220,6 +220,18 @@ async fn upload(
     Ok(())
 }
 
+/// Why a reduce attempt ended without output.
+#[derive(Debug)]
+pub enum ReduceError {
+    /// Counts against the reduce's attempts.
+    Failed(String),
+    /// Map outputs could not be fetched: they run again, the reduce retries.
+    FetchFailed {
+        lost: Vec<LostOutput>,
+        error: String,
+    },
+}
+
 /// Runs one reduce attempt: fetch this partition from every map, reduce,
 /// store the output block here and copy it to the replica workers.
 /// Returns (summary, bytes fetched from this worker, bytes fetched remotely).
@@ -228,9 +240,13 @@ pub async fn run_reduce(
     attempt: AttemptId,
     workload: Workload,
     r: &ReduceLaunch,
-) -> Result<(ReduceSummary, u64, u64), (u64, u64, String)> {
+) -> Result<(ReduceSummary, u64, u64), (u64, u64, ReduceError)> {
     let Some(mut task) = workload.reduce_task() else {
-        return Err((0, 0, format!("{workload} has no reduce phase")));
+        return Err((
+            0,
+            0,
+            ReduceError::Failed(format!("{workload} has no reduce phase")),
+        ));
     };
     let job = attempt.task.job;
     let (mut local, mut remote) = (0u64, 0u64);
@@ -256,17 +272,38 @@ pub async fn run_reduce(
             (i.addr == ctx.advertise, url)
         })
         .collect();
-    let mut fetches = futures_util::stream::iter(urls.into_iter().map(|(own, url)| {
-        let ctx = ctx.clone();
-        async move {
-            fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url)
-                .await
-                .map(|d| (own, d))
-        }
-    }))
-    .buffered(4);
+    let mut fetches =
+        futures_util::stream::iter(urls.into_iter().enumerate().map(|(i, (own, url))| {
+            let ctx = ctx.clone();
+            async move {
+                fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url)
+                    .await
+                    .map(|d| (own, d))
+                    .map_err(|e| (i, e))
+            }
+        }))
+        .buffered(4);
     while let Some(res) = fetches.next().await {
-        let (own, data) = res.map_err(|e| (local, remote, e))?;
+        let (own, data) = match res {
+            Ok(v) => v,
+            Err((i, error)) => {
+                // Every output kept where the failing one is: that worker is
+                // most likely gone (the master fences by attempt, so outputs
+                // already run again elsewhere are not run a third time).
+                let addr = &r.inputs[i].addr;
+                let lost = r
+                    .inputs
+                    .iter()
+                    .filter(|x| x.addr == *addr)
+                    .map(|x| LostOutput {
+                        map: x.map,
+                        attempt: x.attempt,
+                        worker: x.worker,
+                    })
+                    .collect();
+                return Err((local, remote, ReduceError::FetchFailed { lost, error }));
+            }
+        };
         if own {
             local += data.len() as u64;
         } else {
@@ -277,13 +314,25 @@ pub async fn run_reduce(
             (res, task)
         })
         .await
-        .map_err(|e| (local, remote, format!("reduce panicked: {e}")))?;
+        .map_err(|e| {
+            (
+                local,
+                remote,
+                ReduceError::Failed(format!("reduce panicked: {e}")),
+            )
+        })?;
         task = t;
-        data.map_err(|e| (local, remote, e))?;
+        data.map_err(|e| (local, remote, ReduceError::Failed(e)))?;
     }
     let (summary, out) = tokio::task::spawn_blocking(move || task.finish())
         .await
-        .map_err(|e| (local, remote, format!("reduce panicked: {e}")))?;
+        .map_err(|e| {
+            (
+                local,
+                remote,
+                ReduceError::Failed(format!("reduce panicked: {e}")),
+            )
+        })?;
     let out = Bytes::from(out);
     let target = crate::store::BlockTarget {
         id: r.output.block.clone(),
@@ -295,14 +344,26 @@ pub async fn run_reduce(
     let data = out.clone();
     tokio::task::spawn_blocking(move || store.put(target, &data))
         .await
-        .map_err(|e| (local, remote, format!("storing output panicked: {e}")))?
-        .map_err(|e| (local, remote, format!("storing output block: {e}")))?;
+        .map_err(|e| {
+            (
+                local,
+                remote,
+                ReduceError::Failed(format!("storing output panicked: {e}")),
+            )
+        })?
+        .map_err(|e| {
+            (
+                local,
+                remote,
+                ReduceError::Failed(format!("storing output block: {e}")),
+            )
+        })?;
     ctx.wake_heartbeat();
     let digest = BlockChecksums::of(&out).block_digest_hex();
     for addr in &r.output.replicas {
         upload(ctx, addr, &r.output, out.clone(), &digest)
             .await
-            .map_err(|e| (local, remote, e))?;
+            .map_err(|e| (local, remote, ReduceError::Failed(e)))?;
     }
     Ok((summary, local, remote))
 }

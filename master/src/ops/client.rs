@@ -29,6 +29,7 @@ impl MasterClient {
             token: token.into(),
             http: reqwest::Client::builder()
                 .tcp_nodelay(true)
+                .connect_timeout(std::time::Duration::from_secs(5))
                 .build()
                 .expect("HTTP client builds"),
         }

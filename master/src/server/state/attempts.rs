@@ -1,7 +1,7 @@
 //! Attempt results: fencing (only the current attempt on the worker it was
 //! sent to counts), the task's record, retries, and the end of a job.
 
-use super::{Master, RunningAttempt, TaskStatus};
+use super::{MapOut, Master, RunningAttempt, TaskStatus};
 use common::wire::{JobState, Locality, TaskKind, TaskOutcome, TaskRecord, TaskResult};
 use common::{AttemptId, JobId, TaskRef, WorkerId};
 use sched::PendingTask;
@@ -113,14 +113,22 @@ impl Master {
                 job.records.push(rec);
                 job.counts
                     .map_done(ra.worker != ra.source, r.local_bytes, r.remote_bytes);
-                job.map_out[a.task.index as usize] = Some((worker, a.attempt));
+                job.map_out[a.task.index as usize] = Some(MapOut {
+                    worker,
+                    attempt: a.attempt,
+                    remote: ra.worker != ra.source,
+                    local_bytes: r.local_bytes,
+                    remote_bytes: r.remote_bytes,
+                });
                 job.samples.extend(summary.sample.iter().cloned());
                 if !job.state.is_done() && job.counts.maps_done == job.maps {
                     if job.reduces == 0 {
                         self.job_succeeded(a.task.job);
-                    } else {
+                    } else if job.tasks.len() as u32 == job.maps {
                         self.create_reduces(a.task.job);
                     }
+                    // Else the reduces exist: a lost map output was
+                    // rebuilt, and waiting reduces may start again.
                 }
             }
             TaskOutcome::Reduced { .. } if is_reduce => {
@@ -142,6 +150,26 @@ impl Master {
             TaskOutcome::Failed { error } => {
                 let rec = self.record(a, ra, &r, Some(error.clone()));
                 self.attempt_failed(a, rec, error);
+            }
+            TaskOutcome::FetchFailed { lost, error } if is_reduce => {
+                // Not the reduce's fault: its lost inputs run again, and it
+                // retries once they are back, without a failure counted.
+                let rec = self.record(a, ra, &r, Some(format!("fetch failed: {error}")));
+                self.jobs
+                    .get_mut(&a.task.job)
+                    .expect("checked")
+                    .records
+                    .push(rec);
+                let again = self.rerun_maps(
+                    a.task.job,
+                    lost.iter().map(|l| (l.map, l.worker, l.attempt)),
+                );
+                tracing::warn!(attempt = %a, maps_again = again, %error, "reduce could not fetch map output");
+                self.retry_unpenalised(a.task);
+            }
+            TaskOutcome::FetchFailed { .. } => {
+                tracing::error!(attempt = %a, "a map reported a shuffle fetch failure");
+                self.retry_unpenalised(a.task);
             }
             TaskOutcome::Rejected { reason } => {
                 tracing::debug!(attempt = %a, %reason, "attempt rejected by worker");
@@ -194,7 +222,7 @@ impl Master {
         }
     }
 
-    fn requeue(&mut self, t: TaskRef) {
+    pub(super) fn requeue(&mut self, t: TaskRef) {
         let job = &self.jobs[&t.job];
         if job.tasks[t.index as usize].reduce.is_some() {
             self.jobs

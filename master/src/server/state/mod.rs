@@ -12,9 +12,11 @@
 //! reduce tasks are created (sort: with split keys from the maps' samples)
 //! and take free slots before any map, on whichever worker heartbeats next
 //! (like Hadoop's reduce slots, they have no input locality). Each fetches
-//! its partition from every map's worker; a reduce whose fetch fails is
-//! retried, and the job fails once it has failed `max_task_attempts` times
-//! (a lost mapper's output is not recomputed).
+//! its partition from every map's worker. A map output that cannot be
+//! fetched (the reduce says which, `FetchFailed`), or that sat on a worker
+//! that was lost or restarted while the job's reduces still need it, is
+//! rebuilt: the map runs again (its counters taken back), and the reduces
+//! wait until every map is done again, retrying without a failure counted.
 //!
 //! One file per concern: `workers.rs` (registration, heartbeats, loss, the
 //! catalog's replicas), `submit.rs` (jobs in, map launches), `attempts.rs`
@@ -138,7 +140,7 @@ struct Job {
     /// Output file of a job with reduces.
     output: Option<String>,
     /// Where each map's successful attempt left its output.
-    map_out: Vec<Option<(WorkerId, u32)>>,
+    map_out: Vec<Option<MapOut>>,
     /// sort: keys sampled by the maps, then the reduces' split keys.
     samples: Vec<Vec<u8>>,
     splits: Vec<Vec<u8>>,
@@ -147,6 +149,17 @@ struct Job {
     /// Every finished attempt, for the report.
     records: Vec<TaskRecord>,
     counts: JobCounters,
+}
+
+/// Where a map's successful attempt left its output, and what it counted
+/// (taken back if the output is lost and the map runs again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MapOut {
+    worker: WorkerId,
+    attempt: u32,
+    remote: bool,
+    local_bytes: u64,
+    remote_bytes: u64,
 }
 
 /// What a job's successful attempts add up to (the report's counters).
@@ -174,6 +187,18 @@ impl JobCounters {
         self.bytes_remote += remote_bytes;
     }
 
+    /// A map's output was lost: it will run again and count again.
+    fn map_lost(&mut self, out: &MapOut) {
+        self.maps_done -= 1;
+        if out.remote {
+            self.data_remote -= 1;
+        } else {
+            self.data_local -= 1;
+        }
+        self.bytes_local -= out.local_bytes;
+        self.bytes_remote -= out.remote_bytes;
+    }
+
     fn reduce_done(&mut self, fetched_bytes: u64) {
         self.reduces_done += 1;
         self.shuffle_bytes += fetched_bytes;
@@ -190,6 +215,9 @@ pub struct Master {
     scheduler: Box<dyn Scheduler>,
     /// Bumped whenever a job reaches a final state (wakes long-polls).
     pub finished_jobs: u64,
+    /// Maps run again because their output was lost (a dead worker, a
+    /// failed shuffle fetch).
+    pub maps_rerun: u64,
 }
 
 impl Master {
@@ -226,6 +254,7 @@ impl Master {
             view: ClusterView::new(),
             scheduler,
             finished_jobs: 0,
+            maps_rerun: 0,
         }
     }
 

@@ -8,6 +8,9 @@ use common::{AttemptId, BlockId, JobId, TaskRef, WorkerId};
 use sched::Millis;
 use workloads::Workload;
 
+/// A map output that is gone: (map, the worker that kept it, its attempt).
+pub(super) type LostRef = (u32, WorkerId, u32);
+
 impl Master {
     /// Fills `id`'s free slots with waiting reduces, oldest job first
     /// (only on workers whose role runs reduces).
@@ -19,7 +22,10 @@ impl Master {
         let mut jobs: Vec<JobId> = self
             .jobs
             .values()
-            .filter(|j| !j.state.is_done() && !j.pending_reduces.is_empty())
+            // A job whose lost map outputs are being rebuilt waits for them.
+            .filter(|j| {
+                !j.state.is_done() && !j.pending_reduces.is_empty() && j.counts.maps_done == j.maps
+            })
             .map(|j| j.id)
             .collect();
         jobs.sort();
@@ -75,11 +81,11 @@ impl Master {
             .iter()
             .enumerate()
             .filter_map(|(m, o)| {
-                o.map(|(w, a)| ShuffleInput {
+                o.map(|o| ShuffleInput {
                     map: m as u32,
-                    attempt: a,
-                    worker: w,
-                    addr: self.workers[w.0 as usize].addr.clone(),
+                    attempt: o.attempt,
+                    worker: o.worker,
+                    addr: self.workers[o.worker.0 as usize].addr.clone(),
                 })
             })
             .collect();
@@ -143,5 +149,68 @@ impl Master {
             job.pending_reduces.push_back(job.maps + r);
         }
         tracing::info!(job = %id, reduces = job.reduces, "maps done; reduces created");
+    }
+
+    /// Map outputs a job's reduces can no longer fetch, as (map, worker,
+    /// attempt): each map whose current output is that one runs again (its
+    /// counters are taken back); outputs already replaced are ignored (a
+    /// late report, or a worker back from the dead). Returns how many maps
+    /// run again.
+    pub(super) fn rerun_maps(
+        &mut self,
+        jid: JobId,
+        lost: impl IntoIterator<Item = LostRef>,
+    ) -> usize {
+        let Some(job) = self.jobs.get_mut(&jid) else {
+            return 0;
+        };
+        if job.state.is_done() {
+            return 0;
+        }
+        let mut again = Vec::new();
+        for (m, worker, attempt) in lost {
+            let Some(slot) = job.map_out.get_mut(m as usize) else {
+                continue;
+            };
+            if let Some(out) = *slot {
+                if out.worker == worker && out.attempt == attempt {
+                    *slot = None;
+                    job.counts.map_lost(&out);
+                    job.tasks[m as usize].status = TaskStatus::Pending;
+                    again.push(m);
+                }
+            }
+        }
+        for &m in &again {
+            self.requeue(TaskRef { job: jid, index: m });
+        }
+        self.maps_rerun += again.len() as u64;
+        again.len()
+    }
+
+    /// Worker `id` is gone (lost, or restarted with a new process): the map
+    /// outputs it kept for jobs whose reduces still need them run again.
+    pub(super) fn rerun_outputs_on(&mut self, id: WorkerId) {
+        let needed: Vec<(JobId, Vec<LostRef>)> = self
+            .jobs
+            .values()
+            .filter(|j| !j.state.is_done() && j.counts.reduces_done < j.reduces)
+            .map(|j| {
+                let on_id = j
+                    .map_out
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(m, o)| {
+                        o.filter(|o| o.worker == id)
+                            .map(|o| (m as u32, o.worker, o.attempt))
+                    })
+                    .collect();
+                (j.id, on_id)
+            })
+            .collect();
+        for (jid, lost) in needed.into_iter().filter(|(_, l)| !l.is_empty()) {
+            let n = self.rerun_maps(jid, lost);
+            tracing::warn!(job = %jid, worker = %self.worker_name(id), maps = n, "map output lost with its worker; maps run again");
+        }
     }
 }

@@ -2,8 +2,8 @@
 
 use super::*;
 use common::wire::{
-    BlockInfo, Heartbeat, LaunchTask, Locality, RegisterRequest, ReplicaSource, TaskOutcome,
-    TaskResult,
+    BlockInfo, Heartbeat, LaunchTask, Locality, LostOutput, RegisterRequest, ReplicaSource,
+    TaskOutcome, TaskResult,
 };
 use workloads::{MapSummary, Workload};
 
@@ -469,4 +469,229 @@ fn roles_keep_maps_and_reduces_apart() {
     let report = m.report(id).unwrap();
     assert_eq!((report.reduces, report.reduces_done), (2, 0));
     assert_eq!(report.state, JobState::Running);
+}
+
+/// A reduce launch's inputs as (map, worker, attempt).
+fn reduce_inputs(l: &Launch) -> Vec<(u32, WorkerId, u32)> {
+    let LaunchTask::Reduce(r) = &l.task else {
+        panic!("expected a reduce launch: {l:?}")
+    };
+    r.inputs
+        .iter()
+        .map(|i| (i.map, i.worker, i.attempt))
+        .collect()
+}
+
+fn reduced(l: &Launch) -> TaskResult {
+    TaskResult {
+        outcome: TaskOutcome::Reduced {
+            summary: workloads::ReduceSummary::default(),
+        },
+        ..ok_any(l)
+    }
+}
+
+/// A result with no outcome of interest yet (the caller sets it).
+fn ok_any(l: &Launch) -> TaskResult {
+    TaskResult {
+        attempt: l.attempt,
+        slot: 0,
+        outcome: TaskOutcome::Rejected {
+            reason: String::new(),
+        },
+        started_unix_ms: 1_000_010,
+        finished_unix_ms: 1_000_050,
+        local_bytes: 0,
+        remote_bytes: 0,
+    }
+}
+
+fn wordcount(m: &mut Master, reduces: u32) -> JobId {
+    let mut job = JobSubmit::new(Workload::Wordcount, "f");
+    job.reduces = Some(reduces);
+    m.submit(0, 1_000_000, job).unwrap()
+}
+
+/// Heartbeats every worker in turn, reporting each map launch as done at
+/// the worker's next heartbeat (starting with `owed`), until a round
+/// launches nothing and nothing is owed; returns the reduce launches seen,
+/// with the worker each went to.
+fn drive_maps(
+    m: &mut Master,
+    workers: u32,
+    now: u64,
+    owed: Vec<(u32, Launch)>,
+) -> Vec<(u32, Launch)> {
+    let mut owed = owed;
+    let mut reduces = Vec::new();
+    for _ in 0..20 {
+        let mut launched = false;
+        for w in 0..workers {
+            let results: Vec<TaskResult> = owed
+                .iter()
+                .filter(|(ow, _)| *ow == w)
+                .map(|(_, l)| ok(l, 0))
+                .collect();
+            owed.retain(|(ow, _)| *ow != w);
+            // Reduces keep running (the caller ends them).
+            let running: Vec<AttemptId> = reduces
+                .iter()
+                .filter(|(rw, _)| *rw == w)
+                .map(|(_, l): &(u32, Launch)| l.attempt)
+                .collect();
+            for l in m.heartbeat(now, hb(w, 2, running, results)).launches {
+                launched = true;
+                match l.task {
+                    LaunchTask::Map { .. } => owed.push((w, l)),
+                    LaunchTask::Reduce(_) => reduces.push((w, l)),
+                }
+            }
+        }
+        if !launched && owed.is_empty() {
+            return reduces;
+        }
+    }
+    panic!("maps never settled: {owed:?}");
+}
+
+#[test]
+fn a_fetch_failure_reruns_the_lost_maps_and_retries_the_reduce_without_penalty() {
+    let mut m = cluster(2, 2, 4);
+    let id = wordcount(&mut m, 1);
+    let red = drive_maps(&mut m, 2, 10, vec![]);
+    assert_eq!(m.report(id).unwrap().tasks_done, 4);
+    assert_eq!(red.len(), 1);
+    let (rw, red) = red.into_iter().next().unwrap();
+    let on_w1: Vec<LostOutput> = reduce_inputs(&red)
+        .iter()
+        .filter(|i| i.1 == WorkerId(1))
+        .map(|&(map, worker, attempt)| LostOutput {
+            map,
+            attempt,
+            worker,
+        })
+        .collect();
+    assert_eq!(on_w1.len(), 2);
+    let fetch_failed = TaskResult {
+        outcome: TaskOutcome::FetchFailed {
+            lost: on_w1.clone(),
+            error: "connection refused".into(),
+        },
+        ..ok_any(&red)
+    };
+    let reply = m
+        .heartbeat(30, hb(rw, 2, vec![], vec![fetch_failed]))
+        .launches;
+    assert_eq!(m.maps_rerun, 2);
+    let rep = m.report(id).unwrap();
+    assert_eq!(rep.tasks_done, 2, "{rep:?}");
+    assert_eq!(rep.data_local + rep.data_remote, 2, "counters taken back");
+    assert_eq!(rep.state, JobState::Running);
+    // No reduce until its inputs are back; the lost maps may start at once.
+    assert!(
+        reply
+            .iter()
+            .all(|l| matches!(l.task, LaunchTask::Map { .. })),
+        "{reply:?}"
+    );
+    let owed = reply.into_iter().map(|l| (rw, l)).collect();
+    let red2 = drive_maps(&mut m, 2, 40, owed);
+    assert_eq!(red2.len(), 1, "the reduce runs again once");
+    let (rw2, red2) = red2.into_iter().next().unwrap();
+    assert_eq!(red2.attempt.attempt, red.attempt.attempt + 1);
+    let inputs2 = reduce_inputs(&red2);
+    for l in &on_w1 {
+        let now = inputs2.iter().find(|i| i.0 == l.map).unwrap();
+        assert_eq!(now.2, l.attempt + 1, "the new output of map {}", l.map);
+    }
+    // A late report about the replaced outputs reruns nothing.
+    let stale = TaskResult {
+        outcome: TaskOutcome::FetchFailed {
+            lost: on_w1,
+            error: "late".into(),
+        },
+        ..ok_any(&red)
+    };
+    let still = if rw == rw2 {
+        vec![red2.attempt]
+    } else {
+        vec![]
+    };
+    m.heartbeat(50, hb(rw, 2, still, vec![stale]));
+    assert_eq!(m.maps_rerun, 2, "a stale report reruns nothing");
+    m.heartbeat(70, hb(rw2, 2, vec![], vec![reduced(&red2)]));
+    let rep = m.report(id).unwrap();
+    assert_eq!(rep.state, JobState::Succeeded, "{rep:?}");
+    assert_eq!((rep.tasks_done, rep.data_local + rep.data_remote), (4, 4));
+    // The fetch failure is on record, but not as a failure counted toward
+    // max_task_attempts (2 here: counted, it and one more would fail the job).
+    assert!(rep.attempts.iter().any(|a| a
+        .error
+        .as_deref()
+        .is_some_and(|e| e.contains("fetch failed"))));
+}
+
+#[test]
+fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
+    // Three workers, 1 slot each; block b on workers b % 3 and (b + 1) % 3.
+    let mut m = Master::new(settings(3, 2));
+    for w in 0..3u32 {
+        let mine = (0..6)
+            .filter(|b| b % 3 == w || (b + 1) % 3 == w)
+            .map(|b| block("f", b, 6))
+            .collect();
+        m.register(
+            0,
+            RegisterRequest {
+                name: format!("w{w}"),
+                addr: format!("http://w{w}"),
+                slots: 2,
+                blocks: mine,
+            },
+        )
+        .unwrap();
+    }
+    // Two reduces: the first heartbeat after the maps takes both, so the
+    // job still needs every output when w2 goes.
+    let id = wordcount(&mut m, 2);
+    let red = drive_maps(&mut m, 3, 10, vec![]);
+    assert_eq!(m.report(id).unwrap().tasks_done, 6);
+    assert!(!red.is_empty());
+    let on_w2 = m.jobs[&id]
+        .map_out
+        .iter()
+        .filter(|o| o.is_some_and(|o| o.worker == WorkerId(2)))
+        .count();
+    assert!(on_w2 > 0, "w2 ran some maps");
+    // w2 falls silent; the others keep heartbeating (their reduces run).
+    let running: Vec<AttemptId> = red.iter().map(|(_, l)| l.attempt).collect();
+    for t in [500, 1000, 1500] {
+        for w in 0..2 {
+            m.heartbeat(t, hb(w, 0, running.clone(), vec![]));
+        }
+        m.check_workers(t);
+    }
+    assert!(!m.workers()[2].alive);
+    assert_eq!(m.maps_rerun as usize, on_w2);
+    assert_eq!(m.report(id).unwrap().tasks_done as usize, 6 - on_w2);
+    // They run again on w0/w1 (which hold replicas).
+    let more = drive_maps(&mut m, 2, 1600, vec![]);
+    assert_eq!(m.report(id).unwrap().tasks_done, 6);
+    // A reduce that was on w2 runs again, from outputs that avoid w2.
+    for (_, l) in &more {
+        assert!(reduce_inputs(l).iter().all(|i| i.1 != WorkerId(2)));
+    }
+    // w2 comes back: its old outputs stay forgotten, nothing reruns.
+    let before = m.maps_rerun;
+    m.register(
+        1900,
+        RegisterRequest {
+            name: "w2".into(),
+            addr: "http://w2".into(),
+            slots: 2,
+            blocks: vec![],
+        },
+    )
+    .unwrap();
+    assert_eq!(m.maps_rerun, before);
 }

@@ -28,8 +28,9 @@ impl Master {
         let id = WorkerId(idx as u32);
         if self.workers[idx].registered {
             // A restart: whatever it ran before is gone.
-            tracing::info!(worker = %req.name, "worker registered again; its running attempts are lost");
+            tracing::info!(worker = %req.name, "worker registered again; its running attempts and map outputs are lost");
             self.forget_attempts(id);
+            self.rerun_outputs_on(id);
         }
         if req.slots != self.workers[idx].slots {
             tracing::warn!(worker = %req.name, configured = self.workers[idx].slots, reported = req.slots,
@@ -144,6 +145,7 @@ impl Master {
         self.catalog.drop_worker(id);
         let orphans = self.view.lose_worker(id);
         self.forget_attempts(id);
+        self.rerun_outputs_on(id);
         for t in orphans {
             let block = self.jobs[&t.job].tasks[t.index as usize].block.clone();
             self.fail_job(

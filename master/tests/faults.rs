@@ -1,0 +1,222 @@
+//! Faults injected into a real local cluster: the master and the workers are
+//! processes started as `master up` starts them, with their block stores on
+//! disk and their traffic over HTTP on loopback.
+
+use common::config::ClusterConfig;
+use common::wire::{JobState, JobSubmit, TaskKind};
+use master::ops::client::MasterClient;
+use master::ops::loader::{self, Generator, LoadSpec, Source};
+use master::ops::local;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use workloads::Workload;
+
+const TOKEN: &str = "fault-token";
+
+/// Stops the cluster when the test ends, passed or not.
+struct Cluster {
+    run: PathBuf,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = local::down(&self.run);
+    }
+}
+
+/// Free loopback ports (bound, then released for the processes to take).
+fn free_ports(n: usize) -> Vec<u16> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    held.iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect()
+}
+
+/// Writes a cluster.toml of `workers` workers into `dir` and loads it.
+fn config(dir: &Path, workers: usize, extra_worker_keys: &str) -> ClusterConfig {
+    let ports = free_ports(workers + 1);
+    let mut t = format!(
+        "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 2\nheartbeat_ms = 100\n\
+         worker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 7\n\n\
+         [master]\nlisten = \"127.0.0.1:{}\"\n\n[workers]\nslots = 2\n{extra_worker_keys}\n",
+        ports[0]
+    );
+    for (i, p) in ports[1..].iter().enumerate() {
+        t += &format!(
+            "\n[[worker]]\nname = \"w{}\"\nlisten = \"127.0.0.1:{p}\"\n",
+            i + 1
+        );
+    }
+    let path = dir.join("cluster.toml");
+    std::fs::write(&path, t).unwrap();
+    ClusterConfig::load(&path).unwrap()
+}
+
+/// The worker processes' pids by name, from the launcher's record.
+fn pids(cfg: &ClusterConfig) -> Vec<(String, u32)> {
+    let text = std::fs::read_to_string(local::run_dir(cfg).join("cluster.json")).unwrap();
+    let procs: Vec<local::Proc> = serde_json::from_str(&text).unwrap();
+    procs.into_iter().map(|p| (p.name, p.pid)).collect()
+}
+
+/// A file's bytes, block by block, each read from a live replica holder.
+async fn read_file(client: &MasterClient, name: &str) -> Vec<u8> {
+    let f = client.file(name).await.unwrap();
+    assert!(f.complete, "{f:?}");
+    let workers = client.workers().await.unwrap();
+    let http = reqwest::Client::new();
+    let mut out = Vec::new();
+    for (i, reps) in f.replicas.iter().enumerate() {
+        let w = workers
+            .iter()
+            .find(|w| w.alive && reps.contains(&w.name))
+            .unwrap_or_else(|| panic!("block {i} of {name} has no live replica: {reps:?}"));
+        let id = common::BlockId::for_file(name, i as u32).unwrap();
+        let body = http
+            .get(format!("{}/blocks/{id}", w.addr))
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .send()
+            .await
+            .unwrap()
+            .error_for_status()
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        out.extend_from_slice(&body);
+    }
+    out
+}
+
+fn sort_c(input: &[u8]) -> Vec<u8> {
+    let mut child = Command::new("sort")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+/// Kill -9 of a worker that keeps map outputs, while the sort's reduces
+/// fetch them: the reduces report the outputs they cannot fetch, the master
+/// runs those maps again from the surviving input replicas, the reduces
+/// retry without a failure counted for the lost source, and the job's output
+/// equals `LC_ALL=C sort` of its input. (Before, the reduces failed
+/// `max_task_attempts` times against the dead worker and the job failed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    assert!(
+        bin.join("worker").exists(),
+        "build the binaries first (`cargo build --bins`; make test does)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // 16 Mbit/s NICs: each reduce takes seconds to fetch its 8 MB, so the
+    // kill lands in the shuffle.
+    let cfg = config(dir.path(), 4, "nic_mbps = 16");
+    local::start_with(&cfg, bin).await.unwrap();
+    let _cluster = Cluster {
+        run: local::run_dir(&cfg),
+    };
+    let client = MasterClient::new(cfg.master_url(), TOKEN);
+    loader::load(
+        &client,
+        &LoadSpec {
+            name: "recs".into(),
+            source: Source::Generate {
+                kind: Generator::Records,
+                blocks: 16,
+            },
+            block_size: 1_000_000,
+            replication: 2,
+            seed: 5,
+        },
+    )
+    .await
+    .unwrap();
+    let mut job = JobSubmit::new(Workload::Sort, "recs");
+    job.reduces = Some(2);
+    job.output = Some("sorted".into());
+    let id = client.submit(&job).await.unwrap();
+
+    // Wait for the shuffle: every map done, the reduces running.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let victim = loop {
+        assert!(Instant::now() < deadline, "the reduces never started");
+        let r = client.job(id, None).await.unwrap();
+        assert_ne!(r.state, JobState::Failed, "{r:?}");
+        if r.tasks_done == r.tasks {
+            let workers = client.workers().await.unwrap();
+            let reducing: usize = workers.iter().map(|w| w.running).sum();
+            if reducing == 2 {
+                // A worker with map output and no reduce.
+                let r = client.job(id, None).await.unwrap();
+                let v = workers
+                    .iter()
+                    .filter(|w| w.running == 0)
+                    .find(|w| {
+                        r.attempts
+                            .iter()
+                            .any(|a| a.ok && a.kind == TaskKind::Map && a.worker == w.name)
+                    })
+                    .expect("a mapper that runs no reduce")
+                    .name
+                    .clone();
+                break v;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let pid = pids(&cfg)
+        .into_iter()
+        .find(|(n, _)| *n == victim)
+        .unwrap()
+        .1;
+    assert!(Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+
+    let r = client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    let fetch_failures = r
+        .attempts
+        .iter()
+        .filter(|a| {
+            a.kind == TaskKind::Reduce
+                && a.error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with("fetch failed"))
+        })
+        .count();
+    let maps_again = r
+        .attempts
+        .iter()
+        .filter(|a| a.ok && a.kind == TaskKind::Map)
+        .count()
+        - r.tasks as usize;
+    assert!(
+        fetch_failures > 0 || maps_again > 0,
+        "the kill hit the shuffle: {r:?}"
+    );
+    assert!(maps_again > 0, "the victim's outputs ran again: {r:?}");
+    let input = read_file(&client, "recs").await;
+    let output = read_file(&client, "sorted").await;
+    assert_eq!(output.len(), input.len());
+    assert!(
+        output == sort_c(&input),
+        "output differs from LC_ALL=C sort"
+    );
+}
