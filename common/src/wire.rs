@@ -95,8 +95,20 @@ pub enum LaunchTask {
         source: ReplicaSource,
         /// The job's reduce count: partitions to produce (0 = map-only).
         reduces: u32,
+        /// Other live replica holders, in the order to try them when the
+        /// source fails (a checksum error, a dead peer): the attempt reads
+        /// the rest of the block from the next one, as HDFS's client does.
+        #[serde(default)]
+        alternates: Vec<ReplicaAddr>,
     },
     Reduce(ReduceLaunch),
+}
+
+/// A worker holding a replica, and where to reach it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicaAddr {
+    pub worker: WorkerId,
+    pub addr: String,
 }
 
 impl LaunchTask {

@@ -229,6 +229,7 @@ async fn local_sink_bench() {
                 len: size as u64,
                 source: ReplicaSource::Local,
                 reduces: 0,
+                alternates: Vec::new(),
             },
         };
         let t = Instant::now();

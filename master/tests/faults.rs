@@ -220,3 +220,95 @@ async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() 
         "output differs from LC_ALL=C sort"
     );
 }
+
+/// One byte flipped in every replica a worker holds: the maps that read
+/// them (locally, as the scheduler prefers) meet the checksum error, read
+/// the block from the other replica within the same attempt and succeed;
+/// the worker deletes each damaged replica it met and its next block report
+/// drops it from the catalog. (Before, the task failed against the same bad
+/// local copy until the job failed, and the bad replica stayed listed.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Two workers, every block on both; tasks last >= 0.5 s, so both
+    // workers run maps of the job.
+    let cfg = config(dir.path(), 2, "slot_rate_mbs = 2");
+    local::start_with(&cfg, bin).await.unwrap();
+    let _cluster = Cluster {
+        run: local::run_dir(&cfg),
+    };
+    let client = MasterClient::new(cfg.master_url(), TOKEN);
+    loader::load(
+        &client,
+        &LoadSpec {
+            name: "demo".into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks: 8,
+            },
+            block_size: 1_000_000,
+            replication: 2,
+            seed: 9,
+        },
+    )
+    .await
+    .unwrap();
+    let blocks_dir = cfg.worker_data_dir("w1").join("blocks");
+    let mut flipped = 0;
+    for e in std::fs::read_dir(&blocks_dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "blk") {
+            let mut data = std::fs::read(&p).unwrap();
+            let at = data.len() / 2;
+            data[at] ^= 0x20;
+            std::fs::write(&p, &data).unwrap();
+            flipped += 1;
+        }
+    }
+    assert_eq!(flipped, 8, "w1 holds a replica of every block");
+
+    let id = client
+        .submit(&JobSubmit::new(Workload::InputSink, "demo"))
+        .await
+        .unwrap();
+    let r = client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    assert!(
+        r.attempts.iter().all(|a| a.ok),
+        "no attempt failed: {:?}",
+        r.attempts
+    );
+    let read_on_w1 = r.attempts.iter().filter(|a| a.worker == "w1").count();
+    assert!(read_on_w1 > 0, "w1 ran maps: {r:?}");
+    // Every block w1 read is gone from its store and, after its next block
+    // report, from the catalog; the catalog still lists w2's good copy.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let f = client.file("demo").await.unwrap();
+        let dropped: Vec<usize> = (0..8)
+            .filter(|&i| !f.replicas[i].iter().any(|w| w == "w1"))
+            .collect();
+        if dropped.len() >= read_on_w1 {
+            for i in dropped {
+                assert_eq!(f.replicas[i], vec!["w2".to_string()], "block {i}");
+                let id = common::BlockId::for_file("demo", i as u32).unwrap();
+                assert!(!blocks_dir.join(format!("{id}.blk")).exists(), "block {i}");
+            }
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "w1's damaged replicas stay listed: {f:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The file still reads in full, from good replicas only.
+    let id = client
+        .submit(&JobSubmit::new(Workload::InputSink, "demo"))
+        .await
+        .unwrap();
+    let r = client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    assert!(r.attempts.iter().all(|a| a.ok), "{:?}", r.attempts);
+}

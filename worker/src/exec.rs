@@ -3,10 +3,10 @@
 //! reported; one lock guards all three so a heartbeat never sees an attempt
 //! that is neither running nor finished.
 
-use crate::fetch::fetch_block;
+use crate::fetch::fetch_block_from;
 use crate::WorkerCtx;
 use bytes::Bytes;
-use common::wire::{Launch, LaunchTask, ReplicaSource, TaskOutcome, TaskResult};
+use common::wire::{Launch, LaunchTask, ReplicaAddr, ReplicaSource, TaskOutcome, TaskResult};
 use common::{unix_ms, AttemptId};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -167,7 +167,8 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
             len,
             source,
             reduces,
-        } => match read_and_map(ctx, &launch, block, *len, source, *reduces).await {
+            alternates,
+        } => match read_and_map(ctx, &launch, block, *len, source, alternates, *reduces).await {
             Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
             Err((local, remote, error)) => (local, remote, TaskOutcome::Failed { error }),
         },
@@ -211,6 +212,7 @@ async fn read_and_map(
     block_id: &common::BlockId,
     len: u64,
     source: &ReplicaSource,
+    alternates: &[ReplicaAddr],
     reduces: u32,
 ) -> ReadResult {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
@@ -231,47 +233,95 @@ async fn read_and_map(
             .map_err(|e| format!("writing map output: {e}"))?;
         Ok(summary)
     });
-    let read: Result<(u64, u64), (u64, u64, String)> = match source {
-        ReplicaSource::Local => {
-            let store = ctx.store.clone();
-            let block = block_id.clone();
-            tokio::task::spawn_blocking(move || {
-                let mut reader = store.reader(&block).map_err(|e| (0, 0, e.to_string()))?;
-                let mut n = 0u64;
-                for i in 0..reader.chunk_count() {
-                    let chunk = reader.read_chunk(i).map_err(|e| (n, 0, e.to_string()))?;
-                    n += chunk.len() as u64;
-                    if tx.blocking_send(chunk).is_err() {
-                        return Err((n, 0, "map function stopped early".to_owned()));
+    // The source the master chose, then the other replicas: a checksum
+    // error or a dead peer costs a switch, not the attempt; each source
+    // continues where the last one stopped.
+    let mut sources: Vec<Option<&str>> = vec![match source {
+        ReplicaSource::Local => None,
+        ReplicaSource::Remote { addr, .. } => Some(addr.as_str()),
+    }];
+    sources.extend(alternates.iter().map(|a| Some(a.addr.as_str())));
+    let (mut local, mut remote) = (0u64, 0u64);
+    let mut problems: Vec<String> = Vec::new();
+    for src in sources {
+        let from = local + remote;
+        if from >= len && len > 0 || tx.is_closed() {
+            break;
+        }
+        match src {
+            None => {
+                let ctx = ctx.clone();
+                let block = block_id.clone();
+                let tx = tx.clone();
+                let res = tokio::task::spawn_blocking(move || -> Result<u64, (u64, String)> {
+                    let damaged = |e: crate::store::StoreError| {
+                        ctx.drop_if_damaged(&e);
+                        e.to_string()
+                    };
+                    let mut reader = ctx.store.reader(&block).map_err(|e| (0, damaged(e)))?;
+                    let cb = reader.chunk_bytes().max(1);
+                    let mut n = 0u64;
+                    for i in (from / cb) as usize..reader.chunk_count() {
+                        let chunk = reader.read_chunk(i).map_err(|e| (n, damaged(e)))?;
+                        let skip = (from.saturating_sub(i as u64 * cb) as usize).min(chunk.len());
+                        let piece = chunk.slice(skip..);
+                        n += piece.len() as u64;
+                        if tx.blocking_send(piece).is_err() {
+                            return Err((n, "map function stopped early".to_owned()));
+                        }
+                    }
+                    Ok(n)
+                })
+                .await
+                .unwrap_or_else(|e| Err((0, format!("reader panicked: {e}"))));
+                match res {
+                    Ok(n) => local += n,
+                    Err((n, e)) => {
+                        local += n;
+                        problems.push(format!("local replica: {e}"));
                     }
                 }
-                Ok((n, 0))
-            })
-            .await
-            .unwrap_or_else(|e| Err((0, 0, format!("reader panicked: {e}"))))
+            }
+            Some(addr) => {
+                let mut got = 0u64;
+                let res = fetch_block_from(
+                    &ctx.http,
+                    &ctx.nic.rx,
+                    &ctx.token,
+                    addr,
+                    block_id,
+                    len,
+                    from,
+                    |piece| {
+                        got += piece.len() as u64;
+                        let tx = tx.clone();
+                        async move {
+                            tx.send(piece)
+                                .await
+                                .map_err(|_| "map function stopped early".to_owned())
+                        }
+                    },
+                )
+                .await;
+                remote += got;
+                if let Err(e) = res {
+                    problems.push(e.to_string());
+                }
+            }
         }
-        ReplicaSource::Remote { addr, .. } => {
-            let got = fetch_block(
-                &ctx.http,
-                &ctx.nic.rx,
-                &ctx.token,
-                addr,
-                block_id,
-                len,
-                |piece| {
-                    let tx = tx.clone();
-                    async move {
-                        tx.send(piece)
-                            .await
-                            .map_err(|_| "map function stopped early".to_owned())
-                    }
-                },
-            )
-            .await;
-            drop(tx);
-            got.map(|n| (0, n)).map_err(|e| (0, 0, e.to_string()))
+        if !problems.is_empty() && local + remote < len {
+            tracing::warn!(block = %block_id, problem = %problems.last().expect("pushed"), read = local + remote, "replica failed mid-read; trying the next");
         }
-    };
+    }
+    drop(tx);
+    // Short of the block after every source: the problems say why (a
+    // short block without any is the length check's below).
+    let read: Result<(u64, u64), (u64, u64, String)> =
+        if local + remote != len && !problems.is_empty() {
+            Err((local, remote, problems.join("; ")))
+        } else {
+            Ok((local, remote))
+        };
     let summary = mapper.await;
     let (local, remote) = read?;
     if local + remote != len {

@@ -37,20 +37,45 @@ pub async fn fetch_block<F, Fut>(
     addr: &str,
     block: &BlockId,
     expected_len: u64,
+    sink: F,
+) -> Result<u64, FetchError>
+where
+    F: FnMut(Bytes) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    fetch_block_from(client, rx, token, addr, block, expected_len, 0, sink).await
+}
+
+/// [`fetch_block`] from byte `from` on (a `Range` request): the rest of a
+/// block whose first `from` bytes came from another replica.
+#[allow(clippy::too_many_arguments)]
+pub async fn fetch_block_from<F, Fut>(
+    client: &reqwest::Client,
+    rx: &Link,
+    token: &str,
+    addr: &str,
+    block: &BlockId,
+    expected_len: u64,
+    from: u64,
     mut sink: F,
 ) -> Result<u64, FetchError>
 where
     F: FnMut(Bytes) -> Fut,
     Fut: std::future::Future<Output = Result<(), String>>,
 {
+    let expected_len = expected_len.saturating_sub(from);
     let remote = |message: String| FetchError::Remote {
         block: block.clone(),
         addr: addr.to_owned(),
         message,
     };
-    let resp = client
+    let mut req = client
         .get(format!("{addr}/blocks/{block}"))
-        .header(AUTHORIZATION, bearer(token))
+        .header(AUTHORIZATION, bearer(token));
+    if from > 0 {
+        req = req.header(reqwest::header::RANGE, format!("bytes={from}-"));
+    }
+    let resp = req
         .send()
         .await
         .map_err(|e| remote(format!("request failed: {e}")))?;

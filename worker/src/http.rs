@@ -163,10 +163,11 @@ async fn get_block(
     };
     // Verify the first chunk before answering, so damage there is a clean error.
     if dl.next_chunk < dl.end_chunk {
-        dl.fill().await.map_err(|e| {
+        if let Err(e) = dl.fill().await {
             tracing::error!(block = %id, error = %e, "serving a corrupt block");
-            store_error(e)
-        })?;
+            ctx.drop_if_damaged(&e);
+            return Err(store_error(e));
+        }
     }
     let stream = futures_util::stream::unfold(dl, |mut dl| async move {
         if dl.pending.is_empty() {
@@ -175,6 +176,7 @@ async fn get_block(
             }
             if let Err(e) = dl.fill().await {
                 tracing::error!(error = %e, "aborting block download");
+                dl.ctx.drop_if_damaged(&e);
                 dl.next_chunk = dl.end_chunk;
                 return Some((Err(std::io::Error::other(e.to_string())), dl));
             }

@@ -92,11 +92,40 @@ pub struct WorkerCtx {
     pub http: reqwest::Client,
     /// Wakes the heartbeat loop early.
     pub heartbeat_now: Notify,
+    /// Stored replicas found damaged on a read and deleted.
+    pub corrupt_dropped: std::sync::atomic::AtomicU64,
 }
 
 impl WorkerCtx {
     pub fn wake_heartbeat(&self) {
         self.heartbeat_now.notify_one();
+    }
+
+    /// A stored block failed its checksums (or its length) on a read: it is
+    /// deleted, so the next heartbeat's block report drops this replica
+    /// and readers use a good one, as HDFS drops a replica its checksums
+    /// condemn. True if `err` was such damage and the replica is gone.
+    pub fn drop_if_damaged(&self, err: &store::StoreError) -> bool {
+        let block = match err {
+            store::StoreError::Corrupt { block, .. }
+            | store::StoreError::Truncated { block, .. } => block,
+            _ => return false,
+        };
+        tracing::error!(%block, error = %err, "damaged replica; deleting it");
+        match self.store.delete(block) {
+            Ok(()) => {
+                self.corrupt_dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.wake_heartbeat();
+                true
+            }
+            // Another reader dropped it first.
+            Err(store::StoreError::NotFound { .. }) => true,
+            Err(e) => {
+                tracing::error!(%block, error = %e, "could not delete a damaged replica");
+                false
+            }
+        }
     }
 }
 
@@ -182,6 +211,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             .build()
             .expect("HTTP client builds"),
         heartbeat_now: Notify::new(),
+        corrupt_dropped: Default::default(),
     });
     let app = http::router(ctx.clone());
     let server = tokio::spawn(async move {

@@ -2,7 +2,7 @@
 //! pending tasks in the scheduler's view) and map launches.
 
 use super::{Job, JobCounters, Master, MasterError, RunningAttempt, Task, TaskStatus, MAX_REDUCES};
-use common::wire::{JobState, JobSubmit, Launch, LaunchTask, ReplicaSource};
+use common::wire::{JobState, JobSubmit, Launch, LaunchTask, ReplicaAddr, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
 use sched::{Assignment, Millis, PendingTask};
 use std::collections::VecDeque;
@@ -128,6 +128,17 @@ impl Master {
     }
 
     pub(super) fn start_attempt(&mut self, now: Millis, a: &Assignment) -> Launch {
+        // Where else the block is, should the source fail mid-read.
+        let input = &self.jobs[&a.task.job].spec.input;
+        let alternates: Vec<ReplicaAddr> = self
+            .live_replicas(input, a.task.index)
+            .into_iter()
+            .filter(|w| *w != a.source && *w != a.worker)
+            .map(|w| ReplicaAddr {
+                worker: w,
+                addr: self.workers[w.0 as usize].addr.clone(),
+            })
+            .collect();
         let job = self
             .jobs
             .get_mut(&a.task.job)
@@ -161,6 +172,7 @@ impl Master {
                 len: task.len,
                 source,
                 reduces: job.reduces,
+                alternates,
             },
         }
     }
