@@ -74,6 +74,27 @@ pub struct HeartbeatReply {
     /// The master does not know this worker (it restarted, or declared the
     /// worker lost): register again.
     pub reregister: bool,
+    /// Re-replication: copy these stored blocks to other workers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copy_blocks: Vec<CopyOrder>,
+    /// Replicas above the replication factor: delete them here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_blocks: Vec<BlockId>,
+}
+
+/// `PUT /v1/files/{name}/replication`: the replication factor the master
+/// keeps a file at (re-replication after losses, trimming above it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileReplication {
+    pub replication: u32,
+}
+
+/// "Send your replica of `block` to the worker at `to`."
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CopyOrder {
+    pub block: BlockId,
+    pub to: String,
 }
 
 /// "Run this attempt in one of your free slots."
@@ -362,6 +383,22 @@ pub struct FileInfo {
     pub complete: bool,
     /// Per block: the names of the live workers holding a replica.
     pub replicas: Vec<Vec<String>>,
+    /// The factor the master keeps the file at, once declared (the loader
+    /// declares it; a job's output once written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<u32>,
+}
+
+impl FileInfo {
+    /// Blocks with fewer live replicas than the file's factor.
+    pub fn under_replicated(&self) -> Vec<u32> {
+        let Some(f) = self.replication else {
+            return Vec::new();
+        };
+        (0..self.replicas.len() as u32)
+            .filter(|&i| self.replicas[i as usize].len() < f as usize)
+            .collect()
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

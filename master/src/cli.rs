@@ -502,15 +502,27 @@ pub async fn workers(client: &MasterClient) -> anyhow::Result<()> {
 /// `master files`.
 pub async fn files(client: &MasterClient) -> anyhow::Result<()> {
     for f in client.files().await.context("listing files")? {
+        let under = f.under_replicated();
         println!(
-            "{} {} blocks {:.1} MB complete={}",
+            "{} {} blocks {:.1} MB complete={} replication={} under-replicated={}",
             f.name,
             f.blocks,
             f.bytes as f64 / 1e6,
-            f.complete
+            f.complete,
+            f.replication.map_or("-".into(), |r| r.to_string()),
+            under.len()
         );
         for (i, r) in f.replicas.iter().enumerate() {
-            println!("  block {i:>5}: {}", r.join(" "));
+            let mark = if under.contains(&(i as u32)) {
+                format!(
+                    "  (under-replicated: {} of {})",
+                    r.len(),
+                    f.replication.unwrap_or(0)
+                )
+            } else {
+                String::new()
+            };
+            println!("  block {i:>5}: {}{mark}", r.join(" "));
         }
     }
     Ok(())

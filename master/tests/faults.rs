@@ -224,9 +224,10 @@ async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() 
 /// One byte flipped in every replica a worker holds: the maps that read
 /// them (locally, as the scheduler prefers) meet the checksum error, read
 /// the block from the other replica within the same attempt and succeed;
-/// the worker deletes each damaged replica it met and its next block report
-/// drops it from the catalog. (Before, the task failed against the same bad
-/// local copy until the job failed, and the bad replica stayed listed.)
+/// the worker deletes each damaged replica it met, its next block report
+/// drops it from the catalog, and re-replication copies the good one back.
+/// (Before, the task failed against the same bad local copy until the job
+/// failed, and the bad replica stayed listed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
     let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
@@ -281,29 +282,98 @@ async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
     );
     let read_on_w1 = r.attempts.iter().filter(|a| a.worker == "w1").count();
     assert!(read_on_w1 > 0, "w1 ran maps: {r:?}");
-    // Every block w1 read is gone from its store and, after its next block
-    // report, from the catalog; the catalog still lists w2's good copy.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Each replica w1 found damaged was deleted, reported, and copied
+    // again from w2's good one: w1's file now equals w2's.
+    let ids: Vec<String> = r
+        .attempts
+        .iter()
+        .filter(|a| a.worker == "w1")
+        .map(|a| a.block.to_string())
+        .collect();
+    let w2_dir = cfg.worker_data_dir("w2").join("blocks");
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let f = client.file("demo").await.unwrap();
-        let dropped: Vec<usize> = (0..8)
-            .filter(|&i| !f.replicas[i].iter().any(|w| w == "w1"))
-            .collect();
-        if dropped.len() >= read_on_w1 {
-            for i in dropped {
-                assert_eq!(f.replicas[i], vec!["w2".to_string()], "block {i}");
-                let id = common::BlockId::for_file("demo", i as u32).unwrap();
-                assert!(!blocks_dir.join(format!("{id}.blk")).exists(), "block {i}");
-            }
+        let repaired = ids.iter().all(|id| {
+            let a = std::fs::read(blocks_dir.join(format!("{id}.blk")));
+            let b = std::fs::read(w2_dir.join(format!("{id}.blk")));
+            matches!((a, b), (Ok(a), Ok(b)) if a == b)
+        });
+        if repaired && f.under_replicated().is_empty() && f.replication == Some(2) {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "w1's damaged replicas stay listed: {f:?}"
+            "w1's damaged replicas were not replaced: {f:?}"
         );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // The file still reads in full, from good replicas only.
+    let id = client
+        .submit(&JobSubmit::new(Workload::InputSink, "demo"))
+        .await
+        .unwrap();
+    let r = client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    assert!(r.attempts.iter().all(|a| a.ok), "{:?}", r.attempts);
+}
+
+/// Kill -9 of a worker holding replicas: once it is declared lost, every
+/// block it held is copied from its surviving replica to another worker
+/// until the file is back at its factor, and the data still reads whole.
+/// (Before, those blocks stayed at one replica for ever.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_workers_blocks_are_copied_back_to_the_replication_factor() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), 4, "");
+    local::start_with(&cfg, bin).await.unwrap();
+    let _cluster = Cluster {
+        run: local::run_dir(&cfg),
+    };
+    let client = MasterClient::new(cfg.master_url(), TOKEN);
+    loader::load(
+        &client,
+        &LoadSpec {
+            name: "demo".into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks: 12,
+            },
+            block_size: 500_000,
+            replication: 2,
+            seed: 4,
+        },
+    )
+    .await
+    .unwrap();
+    let before = client.file("demo").await.unwrap();
+    assert_eq!(before.replication, Some(2));
+    let held: Vec<usize> = (0..12)
+        .filter(|&i| before.replicas[i].iter().any(|w| w == "w3"))
+        .collect();
+    assert!(!held.is_empty(), "w3 holds replicas: {before:?}");
+    let pid = pids(&cfg).into_iter().find(|(n, _)| n == "w3").unwrap().1;
+    assert!(Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    // Declared lost after 2 s; then copies at 2 per worker at a time.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let after = loop {
+        let f = client.file("demo").await.unwrap();
+        let back = f.under_replicated().is_empty()
+            && f.replicas.iter().all(|r| !r.iter().any(|w| w == "w3"));
+        if back {
+            break f;
+        }
+        assert!(Instant::now() < deadline, "still under-replicated: {f:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for i in held {
+        assert_eq!(after.replicas[i].len(), 2, "block {i}: {after:?}");
+    }
     let id = client
         .submit(&JobSubmit::new(Workload::InputSink, "demo"))
         .await

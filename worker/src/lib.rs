@@ -9,6 +9,7 @@ pub mod fetch;
 pub mod http;
 pub mod nic;
 pub mod node;
+pub mod replicate;
 pub mod shuffle;
 pub mod store;
 

@@ -106,6 +106,23 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                     for l in reply.launches {
                         crate::exec::launch(&ctx, l);
                     }
+                    for order in reply.copy_blocks {
+                        let ctx = ctx.clone();
+                        tokio::spawn(async move {
+                            match crate::replicate::copy_block(&ctx, &order.block, &order.to).await
+                            {
+                                Ok(()) => {
+                                    tracing::info!(block = %order.block, to = %order.to, "replica copied")
+                                }
+                                Err(e) => {
+                                    tracing::warn!(block = %order.block, to = %order.to, error = %e, "re-replication failed")
+                                }
+                            }
+                        });
+                    }
+                    for block in reply.drop_blocks {
+                        crate::replicate::drop_block(&ctx, &block);
+                    }
                 }
                 Err(e) => {
                     ctx.book.lock().unwrap().restore(hb.results);

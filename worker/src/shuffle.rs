@@ -186,7 +186,7 @@ async fn fetch(
 }
 
 /// PUTs a block to another worker, paced by this worker's transmit link.
-async fn upload(
+pub(crate) async fn upload(
     ctx: &Arc<WorkerCtx>,
     addr: &str,
     target: &common::wire::OutputTarget,

@@ -3,7 +3,9 @@
 
 use anyhow::Context;
 use common::http::bearer;
-use common::wire::{ClusterSummary, FileInfo, JobReport, JobSubmit, JobSubmitted, WorkerInfo};
+use common::wire::{
+    ClusterSummary, FileInfo, FileReplication, JobReport, JobSubmit, JobSubmitted, WorkerInfo,
+};
 use common::JobId;
 use reqwest::header::AUTHORIZATION;
 use serde::de::DeserializeOwned;
@@ -99,6 +101,23 @@ impl MasterClient {
                 return Ok(r);
             }
         }
+    }
+
+    /// Asks the master to keep every block of `name` at `replication`
+    /// replicas (re-replication after losses, trimming above it).
+    pub async fn set_replication(&self, name: &str, replication: u32) -> anyhow::Result<()> {
+        let what = format!("PUT {}/v1/files/{name}/replication", self.base);
+        let resp = self
+            .http
+            .put(format!("{}/v1/files/{name}/replication", self.base))
+            .header(AUTHORIZATION, bearer(&self.token))
+            .json(&FileReplication { replication })
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .with_context(|| format!("{what}: master unreachable"))?;
+        check(resp, &what).await?;
+        Ok(())
     }
 
     pub async fn submit(&self, spec: &JobSubmit) -> anyhow::Result<JobId> {

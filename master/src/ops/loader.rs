@@ -338,6 +338,8 @@ pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<File
                     .all(|r| r.len() >= spec.replication as usize)
             {
                 tracing::info!(file = %spec.name, blocks = n, secs = started.elapsed().as_secs_f64(), "file loaded");
+                // Placed as asked: from now on the master keeps it so.
+                client.set_replication(&spec.name, spec.replication).await?;
                 return Ok(info.clone());
             }
         }

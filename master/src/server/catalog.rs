@@ -96,6 +96,7 @@ impl Catalog {
                         .unwrap_or_default()
                 })
                 .collect(),
+            replication: None,
         })
     }
 }

@@ -15,12 +15,12 @@
 use crate::server::state::{Master, MasterError, MasterSettings};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use common::http::{require_token, ApiError, ApiJson, Token};
 use common::wire::{
-    ClusterSummary, FileInfo, Heartbeat, HeartbeatReply, JobReport, JobSubmit, JobSubmitted,
-    RegisterReply, RegisterRequest, WorkerInfo,
+    ClusterSummary, FileInfo, FileReplication, Heartbeat, HeartbeatReply, JobReport, JobSubmit,
+    JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
 };
 use common::JobId;
 use sched::Millis;
@@ -74,6 +74,7 @@ pub fn router(state: Arc<AppState>, token: &str) -> Router {
         .route("/v1/workers", get(workers))
         .route("/v1/files", get(files))
         .route("/v1/files/{name}", get(file))
+        .route("/v1/files/{name}/replication", put(file_replication))
         .route("/v1/jobs", post(submit).get(jobs))
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/cluster", get(cluster))
@@ -116,6 +117,16 @@ async fn file(
     Path(name): Path<String>,
 ) -> Result<Json<FileInfo>, ApiError> {
     s.with(|m, _| m.file(&name)).map(Json).map_err(api_error)
+}
+
+async fn file_replication(
+    State(s): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    ApiJson(r): ApiJson<FileReplication>,
+) -> Result<StatusCode, ApiError> {
+    s.with(|m, _| m.set_file_replication(&name, r.replication))
+        .map(|()| StatusCode::NO_CONTENT)
+        .map_err(api_error)
 }
 
 async fn submit(

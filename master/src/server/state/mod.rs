@@ -89,6 +89,9 @@ struct WorkerState {
     outbox: Vec<Launch>,
     /// Ended jobs whose map output this worker may delete.
     forget: Vec<JobId>,
+    /// Re-replication orders for this worker's next heartbeat reply.
+    copy_out: Vec<common::wire::CopyOrder>,
+    drop_out: Vec<BlockId>,
     blocks: usize,
     free_slots: u32,
 }
@@ -218,6 +221,17 @@ pub struct Master {
     /// Maps run again because their output was lost (a dead worker, a
     /// failed shuffle fetch).
     pub maps_rerun: u64,
+    /// Block copies ordered and not yet seen in the target's block report.
+    copies: Vec<replication::CopyInFlight>,
+    /// Replicas ordered deleted and not yet gone from the holder's report.
+    trims: Vec<(BlockId, WorkerId)>,
+    /// Re-replication copies ordered since the master started.
+    pub blocks_copied: u64,
+    /// The replication factor each file is kept at, once declared (by the
+    /// loader when its placement is complete; by the master for job output).
+    /// (factor, settled): a job's output settles once every block has
+    /// reached its factor, so its own replicas are not taken for losses.
+    file_replication: HashMap<String, (u32, bool)>,
 }
 
 impl Master {
@@ -241,6 +255,8 @@ impl Master {
                 running: HashMap::new(),
                 outbox: Vec::new(),
                 forget: Vec::new(),
+                copy_out: Vec::new(),
+                drop_out: Vec::new(),
                 blocks: 0,
                 free_slots: 0,
             })
@@ -255,6 +271,10 @@ impl Master {
             scheduler,
             finished_jobs: 0,
             maps_rerun: 0,
+            copies: Vec::new(),
+            trims: Vec::new(),
+            blocks_copied: 0,
+            file_replication: HashMap::new(),
         }
     }
 
@@ -275,6 +295,7 @@ impl Master {
 
 mod attempts;
 mod reduce;
+mod replication;
 mod report;
 mod submit;
 mod workers;

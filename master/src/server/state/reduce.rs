@@ -128,6 +128,7 @@ impl Master {
 
     /// All maps are done: create the reduce tasks (sort: split keys first).
     pub(super) fn create_reduces(&mut self, id: JobId) {
+        let replication = self.settings.replication.max(1);
         let job = self.jobs.get_mut(&id).expect("job exists");
         if job.spec.workload == Workload::Sort {
             job.splits = workloads::sort::splits(std::mem::take(&mut job.samples), job.reduces);
@@ -149,6 +150,8 @@ impl Master {
             job.pending_reduces.push_back(job.maps + r);
         }
         tracing::info!(job = %id, reduces = job.reduces, "maps done; reduces created");
+        // Kept at the cluster's factor once written.
+        self.file_replication.insert(output, (replication, false));
     }
 
     /// Map outputs a job's reduces can no longer fetch, as (map, worker,

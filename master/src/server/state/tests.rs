@@ -695,3 +695,124 @@ fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
     .unwrap();
     assert_eq!(m.maps_rerun, before);
 }
+
+#[test]
+fn lost_replicas_are_copied_back_and_excess_ones_trimmed() {
+    // Block b of "f" on workers b % 3 and (b + 1) % 3; factor 2.
+    let held = |w: u32| -> Vec<BlockInfo> {
+        (0..6)
+            .filter(|b| b % 3 == w || (b + 1) % 3 == w)
+            .map(|b| block("f", b, 6))
+            .collect()
+    };
+    let mut m = Master::new(settings(3, 2));
+    for w in 0..3u32 {
+        m.register(
+            0,
+            RegisterRequest {
+                name: format!("w{w}"),
+                addr: format!("http://w{w}"),
+                slots: 2,
+                blocks: held(w),
+            },
+        )
+        .unwrap();
+    }
+    // Nothing happens before the factor is declared, nor at the factor.
+    m.check_workers(10);
+    m.set_file_replication("f", 2).unwrap();
+    m.check_workers(20);
+    let quiet = m.heartbeat(30, hb(0, 2, vec![], vec![]));
+    assert!(quiet.copy_blocks.is_empty() && quiet.drop_blocks.is_empty());
+    assert!(
+        m.set_file_replication("f", 4).is_err(),
+        "more than the workers"
+    );
+    assert!(m.set_file_replication("nope", 2).is_err());
+    // w2 is lost: its four blocks have one replica left.
+    for t in [500, 1000, 1500] {
+        m.heartbeat(t, hb(0, 2, vec![], vec![]));
+        m.heartbeat(t, hb(1, 2, vec![], vec![]));
+        m.check_workers(t);
+    }
+    assert_eq!(m.file("f").unwrap().under_replicated().len(), 4);
+    let mut orders = Vec::new();
+    for w in 0..2 {
+        for o in m.heartbeat(1600, hb(w, 2, vec![], vec![])).copy_blocks {
+            orders.push((w, o));
+        }
+    }
+    assert_eq!(orders.len(), 4, "{orders:?}");
+    assert_eq!(m.blocks_copied, 4);
+    // Each copy goes to the other live worker, at most 2 per target.
+    for (from, o) in &orders {
+        let to = if *from == 0 { "http://w1" } else { "http://w0" };
+        assert_eq!(o.to, to);
+    }
+    // No second order while the copies are in flight.
+    m.check_workers(1700);
+    for w in 0..2 {
+        assert!(m
+            .heartbeat(1700, hb(w, 2, vec![], vec![]))
+            .copy_blocks
+            .is_empty());
+    }
+    // The targets report the copies: back at the factor, nothing more.
+    for w in 0..2u32 {
+        let mut blocks = held(w);
+        for (from, o) in &orders {
+            if *from != w {
+                let i: u32 = o
+                    .block
+                    .to_string()
+                    .rsplit('b')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                blocks.push(block("f", i, 6));
+            }
+        }
+        let mut beat = hb(w, 2, vec![], vec![]);
+        beat.blocks = Some(blocks);
+        m.heartbeat(1800, beat);
+    }
+    m.check_workers(1900);
+    assert!(m.file("f").unwrap().under_replicated().is_empty());
+    for w in 0..2 {
+        assert!(m
+            .heartbeat(1950, hb(w, 2, vec![], vec![]))
+            .copy_blocks
+            .is_empty());
+    }
+    // w2 comes back with its old replicas: four blocks at 3; one holder of
+    // each gives its replica up.
+    m.register(
+        2000,
+        RegisterRequest {
+            name: "w2".into(),
+            addr: "http://w2".into(),
+            slots: 2,
+            blocks: held(2),
+        },
+    )
+    .unwrap();
+    m.check_workers(2100);
+    let drops: usize = (0..3)
+        .map(|w| {
+            m.heartbeat(2200, hb(w, 2, vec![], vec![]))
+                .drop_blocks
+                .len()
+        })
+        .sum();
+    assert_eq!(drops, 4);
+    m.check_workers(2300);
+    let again: usize = (0..3)
+        .map(|w| {
+            m.heartbeat(2400, hb(w, 2, vec![], vec![]))
+                .drop_blocks
+                .len()
+        })
+        .sum();
+    assert_eq!(again, 0, "no second trim while the first is pending");
+}

@@ -69,6 +69,8 @@ impl Master {
                 launches: Vec::new(),
                 forget_jobs: Vec::new(),
                 reregister: true,
+                copy_blocks: Vec::new(),
+                drop_blocks: Vec::new(),
             };
         }
         let seq = {
@@ -122,15 +124,24 @@ impl Master {
         for l in &launches {
             self.workers[id.0 as usize].running.insert(l.attempt, seq);
         }
+        let w = &mut self.workers[id.0 as usize];
         HeartbeatReply {
             launches,
-            forget_jobs: std::mem::take(&mut self.workers[id.0 as usize].forget),
+            forget_jobs: std::mem::take(&mut w.forget),
             reregister: false,
+            copy_blocks: std::mem::take(&mut w.copy_out),
+            drop_blocks: std::mem::take(&mut w.drop_out),
         }
     }
 
-    /// Declares workers silent for longer than `worker_timeout_ms` lost.
+    /// Declares workers silent for longer than `worker_timeout_ms` lost,
+    /// then plans re-replication (called every heartbeat interval).
     pub fn check_workers(&mut self, now: Millis) {
+        self.check_liveness(now);
+        self.plan_replication(now);
+    }
+
+    fn check_liveness(&mut self, now: Millis) {
         for i in 0..self.workers.len() {
             let w = &self.workers[i];
             if w.alive && now.saturating_sub(w.last_seen) > self.settings.worker_timeout_ms {
@@ -191,14 +202,18 @@ impl Master {
     pub fn files(&self) -> Vec<FileInfo> {
         self.catalog
             .files()
-            .filter_map(|(n, _)| self.catalog.info(n, |w| self.worker_name(w)))
+            .filter_map(|(n, _)| self.file_info(n))
             .collect()
     }
 
     pub fn file(&self, name: &str) -> Result<FileInfo, MasterError> {
-        self.catalog
-            .info(name, |w| self.worker_name(w))
-            .ok_or_else(|| self.unknown_file(name))
+        self.file_info(name).ok_or_else(|| self.unknown_file(name))
+    }
+
+    fn file_info(&self, name: &str) -> Option<FileInfo> {
+        let mut info = self.catalog.info(name, |w| self.worker_name(w))?;
+        info.replication = self.file_replication.get(name).map(|t| t.0);
+        Some(info)
     }
 
     pub(super) fn unknown_file(&self, name: &str) -> MasterError {

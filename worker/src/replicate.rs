@@ -1,0 +1,55 @@
+//! Re-replication orders from the master: send a stored replica to another
+//! worker (its chunks verified on the way out, so a damaged replica is
+//! dropped instead of spread), or delete a replica above the factor.
+
+use crate::WorkerCtx;
+use bytes::Bytes;
+use common::wire::OutputTarget;
+use common::BlockId;
+use std::sync::Arc;
+
+/// Sends this worker's replica of `block` to the worker at `to`.
+pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Result<(), String> {
+    let stored = ctx.store.get(block).map_err(|e| e.to_string())?;
+    let c = ctx.clone();
+    let b = block.clone();
+    let data = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, String> {
+        let damaged = |e: crate::store::StoreError| {
+            c.drop_if_damaged(&e);
+            e.to_string()
+        };
+        let mut reader = c.store.reader(&b).map_err(damaged)?;
+        let mut out = Vec::with_capacity(reader.len() as usize);
+        for i in 0..reader.chunk_count() {
+            out.extend_from_slice(&reader.read_chunk(i).map_err(damaged)?);
+        }
+        Ok(out)
+    })
+    .await
+    .map_err(|e| format!("reading block {block} panicked: {e}"))??;
+    let target = OutputTarget {
+        block: block.clone(),
+        file: stored.info.file.clone(),
+        index: stored.info.index,
+        file_blocks: stored.info.file_blocks,
+        replicas: Vec::new(),
+    };
+    crate::shuffle::upload(
+        ctx,
+        to,
+        &target,
+        Bytes::from(data),
+        &stored.sums.block_digest_hex(),
+    )
+    .await
+}
+
+/// Deletes this worker's replica of `block` (the master trims it).
+pub fn drop_block(ctx: &WorkerCtx, block: &BlockId) {
+    match ctx.store.delete(block) {
+        Ok(()) => tracing::info!(%block, "replica trimmed"),
+        Err(crate::store::StoreError::NotFound { .. }) => {}
+        Err(e) => tracing::warn!(%block, error = %e, "could not trim a replica"),
+    }
+    ctx.wake_heartbeat();
+}
