@@ -86,22 +86,30 @@ async fn input_sink_jobs_over_replicated_data() {
     assert!(r.jct_ms.is_some());
 }
 
+/// Flips one byte of the only replica of `file`'s block 0; returns its holder.
+fn corrupt_only_replica<'a>(c: &'a Cluster, file: &str) -> &'a worker::WorkerHandle {
+    let id = common::BlockId::for_file(file, 0).unwrap();
+    let holder = c
+        .workers
+        .iter()
+        .find(|w| w.ctx.store.get(&id).is_ok())
+        .unwrap();
+    let path = holder.ctx.store.data_path(&id);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[1_500_000] ^= 1;
+    std::fs::write(&path, bytes).unwrap();
+    holder
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corrupted_chunk_is_detected_and_never_served() {
     let c = cluster(3, 1, None).await;
     // Replication 1: the corrupt replica is the only one.
     load(&c, "bad", 1, 2_500_000, 1).await;
-    let holder = c
-        .workers
-        .iter()
-        .find(|w| !w.ctx.store.list().is_empty())
-        .unwrap();
+    let holder = corrupt_only_replica(&c, "bad");
     let id = common::BlockId::for_file("bad", 0).unwrap();
-    let path = holder.ctx.store.data_path(&id);
-    let mut bytes = std::fs::read(&path).unwrap();
-    bytes[1_500_000] ^= 1;
-    std::fs::write(&path, bytes).unwrap();
-    // Served: the download breaks off instead of passing bad data on.
+    // Served: the download breaks off instead of passing bad data on, and
+    // the holder deletes the replica its checksums condemn.
     let got = c
         .client
         .http()
@@ -113,24 +121,50 @@ async fn corrupted_chunk_is_detected_and_never_served() {
         .bytes()
         .await;
     assert!(got.is_err() || got.unwrap().len() < 2_500_000);
-    // In a job: every attempt fails naming the block and offset, the job fails.
+    assert!(
+        holder.ctx.store.get(&id).is_err(),
+        "the damaged replica is gone"
+    );
+    assert!(!holder.ctx.store.data_path(&id).exists());
+    // Its block report drops it: the file is incomplete, and a job on it is
+    // refused naming the block.
+    let mut complete = true;
+    for _ in 0..100 {
+        complete = c.client.file("bad").await.unwrap().complete;
+        if !complete {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(!complete);
+    let e = c
+        .client
+        .submit(&JobSubmit::new(Workload::InputSink, "bad"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("409") && e.contains("[0]"), "{e}");
+
+    // Read by a job (the only replica, so nowhere else to read from): the
+    // attempt fails naming the block and the offset, the replica is
+    // dropped, and the job fails for want of a live replica.
+    load(&c, "bad2", 1, 2_500_000, 1).await;
+    corrupt_only_replica(&c, "bad2");
     let job = c
         .client
-        .submit(&JobSubmit {
-            workload: Workload::InputSink,
-            input: "bad".into(),
-            name: None,
-            group: None,
-            reduces: None,
-            output: None,
-        })
+        .submit(&JobSubmit::new(Workload::InputSink, "bad2"))
         .await
         .unwrap();
     let r = c.client.wait_job(job).await.unwrap();
     assert_eq!(r.state, JobState::Failed);
+    let attempt_err = r.attempts[0].error.clone().unwrap();
+    assert!(
+        attempt_err.contains("bad2.b00000") && attempt_err.contains("1048576"),
+        "{attempt_err}"
+    );
     let err = r.error.unwrap();
     assert!(
-        err.contains("bad.b00000") && err.contains("1048576"),
+        err.contains("bad2.b00000") && err.contains("no live replica"),
         "{err}"
     );
 }
