@@ -291,9 +291,7 @@ impl ClusterConfig {
                 ),
             ));
         }
-        if self.workers.slots == 0 {
-            return Err(self.invalid("workers.slots", "must be at least 1 (got 0)"));
-        }
+        check_slots(self, "workers.slots", self.workers.slots)?;
         check_rate(self, "workers.nic_mbps", self.workers.nic_mbps)?;
         check_rate(self, "workers.slot_rate_mbs", self.workers.slot_rate_mbs)?;
         if let Some(b) = &self.background {
@@ -330,10 +328,8 @@ impl ClusterConfig {
                     ),
                 ));
             }
-            if w.slots == Some(0) {
-                return Err(
-                    self.invalid(format!("worker[{i}].slots"), "must be at least 1 (got 0)")
-                );
+            if let Some(s) = w.slots {
+                check_slots(self, &format!("worker[{i}].slots"), s)?;
             }
             check_rate(self, &format!("worker[{i}].nic_mbps"), w.nic_mbps)?;
             check_rate(self, &format!("worker[{i}].slot_rate_mbs"), w.slot_rate_mbs)?;
@@ -383,13 +379,30 @@ impl ClusterConfig {
     }
 }
 
+/// Most slots a worker may have.
+pub const MAX_SLOTS: u32 = 1024;
+/// Rates (`nic_mbps` in Mbit/s, `slot_rate_mbs` in MB/s) must lie in
+/// this range: below it a task or a transfer would last for days.
+pub const MIN_RATE: f64 = 0.01;
+pub const MAX_RATE: f64 = 1e6;
+
 fn check_rate(cfg: &ClusterConfig, key: &str, v: Option<f64>) -> Result<(), KeyError> {
     match v {
-        Some(r) if !(r.is_finite() && r > 0.0) => Err(cfg.invalid(
+        Some(r) if !(r.is_finite() && (MIN_RATE..=MAX_RATE).contains(&r)) => Err(cfg.invalid(
             key,
-            format!("must be a positive number, or absent for unlimited (got {r})"),
+            format!(
+                "must be a number in [{MIN_RATE}, {MAX_RATE}], or absent for unlimited (got {r})"
+            ),
         )),
         _ => Ok(()),
+    }
+}
+
+fn check_slots(cfg: &ClusterConfig, key: &str, slots: u32) -> Result<(), KeyError> {
+    if (1..=MAX_SLOTS).contains(&slots) {
+        Ok(())
+    } else {
+        Err(cfg.invalid(key, format!("must be 1..={MAX_SLOTS} (got {slots})")))
     }
 }
 
@@ -441,6 +454,31 @@ nic_mbps = 100
     }
 
     #[test]
+    fn counts_and_rates_are_bounded() {
+        let e = parse(&GOOD.replace("slots = 1", "slots = 100000")).unwrap_err();
+        assert!(
+            e.contains("worker[1].slots") && e.contains("1..=1024"),
+            "{e}"
+        );
+        let e = parse(&GOOD.replace("slots = 3", "slots = 0")).unwrap_err();
+        assert!(e.contains("workers.slots"), "{e}");
+        for bad in ["1e-9", "1e12", "nan"] {
+            let t = GOOD.replace("nic_mbps = 400", &format!("nic_mbps = {bad}"));
+            if let Err(e) = parse(&t) {
+                assert!(
+                    e.contains("workers.nic_mbps") && e.contains("[0.01, 1000000]"),
+                    "{e}"
+                );
+            } else {
+                panic!("nic_mbps = {bad} accepted");
+            }
+        }
+        let t = GOOD.replace("slots = 3", "slots = 3\nslot_rate_mbs = 0.000001");
+        let e = parse(&t).unwrap_err();
+        assert!(e.contains("workers.slot_rate_mbs"), "{e}");
+    }
+
+    #[test]
     fn good_config_applies_defaults() {
         let c = parse(GOOD).unwrap();
         let ws = c.worker_settings();
@@ -484,7 +522,7 @@ nic_mbps = 100
         );
         let e = parse(&GOOD.replace("slots = 1", "slots = 0")).unwrap_err();
         assert!(
-            e.contains("worker[1].slots") && e.contains("at least 1"),
+            e.contains("worker[1].slots") && e.contains("1..=1024 (got 0)"),
             "{e}"
         );
         let e = parse(&GOOD.replace("replication = 2", "replication = 3")).unwrap_err();

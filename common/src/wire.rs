@@ -13,6 +13,12 @@ pub const BLOCK_FILE_HEADER: &str = "x-block-file";
 pub const BLOCK_INDEX_HEADER: &str = "x-block-index";
 pub const BLOCK_FILE_BLOCKS_HEADER: &str = "x-block-file-blocks";
 
+/// Most blocks one file may have (bounds every count taken from a block
+/// report or an upload header).
+pub const MAX_FILE_BLOCKS: u32 = 1_000_000;
+/// Largest block a worker accepts (an upload's body is cut off past it).
+pub const MAX_BLOCK_BYTES: u64 = 4 << 30;
+
 /// One block a worker stores, as reported to the master.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockInfo {

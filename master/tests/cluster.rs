@@ -238,6 +238,24 @@ async fn bad_requests_get_clear_errors() {
             .unwrap();
         assert_eq!(r.status(), 400, "{bad:?}");
     }
+    // A count no file can have is refused before anything is allocated.
+    let r = http
+        .put(format!("{w}/blocks/huge.b00000"))
+        .bearer_auth(TOKEN)
+        .header("x-block-digest", "00".repeat(32))
+        .header("x-block-file", "huge")
+        .header("x-block-index", "0")
+        .header("x-block-file-blocks", "4294967295")
+        .body(vec![7u8; 10])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let e = r.text().await.unwrap();
+    assert!(
+        e.contains("x-block-file-blocks") && e.contains("1000000"),
+        "{e}"
+    );
     // An upload whose digest does not match is rejected and leaves nothing.
     let before = c.workers[0].ctx.store.list().len();
     let r = http

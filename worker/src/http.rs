@@ -14,7 +14,8 @@ use axum::{Json, Router};
 use bytes::Bytes;
 use common::http::{require_token, ApiError, Token};
 use common::wire::{
-    BlockInfo, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
+    BlockInfo, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER,
+    BLOCK_INDEX_HEADER, MAX_BLOCK_BYTES, MAX_FILE_BLOCKS,
 };
 use common::BlockId;
 use futures_util::StreamExt;
@@ -236,6 +237,11 @@ async fn put_block(
         .map_err(|e| ApiError::bad_request(format!("header {BLOCK_FILE_HEADER}: {e}")))?;
     let index: u32 = parse_header(&headers, BLOCK_INDEX_HEADER)?;
     let file_blocks: u32 = parse_header(&headers, BLOCK_FILE_BLOCKS_HEADER)?;
+    if !(1..=MAX_FILE_BLOCKS).contains(&file_blocks) {
+        return Err(ApiError::bad_request(format!(
+            "header {BLOCK_FILE_BLOCKS_HEADER}: a file has 1..={MAX_FILE_BLOCKS} blocks (got {file_blocks})"
+        )));
+    }
     if index >= file_blocks {
         return Err(ApiError::bad_request(format!(
             "block index {index} is not below the file's block count {file_blocks}"
@@ -249,9 +255,17 @@ async fn put_block(
     };
     let mut writer = ctx.store.writer(target, digest).map_err(store_error)?;
     let mut stream = body.into_data_stream();
+    let mut received = 0u64;
     while let Some(piece) = stream.next().await {
         let piece = piece
             .map_err(|e| ApiError::bad_request(format!("upload of block {id} broke off: {e}")))?;
+        received += piece.len() as u64;
+        if received > MAX_BLOCK_BYTES {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("block {id}: uploads are limited to {MAX_BLOCK_BYTES} bytes"),
+            ));
+        }
         for p in piece.chunks(crate::nic::PIECE) {
             ctx.nic.rx.acquire(p.len()).await;
         }

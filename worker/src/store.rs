@@ -275,6 +275,22 @@ fn read_meta(path: &Path) -> Result<BlockMeta, String> {
     let (meta, _): (BlockMeta, usize) =
         bincode::serde::decode_from_slice(body, bincode::config::standard())
             .map_err(|e| e.to_string())?;
+    let s = &meta.sums;
+    if s.chunk_bytes == 0
+        || s.chunks.len() != BlockChecksums::chunk_count(s.len, s.chunk_bytes)
+        || meta.file_blocks == 0
+        || meta.file_blocks > common::wire::MAX_FILE_BLOCKS
+        || meta.index >= meta.file_blocks
+    {
+        return Err(format!(
+            "inconsistent meta: {} bytes in {} chunks of {}, block {} of {}",
+            s.len,
+            s.chunks.len(),
+            s.chunk_bytes,
+            meta.index,
+            meta.file_blocks
+        ));
+    }
     Ok(meta)
 }
 
@@ -582,6 +598,32 @@ mod tests {
         assert!(s.list().is_empty());
         assert!(!dir.path().join("blocks/z.b00000.blk").exists());
         assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_inconsistent_meta_is_dropped_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+            s.put(target("m.b00000"), b"some data").unwrap();
+        }
+        // Decodes, but claims chunks of 0 bytes and more chunks than bytes.
+        let meta = BlockMeta {
+            file: "m".into(),
+            index: 0,
+            file_blocks: 1,
+            sums: BlockChecksums {
+                len: 9,
+                chunk_bytes: 0,
+                chunks: vec![[0u8; 32]; 3],
+            },
+        };
+        let mut bytes = META_MAGIC.to_vec();
+        bytes.extend(bincode::serde::encode_to_vec(&meta, bincode::config::standard()).unwrap());
+        fs::write(dir.path().join("blocks/m.b00000.meta"), bytes).unwrap();
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        assert!(s.list().is_empty());
+        assert!(!dir.path().join("blocks/m.b00000.blk").exists());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! rebuilt from workers' block reports (the workers' disks are the truth,
 //! as in HDFS).
 
-use common::wire::{BlockInfo, FileInfo};
+use common::wire::{BlockInfo, FileInfo, MAX_FILE_BLOCKS};
 use common::{BlockId, WorkerId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -38,6 +38,11 @@ impl Catalog {
     pub fn apply_report(&mut self, worker: WorkerId, blocks: &[BlockInfo]) {
         self.drop_worker(worker);
         for b in blocks {
+            if b.file_blocks == 0 || b.file_blocks > MAX_FILE_BLOCKS || b.index >= b.file_blocks {
+                tracing::warn!(file = %b.file, index = b.index, file_blocks = b.file_blocks, %worker,
+                    "ignoring a reported block whose place in its file is impossible");
+                continue;
+            }
             let f = self.files.entry(b.file.clone()).or_default();
             let n = b.file_blocks.max(b.index + 1) as usize;
             if f.blocks.len() < n {
@@ -113,6 +118,22 @@ mod tests {
             file_blocks: n,
             len: 10,
         }
+    }
+
+    #[test]
+    fn impossible_places_in_a_file_are_ignored() {
+        let mut c = Catalog::default();
+        c.apply_report(
+            WorkerId(0),
+            &[
+                info("huge", 0, u32::MAX),
+                info("zero", 0, 0),
+                info("past", 5, 2),
+                info("ok", 0, 1),
+            ],
+        );
+        let names: Vec<&String> = c.files().map(|(n, _)| n).collect();
+        assert_eq!(names, ["ok"]);
     }
 
     #[test]

@@ -45,7 +45,12 @@ impl AppState {
     /// Runs `f` on the master and wakes long-polls if a job ended meanwhile.
     fn with<R>(&self, f: impl FnOnce(&mut Master, Millis) -> R) -> R {
         let now = self.now();
-        let mut m = self.master.lock().unwrap();
+        // A panic in an earlier request must not make every later one fail:
+        // take the state as it is (each change to it is one step).
+        let mut m = self
+            .master
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let before = m.finished_jobs;
         let r = f(&mut m, now);
         let ended = m.finished_jobs != before;
