@@ -82,6 +82,10 @@ pub struct WorkerDefaults {
     /// `both` (default), `map` or `reduce`.
     #[serde(default)]
     pub role: Role,
+    /// Block scanner: every stored block re-verified at this many MB/s,
+    /// round after round; absent = off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scrub_mbps: Option<f64>,
 }
 
 impl Default for WorkerDefaults {
@@ -91,6 +95,7 @@ impl Default for WorkerDefaults {
             nic_mbps: None,
             slot_rate_mbs: None,
             role: Role::Both,
+            scrub_mbps: None,
         }
     }
 }
@@ -294,6 +299,7 @@ impl ClusterConfig {
         check_slots(self, "workers.slots", self.workers.slots)?;
         check_rate(self, "workers.nic_mbps", self.workers.nic_mbps)?;
         check_rate(self, "workers.slot_rate_mbs", self.workers.slot_rate_mbs)?;
+        check_rate(self, "workers.scrub_mbps", self.workers.scrub_mbps)?;
         if let Some(b) = &self.background {
             b.validate().map_err(|(k, p)| self.invalid(k, p))?;
         }

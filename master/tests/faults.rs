@@ -382,3 +382,77 @@ async fn a_lost_workers_blocks_are_copied_back_to_the_replication_factor() {
     assert_eq!(r.state, JobState::Succeeded, "{r:?}");
     assert!(r.attempts.iter().all(|a| a.ok), "{:?}", r.attempts);
 }
+
+/// The block scanner finds a flipped byte no task has read: the worker
+/// deletes the replica, and re-replication copies a good one back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_block_scanner_finds_damage_before_any_task() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), 2, "scrub_mbps = 50");
+    local::start_with(&cfg, bin).await.unwrap();
+    let _cluster = Cluster {
+        run: local::run_dir(&cfg),
+    };
+    let client = MasterClient::new(cfg.master_url(), TOKEN);
+    loader::load(
+        &client,
+        &LoadSpec {
+            name: "cold".into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks: 4,
+            },
+            block_size: 500_000,
+            replication: 2,
+            seed: 3,
+        },
+    )
+    .await
+    .unwrap();
+    let id = common::BlockId::for_file("cold", 2).unwrap();
+    let bad = cfg
+        .worker_data_dir("w1")
+        .join("blocks")
+        .join(format!("{id}.blk"));
+    let good = cfg
+        .worker_data_dir("w2")
+        .join("blocks")
+        .join(format!("{id}.blk"));
+    let mut data = std::fs::read(&bad).unwrap();
+    data[1234] ^= 0x01;
+    std::fs::write(&bad, &data).unwrap();
+    let w1 = client
+        .workers()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|w| w.name == "w1")
+        .unwrap();
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status: serde_json::Value = http
+            .get(format!("{}/status", w1.addr))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let f = client.file("cold").await.unwrap();
+        let same = matches!(
+            (std::fs::read(&bad), std::fs::read(&good)),
+            (Ok(a), Ok(b)) if a == b
+        );
+        if status["scrub_found"] == 1 && same && f.under_replicated().is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not found and repaired: {status} {f:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

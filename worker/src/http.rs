@@ -20,6 +20,7 @@ use common::wire::{
 use common::BlockId;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub fn router(ctx: Arc<WorkerCtx>) -> Router {
@@ -303,6 +304,14 @@ pub struct WorkerStatus {
     pub nic_bytes_per_sec: Option<f64>,
     pub nic_tx_bytes: u64,
     pub nic_rx_bytes: u64,
+    /// Damaged replicas deleted (on a read, while serving, or by the
+    /// scanner), of them found by the scanner, and the bytes it verified.
+    #[serde(default)]
+    pub corrupt_dropped: u64,
+    #[serde(default)]
+    pub scrub_found: u64,
+    #[serde(default)]
+    pub scrubbed_bytes: u64,
 }
 
 async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
@@ -314,5 +323,8 @@ async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
         nic_bytes_per_sec: ctx.nic.tx.rate(),
         nic_tx_bytes: ctx.nic.tx.bytes(),
         nic_rx_bytes: ctx.nic.rx.bytes(),
+        corrupt_dropped: ctx.corrupt_dropped.load(Ordering::Relaxed),
+        scrub_found: ctx.scrub_found.load(Ordering::Relaxed),
+        scrubbed_bytes: ctx.scrubbed_bytes.load(Ordering::Relaxed),
     })
 }

@@ -10,6 +10,7 @@ pub mod http;
 pub mod nic;
 pub mod node;
 pub mod replicate;
+pub mod scrub;
 pub mod shuffle;
 pub mod store;
 
@@ -42,6 +43,8 @@ pub struct WorkerOptions {
     pub slot_rate_bytes: Option<f64>,
     /// Background load and its seed; `None` = none.
     pub background: Option<(common::config::BackgroundConfig, u64)>,
+    /// Block scanner rate, bytes/s; `None` = off.
+    pub scrub_bytes_per_sec: Option<f64>,
 }
 
 impl WorkerOptions {
@@ -72,6 +75,7 @@ impl WorkerOptions {
                 .background
                 .clone()
                 .map(|b| (b, background::worker_seed(cfg.cluster.seed, &w.name))),
+            scrub_bytes_per_sec: cfg.workers.scrub_mbps.map(|r| r * 1e6),
         })
     }
 }
@@ -95,6 +99,9 @@ pub struct WorkerCtx {
     pub heartbeat_now: Notify,
     /// Stored replicas found damaged on a read and deleted.
     pub corrupt_dropped: std::sync::atomic::AtomicU64,
+    /// Of those, found by the block scanner; and the bytes it verified.
+    pub scrub_found: std::sync::atomic::AtomicU64,
+    pub scrubbed_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl WorkerCtx {
@@ -137,6 +144,7 @@ pub struct WorkerHandle {
     server: tokio::task::JoinHandle<()>,
     node: tokio::task::JoinHandle<()>,
     background: Option<tokio::task::JoinHandle<()>>,
+    scrubber: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl WorkerHandle {
@@ -148,8 +156,8 @@ impl WorkerHandle {
     pub fn abort(&self) {
         self.server.abort();
         self.node.abort();
-        if let Some(b) = &self.background {
-            b.abort();
+        for t in [&self.background, &self.scrubber].into_iter().flatten() {
+            t.abort();
         }
     }
 }
@@ -213,6 +221,8 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             .expect("HTTP client builds"),
         heartbeat_now: Notify::new(),
         corrupt_dropped: Default::default(),
+        scrub_found: Default::default(),
+        scrubbed_bytes: Default::default(),
     });
     let app = http::router(ctx.clone());
     let server = tokio::spawn(async move {
@@ -223,6 +233,9 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
     let background = opts
         .background
         .map(|(cfg, seed)| tokio::spawn(background::run(ctx.clone(), cfg, seed)));
+    let scrubber = opts
+        .scrub_bytes_per_sec
+        .map(|rate| tokio::spawn(scrub::run(ctx.clone(), rate)));
     let node = tokio::spawn(node::run(ctx.clone()));
     tracing::info!(worker = %opts.name, %addr, slots = opts.slots, nic = ?opts.nic_bytes_per_sec, "worker started");
     Ok(WorkerHandle {
@@ -231,5 +244,6 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         server,
         node,
         background,
+        scrubber,
     })
 }

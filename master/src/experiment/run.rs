@@ -305,6 +305,8 @@ impl RunEnv<'_> {
                     None
                 },
                 role: common::config::Role::Both,
+                // Experiments measure schedulers: no scanner reads the disks.
+                scrub_mbps: None,
             },
             worker: (0..c.workers as usize)
                 .map(|i| WorkerEntry {

@@ -88,6 +88,7 @@ pub async fn start_cluster_roles(
             heartbeat_ms,
             slot_rate_bytes: None,
             background: None,
+            scrub_bytes_per_sec: None,
         };
         tune(&mut opts);
         workers.push(worker::start(opts).await.unwrap());
