@@ -16,7 +16,7 @@ NETNS_MASTER := ip netns exec $(NETNS_PREFIX)master $(BIN)/master --config $(dir
 # `make experiment EXP=<name>` runs experiments/<name>.toml.
 EXP ?= smoke
 
-.PHONY: build cluster cluster-netns stop test bench clean experiment
+.PHONY: build cluster cluster-netns stop test bench clean experiment chaos
 
 build:
 	$(CARGO) build --release --bins
@@ -55,6 +55,12 @@ experiment: build
 	  sim-*) $(BIN)/master sim sweep experiments/$(EXP).toml ;; \
 	  *) $(BIN)/master experiment experiments/$(EXP).toml ;; \
 	esac
+
+## The chaos run: jobs on a 5-worker local cluster under kills, stops and
+## corrupted replicas; results in results/chaos/<timestamp>/.
+CHAOS_SEED ?= 1
+chaos: build
+	$(BIN)/master chaos --seed $(CHAOS_SEED)
 
 clean: stop
 	rm -rf run

@@ -454,6 +454,12 @@ pub struct ClusterSummary {
     pub workers_alive: usize,
     pub slots_alive: u32,
     pub pending_tasks: usize,
+    /// Maps run again because their output was lost.
+    #[serde(default)]
+    pub maps_rerun: u64,
+    /// Re-replication copies ordered.
+    #[serde(default)]
+    pub blocks_copied: u64,
 }
 
 #[cfg(test)]

@@ -135,6 +135,22 @@ pub enum Cmd {
         #[arg(long)]
         keep_data: bool,
     },
+    /// The chaos run: a 5-worker cluster of local processes runs a seeded job
+    /// mix while workers are killed, stopped and their replicas corrupted;
+    /// checks every job, every output and the healing, and writes
+    /// <results>/chaos/<timestamp>/. Needs no cluster.toml; fails if the
+    /// cluster did not survive.
+    Chaos {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 30)]
+        jobs: u32,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Scratch space (cluster config, block stores, logs).
+        #[arg(long, default_value = "run/chaos")]
+        work: PathBuf,
+    },
     /// Rewrite an experiment's summary.md and plots from its runs.csv and
     /// meta.json (no runs are repeated).
     Replot { dir: PathBuf },
@@ -248,6 +264,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.cmd {
         Cmd::Sim { cmd } => return sim(cmd),
         Cmd::Replot { dir } => return replot(dir),
+        Cmd::Chaos {
+            seed,
+            jobs,
+            results,
+            work,
+        } => return chaos(*seed, *jobs, results, work).await,
         Cmd::Experiment {
             spec,
             results,
@@ -336,7 +358,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Report { job, json, wait } => show_report(&client, &job, json, wait).await,
         Cmd::Workers => workers(&client).await,
         Cmd::Files => files(&client).await,
-        Cmd::Experiment { .. } | Cmd::Sim { .. } | Cmd::Replot { .. } => {
+        Cmd::Experiment { .. } | Cmd::Sim { .. } | Cmd::Replot { .. } | Cmd::Chaos { .. } => {
             unreachable!("handled above")
         }
     }
@@ -543,6 +565,28 @@ pub async fn run_experiment(
         bin: local::bin_dir()?,
     })
     .await?;
+    Ok(())
+}
+
+/// `master chaos`.
+pub async fn chaos(seed: u64, jobs: u32, results: &Path, work: &Path) -> anyhow::Result<()> {
+    if jobs < 3 {
+        anyhow::bail!("--jobs must be at least 3 (one of each workload; got {jobs})");
+    }
+    let (dir, figures) = crate::ops::chaos::run(&crate::ops::chaos::ChaosOptions {
+        results: results.into(),
+        work: work.into(),
+        bin: local::bin_dir()?,
+        seed,
+        jobs,
+    })
+    .await?;
+    println!("{}", serde_json::to_string_pretty(&figures)?);
+    println!("results in {}", dir.display());
+    let problems = figures.problems();
+    if !problems.is_empty() {
+        anyhow::bail!("the cluster did not survive: {}", problems.join("; "));
+    }
     Ok(())
 }
 

@@ -23,7 +23,7 @@ use tokio::sync::Notify;
 /// How long a worker waits to connect to a peer or the master.
 pub const PEER_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long a worker waits for the next bytes of an answer.
-pub const PEER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub const PEER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Everything a worker needs to start, usually taken from cluster.toml.
 #[derive(Clone, Debug)]

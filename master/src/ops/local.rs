@@ -140,6 +140,43 @@ fn head(path: &Path, lines: usize) -> String {
     out
 }
 
+/// Starts worker `name` of `cfg` again (after it was killed), appending to
+/// its log, and records its new pid so that [`down`] stops it.
+pub fn restart_worker(cfg: &ClusterConfig, bin: &Path, name: &str) -> anyhow::Result<u32> {
+    let run = run_dir(cfg);
+    let f = pids_file(&run);
+    let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+    let mut procs: Vec<Proc> = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a process list", f.display()))?;
+    let entry = procs
+        .iter_mut()
+        .find(|p| p.name == name)
+        .with_context(|| format!("{name} is not a process of this cluster"))?;
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&entry.log)
+        .with_context(|| format!("opening {}", entry.log.display()))?;
+    let child = Command::new(bin.join("worker"))
+        .args(["--config", &cfg.path.to_string_lossy(), "--name", name])
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("starting {name}"))?;
+    entry.pid = child.id();
+    std::fs::write(&f, serde_json::to_string_pretty(&procs)?)?;
+    Ok(child.id())
+}
+
+/// The recorded processes of the cluster in `run`, by name and pid.
+pub fn processes(run: &Path) -> anyhow::Result<Vec<Proc>> {
+    let f = pids_file(run);
+    let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not a process list", f.display()))
+}
+
 /// A process to start: its name, binary and arguments.
 pub struct Spawn {
     pub name: String,

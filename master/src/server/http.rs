@@ -194,6 +194,8 @@ async fn cluster(State(s): State<Arc<AppState>>) -> Json<ClusterSummary> {
             workers_alive: ws.iter().filter(|w| w.alive).count(),
             slots_alive: ws.iter().filter(|w| w.alive).map(|w| w.slots).sum(),
             pending_tasks: m.view().pending_total(),
+            maps_rerun: m.maps_rerun,
+            blocks_copied: m.blocks_copied,
         }
     }))
 }

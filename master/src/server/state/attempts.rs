@@ -206,6 +206,11 @@ impl Master {
         let end = job.records.iter().map(|r| r.end_ms).max().unwrap_or(0);
         job.finished = Some(job.submitted + end);
         job.state = JobState::Succeeded;
+        if let Some(out) = &job.output {
+            if let Some((_, kept)) = self.file_replication.get_mut(out) {
+                *kept = super::replication::Kept::Written;
+            }
+        }
         self.finished_jobs += 1;
         self.view.remove_job(id);
         self.forget_everywhere(id);

@@ -229,9 +229,8 @@ pub struct Master {
     pub blocks_copied: u64,
     /// The replication factor each file is kept at, once declared (by the
     /// loader when its placement is complete; by the master for job output).
-    /// (factor, settled): a job's output settles once every block has
-    /// reached its factor, so its own replicas are not taken for losses.
-    file_replication: HashMap<String, (u32, bool)>,
+    /// Each declared file's factor, and since when it is kept there.
+    file_replication: HashMap<String, (u32, replication::Kept)>,
 }
 
 impl Master {

@@ -151,7 +151,8 @@ impl Master {
         }
         tracing::info!(job = %id, reduces = job.reduces, "maps done; reduces created");
         // Kept at the cluster's factor once written.
-        self.file_replication.insert(output, (replication, false));
+        self.file_replication
+            .insert(output, (replication, super::replication::Kept::Writing));
     }
 
     /// Map outputs a job's reduces can no longer fetch, as (map, worker,

@@ -16,6 +16,22 @@ pub const MAX_COPIES_PER_WORKER: usize = 2;
 /// A copy not in the target's block report by then is ordered again.
 pub const COPY_TIMEOUT_MS: Millis = 120_000;
 
+/// A job's output is kept at its factor from this long after the job
+/// succeeded: its replicas' block reports arrive first, so the master does
+/// not take a report still in flight for a loss.
+pub const OUTPUT_GRACE_MS: Millis = 1000;
+
+/// Since when a declared file is kept at its factor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kept {
+    /// A job is writing it (a failed job's partial output stays so).
+    Writing,
+    /// Its job succeeded; the grace starts at the next check.
+    Written,
+    /// From this time on.
+    From(Millis),
+}
+
 /// An ordered copy, until the target reports the block.
 #[derive(Clone, Debug)]
 pub(super) struct CopyInFlight {
@@ -47,7 +63,7 @@ impl Master {
             )));
         }
         self.file_replication
-            .insert(file.to_owned(), (replication, true));
+            .insert(file.to_owned(), (replication, Kept::From(0)));
         Ok(())
     }
 
@@ -81,25 +97,9 @@ impl Master {
         self.trims = trims;
 
         let data = self.data_workers();
-        // Job outputs settle once each block has its replicas.
-        let settled: Vec<String> =
-            self.file_replication
-                .iter()
-                .filter(|(_, (_, settled))| !settled)
-                .filter(|(name, (factor, _))| {
-                    let want = (*factor as usize).min(data.len()).max(1);
-                    self.catalog.file(name).is_some_and(|f| {
-                        f.complete()
-                            && f.blocks.iter().flatten().all(|b| {
-                                b.replicas.iter().filter(|w| alive(self, **w)).count() >= want
-                            })
-                    })
-                })
-                .map(|(name, _)| name.clone())
-                .collect();
-        for name in settled {
-            if let Some(t) = self.file_replication.get_mut(&name) {
-                t.1 = true;
+        for (_, kept) in self.file_replication.values_mut() {
+            if *kept == Kept::Written {
+                *kept = Kept::From(now + OUTPUT_GRACE_MS);
             }
         }
         let mut orders: Vec<(WorkerId, CopyOrder, CopyInFlight)> = Vec::new();
@@ -107,9 +107,12 @@ impl Master {
         for (name, f) in self.catalog.files() {
             // Only files whose factor was declared: a file still loading
             // keeps the placement its loader chose.
-            let Some(&(factor, true)) = self.file_replication.get(name) else {
+            let Some(&(factor, Kept::From(since))) = self.file_replication.get(name) else {
                 continue;
             };
+            if since > now {
+                continue;
+            }
             let target = (factor as usize).min(data.len());
             if target == 0 {
                 continue;

@@ -816,3 +816,39 @@ fn lost_replicas_are_copied_back_and_excess_ones_trimmed() {
         .sum();
     assert_eq!(again, 0, "no second trim while the first is pending");
 }
+
+#[test]
+fn a_job_output_is_kept_at_the_factor_once_written_and_after_a_grace() {
+    let mut m = cluster(2, 2, 2);
+    let id = wordcount(&mut m, 1);
+    let red = drive_maps(&mut m, 2, 10, vec![]);
+    let (rw, red) = red.into_iter().next().unwrap();
+    // The reducer stored the output; its replica upload failed (skipped).
+    let out = block("wordcount-1.out", 0, 1);
+    let mut held: Vec<BlockInfo> = (0..2)
+        .filter(|b| b % 2 == rw)
+        .map(|b| block("f", b, 2))
+        .collect();
+    held.push(out);
+    let mut beat = hb(rw, 2, vec![], vec![reduced(&red)]);
+    beat.blocks = Some(held);
+    m.heartbeat(100, beat);
+    assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
+    let f = m.file("wordcount-1.out").unwrap();
+    assert_eq!((f.replication, f.under_replicated()), (Some(2), vec![0]));
+    // Within the grace no copy is ordered (a report may be in flight)...
+    let other = 1 - rw;
+    m.check_workers(200);
+    m.heartbeat(1000, hb(other, 2, vec![], vec![]));
+    m.check_workers(1100);
+    assert!(m
+        .heartbeat(1150, hb(rw, 2, vec![], vec![]))
+        .copy_blocks
+        .is_empty());
+    // ...after it, the missing replica is made.
+    m.heartbeat(1250, hb(other, 2, vec![], vec![]));
+    m.check_workers(1300);
+    let copies = m.heartbeat(1350, hb(rw, 2, vec![], vec![])).copy_blocks;
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert_eq!(copies[0].to, format!("http://w{other}"));
+}

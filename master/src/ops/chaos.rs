@@ -1,0 +1,743 @@
+//! The chaos run (`master chaos`, `make chaos`): a cluster of real
+//! processes (5 workers, replication 3, the block scanner on) runs a seeded
+//! mix of wordcount, sort and input-sink jobs while, on a seeded schedule, a
+//! worker is killed with SIGKILL every 20 s and started again 10 s later,
+//! one worker is stopped with SIGSTOP for 30 s, and one byte of a random
+//! stored replica is flipped every 10 s. Then it waits for every block to be
+//! back at its factor and every flipped replica to be deleted or replaced,
+//! checks every output against coreutils, and writes what it saw to
+//! `results/chaos/<stamp>/` (summary.md, runs.csv one row a job, events.csv
+//! one row a fault, meta.json).
+
+use crate::ops::client::MasterClient;
+use crate::ops::loader::{self, Generator, LoadSpec, Source};
+use crate::ops::local;
+use crate::results::{Provenance, ResultsDir};
+use anyhow::{bail, Context};
+use common::config::ClusterConfig;
+use common::wire::{JobState, JobSubmit};
+use common::JobId;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use workloads::Workload;
+
+const TOKEN: &str = "chaos";
+const WORKERS: usize = 5;
+/// Faults go on at least this long, and until every job has ended.
+const MIN_FAULT_WINDOW_S: f64 = 60.0;
+/// No new fault after this, whatever the jobs do.
+const MAX_FAULT_WINDOW_S: f64 = 300.0;
+/// How long the cluster may take to heal after the last fault.
+const REPAIR_LIMIT: Duration = Duration::from_secs(120);
+
+pub struct ChaosOptions {
+    pub results: PathBuf,
+    /// Scratch space: the cluster's config, block stores and logs.
+    pub work: PathBuf,
+    pub bin: PathBuf,
+    pub seed: u64,
+    pub jobs: u32,
+}
+
+/// What the run counted; summary.md and meta.json carry it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ChaosFigures {
+    pub jobs_submitted: u32,
+    pub jobs_succeeded: u32,
+    pub outputs_checked: u32,
+    pub outputs_equal: u32,
+    pub kills: u32,
+    pub restarts: u32,
+    pub stops: u32,
+    pub corruptions_injected: u32,
+    /// Damaged replicas the workers deleted (on reads, serving, scanning).
+    pub corruptions_detected: u64,
+    /// Flipped replicas gone or identical to a good one at the end.
+    pub corruptions_repaired: u32,
+    pub maps_rerun: u64,
+    pub blocks_copied: u64,
+    pub fault_window_s: f64,
+    /// From the last fault (a restart or a resume included) until every
+    /// block was at its factor and every flipped replica repaired.
+    pub healed_after_last_fault_s: Option<f64>,
+    /// The same, from the last damaging fault (a kill, a stop or a flip).
+    pub healed_after_last_damage_s: Option<f64>,
+    /// Processes that exited without being killed by the run.
+    pub unexpected_exits: Vec<String>,
+}
+
+impl ChaosFigures {
+    /// The run's verdict: what the reliability issue asks of it.
+    pub fn problems(&self) -> Vec<String> {
+        let mut p = Vec::new();
+        if self.jobs_succeeded != self.jobs_submitted {
+            p.push(format!(
+                "{} of {} jobs succeeded",
+                self.jobs_succeeded, self.jobs_submitted
+            ));
+        }
+        if self.outputs_equal != self.outputs_checked {
+            p.push(format!(
+                "{} of {} outputs equal the reference",
+                self.outputs_equal, self.outputs_checked
+            ));
+        }
+        if self.corruptions_repaired != self.corruptions_injected {
+            p.push(format!(
+                "{} of {} corruptions repaired",
+                self.corruptions_repaired, self.corruptions_injected
+            ));
+        }
+        match self.healed_after_last_fault_s {
+            Some(s) if s <= 60.0 => {}
+            Some(s) => p.push(format!("healed {s:.1} s after the last fault (limit 60 s)")),
+            None => p.push("the cluster did not heal".into()),
+        }
+        if !self.unexpected_exits.is_empty() {
+            p.push(format!("processes exited: {:?}", self.unexpected_exits));
+        }
+        p
+    }
+}
+
+/// One fault, as events.csv lists it.
+#[derive(Clone, Debug, Serialize)]
+struct Event {
+    t_s: f64,
+    event: &'static str,
+    worker: String,
+    detail: String,
+}
+
+/// One job, as runs.csv lists it.
+#[derive(Clone, Debug, Serialize)]
+struct JobRow {
+    job: String,
+    workload: String,
+    state: String,
+    jct_s: f64,
+    output_checked: bool,
+    output_equal: bool,
+    error: String,
+}
+
+/// Stops the cluster when the run ends, however it ends.
+struct Down(PathBuf);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = local::down(&self.0);
+    }
+}
+
+fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
+    let held = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(held
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()?)
+}
+
+fn write_config(dir: &Path) -> anyhow::Result<ClusterConfig> {
+    let ports = free_ports(WORKERS + 1)?;
+    let mut t = format!(
+        "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 3\nheartbeat_ms = 100\n\
+         worker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 1\n\n\
+         [master]\nlisten = \"127.0.0.1:{}\"\n\n[workers]\nslots = 2\nscrub_mbps = 50\n",
+        ports[0]
+    );
+    for (i, p) in ports[1..].iter().enumerate() {
+        t += &format!(
+            "\n[[worker]]\nname = \"w{}\"\nlisten = \"127.0.0.1:{p}\"\n",
+            i + 1
+        );
+    }
+    let path = dir.join("cluster.toml");
+    std::fs::write(&path, t).with_context(|| format!("writing {}", path.display()))?;
+    Ok(ClusterConfig::load(&path)?)
+}
+
+/// A file's bytes, block by block, each from the first live holder that
+/// serves it whole (its checksums verified on the way out).
+async fn read_file(client: &MasterClient, name: &str) -> anyhow::Result<Vec<u8>> {
+    let f = client.file(name).await?;
+    let workers = client.workers().await?;
+    let mut out = Vec::new();
+    for (i, reps) in f.replicas.iter().enumerate() {
+        let id = common::BlockId::for_file(name, i as u32)?;
+        let mut got = None;
+        for w in workers.iter().filter(|w| w.alive && reps.contains(&w.name)) {
+            if let Ok(b) = get_block(client, &w.addr, &id).await {
+                got = Some(b);
+                break;
+            }
+        }
+        out.extend(got.with_context(|| format!("no live replica of {id} serves it"))?);
+    }
+    Ok(out)
+}
+
+async fn get_block(
+    client: &MasterClient,
+    addr: &str,
+    id: &common::BlockId,
+) -> anyhow::Result<Vec<u8>> {
+    let resp = client
+        .http()
+        .get(format!("{addr}/blocks/{id}"))
+        .bearer_auth(TOKEN)
+        .timeout(Duration::from_secs(20))
+        .send()
+        .await?;
+    let resp = common::http_client::check(resp, format!("GET {addr}/blocks/{id}")).await?;
+    Ok(resp.bytes().await?.to_vec())
+}
+
+fn pipe(cmd: &str, input: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let mut child = Command::new("sh")
+        .args(["-c", cmd])
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running {cmd}"))?;
+    let mut stdin = child.stdin.take().context("stdin")?;
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&data));
+    let out = child.wait_with_output()?;
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("writer panicked"))??;
+    if !out.status.success() {
+        bail!("{cmd} failed");
+    }
+    Ok(out.stdout)
+}
+
+/// (word, count) pairs, sorted: of our `word\tcount` output or of
+/// `uniq -c`'s `  count word`.
+fn counts_of_ours(out: &[u8]) -> Vec<(Vec<u8>, u64)> {
+    let mut v: Vec<(Vec<u8>, u64)> = out
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| {
+            let tab = l.iter().position(|&b| b == b'\t')?;
+            let n = std::str::from_utf8(&l[tab + 1..]).ok()?.parse().ok()?;
+            Some((l[..tab].to_vec(), n))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn counts_of_uniq(out: &[u8]) -> Vec<(Vec<u8>, u64)> {
+    let mut v: Vec<(Vec<u8>, u64)> = out
+        .split(|&b| b == b'\n')
+        .filter_map(|l| {
+            let s = l.iter().position(|&b| b != b' ')?;
+            let sp = s + l[s..].iter().position(|&b| b == b' ')?;
+            let n = std::str::from_utf8(&l[s..sp]).ok()?.parse().ok()?;
+            let w = l[sp + 1..].to_vec();
+            (!w.is_empty()).then_some((w, n))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn signal(pid: u32, sig: &str) -> anyhow::Result<()> {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()?
+        .success();
+    if !ok {
+        bail!("kill {sig} {pid} failed");
+    }
+    Ok(())
+}
+
+fn pid_of(run: &Path, name: &str) -> anyhow::Result<u32> {
+    local::processes(run)?
+        .into_iter()
+        .find(|p| p.name == name)
+        .map(|p| p.pid)
+        .with_context(|| format!("no process {name}"))
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .map(|r| !r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+/// A worker's count of damaged replicas it deleted.
+async fn dropped_by(client: &MasterClient, addr: &str) -> u64 {
+    let resp = client
+        .http()
+        .get(format!("{addr}/status"))
+        .bearer_auth(TOKEN)
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await;
+    match resp {
+        Ok(r) => r
+            .json::<serde_json::Value>()
+            .await
+            .ok()
+            .and_then(|v| v["corrupt_dropped"].as_u64())
+            .unwrap_or(0),
+        Err(_) => 0,
+    }
+}
+
+/// The file and index a block id names (`<file>.b<index>`).
+fn split_block(id: &common::BlockId) -> (String, usize) {
+    let s = id.as_str();
+    match s.rsplit_once(".b") {
+        Some((file, i)) => (file.to_owned(), i.parse().unwrap_or(usize::MAX)),
+        None => (s.to_owned(), usize::MAX),
+    }
+}
+
+/// A flipped byte: which replica, and where.
+struct Flip {
+    worker: String,
+    path: PathBuf,
+    block: common::BlockId,
+}
+
+/// Flips one byte of a random stored replica of `worker`; None if it holds none.
+fn flip_one(
+    rng: &mut ChaCha8Rng,
+    cfg: &ClusterConfig,
+    worker: &str,
+) -> anyhow::Result<Option<Flip>> {
+    let dir = cfg.worker_data_dir(worker).join("blocks");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "blk"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let path = files[rng.gen_range(0..files.len())].clone();
+    let len = std::fs::metadata(&path)?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    let at = rng.gen_range(0..len);
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)?;
+    let mut b = [0u8; 1];
+    f.seek(SeekFrom::Start(at))?;
+    f.read_exact(&mut b)?;
+    b[0] ^= 1 << rng.gen_range(0..8);
+    f.seek(SeekFrom::Start(at))?;
+    f.write_all(&b)?;
+    f.sync_all()?;
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    Ok(Some(Flip {
+        worker: worker.to_owned(),
+        block: common::BlockId::new(stem)?,
+        path,
+    }))
+}
+
+/// Runs the chaos run; returns its results directory and figures.
+pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)> {
+    let started_ms = common::unix_ms();
+    if opts.work.exists() {
+        std::fs::remove_dir_all(&opts.work)
+            .with_context(|| format!("cleaning {}", opts.work.display()))?;
+    }
+    std::fs::create_dir_all(&opts.work)?;
+    let work = std::path::absolute(&opts.work)?;
+    let cfg = write_config(&work)?;
+    local::start_with(&cfg, &opts.bin).await?;
+    let run_dir = local::run_dir(&cfg);
+    let _down = Down(run_dir.clone());
+    let client = MasterClient::new(cfg.master_url(), TOKEN);
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    for (name, kind) in [("text", Generator::Text), ("recs", Generator::Records)] {
+        loader::load(
+            &client,
+            &LoadSpec {
+                name: name.into(),
+                source: Source::Generate { kind, blocks: 8 },
+                block_size: 1_000_000,
+                replication: 3,
+                seed: opts.seed,
+            },
+        )
+        .await?;
+    }
+    let text = read_file(&client, "text").await?;
+    let recs = read_file(&client, "recs").await?;
+    let want_counts = counts_of_uniq(&pipe("tr -s '[:space:]' '\\n' | sort | uniq -c", &text)?);
+    let want_sorted = pipe("sort", &recs)?;
+
+    // The jobs: a third each, arriving over 40 s.
+    let mut arrivals: Vec<(f64, Workload)> = (0..opts.jobs)
+        .map(|i| {
+            let w = [Workload::Wordcount, Workload::Sort, Workload::InputSink][i as usize % 3];
+            (rng.gen_range(0.0..40.0), w)
+        })
+        .collect();
+    arrivals.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let t0 = Instant::now();
+    let submitter = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let mut ids: Vec<(JobId, Workload)> = Vec::new();
+            for (i, (at, w)) in arrivals.into_iter().enumerate() {
+                tokio::time::sleep_until((t0 + Duration::from_secs_f64(at)).into()).await;
+                let mut job = JobSubmit::new(w, if w == Workload::Sort { "recs" } else { "text" });
+                job.name = Some(format!("chaos-{i}"));
+                if w.has_reduce() {
+                    job.reduces = Some(2);
+                    job.output = Some(format!("chaos-{i}.out"));
+                }
+                match client.submit(&job).await {
+                    Ok(id) => ids.push((id, w)),
+                    Err(e) => tracing::error!(error = %e, "submitting a chaos job failed"),
+                }
+            }
+            ids
+        })
+    };
+
+    // The faults.
+    let names: Vec<String> = cfg.worker.iter().map(|w| w.name.clone()).collect();
+    let mut events: Vec<Event> = Vec::new();
+    let mut figures = ChaosFigures {
+        jobs_submitted: opts.jobs,
+        ..Default::default()
+    };
+    let mut flips: Vec<Flip> = Vec::new();
+    let (mut next_flip, mut next_kill, stop_at) = (5.0, 10.0, 20.0);
+    let mut killed: Option<(String, f64)> = None;
+    let mut stopped: Option<(String, u32, f64)> = None;
+    let mut stop_done = false;
+    let mut last_fault = 0.0f64;
+    let mut last_damage = 0.0f64;
+    let mut jobs_done_at: Option<f64> = None;
+    let mut last_poll = -1.0f64;
+    let addr_of = |name: &str| -> String {
+        cfg.worker
+            .iter()
+            .find(|w| w.name == name)
+            .map(|w| format!("http://{}", w.listen))
+            .unwrap_or_default()
+    };
+    loop {
+        let t = t0.elapsed().as_secs_f64();
+        if t - last_poll >= 1.0 {
+            last_poll = t;
+            if jobs_done_at.is_none() && submitter.is_finished() {
+                let reports = client.jobs().await.unwrap_or_default();
+                let ended = reports.iter().filter(|r| r.state.is_done()).count();
+                if ended as u32 >= opts.jobs {
+                    jobs_done_at = Some(t);
+                }
+            }
+        }
+        let faulting = t < MAX_FAULT_WINDOW_S && (t < MIN_FAULT_WINDOW_S || jobs_done_at.is_none());
+        // Restart / resume what is due, faulting or not.
+        if let Some((w, at)) = killed.clone() {
+            if t >= at + 10.0 {
+                local::restart_worker(&cfg, &opts.bin, &w)?;
+                figures.restarts += 1;
+                events.push(Event {
+                    t_s: t,
+                    event: "restart",
+                    worker: w,
+                    detail: String::new(),
+                });
+                last_fault = t;
+                killed = None;
+            }
+        }
+        if let Some((w, pid, at)) = stopped.clone() {
+            if t >= at + 30.0 {
+                signal(pid, "-CONT")?;
+                events.push(Event {
+                    t_s: t,
+                    event: "resume",
+                    worker: w,
+                    detail: String::new(),
+                });
+                last_fault = t;
+                stopped = None;
+            }
+        }
+        if !faulting && killed.is_none() && stopped.is_none() {
+            figures.fault_window_s = t;
+            break;
+        }
+        // Workers killed or stopped now take no new fault.
+        let out: Vec<String> = killed
+            .iter()
+            .map(|k| k.0.clone())
+            .chain(stopped.iter().map(|s| s.0.clone()))
+            .collect();
+        let busy = |w: &String| out.contains(w);
+        if faulting && t >= next_flip {
+            next_flip += 10.0;
+            let pool: Vec<&String> = names.iter().filter(|w| !busy(w)).collect();
+            let w = pool[rng.gen_range(0..pool.len())].clone();
+            if let Some(f) = flip_one(&mut rng, &cfg, &w)? {
+                figures.corruptions_injected += 1;
+                events.push(Event {
+                    t_s: t,
+                    event: "flip",
+                    worker: w,
+                    detail: f.block.to_string(),
+                });
+                flips.push(f);
+                last_fault = t;
+                last_damage = t;
+            }
+        }
+        if faulting && t >= next_kill && killed.is_none() {
+            next_kill += 20.0;
+            let pool: Vec<&String> = names.iter().filter(|w| !busy(w)).collect();
+            let w = pool[rng.gen_range(0..pool.len())].clone();
+            // Its count of dropped replicas dies with it: take it first.
+            figures.corruptions_detected += dropped_by(&client, &addr_of(&w)).await;
+            signal(pid_of(&run_dir, &w)?, "-KILL")?;
+            figures.kills += 1;
+            events.push(Event {
+                t_s: t,
+                event: "kill",
+                worker: w.clone(),
+                detail: String::new(),
+            });
+            killed = Some((w, t));
+            last_fault = t;
+            last_damage = t;
+        }
+        if faulting && !stop_done && t >= stop_at {
+            stop_done = true;
+            let pool: Vec<&String> = names.iter().filter(|w| !busy(w)).collect();
+            let w = pool[rng.gen_range(0..pool.len())].clone();
+            let pid = pid_of(&run_dir, &w)?;
+            signal(pid, "-STOP")?;
+            figures.stops += 1;
+            events.push(Event {
+                t_s: t,
+                event: "stop",
+                worker: w.clone(),
+                detail: String::new(),
+            });
+            stopped = Some((w, pid, t));
+            last_fault = t;
+            last_damage = t;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ids = submitter.await?;
+
+    // Healing: every block at its factor, every flip repaired.
+    let heal_deadline = Instant::now() + REPAIR_LIMIT;
+    loop {
+        let t = t0.elapsed().as_secs_f64();
+        let files = client.files().await.unwrap_or_default();
+        // Declared files only: a failed job's partial output is left as is.
+        let replicated = !files.is_empty()
+            && files
+                .iter()
+                .filter(|f| f.replication.is_some())
+                .all(|f| f.complete && f.under_replicated().is_empty());
+        let mut repaired = 0;
+        for f in &flips {
+            // Gone (dropped or trimmed), or equal to a good replica.
+            match std::fs::read(&f.path) {
+                Err(_) => repaired += 1,
+                Ok(bytes) => {
+                    let (file, index) = split_block(&f.block);
+                    let info = client.file(&file).await.ok();
+                    let workers = client.workers().await.unwrap_or_default();
+                    let good = match info.as_ref().and_then(|i| i.replicas.get(index)) {
+                        Some(reps) => {
+                            let mut good = None;
+                            for w in workers
+                                .iter()
+                                .filter(|w| w.alive && w.name != f.worker && reps.contains(&w.name))
+                            {
+                                if let Ok(b) = get_block(&client, &w.addr, &f.block).await {
+                                    good = Some(b);
+                                    break;
+                                }
+                            }
+                            good
+                        }
+                        None => None,
+                    };
+                    if good.is_some_and(|g| g == bytes) {
+                        repaired += 1;
+                    }
+                }
+            }
+        }
+        figures.corruptions_repaired = repaired;
+        if replicated && repaired as usize == flips.len() {
+            figures.healed_after_last_fault_s = Some(t - last_fault);
+            figures.healed_after_last_damage_s = Some(t - last_damage);
+            break;
+        }
+        if Instant::now() > heal_deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    for w in &names {
+        figures.corruptions_detected += dropped_by(&client, &addr_of(w)).await;
+    }
+    let summary = client.cluster().await?;
+    figures.maps_rerun = summary.maps_rerun;
+    figures.blocks_copied = summary.blocks_copied;
+    for p in local::processes(&run_dir)? {
+        if !alive(p.pid) {
+            figures.unexpected_exits.push(p.name);
+        }
+    }
+
+    // Jobs and outputs.
+    let mut rows = Vec::new();
+    for (id, w) in &ids {
+        let r = client.job(*id, None).await?;
+        let ok = r.state == JobState::Succeeded;
+        figures.jobs_succeeded += u32::from(ok);
+        let (mut checked, mut equal) = (false, false);
+        if ok && w.has_reduce() {
+            checked = true;
+            let out = read_file(&client, r.output.as_deref().unwrap_or_default()).await?;
+            equal = match w {
+                Workload::Wordcount => counts_of_ours(&out) == want_counts,
+                _ => out == want_sorted,
+            };
+            figures.outputs_checked += 1;
+            figures.outputs_equal += u32::from(equal);
+        }
+        rows.push(JobRow {
+            job: id.to_string(),
+            workload: w.to_string(),
+            state: format!("{:?}", r.state).to_lowercase(),
+            jct_s: r.jct_ms.map_or(f64::NAN, |ms| ms as f64 / 1000.0),
+            output_checked: checked,
+            output_equal: equal,
+            error: r.error.unwrap_or_default(),
+        });
+    }
+    figures.jobs_submitted = ids.len() as u32 + (opts.jobs - ids.len() as u32);
+
+    // Results.
+    let dir = ResultsDir::create(&opts.results, "chaos", started_ms)?;
+    dir.write_runs(&rows)?;
+    {
+        let path = dir.path().join("events.csv");
+        let mut w = csv::Writer::from_path(&path)?;
+        for e in &events {
+            w.serialize(e)?;
+        }
+        w.flush()?;
+    }
+    let problems = figures.problems();
+    let mut s = format!(
+        "# chaos run, seed {}\n\n{} workers, replication 3, block scanner at 50 MB/s; {} jobs \
+         (wordcount, sort, input-sink in turn) arriving over 40 s; faults for {:.0} s: SIGKILL \
+         every 20 s (restart 10 s later), one SIGSTOP for 30 s, one flipped byte every 10 s.\n\n\
+         | figure | value |\n|---|---|\n",
+        opts.seed, WORKERS, opts.jobs, figures.fault_window_s
+    );
+    let v = serde_json::to_value(&figures)?;
+    for (k, val) in v.as_object().expect("a struct") {
+        s += &format!("| {k} | {val} |\n");
+    }
+    s += &format!(
+        "\nVerdict: {}\n\nFiles: `runs.csv` (one row a job), `events.csv` (one row a fault), `meta.json`.\n",
+        if problems.is_empty() {
+            "every requirement met".to_owned()
+        } else {
+            problems.join("; ")
+        }
+    );
+    dir.write_summary(&s)?;
+    let mut provenance = Provenance::capture(started_ms);
+    provenance.finish();
+    dir.write_meta(&serde_json::json!({
+        "experiment": "chaos",
+        "seed": opts.seed,
+        "jobs": opts.jobs,
+        "figures": figures,
+        "provenance": provenance,
+    }))?;
+    Ok((dir.path().to_path_buf(), figures))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_verdict_names_every_shortfall() {
+        let good = ChaosFigures {
+            jobs_submitted: 30,
+            jobs_succeeded: 30,
+            outputs_checked: 20,
+            outputs_equal: 20,
+            corruptions_injected: 6,
+            corruptions_repaired: 6,
+            healed_after_last_fault_s: Some(3.0),
+            ..Default::default()
+        };
+        assert!(good.problems().is_empty());
+        let bad = ChaosFigures {
+            jobs_succeeded: 29,
+            outputs_equal: 19,
+            corruptions_repaired: 5,
+            healed_after_last_fault_s: None,
+            unexpected_exits: vec!["w2".into()],
+            ..good.clone()
+        };
+        let p = bad.problems().join("; ");
+        for part in [
+            "29 of 30 jobs",
+            "19 of 20 outputs",
+            "5 of 6 corruptions",
+            "did not heal",
+            "w2",
+        ] {
+            assert!(p.contains(part), "{part}: {p}");
+        }
+        let slow = ChaosFigures {
+            healed_after_last_fault_s: Some(61.0),
+            ..good
+        };
+        assert!(slow.problems()[0].contains("61.0 s"));
+    }
+
+    #[test]
+    fn block_ids_split_into_file_and_index() {
+        let id = common::BlockId::for_file("chaos-3.out", 12).unwrap();
+        assert_eq!(split_block(&id), ("chaos-3.out".to_owned(), 12));
+    }
+}
