@@ -573,7 +573,7 @@ pub async fn chaos(seed: u64, jobs: u32, results: &Path, work: &Path) -> anyhow:
     if jobs < 3 {
         anyhow::bail!("--jobs must be at least 3 (one of each workload; got {jobs})");
     }
-    let (dir, figures) = crate::ops::chaos::run(&crate::ops::chaos::ChaosOptions {
+    let (dir, figures) = crate::chaos::run(&crate::chaos::ChaosOptions {
         results: results.into(),
         work: work.into(),
         bin: local::bin_dir()?,

@@ -9,8 +9,10 @@
 //! - [`experiment`]: real-cluster experiment specs and their runner;
 //! - [`lab`]: instance files, timed runs and sweeps of the `sched` crate's
 //!   algorithms;
+//! - [`chaos`]: the chaos run, a cluster under injected faults;
 //! - [`cli`]: the `master` command line, one function per subcommand.
 
+pub mod chaos;
 pub mod cli;
 pub mod experiment;
 pub mod lab;

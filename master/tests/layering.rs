@@ -11,7 +11,15 @@ use std::path::{Path, PathBuf};
 const SCHED: &[&str] = &[
     "model", "offline", "pending", "view", "order", "pick", "assign", "policy", "sim", "algo",
 ];
-const MASTER: &[&str] = &["server", "ops", "results", "experiment", "lab", "cli"];
+const MASTER: &[&str] = &[
+    "server",
+    "ops",
+    "results",
+    "experiment",
+    "lab",
+    "chaos",
+    "cli",
+];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

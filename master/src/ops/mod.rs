@@ -3,10 +3,8 @@
 //! tests); [`loader`] generates or splits files into replicated blocks;
 //! [`local`] starts and stops a cluster of local processes; [`netns`] does
 //! the same in Linux network namespaces with shaped links; [`report`]
-//! formats job reports for people; [`chaos`] runs a cluster under injected
-//! faults and checks that it heals.
+//! formats job reports for people.
 
-pub mod chaos;
 pub mod client;
 pub mod loader;
 pub mod local;
