@@ -64,6 +64,11 @@ pub struct ClusterSection {
 pub struct MasterSection {
     /// Address the master's HTTP API listens on.
     pub listen: SocketAddr,
+    /// The master's job journal (relative to cluster.toml): every job
+    /// submitted and every job's final report, so a restarted master still
+    /// lists them and never reuses an id.
+    #[serde(default = "defaults::journal")]
+    pub journal: PathBuf,
 }
 
 /// Values every `[[worker]]` inherits unless it sets its own.
@@ -194,6 +199,9 @@ mod defaults {
     }
     pub fn data_dir() -> PathBuf {
         PathBuf::from("run/data")
+    }
+    pub fn journal() -> PathBuf {
+        PathBuf::from("run/master/journal.jsonl")
     }
     pub fn seed() -> u64 {
         1

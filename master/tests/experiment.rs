@@ -58,6 +58,30 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
         .filter(|r| &r[ok_col] == "true")
         .count();
     assert_eq!(ok as u32, tasks_per_run * schedulers.len() as u32);
+    // Every run's jobs are job-1..job-N: no run inherits another's history
+    // (the master's journal starts afresh with each run).
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let (sched_col, job_col) = (
+        th.iter().position(|x| x == "scheduler").unwrap(),
+        th.iter().position(|x| x == "job").unwrap(),
+    );
+    let jobs = parsed.jobs.count as usize;
+    for s in &schedulers {
+        let mut ids: Vec<String> = tasks
+            .records()
+            .map(Result::unwrap)
+            .filter(|r| r[sched_col] == s.label)
+            .map(|r| r[job_col].to_owned())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        let want: Vec<String> = (1..=jobs).map(|i| format!("job-{i}")).collect();
+        let mut want_sorted = want.clone();
+        want_sorted.sort();
+        assert_eq!(ids, want_sorted, "{}", s.label);
+        tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    }
     // summary, plots and metadata.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     for s in &schedulers {

@@ -456,3 +456,79 @@ async fn the_block_scanner_finds_damage_before_any_task() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// kill -9 of the master: started again, it lists every finished job with
+/// its report, fails the job it was running saying why, never reuses an id,
+/// and the catalog comes back from the workers' block reports. (Before, a
+/// restarted master forgot every job and started its ids again at 1.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_master_keeps_its_jobs_and_never_reuses_an_id() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Tasks last >= 0.5 s, so the master dies with a job running.
+    let cfg = config(dir.path(), 2, "slot_rate_mbs = 1");
+    local::start_with(&cfg, bin).await.unwrap();
+    let _cluster = Cluster {
+        run: local::run_dir(&cfg),
+    };
+    let client = MasterClient::new(cfg.master_url(), TOKEN);
+    loader::load(
+        &client,
+        &LoadSpec {
+            name: "demo".into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks: 4,
+            },
+            block_size: 500_000,
+            replication: 2,
+            seed: 2,
+        },
+    )
+    .await
+    .unwrap();
+    let sink = || JobSubmit::new(Workload::InputSink, "demo");
+    let a = client.submit(&sink()).await.unwrap();
+    let ra = client.wait_job(a).await.unwrap();
+    assert_eq!(ra.state, JobState::Succeeded);
+    let b = client.submit(&sink()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(client.job(b, None).await.unwrap().state, JobState::Running);
+    let pid = pids(&cfg)
+        .into_iter()
+        .find(|(n, _)| n == "master")
+        .unwrap()
+        .1;
+    assert!(Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    local::restart_master(&cfg, bin).unwrap();
+    // The workers find a master that does not know them and register again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(c) = client.cluster().await {
+            if c.workers_alive == 2 && client.file("demo").await.is_ok_and(|f| f.complete) {
+                break;
+            }
+        }
+        assert!(Instant::now() < deadline, "the cluster did not come back");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let again = client.job(a, None).await.unwrap();
+    assert_eq!(again.state, JobState::Succeeded);
+    assert_eq!(again.attempts, ra.attempts, "the report is the one it was");
+    let rb = client.job(b, None).await.unwrap();
+    assert_eq!(rb.state, JobState::Failed);
+    assert!(
+        rb.error
+            .as_deref()
+            .is_some_and(|e| e.contains("master restarted")),
+        "{rb:?}"
+    );
+    assert_eq!(client.jobs().await.unwrap().len(), 2);
+    let c = client.submit(&sink()).await.unwrap();
+    assert_eq!(c.to_string(), "job-3", "ids go on after a restart");
+    assert_eq!(client.wait_job(c).await.unwrap().state, JobState::Succeeded);
+}

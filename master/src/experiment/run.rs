@@ -294,7 +294,10 @@ impl RunEnv<'_> {
                 data_dir: self.work.join("data"),
                 seed: self.seed,
             },
-            master: MasterSection { listen: addr(0) },
+            master: MasterSection {
+                listen: addr(0),
+                journal: PathBuf::from("run/master/journal.jsonl"),
+            },
             scheduler: scheduler.clone(),
             workers: WorkerDefaults {
                 slots: c.slots,
@@ -392,6 +395,13 @@ async fn run_once(
 ) -> anyhow::Result<(Vec<JobReport>, u64)> {
     let cfg = env.config(&sched.config, true)?;
     local::stop_previous(&cfg, false)?;
+    // Same data, but no job history: every run's ids start at 1 (output
+    // replicas rotate by job id), as they did before the journal.
+    let journal = cfg.resolve(&cfg.master.journal);
+    if journal.exists() {
+        std::fs::remove_file(&journal)
+            .with_context(|| format!("removing {}", journal.display()))?;
+    }
     local::start_with(&cfg, env.bin).await?;
     let client = RunEnv::client(&cfg);
     // Every replica must be back in the catalog before the first job.

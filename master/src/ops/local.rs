@@ -143,6 +143,24 @@ fn head(path: &Path, lines: usize) -> String {
 /// Starts worker `name` of `cfg` again (after it was killed), appending to
 /// its log, and records its new pid so that [`down`] stops it.
 pub fn restart_worker(cfg: &ClusterConfig, bin: &Path, name: &str) -> anyhow::Result<u32> {
+    let config = cfg.path.to_string_lossy().into_owned();
+    let args = ["--config", config.as_str(), "--name", name];
+    restart(cfg, name, &bin.join("worker"), &args)
+}
+
+/// Starts the master of `cfg` again (after it was killed), as
+/// [`restart_worker`] does a worker.
+pub fn restart_master(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<u32> {
+    let config = cfg.path.to_string_lossy().into_owned();
+    restart(
+        cfg,
+        "master",
+        &bin.join("master"),
+        &["serve", "--config", config.as_str()],
+    )
+}
+
+fn restart(cfg: &ClusterConfig, name: &str, program: &Path, args: &[&str]) -> anyhow::Result<u32> {
     let run = run_dir(cfg);
     let f = pids_file(&run);
     let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
@@ -157,8 +175,8 @@ pub fn restart_worker(cfg: &ClusterConfig, bin: &Path, name: &str) -> anyhow::Re
         .append(true)
         .open(&entry.log)
         .with_context(|| format!("opening {}", entry.log.display()))?;
-    let child = Command::new(bin.join("worker"))
-        .args(["--config", &cfg.path.to_string_lossy(), "--name", name])
+    let child = Command::new(program)
+        .args(args)
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
         .stderr(out)
@@ -317,6 +335,12 @@ pub fn stop_previous(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<Stopped
         if data.exists() {
             std::fs::remove_dir_all(&data)
                 .with_context(|| format!("removing {}", data.display()))?;
+        }
+        // A fresh cluster starts its job history afresh too.
+        let journal = cfg.resolve(&cfg.master.journal);
+        if journal.exists() {
+            std::fs::remove_file(&journal)
+                .with_context(|| format!("removing {}", journal.display()))?;
         }
     }
     Ok(stopped)

@@ -12,7 +12,7 @@
 //! | GET | /v1/jobs/{id}?wait_ms=N | | JobReport, after waiting up to N ms for it to end |
 //! | GET | /v1/cluster | | ClusterSummary |
 
-use crate::server::state::{Master, MasterError, MasterSettings};
+use crate::server::state::{journal, Master, MasterError, MasterSettings};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
@@ -32,6 +32,8 @@ use tokio::sync::Notify;
 
 pub struct AppState {
     pub master: Mutex<Master>,
+    /// The job journal's file, if any.
+    journal: Option<std::path::PathBuf>,
     started: Instant,
     /// Notified whenever a job reaches a final state.
     job_ended: Notify,
@@ -53,6 +55,13 @@ impl AppState {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let before = m.finished_jobs;
         let r = f(&mut m, now);
+        // Journal under the lock, so entries land in the order they happened.
+        if let Some(path) = &self.journal {
+            let entries = m.take_journal();
+            if let Err(e) = journal::append(path, &entries) {
+                tracing::error!(path = %path.display(), error = %e, "cannot append to the job journal");
+            }
+        }
         let ended = m.finished_jobs != before;
         drop(m);
         if ended {
@@ -232,10 +241,17 @@ pub async fn start(
     settings: MasterSettings,
 ) -> anyhow::Result<MasterHandle> {
     let heartbeat = Duration::from_millis(settings.heartbeat_ms);
-    let master = Master::new(settings);
+    let journal_path = settings.journal.clone();
+    let mut master = Master::new(settings);
+    if let Some(path) = &journal_path {
+        let entries = journal::read(path)?;
+        master.restore(entries, common::unix_ms());
+        journal::append(path, &master.take_journal())?;
+    }
     tracing::info!(scheduler = %master.scheduler_name(), "master starting");
     let state = Arc::new(AppState {
         master: Mutex::new(master),
+        journal: journal_path,
         started: Instant::now(),
         job_ended: Notify::new(),
     });

@@ -53,6 +53,7 @@ pub async fn start_cluster_roles(
 ) -> LocalCluster {
     let n = nic.len() as u32;
     let settings = MasterSettings {
+        journal: None,
         heartbeat_ms,
         worker_timeout_ms: 100 * heartbeat_ms,
         max_task_attempts: 2,

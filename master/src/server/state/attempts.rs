@@ -214,6 +214,7 @@ impl Master {
         self.finished_jobs += 1;
         self.view.remove_job(id);
         self.forget_everywhere(id);
+        self.journal_ended(id);
         tracing::info!(job = %id, jct_ms = end, "job succeeded");
     }
 
@@ -266,5 +267,6 @@ impl Master {
         self.finished_jobs += 1;
         self.view.remove_job(id);
         self.forget_everywhere(id);
+        self.journal_ended(id);
     }
 }

@@ -24,7 +24,7 @@
 
 use crate::server::catalog::Catalog;
 use common::config::{ClusterConfig, SchedulerConfig, WorkerSettings};
-use common::wire::{JobState, JobSubmit, Launch, TaskRecord};
+use common::wire::{JobReport, JobState, JobSubmit, Launch, TaskRecord};
 use common::{AttemptId, BlockId, JobId, WorkerId};
 use sched::{self, ClusterView, Millis, Scheduler};
 use std::collections::{HashMap, VecDeque};
@@ -57,6 +57,8 @@ pub struct MasterSettings {
     /// Replicas of every reduce output block (capped by live workers).
     pub replication: u32,
     pub workers: Vec<WorkerSettings>,
+    /// The job journal's file; `None` = no journal (tests).
+    pub journal: Option<std::path::PathBuf>,
 }
 
 impl MasterSettings {
@@ -69,6 +71,7 @@ impl MasterSettings {
             seed: cfg.cluster.seed,
             replication: cfg.cluster.replication,
             workers: cfg.worker_settings(),
+            journal: Some(cfg.resolve(&cfg.master.journal)),
         }
     }
 }
@@ -229,6 +232,10 @@ pub struct Master {
     pub blocks_copied: u64,
     /// The replication factor each file is kept at, once declared (by the
     /// loader when its placement is complete; by the master for job output).
+    /// Journal entries not yet written (the HTTP layer appends them).
+    journal_out: Vec<journal::JournalEntry>,
+    /// Jobs of earlier incarnations of the master, from the journal.
+    archived: std::collections::BTreeMap<JobId, JobReport>,
     /// Each declared file's factor, and since when it is kept there.
     file_replication: HashMap<String, (u32, replication::Kept)>,
 }
@@ -274,6 +281,8 @@ impl Master {
             trims: Vec::new(),
             blocks_copied: 0,
             file_replication: HashMap::new(),
+            journal_out: Vec::new(),
+            archived: Default::default(),
         }
     }
 
@@ -293,6 +302,7 @@ impl Master {
 }
 
 mod attempts;
+pub mod journal;
 mod reduce;
 mod replication;
 mod report;

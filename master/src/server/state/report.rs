@@ -6,11 +6,20 @@ use common::JobId;
 
 impl Master {
     pub fn job_state(&self, id: JobId) -> Option<JobState> {
-        self.jobs.get(&id).map(|j| j.state)
+        self.jobs
+            .get(&id)
+            .map(|j| j.state)
+            .or_else(|| self.archived.get(&id).map(|r| r.state))
     }
 
     pub fn report(&self, id: JobId) -> Result<JobReport, MasterError> {
-        let j = self.jobs.get(&id).ok_or(MasterError::UnknownJob(id))?;
+        let Some(j) = self.jobs.get(&id) else {
+            return self
+                .archived
+                .get(&id)
+                .cloned()
+                .ok_or(MasterError::UnknownJob(id));
+        };
         let finish_ms = match j.state {
             JobState::Succeeded => j.finished.map(|f| f - j.submitted),
             _ => None,
@@ -51,7 +60,12 @@ impl Master {
 
     /// All jobs, oldest first, without their attempt lists.
     pub fn reports(&self) -> Vec<JobReport> {
-        let mut ids: Vec<JobId> = self.jobs.keys().copied().collect();
+        let mut ids: Vec<JobId> = self
+            .jobs
+            .keys()
+            .chain(self.archived.keys())
+            .copied()
+            .collect();
         ids.sort();
         ids.into_iter()
             .filter_map(|id| self.report(id).ok())

@@ -49,6 +49,14 @@ impl Master {
             })
             .collect();
         self.view.add_job(id, now, spec.group(), pending);
+        self.journal_out
+            .push(super::journal::JournalEntry::Submitted {
+                job: id,
+                name: name.clone(),
+                scheduler: self.scheduler.name(),
+                submit_unix_ms: unix_ms,
+                spec: spec.clone(),
+            });
         let maps = tasks.len() as u32;
         tracing::info!(job = %id, %name, workload = %spec.workload, input = %spec.input, tasks = tasks.len(), "job submitted");
         self.jobs.insert(

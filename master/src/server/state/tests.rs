@@ -9,6 +9,7 @@ use workloads::{MapSummary, Workload};
 
 fn settings(workers: u32, slots: u32) -> MasterSettings {
     MasterSettings {
+        journal: None,
         heartbeat_ms: 100,
         worker_timeout_ms: 1000,
         max_task_attempts: 2,
@@ -851,4 +852,52 @@ fn a_job_output_is_kept_at_the_factor_once_written_and_after_a_grace() {
     let copies = m.heartbeat(1350, hb(rw, 2, vec![], vec![])).copy_blocks;
     assert_eq!(copies.len(), 1, "{copies:?}");
     assert_eq!(copies[0].to, format!("http://w{other}"));
+}
+
+#[test]
+fn a_restarted_master_lists_old_jobs_fails_interrupted_ones_and_never_reuses_ids() {
+    let mut m = cluster(2, 2, 2);
+    let done = submit(&mut m);
+    let running = submit(&mut m);
+    let mut launches: Vec<(u32, Launch)> = Vec::new();
+    for w in 0..2 {
+        for l in m.heartbeat(10, hb(w, 2, vec![], vec![])).launches {
+            launches.push((w, l));
+        }
+    }
+    // Finish the first job's maps; the second job's stay running.
+    for w in 0..2 {
+        let results = launches
+            .iter()
+            .filter(|(lw, l)| *lw == w && l.attempt.task.job == done)
+            .map(|(_, l)| ok(l, 0))
+            .collect();
+        let running_here = launches
+            .iter()
+            .filter(|(lw, l)| *lw == w && l.attempt.task.job == running)
+            .map(|(_, l)| l.attempt)
+            .collect();
+        m.heartbeat(20, hb(w, 2, running_here, results));
+    }
+    assert_eq!(m.report(done).unwrap().state, JobState::Succeeded);
+    let journal = m.take_journal();
+    assert_eq!(journal.len(), 3, "two submissions, one end: {journal:?}");
+
+    // A new master replays the journal.
+    let mut again = cluster(2, 2, 2);
+    again.restore(journal, 1_005_000);
+    let old = again.report(done).unwrap();
+    assert_eq!(old.state, JobState::Succeeded);
+    assert_eq!(old.attempts.len(), 2, "the report keeps its attempts");
+    let cut = again.report(running).unwrap();
+    assert_eq!(cut.state, JobState::Failed);
+    assert!(cut.error.unwrap().contains("master restarted"));
+    assert_eq!(again.reports().len(), 2);
+    // The interrupted job's end is journaled, so a second restart agrees.
+    let more = again.take_journal();
+    assert!(
+        matches!(&more[..], [journal::JournalEntry::Ended { report }] if report.job == running)
+    );
+    let next = submit(&mut again);
+    assert_eq!(next, JobId(3), "ids go on");
 }
