@@ -28,6 +28,12 @@ pub enum JournalEntry {
     Ended {
         report: JobReport,
     },
+    /// A file's replication factor was declared (by the loader, or for a
+    /// job's output once written).
+    Replication {
+        file: String,
+        replication: u32,
+    },
 }
 
 /// Reads a journal. A last line cut short (a crash while appending) is
@@ -113,6 +119,10 @@ impl Master {
                     self.next_job = self.next_job.max(report.job.0 + 1);
                     submitted.remove(&report.job);
                     self.archived.insert(report.job, report);
+                }
+                JournalEntry::Replication { file, replication } => {
+                    self.file_replication
+                        .insert(file, (replication, super::replication::Kept::From(0)));
                 }
             }
         }

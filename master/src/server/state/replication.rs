@@ -64,6 +64,11 @@ impl Master {
         }
         self.file_replication
             .insert(file.to_owned(), (replication, Kept::From(0)));
+        self.journal_out
+            .push(super::journal::JournalEntry::Replication {
+                file: file.to_owned(),
+                replication,
+            });
         Ok(())
     }
 
@@ -97,9 +102,14 @@ impl Master {
         self.trims = trims;
 
         let data = self.data_workers();
-        for (_, kept) in self.file_replication.values_mut() {
+        for (file, (factor, kept)) in self.file_replication.iter_mut() {
             if *kept == Kept::Written {
                 *kept = Kept::From(now + OUTPUT_GRACE_MS);
+                self.journal_out
+                    .push(super::journal::JournalEntry::Replication {
+                        file: file.clone(),
+                        replication: *factor,
+                    });
             }
         }
         let mut orders: Vec<(WorkerId, CopyOrder, CopyInFlight)> = Vec::new();

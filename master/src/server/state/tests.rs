@@ -900,4 +900,9 @@ fn a_restarted_master_lists_old_jobs_fails_interrupted_ones_and_never_reuses_ids
     );
     let next = submit(&mut again);
     assert_eq!(next, JobId(3), "ids go on");
+    // Declared factors come back too.
+    m.set_file_replication("f", 2).unwrap();
+    let mut third = cluster(2, 2, 2);
+    third.restore(m.take_journal(), 1_006_000);
+    assert_eq!(third.file("f").unwrap().replication, Some(2));
 }
