@@ -271,17 +271,6 @@ fn pid_of(run: &Path, name: &str) -> anyhow::Result<u32> {
         .with_context(|| format!("no process {name}"))
 }
 
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .map(|r| !r.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
 /// A worker's count of damaged replicas it deleted.
 async fn dropped_by(client: &MasterClient, addr: &str) -> u64 {
     let resp = client
@@ -615,7 +604,7 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
     figures.maps_rerun = summary.maps_rerun;
     figures.blocks_copied = summary.blocks_copied;
     for p in local::processes(&run_dir)? {
-        if !alive(p.pid) {
+        if !local::is_running(p.pid) {
             figures.unexpected_exits.push(p.name);
         }
     }

@@ -15,15 +15,51 @@ use workloads::Workload;
 
 const TOKEN: &str = "fault-token";
 
-/// Stops the cluster when the test ends, passed or not.
+/// A cluster of real processes in a temporary directory; stopped when the
+/// test ends, passed or not.
 struct Cluster {
-    run: PathBuf,
+    cfg: ClusterConfig,
+    client: MasterClient,
+    /// Where the `master` and `worker` binaries are.
+    bin: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = local::down(&self.run);
+        let _ = local::down(&local::run_dir(&self.cfg));
     }
+}
+
+/// Starts `workers` workers and a master (see [`config`]).
+async fn start(workers: usize, extra_worker_keys: &str) -> Cluster {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    assert!(
+        bin.join("worker").exists(),
+        "build the binaries first (`cargo build --bins`; make test does)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), workers, extra_worker_keys);
+    local::start_with(&cfg, bin).await.unwrap();
+    let client = MasterClient::new(cfg.master_url(), TOKEN);
+    Cluster {
+        cfg,
+        client,
+        bin: bin.to_owned(),
+        _dir: dir,
+    }
+}
+
+/// Runs an input-sink job over `file`; it must succeed without a failed attempt.
+async fn sink_ok(client: &MasterClient, file: &str) -> common::wire::JobReport {
+    let id = client
+        .submit(&JobSubmit::new(Workload::InputSink, file))
+        .await
+        .unwrap();
+    let r = client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    assert!(r.attempts.iter().all(|a| a.ok), "{:?}", r.attempts);
+    r
 }
 
 /// Free loopback ports (bound, then released for the processes to take).
@@ -54,6 +90,38 @@ fn config(dir: &Path, workers: usize, extra_worker_keys: &str) -> ClusterConfig 
     let path = dir.join("cluster.toml");
     std::fs::write(&path, t).unwrap();
     ClusterConfig::load(&path).unwrap()
+}
+
+/// Loads a generated file with replication 2.
+async fn load(
+    client: &MasterClient,
+    name: &str,
+    kind: Generator,
+    blocks: u32,
+    size: u64,
+    seed: u64,
+) {
+    loader::load(
+        client,
+        &LoadSpec {
+            name: name.into(),
+            source: Source::Generate { kind, blocks },
+            block_size: size,
+            replication: 2,
+            seed,
+        },
+    )
+    .await
+    .unwrap();
+}
+
+fn kill9(pid: u32) {
+    let ok = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -9 {pid}");
 }
 
 /// The worker processes' pids by name, from the launcher's record.
@@ -116,35 +184,11 @@ fn sort_c(input: &[u8]) -> Vec<u8> {
 /// `max_task_attempts` times against the dead worker and the job failed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    assert!(
-        bin.join("worker").exists(),
-        "build the binaries first (`cargo build --bins`; make test does)"
-    );
-    let dir = tempfile::tempdir().unwrap();
     // 16 Mbit/s NICs: each reduce takes seconds to fetch its 8 MB, so the
     // kill lands in the shuffle.
-    let cfg = config(dir.path(), 4, "nic_mbps = 16");
-    local::start_with(&cfg, bin).await.unwrap();
-    let _cluster = Cluster {
-        run: local::run_dir(&cfg),
-    };
-    let client = MasterClient::new(cfg.master_url(), TOKEN);
-    loader::load(
-        &client,
-        &LoadSpec {
-            name: "recs".into(),
-            source: Source::Generate {
-                kind: Generator::Records,
-                blocks: 16,
-            },
-            block_size: 1_000_000,
-            replication: 2,
-            seed: 5,
-        },
-    )
-    .await
-    .unwrap();
+    let c = start(4, "nic_mbps = 16").await;
+    let (cfg, client) = (&c.cfg, &c.client);
+    load(client, "recs", Generator::Records, 16, 1_000_000, 5).await;
     let mut job = JobSubmit::new(Workload::Sort, "recs");
     job.reduces = Some(2);
     job.output = Some("sorted".into());
@@ -178,16 +222,8 @@ async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() 
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    let pid = pids(&cfg)
-        .into_iter()
-        .find(|(n, _)| *n == victim)
-        .unwrap()
-        .1;
-    assert!(Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap()
-        .success());
+    let pid = pids(cfg).into_iter().find(|(n, _)| *n == victim).unwrap().1;
+    kill9(pid);
 
     let r = client.wait_job(id).await.unwrap();
     assert_eq!(r.state, JobState::Succeeded, "{r:?}");
@@ -212,8 +248,8 @@ async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() 
         "the kill hit the shuffle: {r:?}"
     );
     assert!(maps_again > 0, "the victim's outputs ran again: {r:?}");
-    let input = read_file(&client, "recs").await;
-    let output = read_file(&client, "sorted").await;
+    let input = read_file(client, "recs").await;
+    let output = read_file(client, "sorted").await;
     assert_eq!(output.len(), input.len());
     assert!(
         output == sort_c(&input),
@@ -230,31 +266,11 @@ async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() 
 /// failed, and the bad replica stayed listed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    let dir = tempfile::tempdir().unwrap();
     // Two workers, every block on both; tasks last >= 0.5 s, so both
     // workers run maps of the job.
-    let cfg = config(dir.path(), 2, "slot_rate_mbs = 2");
-    local::start_with(&cfg, bin).await.unwrap();
-    let _cluster = Cluster {
-        run: local::run_dir(&cfg),
-    };
-    let client = MasterClient::new(cfg.master_url(), TOKEN);
-    loader::load(
-        &client,
-        &LoadSpec {
-            name: "demo".into(),
-            source: Source::Generate {
-                kind: Generator::Text,
-                blocks: 8,
-            },
-            block_size: 1_000_000,
-            replication: 2,
-            seed: 9,
-        },
-    )
-    .await
-    .unwrap();
+    let c = start(2, "slot_rate_mbs = 2").await;
+    let (cfg, client) = (&c.cfg, &c.client);
+    load(client, "demo", Generator::Text, 8, 1_000_000, 9).await;
     let blocks_dir = cfg.worker_data_dir("w1").join("blocks");
     let mut flipped = 0;
     for e in std::fs::read_dir(&blocks_dir).unwrap() {
@@ -309,13 +325,7 @@ async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // The file still reads in full, from good replicas only.
-    let id = client
-        .submit(&JobSubmit::new(Workload::InputSink, "demo"))
-        .await
-        .unwrap();
-    let r = client.wait_job(id).await.unwrap();
-    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
-    assert!(r.attempts.iter().all(|a| a.ok), "{:?}", r.attempts);
+    sink_ok(client, "demo").await;
 }
 
 /// Kill -9 of a worker holding replicas: once it is declared lost, every
@@ -324,41 +334,17 @@ async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
 /// (Before, those blocks stayed at one replica for ever.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_workers_blocks_are_copied_back_to_the_replication_factor() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), 4, "");
-    local::start_with(&cfg, bin).await.unwrap();
-    let _cluster = Cluster {
-        run: local::run_dir(&cfg),
-    };
-    let client = MasterClient::new(cfg.master_url(), TOKEN);
-    loader::load(
-        &client,
-        &LoadSpec {
-            name: "demo".into(),
-            source: Source::Generate {
-                kind: Generator::Text,
-                blocks: 12,
-            },
-            block_size: 500_000,
-            replication: 2,
-            seed: 4,
-        },
-    )
-    .await
-    .unwrap();
+    let c = start(4, "").await;
+    let (cfg, client) = (&c.cfg, &c.client);
+    load(client, "demo", Generator::Text, 12, 500_000, 4).await;
     let before = client.file("demo").await.unwrap();
     assert_eq!(before.replication, Some(2));
     let held: Vec<usize> = (0..12)
         .filter(|&i| before.replicas[i].iter().any(|w| w == "w3"))
         .collect();
     assert!(!held.is_empty(), "w3 holds replicas: {before:?}");
-    let pid = pids(&cfg).into_iter().find(|(n, _)| n == "w3").unwrap().1;
-    assert!(Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap()
-        .success());
+    let pid = pids(cfg).into_iter().find(|(n, _)| n == "w3").unwrap().1;
+    kill9(pid);
     // Declared lost after 2 s; then copies at 2 per worker at a time.
     let deadline = Instant::now() + Duration::from_secs(60);
     let after = loop {
@@ -374,42 +360,16 @@ async fn a_lost_workers_blocks_are_copied_back_to_the_replication_factor() {
     for i in held {
         assert_eq!(after.replicas[i].len(), 2, "block {i}: {after:?}");
     }
-    let id = client
-        .submit(&JobSubmit::new(Workload::InputSink, "demo"))
-        .await
-        .unwrap();
-    let r = client.wait_job(id).await.unwrap();
-    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
-    assert!(r.attempts.iter().all(|a| a.ok), "{:?}", r.attempts);
+    sink_ok(client, "demo").await;
 }
 
 /// The block scanner finds a flipped byte no task has read: the worker
 /// deletes the replica, and re-replication copies a good one back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_block_scanner_finds_damage_before_any_task() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), 2, "scrub_mbps = 50");
-    local::start_with(&cfg, bin).await.unwrap();
-    let _cluster = Cluster {
-        run: local::run_dir(&cfg),
-    };
-    let client = MasterClient::new(cfg.master_url(), TOKEN);
-    loader::load(
-        &client,
-        &LoadSpec {
-            name: "cold".into(),
-            source: Source::Generate {
-                kind: Generator::Text,
-                blocks: 4,
-            },
-            block_size: 500_000,
-            replication: 2,
-            seed: 3,
-        },
-    )
-    .await
-    .unwrap();
+    let c = start(2, "scrub_mbps = 50").await;
+    let (cfg, client) = (&c.cfg, &c.client);
+    load(client, "cold", Generator::Text, 4, 500_000, 3).await;
     let id = common::BlockId::for_file("cold", 2).unwrap();
     let bad = cfg
         .worker_data_dir("w1")
@@ -463,30 +423,10 @@ async fn the_block_scanner_finds_damage_before_any_task() {
 /// restarted master forgot every job and started its ids again at 1.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_master_keeps_its_jobs_and_never_reuses_an_id() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    let dir = tempfile::tempdir().unwrap();
     // Tasks last >= 0.5 s, so the master dies with a job running.
-    let cfg = config(dir.path(), 2, "slot_rate_mbs = 1");
-    local::start_with(&cfg, bin).await.unwrap();
-    let _cluster = Cluster {
-        run: local::run_dir(&cfg),
-    };
-    let client = MasterClient::new(cfg.master_url(), TOKEN);
-    loader::load(
-        &client,
-        &LoadSpec {
-            name: "demo".into(),
-            source: Source::Generate {
-                kind: Generator::Text,
-                blocks: 4,
-            },
-            block_size: 500_000,
-            replication: 2,
-            seed: 2,
-        },
-    )
-    .await
-    .unwrap();
+    let c = start(2, "slot_rate_mbs = 1").await;
+    let (cfg, client, bin) = (&c.cfg, &c.client, c.bin.as_path());
+    load(client, "demo", Generator::Text, 4, 500_000, 2).await;
     let sink = || JobSubmit::new(Workload::InputSink, "demo");
     let a = client.submit(&sink()).await.unwrap();
     let ra = client.wait_job(a).await.unwrap();
@@ -494,17 +434,13 @@ async fn a_restarted_master_keeps_its_jobs_and_never_reuses_an_id() {
     let b = client.submit(&sink()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(client.job(b, None).await.unwrap().state, JobState::Running);
-    let pid = pids(&cfg)
+    let pid = pids(cfg)
         .into_iter()
         .find(|(n, _)| n == "master")
         .unwrap()
         .1;
-    assert!(Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap()
-        .success());
-    local::restart_master(&cfg, bin).unwrap();
+    kill9(pid);
+    local::restart_master(cfg, bin).unwrap();
     // The workers find a master that does not know them and register again.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {

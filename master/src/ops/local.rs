@@ -36,7 +36,12 @@ pub fn bin_dir() -> anyhow::Result<PathBuf> {
 
 /// Running and not a zombie.
 fn alive(p: &Proc) -> bool {
-    std::fs::read_to_string(format!("/proc/{}/stat", p.pid))
+    is_running(p.pid)
+}
+
+/// Whether process `pid` runs (exists and is not a zombie).
+pub fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|s| {
             s.rsplit(')')
