@@ -467,6 +467,74 @@ nic_mbps = 100
         ClusterConfig::parse(t, Path::new("conf/cluster.toml")).map_err(|e| e.to_string())
     }
 
+    /// A property test of the loader: thousands of seeded mutations of a
+    /// good file (bytes flipped, dropped, duplicated, numbers replaced by
+    /// extremes) are each taken or refused with an error naming the file;
+    /// none panics.
+    #[test]
+    fn mutated_files_are_refused_never_a_panic() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let extremes = [
+            "0",
+            "-1",
+            "4294967296",
+            "1e308",
+            "nan",
+            "inf",
+            "\"\"",
+            "[]",
+            "{}",
+        ];
+        let (mut taken, mut refused) = (0, 0);
+        for _ in 0..3000 {
+            let mut t: Vec<u8> = GOOD.as_bytes().to_vec();
+            for _ in 0..1 + next(3) {
+                let at = next(t.len());
+                match next(4) {
+                    0 => t[at] = b" =[]{}\"\n0a.,"[next(12)],
+                    1 => {
+                        t.remove(at);
+                    }
+                    2 => {
+                        let b = t[at];
+                        t.insert(at, b);
+                    }
+                    _ => {
+                        // Replace the number that starts here, if any.
+                        let text = String::from_utf8_lossy(&t).into_owned();
+                        if let Some(p) =
+                            text[at.min(text.len())..].find(|c: char| c.is_ascii_digit())
+                        {
+                            let start = at + p;
+                            let end = start
+                                + text[start..]
+                                    .find(|c: char| !c.is_ascii_digit())
+                                    .unwrap_or(text.len() - start);
+                            let mut s = text.clone();
+                            s.replace_range(start..end, extremes[next(extremes.len())]);
+                            t = s.into_bytes();
+                        }
+                    }
+                }
+            }
+            let text = String::from_utf8_lossy(&t);
+            match parse(&text) {
+                Ok(_) => taken += 1,
+                Err(e) => {
+                    assert!(e.starts_with("conf/cluster.toml"), "{e}");
+                    refused += 1;
+                }
+            }
+        }
+        assert!(taken > 0 && refused > 0, "{taken} taken, {refused} refused");
+    }
+
     #[test]
     fn counts_and_rates_are_bounded() {
         let e = parse(&GOOD.replace("slots = 1", "slots = 100000")).unwrap_err();

@@ -906,3 +906,123 @@ fn a_restarted_master_lists_old_jobs_fails_interrupted_ones_and_never_reuses_ids
     third.restore(m.take_journal(), 1_006_000);
     assert_eq!(third.file("f").unwrap().replication, Some(2));
 }
+
+/// A property test of the master's request handling: seeded random
+/// registrations, heartbeats (results of attempts that exist or not, every
+/// outcome, block reports with any counts), submissions, liveness checks
+/// and replication declarations, in any order. Nothing may panic, and
+/// the reports stay consistent.
+#[test]
+fn random_requests_never_panic_the_master() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let names = ["w0", "w1", "w2", "w9", ""];
+    let files = ["f", "nope", "", "wordcount-1.out"];
+    for _ in 0..600 {
+        let mut m = cluster(3, 2, 4);
+        let mut now = 10;
+        let mut launched: Vec<Launch> = Vec::new();
+        for _ in 0..60 {
+            now += rng.gen_range(0..400);
+            match rng.gen_range(0..6) {
+                0 => {
+                    let workload = [Workload::InputSink, Workload::Wordcount, Workload::Sort]
+                        [rng.gen_range(0..3)];
+                    let mut job = JobSubmit::new(workload, files[rng.gen_range(0..files.len())]);
+                    job.reduces =
+                        [None, Some(0), Some(1), Some(3), Some(u32::MAX)][rng.gen_range(0..5)];
+                    job.output = [None, Some("o".to_string()), Some("../x".to_string())]
+                        [rng.gen_range(0..3)]
+                    .clone();
+                    let _ = m.submit(now, 1_000_000, job);
+                }
+                1 | 2 => {
+                    let w = rng.gen_range(0..5u32);
+                    let mut results = Vec::new();
+                    for _ in 0..rng.gen_range(0..4) {
+                        let attempt = if !launched.is_empty() && rng.gen_bool(0.7) {
+                            launched[rng.gen_range(0..launched.len())].attempt
+                        } else {
+                            AttemptId {
+                                task: common::TaskRef {
+                                    job: JobId(rng.gen_range(0..5)),
+                                    index: rng.gen_range(0..12),
+                                },
+                                attempt: rng.gen_range(0..4),
+                            }
+                        };
+                        let outcome = match rng.gen_range(0..5) {
+                            0 => TaskOutcome::Succeeded {
+                                summary: MapSummary::default(),
+                            },
+                            1 => TaskOutcome::Reduced {
+                                summary: workloads::ReduceSummary::default(),
+                            },
+                            2 => TaskOutcome::Failed { error: "x".into() },
+                            3 => TaskOutcome::Rejected { reason: "y".into() },
+                            _ => TaskOutcome::FetchFailed {
+                                lost: (0..rng.gen_range(0..3))
+                                    .map(|_| LostOutput {
+                                        map: rng.gen_range(0..10),
+                                        attempt: rng.gen_range(0..3),
+                                        worker: WorkerId(rng.gen_range(0..5)),
+                                    })
+                                    .collect(),
+                                error: "z".into(),
+                            },
+                        };
+                        results.push(TaskResult {
+                            attempt,
+                            slot: rng.gen_range(0..3),
+                            outcome,
+                            started_unix_ms: rng.gen_range(0..2_000_000),
+                            finished_unix_ms: rng.gen_range(0..2_000_000),
+                            local_bytes: rng.gen_range(0..2000),
+                            remote_bytes: rng.gen_range(0..2000),
+                        });
+                    }
+                    let mut beat = hb(w, rng.gen_range(0..4), vec![], results);
+                    if rng.gen_bool(0.2) {
+                        let n = [1, 2, 4, 0, u32::MAX][rng.gen_range(0..5)];
+                        beat.blocks = Some(
+                            (0..rng.gen_range(0..5u32))
+                                .filter_map(|i| {
+                                    let f = ["f", "g", "wordcount-1.out"][rng.gen_range(0..3)];
+                                    let mut b = block(f, i, n.max(1));
+                                    b.file_blocks = n;
+                                    b.index = rng.gen_range(0..6);
+                                    (b.index < 100).then_some(b)
+                                })
+                                .collect(),
+                        );
+                    }
+                    launched.extend(m.heartbeat(now, beat).launches);
+                }
+                3 => {
+                    let _ = m.register(
+                        now,
+                        RegisterRequest {
+                            name: names[rng.gen_range(0..names.len())].into(),
+                            addr: "http://x".into(),
+                            slots: rng.gen_range(0..4),
+                            blocks: vec![block("f", rng.gen_range(0..4), 4)],
+                        },
+                    );
+                }
+                4 => m.check_workers(now),
+                _ => {
+                    let _ = m.set_file_replication(
+                        files[rng.gen_range(0..files.len())],
+                        rng.gen_range(0..5),
+                    );
+                }
+            }
+            for r in m.reports() {
+                assert!(r.tasks_done <= r.tasks, "{r:?}");
+                assert!(r.reduces_done <= r.reduces, "{r:?}");
+                assert!(r.data_local + r.data_remote <= r.tasks, "{r:?}");
+            }
+            let _ = m.files();
+        }
+    }
+}
