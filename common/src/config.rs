@@ -51,6 +51,11 @@ pub struct ClusterSection {
     /// A task failing this many times fails its job.
     #[serde(default = "defaults::max_task_attempts")]
     pub max_task_attempts: u32,
+    /// An attempt without a result this long (ms) after its launch, while
+    /// its worker still heartbeats, fails (counted) and runs again
+    /// elsewhere, like Hadoop's `mapreduce.task.timeout`; 0 = never.
+    #[serde(default = "defaults::task_timeout_ms")]
+    pub task_timeout_ms: u64,
     /// Root of the workers' block stores; worker `w` uses `<data_dir>/<w>`.
     #[serde(default = "defaults::data_dir")]
     pub data_dir: PathBuf,
@@ -196,6 +201,9 @@ mod defaults {
     }
     pub fn max_task_attempts() -> u32 {
         4
+    }
+    pub fn task_timeout_ms() -> u64 {
+        600_000
     }
     pub fn data_dir() -> PathBuf {
         PathBuf::from("run/data")

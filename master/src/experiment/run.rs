@@ -291,6 +291,7 @@ impl RunEnv<'_> {
                 heartbeat_ms: c.heartbeat_ms,
                 worker_timeout_ms: (50 * c.heartbeat_ms).max(5_000),
                 max_task_attempts: 4,
+                task_timeout_ms: 600_000,
                 data_dir: self.work.join("data"),
                 seed: self.seed,
             },

@@ -57,6 +57,7 @@ pub async fn start_cluster_roles(
         heartbeat_ms,
         worker_timeout_ms: 100 * heartbeat_ms,
         max_task_attempts: 2,
+        task_timeout_ms: 0,
         scheduler: SchedulerConfig::hadoop(),
         seed: 3,
         replication: 2,

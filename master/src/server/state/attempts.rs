@@ -4,7 +4,7 @@
 use super::{MapOut, Master, RunningAttempt, TaskStatus};
 use common::wire::{JobState, Locality, TaskKind, TaskOutcome, TaskRecord, TaskResult};
 use common::{AttemptId, JobId, TaskRef, WorkerId};
-use sched::PendingTask;
+use sched::{Millis, PendingTask};
 
 impl Master {
     pub(super) fn on_result(&mut self, worker: WorkerId, r: TaskResult) {
@@ -175,6 +175,52 @@ impl Master {
                 tracing::debug!(attempt = %a, %reason, "attempt rejected by worker");
                 self.retry_unpenalised(a.task);
             }
+        }
+    }
+
+    /// Attempts without a result for `task_timeout_ms` fail (counted) and
+    /// run again elsewhere; their worker's late result is ignored (fenced).
+    pub(super) fn time_out_attempts(&mut self, now: Millis) {
+        let limit = self.settings.task_timeout_ms;
+        if limit == 0 {
+            return;
+        }
+        let mut late: Vec<(WorkerId, AttemptId, RunningAttempt)> = Vec::new();
+        for job in self.jobs.values().filter(|j| !j.state.is_done()) {
+            for (i, t) in job.tasks.iter().enumerate() {
+                if let TaskStatus::Running(ra) = t.status {
+                    if now.saturating_sub(ra.started) > limit {
+                        let a = AttemptId {
+                            task: TaskRef {
+                                job: job.id,
+                                index: i as u32,
+                            },
+                            attempt: ra.attempt,
+                        };
+                        late.push((ra.worker, a, ra));
+                    }
+                }
+            }
+        }
+        for (worker, a, ra) in late {
+            let error = format!(
+                "no result {} s after its launch (cluster.task_timeout_ms)",
+                limit / 1000
+            );
+            tracing::warn!(attempt = %a, worker = %self.worker_name(worker), "task timed out");
+            let unix = common::unix_ms();
+            let r = TaskResult {
+                attempt: a,
+                slot: 0,
+                outcome: TaskOutcome::Failed {
+                    error: error.clone(),
+                },
+                started_unix_ms: unix,
+                finished_unix_ms: unix,
+                local_bytes: 0,
+                remote_bytes: 0,
+            };
+            self.end_attempt(worker, a, Some((ra, r)));
         }
     }
 

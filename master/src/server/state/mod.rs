@@ -51,6 +51,8 @@ pub enum MasterError {
 pub struct MasterSettings {
     pub heartbeat_ms: u64,
     pub worker_timeout_ms: u64,
+    /// See `cluster.task_timeout_ms`; 0 = never.
+    pub task_timeout_ms: u64,
     pub max_task_attempts: u32,
     pub scheduler: SchedulerConfig,
     pub seed: u64,
@@ -66,6 +68,7 @@ impl MasterSettings {
         MasterSettings {
             heartbeat_ms: cfg.cluster.heartbeat_ms,
             worker_timeout_ms: cfg.cluster.worker_timeout_ms,
+            task_timeout_ms: cfg.cluster.task_timeout_ms,
             max_task_attempts: cfg.cluster.max_task_attempts,
             scheduler: cfg.scheduler.clone(),
             seed: cfg.cluster.seed,
@@ -104,6 +107,8 @@ struct RunningAttempt {
     attempt: u32,
     worker: WorkerId,
     source: WorkerId,
+    /// When it was launched (for the task timeout).
+    started: Millis,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -66,6 +66,7 @@ impl Master {
             attempt,
             worker,
             source: worker,
+            started: now,
         });
         // Output replicas: the reducer, then the next live workers after it
         // in a rotation that differs per job and partition.

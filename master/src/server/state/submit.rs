@@ -160,6 +160,7 @@ impl Master {
             attempt,
             worker: a.worker,
             source: a.source,
+            started: now,
         });
         let source = if a.is_local() {
             ReplicaSource::Local

@@ -13,6 +13,7 @@ fn settings(workers: u32, slots: u32) -> MasterSettings {
         heartbeat_ms: 100,
         worker_timeout_ms: 1000,
         max_task_attempts: 2,
+        task_timeout_ms: 0,
         scheduler: SchedulerConfig::hadoop(),
         seed: 5,
         replication: 2,
@@ -1025,4 +1026,51 @@ fn random_requests_never_panic_the_master() {
             let _ = m.files();
         }
     }
+}
+
+#[test]
+fn an_attempt_without_a_result_times_out_and_runs_elsewhere() {
+    let mut s = settings(2, 1);
+    s.task_timeout_ms = 1000;
+    s.worker_timeout_ms = 100_000;
+    let mut m = Master::new(s);
+    for w in 0..2u32 {
+        m.register(
+            0,
+            RegisterRequest {
+                name: format!("w{w}"),
+                addr: format!("http://w{w}"),
+                slots: 1,
+                blocks: vec![block("f", 0, 1)],
+            },
+        )
+        .unwrap();
+    }
+    let id = submit(&mut m);
+    let first = m.heartbeat(10, hb(0, 1, vec![], vec![])).launches;
+    assert_eq!(first.len(), 1);
+    // w0 keeps heartbeating, reporting the attempt as running, with no result.
+    m.heartbeat(500, hb(0, 0, vec![first[0].attempt], vec![]));
+    m.check_workers(900);
+    assert_eq!(m.report(id).unwrap().state, JobState::Running);
+    m.heartbeat(1100, hb(0, 0, vec![first[0].attempt], vec![]));
+    m.check_workers(1100);
+    let rep = m.report(id).unwrap();
+    let failed = &rep.attempts[0];
+    assert!(
+        !failed.ok && failed.error.as_deref().unwrap().contains("task_timeout_ms"),
+        "{rep:?}"
+    );
+    // The task runs again on w1; w0's late result is ignored.
+    let again = m.heartbeat(1200, hb(1, 1, vec![], vec![])).launches;
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].attempt.attempt, first[0].attempt.attempt + 1);
+    m.heartbeat(1300, hb(0, 1, vec![], vec![ok(&first[0], 0)]));
+    assert_eq!(
+        m.report(id).unwrap().tasks_done,
+        0,
+        "the late result is fenced off"
+    );
+    m.heartbeat(1400, hb(1, 1, vec![], vec![ok(&again[0], 0)]));
+    assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
 }

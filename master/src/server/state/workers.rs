@@ -138,6 +138,7 @@ impl Master {
     /// then plans re-replication (called every heartbeat interval).
     pub fn check_workers(&mut self, now: Millis) {
         self.check_liveness(now);
+        self.time_out_attempts(now);
         self.plan_replication(now);
     }
 
