@@ -11,7 +11,7 @@
 
 use crate::ops::client::MasterClient;
 use crate::ops::loader::{self, Generator, LoadSpec, Source};
-use crate::ops::local;
+use crate::ops::{local, verify};
 use crate::results::{Provenance, ResultsDir};
 use anyhow::{bail, Context};
 use common::config::ClusterConfig;
@@ -22,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use workloads::Workload;
 
@@ -135,123 +135,6 @@ impl Drop for Down {
     }
 }
 
-fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
-    let held = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(held
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<Result<_, _>>()?)
-}
-
-fn write_config(dir: &Path) -> anyhow::Result<ClusterConfig> {
-    let ports = free_ports(WORKERS + 1)?;
-    let mut t = format!(
-        "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 3\nheartbeat_ms = 100\n\
-         worker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 1\n\n\
-         [master]\nlisten = \"127.0.0.1:{}\"\n\n[workers]\nslots = 2\nscrub_mbps = 50\n",
-        ports[0]
-    );
-    for (i, p) in ports[1..].iter().enumerate() {
-        t += &format!(
-            "\n[[worker]]\nname = \"w{}\"\nlisten = \"127.0.0.1:{p}\"\n",
-            i + 1
-        );
-    }
-    let path = dir.join("cluster.toml");
-    std::fs::write(&path, t).with_context(|| format!("writing {}", path.display()))?;
-    Ok(ClusterConfig::load(&path)?)
-}
-
-/// A file's bytes, block by block, each from the first live holder that
-/// serves it whole (its checksums verified on the way out).
-async fn read_file(client: &MasterClient, name: &str) -> anyhow::Result<Vec<u8>> {
-    let f = client.file(name).await?;
-    let workers = client.workers().await?;
-    let mut out = Vec::new();
-    for (i, reps) in f.replicas.iter().enumerate() {
-        let id = common::BlockId::for_file(name, i as u32)?;
-        let mut got = None;
-        for w in workers.iter().filter(|w| w.alive && reps.contains(&w.name)) {
-            if let Ok(b) = get_block(client, &w.addr, &id).await {
-                got = Some(b);
-                break;
-            }
-        }
-        out.extend(got.with_context(|| format!("no live replica of {id} serves it"))?);
-    }
-    Ok(out)
-}
-
-async fn get_block(
-    client: &MasterClient,
-    addr: &str,
-    id: &common::BlockId,
-) -> anyhow::Result<Vec<u8>> {
-    let resp = client
-        .http()
-        .get(format!("{addr}/blocks/{id}"))
-        .bearer_auth(TOKEN)
-        .timeout(Duration::from_secs(20))
-        .send()
-        .await?;
-    let resp = common::http_client::check(resp, format!("GET {addr}/blocks/{id}")).await?;
-    Ok(resp.bytes().await?.to_vec())
-}
-
-fn pipe(cmd: &str, input: &[u8]) -> anyhow::Result<Vec<u8>> {
-    let mut child = Command::new("sh")
-        .args(["-c", cmd])
-        .env("LC_ALL", "C")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("running {cmd}"))?;
-    let mut stdin = child.stdin.take().context("stdin")?;
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data));
-    let out = child.wait_with_output()?;
-    writer
-        .join()
-        .map_err(|_| anyhow::anyhow!("writer panicked"))??;
-    if !out.status.success() {
-        bail!("{cmd} failed");
-    }
-    Ok(out.stdout)
-}
-
-/// (word, count) pairs, sorted: of our `word\tcount` output or of
-/// `uniq -c`'s `  count word`.
-fn counts_of_ours(out: &[u8]) -> Vec<(Vec<u8>, u64)> {
-    let mut v: Vec<(Vec<u8>, u64)> = out
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .filter_map(|l| {
-            let tab = l.iter().position(|&b| b == b'\t')?;
-            let n = std::str::from_utf8(&l[tab + 1..]).ok()?.parse().ok()?;
-            Some((l[..tab].to_vec(), n))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
-fn counts_of_uniq(out: &[u8]) -> Vec<(Vec<u8>, u64)> {
-    let mut v: Vec<(Vec<u8>, u64)> = out
-        .split(|&b| b == b'\n')
-        .filter_map(|l| {
-            let s = l.iter().position(|&b| b != b' ')?;
-            let sp = s + l[s..].iter().position(|&b| b == b' ')?;
-            let n = std::str::from_utf8(&l[s..sp]).ok()?.parse().ok()?;
-            let w = l[sp + 1..].to_vec();
-            (!w.is_empty()).then_some((w, n))
-        })
-        .collect();
-    v.sort();
-    v
-}
-
 fn signal(pid: u32, sig: &str) -> anyhow::Result<()> {
     let ok = Command::new("kill")
         .args([sig, &pid.to_string()])
@@ -359,7 +242,13 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
     }
     std::fs::create_dir_all(&opts.work)?;
     let work = std::path::absolute(&opts.work)?;
-    let cfg = write_config(&work)?;
+    let cfg = local::write_loopback_config(
+        &work,
+        TOKEN,
+        WORKERS,
+        "replication = 3\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 1",
+        "slots = 2\nscrub_mbps = 50",
+    )?;
     local::start_with(&cfg, &opts.bin).await?;
     let run_dir = local::run_dir(&cfg);
     let _down = Down(run_dir.clone());
@@ -378,10 +267,10 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
         )
         .await?;
     }
-    let text = read_file(&client, "text").await?;
-    let recs = read_file(&client, "recs").await?;
-    let want_counts = counts_of_uniq(&pipe("tr -s '[:space:]' '\\n' | sort | uniq -c", &text)?);
-    let want_sorted = pipe("sort", &recs)?;
+    let text = verify::read_file(&client, "text").await?;
+    let recs = verify::read_file(&client, "recs").await?;
+    let want_counts = verify::wordcount_reference(&text)?;
+    let want_sorted = verify::sort_reference(&recs)?;
 
     // The jobs: a third each, arriving over 40 s.
     let mut arrivals: Vec<(f64, Workload)> = (0..opts.jobs)
@@ -571,7 +460,7 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
                                 .iter()
                                 .filter(|w| w.alive && w.name != f.worker && reps.contains(&w.name))
                             {
-                                if let Ok(b) = get_block(&client, &w.addr, &f.block).await {
+                                if let Ok(b) = verify::get_block(&client, &w.addr, &f.block).await {
                                     good = Some(b);
                                     break;
                                 }
@@ -618,9 +507,11 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
         let (mut checked, mut equal) = (false, false);
         if ok && w.has_reduce() {
             checked = true;
-            let out = read_file(&client, r.output.as_deref().unwrap_or_default()).await?;
+            let out = verify::read_file(&client, r.output.as_deref().unwrap_or_default()).await?;
             equal = match w {
-                Workload::Wordcount => counts_of_ours(&out) == want_counts,
+                Workload::Wordcount => {
+                    verify::wordcount_pairs(&out).is_ok_and(|got| got == want_counts)
+                }
                 _ => out == want_sorted,
             };
             figures.outputs_checked += 1;

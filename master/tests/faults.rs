@@ -6,10 +6,9 @@ use common::config::ClusterConfig;
 use common::wire::{JobState, JobSubmit, TaskKind};
 use master::ops::client::MasterClient;
 use master::ops::loader::{self, Generator, LoadSpec, Source};
-use master::ops::local;
-use std::io::Write;
+use master::ops::{local, verify};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use workloads::Workload;
 
@@ -62,34 +61,16 @@ async fn sink_ok(client: &MasterClient, file: &str) -> common::wire::JobReport {
     r
 }
 
-/// Free loopback ports (bound, then released for the processes to take).
-fn free_ports(n: usize) -> Vec<u16> {
-    let held: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    held.iter()
-        .map(|l| l.local_addr().unwrap().port())
-        .collect()
-}
-
 /// Writes a cluster.toml of `workers` workers into `dir` and loads it.
 fn config(dir: &Path, workers: usize, extra_worker_keys: &str) -> ClusterConfig {
-    let ports = free_ports(workers + 1);
-    let mut t = format!(
-        "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 2\nheartbeat_ms = 100\n\
-         worker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 7\n\n\
-         [master]\nlisten = \"127.0.0.1:{}\"\n\n[workers]\nslots = 2\n{extra_worker_keys}\n",
-        ports[0]
-    );
-    for (i, p) in ports[1..].iter().enumerate() {
-        t += &format!(
-            "\n[[worker]]\nname = \"w{}\"\nlisten = \"127.0.0.1:{p}\"\n",
-            i + 1
-        );
-    }
-    let path = dir.join("cluster.toml");
-    std::fs::write(&path, t).unwrap();
-    ClusterConfig::load(&path).unwrap()
+    local::write_loopback_config(
+        dir,
+        TOKEN,
+        workers,
+        "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 7",
+        &format!("slots = 2\n{extra_worker_keys}"),
+    )
+    .unwrap()
 }
 
 /// Loads a generated file with replication 2.
@@ -129,51 +110,6 @@ fn pids(cfg: &ClusterConfig) -> Vec<(String, u32)> {
     let text = std::fs::read_to_string(local::run_dir(cfg).join("cluster.json")).unwrap();
     let procs: Vec<local::Proc> = serde_json::from_str(&text).unwrap();
     procs.into_iter().map(|p| (p.name, p.pid)).collect()
-}
-
-/// A file's bytes, block by block, each read from a live replica holder.
-async fn read_file(client: &MasterClient, name: &str) -> Vec<u8> {
-    let f = client.file(name).await.unwrap();
-    assert!(f.complete, "{f:?}");
-    let workers = client.workers().await.unwrap();
-    let http = reqwest::Client::new();
-    let mut out = Vec::new();
-    for (i, reps) in f.replicas.iter().enumerate() {
-        let w = workers
-            .iter()
-            .find(|w| w.alive && reps.contains(&w.name))
-            .unwrap_or_else(|| panic!("block {i} of {name} has no live replica: {reps:?}"));
-        let id = common::BlockId::for_file(name, i as u32).unwrap();
-        let body = http
-            .get(format!("{}/blocks/{id}", w.addr))
-            .header("authorization", format!("Bearer {TOKEN}"))
-            .send()
-            .await
-            .unwrap()
-            .error_for_status()
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        out.extend_from_slice(&body);
-    }
-    out
-}
-
-fn sort_c(input: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("sort")
-        .env("LC_ALL", "C")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    assert!(out.status.success());
-    out.stdout
 }
 
 /// Kill -9 of a worker that keeps map outputs, while the sort's reduces
@@ -248,11 +184,11 @@ async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() 
         "the kill hit the shuffle: {r:?}"
     );
     assert!(maps_again > 0, "the victim's outputs ran again: {r:?}");
-    let input = read_file(client, "recs").await;
-    let output = read_file(client, "sorted").await;
+    let input = verify::read_file(client, "recs").await.unwrap();
+    let output = verify::read_file(client, "sorted").await.unwrap();
     assert_eq!(output.len(), input.len());
     assert!(
-        output == sort_c(&input),
+        output == verify::sort_reference(&input).unwrap(),
         "output differs from LC_ALL=C sort"
     );
 }

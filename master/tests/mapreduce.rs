@@ -5,8 +5,7 @@
 
 use common::wire::{JobReport, JobState, JobSubmit, TaskKind};
 use master::ops::loader::{self, Generator, LoadSpec, Source};
-use std::io::Write;
-use std::process::{Command, Stdio};
+use master::ops::verify;
 use workloads::Workload;
 
 const TOKEN: &str = "mr-token";
@@ -30,46 +29,7 @@ async fn load(c: &support::LocalCluster, name: &str, kind: Generator, blocks: u3
 
 /// A file's contents, block by block in index order, read from the workers.
 async fn read_file(c: &support::LocalCluster, name: &str) -> Vec<u8> {
-    let f = c.client.file(name).await.unwrap();
-    assert!(f.complete, "{f:?}");
-    let http = reqwest::Client::new();
-    let mut out = Vec::new();
-    for (i, reps) in f.replicas.iter().enumerate() {
-        let w = c
-            .workers
-            .iter()
-            .find(|w| w.ctx.name == reps[0])
-            .expect("replica on a known worker");
-        let id = common::BlockId::for_file(name, i as u32).unwrap();
-        let body = http
-            .get(format!("{}/blocks/{id}", w.url()))
-            .header("authorization", format!("Bearer {TOKEN}"))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        out.extend_from_slice(&body);
-    }
-    out
-}
-
-fn pipe(cmd: &str, input: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("sh")
-        .args(["-c", cmd])
-        .env("LC_ALL", "C")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data).unwrap());
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    assert!(out.status.success(), "{cmd} failed");
-    out.stdout
+    verify::read_file(&c.client, name).await.unwrap()
 }
 
 async fn run(
@@ -108,28 +68,8 @@ async fn wordcount_and_sort_match_coreutils() {
     assert!(r.shuffle_bytes > 0);
     let input = read_file(&c, "text").await;
     let ours = read_file(&c, "counts").await;
-    let mut got: Vec<(Vec<u8>, u64)> = ours
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let tab = l.iter().position(|&b| b == b'\t').expect("word\\tcount");
-            let n = std::str::from_utf8(&l[tab + 1..]).unwrap().parse().unwrap();
-            (l[..tab].to_vec(), n)
-        })
-        .collect();
-    got.sort();
-    let reference = pipe("tr -s '[:space:]' '\\n' | sort | uniq -c", &input);
-    let want: Vec<(Vec<u8>, u64)> = reference
-        .split(|&b| b == b'\n')
-        .filter_map(|l| {
-            let s = l.iter().position(|&b| b != b' ')?;
-            let sp = s + l[s..].iter().position(|&b| b == b' ')?;
-            let n = std::str::from_utf8(&l[s..sp]).unwrap().parse().unwrap();
-            let w = l[sp + 1..].to_vec();
-            // tr leaves an empty "word" when the input starts with space.
-            (!w.is_empty()).then_some((w, n))
-        })
-        .collect();
+    let got = verify::wordcount_pairs(&ours).unwrap();
+    let want = verify::wordcount_reference(&input).unwrap();
     assert!(want.len() > 100, "the text has a real vocabulary");
     assert_eq!(got, want);
 
@@ -153,7 +93,7 @@ async fn wordcount_and_sort_match_coreutils() {
     assert_eq!(r.shuffle_bytes, 5 * 60_000);
     let input = read_file(&c, "recs").await;
     let ours = read_file(&c, "sorted").await;
-    let reference = pipe("sort", &input);
+    let reference = verify::sort_reference(&input).unwrap();
     assert_eq!(ours.len(), reference.len());
     assert!(ours == reference, "sort output differs from LC_ALL=C sort");
     // Every partition got some of the records (the splits came from samples).

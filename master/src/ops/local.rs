@@ -200,6 +200,42 @@ pub fn processes(run: &Path) -> anyhow::Result<Vec<Proc>> {
     serde_json::from_str(&text).with_context(|| format!("{} is not a process list", f.display()))
 }
 
+/// Writes `<dir>/cluster.toml` for a cluster of `workers` workers (`w1`,
+/// `w2`, ...) on free loopback ports, with `cluster_keys` under `[cluster]`
+/// (after the token) and `worker_keys` under `[workers]`, and loads it:
+/// the scratch clusters of the chaos run and the fault tests.
+pub fn write_loopback_config(
+    dir: &Path,
+    token: &str,
+    workers: usize,
+    cluster_keys: &str,
+    worker_keys: &str,
+) -> anyhow::Result<ClusterConfig> {
+    // Bound together, then released for the processes to take.
+    let held = (0..=workers)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ports = held
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()?;
+    drop(held);
+    let mut t = format!(
+        "[cluster]\ntoken = \"{token}\"\n{cluster_keys}\n\n[master]\nlisten = \"127.0.0.1:{}\"\n\n\
+         [workers]\n{worker_keys}\n",
+        ports[0]
+    );
+    for (i, p) in ports[1..].iter().enumerate() {
+        t += &format!(
+            "\n[[worker]]\nname = \"w{}\"\nlisten = \"127.0.0.1:{p}\"\n",
+            i + 1
+        );
+    }
+    let path = dir.join("cluster.toml");
+    std::fs::write(&path, t).with_context(|| format!("writing {}", path.display()))?;
+    Ok(ClusterConfig::load(&path)?)
+}
+
 /// A process to start: its name, binary and arguments.
 pub struct Spawn {
     pub name: String,

@@ -10,6 +10,7 @@ use std::time::Duration;
 pub struct LocalCluster {
     /// Held so the master runs as long as the cluster value lives.
     pub _master: master::server::http::MasterHandle,
+    #[allow(dead_code)] // not every including crate reads it
     pub workers: Vec<worker::WorkerHandle>,
     pub client: MasterClient,
 }

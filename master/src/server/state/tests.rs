@@ -41,25 +41,32 @@ fn block(file: &str, index: u32, n: u32) -> BlockInfo {
     }
 }
 
-/// Registers `w0..wn`; block i of file "f" (n blocks) lives on worker i % workers.
-fn cluster(workers: u32, slots: u32, blocks: u32) -> Master {
-    let mut m = Master::new(settings(workers, slots));
+/// Registers `w0..w(workers-1)` of `m` at time 0, `slots` each; worker w
+/// holds `held(w)`.
+fn register_all(m: &mut Master, workers: u32, slots: u32, held: impl Fn(u32) -> Vec<BlockInfo>) {
     for w in 0..workers {
-        let mine = (0..blocks)
-            .filter(|b| b % workers == w)
-            .map(|b| block("f", b, blocks))
-            .collect();
         m.register(
             0,
             RegisterRequest {
                 name: format!("w{w}"),
                 addr: format!("http://w{w}"),
                 slots,
-                blocks: mine,
+                blocks: held(w),
             },
         )
         .unwrap();
     }
+}
+
+/// Registers `w0..wn`; block i of file "f" (n blocks) lives on worker i % workers.
+fn cluster(workers: u32, slots: u32, blocks: u32) -> Master {
+    let mut m = Master::new(settings(workers, slots));
+    register_all(&mut m, workers, slots, |w| {
+        (0..blocks)
+            .filter(|b| b % workers == w)
+            .map(|b| block("f", b, blocks))
+            .collect()
+    });
     m
 }
 
@@ -416,23 +423,13 @@ fn roles_keep_maps_and_reduces_apart() {
     s.workers[1].role = Role::Map;
     s.workers[2].role = Role::Reduce;
     let mut m = Master::new(s);
-    for w in 0..3u32 {
-        // The reduce machine holds no data (the loader never places any there).
-        let mine = (0..4)
+    // The reduce machine holds no data (the loader never places any there).
+    register_all(&mut m, 3, 2, |w| {
+        (0..4)
             .filter(|b| w < 2 && b % 2 == w)
             .map(|b| block("f", b, 4))
-            .collect();
-        m.register(
-            0,
-            RegisterRequest {
-                name: format!("w{w}"),
-                addr: format!("http://w{w}"),
-                slots: 2,
-                blocks: mine,
-            },
-        )
-        .unwrap();
-    }
+            .collect()
+    });
     let mut job = JobSubmit::new(Workload::Wordcount, "f");
     job.reduces = Some(2);
     let id = m.submit(0, 1_000_000, job).unwrap();
@@ -637,22 +634,12 @@ fn a_fetch_failure_reruns_the_lost_maps_and_retries_the_reduce_without_penalty()
 fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
     // Three workers, 1 slot each; block b on workers b % 3 and (b + 1) % 3.
     let mut m = Master::new(settings(3, 2));
-    for w in 0..3u32 {
-        let mine = (0..6)
+    register_all(&mut m, 3, 2, |w| {
+        (0..6)
             .filter(|b| b % 3 == w || (b + 1) % 3 == w)
             .map(|b| block("f", b, 6))
-            .collect();
-        m.register(
-            0,
-            RegisterRequest {
-                name: format!("w{w}"),
-                addr: format!("http://w{w}"),
-                slots: 2,
-                blocks: mine,
-            },
-        )
-        .unwrap();
-    }
+            .collect()
+    });
     // Two reduces: the first heartbeat after the maps takes both, so the
     // job still needs every output when w2 goes.
     let id = wordcount(&mut m, 2);
@@ -708,18 +695,7 @@ fn lost_replicas_are_copied_back_and_excess_ones_trimmed() {
             .collect()
     };
     let mut m = Master::new(settings(3, 2));
-    for w in 0..3u32 {
-        m.register(
-            0,
-            RegisterRequest {
-                name: format!("w{w}"),
-                addr: format!("http://w{w}"),
-                slots: 2,
-                blocks: held(w),
-            },
-        )
-        .unwrap();
-    }
+    register_all(&mut m, 3, 2, held);
     // Nothing happens before the factor is declared, nor at the factor.
     m.check_workers(10);
     m.set_file_replication("f", 2).unwrap();
@@ -1034,18 +1010,7 @@ fn an_attempt_without_a_result_times_out_and_runs_elsewhere() {
     s.task_timeout_ms = 1000;
     s.worker_timeout_ms = 100_000;
     let mut m = Master::new(s);
-    for w in 0..2u32 {
-        m.register(
-            0,
-            RegisterRequest {
-                name: format!("w{w}"),
-                addr: format!("http://w{w}"),
-                slots: 1,
-                blocks: vec![block("f", 0, 1)],
-            },
-        )
-        .unwrap();
-    }
+    register_all(&mut m, 2, 1, |_| vec![block("f", 0, 1)]);
     let id = submit(&mut m);
     let first = m.heartbeat(10, hb(0, 1, vec![], vec![])).launches;
     assert_eq!(first.len(), 1);
