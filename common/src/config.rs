@@ -45,6 +45,11 @@ pub struct ClusterSection {
     /// Interval between worker heartbeats, in milliseconds.
     #[serde(default = "defaults::heartbeat_ms")]
     pub heartbeat_ms: u64,
+    /// A worker also heartbeats at once when a task ends (Hadoop's
+    /// out-of-band heartbeat, `mapreduce.tasktracker.outofband.heartbeat`);
+    /// false: only every `heartbeat_ms`, as Hadoop 1.x does by default.
+    #[serde(default = "defaults::yes")]
+    pub out_of_band_heartbeat: bool,
     /// A worker silent for this long (ms) is declared lost; its tasks rerun elsewhere.
     #[serde(default = "defaults::worker_timeout_ms")]
     pub worker_timeout_ms: u64,
@@ -192,6 +197,9 @@ mod defaults {
     use std::path::PathBuf;
     pub fn replication() -> u32 {
         3
+    }
+    pub fn yes() -> bool {
+        true
     }
     pub fn heartbeat_ms() -> u64 {
         100

@@ -37,6 +37,50 @@ impl RemotePick {
     }
 }
 
+/// The order in which an online policy visits jobs for a free slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobOrder {
+    /// Submission order (Hadoop's FIFO; DynDLOn's default).
+    Fifo,
+    /// Fewest running tasks first, ties by submission (Zaharia's fair
+    /// sharing; delay scheduling's default).
+    Fair,
+}
+
+impl JobOrder {
+    fn is_fifo(&self) -> bool {
+        *self == JobOrder::Fifo
+    }
+    fn is_fair(&self) -> bool {
+        *self == JobOrder::Fair
+    }
+}
+
+/// Where DynDLOn's wait for a data-local task is measured from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitClock {
+    /// Per worker, from the first offer of a free slot that found no
+    /// data-local task since the worker's last launch.
+    #[default]
+    Worker,
+    /// Per core, from the core's last assignment, as Algorithm 1 writes it
+    /// (`p.wait <- currentTime` on every launch): a core freed by a task
+    /// that ran longer than the delay may go remote at once.
+    Core,
+}
+
+impl WaitClock {
+    fn is_worker(&self) -> bool {
+        *self == WaitClock::Worker
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "policy", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum SchedulerConfig {
@@ -55,6 +99,10 @@ pub enum SchedulerConfig {
         threshold_s: f64,
         #[serde(default, skip_serializing_if = "RemotePick::is_random")]
         pick: RemotePick,
+        /// Job order; `fifo` is an ablation (locality waits without fair
+        /// sharing), labelled `delayN(fifo)`.
+        #[serde(default = "defaults::fair", skip_serializing_if = "JobOrder::is_fair")]
+        order: JobOrder,
     },
     /// DynDL's online algorithm (DynDLOn, Algorithm 1).
     DyndlOn {
@@ -74,6 +122,14 @@ pub enum SchedulerConfig {
         one_remote: bool,
         #[serde(default, skip_serializing_if = "RemotePick::is_random")]
         pick: RemotePick,
+        /// Where the wait is measured from: `worker` (default) or `core`
+        /// (Algorithm 1 as written).
+        #[serde(default, skip_serializing_if = "WaitClock::is_worker")]
+        wait: WaitClock,
+        /// Job order; `fair` is an ablation (DynDLOn's locality rule under
+        /// delay scheduling's fair sharing).
+        #[serde(default = "defaults::fifo", skip_serializing_if = "JobOrder::is_fifo")]
+        order: JobOrder,
     },
     /// Guo et al.'s rand-sched: with probability `randomness` a free slot gets
     /// a random pending task of the head job, otherwise dl-sched's choice.
@@ -99,6 +155,11 @@ pub enum SchedulerConfig {
     Strict {
         #[serde(default)]
         fair: bool,
+        /// Look only at the first job of the order (the EAS paper's search,
+        /// its line 255): a slot whose head job has nothing local here stays
+        /// idle. Off: the first job with a local task takes the slot.
+        #[serde(default, skip_serializing_if = "is_false")]
+        head_only: bool,
     },
     /// EAS (IEICE 2013): load-balance-aware job selection; a selected job's
     /// maps are all placed at once on their least-loaded replica holder.
@@ -154,6 +215,13 @@ pub enum SchedulerConfig {
 }
 
 mod defaults {
+    use super::JobOrder;
+    pub fn fair() -> JobOrder {
+        JobOrder::Fair
+    }
+    pub fn fifo() -> JobOrder {
+        JobOrder::Fifo
+    }
     pub fn w_s() -> f64 {
         3.0
     }
@@ -196,6 +264,7 @@ impl SchedulerConfig {
         SchedulerConfig::Delay {
             threshold_s,
             pick: RemotePick::Random,
+            order: JobOrder::Fair,
         }
     }
 
@@ -207,8 +276,8 @@ impl SchedulerConfig {
             SchedulerConfig::Rand { .. } => "rand",
             SchedulerConfig::Fair { .. } => "fair",
             SchedulerConfig::Lsap {} => "lsap",
-            SchedulerConfig::Strict { fair: false } => "fifo-s",
-            SchedulerConfig::Strict { fair: true } => "hfs-s",
+            SchedulerConfig::Strict { fair: false, .. } => "fifo-s",
+            SchedulerConfig::Strict { fair: true, .. } => "hfs-s",
             SchedulerConfig::Eas {} => "eas",
             SchedulerConfig::LsapFair { .. } => "lsap-fair",
             SchedulerConfig::Ds { .. } => "ds",
@@ -225,26 +294,53 @@ impl SchedulerConfig {
                 RemotePick::Random => "hadoop".into(),
                 RemotePick::Oldest => "hadoop(oldest)".into(),
             },
-            SchedulerConfig::Lsap {} | SchedulerConfig::Strict { .. } | SchedulerConfig::Eas {} => {
-                self.name().into()
+            SchedulerConfig::Lsap {} | SchedulerConfig::Eas {} => self.name().into(),
+            SchedulerConfig::Strict { head_only, .. } => {
+                format!("{}{}", self.name(), if *head_only { "(head)" } else { "" })
             }
-            SchedulerConfig::Delay { threshold_s, pick } => match pick {
-                RemotePick::Random => format!("delay{}", fmt_num(*threshold_s)),
-                RemotePick::Oldest => format!("delay{}(oldest)", fmt_num(*threshold_s)),
-            },
+            SchedulerConfig::Delay {
+                threshold_s,
+                pick,
+                order,
+            } => {
+                let mut extra: Vec<&str> = Vec::new();
+                if *pick == RemotePick::Oldest {
+                    extra.push("oldest");
+                }
+                if *order == JobOrder::Fifo {
+                    extra.push("fifo");
+                }
+                if extra.is_empty() {
+                    format!("delay{}", fmt_num(*threshold_s))
+                } else {
+                    format!("delay{}({})", fmt_num(*threshold_s), extra.join(","))
+                }
+            }
             SchedulerConfig::DyndlOn {
                 w_s,
                 remote_s,
                 theta,
                 one_remote,
                 pick,
+                wait,
+                order,
             } => format!(
-                "dyndl-on(W={}s,g={}s*(1+{}n){}{})",
+                "dyndl-on(W={}s,g={}s*(1+{}n){}{}{}{})",
                 fmt_num(*w_s),
                 fmt_num(*remote_s),
                 fmt_num(*theta),
                 if *one_remote { ",one-remote" } else { "" },
-                pick.suffix()
+                pick.suffix(),
+                if *wait == WaitClock::Core {
+                    ",per-core"
+                } else {
+                    ""
+                },
+                if *order == JobOrder::Fair {
+                    ",fair"
+                } else {
+                    ""
+                },
             ),
             SchedulerConfig::Rand { randomness } => format!("rand(r={})", fmt_num(*randomness)),
             SchedulerConfig::Fair { delay_s, .. } => format!("fair(delay={}s)", fmt_num(*delay_s)),
@@ -365,12 +461,18 @@ impl FromStr for SchedulerConfig {
             "delay10" => preset(10.0),
             // EAS's baselines: FIFO / Hadoop Fair Scheduler x best-effort / strict locality.
             "fifo-be" => SchedulerConfig::hadoop(),
-            "fifo-s" => SchedulerConfig::Strict { fair: false },
+            "fifo-s" => SchedulerConfig::Strict {
+                fair: false,
+                head_only: false,
+            },
             "hfs-be" => SchedulerConfig::Fair {
                 delay_s: 0.0,
                 weights: Weights::new(),
             },
-            "hfs-s" => SchedulerConfig::Strict { fair: true },
+            "hfs-s" => SchedulerConfig::Strict {
+                fair: true,
+                head_only: false,
+            },
             // BAR's baselines.
             "ds0.15" => SchedulerConfig::Ds { fraction: 0.15 },
             "ds0.25" => SchedulerConfig::Ds { fraction: 0.25 },
@@ -445,9 +547,30 @@ mod tests {
                 theta: 1.0,
                 one_remote: true,
                 pick: RemotePick::Random,
+                wait: WaitClock::Worker,
+                order: JobOrder::Fifo,
             }
         );
         assert_eq!(d.label(), "dyndl-on(W=3s,g=0s*(1+1n),one-remote)");
+        let d: SchedulerConfig = "policy = 'dyndl-on', wait = 'core', order = 'fair'"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            d.label(),
+            "dyndl-on(W=3s,g=0s*(1+1n),one-remote,per-core,fair)"
+        );
+        let d: SchedulerConfig = "policy = 'delay', threshold_s = 3, order = 'fifo'"
+            .parse()
+            .unwrap();
+        assert_eq!(d.label(), "delay3(fifo)");
+        let d: SchedulerConfig = "policy = 'strict', fair = true, head_only = true"
+            .parse()
+            .unwrap();
+        assert_eq!(d.label(), "hfs-s(head)");
+        let e = "policy = 'dyndl-on', wait = 'node'"
+            .parse::<SchedulerConfig>()
+            .unwrap_err();
+        assert!(e.contains("node"), "{e}");
         assert_eq!(
             "delay10".parse::<SchedulerConfig>().unwrap().label(),
             "delay10"

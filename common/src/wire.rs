@@ -127,6 +127,10 @@ pub enum LaunchTask {
         /// the rest of the block from the next one, as HDFS's client does.
         #[serde(default)]
         alternates: Vec<ReplicaAddr>,
+        /// Emulated compute after the input is read (and paced), in
+        /// milliseconds: the job's `compute` drawn for this task.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        compute_ms: u64,
     },
     Reduce(ReduceLaunch),
 }
@@ -261,6 +265,60 @@ pub struct JobSubmit {
     /// Name of the output file (default `<job name>.out`); must not exist.
     #[serde(default)]
     pub output: Option<String>,
+    /// Emulated compute per map task, on top of reading and pacing (the
+    /// "task runners" of DynDL's testbed, whose tasks run U[2, 12] s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<TaskCompute>,
+}
+
+/// Per map task, extra time drawn uniformly from `[min_ms, max_ms]`; the
+/// draw depends only on `seed` and the task's index, so every scheduler
+/// (and every attempt of the task) sees the same task lengths.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCompute {
+    pub min_ms: u64,
+    pub max_ms: u64,
+    #[serde(default)]
+    pub seed: u64,
+}
+
+impl TaskCompute {
+    /// The longest compute a task may ask for: one hour.
+    pub const MAX_MS: u64 = 3_600_000;
+
+    /// Checks the range; the error names what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.min_ms > self.max_ms || self.max_ms > Self::MAX_MS {
+            return Err(format!(
+                "`compute` needs min_ms <= max_ms <= {} (got [{}, {}])",
+                Self::MAX_MS,
+                self.min_ms,
+                self.max_ms
+            ));
+        }
+        Ok(())
+    }
+
+    /// The compute time of map task `index`, uniform in the range.
+    pub fn for_task(&self, index: u32) -> u64 {
+        let span = self.max_ms - self.min_ms + 1;
+        let h = splitmix64(self.seed ^ splitmix64(index as u64 + 1));
+        // 128-bit multiply-shift: uniform over the span without modulo bias worth noting.
+        self.min_ms + ((h as u128 * span as u128) >> 64) as u64
+    }
+}
+
+/// SplitMix64's finaliser: a well-mixed 64-bit hash of `x`.
+pub fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl JobSubmit {
@@ -272,6 +330,7 @@ impl JobSubmit {
             group: None,
             reduces: None,
             output: None,
+            compute: None,
         }
     }
 
@@ -476,5 +535,83 @@ mod tests {
         let long = "é".repeat(400);
         let m = ErrorBody::message_of(&long);
         assert!(m.len() <= 500 && long.starts_with(&m), "{}", m.len());
+    }
+}
+
+/// `GET /timeline?since_ms=T` on a worker: its NIC byte counters sampled
+/// every [`TIMELINE_SAMPLE_MS`] and the background processes it ran, from
+/// unix time T on (for per-run timelines).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WorkerTimeline {
+    pub worker: String,
+    pub slots: u32,
+    /// NIC rate per direction, bytes/s (None = unlimited).
+    pub nic_bytes_per_sec: Option<f64>,
+    pub samples: Vec<NicSample>,
+    pub background: Vec<BackgroundRun>,
+}
+
+/// How often a worker samples its NIC counters for the timeline.
+pub const TIMELINE_SAMPLE_MS: u64 = 250;
+
+/// Cumulative bytes through the NIC at one instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NicSample {
+    pub unix_ms: u64,
+    pub tx_bytes: u64,
+    pub rx_bytes: u64,
+}
+
+/// A background process that held `slot` from start to end (None: still running).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackgroundRun {
+    pub slot: u32,
+    pub start_unix_ms: u64,
+    pub end_unix_ms: Option<u64>,
+}
+
+#[cfg(test)]
+mod compute_tests {
+    use super::TaskCompute;
+
+    #[test]
+    fn task_compute_is_seeded_per_task_and_inside_the_range() {
+        let c = TaskCompute {
+            min_ms: 2_000,
+            max_ms: 12_000,
+            seed: 7,
+        };
+        let v: Vec<u64> = (0..2_000).map(|i| c.for_task(i)).collect();
+        assert!(v.iter().all(|&x| (2_000..=12_000).contains(&x)));
+        assert_eq!(v, (0..2_000).map(|i| c.for_task(i)).collect::<Vec<_>>());
+        let other = TaskCompute { seed: 8, ..c };
+        assert_ne!(
+            v[..10],
+            (0..10).map(|i| other.for_task(i)).collect::<Vec<_>>()
+        );
+        // Uniform: the mean is near the middle and both ends are reached.
+        let mean = v.iter().sum::<u64>() as f64 / v.len() as f64;
+        assert!((mean - 7_000.0).abs() < 250.0, "{mean}");
+        assert!(v.iter().any(|&x| x < 2_100) && v.iter().any(|&x| x > 11_900));
+        let fixed = TaskCompute {
+            min_ms: 5,
+            max_ms: 5,
+            seed: 1,
+        };
+        assert_eq!(fixed.for_task(3), 5);
+        assert!(TaskCompute {
+            min_ms: 6,
+            max_ms: 5,
+            seed: 0
+        }
+        .validate()
+        .is_err());
+        assert!(TaskCompute {
+            min_ms: 0,
+            max_ms: TaskCompute::MAX_MS + 1,
+            seed: 0
+        }
+        .validate()
+        .is_err());
     }
 }

@@ -230,6 +230,7 @@ async fn local_sink_bench() {
                 source: ReplicaSource::Local,
                 reduces: 0,
                 alternates: Vec::new(),
+                compute_ms: 0,
             },
         };
         let t = Instant::now();
@@ -264,6 +265,7 @@ async fn overhead_bench() {
             block_size: 1 << 20,
             replication: 2,
             seed: 5,
+            placement: Default::default(),
         },
     )
     .await
@@ -279,6 +281,7 @@ async fn overhead_bench() {
                 group: None,
                 reduces: None,
                 output: None,
+                compute: None,
             })
             .await
             .unwrap();
@@ -363,6 +366,7 @@ async fn mapreduce_bench() {
                 block_size: 8_000_000,
                 replication: 1,
                 seed: 9,
+                placement: Default::default(),
             },
         )
         .await

@@ -263,6 +263,7 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
                 block_size: 1_000_000,
                 replication: 3,
                 seed: opts.seed,
+                placement: Default::default(),
             },
         )
         .await?;

@@ -78,6 +78,10 @@ pub enum Cmd {
         /// Seed of data and placement (default: cluster.seed).
         #[arg(long)]
         seed: Option<u64>,
+        /// Replica placement: `random` (each block's replicas on random
+        /// distinct workers) or `even` (every worker the same share).
+        #[arg(long, value_enum, default_value_t = loader::Placement::Random)]
+        placement: loader::Placement,
     },
     /// Submit jobs; with --wait, print their reports when they end.
     Submit {
@@ -99,6 +103,11 @@ pub enum Cmd {
         /// Output file name (default `<job name>.out`; with --count, `-<i>` is appended).
         #[arg(long)]
         output: Option<String>,
+        /// Emulated compute per map task on top of reading, drawn per task
+        /// uniformly from MIN:MAX milliseconds (seeded by cluster.seed and
+        /// the job's number), e.g. `2000:12000`.
+        #[arg(long, value_parser = parse_compute)]
+        compute_ms: Option<(u64, u64)>,
         /// Spread the jobs' arrivals uniformly over this many seconds
         /// (seeded by cluster.seed); default: all at once.
         #[arg(long, default_value_t = 0.0)]
@@ -304,6 +313,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             block_size,
             replication,
             seed,
+            placement,
         } => {
             let source = match (generate, file) {
                 (Some(kind), None) => Source::Generate {
@@ -319,6 +329,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 block_size,
                 replication: replication.unwrap_or(cfg.cluster.replication),
                 seed: seed.unwrap_or(cfg.cluster.seed),
+                placement,
             };
             load(&client, &spec).await
         }
@@ -330,6 +341,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             group,
             reduces,
             output,
+            compute_ms,
             spread_s,
             wait,
             json,
@@ -341,6 +353,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 group,
                 reduces,
                 output,
+                compute: compute_ms.map(|(min_ms, max_ms)| common::wire::TaskCompute {
+                    min_ms,
+                    max_ms,
+                    seed: cfg.cluster.seed,
+                }),
             };
             let how = Submission {
                 count,
@@ -422,6 +439,23 @@ pub struct Submission {
     pub json: bool,
 }
 
+/// `--compute-ms MIN:MAX`.
+fn parse_compute(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("expected MIN:MAX milliseconds such as 2000:12000 (got {s:?})");
+    let (a, b) = s.split_once(':').ok_or_else(bad)?;
+    let (a, b) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    common::wire::TaskCompute {
+        min_ms: a,
+        max_ms: b,
+        seed: 0,
+    }
+    .validate()?;
+    Ok((a, b))
+}
+
 /// `master submit`.
 pub async fn submit(
     client: &MasterClient,
@@ -458,6 +492,11 @@ pub async fn submit(
                 group: job.group.clone(),
                 reduces: job.reduces,
                 output: job.output.as_ref().map(numbered),
+                // Job i of a batch draws its own task lengths.
+                compute: job.compute.map(|c| common::wire::TaskCompute {
+                    seed: common::wire::splitmix64(c.seed ^ i as u64),
+                    ..c
+                }),
             })
             .await?;
         if json {

@@ -41,6 +41,7 @@ async fn load(c: &Cluster, name: &str, blocks: u32, size: u64, replication: u32)
             block_size: size,
             replication,
             seed: 11,
+            placement: Default::default(),
         },
     )
     .await
@@ -63,6 +64,7 @@ async fn input_sink_jobs_over_replicated_data() {
             group: None,
             reduces: None,
             output: None,
+            compute: None,
         })
         .await
         .unwrap();
@@ -372,4 +374,95 @@ async fn compute_pacing_and_background_load_shape_task_times() {
     for w in &cl.workers {
         assert_eq!(w.ctx.book.lock().unwrap().background(), 0);
     }
+}
+
+/// The fidelity settings of the reproductions, end to end: evenly placed
+/// replicas, per-task compute drawn from the job's range (the same draw for
+/// every task index, whatever the schedule), and each worker's timeline
+/// (NIC samples) over HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn even_placement_task_compute_and_worker_timelines() {
+    let c = cluster(4, 2, Some(50e6)).await;
+    let t0 = common::unix_ms();
+    loader::load(
+        &c.client,
+        &LoadSpec {
+            name: "even".into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks: 6,
+            },
+            block_size: 100_000,
+            replication: 2,
+            seed: 5,
+            placement: loader::Placement::Even,
+        },
+    )
+    .await
+    .unwrap();
+    let f = c.client.file("even").await.unwrap();
+    let mut per_worker = std::collections::BTreeMap::<String, u32>::new();
+    for r in &f.replicas {
+        assert_eq!(r.len(), 2);
+        assert_ne!(r[0], r[1]);
+        for w in r {
+            *per_worker.entry(w.clone()).or_default() += 1;
+        }
+    }
+    // 12 replicas on 4 workers: 3 each.
+    assert_eq!(
+        per_worker.values().copied().collect::<Vec<_>>(),
+        [3, 3, 3, 3]
+    );
+
+    let compute = common::wire::TaskCompute {
+        min_ms: 200,
+        max_ms: 400,
+        seed: 9,
+    };
+    let mut job = JobSubmit::new(Workload::InputSink, "even");
+    job.compute = Some(compute);
+    let id = c.client.submit(&job).await.unwrap();
+    let r = c.client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    for a in r.attempts.iter().filter(|a| a.ok) {
+        let want = compute.for_task(a.task);
+        assert!((200..=400).contains(&want));
+        let took = a.end_ms - a.start_ms;
+        assert!(took >= want, "task {} took {took} ms < {want} ms", a.task);
+    }
+    // A range outside the limits is refused by name.
+    let mut bad = JobSubmit::new(Workload::InputSink, "even");
+    bad.compute = Some(common::wire::TaskCompute {
+        min_ms: 5,
+        max_ms: 1,
+        seed: 0,
+    });
+    let e = c.client.submit(&bad).await.unwrap_err().to_string();
+    assert!(e.contains("compute"), "{e}");
+
+    // Timelines: samples in time order whose counters cover the bytes moved.
+    let workers: Vec<(String, String)> = c
+        .workers
+        .iter()
+        .map(|w| (w.ctx.name.clone(), w.url()))
+        .collect();
+    let tl = master::experiment::timeline::fetch(&c.client, &workers, t0)
+        .await
+        .unwrap();
+    assert_eq!(tl.len(), 4);
+    let mut rx_total = 0;
+    for t in &tl {
+        assert!(t.samples.len() >= 2, "{}: {:?}", t.worker, t.samples);
+        assert!(t.samples.windows(2).all(|w| w[0].unix_ms <= w[1].unix_ms));
+        assert!(t.samples.iter().all(|s| s.unix_ms >= t0));
+        assert_eq!(t.nic_bytes_per_sec, Some(50e6));
+        rx_total += t.samples.last().unwrap().rx_bytes;
+    }
+    // Every remote read crossed some worker's receive link (uploads too).
+    assert!(
+        rx_total >= r.bytes_remote,
+        "{rx_total} < {}",
+        r.bytes_remote
+    );
 }

@@ -90,6 +90,7 @@ async fn load(
             block_size: size,
             replication: 2,
             seed,
+            placement: Default::default(),
         },
     )
     .await

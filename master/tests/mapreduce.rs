@@ -21,6 +21,7 @@ async fn load(c: &support::LocalCluster, name: &str, kind: Generator, blocks: u3
             block_size: size,
             replication: 2,
             seed: 21,
+            placement: Default::default(),
         },
     )
     .await

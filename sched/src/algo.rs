@@ -118,7 +118,13 @@ impl Algo {
         // pass first, then the policy itself.
         let mut passes: Vec<Box<dyn Scheduler>> = Vec::new();
         if matches!(config, SchedulerConfig::Hadoop { .. }) {
-            passes.push(build(&SchedulerConfig::Strict { fair: false }, seed));
+            passes.push(build(
+                &SchedulerConfig::Strict {
+                    fair: false,
+                    head_only: false,
+                },
+                seed,
+            ));
         }
         passes.push(build(config, seed));
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9a7e);

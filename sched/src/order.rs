@@ -2,7 +2,7 @@
 //! shares, then running tasks, then submission) and group weights.
 
 use crate::view::{ClusterView, JobView};
-use common::policy::Weights;
+use common::policy::{JobOrder, Weights};
 use common::JobId;
 use std::collections::BTreeMap;
 
@@ -49,6 +49,19 @@ pub fn fair_order(view: &ClusterView, weights: &Weights, by_group: bool) -> Vec<
         .collect();
     jobs.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
     jobs.into_iter().map(|j| j.3).collect()
+}
+
+/// Jobs with pending tasks in `order`: submission order, or fair-sharing
+/// order in one group ([`fair_order`] without groups).
+pub fn job_order(view: &ClusterView, order: JobOrder) -> Vec<JobId> {
+    match order {
+        JobOrder::Fifo => view
+            .jobs()
+            .filter(|j| j.has_pending())
+            .map(|j| j.id)
+            .collect(),
+        JobOrder::Fair => fair_order(view, &Weights::new(), false),
+    }
 }
 
 /// Normalised weight of each group present among `jobs` (absent from

@@ -68,7 +68,8 @@ async fn occupy(ctx: Arc<WorkerCtx>, dur: Duration) {
         }
         tokio::time::sleep(SLOT_POLL).await;
     };
-    ctx.wake_heartbeat();
+    ctx.timeline.background_started(slot, common::unix_ms());
+    ctx.slot_freed();
     // Released on drop, so an aborted worker's processes free their slots too.
     let _guard = Release(ctx.clone(), slot);
     tokio::time::sleep(dur).await;
@@ -81,7 +82,8 @@ impl Drop for Release {
         if let Ok(mut b) = self.0.book.lock() {
             b.end_background(self.1);
         }
-        self.0.wake_heartbeat();
+        self.0.timeline.background_ended(self.1, common::unix_ms());
+        self.0.slot_freed();
     }
 }
 

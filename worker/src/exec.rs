@@ -132,7 +132,7 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
             local_bytes: 0,
             remote_bytes: 0,
         });
-        ctx.wake_heartbeat();
+        ctx.slot_freed();
         return;
     };
     tracing::debug!(attempt = %launch.attempt, slot, block = %launch.task.block(), "task started");
@@ -149,7 +149,7 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
             _ => tracing::debug!(attempt = %result.attempt, "task finished"),
         }
         ctx.book.lock().unwrap().finish(result);
-        ctx.wake_heartbeat();
+        ctx.slot_freed();
     });
 }
 
@@ -157,7 +157,8 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
 /// on a blocking thread (so CPU-heavy maps never stall the async runtime).
 ///
 /// With compute pacing (`slot_rate_bytes`), a successful task lasts at least
-/// input bytes / rate: emulation of slower cores, documented as such.
+/// input bytes / rate: emulation of slower cores, documented as such. A map
+/// with `compute_ms` then computes (sleeps) that long on top.
 pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult {
     let started = unix_ms();
     let t0 = tokio::time::Instant::now();
@@ -168,6 +169,7 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
             source,
             reduces,
             alternates,
+            ..
         } => match read_and_map(ctx, &launch, block, *len, source, alternates, *reduces).await {
             Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
             Err((local, remote, error)) => (local, remote, TaskOutcome::Failed { error }),
@@ -192,6 +194,12 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
     if let (Some(rate), true) = (ctx.slot_rate_bytes, input > 0) {
         let floor = std::time::Duration::from_secs_f64(input as f64 / rate);
         tokio::time::sleep_until(t0 + floor).await;
+    }
+    // Emulated compute of a successful map, after its input is in.
+    if let (LaunchTask::Map { compute_ms, .. }, TaskOutcome::Succeeded { .. }) =
+        (&launch.task, &outcome)
+    {
+        tokio::time::sleep(std::time::Duration::from_millis(*compute_ms)).await;
     }
     TaskResult {
         attempt: launch.attempt,

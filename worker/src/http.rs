@@ -33,6 +33,7 @@ pub fn router(ctx: Arc<WorkerCtx>) -> Router {
             get(get_block).put(put_block).delete(delete_block),
         )
         .route("/status", get(status))
+        .route("/timeline", get(timeline))
         .route(
             "/shuffle/{job}/{map}/{attempt}/{part}",
             get(crate::shuffle::serve),
@@ -327,4 +328,19 @@ async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
         scrub_found: ctx.scrub_found.load(Ordering::Relaxed),
         scrubbed_bytes: ctx.scrubbed_bytes.load(Ordering::Relaxed),
     })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TimelineQuery {
+    #[serde(default)]
+    since_ms: u64,
+}
+
+async fn timeline(
+    State(ctx): State<Arc<WorkerCtx>>,
+    q: Result<axum::extract::Query<TimelineQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<common::wire::WorkerTimeline>, ApiError> {
+    let q = q.map_err(|e| ApiError::bad_request(format!("GET /timeline: {e}")))?;
+    Ok(Json(ctx.timeline.since(&ctx, q.since_ms)))
 }

@@ -13,6 +13,7 @@ pub mod replicate;
 pub mod scrub;
 pub mod shuffle;
 pub mod store;
+pub mod timeline;
 
 use common::config::ClusterConfig;
 use std::net::SocketAddr;
@@ -39,6 +40,8 @@ pub struct WorkerOptions {
     pub master_url: String,
     pub token: String,
     pub heartbeat_ms: u64,
+    /// Heartbeat at once when a task ends (else only every `heartbeat_ms`).
+    pub out_of_band_heartbeat: bool,
     /// Compute pacing per slot, bytes/s; `None` = off.
     pub slot_rate_bytes: Option<f64>,
     /// Background load and its seed; `None` = none.
@@ -70,6 +73,7 @@ impl WorkerOptions {
             master_url: cfg.master_url(),
             token: cfg.cluster.token.clone(),
             heartbeat_ms: cfg.cluster.heartbeat_ms,
+            out_of_band_heartbeat: cfg.cluster.out_of_band_heartbeat,
             slot_rate_bytes: w.slot_rate_bytes,
             background: cfg
                 .background
@@ -88,6 +92,7 @@ pub struct WorkerCtx {
     pub token: String,
     pub master_url: String,
     pub heartbeat_ms: u64,
+    pub out_of_band_heartbeat: bool,
     pub slot_rate_bytes: Option<f64>,
     pub store: Arc<store::BlockStore>,
     /// Map output for the reduces (see `shuffle`).
@@ -102,11 +107,21 @@ pub struct WorkerCtx {
     /// Of those, found by the block scanner; and the bytes it verified.
     pub scrub_found: std::sync::atomic::AtomicU64,
     pub scrubbed_bytes: std::sync::atomic::AtomicU64,
+    /// NIC samples and background runs for per-run timelines.
+    pub timeline: timeline::Timeline,
 }
 
 impl WorkerCtx {
     pub fn wake_heartbeat(&self) {
         self.heartbeat_now.notify_one();
+    }
+
+    /// A slot became free (a task or background process ended, a launch was
+    /// rejected): heartbeat at once if out-of-band heartbeats are on.
+    pub fn slot_freed(&self) {
+        if self.out_of_band_heartbeat {
+            self.wake_heartbeat();
+        }
     }
 
     /// A stored block failed its checksums (or its length) on a read: it is
@@ -145,6 +160,7 @@ pub struct WorkerHandle {
     node: tokio::task::JoinHandle<()>,
     background: Option<tokio::task::JoinHandle<()>>,
     scrubber: Option<tokio::task::JoinHandle<()>>,
+    sampler: tokio::task::JoinHandle<()>,
 }
 
 impl WorkerHandle {
@@ -156,6 +172,7 @@ impl WorkerHandle {
     pub fn abort(&self) {
         self.server.abort();
         self.node.abort();
+        self.sampler.abort();
         for t in [&self.background, &self.scrubber].into_iter().flatten() {
             t.abort();
         }
@@ -205,6 +222,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         token: opts.token,
         master_url: opts.master_url,
         heartbeat_ms: opts.heartbeat_ms,
+        out_of_band_heartbeat: opts.out_of_band_heartbeat,
         slot_rate_bytes: opts.slot_rate_bytes,
         store,
         shuffle_root,
@@ -223,6 +241,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         corrupt_dropped: Default::default(),
         scrub_found: Default::default(),
         scrubbed_bytes: Default::default(),
+        timeline: Default::default(),
     });
     let app = http::router(ctx.clone());
     let server = tokio::spawn(async move {
@@ -236,6 +255,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
     let scrubber = opts
         .scrub_bytes_per_sec
         .map(|rate| tokio::spawn(scrub::run(ctx.clone(), rate)));
+    let sampler = tokio::spawn(timeline::run(ctx.clone()));
     let node = tokio::spawn(node::run(ctx.clone()));
     tracing::info!(worker = %opts.name, %addr, slots = opts.slots, nic = ?opts.nic_bytes_per_sec, "worker started");
     Ok(WorkerHandle {
@@ -245,5 +265,6 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         node,
         background,
         scrubber,
+        sampler,
     })
 }

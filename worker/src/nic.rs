@@ -51,8 +51,10 @@ impl Link {
 
     /// Waits until `n` bytes may pass, given everyone else's reservations.
     pub async fn acquire(&self, n: usize) {
-        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
-        let Some(rate) = self.rate else { return };
+        let Some(rate) = self.rate else {
+            self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+            return;
+        };
         let end = {
             let mut busy = self.busy_until.lock().unwrap();
             let now = Instant::now();
@@ -68,6 +70,9 @@ impl Link {
             end
         };
         tokio::time::sleep_until(end).await;
+        // Counted once its transmission time is over, so sampled counters
+        // show the rate the link gave, not the reservations ahead of it.
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
 }
 

@@ -1,6 +1,7 @@
 //! The worker's conversation with the master: register (with a full block
-//! report), then heartbeat every `heartbeat_ms`, or at once when a task ends
-//! or the block store changes (Hadoop's out-of-band heartbeat). Launches come
+//! report), then heartbeat every `heartbeat_ms`, and at once when the block
+//! store changes or (with `out_of_band_heartbeat`, Hadoop's out-of-band
+//! heartbeat) when a task ends. Launches come
 //! back in heartbeat replies. Results are kept until a heartbeat carrying them
 //! got through, so none is lost when the master is briefly unreachable.
 

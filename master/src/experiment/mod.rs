@@ -8,3 +8,4 @@ pub mod output;
 pub mod plots;
 pub mod run;
 pub mod spec;
+pub mod timeline;

@@ -8,6 +8,7 @@
 use super::output::{self, RunRecord, TaskRow};
 use super::plots;
 use super::spec::{NamedScheduler, Point, Spec};
+use super::timeline;
 use crate::ops::client::MasterClient;
 use crate::ops::loader::{self, Generator, LoadSpec, Source};
 use crate::ops::local;
@@ -16,7 +17,7 @@ use anyhow::{bail, Context};
 use common::config::{
     ClusterConfig, ClusterSection, MasterSection, SchedulerConfig, WorkerDefaults, WorkerEntry,
 };
-use common::wire::{JobReport, JobState, JobSubmit};
+use common::wire::{splitmix64, JobReport, JobState, JobSubmit, TaskCompute};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -63,6 +64,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     );
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut tasks_csv = output::TaskWriter::create(&out.join("tasks.csv"))?;
+    let mut timelines_csv = timeline::TimelineWriter::create(&out)?;
     for point in &points {
         for rep in 0..spec.repetitions {
             let seed = spec.seed + rep as u64;
@@ -99,7 +101,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 let _ = local::down(&env.cluster_dir().join("run"));
                 let wall = t0.elapsed().as_secs_f64();
                 let (record, rows) = match result {
-                    Ok((reports, t0_unix)) => {
+                    Ok((reports, t0_unix, timelines)) => {
                         let map_workers: Vec<String> = (1..=spec.cluster.workers
                             - spec.cluster.reduce_workers)
                             .map(|i| format!("w{i}"))
@@ -116,6 +118,23 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                         );
                         let rows =
                             TaskRow::from_reports(&point.label, &s.label, rep, &reports, t0_unix);
+                        timelines_csv.write((&point.label, &s.label, rep), t0_unix, &timelines)?;
+                        let file = format!(
+                            "{}-{}-r{rep}",
+                            timeline::slug(&point.label),
+                            timeline::slug(&s.label)
+                        );
+                        timeline::plot(
+                            &out.join("timelines"),
+                            &file,
+                            &format!(
+                                "{} / {} / repetition {rep} (seed {seed})",
+                                point.label, s.label
+                            ),
+                            &rows,
+                            &timelines,
+                            t0_unix,
+                        )?;
                         (rec, rows)
                     }
                     Err(e) => (
@@ -289,6 +308,7 @@ impl RunEnv<'_> {
                 token: TOKEN.into(),
                 replication: self.point.replication,
                 heartbeat_ms: c.heartbeat_ms,
+                out_of_band_heartbeat: c.out_of_band_heartbeat,
                 worker_timeout_ms: (50 * c.heartbeat_ms).max(5_000),
                 max_task_attempts: 4,
                 task_timeout_ms: 600_000,
@@ -363,6 +383,7 @@ async fn load_data(env: &RunEnv<'_>) -> anyhow::Result<()> {
                     block_size: env.point.block_bytes,
                     replication: env.point.replication,
                     seed: env.seed.wrapping_mul(1_000_003).wrapping_add(f as u64),
+                    placement: env.spec.data.placement,
                 },
             )
             .await?;
@@ -389,11 +410,12 @@ pub fn arrivals(seed: u64, count: u32, window_s: [f64; 2]) -> Vec<u64> {
 }
 
 /// One run: a fresh cluster with `sched`, the jobs at their arrival times,
-/// until all end. Returns the reports and the run's start (unix ms).
+/// until all end. Returns the reports, the run's start (unix ms) and the
+/// workers' timelines.
 async fn run_once(
     env: &RunEnv<'_>,
     sched: &NamedScheduler,
-) -> anyhow::Result<(Vec<JobReport>, u64)> {
+) -> anyhow::Result<(Vec<JobReport>, u64, Vec<common::wire::WorkerTimeline>)> {
     let cfg = env.config(&sched.config, true)?;
     local::stop_previous(&cfg, false)?;
     // Same data, but no job history: every run's ids start at 1 (output
@@ -439,6 +461,11 @@ async fn run_once(
             let mut job = JobSubmit::new(plan.workload, plan.input.clone());
             job.name = Some(format!("j{i}"));
             job.reduces = plan.reduces;
+            job.compute = env.spec.jobs.task_time_s.map(|[a, b]| TaskCompute {
+                min_ms: (a * 1000.0).round() as u64,
+                max_ms: (b * 1000.0).round() as u64,
+                seed: splitmix64(env.seed ^ splitmix64(0xc0de ^ i as u64)),
+            });
             if plan.workload.has_reduce() {
                 // Distinct per scheduler, in case a deleted replica lingers.
                 let tag: String = sched
@@ -479,7 +506,13 @@ async fn run_once(
     if !failed.is_empty() {
         tracing::warn!(scheduler = %sched.label, failed = ?failed, "jobs failed in this run");
     }
-    Ok((reports, t0_unix))
+    let workers: Vec<(String, String)> = cfg
+        .worker
+        .iter()
+        .map(|w| (w.name.clone(), format!("http://{}", w.listen)))
+        .collect();
+    let timelines = timeline::fetch(&client, &workers, t0_unix).await?;
+    Ok((reports, t0_unix, timelines))
 }
 
 /// `n` distinct free TCP ports on 127.0.0.1, below the kernel's ephemeral

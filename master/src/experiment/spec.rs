@@ -4,7 +4,7 @@
 //! strictly: an unknown key or a bad value is an error naming the file and
 //! the key.
 
-use crate::ops::loader::{parse_size, Generator};
+use crate::ops::loader::{parse_size, Generator, Placement};
 use common::config::{BackgroundConfig, SchedulerConfig};
 use common::tomlfile::{self, FileError, KeyError, TomlFile};
 use serde::{Deserialize, Serialize};
@@ -77,6 +77,10 @@ pub struct ClusterSpec {
     pub replication: u32,
     #[serde(default = "default_heartbeat")]
     pub heartbeat_ms: u64,
+    /// Workers also heartbeat at once when a task ends (cluster.toml's
+    /// `out_of_band_heartbeat`); false = only every `heartbeat_ms`.
+    #[serde(default = "yes")]
+    pub out_of_band_heartbeat: bool,
     /// The last this many workers run only reduces, the others only maps
     /// (and hold the data); 0 = every worker does both.
     #[serde(default)]
@@ -85,6 +89,10 @@ pub struct ClusterSpec {
 
 fn default_heartbeat() -> u64 {
     100
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -101,6 +109,10 @@ pub struct DataSpec {
     pub blocks: Option<u32>,
     /// e.g. "8MiB", "1MB".
     pub block_size: String,
+    /// Replica placement: `random` (default) or `even` (every map worker
+    /// holds the same share of each file).
+    #[serde(default)]
+    pub placement: Placement,
 }
 
 fn default_kind() -> Generator {
@@ -128,6 +140,11 @@ pub struct JobsSpec {
     /// (seeded); [0, 0] submits every job at once.
     #[serde(default)]
     pub arrival_s: [f64; 2],
+    /// Emulated compute per map task in seconds, uniform in [a, b], seeded
+    /// per run, job and task (the same for every scheduler), on top of
+    /// reading and pacing. Absent = none.
+    #[serde(default)]
+    pub task_time_s: Option<[f64; 2]>,
 }
 
 impl JobsSpec {
@@ -339,6 +356,15 @@ impl Spec {
                 format!("must be [a, b] seconds with 0 <= a <= b (got [{a}, {b}])"),
             ));
         }
+        if let Some([a, b]) = self.jobs.task_time_s {
+            let max = common::wire::TaskCompute::MAX_MS as f64 / 1000.0;
+            if !(a.is_finite() && b.is_finite() && 0.0 <= a && a <= b && b <= max) {
+                return Err(bad(
+                    "jobs.task_time_s",
+                    format!("must be [a, b] seconds with 0 <= a <= b <= {max} (got [{a}, {b}])"),
+                ));
+            }
+        }
         for (i, p) in self.points()?.iter().enumerate() {
             let key = |k: &str| format!("points[{i}].{k}");
             if !mix && (p.files == 0 || p.blocks == 0 || p.jobs == 0) {
@@ -512,6 +538,16 @@ jobs = 8
         assert!(e.contains("jobs.arrival_s"), "{e}");
         let e = parse(&SPEC.replace("block_size = \"2MiB\"", "block_size = \"2XB\"")).unwrap_err();
         assert!(e.contains("points[1].block_size"), "{e}");
+        let e = parse(&SPEC.replace("arrival_s = [0, 2]", "task_time_s = [3, 2]")).unwrap_err();
+        assert!(e.contains("jobs.task_time_s"), "{e}");
+        let e = parse(&SPEC.replace(
+            "block_size = \"1MiB\"",
+            "block_size = \"1MiB\"\nplacement = \"round\"",
+        ))
+        .unwrap_err();
+        assert!(e.contains("placement"), "{e}");
+        let s = parse(&SPEC.replace("arrival_s = [0, 2]", "task_time_s = [2, 12]")).unwrap();
+        assert_eq!(s.jobs.task_time_s, Some([2.0, 12.0]));
         let e = parse(&SPEC.replace("[jobs]", "[jobs]\nbogus = 1")).unwrap_err();
         assert!(e.contains("bogus"), "{e}");
         let e = parse(&SPEC.replace("label = \"big\"", "label = \"small\"")).unwrap_err();

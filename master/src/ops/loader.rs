@@ -51,6 +51,31 @@ pub struct LoadSpec {
     pub block_size: u64,
     pub replication: u32,
     pub seed: u64,
+    pub placement: Placement,
+}
+
+/// How the loader spreads a file's replicas over the workers that hold data.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Each block's replicas on distinct workers drawn uniformly (seeded),
+    /// as HDFS's default policy does within one rack.
+    #[default]
+    Random,
+    /// Every worker holds the same share of the file's replicas (give or
+    /// take one), on distinct workers per block: EAS's assumption (iii) and
+    /// DynDL's evenly split test files. Seeded worker order.
+    Even,
 }
 
 fn block_rng(seed: u64, index: u32, stream: u64) -> ChaCha8Rng {
@@ -182,6 +207,46 @@ pub fn place_replicas(
         .collect()
 }
 
+/// Replica holders per block under `placement`.
+pub fn place(
+    placement: Placement,
+    seed: u64,
+    blocks: u32,
+    workers: &[WorkerId],
+    replication: u32,
+) -> Vec<Vec<WorkerId>> {
+    match placement {
+        Placement::Random => place_replicas(seed, blocks, workers, replication),
+        Placement::Even => place_even(seed, blocks, workers, replication),
+    }
+}
+
+/// Replicas dealt round-robin over a seeded order of the workers: replica
+/// k of block i goes to the (i * replication + k)-th worker of that order,
+/// modulo their number, so a block's replicas are distinct (replication <=
+/// workers) and each worker holds floor or ceil of blocks * replication /
+/// workers of them.
+pub fn place_even(
+    seed: u64,
+    blocks: u32,
+    workers: &[WorkerId],
+    replication: u32,
+) -> Vec<Vec<WorkerId>> {
+    let mut rng = block_rng(seed, 0, 4);
+    let mut order = workers.to_vec();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.gen_range(0..=i));
+    }
+    let n = order.len() as u64;
+    (0..blocks as u64)
+        .map(|i| {
+            (0..replication as u64)
+                .map(|k| order[((i * replication as u64 + k) % n) as usize])
+                .collect()
+        })
+        .collect()
+}
+
 /// Uploads one block to the worker at `addr`.
 #[allow(clippy::too_many_arguments)]
 pub async fn upload_block(
@@ -269,7 +334,7 @@ pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<File
     };
     let n = ranges.len() as u32;
     let ids: Vec<WorkerId> = workers.iter().map(|w| w.id).collect();
-    let placement = place_replicas(spec.seed, n, &ids, spec.replication);
+    let placement = place(spec.placement, spec.seed, n, &ids, spec.replication);
     let started = Instant::now();
     futures_util::stream::iter(ranges.into_iter().enumerate())
         .map(|(i, (start, end))| {
@@ -406,6 +471,28 @@ mod tests {
             assert_eq!(rec[10], b' ');
         }
         assert_eq!(r, generate_records(1, 0, 1050));
+    }
+
+    #[test]
+    fn even_placement_gives_every_worker_its_share() {
+        let ws: Vec<WorkerId> = (0..8).map(WorkerId).collect();
+        for (blocks, rep) in [(10, 2), (7, 3), (16, 1), (3, 8)] {
+            let p = place_even(4, blocks, &ws, rep);
+            assert_eq!(p, place_even(4, blocks, &ws, rep));
+            let mut count = [0u32; 8];
+            for reps in &p {
+                let mut s = reps.clone();
+                s.sort();
+                s.dedup();
+                assert_eq!(s.len(), rep as usize, "{reps:?}");
+                for w in reps {
+                    count[w.0 as usize] += 1;
+                }
+            }
+            let (lo, hi) = (count.iter().min().unwrap(), count.iter().max().unwrap());
+            assert!(hi - lo <= 1, "{blocks}x{rep}: {count:?}");
+        }
+        assert_ne!(place_even(4, 10, &ws, 2), place_even(5, 10, &ws, 2));
     }
 
     #[test]

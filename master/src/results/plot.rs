@@ -21,7 +21,7 @@ const FONT_PATHS: &[&str] = &[
 ];
 
 /// Registers a system font as plotters' "sans-serif" once; Err names what was tried.
-fn font() -> Result<(), String> {
+pub(crate) fn font() -> Result<(), String> {
     static FONT: OnceLock<Result<(), String>> = OnceLock::new();
     FONT.get_or_init(|| {
         for p in FONT_PATHS {

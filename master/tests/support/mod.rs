@@ -89,6 +89,7 @@ pub async fn start_cluster_roles(
             master_url: m.url(),
             token: token.into(),
             heartbeat_ms,
+            out_of_band_heartbeat: true,
             slot_rate_bytes: None,
             background: None,
             scrub_bytes_per_sec: None,

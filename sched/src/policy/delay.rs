@@ -12,26 +12,31 @@
 //! until it next launches a data-local task (the paper's `j.skipped` flag).
 //! If every job is skipped, the slot stays idle until the next offer.
 //!
+//! `order = "fifo"` visits jobs in submission order instead: an ablation
+//! (labelled `delayN(fifo)`) that tells the locality wait from fair sharing.
+//!
 //! `fair` is the same with groups and weights ([`super::fair`]); the
 //! skip state is [`crate::pick::LocalityWait`].
 
-use crate::order::fair_order;
+use crate::order::job_order;
 use crate::pick::{first_choice, LocalityWait};
 use crate::view::{Millis, SchedContext, Scheduler};
-use common::policy::RemotePick;
+use common::policy::{JobOrder, RemotePick};
 use common::WorkerId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 pub struct Delay {
     wait: LocalityWait,
+    order: JobOrder,
     rng: ChaCha8Rng,
 }
 
 impl Delay {
-    pub fn new(threshold: Millis, pick: RemotePick, seed: u64) -> Self {
+    pub fn new(threshold: Millis, pick: RemotePick, order: JobOrder, seed: u64) -> Self {
         Delay {
             wait: LocalityWait::new(threshold, pick),
+            order,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
     }
@@ -42,16 +47,17 @@ impl Scheduler for Delay {
         common::policy::SchedulerConfig::Delay {
             threshold_s: self.wait.threshold() as f64 / 1000.0,
             pick: self.wait.pick(),
+            order: self.order,
         }
         .label()
     }
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
-        let no_groups = common::policy::Weights::new();
-        let (wait, rng) = (&mut self.wait, &mut self.rng);
+        let (wait, rng, order) = (&mut self.wait, &mut self.rng, self.order);
         ctx.fill(worker, |view| {
-            // One group: the order is by running tasks, then submission.
-            let order = fair_order(view, &no_groups, false);
+            // One group: the order is by running tasks, then submission
+            // (or, as an ablation, submission only).
+            let order = job_order(view, order);
             first_choice(wait, rng, now, worker, view, &order)
         });
         let view = ctx.view();

@@ -15,14 +15,31 @@
 //! `one_remote` is the variant the paper ran for real (Section 6.2): never
 //! start a second data-remote task on a worker already running one.
 //!
-//! The paper keeps a wait per core; here it is per worker (the time since
-//! the worker last launched anything while it had a free slot), since slots
-//! of one worker are interchangeable. Parameters: `w_s` (W, seconds),
-//! `remote_s` (seconds a data-remote task takes alone), `theta` (θ).
+//! Where the wait is measured from (`wait`):
+//! - `worker` (default): per worker, from the first offer of a free slot that
+//!   found no data-local task since the worker's last launch;
+//! - `core`: per core, from the core's last assignment, as Algorithm 1
+//!   writes it (`p.wait <- currentTime` on every launch, lines 3 and 11), so
+//!   a core freed by a task that ran longer than the delay may go remote at
+//!   once. Which core freed is not part of the view: the policy keeps every
+//!   core's last assignment time and takes the busy cores to be those the
+//!   last heartbeat reported (matched by age); the rest are free and the one
+//!   assigned longest ago decides first. Without a consistent busy report
+//!   (the simulator has none), the free cores are taken to be the ones
+//!   assigned longest ago.
+//!
+//! `order`: jobs in FIFO order (default; the oldest job with a data-local
+//! task, the head job for a remote one), or `fair` (fewest running tasks
+//! first, as delay scheduling orders them): an ablation that tells DynDLOn's
+//! locality rule from its job order.
+//!
+//! Parameters: `w_s` (W, seconds), `remote_s` (seconds a data-remote task
+//! takes alone), `theta` (θ).
 
+use crate::order::job_order;
 use crate::pick::random_task;
-use crate::view::{Millis, SchedContext, Scheduler};
-use common::policy::{RemotePick, SchedulerConfig};
+use crate::view::{Millis, SchedContext, Scheduler, WorkerView};
+use common::policy::{JobOrder, RemotePick, SchedulerConfig, WaitClock};
 use common::WorkerId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -32,26 +49,42 @@ pub struct DyndlOn {
     delays: Delays,
     one_remote: bool,
     pick: RemotePick,
+    wait: WaitClock,
+    order: JobOrder,
     rng: ChaCha8Rng,
-    /// Worker -> when its current wait for a data-local task began.
+    /// `worker` clock: worker -> when its current wait began.
     waiting_since: HashMap<WorkerId, Millis>,
+    /// `core` clock: worker -> every core's last assignment time.
+    cores: HashMap<WorkerId, Vec<Millis>>,
+}
+
+/// DynDLOn's parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct DyndlOnParams {
+    pub w: Millis,
+    pub remote: Millis,
+    pub theta: f64,
+    pub one_remote: bool,
+    pub pick: RemotePick,
+    pub wait: WaitClock,
+    pub order: JobOrder,
 }
 
 impl DyndlOn {
-    pub fn new(
-        w: Millis,
-        remote: Millis,
-        theta: f64,
-        one_remote: bool,
-        pick: RemotePick,
-        seed: u64,
-    ) -> Self {
+    pub fn new(p: DyndlOnParams, seed: u64) -> Self {
         DyndlOn {
-            delays: Delays { w, remote, theta },
-            one_remote,
-            pick,
+            delays: Delays {
+                w: p.w,
+                remote: p.remote,
+                theta: p.theta,
+            },
+            one_remote: p.one_remote,
+            pick: p.pick,
+            wait: p.wait,
+            order: p.order,
             rng: ChaCha8Rng::seed_from_u64(seed),
             waiting_since: HashMap::new(),
+            cores: HashMap::new(),
         }
     }
 
@@ -88,6 +121,34 @@ impl Delays {
     }
 }
 
+/// Indices into `clocks` of the free cores, the one assigned longest ago
+/// first. Busy cores are matched to the heartbeat's busy slots by age (each
+/// busy slot takes the unmatched clock nearest its start); without a
+/// report that accounts for every busy core, the oldest clocks are free.
+pub(crate) fn free_cores(clocks: &[Millis], wv: &WorkerView) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..clocks.len()).collect();
+    idx.sort_by_key(|&i| clocks[i]);
+    let free = wv.free as usize;
+    let busy = clocks.len().saturating_sub(free);
+    if wv.busy.len() == busy && busy > 0 {
+        let mut taken = vec![false; clocks.len()];
+        for b in &wv.busy {
+            let started = wv.busy_at.saturating_sub(b.elapsed_ms);
+            if let Some(&i) = idx
+                .iter()
+                .filter(|&&i| !taken[i])
+                .min_by_key(|&&i| clocks[i].abs_diff(started))
+            {
+                taken[i] = true;
+            }
+        }
+        idx.retain(|&i| !taken[i]);
+    } else {
+        idx.truncate(free);
+    }
+    idx
+}
+
 impl Scheduler for DyndlOn {
     fn name(&self) -> String {
         SchedulerConfig::DyndlOn {
@@ -96,31 +157,81 @@ impl Scheduler for DyndlOn {
             theta: self.delays.theta,
             one_remote: self.one_remote,
             pick: self.pick,
+            wait: self.wait,
+            order: self.order,
         }
         .label()
     }
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
-        let (delays, one_remote, pick) = (self.delays, self.one_remote, self.pick);
+        let (delays, one_remote, pick, order) =
+            (self.delays, self.one_remote, self.pick, self.order);
         let (rng, waiting_since) = (&mut self.rng, &mut self.waiting_since);
+        // `core` clock: the free cores, longest since their last assignment first.
+        let mut free: std::collections::VecDeque<usize> = Default::default();
+        let mut clocks = None;
+        if self.wait == WaitClock::Core {
+            let view = ctx.view();
+            if let (Some(wv), Some(_)) = (view.worker(worker), view.head_job()) {
+                let c = self
+                    .cores
+                    .entry(worker)
+                    .or_insert_with(|| vec![now; wv.slots as usize]);
+                c.resize(wv.slots as usize, now);
+                free = free_cores(c, wv).into();
+                clocks = Some(c);
+            }
+        }
         ctx.fill(worker, |view| {
-            if let Some(t) = view.jobs().find_map(|j| j.local_task(worker)) {
+            // FIFO walks the jobs in place; fair order is computed per slot.
+            let fair = (order == JobOrder::Fair).then(|| job_order(view, order));
+            let (local, head) = match &fair {
+                None => (
+                    view.jobs().find_map(|j| j.local_task(worker)),
+                    view.head_job(),
+                ),
+                Some(jobs) => (
+                    jobs.iter().find_map(|id| view.job(*id)?.local_task(worker)),
+                    jobs.first().and_then(|id| view.job(*id)),
+                ),
+            };
+            if let Some(t) = local {
                 waiting_since.remove(&worker);
+                if let (Some(c), Some(i)) = (clocks.as_deref_mut(), free.pop_front()) {
+                    c[i] = now;
+                }
                 return Some((t.task, worker));
             }
             // Nothing pending: not waiting for anything.
-            let (Some(wv), Some(job)) = (view.worker(worker), view.head_job()) else {
+            let (Some(wv), Some(job)) = (view.worker(worker), head) else {
                 waiting_since.remove(&worker);
                 return None;
             };
             let (r, slots) = (wv.remote_running, wv.slots);
-            let since = *waiting_since.entry(worker).or_insert(now);
-            if one_remote && r >= 1 || now.saturating_sub(since) < delays.delay(r, slots) {
-                return None;
+            let delay = delays.delay(r, slots);
+            let blocked = one_remote && r >= 1;
+            match clocks.as_deref_mut() {
+                Some(c) => {
+                    let &i = free.front()?;
+                    if blocked || now.saturating_sub(c[i]) < delay {
+                        return None;
+                    }
+                    let choice = random_task(rng, job, worker, pick)?;
+                    free.pop_front();
+                    c[i] = now;
+                    Some(choice)
+                }
+                None => {
+                    // The wait runs while a remote task blocks the slot.
+                    let since = *waiting_since.entry(worker).or_insert(now);
+                    if blocked || now.saturating_sub(since) < delay {
+                        return None;
+                    }
+                    let choice = random_task(rng, job, worker, pick)?;
+                    waiting_since.remove(&worker);
+                    Some(choice)
+                }
             }
-            let choice = random_task(rng, job, worker, pick)?;
-            waiting_since.remove(&worker);
-            Some(choice)
         });
     }
 }

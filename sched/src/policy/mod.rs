@@ -25,21 +25,34 @@ use common::config::SchedulerConfig;
 pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
     match cfg.clone() {
         SchedulerConfig::Hadoop { pick } => Box::new(hadoop::Hadoop::new(pick, seed)),
-        SchedulerConfig::Delay { threshold_s, pick } => {
-            Box::new(delay::Delay::new(secs_to_ms(threshold_s), pick, seed))
-        }
+        SchedulerConfig::Delay {
+            threshold_s,
+            pick,
+            order,
+        } => Box::new(delay::Delay::new(
+            secs_to_ms(threshold_s),
+            pick,
+            order,
+            seed,
+        )),
         SchedulerConfig::DyndlOn {
             w_s,
             remote_s,
             theta,
             one_remote,
             pick,
+            wait,
+            order,
         } => Box::new(dyndl_on::DyndlOn::new(
-            secs_to_ms(w_s),
-            secs_to_ms(remote_s),
-            theta,
-            one_remote,
-            pick,
+            dyndl_on::DyndlOnParams {
+                w: secs_to_ms(w_s),
+                remote: secs_to_ms(remote_s),
+                theta,
+                one_remote,
+                pick,
+                wait,
+                order,
+            },
             seed,
         )),
         SchedulerConfig::Rand { randomness } => {
@@ -49,7 +62,9 @@ pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
             Box::new(fair::Fair::new(secs_to_ms(delay_s), weights, seed))
         }
         SchedulerConfig::Lsap {} => Box::new(lsap::Lsap::new(seed)),
-        SchedulerConfig::Strict { fair } => Box::new(strict::Strict::new(fair)),
+        SchedulerConfig::Strict { fair, head_only } => {
+            Box::new(strict::Strict::new(fair, head_only))
+        }
         SchedulerConfig::Eas {} => Box::new(eas::Eas::new()),
         SchedulerConfig::LsapFair {
             alpha,

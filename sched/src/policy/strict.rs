@@ -4,42 +4,51 @@
 //! fair-sharing order (`fair = true`: fewest running tasks first, as `delay`
 //! orders them), and the first one with a data-local task for this worker
 //! launches it. No job ever reads remotely, so a worker without local work
-//! stays idle. (Their best-effort twins FIFO-BE and HFS-BE are `hadoop` and
+//! stays idle. With `head_only`, only the first job of the order is looked
+//! at, as the EAS paper's search does (its line 255): a slot whose head job
+//! has nothing local here stays idle even if a later job has. (Their best-effort twins FIFO-BE and HFS-BE are `hadoop` and
 //! `fair`.)
 
-use crate::order::fair_order;
+use crate::order::job_order;
 use crate::view::{Millis, SchedContext, Scheduler};
-use common::policy::{SchedulerConfig, Weights};
-use common::{JobId, WorkerId};
+use common::policy::{JobOrder, SchedulerConfig};
+use common::WorkerId;
 
 pub struct Strict {
     fair: bool,
+    head_only: bool,
 }
 
 impl Strict {
-    pub fn new(fair: bool) -> Self {
-        Strict { fair }
+    pub fn new(fair: bool, head_only: bool) -> Self {
+        Strict { fair, head_only }
     }
 }
 
 impl Scheduler for Strict {
     fn name(&self) -> String {
-        SchedulerConfig::Strict { fair: self.fair }.label()
+        SchedulerConfig::Strict {
+            fair: self.fair,
+            head_only: self.head_only,
+        }
+        .label()
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
-        let no_groups = Weights::new();
-        let fair = self.fair;
+        let order = if self.fair {
+            JobOrder::Fair
+        } else {
+            JobOrder::Fifo
+        };
+        let head_only = self.head_only;
         ctx.fill(worker, |view| {
-            let order: Vec<JobId> = if fair {
-                fair_order(view, &no_groups, false)
+            let jobs = job_order(view, order);
+            let looked_at = if head_only {
+                &jobs[..jobs.len().min(1)]
             } else {
-                view.jobs()
-                    .filter(|j| j.has_pending())
-                    .map(|j| j.id)
-                    .collect()
+                &jobs[..]
             };
-            let task = order
+            let task = looked_at
                 .iter()
                 .find_map(|id| view.job(*id)?.local_task(worker).map(|t| t.task))?;
             Some((task, worker))

@@ -43,6 +43,9 @@ const SUITE: &[&str] = &[
     "policy = \"delay\", threshold_s = 0.25",
     "dyndl-on",
     "policy = \"dyndl-on\", w_s = 0.2, remote_s = 0.3, theta = 1, one_remote = false",
+    "policy = \"dyndl-on\", wait = \"core\", order = \"fair\"",
+    "policy = \"delay\", threshold_s = 1, order = \"fifo\"",
+    "policy = \"strict\", fair = true, head_only = true",
     "policy = \"rand\", randomness = 0.5",
     "policy = \"rand\", randomness = 1",
     "fair",
@@ -190,12 +193,139 @@ fn dyndl_on_waits_w_and_never_runs_two_remote_tasks_on_one_worker() {
 }
 
 #[test]
+fn dyndl_on_per_core_waits_from_the_cores_last_assignment() {
+    let job = || {
+        vec![
+            task(1, 0, &[0]),
+            task(1, 1, &[1]),
+            task(1, 2, &[1]),
+            task(1, 3, &[1]),
+        ]
+    };
+    let run = |cfg: &str| {
+        let mut v = view(2, 1);
+        v.add_job(JobId(1), 0, "default", job());
+        let mut s = build_str(cfg);
+        // t = 0: the core takes the local task; t = 5 s: it ends.
+        let a = offer(s.as_mut(), 0, w(0), &mut v);
+        assert!(a.len() == 1 && a[0].is_local());
+        v.task_ended(JobId(1), w(0), false);
+        (v, s)
+    };
+    // Algorithm 1: the core last assigned at 0 has waited 5 s >= W: remote at once.
+    let (mut v, mut s) = run("policy = 'dyndl-on', wait = 'core'");
+    let a = offer(s.as_mut(), 5_000, w(0), &mut v);
+    assert!(a.len() == 1 && !a[0].is_local(), "{a:?}");
+    // That launch restarted the core's wait: W from 5 s, not from its end.
+    v.task_ended(JobId(1), w(0), true);
+    assert_eq!(offer(s.as_mut(), 6_000, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 7_999, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 8_000, w(0), &mut v).len(), 1);
+    // The per-worker clock starts waiting at the first failed lookup (5 s).
+    let (mut v, mut s) = run("dyndl-on");
+    assert_eq!(offer(s.as_mut(), 5_000, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 7_999, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 8_000, w(0), &mut v).len(), 1);
+}
+
+#[test]
+fn dyndl_on_tells_free_cores_from_busy_ones_by_the_heartbeats_ages() {
+    use common::wire::SlotBusy;
+    let clocks = [0, 1_000, 2_000, 5_000];
+    let busy = |starts: &[u64]| {
+        starts
+            .iter()
+            .map(|&s| SlotBusy {
+                elapsed_ms: 6_000 - s,
+                remaining_ms: None,
+            })
+            .collect::<Vec<_>>()
+    };
+    let wv = |free: u32, busy: Vec<SlotBusy>| crate::view::WorkerView {
+        id: w(0),
+        alive: true,
+        slots: 4,
+        free,
+        remote_running: 0,
+        runs_maps: true,
+        busy,
+        busy_at: 6_000,
+    };
+    // The cores started at 2 s and 5 s are busy: 0 and 1 s are free.
+    assert_eq!(
+        dyndl_on::free_cores(&clocks, &wv(2, busy(&[2_000, 5_000]))),
+        [0, 1]
+    );
+    // Those started at 0 and 5 s (give or take delivery) are busy.
+    assert_eq!(
+        dyndl_on::free_cores(&clocks, &wv(2, busy(&[40, 4_990]))),
+        [1, 2]
+    );
+    // No report that covers the busy cores: the oldest are taken as free.
+    assert_eq!(dyndl_on::free_cores(&clocks, &wv(2, vec![])), [0, 1]);
+    assert_eq!(dyndl_on::free_cores(&clocks, &wv(4, vec![])), [0, 1, 2, 3]);
+}
+
+#[test]
+fn strict_head_only_leaves_the_slot_idle_when_the_head_has_nothing_here() {
+    let setup = || {
+        let mut v = view(2, 1);
+        v.add_job(JobId(1), 0, "default", vec![task(1, 0, &[1])]);
+        v.add_job(JobId(2), 0, "default", vec![task(2, 0, &[0])]);
+        v
+    };
+    let mut v = setup();
+    let a = offer(build_str("fifo-s").as_mut(), 0, w(0), &mut v);
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].task, tref(2, 0));
+    let mut v = setup();
+    let mut s = build_str("policy = 'strict', head_only = true");
+    assert_eq!(offer(s.as_mut(), 0, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 0, w(1), &mut v).len(), 1);
+}
+
+#[test]
+fn delay_with_fifo_order_serves_the_oldest_job_first() {
+    let pick = |cfg: &str| {
+        let mut v = view(1, 3);
+        v.add_job(
+            JobId(1),
+            0,
+            "default",
+            vec![task(1, 0, &[0]), task(1, 1, &[0])],
+        );
+        v.add_job(JobId(2), 0, "default", vec![task(2, 0, &[0])]);
+        let mut s = build_str(cfg);
+        v.set_free(w(0), 1);
+        let first = offer(s.as_mut(), 0, w(0), &mut v);
+        v.set_free(w(0), 1);
+        let second = offer(s.as_mut(), 10, w(0), &mut v);
+        (first[0].task, second[0].task)
+    };
+    // Fair sharing: job 1 runs a task, so job 2 goes next.
+    assert_eq!(pick("delay3"), (tref(1, 0), tref(2, 0)));
+    assert_eq!(
+        pick("policy = 'delay', threshold_s = 3, order = 'fifo'"),
+        (tref(1, 0), tref(1, 1))
+    );
+}
+
+#[test]
 fn dyndl_on_delay_is_max_of_g_and_w() {
-    let d = dyndl_on::DyndlOn::new(3_000, 4_000, 0.5, false, RemotePick::Random, 1);
+    let p = |w, remote, theta| dyndl_on::DyndlOnParams {
+        w,
+        remote,
+        theta,
+        one_remote: false,
+        pick: RemotePick::Random,
+        wait: common::policy::WaitClock::Worker,
+        order: common::policy::JobOrder::Fifo,
+    };
+    let d = dyndl_on::DyndlOn::new(p(3_000, 4_000, 0.5), 1);
     assert_eq!(d.delay(0, 4), 3_000); // no remote task: W
     assert_eq!(d.delay(1, 4), 6_000); // g(1) = 4 * 1.5
     assert_eq!(d.delay(9, 4), 12_000); // g saturates at min(n, slots)
-    let small = dyndl_on::DyndlOn::new(3_000, 1_000, 1.0, false, RemotePick::Random, 1);
+    let small = dyndl_on::DyndlOn::new(p(3_000, 1_000, 1.0), 1);
     assert_eq!(small.delay(1, 4), 3_000); // g(1) = 2 s < W
                                           // Without one_remote, a second remote task waits max(g(1), W) = 6 s.
     let mut v = view(2, 2);

@@ -182,6 +182,7 @@ impl Master {
                 source,
                 reduces: job.reduces,
                 alternates,
+                compute_ms: job.spec.compute.map_or(0, |c| c.for_task(a.task.index)),
             },
         }
     }
@@ -201,6 +202,9 @@ fn check_spec(spec: &JobSubmit) -> Result<u32, MasterError> {
                 "group {g:?} must be 1-64 ASCII letters, digits, '-', '_' or '.'"
             )));
         }
+    }
+    if let Some(c) = &spec.compute {
+        c.validate().map_err(MasterError::BadRequest)?;
     }
     let reduces = spec.reduces.unwrap_or(spec.workload.default_reduces());
     if !spec.workload.has_reduce() && reduces > 0 {

@@ -130,6 +130,7 @@ fn submit(m: &mut Master) -> JobId {
             group: None,
             reduces: None,
             output: None,
+            compute: None,
         },
     )
     .unwrap()
@@ -362,6 +363,7 @@ fn bad_submissions_and_registrations_are_refused() {
                 group: None,
                 reduces: None,
                 output: None,
+                compute: None,
             },
         )
         .unwrap_err();
@@ -401,6 +403,7 @@ fn bad_submissions_and_registrations_are_refused() {
                 group: None,
                 reduces: None,
                 output: None,
+                compute: None,
             },
         )
         .unwrap_err();

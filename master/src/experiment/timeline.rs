@@ -1,0 +1,447 @@
+//! Per-run timelines: every real run of the experiment runner fetches each
+//! worker's timeline (`GET /timeline`: NIC byte counters sampled every
+//! 250 ms and the background processes it ran), appends it to `nic.csv`
+//! and `background.csv`, and draws `timelines/<point>-<scheduler>-r<rep>`
+//! (SVG and PNG): a Gantt chart per worker slot (each attempt a bar,
+//! coloured local / remote / reduce / background; remote bars labelled with
+//! the worker they read from) above each worker's NIC transmit and receive
+//! rates against its cap. A reader sees remote reads queueing on a
+//! source's uplink.
+
+use super::output::TaskRow;
+use crate::ops::client::MasterClient;
+use anyhow::Context;
+use common::wire::WorkerTimeline;
+use plotters::prelude::*;
+use serde::Serialize;
+use std::path::Path;
+
+/// Fetches every worker's timeline from `since_unix_ms` on.
+pub async fn fetch(
+    client: &MasterClient,
+    workers: &[(String, String)],
+    since_unix_ms: u64,
+) -> anyhow::Result<Vec<WorkerTimeline>> {
+    let mut out = Vec::new();
+    for (name, url) in workers {
+        let what = format!("timeline of worker {name} at {url}");
+        let resp = client
+            .http()
+            .get(format!("{url}/timeline?since_ms={since_unix_ms}"))
+            .header(
+                reqwest::header::AUTHORIZATION,
+                common::http::bearer(client.token()),
+            )
+            .send()
+            .await
+            .with_context(|| what.clone())?;
+        let t: WorkerTimeline = crate::ops::client::check(resp, &what)
+            .await?
+            .json()
+            .await
+            .with_context(|| what.clone())?;
+        out.push(t);
+    }
+    Ok(out)
+}
+
+/// One row of nic.csv: a worker's NIC rates over one sampling interval.
+#[derive(Serialize)]
+pub struct NicRow<'a> {
+    pub point: &'a str,
+    pub scheduler: &'a str,
+    pub rep: u32,
+    pub worker: &'a str,
+    /// Interval end, seconds from the run's start.
+    pub t_s: f64,
+    pub tx_mbps: f64,
+    pub rx_mbps: f64,
+    pub cap_mbps: Option<f64>,
+}
+
+/// One row of background.csv.
+#[derive(Serialize)]
+pub struct BackgroundRow<'a> {
+    pub point: &'a str,
+    pub scheduler: &'a str,
+    pub rep: u32,
+    pub worker: &'a str,
+    pub slot: u32,
+    pub start_s: f64,
+    /// Empty if it was still running when the run ended.
+    pub end_s: Option<f64>,
+}
+
+/// Rates (Mbit/s) between consecutive samples: (t_s end, tx, rx).
+pub fn rates(t: &WorkerTimeline, t0_unix: u64) -> Vec<(f64, f64, f64)> {
+    t.samples
+        .windows(2)
+        .filter(|w| w[1].unix_ms > w[0].unix_ms)
+        .map(|w| {
+            let dt = (w[1].unix_ms - w[0].unix_ms) as f64 / 1000.0;
+            let mbps = |a: u64, b: u64| b.saturating_sub(a) as f64 * 8.0 / dt / 1e6;
+            (
+                (w[1].unix_ms as f64 - t0_unix as f64) / 1000.0,
+                mbps(w[0].tx_bytes, w[1].tx_bytes),
+                mbps(w[0].rx_bytes, w[1].rx_bytes),
+            )
+        })
+        .collect()
+}
+
+/// Appends one run's timelines to nic.csv and background.csv.
+pub struct TimelineWriter {
+    nic: csv::Writer<std::fs::File>,
+    background: csv::Writer<std::fs::File>,
+}
+
+impl TimelineWriter {
+    pub fn create(dir: &Path) -> anyhow::Result<Self> {
+        let open = |f: &str| {
+            let p = dir.join(f);
+            csv::Writer::from_path(&p).with_context(|| format!("creating {}", p.display()))
+        };
+        Ok(TimelineWriter {
+            nic: open("nic.csv")?,
+            background: open("background.csv")?,
+        })
+    }
+
+    pub fn write(
+        &mut self,
+        (point, scheduler, rep): (&str, &str, u32),
+        t0_unix: u64,
+        timelines: &[WorkerTimeline],
+    ) -> anyhow::Result<()> {
+        let rel = |unix: u64| (unix as f64 - t0_unix as f64) / 1000.0;
+        for t in timelines {
+            let cap = t.nic_bytes_per_sec.map(|b| b * 8.0 / 1e6);
+            for (t_s, tx, rx) in rates(t, t0_unix) {
+                self.nic.serialize(NicRow {
+                    point,
+                    scheduler,
+                    rep,
+                    worker: &t.worker,
+                    t_s,
+                    tx_mbps: tx,
+                    rx_mbps: rx,
+                    cap_mbps: cap,
+                })?;
+            }
+            for b in &t.background {
+                self.background.serialize(BackgroundRow {
+                    point,
+                    scheduler,
+                    rep,
+                    worker: &t.worker,
+                    slot: b.slot,
+                    start_s: rel(b.start_unix_ms),
+                    end_s: b.end_unix_ms.map(rel),
+                })?;
+            }
+        }
+        self.nic.flush()?;
+        self.background.flush()?;
+        Ok(())
+    }
+}
+
+/// A file name part from a label: letters, digits, '-', '_' and '.'.
+pub fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+const LOCAL: RGBColor = RGBColor(46, 139, 87);
+const REMOTE: RGBColor = RGBColor(214, 69, 65);
+const REDUCE: RGBColor = RGBColor(52, 101, 164);
+const BACKGROUND: RGBColor = RGBColor(170, 170, 170);
+const FAILED: RGBColor = RGBColor(0, 0, 0);
+
+/// Draws `<dir>/<file>.svg` and `.png` for one run. Without a font only a
+/// note is printed (the CSVs stay whole).
+pub fn plot(
+    dir: &Path,
+    file: &str,
+    title: &str,
+    tasks: &[TaskRow],
+    timelines: &[WorkerTimeline],
+    t0_unix: u64,
+) -> anyhow::Result<()> {
+    if let Err(e) = crate::results::plot::font() {
+        println!("timeline skipped: {e}");
+        return Ok(());
+    }
+    std::fs::create_dir_all(dir)?;
+    let size = (1400u32, 560 + 110 * timelines.len() as u32);
+    let data = Data::new(tasks, timelines, t0_unix);
+    let svg = dir.join(format!("{file}.svg"));
+    draw(
+        SVGBackend::new(&svg, size).into_drawing_area(),
+        title,
+        &data,
+    )
+    .map_err(|e| anyhow::anyhow!("plotting {}: {e}", svg.display()))?;
+    let png = dir.join(format!("{file}.png"));
+    draw(
+        BitMapBackend::new(&png, size).into_drawing_area(),
+        title,
+        &data,
+    )
+    .map_err(|e| anyhow::anyhow!("plotting {}: {e}", png.display()))?;
+    Ok(())
+}
+
+/// A worker's name, its NIC rates (t, tx, rx) and its cap, in Mbit/s.
+type NicSeries = (String, Vec<(f64, f64, f64)>, Option<f64>);
+
+/// What a timeline chart shows, in seconds from the run's start.
+struct Data {
+    /// Worker names in order, and each one's first row.
+    workers: Vec<(String, u32, u32)>,
+    rows: u32,
+    /// (row, start, end, colour, label)
+    bars: Vec<(u32, f64, f64, RGBColor, Option<String>)>,
+    /// Per worker: (t, tx, rx) and the cap.
+    nic: Vec<NicSeries>,
+    t_max: f64,
+}
+
+impl Data {
+    fn new(tasks: &[TaskRow], timelines: &[WorkerTimeline], t0_unix: u64) -> Data {
+        let mut workers = Vec::new();
+        let mut next = 0;
+        for t in timelines {
+            workers.push((t.worker.clone(), next, t.slots));
+            next += t.slots;
+        }
+        let row = |w: &str, slot: u32| {
+            workers
+                .iter()
+                .find(|(n, _, _)| n == w)
+                .map(|(_, first, slots)| first + slot.min(slots.saturating_sub(1)))
+        };
+        let rel = |unix: u64| (unix as f64 - t0_unix as f64) / 1000.0;
+        let mut bars = Vec::new();
+        let mut t_max: f64 = 1.0;
+        for t in timelines {
+            for b in &t.background {
+                let end = b.end_unix_ms.map(rel).unwrap_or(t_max);
+                if let Some(r) = row(&t.worker, b.slot) {
+                    bars.push((r, rel(b.start_unix_ms).max(0.0), end, BACKGROUND, None));
+                    t_max = t_max.max(end);
+                }
+            }
+        }
+        for t in tasks {
+            let Some(r) = row(&t.worker, t.slot) else {
+                continue;
+            };
+            let (colour, label) = if !t.ok {
+                (FAILED, None)
+            } else if t.kind == "reduce" {
+                (REDUCE, None)
+            } else if t.locality == "remote" {
+                (REMOTE, Some(t.source.clone()))
+            } else {
+                (LOCAL, None)
+            };
+            bars.push((r, t.start_s, t.end_s, colour, label));
+            t_max = t_max.max(t.end_s);
+        }
+        let nic = timelines
+            .iter()
+            .map(|t| {
+                let r: Vec<_> = rates(t, t0_unix)
+                    .into_iter()
+                    .filter(|(s, _, _)| *s >= 0.0 && *s <= t_max + 1.0)
+                    .collect();
+                (
+                    t.worker.clone(),
+                    r,
+                    t.nic_bytes_per_sec.map(|b| b * 8.0 / 1e6),
+                )
+            })
+            .collect();
+        Data {
+            workers,
+            rows: next,
+            bars,
+            nic,
+            t_max: t_max * 1.01,
+        }
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    area: DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    d: &Data,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    let area = area.titled(title, ("sans-serif", 20))?;
+    let (gantt, nics) = area.split_vertically(520);
+    let mut chart = ChartBuilder::on(&gantt)
+        .margin(8)
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..d.t_max, 0.0..d.rows.max(1) as f64)?;
+    let workers = d.workers.clone();
+    chart
+        .configure_mesh()
+        .disable_mesh()
+        .x_desc("seconds since the run started")
+        // A label position per row; only each worker's middle row is named.
+        .y_labels(d.rows as usize + 1)
+        .y_label_formatter(&|y: &f64| {
+            workers
+                .iter()
+                .find(|(_, first, slots)| (y - (first + slots / 2) as f64).abs() < 0.01)
+                .map(|(n, _, _)| n.clone())
+                .unwrap_or_default()
+        })
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    // Worker separators.
+    for (_, first, _) in d.workers.iter().skip(1) {
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, *first as f64), (d.t_max, *first as f64)],
+            BLACK.mix(0.3),
+        )))?;
+    }
+    let px_per_s = 1300.0 / d.t_max.max(1e-9);
+    for (row, s, e, colour, label) in &d.bars {
+        let (y0, y1) = (*row as f64 + 0.1, *row as f64 + 0.9);
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(*s, y0), (e.max(*s + 0.01), y1)],
+            colour.filled(),
+        )))?;
+        if let Some(l) = label.as_ref().filter(|_| (e - s) * px_per_s > 18.0) {
+            chart.draw_series(std::iter::once(Text::new(
+                l.clone(),
+                (*s + 0.05 * (e - s), y0),
+                ("sans-serif", 9).into_font().color(&WHITE),
+            )))?;
+        }
+    }
+    // Legend.
+    for (name, colour) in [
+        ("local map", LOCAL),
+        ("remote map (source)", REMOTE),
+        ("reduce", REDUCE),
+        ("background", BACKGROUND),
+        ("failed", FAILED),
+    ] {
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, 0.0), (0.0, 0.0)],
+                colour.filled(),
+            )))?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 12))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+    // One NIC panel per worker.
+    let panels = nics.split_evenly((d.nic.len().max(1), 1));
+    for ((name, rates, cap), panel) in d.nic.iter().zip(panels) {
+        let peak = rates
+            .iter()
+            .map(|(_, tx, rx)| tx.max(*rx))
+            .fold(cap.unwrap_or(0.0), f64::max)
+            .max(1e-6)
+            * 1.1;
+        let mut c = ChartBuilder::on(&panel)
+            .margin_left(8)
+            .margin_right(8)
+            .x_label_area_size(0)
+            .y_label_area_size(60)
+            .caption(
+                format!("{name} NIC Mbit/s: transmit (orange), receive (blue), cap (dashed)"),
+                ("sans-serif", 11),
+            )
+            .build_cartesian_2d(0.0..d.t_max, 0.0..peak)?;
+        c.configure_mesh()
+            .disable_x_mesh()
+            .y_labels(3)
+            .label_style(("sans-serif", 10))
+            .draw()?;
+        c.draw_series(LineSeries::new(
+            rates.iter().map(|(t, tx, _)| (*t, *tx)),
+            RGBColor(230, 120, 20).stroke_width(1),
+        ))?;
+        c.draw_series(LineSeries::new(
+            rates.iter().map(|(t, _, rx)| (*t, *rx)),
+            RGBColor(40, 90, 200).stroke_width(1),
+        ))?;
+        if let Some(cap) = cap {
+            c.draw_series(DashedLineSeries::new(
+                vec![(0.0, *cap), (d.t_max, *cap)],
+                6,
+                4,
+                BLACK.stroke_width(1),
+            ))?;
+        }
+    }
+    area.present()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::wire::NicSample;
+
+    #[test]
+    fn rates_are_per_interval_in_megabits() {
+        let t = WorkerTimeline {
+            worker: "w1".into(),
+            slots: 2,
+            nic_bytes_per_sec: Some(1e6),
+            samples: vec![
+                NicSample {
+                    unix_ms: 1_000,
+                    tx_bytes: 0,
+                    rx_bytes: 0,
+                },
+                NicSample {
+                    unix_ms: 1_250,
+                    tx_bytes: 250_000,
+                    rx_bytes: 0,
+                },
+                // A repeated instant is skipped, not divided by zero.
+                NicSample {
+                    unix_ms: 1_250,
+                    tx_bytes: 250_000,
+                    rx_bytes: 0,
+                },
+                NicSample {
+                    unix_ms: 1_500,
+                    tx_bytes: 250_000,
+                    rx_bytes: 125_000,
+                },
+            ],
+            background: vec![],
+        };
+        let r = rates(&t, 1_000);
+        assert_eq!(r.len(), 2);
+        assert!((r[0].0 - 0.25).abs() < 1e-9 && (r[0].1 - 8.0).abs() < 1e-9 && r[0].2 == 0.0);
+        assert!(r[1].1 == 0.0 && (r[1].2 - 4.0).abs() < 1e-9);
+        assert_eq!(slug("DynDLOn(per-core)"), "DynDLOn_per-core_");
+    }
+}

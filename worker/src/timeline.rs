@@ -1,0 +1,126 @@
+//! What a worker remembers for per-run timelines: its NIC byte counters,
+//! sampled every [`TIMELINE_SAMPLE_MS`], and the background processes it ran
+//! (slot, start, end). Both are bounded (the oldest entries go first) and
+//! served by `GET /timeline?since_ms=T`.
+
+use crate::WorkerCtx;
+use common::wire::{BackgroundRun, NicSample, WorkerTimeline, TIMELINE_SAMPLE_MS};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// At most this many NIC samples are kept: about 83 minutes at 4 Hz.
+pub const MAX_SAMPLES: usize = 20_000;
+/// At most this many background runs are kept.
+pub const MAX_BACKGROUND: usize = 20_000;
+
+#[derive(Debug, Default)]
+pub struct Timeline {
+    samples: Mutex<VecDeque<NicSample>>,
+    background: Mutex<VecDeque<BackgroundRun>>,
+}
+
+impl Timeline {
+    fn push_sample(&self, s: NicSample) {
+        let mut q = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+        if q.len() == MAX_SAMPLES {
+            q.pop_front();
+        }
+        q.push_back(s);
+    }
+
+    /// A background process took `slot`.
+    pub fn background_started(&self, slot: u32, unix_ms: u64) {
+        let mut q = self.background.lock().unwrap_or_else(|p| p.into_inner());
+        if q.len() == MAX_BACKGROUND {
+            q.pop_front();
+        }
+        q.push_back(BackgroundRun {
+            slot,
+            start_unix_ms: unix_ms,
+            end_unix_ms: None,
+        });
+    }
+
+    /// The background process on `slot` ended.
+    pub fn background_ended(&self, slot: u32, unix_ms: u64) {
+        let mut q = self.background.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = q
+            .iter_mut()
+            .rev()
+            .find(|r| r.slot == slot && r.end_unix_ms.is_none())
+        {
+            r.end_unix_ms = Some(unix_ms);
+        }
+    }
+
+    /// Everything from `since_ms` (unix) on; background runs still going
+    /// at `since_ms` are included.
+    pub fn since(&self, ctx: &WorkerCtx, since_ms: u64) -> WorkerTimeline {
+        let samples = self
+            .samples
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|s| s.unix_ms >= since_ms)
+            .copied()
+            .collect();
+        let background = self
+            .background
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|r| r.end_unix_ms.is_none_or(|e| e >= since_ms))
+            .copied()
+            .collect();
+        WorkerTimeline {
+            worker: ctx.name.clone(),
+            slots: ctx.slots,
+            nic_bytes_per_sec: ctx.nic.tx.rate(),
+            samples,
+            background,
+        }
+    }
+}
+
+/// Samples the NIC counters until aborted.
+pub async fn run(ctx: Arc<WorkerCtx>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(TIMELINE_SAMPLE_MS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        ctx.timeline.push_sample(NicSample {
+            unix_ms: common::unix_ms(),
+            tx_bytes: ctx.nic.tx.bytes(),
+            rx_bytes: ctx.nic.rx.bytes(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn background_runs_close_on_their_slot_and_old_entries_go_first() {
+        let t = Timeline::default();
+        t.background_started(0, 100);
+        t.background_started(1, 150);
+        t.background_ended(1, 400);
+        t.background_ended(0, 900);
+        let q = t.background.lock().unwrap();
+        assert_eq!(q[0].end_unix_ms, Some(900));
+        assert_eq!(q[1].end_unix_ms, Some(400));
+        drop(q);
+        for i in 0..MAX_SAMPLES as u64 + 5 {
+            t.push_sample(NicSample {
+                unix_ms: i,
+                tx_bytes: i,
+                rx_bytes: 0,
+            });
+        }
+        let q = t.samples.lock().unwrap();
+        assert_eq!(q.len(), MAX_SAMPLES);
+        assert_eq!(q.front().unwrap().unix_ms, 5);
+    }
+}
