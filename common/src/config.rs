@@ -94,6 +94,11 @@ pub struct WorkerDefaults {
     /// (10^6 bytes), so a task takes at least input / rate; absent = off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_rate_mbs: Option<f64>,
+    /// Disk emulation: one disk per worker of this many MB/s, shared fairly
+    /// by local map reads, blocks served to other workers, map output served
+    /// to reduces and blocks written (uploads, job output); absent = off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_mbs: Option<f64>,
     /// `both` (default), `map` or `reduce`.
     #[serde(default)]
     pub role: Role,
@@ -109,6 +114,7 @@ impl Default for WorkerDefaults {
             slots: defaults::slots(),
             nic_mbps: None,
             slot_rate_mbs: None,
+            disk_mbs: None,
             role: Role::Both,
             scrub_mbps: None,
         }
@@ -190,6 +196,8 @@ pub struct WorkerEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_rate_mbs: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_mbs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
 }
 
@@ -241,6 +249,8 @@ pub struct WorkerSettings {
     pub nic_bytes_per_sec: Option<f64>,
     /// Compute pacing per slot in bytes per second; `None` = off.
     pub slot_rate_bytes: Option<f64>,
+    /// Emulated disk in bytes per second; `None` = off.
+    pub disk_bytes_per_sec: Option<f64>,
     pub role: Role,
 }
 
@@ -324,6 +334,7 @@ impl ClusterConfig {
         check_rate(self, "workers.nic_mbps", self.workers.nic_mbps)?;
         check_rate(self, "workers.slot_rate_mbs", self.workers.slot_rate_mbs)?;
         check_rate(self, "workers.scrub_mbps", self.workers.scrub_mbps)?;
+        check_rate(self, "workers.disk_mbs", self.workers.disk_mbs)?;
         if let Some(b) = &self.background {
             b.validate().map_err(|(k, p)| self.invalid(k, p))?;
         }
@@ -363,6 +374,7 @@ impl ClusterConfig {
             }
             check_rate(self, &format!("worker[{i}].nic_mbps"), w.nic_mbps)?;
             check_rate(self, &format!("worker[{i}].slot_rate_mbs"), w.slot_rate_mbs)?;
+            check_rate(self, &format!("worker[{i}].disk_mbs"), w.disk_mbs)?;
         }
         Ok(())
     }
@@ -381,6 +393,7 @@ impl ClusterConfig {
                     .slot_rate_mbs
                     .or(self.workers.slot_rate_mbs)
                     .map(|r| r * 1e6),
+                disk_bytes_per_sec: w.disk_mbs.or(self.workers.disk_mbs).map(|r| r * 1e6),
                 role: w.role.unwrap_or(self.workers.role),
             })
             .collect()

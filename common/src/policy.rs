@@ -77,6 +77,27 @@ impl WaitClock {
     }
 }
 
+/// Where delay scheduling measures a job's wait for a data-local slot from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitFrom {
+    /// From the first time the job was skipped since its last data-local
+    /// launch; once over the threshold it may launch remote tasks until it
+    /// next launches a data-local one (Zaharia's `j.skipped` / level rule).
+    #[default]
+    FirstSkip,
+    /// From the job's last launch of any task (or its submission): a job
+    /// that has not launched for `threshold_s` takes the next free slot
+    /// whether or not its data is there, and each launch restarts the clock.
+    LastLaunch,
+}
+
+impl WaitFrom {
+    fn is_first_skip(&self) -> bool {
+        *self == WaitFrom::FirstSkip
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -103,6 +124,10 @@ pub enum SchedulerConfig {
         /// sharing), labelled `delayN(fifo)`.
         #[serde(default = "defaults::fair", skip_serializing_if = "JobOrder::is_fair")]
         order: JobOrder,
+        /// Where the wait is measured from: `first-skip` (default) or
+        /// `last-launch`, labelled `delayN(last-launch)`.
+        #[serde(default, skip_serializing_if = "WaitFrom::is_first_skip")]
+        wait_from: WaitFrom,
     },
     /// DynDL's online algorithm (DynDLOn, Algorithm 1).
     DyndlOn {
@@ -265,6 +290,7 @@ impl SchedulerConfig {
             threshold_s,
             pick: RemotePick::Random,
             order: JobOrder::Fair,
+            wait_from: WaitFrom::FirstSkip,
         }
     }
 
@@ -302,8 +328,12 @@ impl SchedulerConfig {
                 threshold_s,
                 pick,
                 order,
+                wait_from,
             } => {
                 let mut extra: Vec<&str> = Vec::new();
+                if *wait_from == WaitFrom::LastLaunch {
+                    extra.push("last-launch");
+                }
                 if *pick == RemotePick::Oldest {
                     extra.push("oldest");
                 }
@@ -563,6 +593,10 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(d.label(), "delay3(fifo)");
+        let d: SchedulerConfig = "policy = 'delay', threshold_s = 3, wait_from = 'last-launch'"
+            .parse()
+            .unwrap();
+        assert_eq!(d.label(), "delay3(last-launch)");
         let d: SchedulerConfig = "policy = 'strict', fair = true, head_only = true"
             .parse()
             .unwrap();

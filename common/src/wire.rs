@@ -547,6 +547,9 @@ pub struct WorkerTimeline {
     pub slots: u32,
     /// NIC rate per direction, bytes/s (None = unlimited).
     pub nic_bytes_per_sec: Option<f64>,
+    /// Emulated disk rate, bytes/s (None = off).
+    #[serde(default)]
+    pub disk_bytes_per_sec: Option<f64>,
     pub samples: Vec<NicSample>,
     pub background: Vec<BackgroundRun>,
 }
@@ -560,6 +563,9 @@ pub struct NicSample {
     pub unix_ms: u64,
     pub tx_bytes: u64,
     pub rx_bytes: u64,
+    /// Bytes through the emulated disk (0 when it is off).
+    #[serde(default)]
+    pub disk_bytes: u64,
 }
 
 /// A background process that held `slot` from start to end (None: still running).

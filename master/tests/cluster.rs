@@ -441,7 +441,10 @@ async fn even_placement_task_compute_and_worker_timelines() {
     let e = c.client.submit(&bad).await.unwrap_err().to_string();
     assert!(e.contains("compute"), "{e}");
 
-    // Timelines: samples in time order whose counters cover the bytes moved.
+    // Timelines: samples in time order whose counters cover the bytes moved
+    // (once the samplers have looked after the job's end).
+    let settle = 3 * common::wire::TIMELINE_SAMPLE_MS;
+    tokio::time::sleep(std::time::Duration::from_millis(settle)).await;
     let workers: Vec<(String, String)> = c
         .workers
         .iter()
@@ -465,4 +468,55 @@ async fn even_placement_task_compute_and_worker_timelines() {
         "{rx_total} < {}",
         r.bytes_remote
     );
+}
+
+/// The emulated disk: every local read of a map goes through it at its
+/// rate, and the worker's timeline counts the bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workers_disk_paces_its_local_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = 2e6;
+    let c = support::start_cluster_with(dir.path(), TOKEN, 2, &[None], 50, |o| {
+        o.disk_bytes_per_sec = Some(disk)
+    })
+    .await;
+    let t0 = common::unix_ms();
+    loader::load(
+        &c.client,
+        &LoadSpec {
+            name: "d".into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks: 2,
+            },
+            block_size: 500_000,
+            replication: 1,
+            seed: 3,
+            placement: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+    let id = c
+        .client
+        .submit(&JobSubmit::new(Workload::InputSink, "d"))
+        .await
+        .unwrap();
+    let r = c.client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    // Two local reads of 0.5 MB share 2 MB/s: each lasts about 0.5 s.
+    for a in r.attempts.iter().filter(|a| a.ok) {
+        let took = a.end_ms - a.start_ms;
+        assert!(took >= 400, "a 0.5 MB local read took {took} ms at 2 MB/s");
+    }
+    let w = &c.workers[0];
+    let settle = 3 * common::wire::TIMELINE_SAMPLE_MS;
+    tokio::time::sleep(std::time::Duration::from_millis(settle)).await;
+    let tl = master::experiment::timeline::fetch(&c.client, &[(w.ctx.name.clone(), w.url())], t0)
+        .await
+        .unwrap();
+    assert_eq!(tl[0].disk_bytes_per_sec, Some(disk));
+    // The uploads (1 MB written) and the reads (1 MB) crossed the disk.
+    let last = tl[0].samples.last().unwrap().disk_bytes;
+    assert!(last >= 2_000_000, "{last}");
 }

@@ -3,7 +3,7 @@
 //! and delay scheduling's per-job skip state.
 
 use crate::view::{ClusterView, JobView, Millis};
-use common::policy::RemotePick;
+use common::policy::{RemotePick, WaitFrom};
 use common::{JobId, TaskRef, WorkerId};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::FxHashMap;
@@ -59,8 +59,10 @@ pub fn dl_choice(
 pub struct LocalityWait {
     threshold: Millis,
     pick: RemotePick,
-    /// Jobs being skipped, and since when.
-    skipped_since: FxHashMap<JobId, Millis>,
+    from: WaitFrom,
+    /// `first-skip`: jobs being skipped, and since when; `last-launch`:
+    /// each job's last launch.
+    since: FxHashMap<JobId, Millis>,
 }
 
 impl LocalityWait {
@@ -68,8 +70,18 @@ impl LocalityWait {
         LocalityWait {
             threshold,
             pick,
-            skipped_since: FxHashMap::default(),
+            from: WaitFrom::FirstSkip,
+            since: FxHashMap::default(),
         }
+    }
+
+    /// The same, measuring the wait from where `from` says.
+    pub fn measured_from(self, from: WaitFrom) -> Self {
+        LocalityWait { from, ..self }
+    }
+
+    pub fn wait_from(&self) -> WaitFrom {
+        self.from
     }
 
     /// What `job` launches on `worker` now, if anything.
@@ -80,15 +92,36 @@ impl LocalityWait {
         worker: WorkerId,
         job: &JobView,
     ) -> Option<(TaskRef, WorkerId)> {
-        if let Some(t) = job.local_task(worker) {
-            self.skipped_since.remove(&job.id);
-            return Some((t.task, worker));
-        }
-        let since = *self.skipped_since.entry(job.id).or_insert(now);
-        if now.saturating_sub(since) >= self.threshold {
-            random_task(rng, job, worker, self.pick)
-        } else {
-            None
+        match self.from {
+            WaitFrom::FirstSkip => {
+                if let Some(t) = job.local_task(worker) {
+                    self.since.remove(&job.id);
+                    return Some((t.task, worker));
+                }
+                let since = *self.since.entry(job.id).or_insert(now);
+                if now.saturating_sub(since) >= self.threshold {
+                    random_task(rng, job, worker, self.pick)
+                } else {
+                    None
+                }
+            }
+            WaitFrom::LastLaunch => {
+                let choice = match job.local_task(worker) {
+                    Some(t) => Some((t.task, worker)),
+                    None => {
+                        let since = self.since.get(&job.id).copied().unwrap_or(job.submitted_at);
+                        if now.saturating_sub(since) >= self.threshold {
+                            random_task(rng, job, worker, self.pick)
+                        } else {
+                            None
+                        }
+                    }
+                };
+                if choice.is_some() {
+                    self.since.insert(job.id, now);
+                }
+                choice
+            }
         }
     }
 
@@ -104,7 +137,7 @@ impl LocalityWait {
 
     /// Forgets jobs that left the view.
     pub fn retain(&mut self, alive: impl Fn(JobId) -> bool) {
-        self.skipped_since.retain(|j, _| alive(*j));
+        self.since.retain(|j, _| alive(*j));
     }
 }
 

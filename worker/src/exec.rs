@@ -261,6 +261,7 @@ async fn read_and_map(
                 let ctx = ctx.clone();
                 let block = block_id.clone();
                 let tx = tx.clone();
+                let rt = tokio::runtime::Handle::current();
                 let res = tokio::task::spawn_blocking(move || -> Result<u64, (u64, String)> {
                     let damaged = |e: crate::store::StoreError| {
                         ctx.drop_if_damaged(&e);
@@ -273,6 +274,8 @@ async fn read_and_map(
                         let chunk = reader.read_chunk(i).map_err(|e| (n, damaged(e)))?;
                         let skip = (from.saturating_sub(i as u64 * cb) as usize).min(chunk.len());
                         let piece = chunk.slice(skip..);
+                        // The read takes its share of the (emulated) disk.
+                        rt.block_on(ctx.disk.acquire_all(piece.len() as u64));
                         n += piece.len() as u64;
                         if tx.blocking_send(piece).is_err() {
                             return Err((n, "map function stopped early".to_owned()));

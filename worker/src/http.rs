@@ -186,7 +186,8 @@ async fn get_block(
         }
         let n = dl.pending.len().min(crate::nic::PIECE);
         let piece = dl.pending.split_to(n);
-        dl.ctx.nic.tx.acquire(n).await;
+        // Read from the disk and sent, both at their shared rates.
+        tokio::join!(dl.ctx.disk.acquire(n), dl.ctx.nic.tx.acquire(n));
         Some((Ok::<Bytes, std::io::Error>(piece), dl))
     });
     let mut resp = Response::builder()
@@ -269,7 +270,7 @@ async fn put_block(
             ));
         }
         for p in piece.chunks(crate::nic::PIECE) {
-            ctx.nic.rx.acquire(p.len()).await;
+            tokio::join!(ctx.nic.rx.acquire(p.len()), ctx.disk.acquire(p.len()));
         }
         writer.write(&piece).map_err(store_error)?;
     }

@@ -44,6 +44,8 @@ pub struct WorkerOptions {
     pub out_of_band_heartbeat: bool,
     /// Compute pacing per slot, bytes/s; `None` = off.
     pub slot_rate_bytes: Option<f64>,
+    /// Emulated disk, bytes/s; `None` = off.
+    pub disk_bytes_per_sec: Option<f64>,
     /// Background load and its seed; `None` = none.
     pub background: Option<(common::config::BackgroundConfig, u64)>,
     /// Block scanner rate, bytes/s; `None` = off.
@@ -75,6 +77,7 @@ impl WorkerOptions {
             heartbeat_ms: cfg.cluster.heartbeat_ms,
             out_of_band_heartbeat: cfg.cluster.out_of_band_heartbeat,
             slot_rate_bytes: w.slot_rate_bytes,
+            disk_bytes_per_sec: w.disk_bytes_per_sec,
             background: cfg
                 .background
                 .clone()
@@ -98,6 +101,9 @@ pub struct WorkerCtx {
     /// Map output for the reduces (see `shuffle`).
     pub shuffle_root: std::path::PathBuf,
     pub nic: nic::Nic,
+    /// The emulated disk (unlimited when off): one link that local map
+    /// reads, blocks and map output served, and blocks written all share.
+    pub disk: nic::Link,
     pub book: Mutex<exec::TaskBook>,
     pub http: reqwest::Client,
     /// Wakes the heartbeat loop early.
@@ -227,6 +233,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         store,
         shuffle_root,
         nic: nic::Nic::new(opts.nic_bytes_per_sec),
+        disk: nic::Link::new(opts.disk_bytes_per_sec),
         book: Mutex::new(exec::TaskBook::new(opts.slots)),
         // Every worker-to-worker and worker-to-master call: a dead peer costs
         // at most the connect timeout, a stopped one at most the idle read

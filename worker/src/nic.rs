@@ -49,6 +49,17 @@ impl Link {
         self.bytes.load(Ordering::Relaxed)
     }
 
+    /// Moves `n` bytes in [`PIECE`]-sized reservations, so other streams
+    /// interleave with a large transfer.
+    pub async fn acquire_all(&self, n: u64) {
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(PIECE as u64);
+            self.acquire(k as usize).await;
+            left -= k;
+        }
+    }
+
     /// Waits until `n` bytes may pass, given everyone else's reservations.
     pub async fn acquire(&self, n: usize) {
         let Some(rate) = self.rate else {

@@ -27,6 +27,8 @@ pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Resu
     })
     .await
     .map_err(|e| format!("reading block {block} panicked: {e}"))??;
+    // Read through the (emulated) disk, then sent.
+    ctx.disk.acquire_all(data.len() as u64).await;
     let target = OutputTarget {
         block: block.clone(),
         file: stored.info.file.clone(),

@@ -143,7 +143,10 @@ pub async fn serve(
             return None;
         }
         let piece = rest.split_to(rest.len().min(crate::nic::PIECE));
-        ctx.nic.tx.acquire(piece.len()).await;
+        tokio::join!(
+            ctx.disk.acquire(piece.len()),
+            ctx.nic.tx.acquire(piece.len())
+        );
         Some((Ok::<Bytes, std::io::Error>(piece), (rest, ctx)))
     });
     Response::builder()
@@ -342,6 +345,8 @@ pub async fn run_reduce(
     };
     let store = ctx.store.clone();
     let data = out.clone();
+    // The job's output is written through the (emulated) disk.
+    ctx.disk.acquire_all(out.len() as u64).await;
     tokio::task::spawn_blocking(move || store.put(target, &data))
         .await
         .map_err(|e| {

@@ -77,6 +77,7 @@ impl Timeline {
             worker: ctx.name.clone(),
             slots: ctx.slots,
             nic_bytes_per_sec: ctx.nic.tx.rate(),
+            disk_bytes_per_sec: ctx.disk.rate(),
             samples,
             background,
         }
@@ -93,6 +94,7 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
             unix_ms: common::unix_ms(),
             tx_bytes: ctx.nic.tx.bytes(),
             rx_bytes: ctx.nic.rx.bytes(),
+            disk_bytes: ctx.disk.bytes(),
         });
     }
 }
@@ -117,6 +119,7 @@ mod tests {
                 unix_ms: i,
                 tx_bytes: i,
                 rx_bytes: 0,
+                disk_bytes: 0,
             });
         }
         let q = t.samples.lock().unwrap();

@@ -42,8 +42,93 @@ pub struct RunRecord {
     /// load is the input not yet processed by its running maps (a running
     /// map's remainder shrinks linearly from its start to its end).
     pub load_balance: f64,
+    /// EAS equation (3): the sum over map machines of the input their maps
+    /// processed over the end of their last map (MB/s).
+    #[serde(default = "nan")]
+    pub map_tp_machines_mbs: f64,
+    /// EAS equation (4): the same over the reduce machines (shuffle input).
+    #[serde(default = "nan")]
+    pub reduce_tp_machines_mbs: f64,
+    /// EAS Section 5.4's load balance (un-normalised, MB): every N_m
+    /// scheduled maps, the standard deviation over the map machines of the
+    /// input not yet processed by running maps (a remote map charged to
+    /// the machine it reads from), summed over those instants.
+    #[serde(default = "nan")]
+    pub load_balance_sampled: f64,
     pub wall_s: f64,
     pub error: String,
+}
+
+fn nan() -> f64 {
+    f64::NAN
+}
+
+/// EAS's per-machine metrics of one run, from its task attempts:
+/// (map throughput, reduce throughput, sampled load balance); see the
+/// fields of [`RunRecord`]. Machines are named by `map_workers` and
+/// `reduce_workers` (with shared machines, both lists name every worker).
+pub fn eas_metrics(
+    rows: &[TaskRow],
+    map_workers: &[String],
+    reduce_workers: &[String],
+) -> (f64, f64, f64) {
+    let ok = |kind: &'static str| rows.iter().filter(move |r| r.ok && r.kind == kind);
+    let per_machine = |kind: &'static str, machines: &[String]| -> f64 {
+        let mut tp = 0.0;
+        let mut any = false;
+        for m in machines {
+            let (mut bytes, mut end) = (0u64, 0f64);
+            for r in ok(kind).filter(|r| &r.worker == m) {
+                bytes += r.input_bytes;
+                end = end.max(r.end_s);
+                any = true;
+            }
+            if end > 0.0 {
+                tp += bytes as f64 / 1e6 / end;
+            }
+        }
+        if any {
+            tp
+        } else {
+            f64::NAN
+        }
+    };
+    let map_tp = per_machine("map", map_workers);
+    let reduce_tp = per_machine("reduce", reduce_workers);
+    // Sampled load balance.
+    let mut maps: Vec<&TaskRow> = rows.iter().filter(|r| r.kind == "map").collect();
+    maps.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+    let n = map_workers.len().max(1);
+    let mut lb = 0.0;
+    let mut samples = 0;
+    for k in (n..=maps.len()).step_by(n) {
+        let t = maps[k - 1].start_s;
+        let mut load = vec![0.0f64; map_workers.len()];
+        for r in maps.iter().take_while(|r| r.start_s <= t) {
+            if r.end_s <= t {
+                continue;
+            }
+            let left = if r.end_s > r.start_s {
+                r.input_bytes as f64 * (r.end_s - t) / (r.end_s - r.start_s)
+            } else {
+                0.0
+            };
+            let charged = if r.locality == "remote" {
+                &r.source
+            } else {
+                &r.worker
+            };
+            if let Some(i) = map_workers.iter().position(|w| w == charged) {
+                load[i] += left / 1e6;
+            }
+        }
+        let mean = load.iter().sum::<f64>() / load.len().max(1) as f64;
+        let var =
+            load.iter().map(|l| (l - mean) * (l - mean)).sum::<f64>() / load.len().max(1) as f64;
+        lb += var.sqrt();
+        samples += 1;
+    }
+    (map_tp, reduce_tp, if samples == 0 { f64::NAN } else { lb })
 }
 
 /// Step of the load-balance integral, seconds.
@@ -180,6 +265,9 @@ impl RunRecord {
             map_throughput_mbs: rate(map_mb, last_end(TaskKind::Map)),
             reduce_throughput_mbs: rate(shuffle_mb, last_end(TaskKind::Reduce)),
             load_balance: load_balance(reports, map_workers),
+            map_tp_machines_mbs: f64::NAN,
+            reduce_tp_machines_mbs: f64::NAN,
+            load_balance_sampled: f64::NAN,
             wall_s,
             error: if failed == 0 {
                 String::new()
@@ -220,9 +308,25 @@ impl RunRecord {
             map_throughput_mbs: f64::NAN,
             reduce_throughput_mbs: f64::NAN,
             load_balance: f64::NAN,
+            map_tp_machines_mbs: f64::NAN,
+            reduce_tp_machines_mbs: f64::NAN,
+            load_balance_sampled: f64::NAN,
             wall_s,
             error,
         }
+    }
+
+    /// Sets EAS's per-machine metrics from the run's task attempts.
+    pub fn set_eas_metrics(
+        &mut self,
+        rows: &[TaskRow],
+        map_workers: &[String],
+        reduce_workers: &[String],
+    ) {
+        let (m, r, lb) = eas_metrics(rows, map_workers, reduce_workers);
+        self.map_tp_machines_mbs = m;
+        self.reduce_tp_machines_mbs = r;
+        self.load_balance_sampled = lb;
     }
 
     pub fn one_line(&self) -> String {
@@ -247,7 +351,7 @@ impl RunRecord {
 }
 
 /// One task attempt. Times in seconds after the run started.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct TaskRow {
     pub point: String,
     pub scheduler: String,
@@ -355,6 +459,38 @@ pub struct Cell {
     pub map_tp: f64,
     pub reduce_tp: f64,
     pub load_balance: f64,
+    pub map_tp_machines: f64,
+    pub reduce_tp_machines: f64,
+    pub load_balance_sampled: f64,
+    /// Min and max over the successful repetitions.
+    pub spread: Spread,
+}
+
+/// Min and max over repetitions of the metrics the tables and plots show
+/// with their spread.
+#[derive(Clone, Debug)]
+pub struct Spread {
+    pub mean_jct_s: (f64, f64),
+    pub makespan_s: (f64, f64),
+    pub data_remote: (f64, f64),
+    pub total_jct_s: (f64, f64),
+}
+
+impl Default for Spread {
+    fn default() -> Spread {
+        let e = (f64::INFINITY, f64::NEG_INFINITY);
+        Spread {
+            mean_jct_s: e,
+            makespan_s: e,
+            data_remote: e,
+            total_jct_s: e,
+        }
+    }
+}
+
+fn widen(r: &mut (f64, f64), v: f64) {
+    r.0 = r.0.min(v);
+    r.1 = r.1.max(v);
 }
 
 pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
@@ -368,6 +504,10 @@ pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
             continue;
         }
         c.runs += 1;
+        widen(&mut c.spread.mean_jct_s, r.mean_jct_s);
+        widen(&mut c.spread.makespan_s, r.makespan_s);
+        widen(&mut c.spread.data_remote, r.data_remote as f64);
+        widen(&mut c.spread.total_jct_s, r.total_jct_s);
         c.mean_jct_s += r.mean_jct_s;
         c.p95_jct_s += r.p95_jct_s;
         c.makespan_s += r.makespan_s;
@@ -379,6 +519,9 @@ pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
         c.map_tp += r.map_throughput_mbs;
         c.reduce_tp += r.reduce_throughput_mbs;
         c.load_balance += r.load_balance;
+        c.map_tp_machines += r.map_tp_machines_mbs;
+        c.reduce_tp_machines += r.reduce_tp_machines_mbs;
+        c.load_balance_sampled += r.load_balance_sampled;
     }
     for c in out.values_mut() {
         let n = c.runs.max(1) as f64;
@@ -387,8 +530,16 @@ pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
             (c.mean_jct_s, c.p95_jct_s, c.makespan_s) = (nan, nan, nan);
             (c.data_local, c.data_remote, c.locality_pct, c.remote_mb) = (nan, nan, nan, nan);
             (c.total_jct_s, c.map_tp, c.reduce_tp, c.load_balance) = (nan, nan, nan, nan);
+            (
+                c.map_tp_machines,
+                c.reduce_tp_machines,
+                c.load_balance_sampled,
+            ) = (nan, nan, nan);
             continue;
         }
+        c.map_tp_machines /= n;
+        c.reduce_tp_machines /= n;
+        c.load_balance_sampled /= n;
         c.total_jct_s /= n;
         c.map_tp /= n;
         c.reduce_tp /= n;
@@ -402,6 +553,20 @@ pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
         c.remote_mb /= n;
     }
     out
+}
+
+/// `mean (min-max)` when several runs made the mean, else the mean.
+fn fs(v: f64, spread: (f64, f64), runs: u32, digits: usize) -> String {
+    if runs > 1 && spread.0.is_finite() {
+        format!(
+            "{} ({}-{})",
+            f(v, digits),
+            f(spread.0, digits),
+            f(spread.1, digits)
+        )
+    } else {
+        f(v, digits)
+    }
 }
 
 fn f(v: f64, digits: usize) -> String {
@@ -422,9 +587,12 @@ pub fn summary(
     let cells = cells(runs);
     let mut s = format!("# {}\n\n{}\n\n", spec.name, spec.description.trim());
     s += &format!(
-        "Cluster: {} workers x {} slots, replication {}, NIC {}, compute pacing {}, background {}. \
-         Repetitions: {}, seed {} (+ repetition). Means over the successful repetitions; \
-         slowdown = mean JCT / {}'s at the same point.\n\n",
+        "Cluster: {} workers x {} slots, replication {}, NIC {}, compute pacing {}, background {}, \
+         heartbeat {} ms{}, task compute {}, placement {}. \
+         Repetitions: {}, seed {} (+ repetition). Means over the successful repetitions, \
+         with (min-max) over them where there are several; total JCT is the sum over jobs \
+         (DynDL's \"total job completion time\" is read as the time until all jobs completed, \
+         the makespan; see EXPERIMENTS.md); slowdown = mean JCT / {}'s at the same point.\n\n",
         spec.cluster.workers,
         spec.cluster.slots,
         spec.cluster.replication,
@@ -441,6 +609,19 @@ pub fn summary(
             b.initial * 100.0,
             b.per_minute
         )),
+        spec.cluster.heartbeat_ms,
+        if spec.cluster.out_of_band_heartbeat {
+            " + out-of-band"
+        } else {
+            " (no out-of-band)"
+        },
+        spec.jobs
+            .task_time_s
+            .map_or("none".into(), |[a, b]| format!("U[{a}, {b}] s per map")),
+        match spec.data.placement {
+            crate::ops::loader::Placement::Random => "random",
+            crate::ops::loader::Placement::Even => "even",
+        },
         spec.repetitions,
         spec.seed,
         schedulers[0].label,
@@ -469,15 +650,30 @@ pub fn summary(
             }
             _ => String::new(),
         };
+        let heartbeat = if p.heartbeat_ms != spec.cluster.heartbeat_ms
+            || p.out_of_band_heartbeat != spec.cluster.out_of_band_heartbeat
+        {
+            format!(
+                ", heartbeat {} ms{}",
+                p.heartbeat_ms,
+                if p.out_of_band_heartbeat {
+                    " + out-of-band"
+                } else {
+                    ", no out-of-band"
+                }
+            )
+        } else {
+            String::new()
+        };
         s += &format!(
-            "## {}: {} jobs, {data}, blocks of {:.2} MB, replication {}{background}\n\n",
+            "## {}: {} jobs, {data}, blocks of {:.2} MB, replication {}{background}{heartbeat}\n\n",
             p.label,
             p.jobs,
             p.block_bytes as f64 / 1e6,
             p.replication
         );
-        s += "| scheduler | runs | mean JCT (s) | p95 JCT (s) | makespan (s) | data-local | data-remote | locality % | remote MB | slowdown | flowtime (s) | map MB/s | reduce MB/s | load balance |\n";
-        s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        s += "| scheduler | runs | mean JCT (s) | p95 JCT (s) | makespan (s) | data-local | data-remote | locality % | remote MB | slowdown | flowtime (s) | map MB/s | reduce MB/s | load balance | map MB/s (EAS eq. 3) | reduce MB/s (EAS eq. 4) | load balance (EAS 5.4) |\n";
+        s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
         let base = cells
             .get(&(p.label.clone(), schedulers[0].label.clone()))
             .map(|c| c.mean_jct_s)
@@ -487,6 +683,12 @@ pub fn summary(
             .iter()
             .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
             .map(|c| c.load_balance)
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
+        let lbs_max = schedulers
+            .iter()
+            .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
+            .map(|c| c.load_balance_sampled)
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max);
         for sc in schedulers {
@@ -499,23 +701,33 @@ pub fn summary(
                 c.runs.to_string()
             };
             s += &format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 sc.label,
                 runs,
-                f(c.mean_jct_s, 2),
+                fs(c.mean_jct_s, c.spread.mean_jct_s, c.runs, 2),
                 f(c.p95_jct_s, 2),
-                f(c.makespan_s, 2),
+                fs(c.makespan_s, c.spread.makespan_s, c.runs, 2),
                 f(c.data_local, 1),
-                f(c.data_remote, 1),
+                fs(c.data_remote, c.spread.data_remote, c.runs, 1),
                 f(c.locality_pct, 1),
                 f(c.remote_mb, 1),
                 f(c.mean_jct_s / base, 2),
-                f(c.total_jct_s, 1),
+                fs(c.total_jct_s, c.spread.total_jct_s, c.runs, 1),
                 f(c.map_tp, 1),
                 f(c.reduce_tp, 1),
                 f(
                     if lb_max > 0.0 {
                         c.load_balance / lb_max
+                    } else {
+                        f64::NAN
+                    },
+                    2
+                ),
+                f(c.map_tp_machines, 1),
+                f(c.reduce_tp_machines, 1),
+                f(
+                    if lbs_max > 0.0 {
+                        c.load_balance_sampled / lbs_max
                     } else {
                         f64::NAN
                     },
@@ -533,7 +745,9 @@ pub fn summary(
         }
         s += "\n";
     }
-    s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/`, `meta.json` (spec, seeds, commit, machine).\n";
+    s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/` (whiskers: min-max over repetitions), \
+          `timelines/` (per run: a Gantt chart of every slot above each worker's NIC rates), `nic.csv` and `background.csv` \
+          (the timelines' data), `meta.json` (spec, seeds, commit, machine).\n";
     s
 }
 
@@ -588,6 +802,49 @@ impl Meta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(worker: &str, source: &str, remote: bool, mb: u64, start: f64, end: f64) -> TaskRow {
+        TaskRow {
+            point: "p".into(),
+            scheduler: "s".into(),
+            rep: 0,
+            job: "job-1".into(),
+            job_name: "j".into(),
+            arrival_s: 0.0,
+            task: 0,
+            kind: "map".into(),
+            attempt: 0,
+            worker: worker.into(),
+            slot: 0,
+            locality: if remote { "remote" } else { "local" }.into(),
+            source: source.into(),
+            start_s: start,
+            end_s: end,
+            input_bytes: mb * 1_000_000,
+            remote_bytes: if remote { mb * 1_000_000 } else { 0 },
+            ok: true,
+            error: String::new(),
+        }
+    }
+
+    #[test]
+    fn eas_metrics_follow_the_papers_definitions() {
+        let ws = ["w1".to_string(), "w2".to_string()];
+        let rows = [
+            row("w1", "w1", false, 10, 0.0, 10.0),
+            // Remote: its load is charged to w1, the machine it reads from.
+            row("w2", "w1", true, 10, 0.0, 5.0),
+            row("w2", "w2", false, 10, 5.0, 10.0),
+            row("w2", "w2", false, 10, 6.0, 8.0),
+        ];
+        let (map_tp, reduce_tp, lb) = eas_metrics(&rows, &ws, &ws);
+        // w1: 10 MB by t = 10; w2: 30 MB by t = 10.
+        assert!((map_tp - 4.0).abs() < 1e-9, "{map_tp}");
+        assert!(reduce_tp.is_nan());
+        // Every 2 scheduled maps: at t = 0 (w1 10 + 10 MB, w2 0: std 10) and
+        // at t = 6 (w1 4, w2 8 + 10: std 7).
+        assert!((lb - 17.0).abs() < 1e-9, "{lb}");
+    }
 
     #[test]
     fn percentiles_nearest_rank() {

@@ -4,7 +4,7 @@
 
 use super::output::{cells, Cell, RunRecord};
 use super::spec::{NamedScheduler, Point};
-use crate::results::plot::{charts, Chart};
+use crate::results::plot::{charts, Bar, Chart};
 use std::path::Path;
 
 /// A chart's value from a cell and the first scheduler's mean JCT there.
@@ -101,6 +101,17 @@ pub fn plot_all(
             .get(&(groups[g].clone(), series[0].clone()))
             .map_or(f64::NAN, |c| c.mean_jct_s);
         let cell = cells.get(&(groups[g].clone(), series[s].clone()))?;
-        Some((METRICS[c].1)(cell, base))
+        let spread = match METRICS[c].0.file {
+            "mean_jct" => Some(cell.spread.mean_jct_s),
+            "makespan" => Some(cell.spread.makespan_s),
+            "remote_tasks" => Some(cell.spread.data_remote),
+            "flowtime" => Some(cell.spread.total_jct_s),
+            _ => None,
+        }
+        .filter(|_| cell.runs > 1);
+        Some(Bar {
+            value: (METRICS[c].1)(cell, base),
+            spread,
+        })
     })
 }

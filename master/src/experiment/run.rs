@@ -102,11 +102,8 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 let wall = t0.elapsed().as_secs_f64();
                 let (record, rows) = match result {
                     Ok((reports, t0_unix, timelines)) => {
-                        let map_workers: Vec<String> = (1..=spec.cluster.workers
-                            - spec.cluster.reduce_workers)
-                            .map(|i| format!("w{i}"))
-                            .collect();
-                        let rec = RunRecord::from_reports(
+                        let (map_workers, _) = spec.machines();
+                        let mut rec = RunRecord::from_reports(
                             &point.label,
                             s,
                             rep,
@@ -118,6 +115,8 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                         );
                         let rows =
                             TaskRow::from_reports(&point.label, &s.label, rep, &reports, t0_unix);
+                        let (maps, reduces) = spec.machines();
+                        rec.set_eas_metrics(&rows, &maps, &reduces);
                         timelines_csv.write((&point.label, &s.label, rep), t0_unix, &timelines)?;
                         let file = format!(
                             "{}-{}-r{rep}",
@@ -195,7 +194,28 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
     let spec = Spec::parse(text, Path::new(file))?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(Path::new(file)))?;
     let points = spec.points().map_err(|e| e.in_file(Path::new(file)))?;
-    let runs: Vec<RunRecord> = results.read_runs()?;
+    let mut runs: Vec<RunRecord> = results.read_runs()?;
+    // Metrics computed from the task attempts (EAS's per-machine ones) are
+    // recomputed when tasks.csv is there.
+    let tasks = dir.join("tasks.csv");
+    if tasks.exists() {
+        let mut rd = csv::Reader::from_path(&tasks)
+            .with_context(|| format!("reading {}", tasks.display()))?;
+        let rows: Vec<TaskRow> = rd
+            .deserialize()
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("{}", tasks.display()))?;
+        let (maps, reduces) = spec.machines();
+        for r in runs.iter_mut().filter(|r| r.status == "ok") {
+            let mine: Vec<TaskRow> = rows
+                .iter()
+                .filter(|t| t.point == r.point && t.scheduler == r.scheduler && t.rep == r.rep)
+                .cloned()
+                .collect();
+            r.set_eas_metrics(&mine, &maps, &reduces);
+        }
+        results.write_runs(&runs)?;
+    }
     results.write_summary(&output::summary(&spec, &schedulers, &points, &runs))?;
     plots::plot_all(dir, &schedulers, &points, &runs)?;
     Ok(())
@@ -307,9 +327,9 @@ impl RunEnv<'_> {
             cluster: ClusterSection {
                 token: TOKEN.into(),
                 replication: self.point.replication,
-                heartbeat_ms: c.heartbeat_ms,
-                out_of_band_heartbeat: c.out_of_band_heartbeat,
-                worker_timeout_ms: (50 * c.heartbeat_ms).max(5_000),
+                heartbeat_ms: self.point.heartbeat_ms,
+                out_of_band_heartbeat: self.point.out_of_band_heartbeat,
+                worker_timeout_ms: (50 * self.point.heartbeat_ms).max(5_000),
                 max_task_attempts: 4,
                 task_timeout_ms: 600_000,
                 data_dir: self.work.join("data"),
@@ -328,6 +348,7 @@ impl RunEnv<'_> {
                 } else {
                     None
                 },
+                disk_mbs: if shaped { c.disk_mbs } else { None },
                 role: common::config::Role::Both,
                 // Experiments measure schedulers: no scanner reads the disks.
                 scrub_mbps: None,
@@ -339,6 +360,7 @@ impl RunEnv<'_> {
                     slots: None,
                     nic_mbps: None,
                     slot_rate_mbs: None,
+                    disk_mbs: None,
                     role: (c.reduce_workers > 0).then(|| {
                         if i >= (c.workers - c.reduce_workers) as usize {
                             common::config::Role::Reduce

@@ -74,6 +74,10 @@ pub struct ClusterSpec {
     /// Compute pacing per slot, MB/s; absent = off.
     #[serde(default)]
     pub slot_rate_mbs: Option<f64>,
+    /// An emulated disk per worker, MB/s (cluster.toml's `disk_mbs`);
+    /// absent = off.
+    #[serde(default)]
+    pub disk_mbs: Option<f64>,
     pub replication: u32,
     #[serde(default = "default_heartbeat")]
     pub heartbeat_ms: u64,
@@ -179,6 +183,9 @@ pub struct PointSpec {
     /// Overrides `background.duration_s` at this point (needs a
     /// `[background]` section).
     pub background_s: Option<[f64; 2]>,
+    /// Override `cluster.heartbeat_ms` / `cluster.out_of_band_heartbeat`.
+    pub heartbeat_ms: Option<u64>,
+    pub out_of_band_heartbeat: Option<bool>,
 }
 
 /// One fully resolved parameter point.
@@ -194,6 +201,8 @@ pub struct Point {
     pub replication: u32,
     /// The background load at this point, if any.
     pub background: Option<BackgroundConfig>,
+    pub heartbeat_ms: u64,
+    pub out_of_band_heartbeat: bool,
 }
 
 /// A scheduler to compare, with the label tables and plots show.
@@ -370,6 +379,12 @@ impl Spec {
             if !mix && (p.files == 0 || p.blocks == 0 || p.jobs == 0) {
                 return Err(bad(&key("files/blocks/jobs"), "must be at least 1".into()));
             }
+            if !(10..=60_000).contains(&p.heartbeat_ms) {
+                return Err(bad(
+                    &key("heartbeat_ms"),
+                    format!("must be 10..=60000 ms (got {})", p.heartbeat_ms),
+                ));
+            }
             if p.replication == 0 || p.replication > map_workers {
                 return Err(bad(
                     &key("replication"),
@@ -385,6 +400,18 @@ impl Spec {
             }
         }
         Ok(())
+    }
+
+    /// The workers' names that run maps and that run reduces (every worker
+    /// does both unless `cluster.reduce_workers` dedicates the last ones).
+    pub fn machines(&self) -> (Vec<String>, Vec<String>) {
+        let c = &self.cluster;
+        let all: Vec<String> = (1..=c.workers).map(|i| format!("w{i}")).collect();
+        if c.reduce_workers == 0 {
+            return (all.clone(), all);
+        }
+        let split = (c.workers - c.reduce_workers) as usize;
+        (all[..split].to_vec(), all[split..].to_vec())
     }
 
     /// The schedulers with their labels.
@@ -424,6 +451,8 @@ impl Spec {
             slot_rate_mbs: self.cluster.slot_rate_mbs,
             replication: self.cluster.replication,
             background: self.background.clone(),
+            heartbeat_ms: self.cluster.heartbeat_ms,
+            out_of_band_heartbeat: self.cluster.out_of_band_heartbeat,
         };
         if self.points.is_empty() {
             return Ok(vec![base]);
@@ -448,6 +477,10 @@ impl Spec {
                 nic_mbps: p.nic_mbps.or(base.nic_mbps),
                 slot_rate_mbs: p.slot_rate_mbs.or(base.slot_rate_mbs),
                 replication: p.replication.unwrap_or(base.replication),
+                heartbeat_ms: p.heartbeat_ms.unwrap_or(base.heartbeat_ms),
+                out_of_band_heartbeat: p
+                    .out_of_band_heartbeat
+                    .unwrap_or(base.out_of_band_heartbeat),
                 background: match (p.background_s, &base.background) {
                     (None, b) => b.clone(),
                     (Some(d), Some(b)) => {

@@ -57,6 +57,9 @@ pub struct NicRow<'a> {
     pub tx_mbps: f64,
     pub rx_mbps: f64,
     pub cap_mbps: Option<f64>,
+    /// The emulated disk's rate over the interval, MB/s (0 when off).
+    pub disk_mbs: f64,
+    pub disk_cap_mbs: Option<f64>,
 }
 
 /// One row of background.csv.
@@ -72,19 +75,32 @@ pub struct BackgroundRow<'a> {
     pub end_s: Option<f64>,
 }
 
-/// Rates (Mbit/s) between consecutive samples: (t_s end, tx, rx).
-pub fn rates(t: &WorkerTimeline, t0_unix: u64) -> Vec<(f64, f64, f64)> {
+/// Rates between two consecutive samples.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate {
+    /// Interval end, seconds from the run's start.
+    pub t: f64,
+    /// NIC, Mbit/s.
+    pub tx: f64,
+    pub rx: f64,
+    /// Disk, MB/s.
+    pub disk: f64,
+}
+
+/// Rates between consecutive samples.
+pub fn rates(t: &WorkerTimeline, t0_unix: u64) -> Vec<Rate> {
     t.samples
         .windows(2)
         .filter(|w| w[1].unix_ms > w[0].unix_ms)
         .map(|w| {
             let dt = (w[1].unix_ms - w[0].unix_ms) as f64 / 1000.0;
-            let mbps = |a: u64, b: u64| b.saturating_sub(a) as f64 * 8.0 / dt / 1e6;
-            (
-                (w[1].unix_ms as f64 - t0_unix as f64) / 1000.0,
-                mbps(w[0].tx_bytes, w[1].tx_bytes),
-                mbps(w[0].rx_bytes, w[1].rx_bytes),
-            )
+            let per_s = |a: u64, b: u64| b.saturating_sub(a) as f64 / dt;
+            Rate {
+                t: (w[1].unix_ms as f64 - t0_unix as f64) / 1000.0,
+                tx: per_s(w[0].tx_bytes, w[1].tx_bytes) * 8.0 / 1e6,
+                rx: per_s(w[0].rx_bytes, w[1].rx_bytes) * 8.0 / 1e6,
+                disk: per_s(w[0].disk_bytes, w[1].disk_bytes) / 1e6,
+            }
         })
         .collect()
 }
@@ -116,16 +132,18 @@ impl TimelineWriter {
         let rel = |unix: u64| (unix as f64 - t0_unix as f64) / 1000.0;
         for t in timelines {
             let cap = t.nic_bytes_per_sec.map(|b| b * 8.0 / 1e6);
-            for (t_s, tx, rx) in rates(t, t0_unix) {
+            for r in rates(t, t0_unix) {
                 self.nic.serialize(NicRow {
                     point,
                     scheduler,
                     rep,
                     worker: &t.worker,
-                    t_s,
-                    tx_mbps: tx,
-                    rx_mbps: rx,
+                    t_s: r.t,
+                    tx_mbps: r.tx,
+                    rx_mbps: r.rx,
                     cap_mbps: cap,
+                    disk_mbs: r.disk,
+                    disk_cap_mbs: t.disk_bytes_per_sec.map(|b| b / 1e6),
                 })?;
             }
             for b in &t.background {
@@ -199,8 +217,8 @@ pub fn plot(
     Ok(())
 }
 
-/// A worker's name, its NIC rates (t, tx, rx) and its cap, in Mbit/s.
-type NicSeries = (String, Vec<(f64, f64, f64)>, Option<f64>);
+/// A worker's name, its rates, its NIC cap (Mbit/s) and its disk cap (MB/s).
+type NicSeries = (String, Vec<Rate>, Option<f64>, Option<f64>);
 
 /// What a timeline chart shows, in seconds from the run's start.
 struct Data {
@@ -261,12 +279,13 @@ impl Data {
             .map(|t| {
                 let r: Vec<_> = rates(t, t0_unix)
                     .into_iter()
-                    .filter(|(s, _, _)| *s >= 0.0 && *s <= t_max + 1.0)
+                    .filter(|r| r.t >= 0.0 && r.t <= t_max + 1.0)
                     .collect();
                 (
                     t.worker.clone(),
                     r,
                     t.nic_bytes_per_sec.map(|b| b * 8.0 / 1e6),
+                    t.disk_bytes_per_sec.map(|b| b / 1e6),
                 )
             })
             .collect();
@@ -359,22 +378,27 @@ where
         .draw()?;
     // One NIC panel per worker.
     let panels = nics.split_evenly((d.nic.len().max(1), 1));
-    for ((name, rates, cap), panel) in d.nic.iter().zip(panels) {
+    for ((name, rates, cap, disk_cap), panel) in d.nic.iter().zip(panels) {
+        // The disk is drawn in Mbit/s too (x 8), on the NIC's axis.
+        let disk_cap = disk_cap.map(|c| c * 8.0);
+        let has_disk = disk_cap.is_some() || rates.iter().any(|r| r.disk > 0.0);
         let peak = rates
             .iter()
-            .map(|(_, tx, rx)| tx.max(*rx))
-            .fold(cap.unwrap_or(0.0), f64::max)
+            .map(|r| r.tx.max(r.rx).max(r.disk * 8.0))
+            .fold(cap.unwrap_or(0.0).max(disk_cap.unwrap_or(0.0)), f64::max)
             .max(1e-6)
             * 1.1;
+        let caption = if has_disk {
+            format!("{name} Mbit/s: NIC transmit (orange), receive (blue), cap (dashed); disk (green), cap (dotted)")
+        } else {
+            format!("{name} NIC Mbit/s: transmit (orange), receive (blue), cap (dashed)")
+        };
         let mut c = ChartBuilder::on(&panel)
             .margin_left(8)
             .margin_right(8)
             .x_label_area_size(0)
             .y_label_area_size(60)
-            .caption(
-                format!("{name} NIC Mbit/s: transmit (orange), receive (blue), cap (dashed)"),
-                ("sans-serif", 11),
-            )
+            .caption(caption, ("sans-serif", 11))
             .build_cartesian_2d(0.0..d.t_max, 0.0..peak)?;
         c.configure_mesh()
             .disable_x_mesh()
@@ -382,19 +406,33 @@ where
             .label_style(("sans-serif", 10))
             .draw()?;
         c.draw_series(LineSeries::new(
-            rates.iter().map(|(t, tx, _)| (*t, *tx)),
+            rates.iter().map(|r| (r.t, r.tx)),
             RGBColor(230, 120, 20).stroke_width(1),
         ))?;
         c.draw_series(LineSeries::new(
-            rates.iter().map(|(t, _, rx)| (*t, *rx)),
+            rates.iter().map(|r| (r.t, r.rx)),
             RGBColor(40, 90, 200).stroke_width(1),
         ))?;
+        if has_disk {
+            c.draw_series(LineSeries::new(
+                rates.iter().map(|r| (r.t, r.disk * 8.0)),
+                RGBColor(40, 160, 60).stroke_width(1),
+            ))?;
+        }
         if let Some(cap) = cap {
             c.draw_series(DashedLineSeries::new(
                 vec![(0.0, *cap), (d.t_max, *cap)],
                 6,
                 4,
                 BLACK.stroke_width(1),
+            ))?;
+        }
+        if let Some(cap) = disk_cap {
+            c.draw_series(DashedLineSeries::new(
+                vec![(0.0, cap), (d.t_max, cap)],
+                2,
+                4,
+                RGBColor(40, 160, 60).stroke_width(1),
             ))?;
         }
     }
@@ -413,35 +451,40 @@ mod tests {
             worker: "w1".into(),
             slots: 2,
             nic_bytes_per_sec: Some(1e6),
+            disk_bytes_per_sec: None,
             samples: vec![
                 NicSample {
                     unix_ms: 1_000,
                     tx_bytes: 0,
                     rx_bytes: 0,
+                    disk_bytes: 0,
                 },
                 NicSample {
                     unix_ms: 1_250,
                     tx_bytes: 250_000,
                     rx_bytes: 0,
+                    disk_bytes: 0,
                 },
                 // A repeated instant is skipped, not divided by zero.
                 NicSample {
                     unix_ms: 1_250,
                     tx_bytes: 250_000,
                     rx_bytes: 0,
+                    disk_bytes: 0,
                 },
                 NicSample {
                     unix_ms: 1_500,
                     tx_bytes: 250_000,
                     rx_bytes: 125_000,
+                    disk_bytes: 500_000,
                 },
             ],
             background: vec![],
         };
         let r = rates(&t, 1_000);
         assert_eq!(r.len(), 2);
-        assert!((r[0].0 - 0.25).abs() < 1e-9 && (r[0].1 - 8.0).abs() < 1e-9 && r[0].2 == 0.0);
-        assert!(r[1].1 == 0.0 && (r[1].2 - 4.0).abs() < 1e-9);
+        assert!((r[0].t - 0.25).abs() < 1e-9 && (r[0].tx - 8.0).abs() < 1e-9 && r[0].rx == 0.0);
+        assert!(r[1].tx == 0.0 && (r[1].rx - 4.0).abs() < 1e-9 && (r[1].disk - 2.0).abs() < 1e-9);
         assert_eq!(slug("DynDLOn(per-core)"), "DynDLOn_per-core_");
     }
 }

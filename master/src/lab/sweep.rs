@@ -445,7 +445,7 @@ fn write_plots(
     let list: Vec<Chart> = metrics.iter().map(|m| m.0).collect();
     charts(out, points, algos, &list, |c, p, a| {
         let m = means.get(&(points[p].clone(), algos[a].clone()))?;
-        Some((metrics[c].1)(m))
+        Some((metrics[c].1)(m).into())
     })
 }
 
@@ -541,5 +541,28 @@ beta = 50
             let e = parse(&t).unwrap_err();
             assert!(e.contains(key), "{key}: {e}");
         }
+    }
+
+    #[test]
+    fn every_shipped_spec_parses() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if !name.ends_with(".toml") {
+                continue;
+            }
+            // sim-* specs are the lab's sweeps.
+            if name.starts_with("sim-") {
+                SweepSpec::load(&p).unwrap_or_else(|e| panic!("{e}"));
+                n += 1;
+                continue;
+            }
+            let (s, _) = crate::experiment::spec::Spec::load(&p).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!s.points().unwrap().is_empty());
+            n += 1;
+        }
+        assert!(n >= 14, "{n} specs in {}", dir.display());
     }
 }

@@ -40,6 +40,23 @@ pub(crate) fn font() -> Result<(), String> {
     .clone()
 }
 
+/// One bar's height and, if several runs made it, their spread (min, max),
+/// drawn as a whisker.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bar {
+    pub value: f64,
+    pub spread: Option<(f64, f64)>,
+}
+
+impl From<f64> for Bar {
+    fn from(value: f64) -> Bar {
+        Bar {
+            value,
+            spread: None,
+        }
+    }
+}
+
 /// One bar chart: `plots/<file>.svg` and `.png`.
 #[derive(Clone, Copy, Debug)]
 pub struct Chart {
@@ -52,13 +69,14 @@ pub struct Chart {
 /// one group per entry of `groups` (parameter points), one bar per entry of
 /// `series` (schedulers or algorithms), heights `value(chart, group,
 /// series)` (None or not finite: no bar; a chart without any bar is not
-/// written). Without a font only a note is printed; the tables stay whole.
+/// written), with a min-max whisker where the bar has a spread. Without a
+/// font only a note is printed; the tables stay whole.
 pub fn charts(
     out: &Path,
     groups: &[String],
     series: &[String],
     charts: &[Chart],
-    value: impl Fn(usize, usize, usize) -> Option<f64>,
+    value: impl Fn(usize, usize, usize) -> Option<Bar>,
 ) -> anyhow::Result<()> {
     if let Err(e) = font() {
         println!("plots skipped: {e}");
@@ -67,10 +85,10 @@ pub fn charts(
     let dir = out.join("plots");
     std::fs::create_dir_all(&dir)?;
     for (c, chart) in charts.iter().enumerate() {
-        let mut values: BTreeMap<(usize, usize), f64> = BTreeMap::new();
+        let mut values: BTreeMap<(usize, usize), Bar> = BTreeMap::new();
         for g in 0..groups.len() {
             for s in 0..series.len() {
-                if let Some(v) = value(c, g, s).filter(|v| v.is_finite()) {
+                if let Some(v) = value(c, g, s).filter(|v| v.value.is_finite()) {
                     values.insert((g, s), v);
                 }
             }
@@ -101,7 +119,7 @@ fn grouped_bars(
     y: &str,
     groups: &[String],
     series: &[String],
-    values: &BTreeMap<(usize, usize), f64>,
+    values: &BTreeMap<(usize, usize), Bar>,
 ) -> anyhow::Result<()> {
     let svg = dir.join(format!("{file}.svg"));
     draw(
@@ -129,14 +147,20 @@ fn draw<DB: DrawingBackend>(
     (title, y): (&str, &str),
     schedulers: &[String],
     points: &[String],
-    values: &BTreeMap<(usize, usize), f64>,
+    values: &BTreeMap<(usize, usize), Bar>,
 ) -> Result<(), Box<dyn std::error::Error>>
 where
     DB::ErrorType: 'static,
 {
     area.fill(&WHITE)?;
     let n = points.len().max(1) as f64;
-    let ymax = values.values().cloned().fold(0.0, f64::max).max(1e-9) * 1.15;
+    let ymax = values
+        .values()
+        .map(|b| b.spread.map_or(b.value, |(_, hi)| hi.max(b.value)))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
+        .max(1e-9)
+        * 1.15;
     let mut chart = ChartBuilder::on(&area)
         .caption(title, ("sans-serif", 22))
         .margin(12)
@@ -165,7 +189,7 @@ where
         let color = Palette99::pick(j).to_rgba();
         let bars: Vec<Rectangle<(f64, f64)>> = (0..points.len())
             .filter_map(|i| {
-                let v = *values.get(&(i, j))?;
+                let v = values.get(&(i, j))?.value;
                 let x0 = i as f64 + 0.1 + j as f64 * width;
                 Some(Rectangle::new(
                     [(x0, 0.0), (x0 + width * 0.9, v)],
@@ -177,6 +201,22 @@ where
             .draw_series(bars)?
             .label(s.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        // Min-max whiskers over the repetitions.
+        for (i, _) in points.iter().enumerate() {
+            let Some((lo, hi)) = values.get(&(i, j)).and_then(|b| b.spread) else {
+                continue;
+            };
+            if !(lo.is_finite() && hi.is_finite()) {
+                continue;
+            }
+            let xc = i as f64 + 0.1 + j as f64 * width + width * 0.45;
+            let cap = width * 0.2;
+            chart.draw_series([
+                PathElement::new(vec![(xc, lo), (xc, hi)], BLACK.stroke_width(1)),
+                PathElement::new(vec![(xc - cap, lo), (xc + cap, lo)], BLACK.stroke_width(1)),
+                PathElement::new(vec![(xc - cap, hi), (xc + cap, hi)], BLACK.stroke_width(1)),
+            ])?;
+        }
     }
     chart
         .configure_series_labels()

@@ -70,6 +70,7 @@ pub async fn start_cluster_roles(
                 slots,
                 nic_bytes_per_sec: nic[i as usize],
                 slot_rate_bytes: None,
+                disk_bytes_per_sec: None,
                 role: roles[i as usize],
             })
             .collect(),
@@ -91,6 +92,7 @@ pub async fn start_cluster_roles(
             heartbeat_ms,
             out_of_band_heartbeat: true,
             slot_rate_bytes: None,
+            disk_bytes_per_sec: None,
             background: None,
             scrub_bytes_per_sec: None,
         };

@@ -12,6 +12,12 @@
 //! until it next launches a data-local task (the paper's `j.skipped` flag).
 //! If every job is skipped, the slot stays idle until the next offer.
 //!
+//! `wait_from = "last-launch"` measures the wait from the job's last launch
+//! of any task (or its submission) instead: a job that has not launched for
+//! the threshold takes the next free slot wherever its data is, and every
+//! launch restarts the clock (a reading of delay scheduling under which a
+//! job's wait grows while other jobs hold the slots, tested by dyndl-real).
+//!
 //! `order = "fifo"` visits jobs in submission order instead: an ablation
 //! (labelled `delayN(fifo)`) that tells the locality wait from fair sharing.
 //!
@@ -21,7 +27,7 @@
 use crate::order::job_order;
 use crate::pick::{first_choice, LocalityWait};
 use crate::view::{Millis, SchedContext, Scheduler};
-use common::policy::{JobOrder, RemotePick};
+use common::policy::{JobOrder, RemotePick, WaitFrom};
 use common::WorkerId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -33,9 +39,15 @@ pub struct Delay {
 }
 
 impl Delay {
-    pub fn new(threshold: Millis, pick: RemotePick, order: JobOrder, seed: u64) -> Self {
+    pub fn new(
+        threshold: Millis,
+        pick: RemotePick,
+        order: JobOrder,
+        wait_from: WaitFrom,
+        seed: u64,
+    ) -> Self {
         Delay {
-            wait: LocalityWait::new(threshold, pick),
+            wait: LocalityWait::new(threshold, pick).measured_from(wait_from),
             order,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
@@ -48,6 +60,7 @@ impl Scheduler for Delay {
             threshold_s: self.wait.threshold() as f64 / 1000.0,
             pick: self.wait.pick(),
             order: self.order,
+            wait_from: self.wait.wait_from(),
         }
         .label()
     }

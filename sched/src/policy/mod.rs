@@ -29,10 +29,12 @@ pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
             threshold_s,
             pick,
             order,
+            wait_from,
         } => Box::new(delay::Delay::new(
             secs_to_ms(threshold_s),
             pick,
             order,
+            wait_from,
             seed,
         )),
         SchedulerConfig::DyndlOn {

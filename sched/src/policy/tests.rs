@@ -45,6 +45,7 @@ const SUITE: &[&str] = &[
     "policy = \"dyndl-on\", w_s = 0.2, remote_s = 0.3, theta = 1, one_remote = false",
     "policy = \"dyndl-on\", wait = \"core\", order = \"fair\"",
     "policy = \"delay\", threshold_s = 1, order = \"fifo\"",
+    "policy = \"delay\", threshold_s = 1, wait_from = \"last-launch\"",
     "policy = \"strict\", fair = true, head_only = true",
     "policy = \"rand\", randomness = 0.5",
     "policy = \"rand\", randomness = 1",
@@ -282,6 +283,36 @@ fn strict_head_only_leaves_the_slot_idle_when_the_head_has_nothing_here() {
     let mut s = build_str("policy = 'strict', head_only = true");
     assert_eq!(offer(s.as_mut(), 0, w(0), &mut v), vec![]);
     assert_eq!(offer(s.as_mut(), 0, w(1), &mut v).len(), 1);
+}
+
+#[test]
+fn delay_from_last_launch_counts_the_time_the_job_did_not_run() {
+    let mut v = view(2, 1);
+    v.add_job(
+        JobId(1),
+        0,
+        "default",
+        vec![task(1, 0, &[1]), task(1, 1, &[1]), task(1, 2, &[1])],
+    );
+    let mut s = build_str("policy = 'delay', threshold_s = 3, wait_from = 'last-launch'");
+    // Never launched: the wait runs from submission (t = 0), not the first skip.
+    assert_eq!(offer(s.as_mut(), 2_999, w(0), &mut v), vec![]);
+    let a = offer(s.as_mut(), 3_000, w(0), &mut v);
+    assert!(a.len() == 1 && !a[0].is_local());
+    // The remote launch restarted the clock: the next remote one waits 3 s more.
+    v.task_ended(JobId(1), w(0), true);
+    assert_eq!(offer(s.as_mut(), 5_999, w(0), &mut v), vec![]);
+    // A local launch elsewhere also restarts it.
+    assert_eq!(offer(s.as_mut(), 5_000, w(1), &mut v).len(), 1);
+    assert_eq!(offer(s.as_mut(), 7_999, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 8_000, w(0), &mut v).len(), 1);
+    // First-skip (the default) would have started waiting at 2.999 s.
+    let mut v = view(2, 1);
+    v.add_job(JobId(1), 0, "default", vec![task(1, 0, &[1])]);
+    let mut s = build_str("delay3");
+    assert_eq!(offer(s.as_mut(), 2_999, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 3_000, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 5_999, w(0), &mut v).len(), 1);
 }
 
 #[test]

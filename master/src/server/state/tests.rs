@@ -25,6 +25,7 @@ fn settings(workers: u32, slots: u32) -> MasterSettings {
                 slots,
                 nic_bytes_per_sec: None,
                 slot_rate_bytes: None,
+                disk_bytes_per_sec: None,
                 role: common::config::Role::Both,
             })
             .collect(),
