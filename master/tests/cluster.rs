@@ -520,3 +520,42 @@ async fn a_workers_disk_paces_its_local_reads() {
     let last = tl[0].samples.last().unwrap().disk_bytes;
     assert!(last >= 2_000_000, "{last}");
 }
+
+/// A worker holding many blocks registers: its full block report (here
+/// 50,000 blocks, about 4 MB of JSON) is over axum's default body limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_block_report_registers() {
+    let c = cluster(1, 1, None).await;
+    let n = 50_000u32;
+    let blocks: Vec<common::wire::BlockInfo> = (0..n)
+        .map(|i| common::wire::BlockInfo {
+            id: common::BlockId::for_file("many", i).unwrap(),
+            file: "many".into(),
+            index: i,
+            file_blocks: n,
+            len: 1,
+        })
+        .collect();
+    let req = common::wire::RegisterRequest {
+        name: "w0".into(),
+        addr: c.workers[0].url(),
+        slots: 1,
+        blocks,
+    };
+    let body = serde_json::to_vec(&req).unwrap();
+    assert!(body.len() > 2 << 20, "{} bytes", body.len());
+    let r = c
+        .client
+        .http()
+        .post(format!("{}/v1/workers/register", c._master.url()))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let f = c.client.file("many").await.unwrap();
+    assert_eq!(f.blocks, n);
+    assert!(f.complete);
+}

@@ -81,10 +81,15 @@ fn api_error(e: MasterError) -> ApiError {
     ApiError::new(status, e.to_string())
 }
 
+/// The largest registration or heartbeat body: a block report of about a
+/// million blocks (axum's default of 2 MB holds only some 20,000).
+pub const MAX_REPORT_BYTES: usize = 256 << 20;
+
 pub fn router(state: Arc<AppState>, token: &str) -> Router {
+    let reports = axum::extract::DefaultBodyLimit::max(MAX_REPORT_BYTES);
     Router::new()
-        .route("/v1/workers/register", post(register))
-        .route("/v1/workers/heartbeat", post(heartbeat))
+        .route("/v1/workers/register", post(register).layer(reports))
+        .route("/v1/workers/heartbeat", post(heartbeat).layer(reports))
         .route("/v1/workers", get(workers))
         .route("/v1/files", get(files))
         .route("/v1/files/{name}", get(file))
