@@ -555,6 +555,15 @@ pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
     out
 }
 
+/// `v / max`, EAS's normalisation to [0, 1]; NaN without a positive max.
+fn normalised(v: f64, max: f64) -> f64 {
+    if max > 0.0 {
+        v / max
+    } else {
+        f64::NAN
+    }
+}
+
 /// `mean (min-max)` when several runs made the mean, else the mean.
 fn fs(v: f64, spread: (f64, f64), runs: u32, digits: usize) -> String {
     if runs > 1 && spread.0.is_finite() {
@@ -715,24 +724,10 @@ pub fn summary(
                 fs(c.total_jct_s, c.spread.total_jct_s, c.runs, 1),
                 f(c.map_tp, 1),
                 f(c.reduce_tp, 1),
-                f(
-                    if lb_max > 0.0 {
-                        c.load_balance / lb_max
-                    } else {
-                        f64::NAN
-                    },
-                    2
-                ),
+                f(normalised(c.load_balance, lb_max), 2),
                 f(c.map_tp_machines, 1),
                 f(c.reduce_tp_machines, 1),
-                f(
-                    if lbs_max > 0.0 {
-                        c.load_balance_sampled / lbs_max
-                    } else {
-                        f64::NAN
-                    },
-                    2
-                ),
+                f(normalised(c.load_balance_sampled, lbs_max), 2),
             );
         }
         s += "\n";
