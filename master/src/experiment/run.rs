@@ -131,8 +131,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                                 point.label, s.label
                             ),
                             &rows,
-                            &timelines,
-                            t0_unix,
+                            &timeline::series(&timelines, t0_unix),
                         )?;
                         (rec, rows)
                     }
@@ -215,6 +214,35 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
             r.set_eas_metrics(&mine, &maps, &reduces);
         }
         results.write_runs(&runs)?;
+        // Timelines already drawn are drawn again from nic.csv and
+        // background.csv (when both are there).
+        let tl_dir = dir.join("timelines");
+        if tl_dir.is_dir() && dir.join("nic.csv").exists() && dir.join("background.csv").exists() {
+            let series = timeline::read_series(dir, spec.cluster.workers, spec.cluster.slots)?;
+            for ((point, sched, rep), workers) in &series {
+                let file = format!("{}-{}-r{rep}", timeline::slug(point), timeline::slug(sched));
+                if !tl_dir.join(format!("{file}.png")).exists() {
+                    continue;
+                }
+                let mine: Vec<TaskRow> = rows
+                    .iter()
+                    .filter(|t| &t.point == point && &t.scheduler == sched && t.rep == *rep)
+                    .cloned()
+                    .collect();
+                timeline::plot(
+                    &tl_dir,
+                    &file,
+                    &format!(
+                        "{point} / {sched} / repetition {rep} (seed {})",
+                        runs.iter()
+                            .find(|r| &r.point == point && &r.scheduler == sched && r.rep == *rep)
+                            .map_or(String::from("?"), |r| r.seed.to_string())
+                    ),
+                    &mine,
+                    workers,
+                )?;
+            }
+        }
     }
     results.write_summary(&output::summary(&spec, &schedulers, &points, &runs))?;
     plots::plot_all(dir, &schedulers, &points, &runs)?;

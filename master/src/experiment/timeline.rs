@@ -183,6 +183,131 @@ const REDUCE: RGBColor = RGBColor(52, 101, 164);
 const BACKGROUND: RGBColor = RGBColor(170, 170, 170);
 const FAILED: RGBColor = RGBColor(0, 0, 0);
 
+/// One worker's part of a timeline chart, in seconds from the run's start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkerSeries {
+    pub worker: String,
+    pub slots: u32,
+    /// NIC cap, Mbit/s per direction; disk cap, MB/s (None = off).
+    pub nic_cap_mbps: Option<f64>,
+    pub disk_cap_mbs: Option<f64>,
+    pub rates: Vec<Rate>,
+    /// Background processes: (slot, start, end; None = still running).
+    pub background: Vec<(u32, f64, Option<f64>)>,
+}
+
+/// The chart series of the workers' timelines.
+pub fn series(timelines: &[WorkerTimeline], t0_unix: u64) -> Vec<WorkerSeries> {
+    let rel = |unix: u64| (unix as f64 - t0_unix as f64) / 1000.0;
+    timelines
+        .iter()
+        .map(|t| WorkerSeries {
+            worker: t.worker.clone(),
+            slots: t.slots,
+            nic_cap_mbps: t.nic_bytes_per_sec.map(|b| b * 8.0 / 1e6),
+            disk_cap_mbs: t.disk_bytes_per_sec.map(|b| b / 1e6),
+            rates: rates(t, t0_unix),
+            background: t
+                .background
+                .iter()
+                .map(|b| (b.slot, rel(b.start_unix_ms), b.end_unix_ms.map(rel)))
+                .collect(),
+        })
+        .collect()
+}
+
+/// nic.csv read back.
+#[derive(serde::Deserialize)]
+struct NicRecord {
+    point: String,
+    scheduler: String,
+    rep: u32,
+    worker: String,
+    t_s: f64,
+    tx_mbps: f64,
+    rx_mbps: f64,
+    cap_mbps: Option<f64>,
+    #[serde(default)]
+    disk_mbs: f64,
+    #[serde(default)]
+    disk_cap_mbs: Option<f64>,
+}
+
+/// background.csv read back.
+#[derive(serde::Deserialize)]
+struct BackgroundRecord {
+    point: String,
+    scheduler: String,
+    rep: u32,
+    worker: String,
+    slot: u32,
+    start_s: f64,
+    end_s: Option<f64>,
+}
+
+/// Every run's chart series from a results directory's `nic.csv` and
+/// `background.csv`, keyed by (point, scheduler, repetition); workers are
+/// `w1..=workers` with `slots` each.
+pub type RunSeries = std::collections::BTreeMap<(String, String, u32), Vec<WorkerSeries>>;
+
+pub fn read_series(dir: &Path, workers: u32, slots: u32) -> anyhow::Result<RunSeries> {
+    let mut out = RunSeries::new();
+    let nic = dir.join("nic.csv");
+    let mut rd =
+        csv::Reader::from_path(&nic).with_context(|| format!("reading {}", nic.display()))?;
+    for r in rd.deserialize::<NicRecord>() {
+        let r = r.with_context(|| nic.display().to_string())?;
+        let key = (r.point, r.scheduler, r.rep);
+        if let Some(w) = worker_series(&mut out, key, &r.worker, workers, slots) {
+            w.nic_cap_mbps = r.cap_mbps;
+            w.disk_cap_mbs = r.disk_cap_mbs;
+            w.rates.push(Rate {
+                t: r.t_s,
+                tx: r.tx_mbps,
+                rx: r.rx_mbps,
+                disk: r.disk_mbs,
+            });
+        }
+    }
+    let bg = dir.join("background.csv");
+    let mut rd =
+        csv::Reader::from_path(&bg).with_context(|| format!("reading {}", bg.display()))?;
+    for r in rd.deserialize::<BackgroundRecord>() {
+        let r = r.with_context(|| bg.display().to_string())?;
+        let key = (r.point, r.scheduler, r.rep);
+        if let Some(w) = worker_series(&mut out, key, &r.worker, workers, slots) {
+            w.background.push((r.slot, r.start_s, r.end_s));
+        }
+    }
+    Ok(out)
+}
+
+/// The series of `worker` in run `key`, created (workers w1..=workers) on
+/// first use; None for a worker name outside them.
+fn worker_series<'a>(
+    out: &'a mut RunSeries,
+    key: (String, String, u32),
+    worker: &str,
+    workers: u32,
+    slots: u32,
+) -> Option<&'a mut WorkerSeries> {
+    out.entry(key)
+        .or_insert_with(|| {
+            (1..=workers)
+                .map(|w| WorkerSeries {
+                    worker: format!("w{w}"),
+                    slots,
+                    nic_cap_mbps: None,
+                    disk_cap_mbs: None,
+                    rates: Vec::new(),
+                    background: Vec::new(),
+                })
+                .collect()
+        })
+        .iter_mut()
+        .find(|w| w.worker == worker)
+}
+
 /// Draws `<dir>/<file>.svg` and `.png` for one run. Without a font only a
 /// note is printed (the CSVs stay whole).
 pub fn plot(
@@ -190,16 +315,15 @@ pub fn plot(
     file: &str,
     title: &str,
     tasks: &[TaskRow],
-    timelines: &[WorkerTimeline],
-    t0_unix: u64,
+    workers: &[WorkerSeries],
 ) -> anyhow::Result<()> {
     if let Err(e) = crate::results::plot::font() {
         println!("timeline skipped: {e}");
         return Ok(());
     }
     std::fs::create_dir_all(dir)?;
-    let size = (1400u32, 560 + 110 * timelines.len() as u32);
-    let data = Data::new(tasks, timelines, t0_unix);
+    let size = (1400u32, 560 + 110 * workers.len() as u32);
+    let data = Data::new(tasks, workers);
     let svg = dir.join(format!("{file}.svg"));
     draw(
         SVGBackend::new(&svg, size).into_drawing_area(),
@@ -233,10 +357,10 @@ struct Data {
 }
 
 impl Data {
-    fn new(tasks: &[TaskRow], timelines: &[WorkerTimeline], t0_unix: u64) -> Data {
+    fn new(tasks: &[TaskRow], series: &[WorkerSeries]) -> Data {
         let mut workers = Vec::new();
         let mut next = 0;
-        for t in timelines {
+        for t in series {
             workers.push((t.worker.clone(), next, t.slots));
             next += t.slots;
         }
@@ -246,18 +370,8 @@ impl Data {
                 .find(|(n, _, _)| n == w)
                 .map(|(_, first, slots)| first + slot.min(slots.saturating_sub(1)))
         };
-        let rel = |unix: u64| (unix as f64 - t0_unix as f64) / 1000.0;
         let mut bars = Vec::new();
         let mut t_max: f64 = 1.0;
-        for t in timelines {
-            for b in &t.background {
-                let end = b.end_unix_ms.map(rel).unwrap_or(t_max);
-                if let Some(r) = row(&t.worker, b.slot) {
-                    bars.push((r, rel(b.start_unix_ms).max(0.0), end, BACKGROUND, None));
-                    t_max = t_max.max(end);
-                }
-            }
-        }
         for t in tasks {
             let Some(r) = row(&t.worker, t.slot) else {
                 continue;
@@ -274,19 +388,25 @@ impl Data {
             bars.push((r, t.start_s, t.end_s, colour, label));
             t_max = t_max.max(t.end_s);
         }
-        let nic = timelines
+        for t in series {
+            for &(slot, start, end) in &t.background {
+                // Still running at the end: drawn to the last task's end.
+                let end = end.unwrap_or(t_max);
+                if let Some(r) = row(&t.worker, slot) {
+                    bars.push((r, start.max(0.0), end, BACKGROUND, None));
+                }
+            }
+        }
+        let nic = series
             .iter()
             .map(|t| {
-                let r: Vec<_> = rates(t, t0_unix)
-                    .into_iter()
+                let r: Vec<_> = t
+                    .rates
+                    .iter()
                     .filter(|r| r.t >= 0.0 && r.t <= t_max + 1.0)
+                    .copied()
                     .collect();
-                (
-                    t.worker.clone(),
-                    r,
-                    t.nic_bytes_per_sec.map(|b| b * 8.0 / 1e6),
-                    t.disk_bytes_per_sec.map(|b| b / 1e6),
-                )
+                (t.worker.clone(), r, t.nic_cap_mbps, t.disk_cap_mbs)
             })
             .collect();
         Data {
@@ -381,10 +501,15 @@ where
     for ((name, rates, cap, disk_cap), panel) in d.nic.iter().zip(panels) {
         // The disk is drawn in Mbit/s too (x 8), on the NIC's axis.
         let disk_cap = disk_cap.map(|c| c * 8.0);
-        let has_disk = disk_cap.is_some() || rates.iter().any(|r| r.disk > 0.0);
+        // The disk is drawn only where it is emulated (its counter runs
+        // unthrottled otherwise, at page-cache speed).
+        let has_disk = disk_cap.is_some();
         let peak = rates
             .iter()
-            .map(|r| r.tx.max(r.rx).max(r.disk * 8.0))
+            .map(|r| {
+                r.tx.max(r.rx)
+                    .max(if has_disk { r.disk * 8.0 } else { 0.0 })
+            })
             .fold(cap.unwrap_or(0.0).max(disk_cap.unwrap_or(0.0)), f64::max)
             .max(1e-6)
             * 1.1;
@@ -486,5 +611,54 @@ mod tests {
         assert!((r[0].t - 0.25).abs() < 1e-9 && (r[0].tx - 8.0).abs() < 1e-9 && r[0].rx == 0.0);
         assert!(r[1].tx == 0.0 && (r[1].rx - 4.0).abs() < 1e-9 && (r[1].disk - 2.0).abs() < 1e-9);
         assert_eq!(slug("DynDLOn(per-core)"), "DynDLOn_per-core_");
+    }
+
+    #[test]
+    fn series_read_back_from_the_csvs_equal_the_ones_drawn_at_run_time() {
+        let t = WorkerTimeline {
+            worker: "w1".into(),
+            slots: 2,
+            nic_bytes_per_sec: Some(1e6),
+            disk_bytes_per_sec: Some(5e6),
+            samples: (0..4)
+                .map(|i| NicSample {
+                    unix_ms: 1_000 + 250 * i,
+                    tx_bytes: 100_000 * i,
+                    rx_bytes: 50_000 * i,
+                    disk_bytes: 200_000 * i,
+                })
+                .collect(),
+            background: vec![
+                common::wire::BackgroundRun {
+                    slot: 1,
+                    start_unix_ms: 500,
+                    end_unix_ms: Some(2_500),
+                },
+                common::wire::BackgroundRun {
+                    slot: 0,
+                    start_unix_ms: 900,
+                    end_unix_ms: None,
+                },
+            ],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = TimelineWriter::create(dir.path()).unwrap();
+        w.write(("p", "DELAY3", 2), 1_000, std::slice::from_ref(&t))
+            .unwrap();
+        drop(w);
+        let read = read_series(dir.path(), 1, 2).unwrap();
+        let key = ("p".to_string(), "DELAY3".to_string(), 2);
+        assert_eq!(read.len(), 1);
+        let (a, b) = (&read[&key][0], &series(&[t], 1_000)[0]);
+        assert_eq!(
+            (a.nic_cap_mbps, a.disk_cap_mbs),
+            (b.nic_cap_mbps, b.disk_cap_mbs)
+        );
+        assert_eq!(a.background, b.background);
+        assert_eq!(a.rates.len(), 3);
+        for (x, y) in a.rates.iter().zip(&b.rates) {
+            assert!((x.t - y.t).abs() < 1e-9 && (x.tx - y.tx).abs() < 1e-9);
+            assert!((x.rx - y.rx).abs() < 1e-9 && (x.disk - y.disk).abs() < 1e-9);
+        }
     }
 }
