@@ -97,6 +97,36 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
             );
         }
     }
+    // Per-run timelines: a chart per run, and the workers' samples behind them.
+    let points = parsed.points().unwrap();
+    for p in &points {
+        for s in &schedulers {
+            for ext in ["svg", "png"] {
+                let file = format!(
+                    "{}-{}-r0.{ext}",
+                    master::experiment::timeline::slug(&p.label),
+                    master::experiment::timeline::slug(&s.label)
+                );
+                let f = out.join("timelines").join(&file);
+                assert!(
+                    std::fs::metadata(&f).map(|m| m.len() > 0).unwrap_or(false),
+                    "{}",
+                    f.display()
+                );
+            }
+        }
+    }
+    let series = master::experiment::timeline::read_series(
+        &out,
+        parsed.cluster.workers,
+        parsed.cluster.slots,
+    )
+    .unwrap();
+    assert_eq!(series.len(), points.len() * schedulers.len());
+    for workers in series.values() {
+        assert_eq!(workers.len(), parsed.cluster.workers as usize);
+        assert!(workers.iter().all(|w| !w.rates.is_empty()), "{workers:?}");
+    }
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
     assert_eq!(meta["experiment"], "smoke");

@@ -46,29 +46,31 @@ pub async fn fetch(
 }
 
 /// One row of nic.csv: a worker's NIC rates over one sampling interval.
-#[derive(Serialize)]
-pub struct NicRow<'a> {
-    pub point: &'a str,
-    pub scheduler: &'a str,
+#[derive(Serialize, serde::Deserialize)]
+pub struct NicRow {
+    pub point: String,
+    pub scheduler: String,
     pub rep: u32,
-    pub worker: &'a str,
+    pub worker: String,
     /// Interval end, seconds from the run's start.
     pub t_s: f64,
     pub tx_mbps: f64,
     pub rx_mbps: f64,
     pub cap_mbps: Option<f64>,
     /// The emulated disk's rate over the interval, MB/s (0 when off).
+    #[serde(default)]
     pub disk_mbs: f64,
+    #[serde(default)]
     pub disk_cap_mbs: Option<f64>,
 }
 
 /// One row of background.csv.
-#[derive(Serialize)]
-pub struct BackgroundRow<'a> {
-    pub point: &'a str,
-    pub scheduler: &'a str,
+#[derive(Serialize, serde::Deserialize)]
+pub struct BackgroundRow {
+    pub point: String,
+    pub scheduler: String,
     pub rep: u32,
-    pub worker: &'a str,
+    pub worker: String,
     pub slot: u32,
     pub start_s: f64,
     /// Empty if it was still running when the run ended.
@@ -134,10 +136,10 @@ impl TimelineWriter {
             let cap = t.nic_bytes_per_sec.map(|b| b * 8.0 / 1e6);
             for r in rates(t, t0_unix) {
                 self.nic.serialize(NicRow {
-                    point,
-                    scheduler,
+                    point: point.into(),
+                    scheduler: scheduler.into(),
                     rep,
-                    worker: &t.worker,
+                    worker: t.worker.clone(),
                     t_s: r.t,
                     tx_mbps: r.tx,
                     rx_mbps: r.rx,
@@ -148,10 +150,10 @@ impl TimelineWriter {
             }
             for b in &t.background {
                 self.background.serialize(BackgroundRow {
-                    point,
-                    scheduler,
+                    point: point.into(),
+                    scheduler: scheduler.into(),
                     rep,
-                    worker: &t.worker,
+                    worker: t.worker.clone(),
                     slot: b.slot,
                     start_s: rel(b.start_unix_ms),
                     end_s: b.end_unix_ms.map(rel),
@@ -216,35 +218,6 @@ pub fn series(timelines: &[WorkerTimeline], t0_unix: u64) -> Vec<WorkerSeries> {
         .collect()
 }
 
-/// nic.csv read back.
-#[derive(serde::Deserialize)]
-struct NicRecord {
-    point: String,
-    scheduler: String,
-    rep: u32,
-    worker: String,
-    t_s: f64,
-    tx_mbps: f64,
-    rx_mbps: f64,
-    cap_mbps: Option<f64>,
-    #[serde(default)]
-    disk_mbs: f64,
-    #[serde(default)]
-    disk_cap_mbs: Option<f64>,
-}
-
-/// background.csv read back.
-#[derive(serde::Deserialize)]
-struct BackgroundRecord {
-    point: String,
-    scheduler: String,
-    rep: u32,
-    worker: String,
-    slot: u32,
-    start_s: f64,
-    end_s: Option<f64>,
-}
-
 /// Every run's chart series from a results directory's `nic.csv` and
 /// `background.csv`, keyed by (point, scheduler, repetition); workers are
 /// `w1..=workers` with `slots` each.
@@ -255,7 +228,7 @@ pub fn read_series(dir: &Path, workers: u32, slots: u32) -> anyhow::Result<RunSe
     let nic = dir.join("nic.csv");
     let mut rd =
         csv::Reader::from_path(&nic).with_context(|| format!("reading {}", nic.display()))?;
-    for r in rd.deserialize::<NicRecord>() {
+    for r in rd.deserialize::<NicRow>() {
         let r = r.with_context(|| nic.display().to_string())?;
         let key = (r.point, r.scheduler, r.rep);
         if let Some(w) = worker_series(&mut out, key, &r.worker, workers, slots) {
@@ -272,7 +245,7 @@ pub fn read_series(dir: &Path, workers: u32, slots: u32) -> anyhow::Result<RunSe
     let bg = dir.join("background.csv");
     let mut rd =
         csv::Reader::from_path(&bg).with_context(|| format!("reading {}", bg.display()))?;
-    for r in rd.deserialize::<BackgroundRecord>() {
+    for r in rd.deserialize::<BackgroundRow>() {
         let r = r.with_context(|| bg.display().to_string())?;
         let key = (r.point, r.scheduler, r.rep);
         if let Some(w) = worker_series(&mut out, key, &r.worker, workers, slots) {
