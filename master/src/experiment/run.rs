@@ -198,20 +198,19 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
     // recomputed when tasks.csv is there.
     let tasks = dir.join("tasks.csv");
     if tasks.exists() {
-        let mut rd = csv::Reader::from_path(&tasks)
-            .with_context(|| format!("reading {}", tasks.display()))?;
-        let rows: Vec<TaskRow> = rd
-            .deserialize()
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("{}", tasks.display()))?;
+        // The task attempts of each run, grouped once.
+        let mut by_run: std::collections::BTreeMap<(String, String, u32), Vec<TaskRow>> =
+            Default::default();
+        for t in crate::results::read_csv::<TaskRow>(&tasks)? {
+            by_run
+                .entry((t.point.clone(), t.scheduler.clone(), t.rep))
+                .or_default()
+                .push(t);
+        }
         let (maps, reduces) = spec.machines();
         for r in runs.iter_mut().filter(|r| r.status == "ok") {
-            let mine: Vec<TaskRow> = rows
-                .iter()
-                .filter(|t| t.point == r.point && t.scheduler == r.scheduler && t.rep == r.rep)
-                .cloned()
-                .collect();
-            r.set_eas_metrics(&mine, &maps, &reduces);
+            let key = (r.point.clone(), r.scheduler.clone(), r.rep);
+            r.set_eas_metrics(by_run.get(&key).map_or(&[][..], |v| v), &maps, &reduces);
         }
         results.write_runs(&runs)?;
         // Timelines already drawn are drawn again from nic.csv and
@@ -219,26 +218,21 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
         let tl_dir = dir.join("timelines");
         if tl_dir.is_dir() && dir.join("nic.csv").exists() && dir.join("background.csv").exists() {
             let series = timeline::read_series(dir, spec.cluster.workers, spec.cluster.slots)?;
-            for ((point, sched, rep), workers) in &series {
+            for (key, workers) in &series {
+                let (point, sched, rep) = key;
                 let file = format!("{}-{}-r{rep}", timeline::slug(point), timeline::slug(sched));
                 if !tl_dir.join(format!("{file}.png")).exists() {
                     continue;
                 }
-                let mine: Vec<TaskRow> = rows
+                let seed = runs
                     .iter()
-                    .filter(|t| &t.point == point && &t.scheduler == sched && t.rep == *rep)
-                    .cloned()
-                    .collect();
+                    .find(|r| &r.point == point && &r.scheduler == sched && r.rep == *rep)
+                    .map_or(String::from("?"), |r| r.seed.to_string());
                 timeline::plot(
                     &tl_dir,
                     &file,
-                    &format!(
-                        "{point} / {sched} / repetition {rep} (seed {})",
-                        runs.iter()
-                            .find(|r| &r.point == point && &r.scheduler == sched && r.rep == *rep)
-                            .map_or(String::from("?"), |r| r.seed.to_string())
-                    ),
-                    &mine,
+                    &format!("{point} / {sched} / repetition {rep} (seed {seed})"),
+                    by_run.get(key).map_or(&[][..], |v| v),
                     workers,
                 )?;
             }

@@ -10,6 +10,7 @@
 
 use super::output::TaskRow;
 use crate::ops::client::MasterClient;
+use crate::results::read_csv;
 use anyhow::Context;
 use common::wire::WorkerTimeline;
 use plotters::prelude::*;
@@ -225,11 +226,7 @@ pub type RunSeries = std::collections::BTreeMap<(String, String, u32), Vec<Worke
 
 pub fn read_series(dir: &Path, workers: u32, slots: u32) -> anyhow::Result<RunSeries> {
     let mut out = RunSeries::new();
-    let nic = dir.join("nic.csv");
-    let mut rd =
-        csv::Reader::from_path(&nic).with_context(|| format!("reading {}", nic.display()))?;
-    for r in rd.deserialize::<NicRow>() {
-        let r = r.with_context(|| nic.display().to_string())?;
+    for r in read_csv::<NicRow>(&dir.join("nic.csv"))? {
         let key = (r.point, r.scheduler, r.rep);
         if let Some(w) = worker_series(&mut out, key, &r.worker, workers, slots) {
             w.nic_cap_mbps = r.cap_mbps;
@@ -242,11 +239,7 @@ pub fn read_series(dir: &Path, workers: u32, slots: u32) -> anyhow::Result<RunSe
             });
         }
     }
-    let bg = dir.join("background.csv");
-    let mut rd =
-        csv::Reader::from_path(&bg).with_context(|| format!("reading {}", bg.display()))?;
-    for r in rd.deserialize::<BackgroundRow>() {
-        let r = r.with_context(|| bg.display().to_string())?;
+    for r in read_csv::<BackgroundRow>(&dir.join("background.csv"))? {
         let key = (r.point, r.scheduler, r.rep);
         if let Some(w) = worker_series(&mut out, key, &r.worker, workers, slots) {
             w.background.push((r.slot, r.start_s, r.end_s));

@@ -55,12 +55,7 @@ impl ResultsDir {
 
     /// Reads `runs.csv` back.
     pub fn read_runs<T: DeserializeOwned>(&self) -> anyhow::Result<Vec<T>> {
-        let path = self.path.join("runs.csv");
-        let mut rd =
-            csv::Reader::from_path(&path).with_context(|| format!("reading {}", path.display()))?;
-        rd.deserialize()
-            .collect::<Result<_, _>>()
-            .with_context(|| format!("{}", path.display()))
+        read_csv(&self.path.join("runs.csv"))
     }
 
     /// Writes `summary.md`.
@@ -180,6 +175,15 @@ pub fn utc_stamp(unix_ms: u64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+/// Every row of a CSV file with a header; an error names the file.
+pub fn read_csv<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
+    let mut rd =
+        csv::Reader::from_path(path).with_context(|| format!("reading {}", path.display()))?;
+    rd.deserialize()
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("{}", path.display()))
 }
 
 #[cfg(test)]
