@@ -3,6 +3,7 @@
 //! validated once by [`ClusterConfig::load`]; every error names the file and
 //! the key.
 
+use crate::policy::ReducePlacement;
 pub use crate::policy::SchedulerConfig;
 use crate::tomlfile::{KeyError, TomlFile};
 use serde::{Deserialize, Serialize};
@@ -61,6 +62,11 @@ pub struct ClusterSection {
     /// elsewhere, like Hadoop's `mapreduce.task.timeout`; 0 = never.
     #[serde(default = "defaults::task_timeout_ms")]
     pub task_timeout_ms: u64,
+    /// Where reduces run: `policy` (default: EAS's Algorithm 3 for `eas`,
+    /// `spread` for the others), `first-free`, `spread`, `least-loaded` or
+    /// `most-output` (see `common::policy::ReducePlacement`).
+    #[serde(default, skip_serializing_if = "ReducePlacement::is_policy")]
+    pub reduce_placement: ReducePlacement,
     /// Root of the workers' block stores; worker `w` uses `<data_dir>/<w>`.
     #[serde(default = "defaults::data_dir")]
     pub data_dir: PathBuf,

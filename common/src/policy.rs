@@ -37,6 +37,84 @@ impl RemotePick {
     }
 }
 
+/// Where a job's reduces run once its maps are done. Reduces have no input
+/// locality of their own (every reduce fetches from every map), so this
+/// decides how the shuffle loads the workers' receive links and slots.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReducePlacement {
+    /// The policy's own: `least-loaded` for EAS (its Algorithm 3),
+    /// `spread` for every other policy.
+    #[default]
+    Policy,
+    /// Every free slot of the worker that asks takes a waiting reduce,
+    /// oldest job first (the testbed before reduce placement was a policy:
+    /// one worker may take all of a job's reduces).
+    FirstFree,
+    /// At most one new reduce per worker per heartbeat, oldest job first,
+    /// as Hadoop 1.x's JobQueueTaskScheduler and the Fair Scheduler assign
+    /// them: a job's reduces spread over the reduce-capable workers.
+    Spread,
+    /// EAS's Algorithm 3: when a job's maps are done, each of its reduces
+    /// is pushed to the live reduce machine with the least reduce load
+    /// (the estimated input bytes of the reduces queued or running there),
+    /// and that load grows by the reduce's; each machine runs its queue in
+    /// order as its slots free up.
+    LeastLoaded,
+    /// Where the job's map output already sits (Spark's reduce locality):
+    /// a worker holding at least a fifth of the job's map output takes the
+    /// job's reduces first, one per heartbeat; after 3 s, or when no live
+    /// reduce-capable worker holds that much, any worker takes them.
+    MostOutput,
+}
+
+impl ReducePlacement {
+    pub const ALL: [ReducePlacement; 5] = [
+        ReducePlacement::Policy,
+        ReducePlacement::FirstFree,
+        ReducePlacement::Spread,
+        ReducePlacement::LeastLoaded,
+        ReducePlacement::MostOutput,
+    ];
+
+    pub fn is_policy(&self) -> bool {
+        *self == ReducePlacement::Policy
+    }
+
+    /// The kebab-case name, as cluster.toml and specs spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ReducePlacement::Policy => "policy",
+            ReducePlacement::FirstFree => "first-free",
+            ReducePlacement::Spread => "spread",
+            ReducePlacement::LeastLoaded => "least-loaded",
+            ReducePlacement::MostOutput => "most-output",
+        }
+    }
+
+    /// What `policy` means for `scheduler`; other values stand as they are.
+    pub fn resolve(self, scheduler: &SchedulerConfig) -> ReducePlacement {
+        match (self, scheduler) {
+            (ReducePlacement::Policy, SchedulerConfig::Eas {}) => ReducePlacement::LeastLoaded,
+            (ReducePlacement::Policy, _) => ReducePlacement::Spread,
+            (other, _) => other,
+        }
+    }
+}
+
+impl FromStr for ReducePlacement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ReducePlacement::ALL
+            .into_iter()
+            .find(|p| p.name() == s.trim())
+            .ok_or_else(|| {
+                let known: Vec<&str> = ReducePlacement::ALL.iter().map(|p| p.name()).collect();
+                format!("reduce placement {s:?} is not one of {}", known.join(", "))
+            })
+    }
+}
+
 /// The order in which an online policy visits jobs for a free slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -608,6 +686,24 @@ mod tests {
         assert_eq!(
             "delay10".parse::<SchedulerConfig>().unwrap().label(),
             "delay10"
+        );
+    }
+
+    #[test]
+    fn reduce_placements_read_back_by_name() {
+        for p in ReducePlacement::ALL {
+            assert_eq!(p.name().parse(), Ok(p));
+            let toml = format!("p = {:?}", p.name());
+            #[derive(Deserialize)]
+            struct W {
+                p: ReducePlacement,
+            }
+            assert_eq!(toml::from_str::<W>(&toml).unwrap().p, p);
+        }
+        let e = "closest".parse::<ReducePlacement>().unwrap_err();
+        assert!(
+            e.contains("\"closest\"") && e.contains("least-loaded"),
+            "{e}"
         );
     }
 

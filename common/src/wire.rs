@@ -509,6 +509,9 @@ fn default_group() -> String {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterSummary {
     pub scheduler: String,
+    /// Where reduces run (`cluster.reduce_placement`, `policy` resolved).
+    #[serde(default)]
+    pub reduce_placement: String,
     pub workers_configured: usize,
     pub workers_alive: usize,
     pub slots_alive: u32,

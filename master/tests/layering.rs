@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules of each crate, lowest first.
 const SCHED: &[&str] = &[
-    "model", "offline", "pending", "view", "order", "pick", "assign", "policy", "sim", "algo",
+    "model", "offline", "pending", "view", "order", "pick", "assign", "policy", "reduce", "sim",
+    "algo",
 ];
 const MASTER: &[&str] = &[
     "server",

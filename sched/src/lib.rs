@@ -16,6 +16,7 @@
 //! - [`order`], [`pick`], [`assign`]: job ordering, task picking, matching
 //!   and the Hungarian algorithm, shared by the policies;
 //! - [`policy`]: one file per online policy, and [`build`];
+//! - [`reduce`]: reduce placement (`ReducePlacer`, `offer_reduces`);
 //! - [`sim`]: the discrete-event simulator;
 //! - [`algo`]: any algorithm (offline or online) run on an instance.
 
@@ -27,11 +28,13 @@ pub mod order;
 mod pending;
 pub mod pick;
 pub mod policy;
+pub mod reduce;
 pub mod sim;
 pub mod view;
 
 pub use policy::build;
+pub use reduce::{offer_reduces, ReducePlacer};
 pub use view::{
-    offer, Assignment, ClusterView, JobView, Millis, PendingTask, SchedContext, SchedError,
-    Scheduler, WorkerView,
+    offer, Assignment, ClusterView, JobView, Millis, PendingTask, ReduceJobView, SchedContext,
+    SchedError, Scheduler, WorkerView,
 };

@@ -39,6 +39,10 @@ pub struct WorkerView {
     pub remote_running: u32,
     /// Whether maps may run here (false on reduce-only machines).
     pub runs_maps: bool,
+    /// Whether reduces may run here (false on map-only machines).
+    pub runs_reduces: bool,
+    /// Estimated input bytes of the reduces running here.
+    pub reduce_load: u64,
     /// Busy slots as the last heartbeat reported them, and when.
     pub busy: Vec<common::wire::SlotBusy>,
     pub busy_at: Millis,
@@ -113,6 +117,40 @@ impl JobView {
     }
 }
 
+/// One job's reduces, from the moment its maps are done until it ends.
+#[derive(Clone, Debug)]
+pub struct ReduceJobView {
+    pub job: JobId,
+    /// Reduce task indices waiting for a slot, in order.
+    pending: IndexSet<u32>,
+    /// Estimated input bytes of each reduce: the job's map output over its
+    /// reduce count.
+    pub load_each: u64,
+    /// Map output bytes per worker that keeps some.
+    pub output_on: BTreeMap<WorkerId, u64>,
+    /// Lost map outputs are being rebuilt: no reduce may start.
+    pub held: bool,
+}
+
+impl ReduceJobView {
+    pub fn pending(&self) -> impl Iterator<Item = u32> + '_ {
+        self.pending.iter().copied()
+    }
+
+    pub fn is_pending(&self, index: u32) -> bool {
+        self.pending.contains(&index)
+    }
+
+    /// Whether a reduce of this job may start now.
+    pub fn ready(&self) -> bool {
+        !self.held && !self.pending.is_empty()
+    }
+
+    pub fn output_total(&self) -> u64 {
+        self.output_on.values().sum()
+    }
+}
+
 /// What the scheduler sees of the cluster. Kept up to date by its owner.
 #[derive(Clone, Debug, Default)]
 pub struct ClusterView {
@@ -126,12 +164,20 @@ pub struct ClusterView {
     idle_map: u32,
     /// Active jobs in submission order.
     jobs: IndexMap<JobId, JobView>,
+    /// Jobs whose reduces exist, oldest first.
+    reduces: BTreeMap<JobId, ReduceJobView>,
+    /// Running reduces: where, and their estimated input bytes.
+    running_reduces: FxHashMap<TaskRef, (WorkerId, u64)>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SchedError {
     #[error("task {0} is not pending")]
     NotPending(TaskRef),
+    #[error("task {0} is not a waiting reduce")]
+    NotWaitingReduce(TaskRef),
+    #[error("worker {0} does not run reduces")]
+    NoReduces(WorkerId),
     #[error("worker {0} has no free slot")]
     NoFreeSlot(WorkerId),
     #[error("worker {0} is unknown or not alive")]
@@ -172,6 +218,33 @@ impl ClusterView {
             .get(&w)
             .filter(|v| v.alive)
             .map_or(0, |v| v.free)
+    }
+
+    /// Marks whether reduces may run on `w` (worker roles).
+    pub fn set_runs_reduces(&mut self, w: WorkerId, runs_reduces: bool) {
+        self.with_worker(w, |v| v.runs_reduces = runs_reduces);
+    }
+
+    /// Free slots of `w` for reduces (0 on a map-only worker).
+    pub fn free_reduce_slots(&self, w: WorkerId) -> u32 {
+        self.workers
+            .get(&w)
+            .filter(|v| v.alive && v.runs_reduces)
+            .map_or(0, |v| v.free)
+    }
+
+    /// Live workers that run reduces, in id order.
+    pub fn reduce_workers(&self) -> impl Iterator<Item = &WorkerView> {
+        self.workers.values().filter(|w| w.alive && w.runs_reduces)
+    }
+
+    /// Jobs whose reduces exist (maps done), oldest first.
+    pub fn reduce_jobs(&self) -> impl Iterator<Item = &ReduceJobView> {
+        self.reduces.values()
+    }
+
+    pub fn reduce_job(&self, id: JobId) -> Option<&ReduceJobView> {
+        self.reduces.get(&id)
     }
 
     /// Marks whether maps may run on `w` (worker roles).
@@ -273,6 +346,8 @@ impl ClusterView {
             free: slots,
             remote_running: 0,
             runs_maps: true,
+            runs_reduces: true,
+            reduce_load: 0,
             busy: Vec::new(),
             busy_at: 0,
         });
@@ -295,6 +370,9 @@ impl ClusterView {
             w.free = 0;
             w.remote_running = 0;
         });
+        // Its running reduces end with it (the owner runs them again).
+        self.running_reduces.retain(|_, (w, _)| *w != id);
+        self.with_worker(id, |w| w.reduce_load = 0);
         let mut orphans = Vec::new();
         for job in self.jobs.values_mut() {
             let Some(indices) = job.local.remove(&id) else {
@@ -333,9 +411,95 @@ impl ClusterView {
         self.jobs.insert(id, job);
     }
 
-    /// Drops a finished or failed job (its running tasks are the owner's business).
+    /// Drops a finished or failed job (its running tasks are the owner's
+    /// business; a running reduce's load stays until `reduce_ended`).
     pub fn remove_job(&mut self, id: JobId) {
         self.jobs.shift_remove(&id);
+        self.reduces.remove(&id);
+    }
+
+    /// A job's maps are done: its reduces `indices` wait for slots. Each is
+    /// expected to read `load_each` bytes; `output_on` is the job's map
+    /// output per worker. Called again for reduces that must run again.
+    pub fn add_reduces(
+        &mut self,
+        job: JobId,
+        indices: impl IntoIterator<Item = u32>,
+        load_each: u64,
+        output_on: BTreeMap<WorkerId, u64>,
+    ) {
+        let r = self.reduces.entry(job).or_insert_with(|| ReduceJobView {
+            job,
+            pending: IndexSet::default(),
+            load_each,
+            output_on: BTreeMap::new(),
+            held: false,
+        });
+        r.load_each = load_each;
+        r.output_on = output_on;
+        r.held = false;
+        r.pending.extend(indices);
+    }
+
+    /// A reduce goes back to waiting (its attempt failed or was lost).
+    pub fn requeue_reduce(&mut self, task: TaskRef) {
+        if let Some(r) = self.reduces.get_mut(&task.job) {
+            r.pending.insert(task.index);
+        }
+    }
+
+    /// Some of a job's map outputs are lost and their maps run again: no
+    /// reduce of the job starts until `add_reduces` releases them.
+    pub fn hold_reduces(&mut self, job: JobId) {
+        if let Some(r) = self.reduces.get_mut(&job) {
+            r.held = true;
+        }
+    }
+
+    /// A reduce that ran on `worker` ended (successfully or not): its slot
+    /// and its load are freed.
+    pub fn reduce_ended(&mut self, task: TaskRef, worker: WorkerId) {
+        let load = self
+            .running_reduces
+            .remove(&task)
+            .map_or(0, |(_, load)| load);
+        self.with_worker(worker, |w| {
+            w.free = (w.free + 1).min(w.slots);
+            w.reduce_load = w.reduce_load.saturating_sub(load);
+        });
+        if let Some(j) = self.jobs.get_mut(&task.job) {
+            j.running = j.running.saturating_sub(1);
+        }
+    }
+
+    fn apply_reduce(&mut self, task: TaskRef, worker: WorkerId) -> Result<(), SchedError> {
+        let w = self
+            .workers
+            .get(&worker)
+            .filter(|w| w.alive)
+            .ok_or(SchedError::DeadWorker(worker))?;
+        if !w.runs_reduces {
+            return Err(SchedError::NoReduces(worker));
+        }
+        if w.free == 0 {
+            return Err(SchedError::NoFreeSlot(worker));
+        }
+        let r = self
+            .reduces
+            .get_mut(&task.job)
+            .filter(|r| !r.held && r.pending.contains(&task.index))
+            .ok_or(SchedError::NotWaitingReduce(task))?;
+        r.pending.shift_remove(&task.index);
+        let load = r.load_each;
+        self.running_reduces.insert(task, (worker, load));
+        self.with_worker(worker, |w| {
+            w.free -= 1;
+            w.reduce_load += load;
+        });
+        if let Some(j) = self.jobs.get_mut(&task.job) {
+            j.running += 1;
+        }
+        Ok(())
     }
 
     /// Puts a task back in its job's queue (retry, lost launch).
@@ -352,15 +516,6 @@ impl ClusterView {
                 t.replicas = replicas;
                 job.insert(t);
             }
-        }
-    }
-
-    /// A task the owner placed itself (a reduce) starts on `worker`: it
-    /// takes a slot and counts as running for its job.
-    pub fn start_external(&mut self, job: JobId, worker: WorkerId) {
-        self.with_worker(worker, |w| w.free = w.free.saturating_sub(1));
-        if let Some(j) = self.jobs.get_mut(&job) {
-            j.running += 1;
         }
     }
 
@@ -438,6 +593,7 @@ impl Assignment {
 pub struct SchedContext<'a> {
     view: &'a mut ClusterView,
     launched: Vec<Assignment>,
+    reduces: Vec<TaskRef>,
 }
 
 impl<'a> SchedContext<'a> {
@@ -445,6 +601,7 @@ impl<'a> SchedContext<'a> {
         SchedContext {
             view,
             launched: Vec::new(),
+            reduces: Vec::new(),
         }
     }
 
@@ -495,8 +652,21 @@ impl<'a> SchedContext<'a> {
         launched
     }
 
+    /// Starts waiting reduce `task` on `worker` (a reduce-capable worker
+    /// with a free slot). The view is updated at once.
+    pub fn launch_reduce(&mut self, task: TaskRef, worker: WorkerId) -> Result<(), SchedError> {
+        self.view.apply_reduce(task, worker)?;
+        self.reduces.push(task);
+        Ok(())
+    }
+
     pub fn into_launched(self) -> Vec<Assignment> {
         self.launched
+    }
+
+    /// The reduces launched, in order.
+    pub fn into_reduces(self) -> Vec<TaskRef> {
+        self.reduces
     }
 }
 

@@ -238,7 +238,7 @@ impl RunRecord {
         RunRecord {
             point: point.into(),
             scheduler: s.label.clone(),
-            policy: s.config.label(),
+            policy: s.policy_label(),
             rep,
             seed,
             status: if failed == 0 { "ok" } else { "failed" }.into(),
@@ -289,7 +289,7 @@ impl RunRecord {
         RunRecord {
             point: point.into(),
             scheduler: s.label.clone(),
-            policy: s.config.label(),
+            policy: s.policy_label(),
             rep,
             seed,
             status: "failed".into(),
@@ -596,8 +596,8 @@ pub fn summary(
     let cells = cells(runs);
     let mut s = format!("# {}\n\n{}\n\n", spec.name, spec.description.trim());
     s += &format!(
-        "Cluster: {} workers x {} slots, replication {}, NIC {}, compute pacing {}, background {}, \
-         heartbeat {} ms{}, task compute {}, placement {}. \
+        "Cluster: {} workers x {} slots, replication {}, NIC {}, compute pacing {}, disk {}, \
+         background {}, heartbeat {} ms{}, task compute {}, placement {}, reduces {}. \
          Repetitions: {}, seed {} (+ repetition). Means over the successful repetitions, \
          with (min-max) over them where there are several; total JCT is the sum over jobs \
          (DynDL's \"total job completion time\" is read as the time until all jobs completed, \
@@ -611,6 +611,9 @@ pub fn summary(
         spec.cluster
             .slot_rate_mbs
             .map_or("off".into(), |m| format!("{m} MB/s per slot")),
+        spec.cluster
+            .disk_mbs
+            .map_or("none".into(), |m| format!("{m} MB/s per worker")),
         spec.background.as_ref().map_or("none".into(), |b| format!(
             "U[{}, {}] s, {:.0}% of slots at start, {}/min after",
             b.duration_s[0],
@@ -631,6 +634,7 @@ pub fn summary(
             crate::ops::loader::Placement::Random => "random",
             crate::ops::loader::Placement::Even => "even",
         },
+        spec.cluster.reduce_placement.name(),
         spec.repetitions,
         spec.seed,
         schedulers[0].label,
@@ -659,6 +663,12 @@ pub fn summary(
             }
             _ => String::new(),
         };
+        let disk = if p.disk_mbs != spec.cluster.disk_mbs {
+            p.disk_mbs
+                .map_or(", no disk".into(), |d| format!(", disk {d} MB/s"))
+        } else {
+            String::new()
+        };
         let heartbeat = if p.heartbeat_ms != spec.cluster.heartbeat_ms
             || p.out_of_band_heartbeat != spec.cluster.out_of_band_heartbeat
         {
@@ -675,7 +685,7 @@ pub fn summary(
             String::new()
         };
         s += &format!(
-            "## {}: {} jobs, {data}, blocks of {:.2} MB, replication {}{background}{heartbeat}\n\n",
+            "## {}: {} jobs, {data}, blocks of {:.2} MB, replication {}{background}{heartbeat}{disk}\n\n",
             p.label,
             p.jobs,
             p.block_bytes as f64 / 1e6,

@@ -17,6 +17,7 @@ use anyhow::{bail, Context};
 use common::config::{
     ClusterConfig, ClusterSection, MasterSection, SchedulerConfig, WorkerDefaults, WorkerEntry,
 };
+use common::policy::ReducePlacement;
 use common::wire::{splitmix64, JobReport, JobState, JobSubmit, TaskCompute};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
@@ -339,7 +340,12 @@ impl RunEnv<'_> {
     }
 
     /// The cluster.toml of a run (written to the scratch directory).
-    fn config(&self, scheduler: &SchedulerConfig, shaped: bool) -> anyhow::Result<ClusterConfig> {
+    fn config(
+        &self,
+        scheduler: &SchedulerConfig,
+        reduces: ReducePlacement,
+        shaped: bool,
+    ) -> anyhow::Result<ClusterConfig> {
         let c = &self.spec.cluster;
         let dir = self.cluster_dir();
         std::fs::create_dir_all(&dir)?;
@@ -356,6 +362,7 @@ impl RunEnv<'_> {
                 task_timeout_ms: 600_000,
                 data_dir: self.work.join("data"),
                 seed: self.seed,
+                reduce_placement: reduces,
             },
             master: MasterSection {
                 listen: addr(0),
@@ -370,7 +377,7 @@ impl RunEnv<'_> {
                 } else {
                     None
                 },
-                disk_mbs: if shaped { c.disk_mbs } else { None },
+                disk_mbs: if shaped { self.point.disk_mbs } else { None },
                 role: common::config::Role::Both,
                 // Experiments measure schedulers: no scanner reads the disks.
                 scrub_mbps: None,
@@ -413,7 +420,7 @@ impl RunEnv<'_> {
 /// Fresh block stores holding the point's files, placed with the run seed.
 /// Loaded with the NICs unshaped and no background load: setup, not experiment.
 async fn load_data(env: &RunEnv<'_>) -> anyhow::Result<()> {
-    let cfg = env.config(&SchedulerConfig::hadoop(), false)?;
+    let cfg = env.config(&SchedulerConfig::hadoop(), ReducePlacement::Policy, false)?;
     local::stop_previous(&cfg, true)?;
     local::start_with(&cfg, env.bin).await?;
     let client = RunEnv::client(&cfg);
@@ -460,7 +467,7 @@ async fn run_once(
     env: &RunEnv<'_>,
     sched: &NamedScheduler,
 ) -> anyhow::Result<(Vec<JobReport>, u64, Vec<common::wire::WorkerTimeline>)> {
-    let cfg = env.config(&sched.config, true)?;
+    let cfg = env.config(&sched.config, sched.reduces, true)?;
     local::stop_previous(&cfg, false)?;
     // Same data, but no job history: every run's ids start at 1 (output
     // replicas rotate by job id), as they did before the journal.

@@ -6,6 +6,7 @@
 
 use crate::ops::loader::{parse_size, Generator, Placement};
 use common::config::{BackgroundConfig, SchedulerConfig};
+use common::policy::ReducePlacement;
 use common::tomlfile::{self, FileError, KeyError, TomlFile};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -57,10 +58,17 @@ fn default_timeout() -> f64 {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum SchedulerEntry {
     Plain(String),
-    Labelled { label: String, scheduler: String },
+    Labelled {
+        label: String,
+        scheduler: String,
+        /// Reduce placement for this scheduler's runs (cluster.toml's
+        /// `reduce_placement`); absent = the spec's `cluster.reduce_placement`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reduces: Option<String>,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -89,6 +97,10 @@ pub struct ClusterSpec {
     /// (and hold the data); 0 = every worker does both.
     #[serde(default)]
     pub reduce_workers: u32,
+    /// Where reduces run (cluster.toml's `reduce_placement`); default
+    /// `policy`: EAS's Algorithm 3 for `eas`, `spread` for the others.
+    #[serde(default, skip_serializing_if = "ReducePlacement::is_policy")]
+    pub reduce_placement: ReducePlacement,
 }
 
 fn default_heartbeat() -> u64 {
@@ -186,6 +198,8 @@ pub struct PointSpec {
     /// Override `cluster.heartbeat_ms` / `cluster.out_of_band_heartbeat`.
     pub heartbeat_ms: Option<u64>,
     pub out_of_band_heartbeat: Option<bool>,
+    /// Overrides `cluster.disk_mbs`; 0 = no emulated disk at this point.
+    pub disk_mbs: Option<f64>,
 }
 
 /// One fully resolved parameter point.
@@ -203,6 +217,8 @@ pub struct Point {
     pub background: Option<BackgroundConfig>,
     pub heartbeat_ms: u64,
     pub out_of_band_heartbeat: bool,
+    /// The emulated disk per worker, MB/s; `None` = none.
+    pub disk_mbs: Option<f64>,
 }
 
 /// A scheduler to compare, with the label tables and plots show.
@@ -210,6 +226,22 @@ pub struct Point {
 pub struct NamedScheduler {
     pub label: String,
     pub config: SchedulerConfig,
+    /// As the runs' cluster.toml gets it (may be `policy`).
+    pub reduces: ReducePlacement,
+}
+
+impl NamedScheduler {
+    /// The policy with its parameters, and its reduce placement when that
+    /// is not the policy's own (`eas(reduces=spread)`).
+    pub fn policy_label(&self) -> String {
+        let own = ReducePlacement::Policy.resolve(&self.config);
+        let used = self.reduces.resolve(&self.config);
+        if used == own {
+            self.config.label()
+        } else {
+            format!("{}(reduces={})", self.config.label(), used.name())
+        }
+    }
 }
 
 /// Why an experiment spec could not be taken: the file, the key, the problem.
@@ -391,7 +423,11 @@ impl Spec {
                     format!("must be 1..={map_workers} (got {})", p.replication),
                 ));
             }
-            for (k, v) in [("nic_mbps", p.nic_mbps), ("slot_rate_mbs", p.slot_rate_mbs)] {
+            for (k, v) in [
+                ("nic_mbps", p.nic_mbps),
+                ("slot_rate_mbs", p.slot_rate_mbs),
+                ("disk_mbs", p.disk_mbs),
+            ] {
                 if let Some(v) = v {
                     if !(v.is_finite() && v > 0.0) {
                         return Err(bad(&key(k), format!("must be > 0 (got {v})")));
@@ -420,11 +456,21 @@ impl Spec {
         let mut out: Vec<NamedScheduler> = Vec::new();
         for (i, e) in self.schedulers.iter().enumerate() {
             let key = || format!("schedulers[{i}]");
-            let (label, text) = match e {
-                SchedulerEntry::Plain(s) => (None, s),
-                SchedulerEntry::Labelled { label, scheduler } => (Some(label.clone()), scheduler),
+            let (label, text, reduces) = match e {
+                SchedulerEntry::Plain(s) => (None, s, None),
+                SchedulerEntry::Labelled {
+                    label,
+                    scheduler,
+                    reduces,
+                } => (Some(label.clone()), scheduler, reduces.as_deref()),
             };
             let config: SchedulerConfig = text.parse().map_err(|e| KeyError::new(key(), e))?;
+            let reduces = match reduces {
+                None => self.cluster.reduce_placement,
+                Some(r) => r
+                    .parse()
+                    .map_err(|e| KeyError::new(format!("{}.reduces", key()), e))?,
+            };
             let label = label.unwrap_or_else(|| config.label());
             if out.iter().any(|n| n.label == label) {
                 return Err(KeyError::new(
@@ -432,7 +478,11 @@ impl Spec {
                     format!("two schedulers are labelled {label:?}"),
                 ));
             }
-            out.push(NamedScheduler { label, config });
+            out.push(NamedScheduler {
+                label,
+                config,
+                reduces,
+            });
         }
         Ok(out)
     }
@@ -453,6 +503,7 @@ impl Spec {
             background: self.background.clone(),
             heartbeat_ms: self.cluster.heartbeat_ms,
             out_of_band_heartbeat: self.cluster.out_of_band_heartbeat,
+            disk_mbs: self.cluster.disk_mbs,
         };
         if self.points.is_empty() {
             return Ok(vec![base]);
@@ -481,6 +532,17 @@ impl Spec {
                 out_of_band_heartbeat: p
                     .out_of_band_heartbeat
                     .unwrap_or(base.out_of_band_heartbeat),
+                disk_mbs: match p.disk_mbs {
+                    None => base.disk_mbs,
+                    Some(0.0) => None,
+                    Some(d) if d.is_finite() && d > 0.0 => Some(d),
+                    Some(d) => {
+                        return Err(KeyError::new(
+                            format!("points[{i}].disk_mbs"),
+                            format!("must be > 0, or 0 for no disk (got {d})"),
+                        ))
+                    }
+                },
                 background: match (p.background_s, &base.background) {
                     (None, b) => b.clone(),
                     (Some(d), Some(b)) => {
@@ -556,6 +618,34 @@ jobs = 8
             .map(|n| n.label)
             .collect();
         assert_eq!(n, ["hadoop", "D3"]);
+    }
+
+    #[test]
+    fn reduce_placement_and_disk_per_scheduler_and_point() {
+        let t = SPEC
+            .replace(
+                r#"{ label = "D3", scheduler = "delay3" }"#,
+                r#"{ label = "EAS-spread", scheduler = "eas", reduces = "spread" }, "eas""#,
+            )
+            .replace("replication = 2\n", "replication = 2\ndisk_mbs = 4\n")
+            .replace("jobs = 8\n", "jobs = 8\ndisk_mbs = 0\n");
+        let s = parse(&t).unwrap();
+        let n = s.schedulers().unwrap();
+        assert_eq!(n[1].reduces, ReducePlacement::Spread);
+        assert_eq!(n[1].policy_label(), "eas(reduces=spread)");
+        assert_eq!(n[2].reduces, ReducePlacement::Policy);
+        assert_eq!(n[2].policy_label(), "eas");
+        let p = s.points().unwrap();
+        assert_eq!((p[0].disk_mbs, p[1].disk_mbs), (Some(4.0), None));
+        for (bad, key) in [
+            (r#"reduces = "spread""#, r#"reduces = "nearest""#),
+            (r#"reduces = "spread""#, r#"reduce = "spread""#),
+        ] {
+            let e = parse(&t.replace(bad, key)).unwrap_err();
+            assert!(e.contains("schedulers"), "{e}");
+        }
+        let e = parse(&t.replace("disk_mbs = 0", "disk_mbs = -1")).unwrap_err();
+        assert!(e.contains("points[1].disk_mbs"), "{e}");
     }
 
     #[test]

@@ -204,6 +204,7 @@ async fn cluster(State(s): State<Arc<AppState>>) -> Json<ClusterSummary> {
         let ws = m.workers();
         ClusterSummary {
             scheduler: m.scheduler_name(),
+            reduce_placement: m.reduce_placement().name().into(),
             workers_configured: ws.len(),
             workers_alive: ws.iter().filter(|w| w.alive).count(),
             slots_alive: ws.iter().filter(|w| w.alive).map(|w| w.slots).sum(),
@@ -253,7 +254,7 @@ pub async fn start(
         master.restore(entries, common::unix_ms());
         journal::append(path, &master.take_journal())?;
     }
-    tracing::info!(scheduler = %master.scheduler_name(), "master starting");
+    tracing::info!(scheduler = %master.scheduler_name(), reduces = master.reduce_placement().name(), "master starting");
     let state = Arc::new(AppState {
         master: Mutex::new(master),
         journal: journal_path,

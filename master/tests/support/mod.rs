@@ -60,6 +60,7 @@ pub async fn start_cluster_roles(
         max_task_attempts: 2,
         task_timeout_ms: 0,
         scheduler: SchedulerConfig::hadoop(),
+        reduce_placement: Default::default(),
         seed: 3,
         replication: 2,
         workers: (0..n)

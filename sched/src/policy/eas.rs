@@ -12,12 +12,11 @@
 //!   least-loaded live machine holding its input;
 //! - each machine then runs its queue in order as its slots free up.
 //!
-//! Reduces (Algorithm 3: least-loaded reduce machine) are placed by the
-//! master for every policy: a job's reduces take the first free slots of
-//! reduce-capable workers once its maps are done, which is the least-loaded
-//! reduce machine at that moment. Running bytes are estimated as the
-//! machine's busy slots times the mean input of the tasks it was given (the
-//! scheduler is not told when a task ends).
+//! Reduces follow Algorithm 3 (pushed to the least-loaded reduce machine
+//! when the job's maps are done): `sched::reduce`'s `least-loaded`, which
+//! `cluster.reduce_placement = "policy"` gives `eas`. Running map bytes are
+//! estimated as the machine's busy slots times the mean input of the tasks
+//! it was given (the scheduler is not told when a map ends).
 
 use crate::view::{ClusterView, Millis, SchedContext, Scheduler};
 use common::{JobId, TaskRef, WorkerId};

@@ -43,8 +43,12 @@ impl Master {
             TaskStatus::Running(ra) if ra.attempt == a.attempt => ra,
             _ => return,
         };
-        self.view
-            .task_ended(a.task.job, worker, ra.worker != ra.source);
+        if job.tasks[a.task.index as usize].reduce.is_some() {
+            self.view.reduce_ended(a.task, worker);
+        } else {
+            self.view
+                .task_ended(a.task.job, worker, ra.worker != ra.source);
+        }
         match result {
             None => self.retry_unpenalised(a.task),
             Some((_, r)) => self.apply_result(worker, a, ra, r),
@@ -119,6 +123,7 @@ impl Master {
                     remote: ra.worker != ra.source,
                     local_bytes: r.local_bytes,
                     remote_bytes: r.remote_bytes,
+                    output_bytes: summary.output_bytes,
                 });
                 job.samples.extend(summary.sample.iter().cloned());
                 if !job.state.is_done() && job.counts.maps_done == job.maps {
@@ -126,9 +131,11 @@ impl Master {
                         self.job_succeeded(a.task.job);
                     } else if job.tasks.len() as u32 == job.maps {
                         self.create_reduces(a.task.job);
+                    } else {
+                        // The reduces exist: lost map outputs were rebuilt,
+                        // and waiting reduces may start again.
+                        self.release_reduces(a.task.job, Vec::new());
                     }
-                    // Else the reduces exist: a lost map output was
-                    // rebuilt, and waiting reduces may start again.
                 }
             }
             TaskOutcome::Reduced { .. } if is_reduce => {
@@ -277,11 +284,7 @@ impl Master {
     pub(super) fn requeue(&mut self, t: TaskRef) {
         let job = &self.jobs[&t.job];
         if job.tasks[t.index as usize].reduce.is_some() {
-            self.jobs
-                .get_mut(&t.job)
-                .expect("checked")
-                .pending_reduces
-                .push_back(t.index);
+            self.view.requeue_reduce(t);
             return;
         }
         let replicas = self.live_replicas(&job.spec.input, t.index);
@@ -309,7 +312,6 @@ impl Master {
         job.state = JobState::Failed;
         job.error = Some(error);
         job.finished = Some(job.submitted);
-        job.pending_reduces.clear();
         self.finished_jobs += 1;
         self.view.remove_job(id);
         self.forget_everywhere(id);

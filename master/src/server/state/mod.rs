@@ -24,10 +24,11 @@
 
 use crate::server::catalog::Catalog;
 use common::config::{ClusterConfig, SchedulerConfig, WorkerSettings};
+use common::policy::ReducePlacement;
 use common::wire::{JobReport, JobState, JobSubmit, Launch, TaskRecord};
 use common::{AttemptId, BlockId, JobId, WorkerId};
-use sched::{self, ClusterView, Millis, Scheduler};
-use std::collections::{HashMap, VecDeque};
+use sched::{self, ClusterView, Millis, ReducePlacer, Scheduler};
+use std::collections::HashMap;
 
 /// Upper bound on a job's reduce tasks.
 pub const MAX_REDUCES: u32 = 10_000;
@@ -55,6 +56,8 @@ pub struct MasterSettings {
     pub task_timeout_ms: u64,
     pub max_task_attempts: u32,
     pub scheduler: SchedulerConfig,
+    /// Where reduces run (`policy` resolves for the scheduler).
+    pub reduce_placement: ReducePlacement,
     pub seed: u64,
     /// Replicas of every reduce output block (capped by live workers).
     pub replication: u32,
@@ -71,6 +74,7 @@ impl MasterSettings {
             task_timeout_ms: cfg.cluster.task_timeout_ms,
             max_task_attempts: cfg.cluster.max_task_attempts,
             scheduler: cfg.scheduler.clone(),
+            reduce_placement: cfg.cluster.reduce_placement,
             seed: cfg.cluster.seed,
             replication: cfg.cluster.replication,
             workers: cfg.worker_settings(),
@@ -155,8 +159,6 @@ struct Job {
     /// sort: keys sampled by the maps, then the reduces' split keys.
     samples: Vec<Vec<u8>>,
     splits: Vec<Vec<u8>>,
-    /// Reduce task indices waiting for a slot.
-    pending_reduces: VecDeque<u32>,
     /// Every finished attempt, for the report.
     records: Vec<TaskRecord>,
     counts: JobCounters,
@@ -171,6 +173,8 @@ struct MapOut {
     remote: bool,
     local_bytes: u64,
     remote_bytes: u64,
+    /// Map output bytes it left for the reduces.
+    output_bytes: u64,
 }
 
 /// What a job's successful attempts add up to (the report's counters).
@@ -223,6 +227,8 @@ pub struct Master {
     jobs: HashMap<JobId, Job>,
     next_job: u32,
     view: ClusterView,
+    /// Places the reduces (a pure state machine, like `scheduler`).
+    reducer: ReducePlacer,
     scheduler: Box<dyn Scheduler>,
     /// Bumped whenever a job reaches a final state (wakes long-polls).
     pub finished_jobs: u64,
@@ -252,6 +258,7 @@ impl Master {
     }
 
     pub fn with_scheduler(settings: MasterSettings, scheduler: Box<dyn Scheduler>) -> Self {
+        let reducer = ReducePlacer::new(settings.reduce_placement, &settings.scheduler);
         let workers = settings
             .workers
             .iter()
@@ -279,6 +286,7 @@ impl Master {
             jobs: HashMap::new(),
             next_job: 1,
             view: ClusterView::new(),
+            reducer,
             scheduler,
             finished_jobs: 0,
             maps_rerun: 0,
@@ -293,6 +301,11 @@ impl Master {
 
     pub fn scheduler_name(&self) -> String {
         self.scheduler.name()
+    }
+
+    /// The reduce placement in use (`policy` resolved).
+    pub fn reduce_placement(&self) -> ReducePlacement {
+        self.reducer.placement()
     }
 
     pub fn view(&self) -> &ClusterView {

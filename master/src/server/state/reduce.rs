@@ -1,6 +1,7 @@
 //! The reduce phase: reduce tasks are created when a job's last map is
-//! done (sort: split keys from the maps' samples) and take free slots before
-//! any map, on whichever reduce-capable worker heartbeats next.
+//! done (sort: split keys from the maps' samples) and announced to the view;
+//! the reduce placer (`sched::reduce`, by `cluster.reduce_placement`) picks
+//! the worker, before any map is offered its free slots.
 
 use super::{Master, RunningAttempt, Task, TaskStatus};
 use common::wire::{KeyRange, Launch, LaunchTask, OutputTarget, ReduceLaunch, ShuffleInput};
@@ -12,40 +13,13 @@ use workloads::Workload;
 pub(super) type LostRef = (u32, WorkerId, u32);
 
 impl Master {
-    /// Fills `id`'s free slots with waiting reduces, oldest job first
-    /// (only on workers whose role runs reduces).
-    pub(super) fn launch_reduces(&mut self, now: Millis, id: WorkerId) -> Vec<Launch> {
-        let mut out = Vec::new();
-        if !self.settings.workers[id.0 as usize].role.runs_reduces() {
-            return out;
-        }
-        let mut jobs: Vec<JobId> = self
-            .jobs
-            .values()
-            // A job whose lost map outputs are being rebuilt waits for them.
-            .filter(|j| {
-                !j.state.is_done() && !j.pending_reduces.is_empty() && j.counts.maps_done == j.maps
-            })
-            .map(|j| j.id)
-            .collect();
-        jobs.sort();
-        for jid in jobs {
-            while self.view.free_slots_any(id) > 0 {
-                let Some(idx) = self
-                    .jobs
-                    .get_mut(&jid)
-                    .and_then(|j| j.pending_reduces.pop_front())
-                else {
-                    break;
-                };
-                self.view.start_external(jid, id);
-                out.push(self.start_reduce(now, jid, idx, id));
-            }
-        }
-        out
-    }
-
-    fn start_reduce(&mut self, now: Millis, jid: JobId, idx: u32, worker: WorkerId) -> Launch {
+    pub(super) fn start_reduce(
+        &mut self,
+        now: Millis,
+        jid: JobId,
+        idx: u32,
+        worker: WorkerId,
+    ) -> Launch {
         // Output replicas go to live workers that hold data (run maps),
         // plus the reducer itself.
         let alive: Vec<WorkerId> = (0..self.workers.len() as u32)
@@ -148,12 +122,26 @@ impl Master {
                 failures: 0,
                 status: TaskStatus::Pending,
             });
-            job.pending_reduces.push_back(job.maps + r);
         }
+        let indices = (job.maps..job.maps + job.reduces).collect();
         tracing::info!(job = %id, reduces = job.reduces, "maps done; reduces created");
+        self.release_reduces(id, indices);
         // Kept at the cluster's factor once written.
         self.file_replication
             .insert(output, (replication, super::replication::Kept::Writing));
+    }
+
+    /// The job's maps are all done: its reduces `indices` (and those already
+    /// waiting) may start, with their load estimated from the map output.
+    pub(super) fn release_reduces(&mut self, id: JobId, indices: Vec<u32>) {
+        let job = &self.jobs[&id];
+        let mut output_on = std::collections::BTreeMap::new();
+        for o in job.map_out.iter().flatten() {
+            *output_on.entry(o.worker).or_insert(0) += o.output_bytes;
+        }
+        let total: u64 = output_on.values().sum();
+        let load_each = total / u64::from(job.reduces.max(1));
+        self.view.add_reduces(id, indices, load_each, output_on);
     }
 
     /// Map outputs a job's reduces can no longer fetch, as (map, worker,
@@ -185,6 +173,10 @@ impl Master {
                     again.push(m);
                 }
             }
+        }
+        if !again.is_empty() {
+            // No reduce starts until the outputs are back.
+            self.view.hold_reduces(jid);
         }
         for &m in &again {
             self.requeue(TaskRef { job: jid, index: m });

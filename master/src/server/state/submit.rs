@@ -5,7 +5,6 @@ use super::{Job, JobCounters, Master, MasterError, RunningAttempt, Task, TaskSta
 use common::wire::{JobState, JobSubmit, Launch, LaunchTask, ReplicaAddr, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
 use sched::{Assignment, Millis, PendingTask};
-use std::collections::VecDeque;
 
 impl Master {
     /// Accepts a job: checks it, makes one map task per block of its input
@@ -79,7 +78,6 @@ impl Master {
                 map_out: vec![None; maps as usize],
                 samples: Vec::new(),
                 splits: Vec::new(),
-                pending_reduces: VecDeque::new(),
                 records: Vec::new(),
                 counts: JobCounters::default(),
             },

@@ -15,6 +15,7 @@ fn settings(workers: u32, slots: u32) -> MasterSettings {
         max_task_attempts: 2,
         task_timeout_ms: 0,
         scheduler: SchedulerConfig::hadoop(),
+        reduce_placement: ReducePlacement::Policy,
         seed: 5,
         replication: 2,
         workers: (0..workers)
@@ -100,7 +101,7 @@ fn ok(l: &Launch, slot: u32) -> TaskResult {
             summary: MapSummary {
                 input_bytes: len,
                 records: 1,
-                output_bytes: 0,
+                output_bytes: len,
                 sample: Vec::new(),
             },
         },
@@ -455,9 +456,14 @@ fn roles_keep_maps_and_reduces_apart() {
     }
     let rep = m.report(id).unwrap();
     assert_eq!(rep.tasks_done, 4, "{rep:?}");
-    let r = m.heartbeat(30, hb(2, 2, vec![], vec![]));
-    assert_eq!(r.launches.len(), 2, "{:?}", m.view().worker(WorkerId(2)));
-    for (i, l) in r.launches.iter().enumerate() {
+    // One new reduce per heartbeat (`spread`, the default for hadoop).
+    let mut launches = Vec::new();
+    for t in [30, 40] {
+        let r = m.heartbeat(t, hb(2, 2, vec![], vec![]));
+        assert_eq!(r.launches.len(), 1, "{:?}", m.view().worker(WorkerId(2)));
+        launches.extend(r.launches);
+    }
+    for (i, l) in launches.iter().enumerate() {
         let LaunchTask::Reduce(red) = &l.task else {
             panic!("expected reduces: {l:?}")
         };
@@ -555,6 +561,51 @@ fn drive_maps(
         }
     }
     panic!("maps never settled: {owed:?}");
+}
+
+/// Reduce placement follows `cluster.reduce_placement`: `spread` (hadoop's
+/// own) and EAS's Algorithm 3 put a job's 4 reduces on 4 workers;
+/// `first-free` fills the first two workers that ask.
+#[test]
+fn reduce_placement_follows_the_setting() {
+    let workers_used = |placement: ReducePlacement, scheduler: SchedulerConfig| {
+        let mut s = settings(4, 2);
+        s.reduce_placement = placement;
+        s.scheduler = scheduler;
+        let mut m = Master::new(s);
+        register_all(&mut m, 4, 2, |w| {
+            (0..8)
+                .filter(|b| b % 4 == w)
+                .map(|b| block("f", b, 8))
+                .collect()
+        });
+        assert_eq!(
+            m.reduce_placement(),
+            placement.resolve(&m.settings.scheduler)
+        );
+        wordcount(&mut m, 4);
+        let red = drive_maps(&mut m, 4, 10, vec![]);
+        assert_eq!(red.len(), 4);
+        let mut per_worker = [0; 4];
+        for (w, _) in &red {
+            per_worker[*w as usize] += 1;
+        }
+        per_worker
+    };
+    assert_eq!(
+        workers_used(ReducePlacement::Policy, SchedulerConfig::hadoop()),
+        [1, 1, 1, 1]
+    );
+    assert_eq!(
+        workers_used(ReducePlacement::Policy, SchedulerConfig::Eas {}),
+        [1, 1, 1, 1]
+    );
+    let first_free = workers_used(ReducePlacement::FirstFree, SchedulerConfig::hadoop());
+    assert_eq!(
+        first_free.iter().filter(|n| **n == 2).count(),
+        2,
+        "{first_free:?}"
+    );
 }
 
 #[test]

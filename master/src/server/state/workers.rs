@@ -49,6 +49,7 @@ impl Master {
         self.view.set_free(id, req.slots);
         let role = self.settings.workers[idx].role;
         self.view.set_runs_maps(id, role.runs_maps());
+        self.view.set_runs_reduces(id, role.runs_reduces());
         self.catalog.apply_report(id, &req.blocks);
         self.refresh_replicas();
         tracing::info!(worker = %self.workers[idx].name, %id, addr = %self.workers[idx].addr, blocks = req.blocks.len(), "worker registered");
@@ -112,7 +113,9 @@ impl Master {
         self.view.set_busy(id, now, hb.busy);
         let mut launches = outbox;
         // Reduces first: they hold up their whole job.
-        launches.extend(self.launch_reduces(now, id));
+        for t in sched::offer_reduces(&mut self.reducer, now, id, &mut self.view) {
+            launches.push(self.start_reduce(now, t.job, t.index, id));
+        }
         for a in sched::offer(self.scheduler.as_mut(), now, id, &mut self.view) {
             let launch = self.start_attempt(now, &a);
             if a.worker == id {

@@ -1,0 +1,220 @@
+//! Reduce placement: which worker's free slot a waiting reduce takes.
+//!
+//! The owner (the master) announces a job's reduces in the [`ClusterView`]
+//! when its maps are done ([`ClusterView::add_reduces`]); at every offer of
+//! a worker, before any map, [`offer_reduces`] asks the [`ReducePlacer`]
+//! which waiting reduces start there. Like a [`crate::Scheduler`], a placer
+//! is a deterministic state machine given the time and the view; its
+//! launches go through [`SchedContext::launch_reduce`], which checks them.
+//!
+//! The placements are [`ReducePlacement`]'s (see its docs): `first-free`,
+//! `spread` (Hadoop 1.x), `least-loaded` (EAS's Algorithm 3) and
+//! `most-output` (Spark's reduce locality).
+
+use crate::view::{ClusterView, Millis, SchedContext};
+use common::policy::{ReducePlacement, SchedulerConfig};
+use common::{JobId, TaskRef, WorkerId};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+
+/// A worker preferred by `most-output` holds at least this share of its
+/// job's map output (Spark's `REDUCER_PREF_LOCS_FRACTION`).
+pub const MOST_OUTPUT_FRACTION: f64 = 0.2;
+
+/// How long `most-output` keeps a job's reduces for its preferred workers
+/// before any worker may take them (ms; Spark's default locality wait).
+pub const MOST_OUTPUT_WAIT_MS: Millis = 3_000;
+
+/// Places reduces by one [`ReducePlacement`] (never `policy`: resolved at
+/// construction).
+#[derive(Debug)]
+pub struct ReducePlacer {
+    placement: ReducePlacement,
+    /// `least-loaded`: each machine's queue of pushed reduces, with their
+    /// estimated input bytes.
+    queues: BTreeMap<WorkerId, VecDeque<(TaskRef, u64)>>,
+    /// Waiting reduces that sit in some machine's queue.
+    queued: HashSet<TaskRef>,
+    /// `most-output`: when each job's reduces were first seen waiting.
+    since: BTreeMap<JobId, Millis>,
+}
+
+impl ReducePlacer {
+    /// The placer for `placement`, `policy` resolved for `scheduler`.
+    pub fn new(placement: ReducePlacement, scheduler: &SchedulerConfig) -> Self {
+        ReducePlacer {
+            placement: placement.resolve(scheduler),
+            queues: BTreeMap::new(),
+            queued: HashSet::new(),
+            since: BTreeMap::new(),
+        }
+    }
+
+    /// The placement in use (never `policy`).
+    pub fn placement(&self) -> ReducePlacement {
+        self.placement
+    }
+
+    /// `worker` asks for work at `now`: start the waiting reduces the
+    /// placement gives it, through `ctx`.
+    pub fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        match self.placement {
+            ReducePlacement::FirstFree => {
+                while ctx.view().free_reduce_slots(worker) > 0 {
+                    let Some(t) = first_ready(ctx.view(), |_| true) else {
+                        return;
+                    };
+                    if ctx.launch_reduce(t, worker).is_err() {
+                        return;
+                    }
+                }
+            }
+            ReducePlacement::Policy | ReducePlacement::Spread => {
+                if ctx.view().free_reduce_slots(worker) > 0 {
+                    if let Some(t) = first_ready(ctx.view(), |_| true) {
+                        let _ = ctx.launch_reduce(t, worker);
+                    }
+                }
+            }
+            ReducePlacement::LeastLoaded => self.least_loaded(worker, ctx),
+            ReducePlacement::MostOutput => self.most_output(now, worker, ctx),
+        }
+    }
+
+    /// EAS's Algorithm 3: push every newly waiting reduce to the machine
+    /// with the least load, then run `worker`'s queue in order.
+    fn least_loaded(&mut self, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        let view = ctx.view();
+        // Queued reduces whose machine died, or that no longer wait (their
+        // job ended), leave the queues; the first are pushed again below.
+        let dead: Vec<WorkerId> = self
+            .queues
+            .keys()
+            .copied()
+            .filter(|w| !view.worker(*w).is_some_and(|v| v.alive && v.runs_reduces))
+            .collect();
+        for w in dead {
+            for (t, _) in self.queues.remove(&w).unwrap_or_default() {
+                self.queued.remove(&t);
+            }
+        }
+        for q in self.queues.values_mut() {
+            q.retain(|(t, _)| {
+                let keep = view
+                    .reduce_job(t.job)
+                    .is_some_and(|r| r.is_pending(t.index));
+                if !keep {
+                    self.queued.remove(t);
+                }
+                keep
+            });
+        }
+        // L^rm: running reduces' bytes plus what is queued there.
+        let mut load: BTreeMap<WorkerId, u64> = view
+            .reduce_workers()
+            .map(|w| {
+                let queued: u64 = self
+                    .queues
+                    .get(&w.id)
+                    .map_or(0, |q| q.iter().map(|(_, l)| l).sum());
+                (w.id, w.reduce_load + queued)
+            })
+            .collect();
+        for r in view.reduce_jobs().filter(|r| r.ready()) {
+            for index in r.pending() {
+                let t = TaskRef { job: r.job, index };
+                if self.queued.contains(&t) {
+                    continue;
+                }
+                // The least-loaded machine; ties go to the lowest id.
+                let Some((&m, _)) = load.iter().min_by_key(|(w, l)| (**l, **w)) else {
+                    return;
+                };
+                *load.get_mut(&m).expect("present") += r.load_each;
+                self.queues
+                    .entry(m)
+                    .or_default()
+                    .push_back((t, r.load_each));
+                self.queued.insert(t);
+            }
+        }
+        // The machine runs its queue in order; a reduce of a job held for
+        // rebuilt map outputs keeps its place.
+        let Some(q) = self.queues.get_mut(&worker) else {
+            return;
+        };
+        let mut i = 0;
+        while i < q.len() && ctx.view().free_reduce_slots(worker) > 0 {
+            let (t, _) = q[i];
+            let held = ctx.view().reduce_job(t.job).is_none_or(|r| r.held);
+            if !held && ctx.launch_reduce(t, worker).is_ok() {
+                q.remove(i);
+                self.queued.remove(&t);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Spark-like reduce locality: one reduce per offer, of the oldest job
+    /// that prefers `worker`, or whose preferred workers had their chance.
+    fn most_output(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        let view = ctx.view();
+        self.since.retain(|j, _| view.reduce_job(*j).is_some());
+        for r in view.reduce_jobs().filter(|r| r.ready()) {
+            self.since.entry(r.job).or_insert(now);
+        }
+        if view.free_reduce_slots(worker) == 0 {
+            return;
+        }
+        let since = &self.since;
+        let pick = first_ready(view, |r| {
+            let total = r.output_total();
+            let preferred: Vec<WorkerId> = view
+                .reduce_workers()
+                .map(|w| w.id)
+                .filter(|w| {
+                    total > 0
+                        && r.output_on.get(w).copied().unwrap_or(0) as f64
+                            >= MOST_OUTPUT_FRACTION * total as f64
+                })
+                .collect();
+            preferred.is_empty()
+                || preferred.contains(&worker)
+                || now.saturating_sub(since.get(&r.job).copied().unwrap_or(now))
+                    >= MOST_OUTPUT_WAIT_MS
+        });
+        if let Some(t) = pick {
+            let _ = ctx.launch_reduce(t, worker);
+        }
+    }
+}
+
+/// The first waiting reduce of the oldest ready job that `accept`s.
+fn first_ready(
+    view: &ClusterView,
+    mut accept: impl FnMut(&crate::view::ReduceJobView) -> bool,
+) -> Option<TaskRef> {
+    view.reduce_jobs()
+        .filter(|r| r.ready())
+        .find(|r| accept(r))
+        .and_then(|r| {
+            r.pending()
+                .next()
+                .map(|index| TaskRef { job: r.job, index })
+        })
+}
+
+/// Runs one reduce offer of `worker` and returns the reduces it started.
+pub fn offer_reduces(
+    placer: &mut ReducePlacer,
+    now: Millis,
+    worker: WorkerId,
+    view: &mut ClusterView,
+) -> Vec<TaskRef> {
+    let mut ctx = SchedContext::new(view);
+    placer.offer(now, worker, &mut ctx);
+    ctx.into_reduces()
+}
+
+#[cfg(test)]
+mod tests;
