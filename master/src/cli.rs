@@ -176,6 +176,17 @@ pub enum Cmd {
 
 #[derive(Subcommand)]
 pub enum SimCmd {
+    /// Calibrate the simulator on a real run's results folder (map-only
+    /// jobs): fit task times, background and the remote-read cost, simulate
+    /// every run and write predicted against measured to DIR/calibration/.
+    Calibrate {
+        /// A results folder of `master experiment` (results/<name>/<stamp>).
+        dir: PathBuf,
+        /// Predict each scheduler's runs with a model fitted on the other
+        /// schedulers' runs only (writes DIR/calibration-hold-out/).
+        #[arg(long)]
+        hold_out: bool,
+    },
     /// Generate a seeded instance and write it as JSON.
     Gen {
         #[command(flatten)]
@@ -640,6 +651,12 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
 pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
     match cmd {
         SimCmd::Gen { gen, seed, out } => sim_gen(&gen.params()?, *seed, out),
+        SimCmd::Calibrate { dir, hold_out } => {
+            let out = crate::experiment::calibrate::calibrate(dir, *hold_out)?;
+            print!("{}", std::fs::read_to_string(out.join("summary.md"))?);
+            println!("\nwrote {}", out.display());
+            Ok(())
+        }
         SimCmd::Run {
             instance,
             gen,

@@ -146,6 +146,37 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     let again = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert_eq!(again, summary);
     assert!(out.join("plots/flowtime.svg").exists());
+
+    // The simulator calibrated on these runs predicts every run under both
+    // cost models, from tasks.csv gzipped as committed results keep it.
+    let tasks_csv = std::fs::read(out.join("tasks.csv")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(out.join("tasks.csv.gz")).unwrap(),
+        flate2::Compression::fast(),
+    );
+    std::io::Write::write_all(&mut gz, &tasks_csv).unwrap();
+    gz.finish().unwrap();
+    std::fs::remove_file(out.join("tasks.csv")).unwrap();
+    let cal = master::experiment::calibrate::calibrate(&out, false).unwrap();
+    let preds: Vec<master::experiment::calibrate::Prediction> =
+        master::results::read_csv(&cal.join("predictions.csv")).unwrap();
+    assert_eq!(preds.len(), 3 * schedulers.len());
+    for p in &preds {
+        assert!(
+            p.predicted_mean_jct_s > 0.0
+                && p.predicted_makespan_s >= p.predicted_mean_jct_s
+                && p.predicted_remote <= tasks_per_run,
+            "{p:?}"
+        );
+    }
+    let predicted_tasks = std::fs::read_to_string(cal.join("predicted-tasks.csv")).unwrap();
+    assert_eq!(
+        predicted_tasks.lines().count() as u32,
+        1 + 3 * tasks_per_run * schedulers.len() as u32
+    );
+    assert!(std::fs::read_to_string(cal.join("summary.md"))
+        .unwrap()
+        .contains("Within 10% of the measured mean JCT"));
 }
 
 /// A run whose cluster cannot start is recorded as failed; the rest go on.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 /// Top-level modules of each crate, lowest first.
 const SCHED: &[&str] = &[
     "model", "offline", "pending", "view", "order", "pick", "assign", "policy", "reduce", "sim",
-    "algo",
+    "replay", "algo",
 ];
 const MASTER: &[&str] = &[
     "server",

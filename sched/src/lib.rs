@@ -18,6 +18,8 @@
 //! - [`policy`]: one file per online policy, and [`build`];
 //! - [`reduce`]: reduce placement (`ReducePlacer`, `offer_reduces`);
 //! - [`sim`]: the discrete-event simulator;
+//! - [`replay`]: a whole real run (jobs, heartbeats, background, fitted
+//!   remote-read cost) simulated, for `master sim calibrate`;
 //! - [`algo`]: any algorithm (offline or online) run on an instance.
 
 pub mod algo;
@@ -29,6 +31,7 @@ mod pending;
 pub mod pick;
 pub mod policy;
 pub mod reduce;
+pub mod replay;
 pub mod sim;
 pub mod view;
 

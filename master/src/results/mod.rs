@@ -39,7 +39,13 @@ impl ResultsDir {
     /// Writes `runs.csv` whole, one row per element (rewritten after every
     /// run or point, so a crash keeps what finished).
     pub fn write_runs<T: Serialize>(&self, rows: &[T]) -> anyhow::Result<()> {
-        let path = self.path.join("runs.csv");
+        self.write_csv("runs.csv", rows)
+    }
+
+    /// Writes CSV file `name` whole (through a temporary file), one row per
+    /// element.
+    pub fn write_csv<T: Serialize>(&self, name: &str, rows: &[T]) -> anyhow::Result<()> {
+        let path = self.path.join(name);
         let tmp = path.with_extension("csv.tmp");
         {
             let mut w = csv::Writer::from_path(&tmp)
@@ -177,13 +183,26 @@ pub fn utc_stamp(unix_ms: u64) -> String {
     )
 }
 
-/// Every row of a CSV file with a header; an error names the file.
+/// Every row of a CSV file with a header (or of `<path>.gz` when only that
+/// is there); an error names the file.
 pub fn read_csv<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
-    let mut rd =
-        csv::Reader::from_path(path).with_context(|| format!("reading {}", path.display()))?;
-    rd.deserialize()
+    // Committed results keep their large CSVs gzipped (`tasks.csv.gz`).
+    let gz = {
+        let mut p = path.as_os_str().to_owned();
+        p.push(".gz");
+        std::path::PathBuf::from(p)
+    };
+    let (file, input): (&Path, Box<dyn std::io::Read>) = if !path.exists() && gz.exists() {
+        let f = std::fs::File::open(&gz).with_context(|| format!("reading {}", gz.display()))?;
+        (&gz, Box::new(flate2::read::GzDecoder::new(f)))
+    } else {
+        let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        (path, Box::new(f))
+    };
+    csv::Reader::from_reader(input)
+        .deserialize()
         .collect::<Result<_, _>>()
-        .with_context(|| format!("{}", path.display()))
+        .with_context(|| format!("{}", file.display()))
 }
 
 #[cfg(test)]

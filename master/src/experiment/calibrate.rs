@@ -1,0 +1,863 @@
+//! `master sim calibrate DIR`: the discrete-event simulator calibrated on a
+//! real run of the experiment runner, and its predictions set against what
+//! was measured.
+//!
+//! From DIR's `tasks.csv`, `background.csv` and `runs.csv` (map-only jobs),
+//! per point:
+//! - a data-local map lasts its compute time (drawn from the run's seed
+//!   exactly as the runner drew it) plus an overhead (reading, checking,
+//!   pacing) drawn from the measured local overheads of that point;
+//! - a data-remote map adds `base + per_source * n_src + per_reader * n_dst`
+//!   (n_src, n_dst: the other remote reads running from the same source, on
+//!   the same reader, when it starts), fitted by least squares over the
+//!   point's remote attempts; and, as the papers model it, the same with
+//!   the cost charged at the reader only (`per_source = 0`);
+//! - each run's heartbeat phases (the circular mean of its workers'
+//!   launches modulo the interval), its background processes (as measured)
+//!   and its jobs' arrivals; block replicas are the workers that served or
+//!   ran each block in the runs of the same seed (every scheduler of a
+//!   repetition reads the same data).
+//!
+//! Every run is then simulated with `sched::replay` under its own scheduler
+//! and seed; DIR/calibration/ gets `predictions.csv`, `summary.md` and
+//! `meta.json`.
+
+use super::output::{RunRecord, TaskRow};
+use super::spec::Spec;
+use super::timeline::BackgroundRow;
+use crate::results::{read_csv, Provenance, ResultsDir};
+use anyhow::Context;
+use common::wire::{splitmix64, TaskCompute};
+use common::{JobId, WorkerId};
+use sched::replay::{
+    self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome,
+    ReplayTask,
+};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// A simulation that makes no progress for this long has failed.
+const GIVE_UP_MS: u64 = 600_000;
+
+/// The fitted model of one point.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointModel {
+    pub point: String,
+    /// Local overheads (ms), sorted: the empirical distribution.
+    #[serde(skip)]
+    pub overheads: Vec<u64>,
+    pub local_attempts: usize,
+    pub overhead_mean_ms: f64,
+    pub overhead_p10_ms: u64,
+    pub overhead_p90_ms: u64,
+    pub remote_attempts: usize,
+    /// Mean measured extra of a remote map over its local time (ms).
+    pub remote_extra_mean_ms: f64,
+    /// Source and reader terms.
+    pub cost: Cost,
+    /// The papers' model: the reader's term only.
+    pub cost_reader_only: Cost,
+    /// Fair-share transfers: a block read alone takes this long (ms).
+    pub transfer_ms: f64,
+}
+
+impl PointModel {
+    /// The remote-read models every run is simulated under, by name.
+    pub fn models(&self) -> [(&'static str, RemoteModel); 3] {
+        [
+            ("source+reader", RemoteModel::Static(self.cost.remote())),
+            (
+                "reader-only",
+                RemoteModel::Static(self.cost_reader_only.remote()),
+            ),
+            (
+                "fair-share",
+                RemoteModel::FairShare {
+                    transfer_ms: self.transfer_ms,
+                },
+            ),
+        ]
+    }
+}
+
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Cost {
+    pub base_ms: f64,
+    pub per_source_ms: f64,
+    pub per_reader_ms: f64,
+    /// Root mean square error of the fit over the remote attempts (ms).
+    pub rmse_ms: f64,
+}
+
+impl Cost {
+    fn remote(&self) -> RemoteCost {
+        RemoteCost {
+            base_ms: self.base_ms,
+            per_source_ms: self.per_source_ms,
+            per_reader_ms: self.per_reader_ms,
+        }
+    }
+}
+
+/// One run, measured and predicted under one model.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct Prediction {
+    pub point: String,
+    pub scheduler: String,
+    pub rep: u32,
+    /// `source+reader` or `reader-only`.
+    pub model: String,
+    pub measured_mean_jct_s: f64,
+    pub predicted_mean_jct_s: f64,
+    pub measured_makespan_s: f64,
+    pub predicted_makespan_s: f64,
+    pub measured_remote: u32,
+    pub predicted_remote: u32,
+}
+
+/// One simulated task, for comparison with the measured `tasks.csv`.
+#[derive(Clone, Debug, Serialize)]
+pub struct PredictedTask {
+    pub point: String,
+    pub scheduler: String,
+    pub rep: u32,
+    pub model: String,
+    pub job: String,
+    pub task: u32,
+    pub worker: String,
+    pub source: String,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// One run of the results folder, ready to simulate.
+struct Setup<'a> {
+    key: &'a (String, String, u32),
+    run: &'a RunRecord,
+    config: &'a common::config::SchedulerConfig,
+    cluster: ReplayCluster,
+    bg: Vec<BackgroundRun>,
+}
+
+/// The fair-share transfer time (ms alone) at which the simulated runs'
+/// remote maps take, on average, as much longer than their local time as
+/// the measured ones did: bisection (the simulated extra grows with it).
+/// 0 when no measured map read remotely.
+fn fit_transfer(
+    setups: &[&Setup],
+    m: &PointModel,
+    simulate: &impl Fn(
+        &Setup,
+        &PointModel,
+        RemoteModel,
+    ) -> anyhow::Result<(ReplayOutcome, Vec<ReplayJob>)>,
+) -> anyhow::Result<f64> {
+    let target = m.remote_extra_mean_ms;
+    if m.remote_attempts == 0 || target.is_nan() || target <= 0.0 {
+        return Ok(0.0);
+    }
+    // Mean simulated extra of the remote maps at transfer time `t`.
+    let extra = |t: f64| -> anyhow::Result<Option<f64>> {
+        let (mut sum, mut n) = (0.0, 0usize);
+        for s in setups {
+            let (out, jobs) = simulate(s, m, RemoteModel::FairShare { transfer_ms: t })?;
+            let local: BTreeMap<(JobId, u32), u64> = jobs
+                .iter()
+                .flat_map(|j| j.tasks.iter().map(move |x| ((j.id, x.index), x.local_ms)))
+                .collect();
+            for r in out.runs.iter().filter(|r| r.is_remote()) {
+                let l = local.get(&(r.task.job, r.task.index)).copied().unwrap_or(0);
+                sum += (r.end_ms - r.start_ms) as f64 - l as f64;
+                n += 1;
+            }
+        }
+        Ok((n > 0).then(|| sum / n as f64))
+    };
+    let (mut lo, mut hi) = (0.0f64, target.max(1.0));
+    // Widen until the simulated extra reaches the measured one.
+    for _ in 0..8 {
+        match extra(hi)? {
+            Some(e) if e >= target => break,
+            _ => {
+                lo = hi;
+                hi *= 2.0;
+            }
+        }
+    }
+    for _ in 0..14 {
+        let mid = (lo + hi) / 2.0;
+        match extra(mid)? {
+            Some(e) if e >= target => hi = mid,
+            _ => lo = mid,
+        }
+    }
+    Ok((lo + hi) / 2.0)
+}
+
+/// One remote attempt for the fit: extra ms over its local time, n_src, n_dst.
+type Sample = (f64, f64, f64);
+
+/// Calibrates on `dir` and writes `dir/calibration/`; returns that folder.
+/// With `hold_out`, each scheduler's runs are predicted by a model fitted
+/// on the other schedulers' runs only.
+pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
+    let started = common::unix_ms();
+    let results = ResultsDir::open(dir);
+    let meta = results.read_meta()?;
+    let text = meta["spec_text"]
+        .as_str()
+        .context("meta.json has no spec_text")?;
+    let file = meta["spec_file"].as_str().unwrap_or("spec.toml");
+    let spec = Spec::parse(text, Path::new(file))?;
+    let schedulers = spec.schedulers().map_err(|e| e.in_file(Path::new(file)))?;
+    let points = spec.points().map_err(|e| e.in_file(Path::new(file)))?;
+    let has_reduces = spec.jobs.mix.iter().any(|c| c.reduces.unwrap_or(0) > 0)
+        || spec.jobs.reduces.unwrap_or(0) > 0;
+    if has_reduces || spec.cluster.reduce_workers > 0 {
+        anyhow::bail!(
+            "{}: calibration models map-only jobs (sched::replay has no reduce phase); \
+             this spec's jobs have reduces",
+            dir.display()
+        );
+    }
+    let runs: Vec<RunRecord> = results.read_runs()?;
+    let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv"))?;
+    let background: Vec<BackgroundRow> = read_csv(&dir.join("background.csv"))?;
+    let seed_of: BTreeMap<(String, String, u32), u64> = runs
+        .iter()
+        .map(|r| ((r.point.clone(), r.scheduler.clone(), r.rep), r.seed))
+        .collect();
+    let mut by_run: BTreeMap<(String, String, u32), Vec<&TaskRow>> = BTreeMap::new();
+    for t in tasks.iter().filter(|t| t.kind == "map" && t.ok) {
+        by_run
+            .entry((t.point.clone(), t.scheduler.clone(), t.rep))
+            .or_default()
+            .push(t);
+    }
+    let mut bg_by_run: BTreeMap<(String, String, u32), Vec<&BackgroundRow>> = BTreeMap::new();
+    for b in &background {
+        bg_by_run
+            .entry((b.point.clone(), b.scheduler.clone(), b.rep))
+            .or_default()
+            .push(b);
+    }
+    let compute = |seed: u64, t: &TaskRow| -> anyhow::Result<u64> {
+        let Some([a, b]) = spec.jobs.task_time_s else {
+            return Ok(0);
+        };
+        let i = job_number(&t.job_name)?;
+        Ok(TaskCompute {
+            min_ms: (a * 1000.0).round() as u64,
+            max_ms: (b * 1000.0).round() as u64,
+            seed: splitmix64(seed ^ splitmix64(0xc0de ^ i)),
+        }
+        .for_task(t.task))
+    };
+    let file_of = |t: &TaskRow| -> anyhow::Result<u64> {
+        let i = job_number(&t.job_name)?;
+        Ok(if spec.jobs.mix.is_empty() {
+            i % u64::from(points_files(&points, &t.point))
+        } else {
+            i
+        })
+    };
+    let mut models = Vec::new();
+    let mut predictions = Vec::new();
+    let mut predicted_tasks = Vec::new();
+    for p in &points {
+        let keys: Vec<&(String, String, u32)> = by_run.keys().filter(|k| k.0 == p.label).collect();
+        if keys.is_empty() {
+            continue;
+        }
+        // Replicas: every worker that ran a block locally or served it, in
+        // any run with the same seed (each repetition loads its own data).
+        let mut replicas: BTreeMap<(u64, u64, u32), BTreeSet<WorkerId>> = BTreeMap::new();
+        for k in &keys {
+            let seed = seed_of.get(*k).copied().unwrap_or(spec.seed);
+            for t in &by_run[*k] {
+                replicas
+                    .entry((seed, file_of(t)?, t.task))
+                    .or_default()
+                    .insert(worker_id(&t.source)?);
+            }
+        }
+        // Each successful run, ready to simulate.
+        let mut setups: Vec<Setup> = Vec::new();
+        for k in &keys {
+            let Some(run) = runs
+                .iter()
+                .find(|r| (&r.point, &r.scheduler, r.rep) == (&k.0, &k.1, k.2) && r.status == "ok")
+            else {
+                continue;
+            };
+            let Some(named) = schedulers.iter().find(|s| s.label == k.1) else {
+                continue;
+            };
+            let bg = bg_by_run
+                .get(*k)
+                .map(|v| v.as_slice())
+                .unwrap_or(&[])
+                .iter()
+                .map(|b| {
+                    Ok(BackgroundRun {
+                        worker: worker_id(&b.worker)?,
+                        start_ms: ms(b.start_s.max(0.0)),
+                        end_ms: b.end_s.map_or(u64::MAX, ms),
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let beats = heartbeats(&by_run[*k], spec.cluster.workers, p.heartbeat_ms)?;
+            setups.push(Setup {
+                key: k,
+                run,
+                config: &named.config,
+                cluster: ReplayCluster {
+                    slots: vec![spec.cluster.slots; spec.cluster.workers as usize],
+                    heartbeat_ms: p.heartbeat_ms,
+                    phase_ms: beats.0,
+                    period_ms: beats.1,
+                    out_of_band: p.out_of_band_heartbeat,
+                },
+                bg,
+            });
+        }
+        let simulate = |s: &Setup, m: &PointModel, remote: RemoteModel| {
+            let jobs = replay_jobs(&by_run[s.key], s.run.seed, m, &replicas, &compute, &file_of)?;
+            let mut sched = sched::build(s.config, s.run.seed);
+            let out = replay::replay(sched.as_mut(), &s.cluster, &jobs, &s.bg, remote, GIVE_UP_MS)
+                .with_context(|| format!("simulating {} {} rep {}", s.key.0, s.key.1, s.key.2))?;
+            anyhow::Ok((out, jobs))
+        };
+        // The model from the runs of `keep`'s schedulers.
+        let fit_on = |keep: &dyn Fn(&str) -> bool| -> anyhow::Result<PointModel> {
+            let runs_used: Vec<(&[&TaskRow], u64)> = keys
+                .iter()
+                .filter(|k| keep(&k.1))
+                .map(|k| {
+                    let seed = seed_of.get(*k).copied().unwrap_or(spec.seed);
+                    (by_run[*k].as_slice(), seed)
+                })
+                .collect();
+            let mut m = fit_point(&p.label, &runs_used, &compute)?;
+            let used: Vec<&Setup> = setups.iter().filter(|s| keep(&s.key.1)).collect();
+            m.transfer_ms = fit_transfer(&used, &m, &simulate)?;
+            Ok(m)
+        };
+        let model = fit_on(&|_| true)?;
+        let mut held_out: BTreeMap<String, PointModel> = BTreeMap::new();
+        if hold_out {
+            for sc in &schedulers {
+                held_out.insert(sc.label.clone(), fit_on(&|s| s != sc.label)?);
+            }
+        }
+        for s in &setups {
+            let m = held_out.get(&s.key.1).unwrap_or(&model);
+            for (label, remote) in m.models() {
+                let (out, _) = simulate(s, m, remote)?;
+                predicted_tasks.extend(out.runs.iter().map(|r| PredictedTask {
+                    point: s.key.0.clone(),
+                    scheduler: s.key.1.clone(),
+                    rep: s.key.2,
+                    model: label.into(),
+                    job: r.task.job.to_string(),
+                    task: r.task.index,
+                    worker: format!("w{}", r.worker.0 + 1),
+                    source: format!("w{}", r.source.0 + 1),
+                    start_s: r.start_ms as f64 / 1000.0,
+                    end_s: r.end_ms as f64 / 1000.0,
+                }));
+                predictions.push(Prediction {
+                    point: s.key.0.clone(),
+                    scheduler: s.key.1.clone(),
+                    rep: s.key.2,
+                    model: label.into(),
+                    measured_mean_jct_s: s.run.mean_jct_s,
+                    predicted_mean_jct_s: out.mean_jct_s(),
+                    measured_makespan_s: s.run.makespan_s,
+                    predicted_makespan_s: out.makespan_s(),
+                    measured_remote: s.run.data_remote,
+                    predicted_remote: out.remote_tasks() as u32,
+                });
+            }
+        }
+        models.push(model);
+    }
+    if predictions.is_empty() {
+        anyhow::bail!(
+            "{}: no successful run with map attempts in tasks.csv",
+            dir.display()
+        );
+    }
+    let out = dir.join(if hold_out {
+        "calibration-hold-out"
+    } else {
+        "calibration"
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let cal = ResultsDir::open(&out);
+    cal.write_csv("predictions.csv", &predictions)?;
+    cal.write_csv("predicted-tasks.csv", &predicted_tasks)?;
+    let order: Vec<String> = schedulers.iter().map(|s| s.label.clone()).collect();
+    cal.write_summary(&summary(
+        &spec,
+        dir,
+        hold_out,
+        &models,
+        &predictions,
+        &order,
+    ))?;
+    let mut prov = Provenance::capture(started);
+    prov.finish();
+    cal.write_meta(&serde_json::json!({
+        "calibrated_on": dir.display().to_string(),
+        "hold_out": hold_out,
+        "source_meta": meta,
+        "models": models,
+        "provenance": prov,
+    }))?;
+    Ok(out)
+}
+
+/// Fits one point's model on `runs` (each run's map attempts and seed):
+/// the local overheads, then the remote extra by least squares.
+fn fit_point(
+    point: &str,
+    runs: &[(&[&TaskRow], u64)],
+    compute: &impl Fn(u64, &TaskRow) -> anyhow::Result<u64>,
+) -> anyhow::Result<PointModel> {
+    let mut overheads = Vec::new();
+    for (rows, seed) in runs {
+        for t in rows.iter().filter(|t| t.locality == "local") {
+            let dur = ms(t.end_s - t.start_s);
+            overheads.push(dur.saturating_sub(compute(*seed, t)?));
+        }
+    }
+    overheads.sort_unstable();
+    if overheads.is_empty() {
+        anyhow::bail!("point {point}: no data-local map to fit the task time on");
+    }
+    let mean_overhead = overheads.iter().sum::<u64>() as f64 / overheads.len() as f64;
+    // Remote attempts: the extra over a local run, and the remote reads
+    // running from the same source and on the same reader when it starts.
+    let mut samples: Vec<Sample> = Vec::new();
+    for (rows, seed) in runs {
+        let remote: Vec<&TaskRow> = rows
+            .iter()
+            .copied()
+            .filter(|t| t.locality != "local")
+            .collect();
+        for t in &remote {
+            let at = t.start_s;
+            let live = |o: &&TaskRow| !std::ptr::eq(*o, *t) && o.start_s <= at && at < o.end_s;
+            let n_src = remote
+                .iter()
+                .filter(|o| live(o) && o.source == t.source)
+                .count();
+            let n_dst = remote
+                .iter()
+                .filter(|o| live(o) && o.worker == t.worker)
+                .count();
+            let extra = ms(t.end_s - t.start_s) as f64 - compute(*seed, t)? as f64 - mean_overhead;
+            samples.push((extra, n_src as f64, n_dst as f64));
+        }
+    }
+    Ok(PointModel {
+        point: point.into(),
+        local_attempts: overheads.len(),
+        overhead_mean_ms: mean_overhead,
+        overhead_p10_ms: overheads[overheads.len() / 10],
+        overhead_p90_ms: overheads[overheads.len() * 9 / 10],
+        overheads,
+        remote_attempts: samples.len(),
+        remote_extra_mean_ms: samples.iter().map(|s| s.0).sum::<f64>()
+            / samples.len().max(1) as f64,
+        cost: fit(&samples, true),
+        cost_reader_only: fit(&samples, false),
+        transfer_ms: 0.0,
+    })
+}
+
+/// `j17` -> 17 (the runner's job names).
+fn job_number(name: &str) -> anyhow::Result<u64> {
+    name.strip_prefix('j')
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("job name {name:?} is not the runner's j<N>"))
+}
+
+/// `w3` -> WorkerId(2) (the runner's worker names, in cluster.toml order).
+fn worker_id(name: &str) -> anyhow::Result<WorkerId> {
+    name.strip_prefix('w')
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|n| *n >= 1)
+        .map(|n| WorkerId(n - 1))
+        .with_context(|| format!("worker name {name:?} is not the runner's w<N>"))
+}
+
+fn points_files(points: &[super::spec::Point], label: &str) -> u32 {
+    points
+        .iter()
+        .find(|p| p.label == label)
+        .map_or(1, |p| p.files.max(1))
+}
+
+fn ms(s: f64) -> u64 {
+    (s * 1000.0).round().max(0.0) as u64
+}
+
+/// The run's jobs: arrivals as measured, each map's local time its compute
+/// plus an overhead drawn (by seed, job and task: the same for every
+/// scheduler of a repetition) from the point's distribution.
+fn replay_jobs(
+    rows: &[&TaskRow],
+    seed: u64,
+    model: &PointModel,
+    replicas: &BTreeMap<(u64, u64, u32), BTreeSet<WorkerId>>,
+    compute: &impl Fn(u64, &TaskRow) -> anyhow::Result<u64>,
+    file_of: &impl Fn(&TaskRow) -> anyhow::Result<u64>,
+) -> anyhow::Result<Vec<ReplayJob>> {
+    let mut jobs: BTreeMap<u32, ReplayJob> = BTreeMap::new();
+    for t in rows {
+        let id: u32 = t
+            .job
+            .strip_prefix("job-")
+            .and_then(|n| n.parse().ok())
+            .with_context(|| format!("job id {:?} is not job-<N>", t.job))?;
+        let job = jobs.entry(id).or_insert_with(|| ReplayJob {
+            id: JobId(id),
+            arrival_ms: ms(t.arrival_s),
+            tasks: Vec::new(),
+        });
+        if job.tasks.iter().any(|x| x.index == t.task) {
+            continue; // another attempt of the same map
+        }
+        let n = job_number(&t.job_name)?;
+        let h = splitmix64(seed ^ splitmix64((n << 32) | u64::from(t.task)) ^ 0x5eed);
+        let overhead = model.overheads[(h % model.overheads.len() as u64) as usize];
+        job.tasks.push(ReplayTask {
+            index: t.task,
+            replicas: replicas[&(seed, file_of(t)?, t.task)]
+                .iter()
+                .copied()
+                .collect(),
+            local_ms: compute(seed, t)? + overhead,
+        });
+    }
+    let mut out: Vec<ReplayJob> = jobs.into_values().collect();
+    for j in &mut out {
+        j.tasks.sort_by_key(|t| t.index);
+    }
+    Ok(out)
+}
+
+/// Each worker's heartbeat phase and period, from its launches: launches
+/// within a fifth of an interval of each other came from one heartbeat;
+/// the first of each is numbered by the intervals since the previous one,
+/// and a line fitted through (number, time) gives the period (a real
+/// worker's drifts a little above the nominal) and the phase. A worker
+/// with fewer than two heartbeats that launched keeps the nominal period
+/// and the phase of its launch (0 if none).
+fn heartbeats(rows: &[&TaskRow], workers: u32, hb: u64) -> anyhow::Result<(Vec<u64>, Vec<f64>)> {
+    let mut starts: Vec<Vec<u64>> = vec![Vec::new(); workers as usize];
+    for t in rows {
+        let w = worker_id(&t.worker)?.0 as usize;
+        if let Some(v) = starts.get_mut(w) {
+            v.push(ms(t.start_s));
+        }
+    }
+    let mut phases = Vec::new();
+    let mut periods = Vec::new();
+    for mut v in starts {
+        v.sort_unstable();
+        let mut beats: Vec<u64> = Vec::new();
+        for x in v {
+            if beats.last().is_none_or(|b| x > b + hb / 5) {
+                beats.push(x);
+            }
+        }
+        if beats.len() < 2 {
+            phases.push(beats.first().map_or(0, |b| b % hb));
+            periods.push(hb as f64);
+            continue;
+        }
+        let mut k = 0u64;
+        let pts: Vec<(f64, f64)> = beats
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                if i > 0 {
+                    k += ((b - beats[i - 1]) as f64 / hb as f64).round().max(1.0) as u64;
+                }
+                (k as f64, b as f64)
+            })
+            .collect();
+        let n = pts.len() as f64;
+        let (mk, mt) = (
+            pts.iter().map(|p| p.0).sum::<f64>() / n,
+            pts.iter().map(|p| p.1).sum::<f64>() / n,
+        );
+        let sxx: f64 = pts.iter().map(|p| (p.0 - mk).powi(2)).sum();
+        let sxy: f64 = pts.iter().map(|p| (p.0 - mk) * (p.1 - mt)).sum();
+        let period = if sxx > 0.0 { sxy / sxx } else { hb as f64 };
+        let first = mt - period * mk;
+        phases.push(first.rem_euclid(period).round() as u64);
+        periods.push(period);
+    }
+    Ok((phases, periods))
+}
+
+/// Least squares of extra ~ base + a n_src + b n_dst (`source`), or
+/// extra ~ base + b n_dst. With too few distinct samples, the mean.
+fn fit(samples: &[Sample], source: bool) -> Cost {
+    let k = if source { 3 } else { 2 };
+    let row = |s: &Sample| -> Vec<f64> {
+        if source {
+            vec![1.0, s.1, s.2]
+        } else {
+            vec![1.0, s.2]
+        }
+    };
+    let mut a = vec![vec![0.0; k + 1]; k];
+    for s in samples {
+        let x = row(s);
+        for i in 0..k {
+            for j in 0..k {
+                a[i][j] += x[i] * x[j];
+            }
+            a[i][k] += x[i] * s.0;
+        }
+    }
+    let beta = solve(a).unwrap_or_else(|| {
+        let mean = samples.iter().map(|s| s.0).sum::<f64>() / samples.len().max(1) as f64;
+        let mut b = vec![0.0; k];
+        b[0] = if mean.is_finite() { mean } else { 0.0 };
+        b
+    });
+    let (base, ps, pr) = if source {
+        (beta[0], beta[1], beta[2])
+    } else {
+        (beta[0], 0.0, beta[1])
+    };
+    let sse: f64 = samples
+        .iter()
+        .map(|s| (s.0 - (base + ps * s.1 + pr * s.2)).powi(2))
+        .sum();
+    Cost {
+        base_ms: base,
+        per_source_ms: ps,
+        per_reader_ms: pr,
+        rmse_ms: (sse / samples.len().max(1) as f64).sqrt(),
+    }
+}
+
+/// Gaussian elimination with partial pivoting on an augmented k x (k+1)
+/// matrix; `None` if singular.
+fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
+    let k = a.len();
+    for c in 0..k {
+        let p = (c..k).max_by(|&x, &y| a[x][c].abs().total_cmp(&a[y][c].abs()))?;
+        if a[p][c].abs() < 1e-9 {
+            return None;
+        }
+        a.swap(c, p);
+        let pivot = a[c].clone();
+        for (r, row) in a.iter_mut().enumerate() {
+            if r != c {
+                let f = row[c] / pivot[c];
+                for (x, p) in row.iter_mut().zip(&pivot).skip(c) {
+                    *x -= f * p;
+                }
+            }
+        }
+    }
+    Some((0..k).map(|i| a[i][k] / a[i][i]).collect())
+}
+
+/// (mean, min, max) of `v`.
+fn spread(v: &[f64]) -> (f64, f64, f64) {
+    let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (mean, min, max)
+}
+
+fn summary(
+    spec: &Spec,
+    dir: &Path,
+    hold_out: bool,
+    models: &[PointModel],
+    preds: &[Prediction],
+    order: &[String],
+) -> String {
+    const MODELS: [&str; 3] = ["source+reader", "reader-only", "fair-share"];
+    let mut s = format!(
+        "# Calibrated simulation of {}\n\nCalibrated on `{}` (`master sim calibrate`). Every run \
+         simulated with `sched::replay`: its own scheduler and seed, arrivals, background and \
+         heartbeat phases; local task time = the drawn compute + an overhead drawn from the \
+         point's measured local overheads; a remote map reads its block under one of three \
+         models: `source+reader` (a fixed extra at its start: base + per-source + per-reader \
+         terms, least squares), `reader-only` (the papers' model, the cost charged at the \
+         reading server only) and `fair-share` (a transfer that shares the source's and the \
+         reader's links fairly while it lasts, its time alone fitted so the mean remote extra \
+         matches). Means over repetitions with (min-max); err = predicted / measured - 1 of \
+         the means.{}\n\n",
+        spec.name,
+        dir.display(),
+        if hold_out {
+            " Held out: each scheduler's runs are predicted by a model fitted on the other \
+             schedulers' runs only (the table of fitted models shows the fit on all runs)."
+        } else {
+            ""
+        }
+    );
+    s += "## Fitted models\n\n| point | local attempts | overhead mean (p10-p90) ms | remote attempts | remote extra mean ms | source+reader: base + src*n + dst*n ms (rmse) | reader-only: base + dst*n ms (rmse) | fair-share: transfer alone ms |\n|---|---|---|---|---|---|---|---|\n";
+    for m in models {
+        s += &format!(
+            "| {} | {} | {:.0} ({}-{}) | {} | {:.0} | {:.0} + {:.0} n_src + {:.0} n_dst ({:.0}) | {:.0} + {:.0} n_dst ({:.0}) | {:.0} |\n",
+            m.point,
+            m.local_attempts,
+            m.overhead_mean_ms,
+            m.overhead_p10_ms,
+            m.overhead_p90_ms,
+            m.remote_attempts,
+            m.remote_extra_mean_ms,
+            m.cost.base_ms,
+            m.cost.per_source_ms,
+            m.cost.per_reader_ms,
+            m.cost.rmse_ms,
+            m.cost_reader_only.base_ms,
+            m.cost_reader_only.per_reader_ms,
+            m.cost_reader_only.rmse_ms,
+            m.transfer_ms,
+        );
+    }
+    let mut within = BTreeMap::<&str, (usize, usize)>::new();
+    for m in models {
+        s += &format!(
+            "\n## {}\n\n| scheduler | mean JCT measured (s) | source+reader | reader-only | fair-share | makespan (s): measured / s+r / r / fs | remote maps: measured / s+r / r / fs |\n|---|---|---|---|---|---|---|\n",
+            m.point
+        );
+        for sc in order {
+            let cell = |model: &str| -> Vec<&Prediction> {
+                preds
+                    .iter()
+                    .filter(|p| p.point == m.point && &p.scheduler == sc && p.model == model)
+                    .collect()
+            };
+            let first = cell(MODELS[0]);
+            if first.is_empty() {
+                continue;
+            }
+            let f = |v: &[&Prediction], g: fn(&Prediction) -> f64| {
+                spread(&v.iter().map(|p| g(p)).collect::<Vec<_>>())
+            };
+            let meas = f(&first, |p| p.measured_mean_jct_s);
+            let mut row = format!("| {sc} | {:.1} ({:.1}-{:.1}) |", meas.0, meas.1, meas.2);
+            let (mut mk, mut rm) = (
+                format!("{:.1}", f(&first, |p| p.measured_makespan_s).0),
+                format!("{:.0}", f(&first, |p| f64::from(p.measured_remote)).0),
+            );
+            for model in MODELS {
+                let c = cell(model);
+                let pred = f(&c, |p| p.predicted_mean_jct_s);
+                let err = pred.0 / meas.0 - 1.0;
+                let e = within.entry(model).or_default();
+                e.1 += 1;
+                if err.abs() <= 0.10 {
+                    e.0 += 1;
+                }
+                row += &format!(
+                    " {:.1} ({:.1}-{:.1}) {:+.0}% |",
+                    pred.0,
+                    pred.1,
+                    pred.2,
+                    err * 100.0
+                );
+                mk += &format!(" / {:.1}", f(&c, |p| p.predicted_makespan_s).0);
+                rm += &format!(" / {:.0}", f(&c, |p| f64::from(p.predicted_remote)).0);
+            }
+            s += &format!("{row} {mk} | {rm} |\n");
+        }
+    }
+    s += "\n## Within 10% of the measured mean JCT\n\n";
+    for model in MODELS {
+        let (ok, n) = within.get(model).copied().unwrap_or((0, 0));
+        s += &format!("- {model}: {ok} of {n} (point, scheduler) cells\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fit_recovers_a_linear_cost() {
+        let samples: Vec<Sample> = (0..4)
+            .flat_map(|a| (0..4).map(move |b| (a as f64, b as f64)))
+            .map(|(a, b)| (500.0 + 300.0 * a + 100.0 * b, a, b))
+            .collect();
+        let c = fit(&samples, true);
+        assert!((c.base_ms - 500.0).abs() < 1e-6, "{c:?}");
+        assert!((c.per_source_ms - 300.0).abs() < 1e-6, "{c:?}");
+        assert!((c.per_reader_ms - 100.0).abs() < 1e-6, "{c:?}");
+        assert!(c.rmse_ms < 1e-6);
+        // Without its source term, the fit is worse.
+        let r = fit(&samples, false);
+        assert_eq!(r.per_source_ms, 0.0);
+        assert!(r.rmse_ms > 100.0, "{r:?}");
+        // One distinct point: the mean.
+        let one = fit(&[(700.0, 1.0, 1.0), (900.0, 1.0, 1.0)], true);
+        assert!((one.base_ms - 800.0).abs() < 1e-6 && one.per_source_ms == 0.0);
+    }
+
+    #[test]
+    fn heartbeat_phase_and_period_are_fitted_from_launches() {
+        let row = |w: &str, start_s: f64| TaskRow {
+            point: "p".into(),
+            scheduler: "s".into(),
+            rep: 0,
+            job: "job-1".into(),
+            job_name: "j0".into(),
+            arrival_s: 0.0,
+            task: 0,
+            kind: "map".into(),
+            attempt: 0,
+            worker: w.into(),
+            slot: 0,
+            locality: "local".into(),
+            source: w.into(),
+            start_s,
+            end_s: start_s + 1.0,
+            input_bytes: 0,
+            remote_bytes: 0,
+            ok: true,
+            error: String::new(),
+        };
+        // w1 launches at heartbeats 0, 1, 3 and 4 of a 1.51 s period from
+        // 1.4 s (two launches at the first); w2 once at 0.7 s.
+        let rows = [
+            row("w1", 1.400),
+            row("w1", 1.402),
+            row("w1", 2.910),
+            row("w1", 5.930),
+            row("w1", 7.440),
+            row("w2", 0.7),
+        ];
+        let refs: Vec<&TaskRow> = rows.iter().collect();
+        let (phase, period) = heartbeats(&refs, 3, 1_500).unwrap();
+        assert!((period[0] - 1_510.0).abs() < 0.5, "{period:?}");
+        assert!((phase[0] as i64 - 1_400).abs() <= 1, "{phase:?}");
+        assert_eq!((phase[1], period[1]), (700, 1_500.0));
+        assert_eq!((phase[2], period[2]), (0, 1_500.0));
+    }
+
+    #[test]
+    fn names_must_be_the_runners() {
+        assert_eq!(worker_id("w3").unwrap(), WorkerId(2));
+        assert!(worker_id("w0").is_err());
+        assert!(worker_id("node3").is_err());
+        assert_eq!(job_number("j17").unwrap(), 17);
+        assert!(job_number("wc").unwrap_err().to_string().contains("\"wc\""));
+    }
+}

@@ -1,0 +1,400 @@
+//! A simulator of a whole real run: many jobs arriving over time, workers
+//! that heartbeat at their own phase, background processes holding slots,
+//! tasks of given lengths, and data-remote reads that cost more the more
+//! remote reads share their source and their reader. It drives the same
+//! [`Scheduler`] through the same [`ClusterView`] and [`offer`] calls as
+//! the master, so a policy runs here exactly as on the real cluster, on
+//! virtual time in milliseconds.
+//!
+//! The model (every part measured on real runs by `master sim calibrate`):
+//! - a worker is offered its free slots only at its heartbeats (every
+//!   `heartbeat_ms`, from its `phase_ms`), and also at once when one of its
+//!   tasks ends if `out_of_band`; launches start at the heartbeat;
+//! - free slots = slots - running tasks - background processes running;
+//! - a data-local task lasts its `local_ms`; a data-remote one first reads
+//!   its block, by one of two [`RemoteModel`]s: a fixed extra when it starts
+//!   ([`RemoteCost::extra_ms`] of the remote reads running from the same
+//!   source and on the same reader), or a transfer that shares the source's
+//!   uplink and the reader's downlink fairly with the other transfers for as
+//!   long as it lasts;
+//! - a job ends when its last task ends. Map-only: no reduce phase.
+//!
+//! Launches a batch policy makes for another worker start at once (the
+//! master would hold them until that worker's next heartbeat).
+
+use crate::sim::SimError;
+use crate::view::{offer, ClusterView, Millis, PendingTask, Scheduler};
+use common::wire::SlotBusy;
+use common::{JobId, TaskRef, WorkerId};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// The workers: slots, heartbeat cadence and phase.
+#[derive(Clone, Debug)]
+pub struct ReplayCluster {
+    /// Slots per worker; worker `i` is `WorkerId(i)`.
+    pub slots: Vec<u32>,
+    pub heartbeat_ms: u64,
+    /// Each worker's first heartbeat (then one every period).
+    pub phase_ms: Vec<u64>,
+    /// Each worker's heartbeat period as measured (ms; a real worker's
+    /// drifts a little above `heartbeat_ms`); empty: `heartbeat_ms`.
+    pub period_ms: Vec<f64>,
+    /// A worker also heartbeats when one of its tasks ends.
+    pub out_of_band: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReplayTask {
+    pub index: u32,
+    pub replicas: Vec<WorkerId>,
+    /// How long it runs data-local.
+    pub local_ms: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReplayJob {
+    pub id: JobId,
+    pub arrival_ms: u64,
+    pub tasks: Vec<ReplayTask>,
+}
+
+/// A background process holding one slot of `worker` over [start, end).
+#[derive(Clone, Copy, Debug)]
+pub struct BackgroundRun {
+    pub worker: WorkerId,
+    pub start_ms: u64,
+    pub end_ms: u64,
+}
+
+/// What a data-remote read adds to a task: `base_ms + per_source_ms *
+/// n_src + per_reader_ms * n_dst`, with n_src (n_dst) the other remote
+/// reads running from the same source (on the same reader) when it starts.
+/// Never negative.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RemoteCost {
+    pub base_ms: f64,
+    pub per_source_ms: f64,
+    pub per_reader_ms: f64,
+}
+
+impl RemoteCost {
+    pub fn extra_ms(&self, n_src: u32, n_dst: u32) -> u64 {
+        let x = self.base_ms
+            + self.per_source_ms * f64::from(n_src)
+            + self.per_reader_ms * f64::from(n_dst);
+        x.max(0.0).round() as u64
+    }
+}
+
+/// How a data-remote read is charged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RemoteModel {
+    /// A fixed extra decided when the task starts.
+    Static(RemoteCost),
+    /// A transfer of `transfer_ms` when alone, progressing at 1 / n, n the
+    /// larger of the transfers from its source and to its reader now (max
+    /// of the two links' fair shares); then the task runs its `local_ms`.
+    FairShare { transfer_ms: f64 },
+}
+
+/// A block read in flight under [`RemoteModel::FairShare`].
+struct Transfer {
+    job: JobId,
+    index: u32,
+    worker: u32,
+    source: u32,
+    start: u64,
+    /// Work left, in ms alone.
+    left: f64,
+    /// The task's local time, run once the block is read.
+    then_ms: u64,
+}
+
+/// One task as it ran in the simulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskRun {
+    pub task: TaskRef,
+    pub worker: WorkerId,
+    pub source: WorkerId,
+    pub start_ms: u64,
+    pub end_ms: u64,
+}
+
+impl TaskRun {
+    pub fn is_remote(&self) -> bool {
+        self.worker != self.source
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ReplayOutcome {
+    /// (job, arrival, end) per job, in `jobs` order.
+    pub jobs: Vec<(JobId, u64, u64)>,
+    pub runs: Vec<TaskRun>,
+}
+
+impl ReplayOutcome {
+    pub fn mean_jct_s(&self) -> f64 {
+        let n = self.jobs.len().max(1) as f64;
+        self.jobs
+            .iter()
+            .map(|(_, a, e)| e.saturating_sub(*a) as f64 / 1000.0)
+            .sum::<f64>()
+            / n
+    }
+
+    /// The last job's end, seconds from time 0 (the run's start).
+    pub fn makespan_s(&self) -> f64 {
+        self.jobs.iter().map(|j| j.2).max().unwrap_or(0) as f64 / 1000.0
+    }
+
+    pub fn remote_tasks(&self) -> usize {
+        self.runs.iter().filter(|r| r.is_remote()).count()
+    }
+}
+
+/// A running task: (end, worker, job, index, source, start).
+type Ending = Reverse<(u64, u32, JobId, u32, u32, u64)>;
+
+/// Runs `sched` over `jobs` on `cluster` with `background` and `remote`.
+/// Fails if `give_up_ms` pass with tasks waiting and nothing launched.
+pub fn replay(
+    sched: &mut dyn Scheduler,
+    cluster: &ReplayCluster,
+    jobs: &[ReplayJob],
+    background: &[BackgroundRun],
+    remote: RemoteModel,
+    give_up_ms: u64,
+) -> Result<ReplayOutcome, SimError> {
+    let n = cluster.slots.len();
+    let hb = cluster.heartbeat_ms.max(1);
+    let mut view = ClusterView::new();
+    for (i, &s) in cluster.slots.iter().enumerate() {
+        view.upsert_worker(WorkerId(i as u32), s);
+    }
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&j| (jobs[j].arrival_ms, j));
+    let mut next_job = 0;
+    let mut left: std::collections::HashMap<JobId, (usize, usize)> = Default::default();
+    let mut done_at: Vec<Option<u64>> = vec![None; jobs.len()];
+    let local_ms = |job: usize, index: u32| {
+        jobs[job]
+            .tasks
+            .iter()
+            .find(|t| t.index == index)
+            .map_or(0, |t| t.local_ms)
+    };
+    // Heartbeats: (time, worker, Some(k) for the k-th regular one), earliest
+    // first; a regular one schedules the next, an out-of-band one does not.
+    let phase = |w: usize| cluster.phase_ms.get(w).copied().unwrap_or(0) as f64;
+    let period = |w: usize| {
+        cluster
+            .period_ms
+            .get(w)
+            .copied()
+            .filter(|p| p.is_finite() && *p >= 1.0)
+            .unwrap_or(hb as f64)
+    };
+    let mut beats: BinaryHeap<Reverse<(u64, u32, Option<u64>)>> = (0..n)
+        .map(|w| Reverse((phase(w).round() as u64, w as u32, Some(0))))
+        .collect();
+    let mut ends: BinaryHeap<Ending> = BinaryHeap::new();
+    // Per worker: running tasks (start times), remote reads in and out.
+    let mut running: Vec<Vec<u64>> = vec![Vec::new(); n];
+    let mut remote_in = vec![0u32; n];
+    let mut remote_out = vec![0u32; n];
+    let mut runs: Vec<TaskRun> = Vec::new();
+    let total: usize = jobs.iter().map(|j| j.tasks.len()).sum();
+    let mut finished = 0usize;
+    let mut last_progress = 0u64;
+    let job_index: std::collections::HashMap<JobId, usize> =
+        jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect();
+    // FairShare: transfers in flight, per source and per reader.
+    let mut transfers: Vec<Transfer> = Vec::new();
+    let mut xfer_out = vec![0u32; n];
+    let mut xfer_in = vec![0u32; n];
+    let mut clock = 0.0f64;
+    while finished < total {
+        let next_end = ends.peek().map(|Reverse(e)| e.0);
+        let Reverse((t_beat, ..)) = *beats.peek().expect("every worker heartbeats");
+        let share = |x: &Transfer, o: &[u32], i: &[u32]| {
+            f64::from(o[x.source as usize].max(i[x.worker as usize]).max(1))
+        };
+        let next_xfer = transfers
+            .iter()
+            .map(|x| clock + x.left * share(x, &xfer_out, &xfer_in))
+            .fold(f64::INFINITY, f64::min);
+        let next_event = next_end.map_or(t_beat, |e| e.min(t_beat)) as f64;
+        let to = next_xfer.min(next_event);
+        // Transfers progress at their current shares until then.
+        for x in &mut transfers {
+            x.left -= (to - clock) / share(x, &xfer_out, &xfer_in);
+        }
+        clock = clock.max(to);
+        if next_xfer < next_event {
+            let at = clock.round() as u64;
+            let mut i = 0;
+            while i < transfers.len() {
+                if transfers[i].left <= 1e-6 {
+                    let x = transfers.swap_remove(i);
+                    xfer_out[x.source as usize] -= 1;
+                    xfer_in[x.worker as usize] -= 1;
+                    ends.push(Reverse((
+                        at + x.then_ms,
+                        x.worker,
+                        x.job,
+                        x.index,
+                        x.source,
+                        x.start,
+                    )));
+                } else {
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        // A task end comes first (ties: before the heartbeat, which then
+        // sees the slot free).
+        if let Some(t_end) = next_end.filter(|e| *e <= t_beat) {
+            let Reverse((end, w, job, index, src, start)) = ends.pop().expect("peeked");
+            runs.push(TaskRun {
+                task: TaskRef { job, index },
+                worker: WorkerId(w),
+                source: WorkerId(src),
+                start_ms: start,
+                end_ms: end,
+            });
+            view.task_ended(job, WorkerId(w), w != src);
+            if let Some(p) = running[w as usize].iter().position(|s| *s == start) {
+                running[w as usize].swap_remove(p);
+            }
+            if w != src {
+                remote_in[w as usize] -= 1;
+                remote_out[src as usize] -= 1;
+            }
+            finished += 1;
+            last_progress = end;
+            let e = left.get_mut(&job).expect("running job");
+            e.1 -= 1;
+            if e.1 == 0 {
+                done_at[e.0] = Some(end);
+                view.remove_job(job);
+            }
+            if cluster.out_of_band {
+                beats.push(Reverse((t_end, w, None)));
+            }
+            continue;
+        }
+        let Reverse((t, w, regular)) = beats.pop().expect("peeked");
+        let wid = WorkerId(w);
+        if let Some(k) = regular {
+            let next = (phase(w as usize) + (k + 1) as f64 * period(w as usize)).round() as u64;
+            beats.push(Reverse((next.max(t + 1), w, Some(k + 1))));
+        }
+        while next_job < order.len() && jobs[order[next_job]].arrival_ms <= t {
+            let j = &jobs[order[next_job]];
+            left.insert(j.id, (order[next_job], j.tasks.len()));
+            if j.tasks.is_empty() {
+                done_at[order[next_job]] = Some(j.arrival_ms);
+            } else {
+                view.add_job(
+                    j.id,
+                    j.arrival_ms,
+                    "default",
+                    j.tasks
+                        .iter()
+                        .map(|task| PendingTask {
+                            task: TaskRef {
+                                job: j.id,
+                                index: task.index,
+                            },
+                            len: 1,
+                            replicas: task.replicas.clone(),
+                        })
+                        .collect(),
+                );
+            }
+            next_job += 1;
+        }
+        let bg: Vec<&BackgroundRun> = background
+            .iter()
+            .filter(|b| b.worker == wid && b.start_ms <= t && t < b.end_ms)
+            .collect();
+        let slots = cluster.slots[w as usize];
+        let busy_n = running[w as usize].len() as u32 + bg.len() as u32;
+        view.set_free(wid, slots.saturating_sub(busy_n));
+        let busy: Vec<SlotBusy> = running[w as usize]
+            .iter()
+            .map(|s| SlotBusy {
+                elapsed_ms: t - s,
+                remaining_ms: None,
+            })
+            .chain(bg.iter().map(|b| SlotBusy {
+                elapsed_ms: t.saturating_sub(b.start_ms),
+                remaining_ms: Some(b.end_ms - t),
+            }))
+            .collect();
+        view.set_busy(wid, t, busy);
+        for a in offer(sched, t as Millis, wid, &mut view) {
+            let job = job_index[&a.task.job];
+            let (tw, src) = (a.worker.0 as usize, a.source.0 as usize);
+            let mut len = local_ms(job, a.task.index);
+            running[tw].push(t);
+            last_progress = t;
+            if tw != src {
+                remote_in[tw] += 1;
+                remote_out[src] += 1;
+                match remote {
+                    RemoteModel::Static(cost) => {
+                        len += cost.extra_ms(remote_out[src] - 1, remote_in[tw] - 1);
+                    }
+                    RemoteModel::FairShare { transfer_ms } => {
+                        xfer_out[src] += 1;
+                        xfer_in[tw] += 1;
+                        transfers.push(Transfer {
+                            job: a.task.job,
+                            index: a.task.index,
+                            worker: tw as u32,
+                            source: src as u32,
+                            start: t,
+                            left: transfer_ms.max(0.0),
+                            then_ms: len,
+                        });
+                        continue;
+                    }
+                }
+            }
+            ends.push(Reverse((
+                t + len,
+                tw as u32,
+                a.task.job,
+                a.task.index,
+                src as u32,
+                t,
+            )));
+        }
+        let waiting = next_job < order.len() || view.pending_total() > 0;
+        let idle = ends.is_empty() && transfers.is_empty();
+        if waiting && idle && t.saturating_sub(last_progress) > give_up_ms {
+            return Err(SimError {
+                policy: sched.name(),
+                unassigned: total - finished,
+                tasks: total,
+                at: t as f64 / 1000.0,
+            });
+        }
+    }
+    runs.sort_by_key(|r| (r.start_ms, r.task.job, r.task.index));
+    Ok(ReplayOutcome {
+        jobs: jobs
+            .iter()
+            .zip(&done_at)
+            .map(|(j, d)| (j.id, j.arrival_ms, d.unwrap_or(j.arrival_ms)))
+            .collect(),
+        runs,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,183 @@
+use super::*;
+use crate::policy::build;
+
+fn w(i: u32) -> WorkerId {
+    WorkerId(i)
+}
+
+fn job(id: u32, arrival_ms: u64, tasks: &[(u32, u64)]) -> ReplayJob {
+    ReplayJob {
+        id: JobId(id),
+        arrival_ms,
+        tasks: tasks
+            .iter()
+            .enumerate()
+            .map(|(i, &(holder, ms))| ReplayTask {
+                index: i as u32,
+                replicas: vec![w(holder)],
+                local_ms: ms,
+            })
+            .collect(),
+    }
+}
+
+fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster {
+    ReplayCluster {
+        slots: slots.to_vec(),
+        heartbeat_ms,
+        phase_ms: vec![0; slots.len()],
+        period_ms: Vec::new(),
+        out_of_band,
+    }
+}
+
+fn run(
+    c: &ReplayCluster,
+    jobs: &[ReplayJob],
+    bg: &[BackgroundRun],
+    cost: RemoteCost,
+) -> ReplayOutcome {
+    run_with(c, jobs, bg, RemoteModel::Static(cost))
+}
+
+fn run_with(
+    c: &ReplayCluster,
+    jobs: &[ReplayJob],
+    bg: &[BackgroundRun],
+    remote: RemoteModel,
+) -> ReplayOutcome {
+    let mut s = build(&"hadoop".parse().unwrap(), 1);
+    replay(s.as_mut(), c, jobs, bg, remote, 60_000).unwrap()
+}
+
+#[test]
+fn slots_free_up_at_heartbeats_unless_out_of_band() {
+    let jobs = [job(1, 0, &[(0, 1_000), (0, 1_000)])];
+    // One slot, heartbeats every 1.5 s: the second task waits for 1.5 s.
+    let o = run(
+        &cluster(&[1], 1_500, false),
+        &jobs,
+        &[],
+        RemoteCost::default(),
+    );
+    let starts: Vec<u64> = o.runs.iter().map(|r| r.start_ms).collect();
+    assert_eq!(starts, [0, 1_500]);
+    assert_eq!(o.jobs, [(JobId(1), 0, 2_500)]);
+    // Out-of-band: it starts when the first ends.
+    let o = run(
+        &cluster(&[1], 1_500, true),
+        &jobs,
+        &[],
+        RemoteCost::default(),
+    );
+    assert_eq!(o.jobs, [(JobId(1), 0, 2_000)]);
+    assert!((o.mean_jct_s() - 2.0).abs() < 1e-9);
+    // A measured period of 1.6 s: the second starts at 1.6 s.
+    let mut c = cluster(&[1], 1_500, false);
+    c.period_ms = vec![1_600.0];
+    let o = run(&c, &jobs, &[], RemoteCost::default());
+    assert_eq!(o.runs[1].start_ms, 1_600);
+}
+
+#[test]
+fn jobs_wait_for_their_arrival_and_background_holds_slots() {
+    // The slot is held by a background process until 3.05 s; the job
+    // arrives at 0.2 s: its task starts at the first heartbeat after both.
+    let bg = [BackgroundRun {
+        worker: w(0),
+        start_ms: 0,
+        end_ms: 3_050,
+    }];
+    let jobs = [job(1, 200, &[(0, 1_000)])];
+    let o = run(
+        &cluster(&[1], 100, false),
+        &jobs,
+        &bg,
+        RemoteCost::default(),
+    );
+    assert_eq!(o.runs[0].start_ms, 3_100);
+    assert!((o.makespan_s() - 4.1).abs() < 1e-9, "{o:?}");
+}
+
+#[test]
+fn remote_reads_cost_more_with_others_on_the_source_and_reader() {
+    // Worker 1 holds every block but is busy; worker 0 (2 slots) reads both.
+    let bg = [BackgroundRun {
+        worker: w(1),
+        start_ms: 0,
+        end_ms: 100_000,
+    }];
+    let jobs = [job(1, 0, &[(1, 1_000), (1, 1_000)])];
+    let cost = RemoteCost {
+        base_ms: 500.0,
+        per_source_ms: 300.0,
+        per_reader_ms: 100.0,
+    };
+    let o = run(&cluster(&[2, 1], 100, false), &jobs, &bg, cost);
+    assert!(o.runs.iter().all(|r| r.is_remote() && r.worker == w(0)));
+    let lens: Vec<u64> = o.runs.iter().map(|r| r.end_ms - r.start_ms).collect();
+    // The first alone; the second with one read on its source and reader.
+    assert_eq!(lens, [1_500, 1_900]);
+    assert_eq!(o.remote_tasks(), 2);
+    assert_eq!(cost.extra_ms(0, 0), 500);
+    let cheap = RemoteCost {
+        base_ms: -900.0,
+        ..cost
+    };
+    assert_eq!(cheap.extra_ms(1, 0), 0, "never negative");
+}
+
+#[test]
+fn a_policy_that_never_launches_is_reported() {
+    // Strict locality with the only holder fully busy for ever.
+    let bg = [BackgroundRun {
+        worker: w(1),
+        start_ms: 0,
+        end_ms: u64::MAX,
+    }];
+    let jobs = [job(1, 0, &[(1, 1_000)])];
+    let mut s = build(&"fifo-s".parse().unwrap(), 1);
+    let remote = RemoteModel::Static(RemoteCost::default());
+    let e = replay(
+        s.as_mut(),
+        &cluster(&[1, 1], 100, false),
+        &jobs,
+        &bg,
+        remote,
+        5_000,
+    )
+    .unwrap_err();
+    assert_eq!((e.unassigned, e.tasks), (1, 1));
+}
+
+#[test]
+fn fair_share_transfers_slow_each_other_while_they_overlap() {
+    // Worker 2 holds every block and is busy; workers 0 and 1 (2 slots
+    // each) read from it. A transfer takes 1 s alone.
+    let bg = [BackgroundRun {
+        worker: w(2),
+        start_ms: 0,
+        end_ms: 100_000,
+    }];
+    let remote = RemoteModel::FairShare {
+        transfer_ms: 1_000.0,
+    };
+    // One task: 1 s of transfer, then 0.5 s of its own.
+    let one = [job(1, 0, &[(2, 500)])];
+    let o = run_with(&cluster(&[2, 2, 1], 100, false), &one, &bg, remote);
+    assert_eq!((o.runs[0].start_ms, o.runs[0].end_ms), (0, 1_500));
+    // Two at once on worker 0: they share the source's uplink (2 s each).
+    let two = [job(1, 0, &[(2, 500), (2, 500)])];
+    let o = run_with(&cluster(&[2, 2, 1], 100, false), &two, &bg, remote);
+    let ends: Vec<u64> = o.runs.iter().map(|r| r.end_ms).collect();
+    assert_eq!(ends, [2_500, 2_500]);
+    // One starts at 0, the other at 0.5 s (worker 1's first heartbeat):
+    // the first runs alone 0.5 s, both share for 1 s, then the second ends
+    // its last 0.5 s alone.
+    let mut c = cluster(&[1, 1, 1], 100, false);
+    c.phase_ms = vec![0, 500, 0];
+    c.heartbeat_ms = 5_000;
+    let o = run_with(&c, &two, &bg, remote);
+    let spans: Vec<(u64, u64)> = o.runs.iter().map(|r| (r.start_ms, r.end_ms)).collect();
+    assert_eq!(spans, [(0, 2_000), (500, 2_500)]);
+}
