@@ -43,6 +43,10 @@ pub struct ClusterSection {
     /// Replicas per block, on distinct workers.
     #[serde(default = "defaults::replication")]
     pub replication: u32,
+    /// Replicas of every job output block (the reducer's copy first);
+    /// absent = `replication`. HDFS sets it per file; here per cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_replication: Option<u32>,
     /// Interval between worker heartbeats, in milliseconds.
     #[serde(default = "defaults::heartbeat_ms")]
     pub heartbeat_ms: u64,
@@ -336,6 +340,17 @@ impl ClusterConfig {
                 ),
             ));
         }
+        if let Some(r) = c.output_replication {
+            if r == 0 || r as usize > map_workers + 1 {
+                return Err(self.invalid(
+                    "cluster.output_replication",
+                    format!(
+                        "must be 1..={} (the reducer and the workers that hold data) (got {r})",
+                        map_workers + 1
+                    ),
+                ));
+            }
+        }
         check_slots(self, "workers.slots", self.workers.slots)?;
         check_rate(self, "workers.nic_mbps", self.workers.nic_mbps)?;
         check_rate(self, "workers.slot_rate_mbs", self.workers.slot_rate_mbs)?;
@@ -623,6 +638,17 @@ nic_mbps = 100
         let e =
             parse(&GOOD.replace("[[worker]]\n", "[[worker]]\nrole = \"mapper\"\n")).unwrap_err();
         assert!(e.contains("mapper"), "{e}");
+    }
+
+    #[test]
+    fn output_replication_is_checked_and_defaults_to_replication() {
+        let c = parse(&GOOD.replace("replication = 2", "replication = 2\noutput_replication = 1"))
+            .unwrap();
+        assert_eq!(c.cluster.output_replication, Some(1));
+        assert_eq!(parse(GOOD).unwrap().cluster.output_replication, None);
+        let e = parse(&GOOD.replace("replication = 2", "replication = 2\noutput_replication = 0"))
+            .unwrap_err();
+        assert!(e.contains("cluster.output_replication"), "{e}");
     }
 
     #[test]

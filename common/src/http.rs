@@ -92,3 +92,76 @@ pub async fn require_token(State(token): State<Token>, req: Request, next: Next)
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
+
+/// How long a server waits on a client before it closes the connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerTimeouts {
+    /// For a request's whole header, and for the next request on an idle
+    /// keep-alive connection (a client that opens a connection and sends
+    /// nothing, or half a header, is cut off after this).
+    pub header: std::time::Duration,
+    /// Between two pieces of a request body (a client that stops sending
+    /// in the middle of an upload is cut off after this; the handler sees
+    /// a body error and keeps nothing).
+    pub body_idle: std::time::Duration,
+}
+
+impl ServerTimeouts {
+    /// 30 s each: far above any pause a paced transfer makes, and above the
+    /// clients' idle pool time (`CLIENT_POOL_IDLE`), so a pooled connection
+    /// is never reused just as the server closes it.
+    pub const DEFAULT: ServerTimeouts = ServerTimeouts {
+        header: std::time::Duration::from_secs(30),
+        body_idle: std::time::Duration::from_secs(30),
+    };
+}
+
+impl Default for ServerTimeouts {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// How long the clients keep an idle pooled connection: well under
+/// [`ServerTimeouts::DEFAULT`]'s header timeout.
+pub const CLIENT_POOL_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Serves `app` on `listener` until the task is dropped, with `timeouts`
+/// (axum::serve has none: a client could hold a connection and a task for
+/// ever). One task per connection, HTTP/1.1.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    timeouts: ServerTimeouts,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+        timeouts.body_idle,
+    ));
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            // Out of file descriptors and the like: wait, then go on.
+            Err(e) => {
+                tracing::warn!(error = %e, "accepting a connection failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        tokio::spawn(async move {
+            // HTTP/1.1 only: the version sniffing of an automatic builder
+            // would wait for a silent client's first bytes without a timer.
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(timeouts.header);
+            // Errors here are the client's (timeouts, resets): the
+            // connection is closed and nothing else is affected.
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}

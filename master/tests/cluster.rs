@@ -559,3 +559,95 @@ async fn a_large_block_report_registers() {
     assert_eq!(f.blocks, n);
     assert!(f.complete);
 }
+
+/// A client that opens a connection and sends half a header, sends nothing,
+/// or stops in the middle of an upload is cut off after the server's
+/// timeouts (a stopped peer costs a bounded wait, never a task held for
+/// ever), and the half upload leaves no block behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_clients_are_cut_off_and_half_uploads_leave_nothing() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let short = common::http::ServerTimeouts {
+        header: std::time::Duration::from_millis(500),
+        body_idle: std::time::Duration::from_millis(500),
+    };
+    let c = support::start_cluster_with(dir.path(), TOKEN, 1, &[None], 50, |o| {
+        o.http_timeouts = short
+    })
+    .await;
+    let addr = c.workers[0].addr;
+    // Reads until the server closes the connection; what it sent, if any.
+    // Ten seconds is far beyond the timeouts and far below never.
+    async fn closed_by_server(s: &mut tokio::net::TcpStream) -> String {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        let deadline = std::time::Duration::from_secs(10);
+        loop {
+            match tokio::time::timeout(deadline, s.read(&mut buf)).await {
+                Err(_) => panic!("the server kept a silent connection open: {got:?}"),
+                Ok(Ok(0)) | Ok(Err(_)) => return String::from_utf8_lossy(&got).into(),
+                Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+    }
+    // Half a header.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /status HTTP/1.1\r\nHost: w0\r\n")
+        .await
+        .unwrap();
+    closed_by_server(&mut s).await;
+    // Nothing at all.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    closed_by_server(&mut s).await;
+    // A whole request, then an idle keep-alive connection: answered, then closed.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let req = format!("GET /status HTTP/1.1\r\nHost: w0\r\nAuthorization: Bearer {TOKEN}\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    assert!(closed_by_server(&mut s).await.starts_with("HTTP/1.1 200"));
+    // An upload that stops after 1000 of its 1 MiB.
+    let id = common::BlockId::for_file("half", 0).unwrap();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "PUT /blocks/{id} HTTP/1.1\r\nHost: w0\r\nAuthorization: Bearer {TOKEN}\r\n\
+         {}: {}\r\n{}: half\r\n{}: 0\r\n{}: 1\r\nContent-Length: 1048576\r\n\r\n",
+        common::wire::BLOCK_DIGEST_HEADER,
+        "0".repeat(64),
+        common::wire::BLOCK_FILE_HEADER,
+        common::wire::BLOCK_INDEX_HEADER,
+        common::wire::BLOCK_FILE_BLOCKS_HEADER,
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(&[b'x'; 1000]).await.unwrap();
+    closed_by_server(&mut s).await;
+    // Nothing of it is stored or listed, and the worker still answers.
+    let blocks = c
+        .client
+        .http()
+        .get(format!("http://{addr}/blocks"))
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .send()
+        .await
+        .unwrap();
+    assert!(blocks.status().is_success());
+    assert!(!blocks.text().await.unwrap().contains("half"));
+    let files: Vec<String> = walk(dir.path())
+        .into_iter()
+        .filter(|p| p.contains("half"))
+        .collect();
+    assert!(files.is_empty(), "{files:?}");
+}
+
+/// Every file under `dir`, as strings.
+fn walk(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p.display().to_string());
+        }
+    }
+    out
+}

@@ -50,6 +50,8 @@ pub struct WorkerOptions {
     pub background: Option<(common::config::BackgroundConfig, u64)>,
     /// Block scanner rate, bytes/s; `None` = off.
     pub scrub_bytes_per_sec: Option<f64>,
+    /// When the HTTP server gives up on a silent client.
+    pub http_timeouts: common::http::ServerTimeouts,
 }
 
 impl WorkerOptions {
@@ -83,6 +85,7 @@ impl WorkerOptions {
                 .clone()
                 .map(|b| (b, background::worker_seed(cfg.cluster.seed, &w.name))),
             scrub_bytes_per_sec: cfg.workers.scrub_mbps.map(|r| r * 1e6),
+            http_timeouts: Default::default(),
         })
     }
 }
@@ -242,6 +245,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             .tcp_nodelay(true)
             .connect_timeout(PEER_CONNECT_TIMEOUT)
             .read_timeout(PEER_READ_TIMEOUT)
+            .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
             .build()
             .expect("HTTP client builds"),
         heartbeat_now: Notify::new(),
@@ -251,8 +255,9 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         timeline: Default::default(),
     });
     let app = http::router(ctx.clone());
+    let http_timeouts = opts.http_timeouts;
     let server = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
+        if let Err(e) = common::http::serve(listener, app, http_timeouts).await {
             tracing::error!(error = %e, "worker HTTP server stopped");
         }
     });

@@ -202,7 +202,8 @@ type Sample = (f64, f64, f64);
 /// With `hold_out`, each scheduler's runs are predicted by a model fitted
 /// on the other schedulers' runs only.
 pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
-    let started = common::unix_ms();
+    // The commit and tree state of the code that runs, taken now.
+    let mut prov = Provenance::capture(common::unix_ms());
     let results = ResultsDir::open(dir);
     let meta = results.read_meta()?;
     let text = meta["spec_text"]
@@ -407,7 +408,6 @@ pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
         &predictions,
         &order,
     ))?;
-    let mut prov = Provenance::capture(started);
     prov.finish();
     cal.write_meta(&serde_json::json!({
         "calibrated_on": dir.display().to_string(),

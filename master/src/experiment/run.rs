@@ -363,6 +363,7 @@ impl RunEnv<'_> {
                 data_dir: self.work.join("data"),
                 seed: self.seed,
                 reduce_placement: reduces,
+                output_replication: c.output_replication,
             },
             master: MasterSection {
                 listen: addr(0),

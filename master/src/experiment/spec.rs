@@ -87,6 +87,10 @@ pub struct ClusterSpec {
     #[serde(default)]
     pub disk_mbs: Option<f64>,
     pub replication: u32,
+    /// Replicas of job output (cluster.toml's `output_replication`);
+    /// absent = each point's `replication`.
+    #[serde(default)]
+    pub output_replication: Option<u32>,
     #[serde(default = "default_heartbeat")]
     pub heartbeat_ms: u64,
     /// Workers also heartbeat at once when a task ends (cluster.toml's
@@ -310,6 +314,17 @@ impl Spec {
                     c.replication
                 ),
             ));
+        }
+        if let Some(r) = c.output_replication {
+            if r == 0 || r > map_workers + 1 {
+                return Err(bad(
+                    "cluster.output_replication",
+                    format!(
+                        "must be 1..={}, the reducer and the workers holding data (got {r})",
+                        map_workers + 1
+                    ),
+                ));
+            }
         }
         let mix = !self.jobs.mix.is_empty();
         if mix {

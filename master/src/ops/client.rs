@@ -32,6 +32,7 @@ impl MasterClient {
             http: reqwest::Client::builder()
                 .tcp_nodelay(true)
                 .connect_timeout(std::time::Duration::from_secs(5))
+                .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
                 .build()
                 .expect("HTTP client builds"),
         }

@@ -17,7 +17,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use common::http::{require_token, ApiError, ApiJson, Token};
+use common::http::{require_token, ApiError, ApiJson, ServerTimeouts, Token};
 use common::wire::{
     ClusterSummary, FileInfo, FileReplication, Heartbeat, HeartbeatReply, JobReport, JobSubmit,
     JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
@@ -246,6 +246,16 @@ pub async fn start(
     token: &str,
     settings: MasterSettings,
 ) -> anyhow::Result<MasterHandle> {
+    start_with(listen, token, settings, ServerTimeouts::DEFAULT).await
+}
+
+/// [`start`] with the HTTP server's timeouts (tests shorten them).
+pub async fn start_with(
+    listen: SocketAddr,
+    token: &str,
+    settings: MasterSettings,
+    timeouts: ServerTimeouts,
+) -> anyhow::Result<MasterHandle> {
     let heartbeat = Duration::from_millis(settings.heartbeat_ms);
     let journal_path = settings.journal.clone();
     let mut master = Master::new(settings);
@@ -267,7 +277,7 @@ pub async fn start(
     let addr = listener.local_addr()?;
     let app = router(state.clone(), token);
     let server = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
+        if let Err(e) = common::http::serve(listener, app, timeouts).await {
             tracing::error!(error = %e, "master HTTP server stopped");
         }
     });

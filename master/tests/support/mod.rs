@@ -96,6 +96,7 @@ pub async fn start_cluster_roles(
             disk_bytes_per_sec: None,
             background: None,
             scrub_bytes_per_sec: None,
+            http_timeouts: Default::default(),
         };
         tune(&mut opts);
         workers.push(worker::start(opts).await.unwrap());

@@ -59,7 +59,8 @@ pub struct MasterSettings {
     /// Where reduces run (`policy` resolves for the scheduler).
     pub reduce_placement: ReducePlacement,
     pub seed: u64,
-    /// Replicas of every reduce output block (capped by live workers).
+    /// Replicas of every reduce output block (`cluster.output_replication`,
+    /// else `cluster.replication`; capped by live workers).
     pub replication: u32,
     pub workers: Vec<WorkerSettings>,
     /// The job journal's file; `None` = no journal (tests).
@@ -76,7 +77,10 @@ impl MasterSettings {
             scheduler: cfg.scheduler.clone(),
             reduce_placement: cfg.cluster.reduce_placement,
             seed: cfg.cluster.seed,
-            replication: cfg.cluster.replication,
+            replication: cfg
+                .cluster
+                .output_replication
+                .unwrap_or(cfg.cluster.replication),
             workers: cfg.worker_settings(),
             journal: Some(cfg.resolve(&cfg.master.journal)),
         }
