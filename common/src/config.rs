@@ -116,6 +116,11 @@ pub struct WorkerDefaults {
     /// round after round; absent = off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scrub_mbps: Option<f64>,
+    /// A worker with less than this many MB (10^6 bytes) free on its data
+    /// directory's disk asks for no new task (Hadoop's
+    /// `mapred.local.dir.minspacestart`); 0 = until writes fail.
+    #[serde(default = "defaults::min_free_mb")]
+    pub min_free_mb: u64,
 }
 
 impl Default for WorkerDefaults {
@@ -127,6 +132,7 @@ impl Default for WorkerDefaults {
             disk_mbs: None,
             role: Role::Both,
             scrub_mbps: None,
+            min_free_mb: defaults::min_free_mb(),
         }
     }
 }
@@ -213,6 +219,10 @@ pub struct WorkerEntry {
 
 mod defaults {
     use std::path::PathBuf;
+    pub fn min_free_mb() -> u64 {
+        64
+    }
+
     pub fn replication() -> u32 {
         3
     }

@@ -61,6 +61,9 @@ pub struct Heartbeat {
     /// estimates).
     #[serde(default)]
     pub busy: Vec<SlotBusy>,
+    /// Bytes free for this worker's data on its disk (statvfs), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_free_bytes: Option<u64>,
 }
 
 /// One busy slot in a heartbeat.
@@ -222,6 +225,12 @@ pub enum TaskOutcome {
     /// reduce without counting this attempt against it.
     FetchFailed {
         lost: Vec<LostOutput>,
+        error: String,
+    },
+    /// The worker's disk filled up (ENOSPC) while the attempt wrote its
+    /// output: it runs again elsewhere without counting, and the worker gets
+    /// no new task until it reports more free space than it had then.
+    NoSpace {
         error: String,
     },
 }

@@ -405,3 +405,130 @@ async fn a_restarted_master_keeps_its_jobs_and_never_reuses_an_id() {
     assert_eq!(c.to_string(), "job-3", "ids go on after a restart");
     assert_eq!(client.wait_job(c).await.unwrap().state, JobState::Succeeded);
 }
+
+/// A tmpfs mounted for a test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mounting a tmpfs at {}", at.display());
+        Tmpfs(at.to_owned())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// A worker whose disk fills up: the map (or reduce) that met ENOSPC is
+/// reported as "no space", runs again on another worker without counting
+/// against its task, the job succeeds with the coreutils output, the full
+/// worker gets no task and no replica until its disk has room again, and
+/// then it works again. Root (CI): w2's data directory is a real 6 MiB tmpfs,
+/// filled to 200 KiB. Elsewhere: w2 asks for no task at all because its
+/// `min_free_mb` is above any disk (Hadoop's minspacestart), and the jobs
+/// run on w1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_costs_the_attempt_not_the_job() {
+    let root = nix::unistd::Uid::effective().is_root();
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = local::write_loopback_config(
+        dir.path(),
+        TOKEN,
+        2,
+        "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nmax_task_attempts = 2\nseed = 7",
+        "slots = 2\nmin_free_mb = 0",
+    )
+    .unwrap();
+    let w2_dir = cfg.worker_data_dir("w2");
+    // Declared before the cluster: unmounted after it is stopped.
+    let _tmpfs = root.then(|| Tmpfs::mount(&w2_dir, "6m"));
+    let cfg = if root {
+        cfg
+    } else {
+        eprintln!("not root: no tmpfs; checking min_free_mb instead");
+        let text = std::fs::read_to_string(&cfg.path)
+            .unwrap()
+            .replace("min_free_mb = 0", "min_free_mb = 1000000000000");
+        std::fs::write(&cfg.path, text).unwrap();
+        ClusterConfig::load(&cfg.path).unwrap()
+    };
+    local::start_with(&cfg, bin).await.unwrap();
+    let c = Cluster {
+        client: MasterClient::new(cfg.master_url(), TOKEN),
+        cfg: cfg.clone(),
+        bin: bin.to_owned(),
+        _dir: dir,
+    };
+    let client = &c.client;
+    load(client, "recs", Generator::Records, 4, 512 << 10, 3).await;
+    let filler = w2_dir.join("filler");
+    if root {
+        // Leave 200 KiB: less than one map's output (512 KiB).
+        let free = {
+            let s = nix::sys::statvfs::statvfs(&w2_dir).unwrap();
+            s.blocks_available() as u64 * s.fragment_size() as u64
+        };
+        std::fs::write(&filler, vec![0u8; (free - (200 << 10)) as usize]).unwrap();
+    }
+    let mut job = JobSubmit::new(Workload::Sort, "recs");
+    job.reduces = Some(1);
+    job.output = Some("sorted".into());
+    let id = client.submit(&job).await.unwrap();
+    let r = client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    let failed: Vec<_> = r.attempts.iter().filter(|a| !a.ok).collect();
+    if root {
+        assert!(
+            !failed.is_empty() && failed.iter().all(|a| a.worker == "w2"),
+            "w2's attempts met the full disk: {:?}",
+            r.attempts
+        );
+        for a in &failed {
+            let e = a.error.as_deref().unwrap_or("");
+            assert!(e.contains("no space"), "{e}");
+        }
+    } else {
+        assert!(
+            r.attempts.iter().all(|a| a.worker == "w1"),
+            "{:?}",
+            r.attempts
+        );
+    }
+    let input = verify::read_file(client, "recs").await.unwrap();
+    let output = verify::read_file(client, "sorted").await.unwrap();
+    assert_eq!(output, verify::sort_reference(&input).unwrap());
+    // While full, w2 gets nothing, not even a map that writes nothing.
+    for _ in 0..3 {
+        let r = sink_ok(client, "recs").await;
+        assert!(
+            r.attempts.iter().all(|a| a.worker == "w1"),
+            "{:?}",
+            r.attempts
+        );
+    }
+    if !root {
+        return;
+    }
+    // Room again: w2 works again.
+    std::fs::remove_file(&filler).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = sink_ok(client, "recs").await;
+        if r.attempts.iter().any(|a| a.worker == "w2") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "w2 never got a task back");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -172,13 +172,16 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
             ..
         } => match read_and_map(ctx, &launch, block, *len, source, alternates, *reduces).await {
             Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
-            Err((local, remote, error)) => (local, remote, TaskOutcome::Failed { error }),
+            Err((local, remote, outcome)) => (local, remote, outcome),
         },
         LaunchTask::Reduce(r) => {
             match crate::shuffle::run_reduce(ctx, launch.attempt, launch.workload, r).await {
                 Ok((summary, local, remote)) => (local, remote, TaskOutcome::Reduced { summary }),
                 Err((local, remote, crate::shuffle::ReduceError::Failed(error))) => {
                     (local, remote, TaskOutcome::Failed { error })
+                }
+                Err((local, remote, crate::shuffle::ReduceError::NoSpace(error))) => {
+                    (local, remote, TaskOutcome::NoSpace { error })
                 }
                 Err((local, remote, crate::shuffle::ReduceError::FetchFailed { lost, error })) => {
                     (local, remote, TaskOutcome::FetchFailed { lost, error })
@@ -212,7 +215,10 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
     }
 }
 
-type ReadResult = Result<(u64, u64, MapSummary), (u64, u64, String)>;
+/// The bytes read locally and remotely, and the summary or the outcome
+/// that says why not (`Failed`, or `NoSpace` when the map output did not
+/// fit on the disk).
+type ReadResult = Result<(u64, u64, MapSummary), (u64, u64, TaskOutcome)>;
 
 async fn read_and_map(
     ctx: &Arc<WorkerCtx>,
@@ -228,17 +234,24 @@ async fn read_and_map(
     let shuffle_root = ctx.shuffle_root.clone();
     let attempt = launch.attempt;
     // The map runs, then writes its output for the reduces, off the runtime.
-    let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, String> {
+    let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, TaskOutcome> {
         let mut task = workload.map_task(reduces);
         while let Some(piece) = rx.blocking_recv() {
             task.consume(&piece);
         }
         let (mut summary, out) = task.finish();
         if let workloads::MapOutput::Invalid(e) = &out {
-            return Err(e.clone());
+            return Err(TaskOutcome::Failed { error: e.clone() });
         }
         summary.output_bytes = crate::shuffle::write_map_output(&shuffle_root, attempt, &out)
-            .map_err(|e| format!("writing map output: {e}"))?;
+            .map_err(|e| {
+                let error = format!("writing map output: {e}");
+                if e.kind() == std::io::ErrorKind::StorageFull {
+                    TaskOutcome::NoSpace { error }
+                } else {
+                    TaskOutcome::Failed { error }
+                }
+            })?;
         Ok(summary)
     });
     // The source the master chose, then the other replicas: a checksum
@@ -327,9 +340,15 @@ async fn read_and_map(
     drop(tx);
     // Short of the block after every source: the problems say why (a
     // short block without any is the length check's below).
-    let read: Result<(u64, u64), (u64, u64, String)> =
+    let read: Result<(u64, u64), (u64, u64, TaskOutcome)> =
         if local + remote != len && !problems.is_empty() {
-            Err((local, remote, problems.join("; ")))
+            Err((
+                local,
+                remote,
+                TaskOutcome::Failed {
+                    error: problems.join("; "),
+                },
+            ))
         } else {
             Ok((local, remote))
         };
@@ -339,15 +358,23 @@ async fn read_and_map(
         return Err((
             local,
             remote,
-            format!(
-                "block {block_id} has {} bytes, the master expected {len}",
-                local + remote,
-            ),
+            TaskOutcome::Failed {
+                error: format!(
+                    "block {block_id} has {} bytes, the master expected {len}",
+                    local + remote,
+                ),
+            },
         ));
     }
     match summary {
         Ok(Ok(s)) => Ok((local, remote, s)),
         Ok(Err(e)) => Err((local, remote, e)),
-        Err(e) => Err((local, remote, format!("map function panicked: {e}"))),
+        Err(e) => Err((
+            local,
+            remote,
+            TaskOutcome::Failed {
+                error: format!("map function panicked: {e}"),
+            },
+        )),
     }
 }

@@ -52,6 +52,9 @@ pub struct WorkerOptions {
     pub scrub_bytes_per_sec: Option<f64>,
     /// When the HTTP server gives up on a silent client.
     pub http_timeouts: common::http::ServerTimeouts,
+    /// With less than this free on the data directory's disk, the worker
+    /// asks for no new task (Hadoop's `mapred.local.dir.minspacestart`).
+    pub min_free_bytes: u64,
 }
 
 impl WorkerOptions {
@@ -86,6 +89,7 @@ impl WorkerOptions {
                 .map(|b| (b, background::worker_seed(cfg.cluster.seed, &w.name))),
             scrub_bytes_per_sec: cfg.workers.scrub_mbps.map(|r| r * 1e6),
             http_timeouts: Default::default(),
+            min_free_bytes: cfg.workers.min_free_mb * 1_000_000,
         })
     }
 }
@@ -100,6 +104,9 @@ pub struct WorkerCtx {
     pub heartbeat_ms: u64,
     pub out_of_band_heartbeat: bool,
     pub slot_rate_bytes: Option<f64>,
+    /// See `WorkerOptions::min_free_bytes`.
+    pub min_free_bytes: u64,
+    pub data_dir: std::path::PathBuf,
     pub store: Arc<store::BlockStore>,
     /// Map output for the reduces (see `shuffle`).
     pub shuffle_root: std::path::PathBuf,
@@ -121,6 +128,19 @@ pub struct WorkerCtx {
 }
 
 impl WorkerCtx {
+    /// Bytes an unprivileged writer may still use on the data directory's
+    /// file system (statvfs), if it can be asked.
+    pub fn disk_free(&self) -> Option<u64> {
+        let s = nix::sys::statvfs::statvfs(&self.data_dir).ok()?;
+        // fsblkcnt_t and c_ulong are u64 here but narrower on some targets.
+        #[allow(clippy::useless_conversion)]
+        let (blocks, size) = (
+            u64::from(s.blocks_available()),
+            u64::from(s.fragment_size()),
+        );
+        Some(blocks.saturating_mul(size))
+    }
+
     pub fn wake_heartbeat(&self) {
         self.heartbeat_now.notify_one();
     }
@@ -228,6 +248,8 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         name: opts.name.clone(),
         advertise: opts.advertise.unwrap_or_else(|| format!("http://{addr}")),
         slots: opts.slots,
+        min_free_bytes: opts.min_free_bytes,
+        data_dir: opts.data_dir.clone(),
         token: opts.token,
         master_url: opts.master_url,
         heartbeat_ms: opts.heartbeat_ms,

@@ -84,13 +84,17 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                     book.busy_report(),
                 )
             };
+            // Short of disk: ask for nothing new (running tasks go on).
+            let disk_free = ctx.disk_free();
+            let short = disk_free.is_some_and(|f| f < ctx.min_free_bytes);
             let hb = Heartbeat {
                 worker: id,
-                free_slots,
+                free_slots: if short { 0 } else { free_slots },
                 running,
                 blocks: (generation != reported_generation).then(|| ctx.store.list()),
                 results,
                 busy,
+                disk_free_bytes: disk_free,
             };
             match post::<_, HeartbeatReply>(&ctx, "/v1/workers/heartbeat", &hb).await {
                 Ok(reply) => {

@@ -228,6 +228,9 @@ pub(crate) async fn upload(
 pub enum ReduceError {
     /// Counts against the reduce's attempts.
     Failed(String),
+    /// The output block did not fit on this worker's disk: runs again
+    /// elsewhere without counting.
+    NoSpace(String),
     /// Map outputs could not be fetched: they run again, the reduce retries.
     FetchFailed {
         lost: Vec<LostOutput>,
@@ -357,10 +360,17 @@ pub async fn run_reduce(
             )
         })?
         .map_err(|e| {
+            let full = matches!(&e, crate::store::StoreError::Io { source, .. }
+                if source.kind() == std::io::ErrorKind::StorageFull);
+            let error = format!("storing output block: {e}");
             (
                 local,
                 remote,
-                ReduceError::Failed(format!("storing output block: {e}")),
+                if full {
+                    ReduceError::NoSpace(error)
+                } else {
+                    ReduceError::Failed(error)
+                },
             )
         })?;
     ctx.wake_heartbeat();

@@ -382,6 +382,7 @@ impl RunEnv<'_> {
                 role: common::config::Role::Both,
                 // Experiments measure schedulers: no scanner reads the disks.
                 scrub_mbps: None,
+                min_free_mb: common::config::WorkerDefaults::default().min_free_mb,
             },
             worker: (0..c.workers as usize)
                 .map(|i| WorkerEntry {

@@ -97,6 +97,7 @@ pub async fn start_cluster_roles(
             background: None,
             scrub_bytes_per_sec: None,
             http_timeouts: Default::default(),
+            min_free_bytes: 0,
         };
         tune(&mut opts);
         workers.push(worker::start(opts).await.unwrap());

@@ -182,6 +182,20 @@ impl Master {
                 tracing::debug!(attempt = %a, %reason, "attempt rejected by worker");
                 self.retry_unpenalised(a.task);
             }
+            TaskOutcome::NoSpace { error } => {
+                // The worker's disk, not the task: it runs again elsewhere,
+                // and the worker gets nothing new until it has more room.
+                let rec = self.record(a, ra, &r, Some(format!("no space: {error}")));
+                self.jobs
+                    .get_mut(&a.task.job)
+                    .expect("checked")
+                    .records
+                    .push(rec);
+                let w = &mut self.workers[worker.0 as usize];
+                w.full_at = Some(w.disk_free.unwrap_or(0));
+                tracing::warn!(attempt = %a, worker = %w.name, free = ?w.disk_free, %error, "worker's disk is full; no new tasks there until it has more room");
+                self.retry_unpenalised(a.task);
+            }
         }
     }
 

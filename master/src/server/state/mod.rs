@@ -105,6 +105,11 @@ struct WorkerState {
     forget: Vec<JobId>,
     /// Re-replication orders for this worker's next heartbeat reply.
     copy_out: Vec<common::wire::CopyOrder>,
+    /// Free bytes on its disk, as its last heartbeat said.
+    disk_free: Option<u64>,
+    /// An attempt there ran out of disk when it had this much free: it gets
+    /// no task and no replica until it reports more.
+    full_at: Option<u64>,
     drop_out: Vec<BlockId>,
     blocks: usize,
     free_slots: u32,
@@ -278,6 +283,8 @@ impl Master {
                 outbox: Vec::new(),
                 forget: Vec::new(),
                 copy_out: Vec::new(),
+                disk_free: None,
+                full_at: None,
                 drop_out: Vec::new(),
                 blocks: 0,
                 free_slots: 0,

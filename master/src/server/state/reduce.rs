@@ -26,7 +26,9 @@ impl Master {
             .map(WorkerId)
             .filter(|w| {
                 self.workers[w.0 as usize].alive
-                    && (*w == worker || self.settings.workers[w.0 as usize].role.runs_maps())
+                    && (*w == worker
+                        || (self.settings.workers[w.0 as usize].role.runs_maps()
+                            && self.workers[w.0 as usize].full_at.is_none()))
             })
             .collect();
         let replication = self.settings.replication.max(1) as usize;

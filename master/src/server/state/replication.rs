@@ -163,6 +163,8 @@ impl Master {
                             .iter()
                             .copied()
                             .filter(|w| !taken(*w) && inc(*w) < MAX_COPIES_PER_WORKER)
+                            // Not onto a disk that just ran out of room.
+                            .filter(|w| self.workers[w.0 as usize].full_at.is_none())
                             .min_by_key(|w| (inc(*w), self.workers[w.0 as usize].blocks, w.0))
                         else {
                             break;

@@ -80,6 +80,7 @@ fn hb(w: u32, free: u32, running: Vec<AttemptId>, results: Vec<TaskResult>) -> H
         running,
         blocks: None,
         results,
+        disk_free_bytes: None,
     }
 }
 

@@ -79,6 +79,13 @@ impl Master {
             w.last_seen = now;
             w.hb_seq += 1;
             w.free_slots = hb.free_slots;
+            w.disk_free = hb.disk_free_bytes;
+            if let (Some(at), Some(now_free)) = (w.full_at, w.disk_free) {
+                if now_free > at {
+                    tracing::info!(worker = %w.name, free = now_free, "worker's disk has room again");
+                    w.full_at = None;
+                }
+            }
             w.hb_seq
         };
         if let Some(blocks) = &hb.blocks {
@@ -108,8 +115,15 @@ impl Master {
             self.end_attempt(id, a, None);
         }
         let outbox = std::mem::take(&mut self.workers[id.0 as usize].outbox);
-        self.view
-            .set_free(id, hb.free_slots.saturating_sub(outbox.len() as u32));
+        let full = self.workers[id.0 as usize].full_at.is_some();
+        self.view.set_free(
+            id,
+            if full {
+                0
+            } else {
+                hb.free_slots.saturating_sub(outbox.len() as u32)
+            },
+        );
         self.view.set_busy(id, now, hb.busy);
         let mut launches = outbox;
         // Reduces first: they hold up their whole job.
