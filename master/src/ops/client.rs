@@ -38,6 +38,11 @@ impl MasterClient {
         }
     }
 
+    /// The master's base URL.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
     pub fn token(&self) -> &str {
         &self.token
     }
