@@ -147,7 +147,7 @@ fn every_toml_format_survives_mutations() {
                 tomlfile::parse::<SweepSpec>(t, p)
             })
         } else {
-            fuzz_toml(&mut rng, p, &text, 400, |t, p| Spec::parse(t, p))
+            fuzz_toml(&mut rng, p, &text, 400, Spec::parse)
         };
         eprintln!("{}: {ok} loaded, {bad} refused", p.display());
         assert!(bad > 0, "{}: {ok} loaded, {bad} refused", p.display());
