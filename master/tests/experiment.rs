@@ -322,4 +322,21 @@ replication = 2
     assert_eq!(reduces, 15);
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("3 x wordcount 1/1"), "{summary}");
+    // The calibrated simulator runs the reduce phase too: every job's
+    // reduces, on the reduce machines only, after the job's last map.
+    let cal = master::experiment::calibrate::calibrate(&out, false).unwrap();
+    let text = std::fs::read_to_string(cal.join("predicted-tasks.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let at = |name: &str| h.iter().position(|x| x == name).unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    let per_model = rows.len() / 3;
+    // 7 maps and 5 reduces a run, 3 runs.
+    assert_eq!(per_model, 3 * (7 + 5), "{rows:?}");
+    let reduces = rows.iter().filter(|r| &r[at("kind")] == "reduce").count();
+    assert_eq!(reduces, 3 * 3 * 5, "every model, run and reduce");
+    for r in &rows {
+        let on_reduce_machine = ["w4", "w5"].contains(&&r[at("worker")]);
+        assert_eq!(on_reduce_machine, &r[at("kind")] == "reduce", "{r:?}");
+    }
 }

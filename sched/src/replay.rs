@@ -17,17 +17,21 @@
 //!   source and on the same reader), or a transfer that shares the source's
 //!   uplink and the reader's downlink fairly with the other transfers for as
 //!   long as it lasts;
-//! - a job ends when its last task ends. Map-only: no reduce phase.
+//! - when a job's last map ends its reduces wait, and each heartbeat offers
+//!   the worker to the [`ReducePlacer`] before any map (as the master
+//!   does); a reduce lasts its given time; a job ends when its last task
+//!   (map, or reduce if it has any) ends.
 //!
 //! Launches a batch policy makes for another worker start at once (the
 //! master would hold them until that worker's next heartbeat).
 
+use crate::reduce::{offer_reduces, ReducePlacer};
 use crate::sim::SimError;
 use crate::view::{offer, ClusterView, Millis, PendingTask, Scheduler};
 use common::wire::SlotBusy;
 use common::{JobId, TaskRef, WorkerId};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
 /// The workers: slots, heartbeat cadence and phase.
 #[derive(Clone, Debug)]
@@ -42,6 +46,10 @@ pub struct ReplayCluster {
     pub period_ms: Vec<f64>,
     /// A worker also heartbeats when one of its tasks ends.
     pub out_of_band: bool,
+    /// Worker roles (EAS's dedicated machines); empty: every worker runs
+    /// both.
+    pub runs_maps: Vec<bool>,
+    pub runs_reduces: Vec<bool>,
 }
 
 #[derive(Clone, Debug)]
@@ -56,7 +64,14 @@ pub struct ReplayTask {
 pub struct ReplayJob {
     pub id: JobId,
     pub arrival_ms: u64,
+    /// The maps.
     pub tasks: Vec<ReplayTask>,
+    /// The reduces (their `replicas` are unused; `local_ms` is how long
+    /// each runs), waiting once every map has ended.
+    pub reduces: Vec<ReplayTask>,
+    /// Estimated input bytes of each reduce (the least-loaded placement's
+    /// load).
+    pub reduce_load: u64,
 }
 
 /// A background process holding one slot of `worker` over [start, end).
@@ -116,9 +131,11 @@ struct Transfer {
 pub struct TaskRun {
     pub task: TaskRef,
     pub worker: WorkerId,
+    /// Where a map read its block (the worker itself for a reduce).
     pub source: WorkerId,
     pub start_ms: u64,
     pub end_ms: u64,
+    pub reduce: bool,
 }
 
 impl TaskRun {
@@ -154,13 +171,15 @@ impl ReplayOutcome {
     }
 }
 
-/// A running task: (end, worker, job, index, source, start).
-type Ending = Reverse<(u64, u32, JobId, u32, u32, u64)>;
+/// A running task: (end, worker, job, index, source, start, reduce).
+type Ending = Reverse<(u64, u32, JobId, u32, u32, u64, bool)>;
 
 /// Runs `sched` over `jobs` on `cluster` with `background` and `remote`.
 /// Fails if `give_up_ms` pass with tasks waiting and nothing launched.
+#[allow(clippy::too_many_arguments)]
 pub fn replay(
     sched: &mut dyn Scheduler,
+    placer: &mut ReducePlacer,
     cluster: &ReplayCluster,
     jobs: &[ReplayJob],
     background: &[BackgroundRun],
@@ -171,12 +190,17 @@ pub fn replay(
     let hb = cluster.heartbeat_ms.max(1);
     let mut view = ClusterView::new();
     for (i, &s) in cluster.slots.iter().enumerate() {
-        view.upsert_worker(WorkerId(i as u32), s);
+        let w = WorkerId(i as u32);
+        view.upsert_worker(w, s);
+        view.set_runs_maps(w, cluster.runs_maps.get(i).copied().unwrap_or(true));
+        view.set_runs_reduces(w, cluster.runs_reduces.get(i).copied().unwrap_or(true));
     }
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&j| (jobs[j].arrival_ms, j));
     let mut next_job = 0;
-    let mut left: std::collections::HashMap<JobId, (usize, usize)> = Default::default();
+    // Per job: its index, maps left, reduces left, maps run per worker.
+    let mut left: std::collections::HashMap<JobId, (usize, usize, usize, BTreeMap<WorkerId, u64>)> =
+        Default::default();
     let mut done_at: Vec<Option<u64>> = vec![None; jobs.len()];
     let local_ms = |job: usize, index: u32| {
         jobs[job]
@@ -205,7 +229,7 @@ pub fn replay(
     let mut remote_in = vec![0u32; n];
     let mut remote_out = vec![0u32; n];
     let mut runs: Vec<TaskRun> = Vec::new();
-    let total: usize = jobs.iter().map(|j| j.tasks.len()).sum();
+    let total: usize = jobs.iter().map(|j| j.tasks.len() + j.reduces.len()).sum();
     let mut finished = 0usize;
     let mut last_progress = 0u64;
     let job_index: std::collections::HashMap<JobId, usize> =
@@ -247,6 +271,7 @@ pub fn replay(
                         x.index,
                         x.source,
                         x.start,
+                        false,
                     )));
                 } else {
                     i += 1;
@@ -257,15 +282,21 @@ pub fn replay(
         // A task end comes first (ties: before the heartbeat, which then
         // sees the slot free).
         if let Some(t_end) = next_end.filter(|e| *e <= t_beat) {
-            let Reverse((end, w, job, index, src, start)) = ends.pop().expect("peeked");
+            let Reverse((end, w, job, index, src, start, reduce)) = ends.pop().expect("peeked");
+            let task = TaskRef { job, index };
             runs.push(TaskRun {
-                task: TaskRef { job, index },
+                task,
                 worker: WorkerId(w),
                 source: WorkerId(src),
                 start_ms: start,
                 end_ms: end,
+                reduce,
             });
-            view.task_ended(job, WorkerId(w), w != src);
+            if reduce {
+                view.reduce_ended(task, WorkerId(w));
+            } else {
+                view.task_ended(job, WorkerId(w), w != src);
+            }
             if let Some(p) = running[w as usize].iter().position(|s| *s == start) {
                 running[w as usize].swap_remove(p);
             }
@@ -276,8 +307,23 @@ pub fn replay(
             finished += 1;
             last_progress = end;
             let e = left.get_mut(&job).expect("running job");
-            e.1 -= 1;
-            if e.1 == 0 {
+            if reduce {
+                e.2 -= 1;
+            } else {
+                e.1 -= 1;
+                *e.3.entry(WorkerId(w)).or_default() += 1;
+                if e.1 == 0 && e.2 > 0 {
+                    // The reduces wait; map output counted one unit a map.
+                    let j = &jobs[e.0];
+                    view.add_reduces(
+                        job,
+                        j.reduces.iter().map(|r| r.index),
+                        j.reduce_load,
+                        std::mem::take(&mut e.3),
+                    );
+                }
+            }
+            if e.1 == 0 && e.2 == 0 {
                 done_at[e.0] = Some(end);
                 view.remove_job(job);
             }
@@ -294,9 +340,19 @@ pub fn replay(
         }
         while next_job < order.len() && jobs[order[next_job]].arrival_ms <= t {
             let j = &jobs[order[next_job]];
-            left.insert(j.id, (order[next_job], j.tasks.len()));
+            left.insert(
+                j.id,
+                (
+                    order[next_job],
+                    j.tasks.len(),
+                    j.reduces.len(),
+                    BTreeMap::new(),
+                ),
+            );
             if j.tasks.is_empty() {
+                // No map, so no reduce either: done on arrival.
                 done_at[order[next_job]] = Some(j.arrival_ms);
+                finished += j.reduces.len();
             } else {
                 view.add_job(
                     j.id,
@@ -336,6 +392,17 @@ pub fn replay(
             }))
             .collect();
         view.set_busy(wid, t, busy);
+        // Waiting reduces first, as the master offers them.
+        for task in offer_reduces(placer, t as Millis, wid, &mut view) {
+            let len = jobs[job_index[&task.job]]
+                .reduces
+                .iter()
+                .find(|r| r.index == task.index)
+                .map_or(0, |r| r.local_ms);
+            running[w as usize].push(t);
+            ends.push(Reverse((t + len, w, task.job, task.index, w, t, true)));
+            last_progress = t;
+        }
         for a in offer(sched, t as Millis, wid, &mut view) {
             let job = job_index[&a.task.job];
             let (tw, src) = (a.worker.0 as usize, a.source.0 as usize);
@@ -372,6 +439,7 @@ pub fn replay(
                 a.task.index,
                 src as u32,
                 t,
+                false,
             )));
         }
         let waiting = next_job < order.len() || view.pending_total() > 0;

@@ -2,8 +2,7 @@
 //! real run of the experiment runner, and its predictions set against what
 //! was measured.
 //!
-//! From DIR's `tasks.csv`, `background.csv` and `runs.csv` (map-only jobs),
-//! per point:
+//! From DIR's `tasks.csv`, `background.csv` and `runs.csv`, per point:
 //! - a data-local map lasts its compute time (drawn from the run's seed
 //!   exactly as the runner drew it) plus an overhead (reading, checking,
 //!   pacing) drawn from the measured local overheads of that point;
@@ -12,6 +11,8 @@
 //!   the same reader, when it starts), fitted by least squares over the
 //!   point's remote attempts; and, as the papers model it, the same with
 //!   the cost charged at the reader only (`per_source = 0`);
+//! - a reduce lasts `base + per_mb * its input MB`, least squares over the
+//!   point's reduces; it is placed by the run's reduce placement;
 //! - each run's heartbeat phases (the circular mean of its workers'
 //!   launches modulo the interval), its background processes (as measured)
 //!   and its jobs' arrivals; block replicas are the workers that served or
@@ -60,7 +61,14 @@ pub struct PointModel {
     pub cost_reader_only: Cost,
     /// Fair-share transfers: a block read alone takes this long (ms).
     pub transfer_ms: f64,
+    /// Reduces: base + per MB of input (ms), fitted on this many.
+    pub reduce_attempts: usize,
+    pub reduce_base_ms: f64,
+    pub reduce_ms_per_mb: f64,
 }
+
+/// One run's successful map and reduce attempts, and its seed.
+type RunRows<'a> = (&'a [&'a TaskRow], &'a [&'a TaskRow], u64);
 
 impl PointModel {
     /// The remote-read models every run is simulated under, by name.
@@ -125,6 +133,8 @@ pub struct PredictedTask {
     pub model: String,
     pub job: String,
     pub task: u32,
+    /// `map` or `reduce`.
+    pub kind: String,
     pub worker: String,
     pub source: String,
     pub start_s: f64,
@@ -136,6 +146,7 @@ struct Setup<'a> {
     key: &'a (String, String, u32),
     run: &'a RunRecord,
     config: &'a common::config::SchedulerConfig,
+    reduces: common::policy::ReducePlacement,
     cluster: ReplayCluster,
     bg: Vec<BackgroundRun>,
 }
@@ -213,15 +224,6 @@ pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
     let spec = Spec::parse(text, Path::new(file))?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(Path::new(file)))?;
     let points = spec.points().map_err(|e| e.in_file(Path::new(file)))?;
-    let has_reduces = spec.jobs.mix.iter().any(|c| c.reduces.unwrap_or(0) > 0)
-        || spec.jobs.reduces.unwrap_or(0) > 0;
-    if has_reduces || spec.cluster.reduce_workers > 0 {
-        anyhow::bail!(
-            "{}: calibration models map-only jobs (sched::replay has no reduce phase); \
-             this spec's jobs have reduces",
-            dir.display()
-        );
-    }
     let runs: Vec<RunRecord> = results.read_runs()?;
     let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv"))?;
     let background: Vec<BackgroundRow> = read_csv(&dir.join("background.csv"))?;
@@ -230,12 +232,29 @@ pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
         .map(|r| ((r.point.clone(), r.scheduler.clone(), r.rep), r.seed))
         .collect();
     let mut by_run: BTreeMap<(String, String, u32), Vec<&TaskRow>> = BTreeMap::new();
-    for t in tasks.iter().filter(|t| t.kind == "map" && t.ok) {
-        by_run
-            .entry((t.point.clone(), t.scheduler.clone(), t.rep))
-            .or_default()
-            .push(t);
+    let mut reduces_by_run: BTreeMap<(String, String, u32), Vec<&TaskRow>> = BTreeMap::new();
+    for t in tasks.iter().filter(|t| t.ok) {
+        let key = (t.point.clone(), t.scheduler.clone(), t.rep);
+        match t.kind.as_str() {
+            "map" => by_run.entry(key).or_default().push(t),
+            _ => reduces_by_run.entry(key).or_default().push(t),
+        }
     }
+    let no_reduces: Vec<&TaskRow> = Vec::new();
+    let reduces_of = |k: &(String, String, u32)| -> &[&TaskRow] {
+        reduces_by_run
+            .get(k)
+            .map_or(&no_reduces[..], |v| v.as_slice())
+    };
+    // Worker roles: the last `reduce_workers` run reduces only.
+    let workers = spec.cluster.workers as usize;
+    let dedicated = spec.cluster.reduce_workers as usize;
+    let runs_reduces: Vec<bool> = (0..workers)
+        .map(|i| dedicated == 0 || i >= workers - dedicated)
+        .collect();
+    let runs_maps: Vec<bool> = (0..workers)
+        .map(|i| dedicated == 0 || i < workers - dedicated)
+        .collect();
     let mut bg_by_run: BTreeMap<(String, String, u32), Vec<&BackgroundRow>> = BTreeMap::new();
     for b in &background {
         bg_by_run
@@ -308,36 +327,57 @@ pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
                     })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let beats = heartbeats(&by_run[*k], spec.cluster.workers, p.heartbeat_ms)?;
+            let launched: Vec<&TaskRow> = by_run[*k].iter().chain(reduces_of(k)).copied().collect();
+            let beats = heartbeats(&launched, spec.cluster.workers, p.heartbeat_ms)?;
             setups.push(Setup {
                 key: k,
                 run,
                 config: &named.config,
+                reduces: named.reduces,
                 cluster: ReplayCluster {
-                    slots: vec![spec.cluster.slots; spec.cluster.workers as usize],
+                    slots: vec![spec.cluster.slots; workers],
                     heartbeat_ms: p.heartbeat_ms,
                     phase_ms: beats.0,
                     period_ms: beats.1,
                     out_of_band: p.out_of_band_heartbeat,
+                    runs_maps: runs_maps.clone(),
+                    runs_reduces: runs_reduces.clone(),
                 },
                 bg,
             });
         }
         let simulate = |s: &Setup, m: &PointModel, remote: RemoteModel| {
-            let jobs = replay_jobs(&by_run[s.key], s.run.seed, m, &replicas, &compute, &file_of)?;
+            let jobs = replay_jobs(
+                &by_run[s.key],
+                reduces_of(s.key),
+                s.run.seed,
+                m,
+                &replicas,
+                &compute,
+                &file_of,
+            )?;
             let mut sched = sched::build(s.config, s.run.seed);
-            let out = replay::replay(sched.as_mut(), &s.cluster, &jobs, &s.bg, remote, GIVE_UP_MS)
-                .with_context(|| format!("simulating {} {} rep {}", s.key.0, s.key.1, s.key.2))?;
+            let mut placer = sched::ReducePlacer::new(s.reduces, s.config);
+            let out = replay::replay(
+                sched.as_mut(),
+                &mut placer,
+                &s.cluster,
+                &jobs,
+                &s.bg,
+                remote,
+                GIVE_UP_MS,
+            )
+            .with_context(|| format!("simulating {} {} rep {}", s.key.0, s.key.1, s.key.2))?;
             anyhow::Ok((out, jobs))
         };
         // The model from the runs of `keep`'s schedulers.
         let fit_on = |keep: &dyn Fn(&str) -> bool| -> anyhow::Result<PointModel> {
-            let runs_used: Vec<(&[&TaskRow], u64)> = keys
+            let runs_used: Vec<RunRows> = keys
                 .iter()
                 .filter(|k| keep(&k.1))
                 .map(|k| {
                     let seed = seed_of.get(*k).copied().unwrap_or(spec.seed);
-                    (by_run[*k].as_slice(), seed)
+                    (by_run[*k].as_slice(), reduces_of(k), seed)
                 })
                 .collect();
             let mut m = fit_point(&p.label, &runs_used, &compute)?;
@@ -363,6 +403,7 @@ pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
                     model: label.into(),
                     job: r.task.job.to_string(),
                     task: r.task.index,
+                    kind: if r.reduce { "reduce" } else { "map" }.into(),
                     worker: format!("w{}", r.worker.0 + 1),
                     source: format!("w{}", r.source.0 + 1),
                     start_s: r.start_ms as f64 / 1000.0,
@@ -423,11 +464,11 @@ pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
 /// the local overheads, then the remote extra by least squares.
 fn fit_point(
     point: &str,
-    runs: &[(&[&TaskRow], u64)],
+    runs: &[RunRows],
     compute: &impl Fn(u64, &TaskRow) -> anyhow::Result<u64>,
 ) -> anyhow::Result<PointModel> {
     let mut overheads = Vec::new();
-    for (rows, seed) in runs {
+    for (rows, _, seed) in runs {
         for t in rows.iter().filter(|t| t.locality == "local") {
             let dur = ms(t.end_s - t.start_s);
             overheads.push(dur.saturating_sub(compute(*seed, t)?));
@@ -441,7 +482,7 @@ fn fit_point(
     // Remote attempts: the extra over a local run, and the remote reads
     // running from the same source and on the same reader when it starts.
     let mut samples: Vec<Sample> = Vec::new();
-    for (rows, seed) in runs {
+    for (rows, _, seed) in runs {
         let remote: Vec<&TaskRow> = rows
             .iter()
             .copied()
@@ -462,8 +503,24 @@ fn fit_point(
             samples.push((extra, n_src as f64, n_dst as f64));
         }
     }
+    // Reduces: time ~ base + per MB of input, least squares.
+    let reduce_samples: Vec<Sample> = runs
+        .iter()
+        .flat_map(|(_, reduces, _)| reduces.iter())
+        .map(|t| {
+            (
+                ms(t.end_s - t.start_s) as f64,
+                0.0,
+                t.input_bytes as f64 / 1e6,
+            )
+        })
+        .collect();
+    let reduce = fit(&reduce_samples, false);
     Ok(PointModel {
         point: point.into(),
+        reduce_attempts: reduce_samples.len(),
+        reduce_base_ms: reduce.base_ms,
+        reduce_ms_per_mb: reduce.per_reader_ms,
         local_attempts: overheads.len(),
         overhead_mean_ms: mean_overhead,
         overhead_p10_ms: overheads[overheads.len() / 10],
@@ -508,8 +565,10 @@ fn ms(s: f64) -> u64 {
 /// The run's jobs: arrivals as measured, each map's local time its compute
 /// plus an overhead drawn (by seed, job and task: the same for every
 /// scheduler of a repetition) from the point's distribution.
+#[allow(clippy::too_many_arguments)]
 fn replay_jobs(
     rows: &[&TaskRow],
+    reduces: &[&TaskRow],
     seed: u64,
     model: &PointModel,
     replicas: &BTreeMap<(u64, u64, u32), BTreeSet<WorkerId>>,
@@ -527,6 +586,8 @@ fn replay_jobs(
             id: JobId(id),
             arrival_ms: ms(t.arrival_s),
             tasks: Vec::new(),
+            reduces: Vec::new(),
+            reduce_load: 0,
         });
         if job.tasks.iter().any(|x| x.index == t.task) {
             continue; // another attempt of the same map
@@ -543,9 +604,33 @@ fn replay_jobs(
             local_ms: compute(seed, t)? + overhead,
         });
     }
+    // Each reduce lasts the fitted time for its measured input.
+    for t in reduces {
+        let Some(job) = t
+            .job
+            .strip_prefix("job-")
+            .and_then(|n| n.parse::<u32>().ok())
+            .and_then(|id| jobs.get_mut(&id))
+        else {
+            continue;
+        };
+        if job.reduces.iter().any(|x| x.index == t.task) {
+            continue;
+        }
+        let mb = t.input_bytes as f64 / 1e6;
+        let len = (model.reduce_base_ms + model.reduce_ms_per_mb * mb).max(0.0);
+        job.reduces.push(ReplayTask {
+            index: t.task,
+            replicas: Vec::new(),
+            local_ms: len.round() as u64,
+        });
+        job.reduce_load += t.input_bytes;
+    }
     let mut out: Vec<ReplayJob> = jobs.into_values().collect();
     for j in &mut out {
         j.tasks.sort_by_key(|t| t.index);
+        j.reduces.sort_by_key(|t| t.index);
+        j.reduce_load /= j.reduces.len().max(1) as u64;
     }
     Ok(out)
 }
@@ -710,10 +795,10 @@ fn summary(
             ""
         }
     );
-    s += "## Fitted models\n\n| point | local attempts | overhead mean (p10-p90) ms | remote attempts | remote extra mean ms | source+reader: base + src*n + dst*n ms (rmse) | reader-only: base + dst*n ms (rmse) | fair-share: transfer alone ms |\n|---|---|---|---|---|---|---|---|\n";
+    s += "## Fitted models\n\n| point | local attempts | overhead mean (p10-p90) ms | remote attempts | remote extra mean ms | source+reader: base + src*n + dst*n ms (rmse) | reader-only: base + dst*n ms (rmse) | fair-share: transfer alone ms | reduces: base + per MB ms (attempts) |\n|---|---|---|---|---|---|---|---|---|\n";
     for m in models {
         s += &format!(
-            "| {} | {} | {:.0} ({}-{}) | {} | {:.0} | {:.0} + {:.0} n_src + {:.0} n_dst ({:.0}) | {:.0} + {:.0} n_dst ({:.0}) | {:.0} |\n",
+            "| {} | {} | {:.0} ({}-{}) | {} | {:.0} | {:.0} + {:.0} n_src + {:.0} n_dst ({:.0}) | {:.0} + {:.0} n_dst ({:.0}) | {:.0} | {:.0} + {:.0}/MB ({}) |\n",
             m.point,
             m.local_attempts,
             m.overhead_mean_ms,
@@ -729,6 +814,9 @@ fn summary(
             m.cost_reader_only.per_reader_ms,
             m.cost_reader_only.rmse_ms,
             m.transfer_ms,
+            m.reduce_base_ms,
+            m.reduce_ms_per_mb,
+            m.reduce_attempts,
         );
     }
     let mut within = BTreeMap::<&str, (usize, usize)>::new();

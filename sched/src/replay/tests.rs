@@ -18,6 +18,8 @@ fn job(id: u32, arrival_ms: u64, tasks: &[(u32, u64)]) -> ReplayJob {
                 local_ms: ms,
             })
             .collect(),
+        reduces: Vec::new(),
+        reduce_load: 0,
     }
 }
 
@@ -28,6 +30,8 @@ fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster
         phase_ms: vec![0; slots.len()],
         period_ms: Vec::new(),
         out_of_band,
+        runs_maps: Vec::new(),
+        runs_reduces: Vec::new(),
     }
 }
 
@@ -46,8 +50,10 @@ fn run_with(
     bg: &[BackgroundRun],
     remote: RemoteModel,
 ) -> ReplayOutcome {
-    let mut s = build(&"hadoop".parse().unwrap(), 1);
-    replay(s.as_mut(), c, jobs, bg, remote, 60_000).unwrap()
+    let config: common::policy::SchedulerConfig = "hadoop".parse().unwrap();
+    let mut s = build(&config, 1);
+    let mut p = ReducePlacer::new(Default::default(), &config);
+    replay(s.as_mut(), &mut p, c, jobs, bg, remote, 60_000).unwrap()
 }
 
 #[test]
@@ -136,17 +142,12 @@ fn a_policy_that_never_launches_is_reported() {
         end_ms: u64::MAX,
     }];
     let jobs = [job(1, 0, &[(1, 1_000)])];
-    let mut s = build(&"fifo-s".parse().unwrap(), 1);
+    let config: common::policy::SchedulerConfig = "fifo-s".parse().unwrap();
+    let mut s = build(&config, 1);
+    let mut p = ReducePlacer::new(Default::default(), &config);
     let remote = RemoteModel::Static(RemoteCost::default());
-    let e = replay(
-        s.as_mut(),
-        &cluster(&[1, 1], 100, false),
-        &jobs,
-        &bg,
-        remote,
-        5_000,
-    )
-    .unwrap_err();
+    let c = cluster(&[1, 1], 100, false);
+    let e = replay(s.as_mut(), &mut p, &c, &jobs, &bg, remote, 5_000).unwrap_err();
     assert_eq!((e.unassigned, e.tasks), (1, 1));
 }
 
@@ -180,4 +181,37 @@ fn fair_share_transfers_slow_each_other_while_they_overlap() {
     let o = run_with(&c, &two, &bg, remote);
     let spans: Vec<(u64, u64)> = o.runs.iter().map(|r| (r.start_ms, r.end_ms)).collect();
     assert_eq!(spans, [(0, 2_000), (500, 2_500)]);
+}
+
+#[test]
+fn reduces_wait_for_the_maps_and_go_where_the_placer_says() {
+    // Two map machines, two reduce machines (1 slot each); a job of two
+    // maps (1 s) and two reduces (2 s).
+    let mut j = job(1, 0, &[(0, 1_000), (1, 1_000)]);
+    j.reduces = (2..4)
+        .map(|i| ReplayTask {
+            index: i,
+            replicas: Vec::new(),
+            local_ms: 2_000,
+        })
+        .collect();
+    j.reduce_load = 100;
+    let mut c = cluster(&[1, 1, 1, 1], 100, false);
+    c.runs_maps = vec![true, true, false, false];
+    c.runs_reduces = vec![false, false, true, true];
+    let config: common::policy::SchedulerConfig = "eas".parse().unwrap();
+    let mut s = build(&config, 1);
+    // EAS's own placement (Algorithm 3): one reduce to each machine.
+    let mut p = ReducePlacer::new(Default::default(), &config);
+    let remote = RemoteModel::Static(RemoteCost::default());
+    let o = replay(s.as_mut(), &mut p, &c, &[j], &[], remote, 60_000).unwrap();
+    let reduces: Vec<&TaskRun> = o.runs.iter().filter(|r| r.reduce).collect();
+    assert_eq!(reduces.len(), 2);
+    // Not before the last map's end (1 s), on the two reduce machines.
+    assert!(reduces.iter().all(|r| r.start_ms >= 1_000), "{reduces:?}");
+    let mut on: Vec<u32> = reduces.iter().map(|r| r.worker.0).collect();
+    on.sort();
+    assert_eq!(on, [2, 3]);
+    assert!(o.runs.iter().filter(|r| !r.reduce).all(|r| r.worker.0 < 2));
+    assert_eq!(o.jobs[0].2, reduces.iter().map(|r| r.end_ms).max().unwrap());
 }
