@@ -577,7 +577,16 @@ fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(32768);
     let (lo, hi) = (10_000u16, ephemeral_low.max(10_000 + n as u16 * 4));
-    let mut rng = ChaCha8Rng::seed_from_u64(std::process::id() as u64 ^ common::unix_ms());
+    // Experiments running at once in one process (the tests) must not get
+    // the same ports: a process-wide count in the seed, and no port handed
+    // out twice by this process.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut rng = ChaCha8Rng::seed_from_u64(
+        (std::process::id() as u64) ^ common::unix_ms() ^ call.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+    );
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
     let mut held = Vec::new();
     let mut ports = Vec::new();
     for _ in 0..10_000 {
@@ -585,7 +594,7 @@ fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
             break;
         }
         let p = rng.gen_range(lo..hi);
-        if ports.contains(&p) {
+        if ports.contains(&p) || given.contains(&p) {
             continue;
         }
         if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", p)) {
@@ -596,6 +605,7 @@ fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
     if ports.len() < n {
         bail!("cannot find {n} free TCP ports on 127.0.0.1 in {lo}..{hi}");
     }
+    given.extend(&ports);
     Ok(ports)
 }
 
