@@ -53,7 +53,10 @@ pub enum ReducePlacement {
     FirstFree,
     /// At most one new reduce per worker per heartbeat, oldest job first,
     /// as Hadoop 1.x's JobQueueTaskScheduler and the Fair Scheduler assign
-    /// them: a job's reduces spread over the reduce-capable workers.
+    /// them; and a worker that runs more reduces than another reduce-capable
+    /// worker takes none for 3 s (out-of-band heartbeats would otherwise
+    /// hand one worker every reduce): a job's reduces spread over the
+    /// reduce-capable workers.
     Spread,
     /// EAS's Algorithm 3: when a job's maps are done, each of its reduces
     /// is pushed to the live reduce machine with the least reduce load

@@ -24,6 +24,10 @@ pub const MOST_OUTPUT_FRACTION: f64 = 0.2;
 /// before any worker may take them (ms; Spark's default locality wait).
 pub const MOST_OUTPUT_WAIT_MS: Millis = 3_000;
 
+/// How long `spread` keeps a job's reduces off a worker that already runs
+/// more reduces than another reduce-capable worker (ms).
+pub const SPREAD_WAIT_MS: Millis = 3_000;
+
 /// Places reduces by one [`ReducePlacement`] (never `policy`: resolved at
 /// construction).
 #[derive(Debug)]
@@ -68,15 +72,38 @@ impl ReducePlacer {
                     }
                 }
             }
-            ReducePlacement::Policy | ReducePlacement::Spread => {
-                if ctx.view().free_reduce_slots(worker) > 0 {
-                    if let Some(t) = first_ready(ctx.view(), |_| true) {
-                        let _ = ctx.launch_reduce(t, worker);
-                    }
-                }
-            }
+            ReducePlacement::Policy | ReducePlacement::Spread => self.spread(now, worker, ctx),
             ReducePlacement::LeastLoaded => self.least_loaded(worker, ctx),
             ReducePlacement::MostOutput => self.most_output(now, worker, ctx),
+        }
+    }
+
+    /// One reduce per offer, oldest job first; a worker that already runs
+    /// more reduces than some other live reduce-capable worker takes none
+    /// until the job's reduces have waited `SPREAD_WAIT_MS` (a worker that
+    /// heartbeats often, out of band, would otherwise take them all).
+    fn spread(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        let view = ctx.view();
+        self.since.retain(|j, _| view.reduce_job(*j).is_some());
+        for r in view.reduce_jobs().filter(|r| r.ready()) {
+            self.since.entry(r.job).or_insert(now);
+        }
+        if view.free_reduce_slots(worker) == 0 {
+            return;
+        }
+        let mine = view.worker(worker).map_or(0, |w| w.reduces_running);
+        let least = view
+            .reduce_workers()
+            .map(|w| w.reduces_running)
+            .min()
+            .unwrap_or(0);
+        let since = &self.since;
+        let pick = first_ready(view, |r| {
+            mine <= least
+                || now.saturating_sub(since.get(&r.job).copied().unwrap_or(now)) >= SPREAD_WAIT_MS
+        });
+        if let Some(t) = pick {
+            let _ = ctx.launch_reduce(t, worker);
         }
     }
 

@@ -43,6 +43,8 @@ pub struct WorkerView {
     pub runs_reduces: bool,
     /// Estimated input bytes of the reduces running here.
     pub reduce_load: u64,
+    /// Reduces running here.
+    pub reduces_running: u32,
     /// Busy slots as the last heartbeat reported them, and when.
     pub busy: Vec<common::wire::SlotBusy>,
     pub busy_at: Millis,
@@ -348,6 +350,7 @@ impl ClusterView {
             runs_maps: true,
             runs_reduces: true,
             reduce_load: 0,
+            reduces_running: 0,
             busy: Vec::new(),
             busy_at: 0,
         });
@@ -372,7 +375,10 @@ impl ClusterView {
         });
         // Its running reduces end with it (the owner runs them again).
         self.running_reduces.retain(|_, (w, _)| *w != id);
-        self.with_worker(id, |w| w.reduce_load = 0);
+        self.with_worker(id, |w| {
+            w.reduce_load = 0;
+            w.reduces_running = 0;
+        });
         let mut orphans = Vec::new();
         for job in self.jobs.values_mut() {
             let Some(indices) = job.local.remove(&id) else {
@@ -466,6 +472,7 @@ impl ClusterView {
         self.with_worker(worker, |w| {
             w.free = (w.free + 1).min(w.slots);
             w.reduce_load = w.reduce_load.saturating_sub(load);
+            w.reduces_running = w.reduces_running.saturating_sub(1);
         });
         if let Some(j) = self.jobs.get_mut(&task.job) {
             j.running = j.running.saturating_sub(1);
@@ -495,6 +502,7 @@ impl ClusterView {
         self.with_worker(worker, |w| {
             w.free -= 1;
             w.reduce_load += load;
+            w.reduces_running += 1;
         });
         if let Some(j) = self.jobs.get_mut(&task.job) {
             j.running += 1;

@@ -251,6 +251,7 @@ fn dyndl_on_tells_free_cores_from_busy_ones_by_the_heartbeats_ages() {
         runs_maps: true,
         runs_reduces: true,
         reduce_load: 0,
+        reduces_running: 0,
         busy,
         busy_at: 6_000,
     };

@@ -79,6 +79,23 @@ fn spread_starts_at_most_one_reduce_per_offer() {
 }
 
 #[test]
+fn spread_keeps_a_busy_reducer_from_taking_them_all_for_a_while() {
+    let mut v = cluster(3, 4);
+    reduces(&mut v, 1, 4, 3, 10, &[]);
+    let mut p = placer(ReducePlacement::Spread);
+    assert_eq!(offer_reduces(&mut p, 0, w(0), &mut v), vec![t(1, 4)]);
+    // Worker 0 asks again (an out-of-band heartbeat): the others run none.
+    assert!(offer_reduces(&mut p, 10, w(0), &mut v).is_empty());
+    assert_eq!(offer_reduces(&mut p, 20, w(1), &mut v), vec![t(1, 5)]);
+    // After the wait, worker 0 may take the last one.
+    assert!(offer_reduces(&mut p, SPREAD_WAIT_MS - 1, w(0), &mut v).is_empty());
+    assert_eq!(
+        offer_reduces(&mut p, SPREAD_WAIT_MS, w(0), &mut v),
+        vec![t(1, 6)]
+    );
+}
+
+#[test]
 fn no_reduce_starts_on_a_map_only_worker_or_while_held() {
     let mut v = cluster(2, 2);
     v.set_runs_reduces(w(0), false);
