@@ -53,14 +53,27 @@ impl MasterClient {
 
     async fn get<T: DeserializeOwned>(&self, path: &str, timeout: Duration) -> anyhow::Result<T> {
         let what = format!("GET {}{path}", self.base);
-        let resp = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .header(AUTHORIZATION, bearer(&self.token))
-            .timeout(timeout)
-            .send()
-            .await
-            .with_context(|| format!("{what}: master unreachable"))?;
+        // A GET is idempotent: one that a pooled connection lost before its
+        // answer (the other end closed it as the request went out) is sent
+        // again, twice at most, on a new connection (RFC 9110 9.2.2).
+        let mut tries = 0;
+        let resp = loop {
+            let sent = self
+                .http
+                .get(format!("{}{path}", self.base))
+                .header(AUTHORIZATION, bearer(&self.token))
+                .timeout(timeout)
+                .send()
+                .await;
+            match sent {
+                Err(e) if tries < 2 && e.is_request() && !e.is_timeout() => {
+                    tries += 1;
+                    tracing::debug!(error = %e, "{what}: connection lost; sending again");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => break other.with_context(|| format!("{what}: master unreachable"))?,
+            }
+        };
         check(resp, &what)
             .await?
             .json()
