@@ -38,7 +38,8 @@ pub struct ReducePlacer {
     queues: BTreeMap<WorkerId, VecDeque<(TaskRef, u64)>>,
     /// Waiting reduces that sit in some machine's queue.
     queued: HashSet<TaskRef>,
-    /// `most-output`: when each job's reduces were first seen waiting.
+    /// `spread` and `most-output`: when each job's reduces were first seen
+    /// waiting.
     since: BTreeMap<JobId, Millis>,
 }
 
@@ -78,16 +79,22 @@ impl ReducePlacer {
         }
     }
 
+    /// Records when each ready job's reduces were first seen waiting, and
+    /// forgets jobs whose reduces are gone.
+    fn note_waiting(&mut self, now: Millis, view: &ClusterView) {
+        self.since.retain(|j, _| view.reduce_job(*j).is_some());
+        for r in view.reduce_jobs().filter(|r| r.ready()) {
+            self.since.entry(r.job).or_insert(now);
+        }
+    }
+
     /// One reduce per offer, oldest job first; a worker that already runs
     /// more reduces than some other live reduce-capable worker takes none
     /// until the job's reduces have waited `SPREAD_WAIT_MS` (a worker that
     /// heartbeats often, out of band, would otherwise take them all).
     fn spread(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let view = ctx.view();
-        self.since.retain(|j, _| view.reduce_job(*j).is_some());
-        for r in view.reduce_jobs().filter(|r| r.ready()) {
-            self.since.entry(r.job).or_insert(now);
-        }
+        self.note_waiting(now, view);
         if view.free_reduce_slots(worker) == 0 {
             return;
         }
@@ -186,10 +193,7 @@ impl ReducePlacer {
     /// that prefers `worker`, or whose preferred workers had their chance.
     fn most_output(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let view = ctx.view();
-        self.since.retain(|j, _| view.reduce_job(*j).is_some());
-        for r in view.reduce_jobs().filter(|r| r.ready()) {
-            self.since.entry(r.job).or_insert(now);
-        }
+        self.note_waiting(now, view);
         if view.free_reduce_slots(worker) == 0 {
             return;
         }

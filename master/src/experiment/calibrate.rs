@@ -215,15 +215,7 @@ type Sample = (f64, f64, f64);
 pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
     // The commit and tree state of the code that runs, taken now.
     let mut prov = Provenance::capture(common::unix_ms());
-    let results = ResultsDir::open(dir);
-    let meta = results.read_meta()?;
-    let text = meta["spec_text"]
-        .as_str()
-        .context("meta.json has no spec_text")?;
-    let file = meta["spec_file"].as_str().unwrap_or("spec.toml");
-    let spec = Spec::parse(text, Path::new(file))?;
-    let schedulers = spec.schedulers().map_err(|e| e.in_file(Path::new(file)))?;
-    let points = spec.points().map_err(|e| e.in_file(Path::new(file)))?;
+    let (results, meta, spec, schedulers, points) = super::run::open_results(dir)?;
     let runs: Vec<RunRecord> = results.read_runs()?;
     let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv"))?;
     let background: Vec<BackgroundRow> = read_csv(&dir.join("background.csv"))?;

@@ -181,10 +181,19 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     Ok(out)
 }
 
-/// Rewrites `summary.md` and `plots/` of a results directory from its
-/// `runs.csv` and the spec recorded in `meta.json` (after a change to the
-/// tables or plots; the runs are not repeated).
-pub fn replot(dir: &Path) -> anyhow::Result<()> {
+/// A results directory, its `meta.json`, and the spec recorded there with
+/// its schedulers and points.
+pub type OpenedResults = (
+    ResultsDir,
+    serde_json::Value,
+    Spec,
+    Vec<NamedScheduler>,
+    Vec<Point>,
+);
+
+/// Opens a results directory of the runner and parses the spec its
+/// `meta.json` recorded (errors name the spec file and the key).
+pub fn open_results(dir: &Path) -> anyhow::Result<OpenedResults> {
     let results = ResultsDir::open(dir);
     let meta = results.read_meta()?;
     let text = meta["spec_text"]
@@ -194,6 +203,14 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
     let spec = Spec::parse(text, Path::new(file))?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(Path::new(file)))?;
     let points = spec.points().map_err(|e| e.in_file(Path::new(file)))?;
+    Ok((results, meta, spec, schedulers, points))
+}
+
+/// Rewrites `summary.md` and `plots/` of a results directory from its
+/// `runs.csv` and the spec recorded in `meta.json` (after a change to the
+/// tables or plots; the runs are not repeated).
+pub fn replot(dir: &Path) -> anyhow::Result<()> {
+    let (results, _, spec, schedulers, points) = open_results(dir)?;
     let mut runs: Vec<RunRecord> = results.read_runs()?;
     // Metrics computed from the task attempts (EAS's per-machine ones) are
     // recomputed when tasks.csv is there.
