@@ -61,9 +61,11 @@ pub struct ClusterSection {
     /// A task failing this many times fails its job.
     #[serde(default = "defaults::max_task_attempts")]
     pub max_task_attempts: u32,
-    /// An attempt without a result this long (ms) after its launch, while
-    /// its worker still heartbeats, fails (counted) and runs again
-    /// elsewhere, like Hadoop's `mapreduce.task.timeout`; 0 = never.
+    /// An attempt that makes no progress for this long (ms) while its worker
+    /// still heartbeats (no byte read, processed or written, no second of
+    /// emulated compute: a hung disk, a deadlocked task) is killed, fails
+    /// (counted) and runs again, a map from another replica if there is
+    /// one; like Hadoop's `mapreduce.task.timeout`. 0 = never.
     #[serde(default = "defaults::task_timeout_ms")]
     pub task_timeout_ms: u64,
     /// Where reduces run: `policy` (default: EAS's Algorithm 3 for `eas`,

@@ -64,6 +64,18 @@ pub struct Heartbeat {
     /// Bytes free for this worker's data on its disk (statvfs), if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk_free_bytes: Option<u64>,
+    /// Per running attempt, a count that grows while it makes progress
+    /// (bytes read, processed and written, and ticks of emulated compute):
+    /// the master times out attempts whose count stops growing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progress: Vec<AttemptProgress>,
+}
+
+/// How far one running attempt has come (see `Heartbeat::progress`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptProgress {
+    pub attempt: AttemptId,
+    pub units: u64,
 }
 
 /// One busy slot in a heartbeat.
@@ -89,6 +101,11 @@ pub struct HeartbeatReply {
     /// Replicas above the replication factor: delete them here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drop_blocks: Vec<BlockId>,
+    /// Attempts running here that the master no longer waits for (timed
+    /// out, their job ended, or launched by an earlier master): stop them
+    /// and free their slots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kill: Vec<AttemptId>,
 }
 
 /// `PUT /v1/files/{name}/replication`: the replication factor the master

@@ -234,7 +234,7 @@ async fn local_sink_bench() {
             },
         };
         let t = Instant::now();
-        let r = worker::exec::run(&ws[0].ctx, launch, 0).await;
+        let r = worker::exec::run(&ws[0].ctx, launch, 0, &Default::default()).await;
         assert!(
             matches!(r.outcome, common::wire::TaskOutcome::Succeeded { .. }),
             "{r:?}"

@@ -32,13 +32,18 @@ impl Drop for Cluster {
 
 /// Starts `workers` workers and a master (see [`config`]).
 async fn start(workers: usize, extra_worker_keys: &str) -> Cluster {
+    start_keys(workers, "", extra_worker_keys).await
+}
+
+/// [`start`], with more `[cluster]` keys.
+async fn start_keys(workers: usize, extra_cluster_keys: &str, extra_worker_keys: &str) -> Cluster {
     let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
     assert!(
         bin.join("worker").exists(),
         "build the binaries first (`cargo build --bins`; make test does)"
     );
     let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), workers, extra_worker_keys);
+    let cfg = config(dir.path(), workers, extra_cluster_keys, extra_worker_keys);
     local::start_with(&cfg, bin).await.unwrap();
     let client = MasterClient::new(cfg.master_url(), TOKEN);
     Cluster {
@@ -62,12 +67,17 @@ async fn sink_ok(client: &MasterClient, file: &str) -> common::wire::JobReport {
 }
 
 /// Writes a cluster.toml of `workers` workers into `dir` and loads it.
-fn config(dir: &Path, workers: usize, extra_worker_keys: &str) -> ClusterConfig {
+fn config(
+    dir: &Path,
+    workers: usize,
+    extra_cluster_keys: &str,
+    extra_worker_keys: &str,
+) -> ClusterConfig {
     local::write_loopback_config(
         dir,
         TOKEN,
         workers,
-        "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 7",
+        &format!("replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 7\n{extra_cluster_keys}"),
         &format!("slots = 2\n{extra_worker_keys}"),
     )
     .unwrap()
@@ -263,6 +273,95 @@ async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
     }
     // The file still reads in full, from good replicas only.
     sink_ok(client, "demo").await;
+}
+
+/// A map stuck in a read that never returns (w1's block files replaced by
+/// FIFOs: `open` blocks as on a hung disk) while w1 keeps heartbeating: its
+/// progress count stops, so after `task_timeout_ms` the master fails the
+/// attempt, tells w1 to kill it (its slots come back), and runs the map
+/// again from w2's replica; the job succeeds. (Before, the timeout counted
+/// from the launch only, so a stuck task held its slot for the default 10
+/// minutes; and a long task making progress would have been cut off at the
+/// same mark.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_stuck_on_a_hung_disk_is_killed_and_reads_another_replica() {
+    // Maps last >= 2 s (slot_rate_mbs = 0.5 over 1 MB), longer than the
+    // 1.5 s timeout: only progress keeps them alive.
+    let c = start_keys(2, "task_timeout_ms = 1500", "slot_rate_mbs = 0.5").await;
+    let (cfg, client) = (&c.cfg, &c.client);
+    load(client, "demo", Generator::Text, 6, 1_000_000, 5).await;
+    let blocks_dir = cfg.worker_data_dir("w1").join("blocks");
+    let mut fifos = Vec::new();
+    for e in std::fs::read_dir(&blocks_dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "blk") {
+            std::fs::remove_file(&p).unwrap();
+            let ok = Command::new("mkfifo").arg(&p).status().unwrap().success();
+            assert!(ok, "mkfifo {}", p.display());
+            fifos.push(p);
+        }
+    }
+    assert_eq!(fifos.len(), 6, "w1 holds a replica of every block");
+
+    let id = client
+        .submit(&JobSubmit::new(Workload::InputSink, "demo"))
+        .await
+        .unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(60), client.wait_job(id))
+        .await
+        .expect("the job ends")
+        .unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    let failed: Vec<_> = r.attempts.iter().filter(|a| !a.ok).collect();
+    assert!(!failed.is_empty(), "w1 ran local maps that stalled: {r:?}");
+    for a in &failed {
+        assert_eq!(a.worker, "w1", "{a:?}");
+        let e = a.error.as_deref().unwrap_or("");
+        assert!(
+            e.contains("no progress") && e.contains("task_timeout_ms"),
+            "{a:?}"
+        );
+        // The map ran again, and not from w1's hung copy.
+        let again = r
+            .attempts
+            .iter()
+            .find(|b| b.ok && b.task == a.task)
+            .expect("every task succeeded");
+        assert_eq!(again.source, "w2", "{again:?}");
+    }
+    // Tasks that made progress outlived the timeout counted from launch.
+    assert!(
+        r.attempts
+            .iter()
+            .any(|a| a.ok && a.end_ms - a.start_ms > 1_600),
+        "{r:?}"
+    );
+    // w1 stayed alive and killed its stuck attempts: both slots are free.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let workers = client.workers().await.unwrap();
+        let w1 = workers.iter().find(|w| w.name == "w1").unwrap();
+        assert!(w1.alive);
+        if w1.free_slots == 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "w1's slots stay held: {w1:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The hung reads return (a writer opens and closes each FIFO) and
+    // their late results change nothing.
+    for p in &fifos {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Non-blocking: a FIFO nobody reads refuses at once (ENXIO).
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+            .open(p);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let again = client.job(id, None).await.unwrap();
+    assert_eq!(again.state, JobState::Succeeded);
+    assert_eq!(again.attempts.len(), r.attempts.len());
 }
 
 /// Kill -9 of a worker holding replicas: once it is declared lost, every

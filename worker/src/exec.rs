@@ -6,12 +6,54 @@
 use crate::fetch::fetch_block_from;
 use crate::WorkerCtx;
 use bytes::Bytes;
-use common::wire::{Launch, LaunchTask, ReplicaAddr, ReplicaSource, TaskOutcome, TaskResult};
+use common::wire::{
+    AttemptProgress, Launch, LaunchTask, ReplicaAddr, ReplicaSource, TaskOutcome, TaskResult,
+};
 use common::{unix_ms, AttemptId};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use workloads::MapSummary;
+
+/// A running attempt's progress: a count that grows with every piece read,
+/// processed or written and every second of emulated compute or pacing. It
+/// stops growing only when the attempt is stuck (a hung disk read, a
+/// deadlocked map function), which is what the master's
+/// `cluster.task_timeout_ms` looks for, as Hadoop's `mapreduce.task.timeout`
+/// looks for a task that neither reads, writes nor reports status.
+#[derive(Clone, Debug, Default)]
+pub struct Progress(Arc<AtomicU64>);
+
+impl Progress {
+    pub fn add(&self, units: u64) {
+        self.0.fetch_add(units.max(1), Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Sleeps until `until`, counting progress every second meanwhile (the
+/// emulated compute and pacing of a task are work, not a stall).
+async fn sleep_making_progress(until: tokio::time::Instant, progress: &Progress) {
+    loop {
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            return;
+        }
+        tokio::time::sleep_until(until.min(now + Duration::from_secs(1))).await;
+        progress.add(1);
+    }
+}
+
+struct RunningTask {
+    slot: u32,
+    progress: Progress,
+    /// Stops the attempt's runner (set just after it is spawned).
+    abort: Option<tokio::task::AbortHandle>,
+}
 
 pub struct TaskBook {
     busy: Vec<bool>,
@@ -19,7 +61,7 @@ pub struct TaskBook {
     since: Vec<Option<(std::time::Instant, Option<Duration>)>>,
     /// Slots held by background processes (see `background`).
     background: u32,
-    running: HashMap<AttemptId, u32>,
+    running: HashMap<AttemptId, RunningTask>,
     finished: Vec<TaskResult>,
 }
 
@@ -95,30 +137,74 @@ impl TaskBook {
             .collect()
     }
 
-    fn start(&mut self, attempt: AttemptId) -> Option<u32> {
+    /// Every running attempt's progress count, for the heartbeat.
+    pub fn progress_report(&self) -> Vec<AttemptProgress> {
+        let mut v: Vec<AttemptProgress> = self
+            .running
+            .iter()
+            .map(|(a, r)| AttemptProgress {
+                attempt: *a,
+                units: r.progress.get(),
+            })
+            .collect();
+        v.sort_by_key(|p| p.attempt);
+        v
+    }
+
+    fn start(&mut self, attempt: AttemptId) -> Option<(u32, Progress)> {
         if self.running.contains_key(&attempt) {
             return None;
         }
         let slot = self.busy.iter().position(|b| !*b)? as u32;
         self.busy[slot as usize] = true;
         self.since[slot as usize] = Some((std::time::Instant::now(), None));
-        self.running.insert(attempt, slot);
-        Some(slot)
+        let progress = Progress::default();
+        self.running.insert(
+            attempt,
+            RunningTask {
+                slot,
+                progress: progress.clone(),
+                abort: None,
+            },
+        );
+        Some((slot, progress))
+    }
+
+    fn free(&mut self, attempt: &AttemptId) -> Option<RunningTask> {
+        let r = self.running.remove(attempt)?;
+        self.busy[r.slot as usize] = false;
+        self.since[r.slot as usize] = None;
+        Some(r)
     }
 
     fn finish(&mut self, result: TaskResult) {
-        if let Some(slot) = self.running.remove(&result.attempt) {
-            self.busy[slot as usize] = false;
-            self.since[slot as usize] = None;
+        // A killed attempt's runner may still finish: nobody waits for it.
+        if self.free(&result.attempt).is_some() {
+            self.finished.push(result);
         }
-        self.finished.push(result);
+    }
+
+    /// Stops attempt `a` (the master no longer waits for it) and frees its
+    /// slot; no result is reported. A thread blocked inside the kernel (a
+    /// hung disk read) cannot be interrupted: it ends when its call returns,
+    /// and its output is discarded. False if `a` was not running.
+    pub fn kill(&mut self, a: &AttemptId) -> bool {
+        match self.free(a) {
+            Some(r) => {
+                if let Some(h) = r.abort {
+                    h.abort();
+                }
+                true
+            }
+            None => false,
+        }
     }
 }
 
 /// Starts `launch` in a free slot, or reports it rejected.
 pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
-    let slot = ctx.book.lock().unwrap().start(launch.attempt);
-    let Some(slot) = slot else {
+    let started = ctx.book.lock().unwrap().start(launch.attempt);
+    let Some((slot, progress)) = started else {
         let now = unix_ms();
         tracing::warn!(attempt = %launch.attempt, "no free slot; rejecting launch");
         ctx.book.lock().unwrap().finished.push(TaskResult {
@@ -136,9 +222,11 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
         return;
     };
     tracing::debug!(attempt = %launch.attempt, slot, block = %launch.task.block(), "task started");
-    let ctx = ctx.clone();
-    tokio::spawn(async move {
-        let result = run(&ctx, launch, slot).await;
+    let attempt = launch.attempt;
+    let runner_ctx = ctx.clone();
+    let runner = tokio::spawn(async move {
+        let ctx = runner_ctx;
+        let result = run(&ctx, launch, slot, &progress).await;
         match &result.outcome {
             TaskOutcome::Failed { error } => {
                 tracing::warn!(attempt = %result.attempt, %error, "task failed")
@@ -151,6 +239,17 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
         ctx.book.lock().unwrap().finish(result);
         ctx.slot_freed();
     });
+    if let Some(r) = ctx.book.lock().unwrap().running.get_mut(&attempt) {
+        r.abort = Some(runner.abort_handle());
+    }
+}
+
+/// Stops an attempt the master gave up on (see `TaskBook::kill`).
+pub fn kill(ctx: &WorkerCtx, a: &AttemptId) {
+    if ctx.book.lock().unwrap().kill(a) {
+        tracing::warn!(attempt = %a, "attempt killed at the master's request");
+        ctx.slot_freed();
+    }
 }
 
 /// Runs one attempt: reads its input block and feeds it to the map function
@@ -159,7 +258,12 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
 /// With compute pacing (`slot_rate_bytes`), a successful task lasts at least
 /// input bytes / rate: emulation of slower cores, documented as such. A map
 /// with `compute_ms` then computes (sleeps) that long on top.
-pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult {
+pub async fn run(
+    ctx: &Arc<WorkerCtx>,
+    launch: Launch,
+    slot: u32,
+    progress: &Progress,
+) -> TaskResult {
     let started = unix_ms();
     let t0 = tokio::time::Instant::now();
     let (local_bytes, remote_bytes, outcome) = match &launch.task {
@@ -170,12 +274,18 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
             reduces,
             alternates,
             ..
-        } => match read_and_map(ctx, &launch, block, *len, source, alternates, *reduces).await {
+        } => match read_and_map(
+            ctx, &launch, block, *len, source, alternates, *reduces, progress,
+        )
+        .await
+        {
             Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
             Err((local, remote, outcome)) => (local, remote, outcome),
         },
         LaunchTask::Reduce(r) => {
-            match crate::shuffle::run_reduce(ctx, launch.attempt, launch.workload, r).await {
+            match crate::shuffle::run_reduce(ctx, launch.attempt, launch.workload, r, progress)
+                .await
+            {
                 Ok((summary, local, remote)) => (local, remote, TaskOutcome::Reduced { summary }),
                 Err((local, remote, crate::shuffle::ReduceError::Failed(error))) => {
                     (local, remote, TaskOutcome::Failed { error })
@@ -196,13 +306,14 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
     };
     if let (Some(rate), true) = (ctx.slot_rate_bytes, input > 0) {
         let floor = std::time::Duration::from_secs_f64(input as f64 / rate);
-        tokio::time::sleep_until(t0 + floor).await;
+        sleep_making_progress(t0 + floor, progress).await;
     }
     // Emulated compute of a successful map, after its input is in.
     if let (LaunchTask::Map { compute_ms, .. }, TaskOutcome::Succeeded { .. }) =
         (&launch.task, &outcome)
     {
-        tokio::time::sleep(std::time::Duration::from_millis(*compute_ms)).await;
+        let until = tokio::time::Instant::now() + Duration::from_millis(*compute_ms);
+        sleep_making_progress(until, progress).await;
     }
     TaskResult {
         attempt: launch.attempt,
@@ -220,6 +331,7 @@ pub async fn run(ctx: &Arc<WorkerCtx>, launch: Launch, slot: u32) -> TaskResult 
 /// fit on the disk).
 type ReadResult = Result<(u64, u64, MapSummary), (u64, u64, TaskOutcome)>;
 
+#[allow(clippy::too_many_arguments)]
 async fn read_and_map(
     ctx: &Arc<WorkerCtx>,
     launch: &Launch,
@@ -228,16 +340,19 @@ async fn read_and_map(
     source: &ReplicaSource,
     alternates: &[ReplicaAddr],
     reduces: u32,
+    progress: &Progress,
 ) -> ReadResult {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
     let workload = launch.workload;
     let shuffle_root = ctx.shuffle_root.clone();
     let attempt = launch.attempt;
+    let mapped = progress.clone();
     // The map runs, then writes its output for the reduces, off the runtime.
     let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, TaskOutcome> {
         let mut task = workload.map_task(reduces);
         while let Some(piece) = rx.blocking_recv() {
             task.consume(&piece);
+            mapped.add(piece.len() as u64);
         }
         let (mut summary, out) = task.finish();
         if let workloads::MapOutput::Invalid(e) = &out {
@@ -252,6 +367,7 @@ async fn read_and_map(
                     TaskOutcome::Failed { error }
                 }
             })?;
+        mapped.add(summary.output_bytes);
         Ok(summary)
     });
     // The source the master chose, then the other replicas: a checksum
@@ -274,6 +390,7 @@ async fn read_and_map(
                 let ctx = ctx.clone();
                 let block = block_id.clone();
                 let tx = tx.clone();
+                let read = progress.clone();
                 let rt = tokio::runtime::Handle::current();
                 let res = tokio::task::spawn_blocking(move || -> Result<u64, (u64, String)> {
                     let damaged = |e: crate::store::StoreError| {
@@ -290,6 +407,7 @@ async fn read_and_map(
                         // The read takes its share of the (emulated) disk.
                         rt.block_on(ctx.disk.acquire_all(piece.len() as u64));
                         n += piece.len() as u64;
+                        read.add(piece.len() as u64);
                         if tx.blocking_send(piece).is_err() {
                             return Err((n, "map function stopped early".to_owned()));
                         }
@@ -318,6 +436,7 @@ async fn read_and_map(
                     from,
                     |piece| {
                         got += piece.len() as u64;
+                        progress.add(piece.len() as u64);
                         let tx = tx.clone();
                         async move {
                             tx.send(piece)

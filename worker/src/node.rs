@@ -75,13 +75,14 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
             // Wait for the interval or an early wake-up (task ended, block stored).
             let _ = tokio::time::timeout(interval, ctx.heartbeat_now.notified()).await;
             let generation = ctx.store.generation();
-            let (free_slots, running, results, busy) = {
+            let (free_slots, running, results, busy, progress) = {
                 let mut book = ctx.book.lock().unwrap();
                 (
                     book.free_slots(),
                     book.running(),
                     book.take_finished(),
                     book.busy_report(),
+                    book.progress_report(),
                 )
             };
             // Short of disk: ask for nothing new (running tasks go on).
@@ -95,6 +96,7 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                 results,
                 busy,
                 disk_free_bytes: disk_free,
+                progress,
             };
             match post::<_, HeartbeatReply>(&ctx, "/v1/workers/heartbeat", &hb).await {
                 Ok(reply) => {
@@ -103,6 +105,9 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                     if reply.reregister {
                         tracing::warn!("master asked to register again");
                         break;
+                    }
+                    for a in &reply.kill {
+                        crate::exec::kill(&ctx, a);
                     }
                     for job in reply.forget_jobs {
                         let root = ctx.shuffle_root.clone();

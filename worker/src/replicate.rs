@@ -42,6 +42,7 @@ pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Resu
         &target,
         Bytes::from(data),
         &stored.sums.block_digest_hex(),
+        &crate::exec::Progress::default(),
     )
     .await
 }

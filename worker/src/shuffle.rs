@@ -163,6 +163,7 @@ async fn fetch(
     rx: &Link,
     token: &str,
     url: &str,
+    progress: &crate::exec::Progress,
 ) -> Result<Vec<u8>, String> {
     let resp = http
         .get(url)
@@ -183,6 +184,7 @@ async fn fetch(
             )
         })?;
         rx.acquire(piece.len()).await;
+        progress.add(piece.len() as u64);
         out.extend_from_slice(&piece);
     }
     Ok(out)
@@ -195,16 +197,21 @@ pub(crate) async fn upload(
     target: &common::wire::OutputTarget,
     data: Bytes,
     digest: &str,
+    progress: &crate::exec::Progress,
 ) -> Result<(), String> {
     let url = format!("{addr}/blocks/{}", target.block);
-    let paced = futures_util::stream::unfold((data, ctx.clone()), |(mut rest, ctx)| async move {
-        if rest.is_empty() {
-            return None;
-        }
-        let piece = rest.split_to(rest.len().min(crate::nic::PIECE));
-        ctx.nic.tx.acquire(piece.len()).await;
-        Some((Ok::<Bytes, std::io::Error>(piece), (rest, ctx)))
-    });
+    let paced = futures_util::stream::unfold(
+        (data, ctx.clone(), progress.clone()),
+        |(mut rest, ctx, progress)| async move {
+            if rest.is_empty() {
+                return None;
+            }
+            let piece = rest.split_to(rest.len().min(crate::nic::PIECE));
+            ctx.nic.tx.acquire(piece.len()).await;
+            progress.add(piece.len() as u64);
+            Some((Ok::<Bytes, std::io::Error>(piece), (rest, ctx, progress)))
+        },
+    );
     let resp = ctx
         .http
         .put(&url)
@@ -246,6 +253,7 @@ pub async fn run_reduce(
     attempt: AttemptId,
     workload: Workload,
     r: &ReduceLaunch,
+    progress: &crate::exec::Progress,
 ) -> Result<(ReduceSummary, u64, u64), (u64, u64, ReduceError)> {
     let Some(mut task) = workload.reduce_task() else {
         return Err((
@@ -281,8 +289,9 @@ pub async fn run_reduce(
     let mut fetches =
         futures_util::stream::iter(urls.into_iter().enumerate().map(|(i, (own, url))| {
             let ctx = ctx.clone();
+            let progress = progress.clone();
             async move {
-                fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url)
+                fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url, &progress)
                     .await
                     .map(|d| (own, d))
                     .map_err(|e| (i, e))
@@ -315,8 +324,11 @@ pub async fn run_reduce(
         } else {
             remote += data.len() as u64;
         }
+        let consumed = progress.clone();
         let (data, t) = tokio::task::spawn_blocking(move || {
+            let n = data.len() as u64;
             let res = task.consume(data);
+            consumed.add(n);
             (res, task)
         })
         .await
@@ -339,6 +351,7 @@ pub async fn run_reduce(
                 ReduceError::Failed(format!("reduce panicked: {e}")),
             )
         })?;
+    progress.add(out.len() as u64);
     let out = Bytes::from(out);
     let target = crate::store::BlockTarget {
         id: r.output.block.clone(),
@@ -374,12 +387,13 @@ pub async fn run_reduce(
             )
         })?;
     ctx.wake_heartbeat();
+    progress.add(out.len() as u64);
     let digest = BlockChecksums::of(&out).block_digest_hex();
     // A replica target that fails is left out, as HDFS's write pipeline
     // drops a failed datanode: the block is stored here, and the master's
     // re-replication makes up the factor once the job is done.
     for addr in &r.output.replicas {
-        if let Err(e) = upload(ctx, addr, &r.output, out.clone(), &digest).await {
+        if let Err(e) = upload(ctx, addr, &r.output, out.clone(), &digest, progress).await {
             tracing::warn!(block = %r.output.block, error = %e, "output replica skipped");
         }
     }

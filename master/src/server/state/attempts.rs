@@ -199,8 +199,10 @@ impl Master {
         }
     }
 
-    /// Attempts without a result for `task_timeout_ms` fail (counted) and
-    /// run again elsewhere; their worker's late result is ignored (fenced).
+    /// Attempts whose progress count has not grown for `task_timeout_ms`
+    /// fail (counted) and run again, a map preferably from another replica;
+    /// their worker is told to kill them, and a late result is ignored
+    /// (fenced).
     pub(super) fn time_out_attempts(&mut self, now: Millis) {
         let limit = self.settings.task_timeout_ms;
         if limit == 0 {
@@ -210,7 +212,7 @@ impl Master {
         for job in self.jobs.values().filter(|j| !j.state.is_done()) {
             for (i, t) in job.tasks.iter().enumerate() {
                 if let TaskStatus::Running(ra) = t.status {
-                    if now.saturating_sub(ra.started) > limit {
+                    if now.saturating_sub(ra.progressed) > limit {
                         let a = AttemptId {
                             task: TaskRef {
                                 job: job.id,
@@ -225,10 +227,18 @@ impl Master {
         }
         for (worker, a, ra) in late {
             let error = format!(
-                "no result {} s after its launch (cluster.task_timeout_ms)",
-                limit / 1000
+                "no progress for {:.1} s on {} (cluster.task_timeout_ms); progress count {} at {:.1} s after launch",
+                limit as f64 / 1000.0,
+                self.worker_name(worker),
+                ra.progress,
+                ra.progressed.saturating_sub(ra.started) as f64 / 1000.0,
             );
-            tracing::warn!(attempt = %a, worker = %self.worker_name(worker), "task timed out");
+            tracing::warn!(attempt = %a, worker = %self.worker_name(worker), %error, "task timed out");
+            let task = &mut self.jobs.get_mut(&a.task.job).expect("listed above").tasks
+                [a.task.index as usize];
+            if task.reduce.is_none() && !task.stalled_on.contains(&worker) {
+                task.stalled_on.push(worker);
+            }
             let unix = common::unix_ms();
             let r = TaskResult {
                 attempt: a,
@@ -301,7 +311,7 @@ impl Master {
             self.view.requeue_reduce(t);
             return;
         }
-        let replicas = self.live_replicas(&job.spec.input, t.index);
+        let replicas = self.task_replicas(t);
         if replicas.is_empty() {
             let block = job.tasks[t.index as usize].block.clone();
             self.fail_job(t.job, format!("block {block} has no live replica"));

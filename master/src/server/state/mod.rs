@@ -120,8 +120,25 @@ struct RunningAttempt {
     attempt: u32,
     worker: WorkerId,
     source: WorkerId,
-    /// When it was launched (for the task timeout).
+    /// When it was launched.
     started: Millis,
+    /// The highest progress count its worker reported, and when it last
+    /// grew (the launch until the first report): for the task timeout.
+    progress: u64,
+    progressed: Millis,
+}
+
+impl RunningAttempt {
+    fn new(attempt: u32, worker: WorkerId, source: WorkerId, now: Millis) -> Self {
+        RunningAttempt {
+            attempt,
+            worker,
+            source,
+            started: now,
+            progress: 0,
+            progressed: now,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -143,6 +160,11 @@ struct Task {
     /// Failed attempts (rejections and losses do not count).
     failures: u32,
     status: TaskStatus,
+    /// Workers where an attempt of this map stalled (no progress for
+    /// `task_timeout_ms`): their replicas of its block are not used for it
+    /// again while another is live, as Hadoop keeps a task off the trackers
+    /// it failed on.
+    stalled_on: Vec<WorkerId>,
 }
 
 #[derive(Debug)]

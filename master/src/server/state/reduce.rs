@@ -38,12 +38,7 @@ impl Master {
         let task = &mut job.tasks[idx as usize];
         let attempt = task.next_attempt;
         task.next_attempt += 1;
-        task.status = TaskStatus::Running(RunningAttempt {
-            attempt,
-            worker,
-            source: worker,
-            started: now,
-        });
+        task.status = TaskStatus::Running(RunningAttempt::new(attempt, worker, worker, now));
         // Output replicas: the reducer, then the next live workers after it
         // in a rotation that differs per job and partition.
         let start = alive.iter().position(|w| *w == worker).unwrap_or(0);
@@ -123,6 +118,7 @@ impl Master {
                 next_attempt: 0,
                 failures: 0,
                 status: TaskStatus::Pending,
+                stalled_on: Vec::new(),
             });
         }
         let indices = (job.maps..job.maps + job.reduces).collect();

@@ -33,6 +33,7 @@ impl Master {
                 next_attempt: 0,
                 failures: 0,
                 status: TaskStatus::Pending,
+                stalled_on: Vec::new(),
             })
             .collect();
         let pending = tasks
@@ -135,9 +136,8 @@ impl Master {
 
     pub(super) fn start_attempt(&mut self, now: Millis, a: &Assignment) -> Launch {
         // Where else the block is, should the source fail mid-read.
-        let input = &self.jobs[&a.task.job].spec.input;
         let alternates: Vec<ReplicaAddr> = self
-            .live_replicas(input, a.task.index)
+            .task_replicas(a.task)
             .into_iter()
             .filter(|w| *w != a.source && *w != a.worker)
             .map(|w| ReplicaAddr {
@@ -154,12 +154,7 @@ impl Master {
         let task = &mut job.tasks[a.task.index as usize];
         let attempt = task.next_attempt;
         task.next_attempt += 1;
-        task.status = TaskStatus::Running(RunningAttempt {
-            attempt,
-            worker: a.worker,
-            source: a.source,
-            started: now,
-        });
+        task.status = TaskStatus::Running(RunningAttempt::new(attempt, a.worker, a.source, now));
         let source = if a.is_local() {
             ReplicaSource::Local
         } else {

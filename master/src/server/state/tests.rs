@@ -2,8 +2,8 @@
 
 use super::*;
 use common::wire::{
-    BlockInfo, Heartbeat, LaunchTask, Locality, LostOutput, RegisterRequest, ReplicaSource,
-    TaskOutcome, TaskResult,
+    AttemptProgress, BlockInfo, Heartbeat, LaunchTask, Locality, LostOutput, RegisterRequest,
+    ReplicaSource, TaskOutcome, TaskResult,
 };
 use workloads::{MapSummary, Workload};
 
@@ -81,6 +81,7 @@ fn hb(w: u32, free: u32, running: Vec<AttemptId>, results: Vec<TaskResult>) -> H
         blocks: None,
         results,
         disk_free_bytes: None,
+        progress: Vec::new(),
     }
 }
 
@@ -1094,4 +1095,64 @@ fn an_attempt_without_a_result_times_out_and_runs_elsewhere() {
     );
     m.heartbeat(1400, hb(1, 1, vec![], vec![ok(&again[0], 0)]));
     assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
+}
+
+#[test]
+fn an_attempt_that_stops_progressing_is_killed_and_reads_another_replica() {
+    let mut s = settings(2, 1);
+    s.task_timeout_ms = 1000;
+    s.worker_timeout_ms = 100_000;
+    let mut m = Master::new(s);
+    // The block is on both workers.
+    register_all(&mut m, 2, 1, |_| vec![block("f", 0, 1)]);
+    let id = submit(&mut m);
+    let first = m.heartbeat(10, hb(0, 1, vec![], vec![])).launches;
+    assert_eq!(first.len(), 1);
+    assert_eq!(map_of(&first[0]).0, &ReplicaSource::Local);
+    let a = first[0].attempt;
+    let beat = |m: &mut Master, now: Millis, units: u64| {
+        let mut h = hb(0, 0, vec![a], vec![]);
+        h.progress = vec![AttemptProgress { attempt: a, units }];
+        m.heartbeat(now, h)
+    };
+    // Progress keeps it alive well past the timeout counted from launch...
+    for (now, units) in [(500, 10), (1200, 20), (1900, 30), (2600, 40)] {
+        let reply = beat(&mut m, now, units);
+        assert!(reply.kill.is_empty());
+        m.check_workers(now + 50);
+        assert_eq!(m.report(id).unwrap().state, JobState::Running);
+    }
+    // ...until the count stops growing for longer than task_timeout_ms.
+    beat(&mut m, 3300, 40);
+    m.check_workers(3300);
+    assert_eq!(m.report(id).unwrap().attempts.len(), 0, "not yet");
+    beat(&mut m, 3700, 40);
+    m.check_workers(3700);
+    let rep = m.report(id).unwrap();
+    let failed = &rep.attempts[0];
+    let error = failed.error.as_deref().unwrap();
+    assert!(
+        !failed.ok && error.contains("no progress") && error.contains("task_timeout_ms"),
+        "{rep:?}"
+    );
+    // w0 is told to kill the stalled attempt and free its slot.
+    let reply = m.heartbeat(3800, hb(0, 0, vec![a], vec![]));
+    assert_eq!(reply.kill, vec![a]);
+    // Its slot free again, w0 may run the task only by reading w1's copy.
+    let on_w0 = m.heartbeat(3900, hb(0, 1, vec![], vec![])).launches;
+    let again = if on_w0.is_empty() {
+        m.heartbeat(4000, hb(1, 1, vec![], vec![])).launches
+    } else {
+        on_w0.clone()
+    };
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].attempt.attempt, a.attempt + 1);
+    match map_of(&again[0]).0 {
+        ReplicaSource::Local => assert!(on_w0.is_empty(), "w0's copy stalled: {again:?}"),
+        ReplicaSource::Remote { worker, .. } => assert_eq!(*worker, WorkerId(1)),
+    }
+    let LaunchTask::Map { alternates, .. } = &again[0].task else {
+        panic!("a map")
+    };
+    assert!(alternates.iter().all(|r| r.worker != WorkerId(0)));
 }

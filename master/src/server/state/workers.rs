@@ -1,11 +1,12 @@
 //! Workers: registration, heartbeats (results in, launches out), loss of
 //! a silent worker, and the block catalog's live replicas.
 
-use super::{Master, MasterError};
+use super::{Master, MasterError, TaskStatus};
 use common::wire::{
-    FileInfo, Heartbeat, HeartbeatReply, RegisterReply, RegisterRequest, WorkerInfo,
+    AttemptProgress, FileInfo, Heartbeat, HeartbeatReply, RegisterReply, RegisterRequest,
+    WorkerInfo,
 };
-use common::{AttemptId, WorkerId};
+use common::{AttemptId, TaskRef, WorkerId};
 use sched::Millis;
 
 impl Master {
@@ -67,11 +68,8 @@ impl Master {
             .is_some_and(|w| w.registered && w.alive);
         if !known {
             return HeartbeatReply {
-                launches: Vec::new(),
-                forget_jobs: Vec::new(),
                 reregister: true,
-                copy_blocks: Vec::new(),
-                drop_blocks: Vec::new(),
+                ..Default::default()
             };
         }
         let seq = {
@@ -114,6 +112,14 @@ impl Master {
             tracing::warn!(attempt = %a, worker = %self.worker_name(id), "launch never reached the worker; rescheduling");
             self.end_attempt(id, a, None);
         }
+        self.note_progress(now, id, &hb.progress);
+        // Attempts running there that nobody waits for any more: stop them.
+        let kill: Vec<AttemptId> = hb
+            .running
+            .iter()
+            .filter(|a| !self.workers[id.0 as usize].running.contains_key(a))
+            .copied()
+            .collect();
         let outbox = std::mem::take(&mut self.workers[id.0 as usize].outbox);
         let full = self.workers[id.0 as usize].full_at.is_some();
         self.view.set_free(
@@ -148,6 +154,25 @@ impl Master {
             reregister: false,
             copy_blocks: std::mem::take(&mut w.copy_out),
             drop_blocks: std::mem::take(&mut w.drop_out),
+            kill,
+        }
+    }
+
+    /// Progress counts from `worker`'s heartbeat: an attempt whose count grew
+    /// is not stalled.
+    fn note_progress(&mut self, now: Millis, worker: WorkerId, progress: &[AttemptProgress]) {
+        for p in progress {
+            let status = self
+                .jobs
+                .get_mut(&p.attempt.task.job)
+                .and_then(|j| j.tasks.get_mut(p.attempt.task.index as usize))
+                .map(|t| &mut t.status);
+            if let Some(TaskStatus::Running(ra)) = status {
+                if ra.attempt == p.attempt.attempt && ra.worker == worker && p.units > ra.progress {
+                    ra.progress = p.units;
+                    ra.progressed = now;
+                }
+            }
         }
     }
 
@@ -261,6 +286,24 @@ impl Master {
             .unwrap_or_default()
     }
 
+    /// The live replicas map `t` may read: all but those on workers where
+    /// it stalled, unless only those are left.
+    pub(super) fn task_replicas(&self, t: TaskRef) -> Vec<WorkerId> {
+        let job = &self.jobs[&t.job];
+        let live = self.live_replicas(&job.spec.input, t.index);
+        let stalled = &job.tasks[t.index as usize].stalled_on;
+        let good: Vec<WorkerId> = live
+            .iter()
+            .copied()
+            .filter(|w| !stalled.contains(w))
+            .collect();
+        if good.is_empty() {
+            live
+        } else {
+            good
+        }
+    }
+
     /// Block reports changed: bring pending tasks' replica lists up to date.
     fn refresh_replicas(&mut self) {
         let mut updates = Vec::new();
@@ -269,7 +312,7 @@ impl Master {
                 continue;
             };
             for t in jv.pending() {
-                let live = self.live_replicas(&job.spec.input, t.task.index);
+                let live = self.task_replicas(t.task);
                 if live != t.replicas {
                     updates.push((t.task, live));
                 }
