@@ -28,6 +28,8 @@ cluster: build
 	$(MASTER) load --name demo --generate text --blocks $(DEMO_BLOCKS) --block-size $(DEMO_BLOCK_SIZE)
 	$(MASTER) submit --workload input-sink --input demo --count $(DEMO_JOBS) --wait
 	$(MASTER) submit --workload wordcount --input demo --reduces 2 --output demo-counts --wait
+	@echo "top ten words of demo (master cat demo-counts | sort -k2,2nr -k1,1 | head):"
+	@$(MASTER) cat demo-counts | LC_ALL=C sort -k2,2nr -k1,1 | head -10
 
 ## The same in Linux network namespaces, links shaped by tc at nic_mbps (needs root).
 ## The CLI then runs inside the master's namespace: $(NETNS_MASTER) <command>.

@@ -27,3 +27,10 @@ pub fn unix_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+
+/// Whether log lines on stderr get terminal colours: only on a terminal, and
+/// never when `NO_COLOR` is set to anything (<https://no-color.org>).
+pub fn stderr_wants_colour() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}

@@ -480,6 +480,15 @@ pub struct FileInfo {
     pub replication: Option<u32>,
 }
 
+/// `DELETE /v1/files/{name}`: what its holders were told to delete.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FileDeleted {
+    pub name: String,
+    pub blocks: u32,
+    /// Replicas on live workers, deleted at their next heartbeat.
+    pub replicas: u32,
+}
+
 impl FileInfo {
     /// Blocks with fewer live replicas than the file's factor.
     pub fn under_replicated(&self) -> Vec<u32> {

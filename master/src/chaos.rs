@@ -11,7 +11,7 @@
 
 use crate::ops::client::MasterClient;
 use crate::ops::loader::{self, Generator, LoadSpec, Source};
-use crate::ops::{local, verify};
+use crate::ops::{files, local, verify};
 use crate::results::{Provenance, ResultsDir};
 use anyhow::{bail, Context};
 use common::config::ClusterConfig;
@@ -268,8 +268,8 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
         )
         .await?;
     }
-    let text = verify::read_file(&client, "text").await?;
-    let recs = verify::read_file(&client, "recs").await?;
+    let text = files::read_file(&client, "text").await?;
+    let recs = files::read_file(&client, "recs").await?;
     let want_counts = verify::wordcount_reference(&text)?;
     let want_sorted = verify::sort_reference(&recs)?;
 
@@ -461,7 +461,7 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
                                 .iter()
                                 .filter(|w| w.alive && w.name != f.worker && reps.contains(&w.name))
                             {
-                                if let Ok(b) = verify::get_block(&client, &w.addr, &f.block).await {
+                                if let Ok(b) = files::get_block(&client, &w.addr, &f.block).await {
                                     good = Some(b);
                                     break;
                                 }
@@ -508,7 +508,7 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
         let (mut checked, mut equal) = (false, false);
         if ok && w.has_reduce() {
             checked = true;
-            let out = verify::read_file(&client, r.output.as_deref().unwrap_or_default()).await?;
+            let out = files::read_file(&client, r.output.as_deref().unwrap_or_default()).await?;
             equal = match w {
                 Workload::Wordcount => {
                     verify::wordcount_pairs(&out).is_ok_and(|got| got == want_counts)

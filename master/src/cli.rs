@@ -165,6 +165,20 @@ pub enum Cmd {
     Replot { dir: PathBuf },
     /// List files and where their blocks are.
     Files,
+    /// Read a file back from its live replicas, block by block in order,
+    /// each block's digest checked; to stdout, or with -o to a file
+    /// (written whole or not at all).
+    Get {
+        file: String,
+        /// Write here instead of stdout (replaced only once complete).
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+    /// `get` to stdout.
+    Cat { file: String },
+    /// Delete a file: its replicas on every worker (refused while a job
+    /// reads or writes it); returns once no live worker holds one.
+    Rm { file: String },
     /// The scheduling lab: generate instances, run the offline planners and
     /// the online policies (in the discrete-event simulator) on them, sweep
     /// the papers' simulations. Needs no cluster.
@@ -386,10 +400,46 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Report { job, json, wait } => show_report(&client, &job, json, wait).await,
         Cmd::Workers => workers(&client).await,
         Cmd::Files => files(&client).await,
+        Cmd::Get { file, output } => get(&client, &file, output.as_deref()).await,
+        Cmd::Cat { file } => get(&client, &file, None).await,
+        Cmd::Rm { file } => {
+            let d = crate::ops::files::remove(&client, &file, std::time::Duration::from_secs(60))
+                .await?;
+            println!(
+                "deleted {}: {} blocks, {} replicas",
+                d.name, d.blocks, d.replicas
+            );
+            Ok(())
+        }
         Cmd::Experiment { .. } | Cmd::Sim { .. } | Cmd::Replot { .. } | Cmd::Chaos { .. } => {
             unreachable!("handled above")
         }
     }
+}
+
+/// `master get` and `master cat`.
+async fn get(client: &MasterClient, file: &str, output: Option<&Path>) -> anyhow::Result<()> {
+    match output {
+        Some(path) => {
+            let n = crate::ops::files::get_to_path(client, file, path).await?;
+            eprintln!("{file}: {n} bytes to {}", path.display());
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+            if let Err(e) = crate::ops::files::get(client, file, &mut out).await {
+                // `master cat f | head`: the reader stopped; not an error.
+                let closed = e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                });
+                if !closed {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `master serve`: the master alone, until Ctrl-C.

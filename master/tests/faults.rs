@@ -6,7 +6,7 @@ use common::config::ClusterConfig;
 use common::wire::{JobState, JobSubmit, TaskKind};
 use master::ops::client::MasterClient;
 use master::ops::loader::{self, Generator, LoadSpec, Source};
-use master::ops::{local, verify};
+use master::ops::{files, local, verify};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -195,8 +195,8 @@ async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() 
         "the kill hit the shuffle: {r:?}"
     );
     assert!(maps_again > 0, "the victim's outputs ran again: {r:?}");
-    let input = verify::read_file(client, "recs").await.unwrap();
-    let output = verify::read_file(client, "sorted").await.unwrap();
+    let input = files::read_file(client, "recs").await.unwrap();
+    let output = files::read_file(client, "sorted").await.unwrap();
     assert_eq!(output.len(), input.len());
     assert!(
         output == verify::sort_reference(&input).unwrap(),
@@ -604,8 +604,8 @@ async fn a_full_disk_costs_the_attempt_not_the_job() {
             r.attempts
         );
     }
-    let input = verify::read_file(client, "recs").await.unwrap();
-    let output = verify::read_file(client, "sorted").await.unwrap();
+    let input = files::read_file(client, "recs").await.unwrap();
+    let output = files::read_file(client, "sorted").await.unwrap();
     assert_eq!(output, verify::sort_reference(&input).unwrap());
     // While full, w2 gets nothing, not even a map that writes nothing.
     for _ in 0..3 {

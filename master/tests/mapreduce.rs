@@ -5,7 +5,7 @@
 
 use common::wire::{JobReport, JobState, JobSubmit, TaskKind};
 use master::ops::loader::{self, Generator, LoadSpec, Source};
-use master::ops::verify;
+use master::ops::{files, verify};
 use workloads::Workload;
 
 const TOKEN: &str = "mr-token";
@@ -30,7 +30,7 @@ async fn load(c: &support::LocalCluster, name: &str, kind: Generator, blocks: u3
 
 /// A file's contents, block by block in index order, read from the workers.
 async fn read_file(c: &support::LocalCluster, name: &str) -> Vec<u8> {
-    verify::read_file(&c.client, name).await.unwrap()
+    files::read_file(&c.client, name).await.unwrap()
 }
 
 async fn run(
@@ -142,4 +142,134 @@ async fn bad_reduce_requests_are_clear_errors() {
             .contains("100-byte records"),
         "{r:?}"
     );
+}
+
+/// Runs the `master` binary against cluster `c` (its token from a
+/// cluster.toml in `dir`); its exit status, stdout and stderr.
+fn cli(c: &support::LocalCluster, dir: &std::path::Path, args: &[&str]) -> (bool, Vec<u8>, String) {
+    let cfg =
+        master::ops::local::write_loopback_config(dir, TOKEN, 1, "replication = 1", "").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_master"))
+        .arg("--config")
+        .arg(&cfg.path)
+        .args(["--master", c.client.base()])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `master cat`, `master get -o` and `master rm` against a real cluster:
+/// the wordcount output read back through the CLI equals the coreutils
+/// pipeline's; a read with every replica of a block damaged fails and
+/// leaves no file; a file in use is not deleted; a deleted file is gone
+/// from the catalog and from every worker's disk, and a new file of the
+/// same name is not mixed with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_are_read_back_and_deleted_through_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = support::start_cluster(dir.path(), TOKEN, 2, &[None, None, None], 50).await;
+    load(&c, "text", Generator::Text, 4, 100_000).await;
+    run(&c, Workload::Wordcount, "text", 2, "counts").await;
+    let input = read_file(&c, "text").await;
+
+    // cat: what `master cat counts | sort -k2,2nr -k1,1 | head` shows is
+    // the coreutils pipeline's top ten.
+    let (ok, out, err) = cli(&c, dir.path(), &["cat", "counts"]);
+    assert!(ok, "{err}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "no colour codes off a terminal: {err}"
+    );
+    let top = |text: &[u8]| verify::pipe("sort -k2,2nr -k1,1 | head -10", text).unwrap();
+    let reference = verify::pipe(
+        "tr -s '[:space:]' '\\n' | grep -v '^$' | sort | uniq -c | awk '{print $2 \"\\t\" $1}'",
+        &input,
+    )
+    .unwrap();
+    assert_eq!(top(&out), top(&reference));
+    assert_eq!(
+        verify::wordcount_pairs(&out).unwrap(),
+        verify::wordcount_reference(&input).unwrap()
+    );
+
+    // get -o: the same bytes, in a file.
+    let path = dir.path().join("text.copy");
+    let (ok, _, err) = cli(
+        &c,
+        dir.path(),
+        &["get", "text", "-o", path.to_str().unwrap()],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), input);
+
+    // Every replica of block 1 damaged: the read fails naming the block,
+    // and no file is left under the name.
+    let f = c.client.file("text").await.unwrap();
+    let id = common::BlockId::for_file("text", 1).unwrap();
+    for w in &f.replicas[1] {
+        let blk = dir.path().join(w).join("blocks").join(format!("{id}.blk"));
+        let mut data = std::fs::read(&blk).unwrap();
+        data[10] ^= 1;
+        std::fs::write(&blk, data).unwrap();
+    }
+    let bad = dir.path().join("text.bad");
+    let (ok, _, err) = cli(
+        &c,
+        dir.path(),
+        &["get", "text", "-o", bad.to_str().unwrap()],
+    );
+    assert!(!ok);
+    assert!(err.contains("block 1"), "{err}");
+    assert!(!bad.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".master-get"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // rm of a file a running job reads: refused, the file stays.
+    load(&c, "big", Generator::Text, 4, 100_000).await;
+    let mut slow = JobSubmit::new(Workload::InputSink, "big");
+    slow.compute = Some(common::wire::TaskCompute {
+        min_ms: 1500,
+        max_ms: 1500,
+        seed: 1,
+    });
+    let id = c.client.submit(&slow).await.unwrap();
+    let (ok, _, err) = cli(&c, dir.path(), &["rm", "big"]);
+    assert!(!ok && err.contains("in use"), "{err}");
+    assert!(c.client.file("big").await.is_ok());
+    assert_eq!(
+        c.client.wait_job(id).await.unwrap().state,
+        JobState::Succeeded
+    );
+
+    // rm once it ended: gone from the catalog and from every disk.
+    let (ok, out, err) = cli(&c, dir.path(), &["rm", "big"]);
+    assert!(ok, "{err}");
+    assert!(String::from_utf8_lossy(&out).contains("4 blocks, 8 replicas"));
+    assert!(c.client.file("big").await.is_err());
+    for w in ["w0", "w1", "w2"] {
+        let blocks = dir.path().join(w).join("blocks");
+        let left: Vec<_> = std::fs::read_dir(&blocks)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("big."))
+            .collect();
+        assert!(left.is_empty(), "{w}: {left:?}");
+    }
+    // A new file under the name is itself only.
+    load(&c, "big", Generator::Records, 2, 10_000).await;
+    let f = c.client.file("big").await.unwrap();
+    assert_eq!((f.blocks, f.bytes), (2, 20_000));
+    assert_eq!(read_file(&c, "big").await.len(), 20_000);
+    // rm of a file that is not there: an error that says so.
+    let (ok, _, err) = cli(&c, dir.path(), &["rm", "nothing"]);
+    assert!(!ok && err.contains("no file named"), "{err}");
 }

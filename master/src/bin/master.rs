@@ -9,6 +9,7 @@ async fn main() {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
+        .with_ansi(common::stderr_wants_colour())
         .with_writer(std::io::stderr)
         .init();
     if let Err(e) = master::cli::run(master::cli::Cli::parse()).await {

@@ -11,7 +11,7 @@ use super::spec::{NamedScheduler, Point, Spec};
 use super::timeline;
 use crate::ops::client::MasterClient;
 use crate::ops::loader::{self, Generator, LoadSpec, Source};
-use crate::ops::local;
+use crate::ops::{files, local};
 use crate::results::ResultsDir;
 use anyhow::{bail, Context};
 use common::config::{
@@ -558,7 +558,7 @@ async fn run_once(
         .map_err(|_| anyhow::anyhow!("run exceeded timeout_s = {}", env.spec.timeout_s))??;
     // Outputs are not kept: the disk is shared by all runs of the point.
     for out in reports.iter().filter_map(|r| r.output.as_deref()) {
-        if let Err(e) = loader::delete_file(&client, out).await {
+        if let Err(e) = files::remove(&client, out, Duration::from_secs(30)).await {
             tracing::warn!(file = out, error = %e, "could not remove a run's output");
         }
     }

@@ -4,7 +4,8 @@
 use anyhow::Context;
 use common::http::bearer;
 use common::wire::{
-    ClusterSummary, FileInfo, FileReplication, JobReport, JobSubmit, JobSubmitted, WorkerInfo,
+    ClusterSummary, FileDeleted, FileInfo, FileReplication, JobReport, JobSubmit, JobSubmitted,
+    WorkerInfo,
 };
 use common::JobId;
 use reqwest::header::AUTHORIZATION;
@@ -137,6 +138,40 @@ impl MasterClient {
             .with_context(|| format!("{what}: master unreachable"))?;
         check(resp, &what).await?;
         Ok(())
+    }
+
+    /// Deletes file `name` (see `Master::delete_file`): its holders drop
+    /// their replicas at their next heartbeat.
+    pub async fn delete_file(&self, name: &str) -> anyhow::Result<FileDeleted> {
+        let what = format!("DELETE {}/v1/files/{name}", self.base);
+        let resp = self
+            .http
+            .delete(format!("{}/v1/files/{name}", self.base))
+            .header(AUTHORIZATION, bearer(&self.token))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .with_context(|| format!("{what}: master unreachable"))?;
+        Ok(check(resp, &what).await?.json().await?)
+    }
+
+    /// Whether file `name` is gone from the master's catalog and from every
+    /// live worker (not found), not yet (being deleted) or still there.
+    pub async fn file_gone(&self, name: &str) -> anyhow::Result<bool> {
+        let what = format!("GET {}/v1/files/{name}", self.base);
+        let resp = self
+            .http
+            .get(format!("{}/v1/files/{name}", self.base))
+            .header(AUTHORIZATION, bearer(&self.token))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .with_context(|| format!("{what}: master unreachable"))?;
+        match resp.status() {
+            reqwest::StatusCode::NOT_FOUND => Ok(true),
+            reqwest::StatusCode::CONFLICT | reqwest::StatusCode::OK => Ok(false),
+            _ => check(resp, &what).await.map(|_| false),
+        }
     }
 
     pub async fn submit(&self, spec: &JobSubmit) -> anyhow::Result<JobId> {

@@ -276,30 +276,6 @@ pub async fn upload_block(
     Ok(())
 }
 
-/// Deletes every replica of file `name` through the workers' API.
-pub async fn delete_file(client: &MasterClient, name: &str) -> anyhow::Result<()> {
-    let f = client.file(name).await?;
-    let workers = client.workers().await?;
-    for (i, reps) in f.replicas.iter().enumerate() {
-        let id = BlockId::for_file(name, i as u32)?;
-        for r in reps {
-            let Some(w) = workers.iter().find(|w| &w.name == r) else {
-                continue;
-            };
-            let what = format!("deleting block {id} on {}", w.name);
-            let resp = client
-                .http()
-                .delete(format!("{}/blocks/{id}", w.addr))
-                .header(AUTHORIZATION, bearer(client.token()))
-                .send()
-                .await
-                .with_context(|| what.clone())?;
-            check(resp, &what).await?;
-        }
-    }
-    Ok(())
-}
-
 /// Loads a file into the cluster; returns its catalog entry once every
 /// replica is reported.
 pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<FileInfo> {

@@ -3,10 +3,12 @@
 //! tests); [`loader`] generates or splits files into replicated blocks;
 //! [`local`] starts and stops a cluster of local processes; [`netns`] does
 //! the same in Linux network namespaces with shaped links; [`report`]
-//! formats job reports for people; [`verify`] reads files back and holds
-//! the coreutils references outputs are checked against.
+//! formats job reports for people; [`files`] reads files back (`master
+//! get`) and deletes them; [`verify`] holds the coreutils references
+//! outputs are checked against.
 
 pub mod client;
+pub mod files;
 pub mod loader;
 pub mod local;
 pub mod netns;

@@ -1,51 +1,11 @@
-//! Checking a cluster's work from outside: a file read back block by block
-//! from its live replica holders, and the references that nobody here
+//! Checking a cluster's work from outside: the references that nobody here
 //! wrote that wordcount and sort outputs are compared with (coreutils, in
-//! the C locale). The chaos run and the end-to-end tests use them.
+//! the C locale; files are read back with [`crate::ops::files`]). The chaos
+//! run and the end-to-end tests use them.
 
-use crate::ops::client::MasterClient;
 use anyhow::{bail, Context};
-use common::BlockId;
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::Duration;
-
-/// One block from the worker at `addr` (its checksums verified on the way
-/// out by the worker).
-pub async fn get_block(client: &MasterClient, addr: &str, id: &BlockId) -> anyhow::Result<Vec<u8>> {
-    let resp = client
-        .http()
-        .get(format!("{addr}/blocks/{id}"))
-        .bearer_auth(client.token())
-        .timeout(Duration::from_secs(20))
-        .send()
-        .await?;
-    let resp = common::http_client::check(resp, format!("GET {addr}/blocks/{id}")).await?;
-    Ok(resp.bytes().await?.to_vec())
-}
-
-/// A file's bytes, block by block in index order, each from the first live
-/// holder that serves it whole.
-pub async fn read_file(client: &MasterClient, name: &str) -> anyhow::Result<Vec<u8>> {
-    let f = client.file(name).await?;
-    if !f.complete {
-        bail!("file {name} is incomplete: {f:?}");
-    }
-    let workers = client.workers().await?;
-    let mut out = Vec::new();
-    for (i, reps) in f.replicas.iter().enumerate() {
-        let id = BlockId::for_file(name, i as u32)?;
-        let mut got = None;
-        for w in workers.iter().filter(|w| w.alive && reps.contains(&w.name)) {
-            if let Ok(b) = get_block(client, &w.addr, &id).await {
-                got = Some(b);
-                break;
-            }
-        }
-        out.extend(got.with_context(|| format!("no live replica of {id} serves it ({reps:?})"))?);
-    }
-    Ok(out)
-}
 
 /// Runs `sh -c cmd` with `LC_ALL=C`, `input` on its stdin; its stdout.
 pub fn pipe(cmd: &str, input: &[u8]) -> anyhow::Result<Vec<u8>> {

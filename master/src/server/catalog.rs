@@ -77,6 +77,11 @@ impl Catalog {
         }
     }
 
+    /// Forgets file `name` (deleted).
+    pub fn remove(&mut self, name: &str) -> Option<FileEntry> {
+        self.files.remove(name)
+    }
+
     pub fn file(&self, name: &str) -> Option<&FileEntry> {
         self.files.get(name)
     }

@@ -6,7 +6,8 @@
 //! | POST | /v1/workers/register | RegisterRequest | RegisterReply |
 //! | POST | /v1/workers/heartbeat | Heartbeat | HeartbeatReply |
 //! | GET | /v1/workers | | [WorkerInfo] |
-//! | GET | /v1/files, /v1/files/{name} | | [FileInfo], FileInfo |
+//! | GET | /v1/files, /v1/files/{name} | | [FileInfo], FileInfo (409 while being deleted) |
+//! | DELETE | /v1/files/{name} | | FileDeleted (409 while a job uses it) |
 //! | POST | /v1/jobs | JobSubmit | 201 JobSubmitted |
 //! | GET | /v1/jobs | | [JobReport] (without attempts) |
 //! | GET | /v1/jobs/{id}?wait_ms=N | | JobReport, after waiting up to N ms for it to end |
@@ -19,8 +20,8 @@ use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use common::http::{require_token, ApiError, ApiJson, ServerTimeouts, Token};
 use common::wire::{
-    ClusterSummary, FileInfo, FileReplication, Heartbeat, HeartbeatReply, JobReport, JobSubmit,
-    JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
+    ClusterSummary, FileDeleted, FileInfo, FileReplication, Heartbeat, HeartbeatReply, JobReport,
+    JobSubmit, JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
 };
 use common::JobId;
 use sched::Millis;
@@ -74,7 +75,9 @@ impl AppState {
 fn api_error(e: MasterError) -> ApiError {
     let status = match e {
         MasterError::UnknownFile { .. } | MasterError::UnknownJob(_) => StatusCode::NOT_FOUND,
-        MasterError::IncompleteFile { .. } => StatusCode::CONFLICT,
+        MasterError::IncompleteFile { .. }
+        | MasterError::FileInUse { .. }
+        | MasterError::FileBeingDeleted { .. } => StatusCode::CONFLICT,
         MasterError::UnknownWorker { .. } => StatusCode::FORBIDDEN,
         MasterError::BadRequest(_) => StatusCode::BAD_REQUEST,
     };
@@ -92,7 +95,7 @@ pub fn router(state: Arc<AppState>, token: &str) -> Router {
         .route("/v1/workers/heartbeat", post(heartbeat).layer(reports))
         .route("/v1/workers", get(workers))
         .route("/v1/files", get(files))
-        .route("/v1/files/{name}", get(file))
+        .route("/v1/files/{name}", get(file).delete(delete_file))
         .route("/v1/files/{name}/replication", put(file_replication))
         .route("/v1/jobs", post(submit).get(jobs))
         .route("/v1/jobs/{id}", get(job))
@@ -136,6 +139,15 @@ async fn file(
     Path(name): Path<String>,
 ) -> Result<Json<FileInfo>, ApiError> {
     s.with(|m, _| m.file(&name)).map(Json).map_err(api_error)
+}
+
+async fn delete_file(
+    State(s): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<FileDeleted>, ApiError> {
+    s.with(|m, _| m.delete_file(&name))
+        .map(Json)
+        .map_err(api_error)
 }
 
 async fn file_replication(

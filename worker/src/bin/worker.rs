@@ -33,6 +33,7 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
+        .with_ansi(common::stderr_wants_colour())
         .init();
     let args = Args::parse();
     let cfg = common::config::ClusterConfig::load(&args.config)?;

@@ -9,7 +9,7 @@
 
 use super::Master;
 use common::wire::{JobReport, JobState, JobSubmit};
-use common::JobId;
+use common::{BlockId, JobId, WorkerId};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
@@ -33,6 +33,14 @@ pub enum JournalEntry {
     Replication {
         file: String,
         replication: u32,
+    },
+    /// A file of `blocks` blocks was deleted: a replication declared before
+    /// no longer holds, and its replicas are kept out of the catalog until
+    /// their holders drop them (or a later entry declares a new file of
+    /// that name).
+    Deleted {
+        file: String,
+        blocks: u32,
     },
 }
 
@@ -121,8 +129,22 @@ impl Master {
                     self.archived.insert(report.job, report);
                 }
                 JournalEntry::Replication { file, replication } => {
+                    for pending in self.deleting.values_mut() {
+                        pending.retain(|_, f| *f != file);
+                    }
                     self.file_replication
                         .insert(file, (replication, super::replication::Kept::From(0)));
+                }
+                JournalEntry::Deleted { file, blocks } => {
+                    self.file_replication.remove(&file);
+                    for w in 0..self.workers.len() {
+                        let pending = self.deleting.entry(WorkerId(w as u32)).or_default();
+                        for i in 0..blocks.min(common::wire::MAX_FILE_BLOCKS) {
+                            if let Ok(id) = BlockId::for_file(&file, i) {
+                                pending.insert(id, file.clone());
+                            }
+                        }
+                    }
                 }
             }
         }

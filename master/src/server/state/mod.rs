@@ -28,7 +28,7 @@ use common::policy::ReducePlacement;
 use common::wire::{JobReport, JobState, JobSubmit, Launch, TaskRecord};
 use common::{AttemptId, BlockId, JobId, WorkerId};
 use sched::{self, ClusterView, Millis, ReducePlacer, Scheduler};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Upper bound on a job's reduce tasks.
 pub const MAX_REDUCES: u32 = 10_000;
@@ -43,6 +43,14 @@ pub enum MasterError {
     IncompleteFile { name: String, missing: Vec<u32> },
     #[error("no job {0}")]
     UnknownJob(JobId),
+    #[error("file {name:?} is in use by {job} ({how}); try again once it ended")]
+    FileInUse {
+        name: String,
+        job: JobId,
+        how: &'static str,
+    },
+    #[error("file {name:?} is being deleted: {pending} replicas on live workers still to go")]
+    FileBeingDeleted { name: String, pending: usize },
     #[error("{0}")]
     BadRequest(String),
 }
@@ -280,6 +288,10 @@ pub struct Master {
     archived: std::collections::BTreeMap<JobId, JobReport>,
     /// Each declared file's factor, and since when it is kept there.
     file_replication: HashMap<String, (u32, replication::Kept)>,
+    /// Replicas of deleted files not yet gone from their workers, by worker
+    /// (with the file's name): a block report listing one is not taken into
+    /// the catalog, and the worker is told again to drop it.
+    deleting: HashMap<WorkerId, BTreeMap<BlockId, String>>,
 }
 
 impl Master {
@@ -327,6 +339,7 @@ impl Master {
             trims: Vec::new(),
             blocks_copied: 0,
             file_replication: HashMap::new(),
+            deleting: HashMap::new(),
             journal_out: Vec::new(),
             archived: Default::default(),
         }

@@ -1156,3 +1156,44 @@ fn an_attempt_that_stops_progressing_is_killed_and_reads_another_replica() {
     };
     assert!(alternates.iter().all(|r| r.worker != WorkerId(0)));
 }
+
+#[test]
+fn a_deleted_file_never_comes_back_from_a_late_block_report() {
+    let mut m = Master::new(settings(2, 1));
+    register_all(&mut m, 2, 1, |_| vec![block("f", 0, 1)]);
+    let d = m.delete_file("f").unwrap();
+    assert_eq!((d.blocks, d.replicas), (1, 2));
+    assert!(matches!(
+        m.file("f"),
+        Err(MasterError::FileBeingDeleted { pending: 2, .. })
+    ));
+    // w0 still lists the block (its report crossed the order): kept out of
+    // the catalog, and the order goes out again.
+    let mut h = hb(0, 1, vec![], vec![]);
+    h.blocks = Some(vec![block("f", 0, 1)]);
+    let reply = m.heartbeat(10, h);
+    assert_eq!(reply.drop_blocks.len(), 1);
+    assert!(m.files().iter().all(|f| f.name != "f"));
+    let mut h = hb(0, 1, vec![], vec![]);
+    h.blocks = Some(vec![]);
+    m.heartbeat(20, h);
+    assert!(matches!(
+        m.file("f"),
+        Err(MasterError::FileBeingDeleted { pending: 1, .. })
+    ));
+    let mut h = hb(1, 1, vec![], vec![]);
+    h.blocks = Some(vec![]);
+    m.heartbeat(30, h);
+    assert!(matches!(m.file("f"), Err(MasterError::UnknownFile { .. })));
+    // A new file of the name is taken in whole.
+    let mut h = hb(1, 1, vec![], vec![]);
+    h.blocks = Some(vec![block("f", 0, 1)]);
+    m.heartbeat(40, h);
+    assert_eq!(m.file("f").unwrap().replicas, vec![vec!["w1".to_owned()]]);
+    // A file a running job reads is not deleted.
+    let id = submit(&mut m);
+    assert!(matches!(
+        m.delete_file("f"),
+        Err(MasterError::FileInUse { job, .. }) if job == id
+    ));
+}

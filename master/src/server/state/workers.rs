@@ -3,10 +3,10 @@
 
 use super::{Master, MasterError, TaskStatus};
 use common::wire::{
-    AttemptProgress, FileInfo, Heartbeat, HeartbeatReply, RegisterReply, RegisterRequest,
-    WorkerInfo,
+    AttemptProgress, BlockInfo, FileDeleted, FileInfo, Heartbeat, HeartbeatReply, RegisterReply,
+    RegisterRequest, WorkerInfo,
 };
-use common::{AttemptId, TaskRef, WorkerId};
+use common::{AttemptId, BlockId, TaskRef, WorkerId};
 use sched::Millis;
 
 impl Master {
@@ -51,7 +51,7 @@ impl Master {
         let role = self.settings.workers[idx].role;
         self.view.set_runs_maps(id, role.runs_maps());
         self.view.set_runs_reduces(id, role.runs_reduces());
-        self.catalog.apply_report(id, &req.blocks);
+        self.apply_block_report(id, &req.blocks);
         self.refresh_replicas();
         tracing::info!(worker = %self.workers[idx].name, %id, addr = %self.workers[idx].addr, blocks = req.blocks.len(), "worker registered");
         Ok(RegisterReply {
@@ -88,7 +88,7 @@ impl Master {
         };
         if let Some(blocks) = &hb.blocks {
             self.workers[id.0 as usize].blocks = blocks.len();
-            self.catalog.apply_report(id, blocks);
+            self.apply_block_report(id, blocks);
             self.refresh_replicas();
         }
         let reported: std::collections::HashSet<AttemptId> = hb
@@ -250,7 +250,133 @@ impl Master {
     }
 
     pub fn file(&self, name: &str) -> Result<FileInfo, MasterError> {
-        self.file_info(name).ok_or_else(|| self.unknown_file(name))
+        if let Some(info) = self.file_info(name) {
+            return Ok(info);
+        }
+        match self.deleting_on_live(name) {
+            0 => Err(self.unknown_file(name)),
+            pending => Err(MasterError::FileBeingDeleted {
+                name: name.to_owned(),
+                pending,
+            }),
+        }
+    }
+
+    /// Replicas of deleted file `name` that live workers still hold.
+    fn deleting_on_live(&self, name: &str) -> usize {
+        self.deleting
+            .iter()
+            .filter(|(w, _)| self.workers[w.0 as usize].alive)
+            .map(|(_, blocks)| blocks.values().filter(|f| *f == name).count())
+            .sum()
+    }
+
+    /// `DELETE /v1/files/{name}`: the file leaves the catalog at once and
+    /// every holder is told to delete its replicas (also a holder that is
+    /// down now, when it comes back); until a holder's block report no
+    /// longer lists them they are kept out of the catalog, so a deleted
+    /// file never comes back, even as blocks of a new file of the same
+    /// name. Refused while a job that has not ended reads or writes it.
+    pub fn delete_file(&mut self, name: &str) -> Result<FileDeleted, MasterError> {
+        let Some(entry) = self.catalog.file(name) else {
+            return Err(match self.deleting_on_live(name) {
+                0 => self.unknown_file(name),
+                pending => MasterError::FileBeingDeleted {
+                    name: name.to_owned(),
+                    pending,
+                },
+            });
+        };
+        if let Some(job) = self.jobs.values().find(|j| {
+            !j.state.is_done() && (j.spec.input == name || j.output.as_deref() == Some(name))
+        }) {
+            return Err(MasterError::FileInUse {
+                name: name.to_owned(),
+                job: job.id,
+                how: if job.spec.input == name {
+                    "its input"
+                } else {
+                    "its output"
+                },
+            });
+        }
+        let mut orders: Vec<(WorkerId, BlockId)> = Vec::new();
+        for b in entry.blocks.iter().flatten() {
+            for w in &b.replicas {
+                orders.push((*w, b.id.clone()));
+            }
+        }
+        let blocks = entry.blocks.len() as u32;
+        // Replicas on workers down now are not in the catalog: they are
+        // found when those workers report again (`apply_block_report`).
+        let ids: Vec<BlockId> = entry
+            .blocks
+            .iter()
+            .flatten()
+            .map(|b| b.id.clone())
+            .collect();
+        for (i, w) in self.workers.iter().enumerate() {
+            if !w.alive {
+                let pending = self.deleting.entry(WorkerId(i as u32)).or_default();
+                for id in &ids {
+                    pending.insert(id.clone(), name.to_owned());
+                }
+            }
+        }
+        self.catalog.remove(name);
+        self.file_replication.remove(name);
+        self.journal_out
+            .push(super::journal::JournalEntry::Deleted {
+                file: name.to_owned(),
+                blocks,
+            });
+        let replicas = orders.len() as u32;
+        for (w, id) in orders {
+            self.workers[w.0 as usize].drop_out.push(id.clone());
+            self.deleting
+                .entry(w)
+                .or_default()
+                .insert(id, name.to_owned());
+        }
+        tracing::info!(
+            file = name,
+            blocks,
+            replicas,
+            "file deleted; its holders drop their replicas"
+        );
+        Ok(FileDeleted {
+            name: name.to_owned(),
+            blocks,
+            replicas,
+        })
+    }
+
+    /// A worker's full block report into the catalog, without the replicas
+    /// of deleted files (those it is told, again, to drop; those it no
+    /// longer lists are gone).
+    fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) {
+        let Some(pending) = self.deleting.get_mut(&id) else {
+            self.catalog.apply_report(id, blocks);
+            return;
+        };
+        let listed: std::collections::HashSet<&BlockId> = blocks.iter().map(|b| &b.id).collect();
+        pending.retain(|b, _| listed.contains(b));
+        let kept: Vec<BlockInfo> = blocks
+            .iter()
+            .filter(|b| !pending.contains_key(&b.id))
+            .cloned()
+            .collect();
+        let again: Vec<BlockId> = pending.keys().cloned().collect();
+        if pending.is_empty() {
+            self.deleting.remove(&id);
+        }
+        let w = &mut self.workers[id.0 as usize];
+        for b in again {
+            if !w.drop_out.contains(&b) {
+                w.drop_out.push(b);
+            }
+        }
+        self.catalog.apply_report(id, &kept);
     }
 
     fn file_info(&self, name: &str) -> Option<FileInfo> {
