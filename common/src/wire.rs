@@ -69,6 +69,12 @@ pub struct Heartbeat {
     /// the master times out attempts whose count stops growing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub progress: Vec<AttemptProgress>,
+    /// Bytes the worker's NIC received and sent since it started (the
+    /// master derives current rates from consecutive heartbeats).
+    #[serde(default)]
+    pub nic_rx_bytes: u64,
+    #[serde(default)]
+    pub nic_tx_bytes: u64,
 }
 
 /// How far one running attempt has come (see `Heartbeat::progress`).
@@ -513,6 +519,24 @@ pub struct WorkerInfo {
     pub alive: bool,
     pub blocks: usize,
     pub running: usize,
+    /// Slots held by background processes.
+    #[serde(default)]
+    pub background: u32,
+    /// NIC bytes received and sent since the worker started, and the
+    /// current rates (bytes/s over the last second or so).
+    #[serde(default)]
+    pub nic_rx_bytes: u64,
+    #[serde(default)]
+    pub nic_tx_bytes: u64,
+    #[serde(default)]
+    pub nic_rx_rate: f64,
+    #[serde(default)]
+    pub nic_tx_rate: f64,
+    /// The configured NIC rate per direction, bytes/s (None: unlimited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_cap: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_free_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -651,3 +651,134 @@ fn walk(dir: &std::path::Path) -> Vec<String> {
     }
     out
 }
+
+/// A Prometheus text exposition as (series with labels, value) pairs;
+/// fails on a line that is not a comment or `series value`.
+fn parse_metrics(text: &str) -> std::collections::BTreeMap<String, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (series, value) = line.rsplit_once(' ').unwrap_or_else(|| panic!("{line:?}"));
+        let v: f64 = value.parse().unwrap_or_else(|_| panic!("{line:?}"));
+        out.insert(series.to_owned(), v);
+    }
+    assert!(
+        text.ends_with("# EOF\n"),
+        "OpenMetrics text ends with # EOF"
+    );
+    out
+}
+
+async fn scrape(client: &MasterClient, base: &str) -> std::collections::BTreeMap<String, f64> {
+    let resp = client
+        .http()
+        .get(format!("{base}/metrics"))
+        .bearer_auth(client.token())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
+    parse_metrics(&resp.text().await.unwrap())
+}
+
+/// `GET /metrics` on the master and the workers: the locality counters move
+/// while a job runs and end equal to the job's report (Hadoop's counters),
+/// bytes read locally and remotely match it too, and the workers' NIC
+/// counters and task outcomes add up. Without the token: 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_metrics_follow_the_job() {
+    let c = cluster(3, 1, None).await;
+    load(&c, "data", 12, 200_000, 1).await;
+    let base = c.client.base().to_owned();
+    let anon = c
+        .client
+        .http()
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anon.status(), 401);
+    let before = scrape(&c.client, &base).await;
+    assert_eq!(before.get("mrtb_workers{state=\"alive\"}"), Some(&3.0));
+    let mut job = JobSubmit::new(Workload::InputSink, "data");
+    job.compute = Some(common::wire::TaskCompute {
+        min_ms: 250,
+        max_ms: 250,
+        seed: 1,
+    });
+    let id = c.client.submit(&job).await.unwrap();
+    let maps = |m: &std::collections::BTreeMap<String, f64>| {
+        m.get("mrtb_maps_total{locality=\"data_local\"}")
+            .copied()
+            .unwrap_or(0.0)
+            + m.get("mrtb_maps_total{locality=\"data_remote\"}")
+                .copied()
+                .unwrap_or(0.0)
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        let m = scrape(&c.client, &base).await;
+        seen.insert(maps(&m) as u64);
+        if c.client.job(id, None).await.unwrap().state.is_done() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    }
+    let between: Vec<_> = seen.iter().filter(|n| **n > 0 && **n < 12).collect();
+    assert!(
+        between.len() >= 2,
+        "the counters moved while the job ran: {seen:?}"
+    );
+    let r = c.client.job(id, None).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded);
+    let m = scrape(&c.client, &base).await;
+    let get = |k: &str| m.get(k).copied().unwrap_or(0.0);
+    assert_eq!(
+        get("mrtb_maps_total{locality=\"data_local\"}"),
+        r.data_local as f64
+    );
+    assert_eq!(
+        get("mrtb_maps_total{locality=\"data_remote\"}"),
+        r.data_remote as f64
+    );
+    assert_eq!(
+        get("mrtb_map_input_bytes_total{source=\"local\"}"),
+        r.bytes_local as f64
+    );
+    assert_eq!(
+        get("mrtb_map_input_bytes_total{source=\"remote\"}"),
+        r.bytes_remote as f64
+    );
+    assert_eq!(get("mrtb_jobs{state=\"succeeded\"}"), 1.0);
+    assert_eq!(
+        get("mrtb_task_duration_seconds_count{kind=\"map\",locality=\"data_local\"}"),
+        r.data_local as f64
+    );
+    assert!(get("mrtb_heartbeat_handling_seconds_count") > 10.0);
+    assert!(get("mrtb_scheduling_decision_seconds_count") > 10.0);
+    // The workers: attempts succeeded add up to the job's; NIC bytes sent
+    // cover the remote reads.
+    let mut succeeded = 0.0;
+    let mut sent = 0.0;
+    for w in &c.workers {
+        let wm = scrape(&c.client, &w.url()).await;
+        let name = &w.ctx.name;
+        succeeded += wm
+            .get(&format!(
+                "mrtb_worker_task_attempts_total{{worker=\"{name}\",outcome=\"succeeded\"}}"
+            ))
+            .copied()
+            .unwrap_or_else(|| panic!("{wm:?}"));
+        sent += wm[&format!("mrtb_worker_nic_bytes_total{{worker=\"{name}\",direction=\"tx\"}}")];
+        assert_eq!(
+            wm[&format!("mrtb_worker_slots{{worker=\"{name}\",state=\"free\"}}")],
+            1.0
+        );
+    }
+    assert_eq!(succeeded, 12.0);
+    assert!(sent >= r.bytes_remote as f64, "{sent} < {}", r.bytes_remote);
+}

@@ -207,6 +207,7 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
     let Some((slot, progress)) = started else {
         let now = unix_ms();
         tracing::warn!(attempt = %launch.attempt, "no free slot; rejecting launch");
+        ctx.outcomes.count(crate::metrics::Outcome::Rejected);
         ctx.book.lock().unwrap().finished.push(TaskResult {
             attempt: launch.attempt,
             slot: 0,
@@ -236,6 +237,14 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
             }
             _ => tracing::debug!(attempt = %result.attempt, "task finished"),
         }
+        use crate::metrics::Outcome;
+        ctx.outcomes.count(match &result.outcome {
+            TaskOutcome::Succeeded { .. } | TaskOutcome::Reduced { .. } => Outcome::Succeeded,
+            TaskOutcome::Failed { .. } => Outcome::Failed,
+            TaskOutcome::FetchFailed { .. } => Outcome::FetchFailed,
+            TaskOutcome::NoSpace { .. } => Outcome::NoSpace,
+            TaskOutcome::Rejected { .. } => Outcome::Rejected,
+        });
         ctx.book.lock().unwrap().finish(result);
         ctx.slot_freed();
     });
@@ -247,6 +256,7 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
 /// Stops an attempt the master gave up on (see `TaskBook::kill`).
 pub fn kill(ctx: &WorkerCtx, a: &AttemptId) {
     if ctx.book.lock().unwrap().kill(a) {
+        ctx.outcomes.count(crate::metrics::Outcome::Killed);
         tracing::warn!(attempt = %a, "attempt killed at the master's request");
         ctx.slot_freed();
     }

@@ -33,6 +33,7 @@ pub fn router(ctx: Arc<WorkerCtx>) -> Router {
             get(get_block).put(put_block).delete(delete_block),
         )
         .route("/status", get(status))
+        .route("/metrics", get(metrics))
         .route("/timeline", get(timeline))
         .route(
             "/shuffle/{job}/{map}/{attempt}/{part}",
@@ -329,6 +330,14 @@ async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
         scrub_found: ctx.scrub_found.load(Ordering::Relaxed),
         scrubbed_bytes: ctx.scrubbed_bytes.load(Ordering::Relaxed),
     })
+}
+
+async fn metrics(State(ctx): State<Arc<WorkerCtx>>) -> Response {
+    let body = crate::metrics::encode(&ctx);
+    Response::builder()
+        .header(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)
+        .body(Body::from(body))
+        .expect("a valid response")
 }
 
 #[derive(Deserialize)]

@@ -7,6 +7,7 @@ pub mod background;
 pub mod exec;
 pub mod fetch;
 pub mod http;
+pub mod metrics;
 pub mod nic;
 pub mod node;
 pub mod replicate;
@@ -123,6 +124,8 @@ pub struct WorkerCtx {
     /// Of those, found by the block scanner; and the bytes it verified.
     pub scrub_found: std::sync::atomic::AtomicU64,
     pub scrubbed_bytes: std::sync::atomic::AtomicU64,
+    /// Task attempts ended here, by outcome (`GET /metrics`).
+    pub outcomes: metrics::Outcomes,
     /// NIC samples and background runs for per-run timelines.
     pub timeline: timeline::Timeline,
 }
@@ -274,6 +277,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         corrupt_dropped: Default::default(),
         scrub_found: Default::default(),
         scrubbed_bytes: Default::default(),
+        outcomes: Default::default(),
         timeline: Default::default(),
     });
     let app = http::router(ctx.clone());

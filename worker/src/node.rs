@@ -97,6 +97,8 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                 busy,
                 disk_free_bytes: disk_free,
                 progress,
+                nic_rx_bytes: ctx.nic.rx.bytes(),
+                nic_tx_bytes: ctx.nic.tx.bytes(),
             };
             match post::<_, HeartbeatReply>(&ctx, "/v1/workers/heartbeat", &hb).await {
                 Ok(reply) => {

@@ -29,6 +29,25 @@ impl Timeline {
         q.push_back(s);
     }
 
+    /// Receive and transmit rates (bytes/s) over the last second of
+    /// samples (0 before there are two).
+    pub fn current_rates(&self) -> (f64, f64) {
+        let q = self.samples.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(last) = q.back() else {
+            return (0.0, 0.0);
+        };
+        let back = (1000 / TIMELINE_SAMPLE_MS) as usize;
+        let first = &q[q.len().saturating_sub(back + 1)];
+        let dt = last.unix_ms.saturating_sub(first.unix_ms) as f64 / 1000.0;
+        if dt <= 0.0 {
+            return (0.0, 0.0);
+        }
+        (
+            last.rx_bytes.saturating_sub(first.rx_bytes) as f64 / dt,
+            last.tx_bytes.saturating_sub(first.tx_bytes) as f64 / dt,
+        )
+    }
+
     /// A background process took `slot`.
     pub fn background_started(&self, slot: u32, unix_ms: u64) {
         let mut q = self.background.lock().unwrap_or_else(|p| p.into_inner());

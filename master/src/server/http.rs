@@ -12,13 +12,16 @@
 //! | GET | /v1/jobs | | [JobReport] (without attempts) |
 //! | GET | /v1/jobs/{id}?wait_ms=N | | JobReport, after waiting up to N ms for it to end |
 //! | GET | /v1/cluster | | ClusterSummary |
+//! | GET | /metrics | | Prometheus metrics (OpenMetrics text; see `metrics`) |
 
+use crate::server::metrics::{JobStateName, Snapshot};
 use crate::server::state::{journal, Master, MasterError, MasterSettings};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use common::http::{require_token, ApiError, ApiJson, ServerTimeouts, Token};
+use common::wire::JobState;
 use common::wire::{
     ClusterSummary, FileDeleted, FileInfo, FileReplication, Heartbeat, HeartbeatReply, JobReport,
     JobSubmit, JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
@@ -100,6 +103,7 @@ pub fn router(state: Arc<AppState>, token: &str) -> Router {
         .route("/v1/jobs", post(submit).get(jobs))
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/cluster", get(cluster))
+        .route("/metrics", get(metrics))
         .fallback(|| async {
             ApiError::not_found("no such endpoint; see the API table in master/src/http.rs")
         })
@@ -123,7 +127,42 @@ async fn heartbeat(
     State(s): State<Arc<AppState>>,
     ApiJson(hb): ApiJson<Heartbeat>,
 ) -> Json<HeartbeatReply> {
-    Json(s.with(|m, now| m.heartbeat(now, hb)))
+    let t0 = Instant::now();
+    let (reply, metrics) = s.with(|m, now| (m.heartbeat(now, hb), m.metrics.clone()));
+    metrics.heartbeat_handled(t0.elapsed().as_secs_f64());
+    Json(reply)
+}
+
+async fn metrics(State(s): State<Arc<AppState>>) -> impl axum::response::IntoResponse {
+    let (snap, metrics) = s.with(|m, _| {
+        let reports = m.reports();
+        let snap = Snapshot {
+            jobs: [
+                JobState::Pending,
+                JobState::Running,
+                JobState::Succeeded,
+                JobState::Failed,
+            ]
+            .into_iter()
+            .map(|st| {
+                let n = reports.iter().filter(|r| r.state == st).count();
+                (JobStateName(st), n)
+            })
+            .collect(),
+            workers: m.workers(),
+            pending_tasks: m.view().pending_total(),
+            maps_rerun: m.maps_rerun,
+            blocks_copied: m.blocks_copied,
+        };
+        (snap, m.metrics.clone())
+    });
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::server::metrics::CONTENT_TYPE,
+        )],
+        metrics.encode(&snap),
+    )
 }
 
 async fn workers(State(s): State<Arc<AppState>>) -> Json<Vec<WorkerInfo>> {

@@ -1,7 +1,9 @@
 //! The running master: [`state`] owns the cluster (workers, jobs, tasks)
 //! and drives a `sched::Scheduler`; [`catalog`] is the block catalog rebuilt
-//! from block reports; [`http`] is a thin axum layer over the state.
+//! from block reports; [`http`] is a thin axum layer over the state;
+//! [`metrics`] its Prometheus metrics.
 
 pub mod catalog;
 pub mod http;
+pub mod metrics;
 pub mod state;

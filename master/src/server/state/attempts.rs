@@ -2,6 +2,7 @@
 //! sent to counts), the task's record, retries, and the end of a job.
 
 use super::{MapOut, Master, RunningAttempt, TaskStatus};
+use crate::server::metrics::ReasonValue;
 use common::wire::{JobState, Locality, TaskKind, TaskOutcome, TaskRecord, TaskResult};
 use common::{AttemptId, JobId, TaskRef, WorkerId};
 use sched::{Millis, PendingTask};
@@ -112,6 +113,12 @@ impl Master {
                 self.view
                     .note_task_ms(r.finished_unix_ms.saturating_sub(r.started_unix_ms));
                 let rec = self.record(a, ra, &r, None);
+                self.metrics.map_done(
+                    rec.locality,
+                    r.local_bytes,
+                    r.remote_bytes,
+                    (rec.end_ms.saturating_sub(rec.start_ms)) as f64 / 1000.0,
+                );
                 let job = self.jobs.get_mut(&a.task.job).expect("checked");
                 job.tasks[a.task.index as usize].status = TaskStatus::Done;
                 job.records.push(rec);
@@ -140,6 +147,10 @@ impl Master {
             }
             TaskOutcome::Reduced { .. } if is_reduce => {
                 let rec = self.record(a, ra, &r, None);
+                self.metrics.reduce_done(
+                    r.local_bytes + r.remote_bytes,
+                    (rec.end_ms.saturating_sub(rec.start_ms)) as f64 / 1000.0,
+                );
                 let job = self.jobs.get_mut(&a.task.job).expect("checked");
                 job.tasks[a.task.index as usize].status = TaskStatus::Done;
                 job.records.push(rec);
@@ -162,6 +173,8 @@ impl Master {
                 // Not the reduce's fault: its lost inputs run again, and it
                 // retries once they are back, without a failure counted.
                 let rec = self.record(a, ra, &r, Some(format!("fetch failed: {error}")));
+                self.metrics
+                    .attempt_unsuccessful(TaskKind::Reduce, ReasonValue::fetch_failed);
                 self.jobs
                     .get_mut(&a.task.job)
                     .expect("checked")
@@ -186,6 +199,8 @@ impl Master {
                 // The worker's disk, not the task: it runs again elsewhere,
                 // and the worker gets nothing new until it has more room.
                 let rec = self.record(a, ra, &r, Some(format!("no space: {error}")));
+                self.metrics
+                    .attempt_unsuccessful(rec.kind, ReasonValue::no_space);
                 self.jobs
                     .get_mut(&a.task.job)
                     .expect("checked")
@@ -258,6 +273,8 @@ impl Master {
     /// A failed attempt: counted; the task is retried until it has failed
     /// `max_task_attempts` times, then its job fails.
     fn attempt_failed(&mut self, a: AttemptId, rec: TaskRecord, error: &str) {
+        self.metrics
+            .attempt_unsuccessful(rec.kind, ReasonValue::failed);
         let max = self.settings.max_task_attempts;
         let job = self.jobs.get_mut(&a.task.job).expect("checked");
         job.records.push(rec);

@@ -121,6 +121,43 @@ struct WorkerState {
     drop_out: Vec<BlockId>,
     blocks: usize,
     free_slots: u32,
+    /// Slots its background processes hold, as its last heartbeat said.
+    background: u32,
+    nic: NicState,
+}
+
+/// A worker's NIC as its heartbeats tell it: byte counters, and rates over
+/// windows of at least [`NIC_RATE_WINDOW_MS`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NicState {
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_rate: f64,
+    pub tx_rate: f64,
+    /// Start of the current rate window and the counters then.
+    since: Option<(Millis, u64, u64)>,
+}
+
+/// Shortest window a NIC rate is measured over.
+pub const NIC_RATE_WINDOW_MS: Millis = 1000;
+
+impl NicState {
+    fn update(&mut self, now: Millis, rx: u64, tx: u64) {
+        self.rx_bytes = rx;
+        self.tx_bytes = tx;
+        match self.since {
+            // A restarted worker's counters start again: a new window.
+            Some((t0, rx0, tx0)) if rx >= rx0 && tx >= tx0 => {
+                if now >= t0 + NIC_RATE_WINDOW_MS {
+                    let dt = (now - t0) as f64 / 1000.0;
+                    self.rx_rate = (rx - rx0) as f64 / dt;
+                    self.tx_rate = (tx - tx0) as f64 / dt;
+                    self.since = Some((now, rx, tx));
+                }
+            }
+            _ => self.since = Some((now, rx, tx)),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -292,6 +329,8 @@ pub struct Master {
     /// (with the file's name): a block report listing one is not taken into
     /// the catalog, and the worker is told again to drop it.
     deleting: HashMap<WorkerId, BTreeMap<BlockId, String>>,
+    /// Counted as results are applied (`GET /metrics`).
+    pub metrics: std::sync::Arc<crate::server::metrics::Metrics>,
 }
 
 impl Master {
@@ -322,6 +361,8 @@ impl Master {
                 drop_out: Vec::new(),
                 blocks: 0,
                 free_slots: 0,
+                background: 0,
+                nic: NicState::default(),
             })
             .collect();
         Master {
@@ -340,6 +381,7 @@ impl Master {
             blocks_copied: 0,
             file_replication: HashMap::new(),
             deleting: HashMap::new(),
+            metrics: Default::default(),
             journal_out: Vec::new(),
             archived: Default::default(),
         }

@@ -82,6 +82,8 @@ fn hb(w: u32, free: u32, running: Vec<AttemptId>, results: Vec<TaskResult>) -> H
         results,
         disk_free_bytes: None,
         progress: Vec::new(),
+        nic_rx_bytes: 0,
+        nic_tx_bytes: 0,
     }
 }
 

@@ -78,6 +78,8 @@ impl Master {
             w.hb_seq += 1;
             w.free_slots = hb.free_slots;
             w.disk_free = hb.disk_free_bytes;
+            w.background = hb.busy.iter().filter(|b| b.remaining_ms.is_some()).count() as u32;
+            w.nic.update(now, hb.nic_rx_bytes, hb.nic_tx_bytes);
             if let (Some(at), Some(now_free)) = (w.full_at, w.disk_free) {
                 if now_free > at {
                     tracing::info!(worker = %w.name, free = now_free, "worker's disk has room again");
@@ -132,6 +134,7 @@ impl Master {
         );
         self.view.set_busy(id, now, hb.busy);
         let mut launches = outbox;
+        let decision = std::time::Instant::now();
         // Reduces first: they hold up their whole job.
         for t in sched::offer_reduces(&mut self.reducer, now, id, &mut self.view) {
             launches.push(self.start_reduce(now, t.job, t.index, id));
@@ -144,6 +147,7 @@ impl Master {
                 self.workers[a.worker.0 as usize].outbox.push(launch);
             }
         }
+        self.metrics.decision_made(decision.elapsed().as_secs_f64());
         for l in &launches {
             self.workers[id.0 as usize].running.insert(l.attempt, seq);
         }
@@ -238,6 +242,13 @@ impl Master {
                 alive: w.alive,
                 blocks: w.blocks,
                 running: w.running.len(),
+                background: if w.alive { w.background } else { 0 },
+                nic_rx_bytes: w.nic.rx_bytes,
+                nic_tx_bytes: w.nic.tx_bytes,
+                nic_rx_rate: if w.alive { w.nic.rx_rate } else { 0.0 },
+                nic_tx_rate: if w.alive { w.nic.tx_rate } else { 0.0 },
+                nic_cap: self.settings.workers[i].nic_bytes_per_sec,
+                disk_free_bytes: w.disk_free,
             })
             .collect()
     }

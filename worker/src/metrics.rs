@@ -1,0 +1,185 @@
+//! The worker's Prometheus metrics (`GET /metrics`, OpenMetrics text, the
+//! cluster token): its NIC and disk byte counters and rates, slots, stored
+//! blocks, the block scanner's work, damaged replicas dropped, and its task
+//! attempts by outcome. Every value is one the worker keeps anyway (atomic
+//! counters, the task book); a scrape reads them into a fresh registry.
+
+use crate::WorkerCtx;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::{Registry, Unit};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The content type of an OpenMetrics text answer.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// How a task attempt ended on this worker (see [`Outcomes`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+    FetchFailed,
+    NoSpace,
+    Rejected,
+    Killed,
+}
+
+impl Outcome {
+    const ALL: [Outcome; 6] = [
+        Outcome::Succeeded,
+        Outcome::Failed,
+        Outcome::FetchFailed,
+        Outcome::NoSpace,
+        Outcome::Rejected,
+        Outcome::Killed,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+            Outcome::FetchFailed => "fetch_failed",
+            Outcome::NoSpace => "no_space",
+            Outcome::Rejected => "rejected",
+            Outcome::Killed => "killed",
+        }
+    }
+}
+
+/// Task attempts ended here, by outcome.
+#[derive(Debug, Default)]
+pub struct Outcomes([AtomicU64; 6]);
+
+impl Outcomes {
+    pub fn count(&self, o: Outcome) {
+        self.0[o as usize].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FoundLabels {
+    found_by: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DirectionLabels {
+    direction: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+/// The OpenMetrics text of this worker's metrics now.
+pub fn encode(ctx: &WorkerCtx) -> String {
+    let mut r = Registry::with_prefix_and_labels(
+        "mrtb_worker",
+        [(
+            std::borrow::Cow::Borrowed("worker"),
+            std::borrow::Cow::Owned(ctx.name.clone()),
+        )]
+        .into_iter(),
+    );
+    let nic = Family::<DirectionLabels, Counter>::default();
+    for (direction, link) in [("rx", &ctx.nic.rx), ("tx", &ctx.nic.tx)] {
+        nic.get_or_create(&DirectionLabels { direction })
+            .inc_by(link.bytes());
+    }
+    r.register_with_unit(
+        "nic",
+        "Bytes through this worker's NIC by direction",
+        Unit::Bytes,
+        nic,
+    );
+    let rate = Family::<DirectionLabels, Gauge<f64, AtomicU64>>::default();
+    let (rx_rate, tx_rate) = ctx.timeline.current_rates();
+    for (direction, v) in [("rx", rx_rate), ("tx", tx_rate)] {
+        rate.get_or_create(&DirectionLabels { direction }).set(v);
+    }
+    r.register(
+        "nic_rate_bytes_per_second",
+        "This worker's NIC rate by direction over the last sample interval",
+        rate,
+    );
+    if let Some(cap) = ctx.nic.rx.rate() {
+        let g = Gauge::<f64, AtomicU64>::default();
+        g.set(cap);
+        r.register(
+            "nic_cap_bytes_per_second",
+            "The emulated NIC's rate per direction",
+            g,
+        );
+    }
+    let disk = Counter::<u64>::default();
+    disk.inc_by(ctx.disk.bytes());
+    r.register_with_unit(
+        "disk",
+        "Bytes through the emulated disk (local reads, blocks served and written)",
+        Unit::Bytes,
+        disk,
+    );
+    let slots = Family::<StateLabels, Gauge>::default();
+    {
+        let book = ctx.book.lock().unwrap_or_else(|p| p.into_inner());
+        let free = book.free_slots();
+        let background = book.background();
+        for (state, n) in [
+            ("busy", ctx.slots.saturating_sub(free + background)),
+            ("background", background),
+            ("free", free),
+        ] {
+            slots.get_or_create(&StateLabels { state }).set(n as i64);
+        }
+    }
+    r.register("slots", "This worker's slots by state", slots);
+    let blocks = Gauge::<i64>::default();
+    blocks.set(ctx.store.list().len() as i64);
+    r.register("blocks_stored", "Block replicas stored here", blocks);
+    let scrubbed = Counter::<u64>::default();
+    scrubbed.inc_by(ctx.scrubbed_bytes.load(Ordering::Relaxed));
+    r.register_with_unit(
+        "scrubbed",
+        "Bytes the block scanner verified",
+        Unit::Bytes,
+        scrubbed,
+    );
+    let dropped = Family::<FoundLabels, Counter>::default();
+    let scrub_found = ctx.scrub_found.load(Ordering::Relaxed);
+    let all = ctx.corrupt_dropped.load(Ordering::Relaxed);
+    dropped
+        .get_or_create(&FoundLabels {
+            found_by: "scanner",
+        })
+        .inc_by(scrub_found);
+    dropped
+        .get_or_create(&FoundLabels { found_by: "read" })
+        .inc_by(all.saturating_sub(scrub_found));
+    r.register(
+        "damaged_replicas_dropped",
+        "Stored replicas that failed their checksums and were deleted",
+        dropped,
+    );
+    let outcomes = Family::<OutcomeLabels, Counter>::default();
+    for o in Outcome::ALL {
+        outcomes
+            .get_or_create(&OutcomeLabels { outcome: o.name() })
+            .inc_by(ctx.outcomes.0[o as usize].load(Ordering::Relaxed));
+    }
+    r.register(
+        "task_attempts",
+        "Task attempts that ended on this worker, by outcome",
+        outcomes,
+    );
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, &r)
+        .expect("writing to a String does not fail");
+    out
+}
