@@ -583,6 +583,19 @@ pub struct ClusterSummary {
     pub blocks_copied: u64,
 }
 
+/// `GET /v1/events`: what the dashboard shows, sent as a server-sent event
+/// every half second.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DashboardState {
+    pub unix_ms: u64,
+    pub cluster: ClusterSummary,
+    /// The scheduler in use with its parameters.
+    pub scheduler: crate::policy::SchedulerConfig,
+    pub workers: Vec<WorkerInfo>,
+    /// Every job, newest first, without attempts.
+    pub jobs: Vec<JobReport>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

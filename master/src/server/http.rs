@@ -13,6 +13,8 @@
 //! | GET | /v1/jobs/{id}?wait_ms=N | | JobReport, after waiting up to N ms for it to end |
 //! | GET | /v1/cluster | | ClusterSummary |
 //! | GET | /metrics | | Prometheus metrics (OpenMetrics text; see `metrics`) |
+//! | GET | /v1/events | | server-sent events: `state` = DashboardState every 0.5 s |
+//! | GET | /, /ui/app.js, /ui/style.css | | the dashboard (no token; see `dashboard`) |
 
 use crate::server::metrics::{JobStateName, Snapshot};
 use crate::server::state::{journal, Master, MasterError, MasterSettings};
@@ -21,11 +23,11 @@ use axum::http::StatusCode;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use common::http::{require_token, ApiError, ApiJson, ServerTimeouts, Token};
-use common::wire::JobState;
 use common::wire::{
     ClusterSummary, FileDeleted, FileInfo, FileReplication, Heartbeat, HeartbeatReply, JobReport,
     JobSubmit, JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
 };
+use common::wire::{DashboardState, JobState};
 use common::JobId;
 use sched::Millis;
 use serde::Deserialize;
@@ -104,6 +106,7 @@ pub fn router(state: Arc<AppState>, token: &str) -> Router {
         .route("/v1/jobs/{id}", get(job))
         .route("/v1/cluster", get(cluster))
         .route("/metrics", get(metrics))
+        .route("/v1/events", get(events))
         .fallback(|| async {
             ApiError::not_found("no such endpoint; see the API table in master/src/http.rs")
         })
@@ -111,7 +114,49 @@ pub fn router(state: Arc<AppState>, token: &str) -> Router {
             Token(token.into()),
             require_token,
         ))
+        // The dashboard's page and code hold no data: served without the
+        // token, which the page keeps in the URL fragment or the tab's
+        // session storage and sends only as a header.
+        .merge(crate::server::dashboard::routes())
         .with_state(state)
+}
+
+/// How often `/v1/events` sends the dashboard's state.
+pub const EVENTS_EVERY: Duration = Duration::from_millis(500);
+
+/// `GET /v1/events`: server-sent events, one `state` event
+/// ([`DashboardState`]) every [`EVENTS_EVERY`], for as long as the client
+/// stays.
+async fn events(
+    State(s): State<Arc<AppState>>,
+) -> axum::response::sse::Sse<
+    impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let mut tick = tokio::time::interval(EVENTS_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let stream = futures_util::stream::unfold((s, tick), |(s, mut tick)| async move {
+        tick.tick().await;
+        let state = s.with(|m, _| dashboard_state(m));
+        let event = Event::default()
+            .event("state")
+            .json_data(&state)
+            .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
+        Some((Ok(event), (s, tick)))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+fn dashboard_state(m: &Master) -> DashboardState {
+    let mut jobs = m.reports();
+    jobs.reverse();
+    DashboardState {
+        unix_ms: common::unix_ms(),
+        cluster: cluster_summary(m),
+        scheduler: m.scheduler_config().clone(),
+        workers: m.workers(),
+        jobs,
+    }
 }
 
 async fn register(
@@ -251,19 +296,21 @@ async fn job(
 }
 
 async fn cluster(State(s): State<Arc<AppState>>) -> Json<ClusterSummary> {
-    Json(s.with(|m, _| {
-        let ws = m.workers();
-        ClusterSummary {
-            scheduler: m.scheduler_name(),
-            reduce_placement: m.reduce_placement().name().into(),
-            workers_configured: ws.len(),
-            workers_alive: ws.iter().filter(|w| w.alive).count(),
-            slots_alive: ws.iter().filter(|w| w.alive).map(|w| w.slots).sum(),
-            pending_tasks: m.view().pending_total(),
-            maps_rerun: m.maps_rerun,
-            blocks_copied: m.blocks_copied,
-        }
-    }))
+    Json(s.with(|m, _| cluster_summary(m)))
+}
+
+fn cluster_summary(m: &Master) -> ClusterSummary {
+    let ws = m.workers();
+    ClusterSummary {
+        scheduler: m.scheduler_name(),
+        reduce_placement: m.reduce_placement().name().into(),
+        workers_configured: ws.len(),
+        workers_alive: ws.iter().filter(|w| w.alive).count(),
+        slots_alive: ws.iter().filter(|w| w.alive).map(|w| w.slots).sum(),
+        pending_tasks: m.view().pending_total(),
+        maps_rerun: m.maps_rerun,
+        blocks_copied: m.blocks_copied,
+    }
 }
 
 /// A running master.

@@ -4,6 +4,7 @@
 //! [`metrics`] its Prometheus metrics.
 
 pub mod catalog;
+pub mod dashboard;
 pub mod http;
 pub mod metrics;
 pub mod state;

@@ -391,6 +391,11 @@ impl Master {
         self.scheduler.name()
     }
 
+    /// The scheduler's configuration (policy and parameters).
+    pub fn scheduler_config(&self) -> &SchedulerConfig {
+        &self.settings.scheduler
+    }
+
     /// The reduce placement in use (`policy` resolved).
     pub fn reduce_placement(&self) -> ReducePlacement {
         self.reducer.placement()
