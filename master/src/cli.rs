@@ -476,7 +476,13 @@ pub fn down(cfg: &ClusterConfig) -> anyhow::Result<()> {
 
 /// `master load`.
 pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<()> {
-    let info = loader::load(client, spec).await?;
+    let pb = progress_bar(
+        "{bar:30} {bytes}/{total_bytes} uploaded ({bytes_per_sec}), ETA {eta}",
+        0,
+    );
+    let info = loader::load_showing(client, spec, &pb).await;
+    pb.finish_and_clear();
+    let info = info?;
     println!(
         "loaded {}: {} blocks, {:.1} MB, replication {}",
         info.name,
@@ -498,6 +504,18 @@ pub struct Submission {
     pub wait: bool,
     /// With `wait`: only a JSON array of the reports on stdout.
     pub json: bool,
+}
+
+/// A progress bar on stderr when stdout is a terminal; hidden otherwise
+/// (plain lines in logs and pipes).
+fn progress_bar(template: &str, len: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(len);
+    pb.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template"));
+    pb
 }
 
 /// `--compute-ms MIN:MAX`.
@@ -568,9 +586,41 @@ pub async fn submit(
         ids.push(id);
     }
     if wait {
+        // Tasks done over all the jobs, while they run (on a terminal only).
+        let pb = progress_bar(
+            "{bar:30} {pos}/{len} tasks done, elapsed {elapsed}: {msg}",
+            0,
+        );
+        let watcher = (!pb.is_hidden() && !json).then(|| {
+            let (client, pb, ids) = (client.clone(), pb.clone(), ids.clone());
+            tokio::spawn(async move {
+                loop {
+                    if let Ok(jobs) = client.jobs().await {
+                        let mine: Vec<_> = jobs.iter().filter(|j| ids.contains(&j.job)).collect();
+                        pb.set_length(mine.iter().map(|j| (j.tasks + j.reduces) as u64).sum());
+                        pb.set_position(
+                            mine.iter()
+                                .map(|j| (j.tasks_done + j.reduces_done) as u64)
+                                .sum(),
+                        );
+                        let done = mine.iter().filter(|j| j.state.is_done()).count();
+                        pb.set_message(format!("{done} of {} jobs ended", ids.len()));
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+            })
+        });
         let mut reports = Vec::new();
+        let mut pending = Vec::new();
         for id in ids {
-            let r = client.wait_job(id).await?;
+            pending.push(client.wait_job(id).await);
+        }
+        if let Some(w) = watcher {
+            w.abort();
+        }
+        pb.finish_and_clear();
+        for r in pending {
+            let r = r?;
             if !json {
                 println!("{}", report::job_report(&r));
             }

@@ -279,6 +279,16 @@ pub async fn upload_block(
 /// Loads a file into the cluster; returns its catalog entry once every
 /// replica is reported.
 pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<FileInfo> {
+    load_showing(client, spec, &indicatif::ProgressBar::hidden()).await
+}
+
+/// [`load`], advancing `progress` by each block's bytes once all its
+/// replicas are uploaded (its length is set to the file's size).
+pub async fn load_showing(
+    client: &MasterClient,
+    spec: &LoadSpec,
+    progress: &indicatif::ProgressBar,
+) -> anyhow::Result<FileInfo> {
     common::ids::validate_file_name(&spec.name)
         .with_context(|| format!("file name {:?}", spec.name))?;
     if spec.block_size == 0 {
@@ -309,6 +319,7 @@ pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<File
         Source::File(p) => split_points(p, spec.block_size)?,
     };
     let n = ranges.len() as u32;
+    progress.set_length(ranges.iter().map(|(s, e)| e - s).sum());
     let ids: Vec<WorkerId> = workers.iter().map(|w| w.id).collect();
     let placement = place(spec.placement, spec.seed, n, &ids, spec.replication);
     let started = Instant::now();
@@ -361,6 +372,7 @@ pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<File
                     )
                     .await?;
                 }
+                progress.inc(end - start);
                 anyhow::Ok(())
             }
         })
