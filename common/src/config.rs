@@ -141,7 +141,7 @@ impl Default for WorkerDefaults {
 
 /// What a worker runs (EAS's dedicated machines). Input data lives on the
 /// workers that run maps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     #[default]

@@ -165,3 +165,23 @@ pub async fn serve(
         });
     }
 }
+
+/// Adds the `token` bearer scheme to an OpenAPI description (the cluster
+/// token every protected route requires).
+pub struct BearerSecurity;
+
+impl utoipa::Modify for BearerSecurity {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("the cluster token (cluster.token in cluster.toml)"))
+                    .build(),
+            ),
+        );
+    }
+}

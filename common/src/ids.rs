@@ -24,7 +24,8 @@ pub enum IdError {
 
 /// Name of one block: `[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}`. Never contains a
 /// path separator or starts with a dot, so `../x` cannot escape a block store.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(value_type = String, example = "demo.b00002")]
 #[serde(try_from = "String", into = "String")]
 pub struct BlockId(String);
 
@@ -92,7 +93,17 @@ macro_rules! numeric_id {
     ($name:ident, $prefix:literal, $doc:literal) => {
         #[doc = $doc]
         #[derive(
-            Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Debug,
+            Clone,
+            Copy,
+            PartialEq,
+            Eq,
+            Hash,
+            PartialOrd,
+            Ord,
+            Serialize,
+            Deserialize,
+            Debug,
+            utoipa::ToSchema,
         )]
         #[serde(transparent)]
         pub struct $name(pub u32);
@@ -116,7 +127,19 @@ numeric_id!(
 );
 
 /// One task of one job.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Debug)]
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    Debug,
+    utoipa::ToSchema,
+)]
 pub struct TaskRef {
     pub job: JobId,
     pub index: u32,
@@ -130,7 +153,19 @@ impl fmt::Display for TaskRef {
 /// One attempt at running a task. A task that is retried gets a new attempt
 /// number; results of any other attempt than the current one are ignored
 /// (fencing), so a slow or partitioned worker cannot overwrite a retry.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, Debug)]
+#[derive(
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    Debug,
+    utoipa::ToSchema,
+)]
 pub struct AttemptId {
     pub task: TaskRef,
     pub attempt: u32,

@@ -13,7 +13,7 @@ use std::str::FromStr;
 pub type Weights = BTreeMap<String, f64>;
 
 /// Which pending task a data-remote launch takes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RemotePick {
     /// A uniformly random pending task, from a random replica (Guo's dl-sched).
@@ -40,7 +40,7 @@ impl RemotePick {
 /// Where a job's reduces run once its maps are done. Reduces have no input
 /// locality of their own (every reduce fetches from every map), so this
 /// decides how the shuffle loads the workers' receive links and slots.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReducePlacement {
     /// The policy's own: `least-loaded` for EAS (its Algorithm 3),
@@ -119,7 +119,7 @@ impl FromStr for ReducePlacement {
 }
 
 /// The order in which an online policy visits jobs for a free slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum JobOrder {
     /// Submission order (Hadoop's FIFO; DynDLOn's default).
@@ -139,7 +139,7 @@ impl JobOrder {
 }
 
 /// Where DynDLOn's wait for a data-local task is measured from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WaitClock {
     /// Per worker, from the first offer of a free slot that found no
@@ -159,7 +159,7 @@ impl WaitClock {
 }
 
 /// Where delay scheduling measures a job's wait for a data-local slot from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum WaitFrom {
     /// From the first time the job was skipped since its last data-local
@@ -183,7 +183,7 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "policy", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum SchedulerConfig {
     /// Hadoop's default (Guo's dl-sched): FIFO jobs; a data-local task of the
@@ -589,7 +589,7 @@ impl FromStr for SchedulerConfig {
             "ds0.25" => SchedulerConfig::Ds { fraction: 0.25 },
             "gcc" => SchedulerConfig::Gcc { idle_fraction: 0.9 },
             _ => {
-                #[derive(Deserialize)]
+                #[derive(Deserialize, utoipa::ToSchema)]
                 struct Wrap {
                     s: SchedulerConfig,
                 }
@@ -697,7 +697,7 @@ mod tests {
         for p in ReducePlacement::ALL {
             assert_eq!(p.name().parse(), Ok(p));
             let toml = format!("p = {:?}", p.name());
-            #[derive(Deserialize)]
+            #[derive(Deserialize, utoipa::ToSchema)]
             struct W {
                 p: ReducePlacement,
             }

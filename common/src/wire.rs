@@ -20,7 +20,7 @@ pub const MAX_FILE_BLOCKS: u32 = 1_000_000;
 pub const MAX_BLOCK_BYTES: u64 = 4 << 30;
 
 /// One block a worker stores, as reported to the master.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BlockInfo {
     pub id: BlockId,
     /// The file this block belongs to, its position in it and the file's block count.
@@ -30,7 +30,7 @@ pub struct BlockInfo {
     pub len: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RegisterRequest {
     /// The worker's name in cluster.toml.
     pub name: String,
@@ -40,13 +40,13 @@ pub struct RegisterRequest {
     pub blocks: Vec<BlockInfo>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RegisterReply {
     pub worker: WorkerId,
     pub heartbeat_ms: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Heartbeat {
     pub worker: WorkerId,
     pub free_slots: u32,
@@ -78,21 +78,21 @@ pub struct Heartbeat {
 }
 
 /// How far one running attempt has come (see `Heartbeat::progress`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AttemptProgress {
     pub attempt: AttemptId,
     pub units: u64,
 }
 
 /// One busy slot in a heartbeat.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SlotBusy {
     pub elapsed_ms: u64,
     /// Known remaining time (background processes); None for tasks.
     pub remaining_ms: Option<u64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HeartbeatReply {
     pub launches: Vec<Launch>,
     /// Jobs that ended: delete their map output (shuffle data).
@@ -116,21 +116,21 @@ pub struct HeartbeatReply {
 
 /// `PUT /v1/files/{name}/replication`: the replication factor the master
 /// keeps a file at (re-replication after losses, trimming above it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FileReplication {
     pub replication: u32,
 }
 
 /// "Send your replica of `block` to the worker at `to`."
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CopyOrder {
     pub block: BlockId,
     pub to: String,
 }
 
 /// "Run this attempt in one of your free slots."
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Launch {
     pub attempt: AttemptId,
     pub workload: Workload,
@@ -139,7 +139,7 @@ pub struct Launch {
 
 /// What the attempt does: a map over one input block, or a reduce over one
 /// partition of every map's output.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum LaunchTask {
     Map {
@@ -162,7 +162,7 @@ pub enum LaunchTask {
 }
 
 /// A worker holding a replica, and where to reach it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReplicaAddr {
     pub worker: WorkerId,
     pub addr: String,
@@ -178,7 +178,7 @@ impl LaunchTask {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReduceLaunch {
     /// This reduce's partition, 0..reduces.
     pub partition: u32,
@@ -191,7 +191,7 @@ pub struct ReduceLaunch {
 }
 
 /// Where one map's output is: `GET <addr>/shuffle/<job>/<map>/<attempt>/...`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ShuffleInput {
     pub map: u32,
     pub attempt: u32,
@@ -199,14 +199,14 @@ pub struct ShuffleInput {
     pub addr: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct KeyRange {
     pub lo: Option<Vec<u8>>,
     pub hi: Option<Vec<u8>>,
 }
 
 /// The reduce's output block: stored locally, then copied to `replicas`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OutputTarget {
     pub block: BlockId,
     pub file: String,
@@ -216,7 +216,7 @@ pub struct OutputTarget {
     pub replicas: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum ReplicaSource {
     /// Read from this worker's own block store.
@@ -225,7 +225,7 @@ pub enum ReplicaSource {
     Remote { worker: WorkerId, addr: String },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
 pub enum TaskOutcome {
     Succeeded {
@@ -260,14 +260,14 @@ pub enum TaskOutcome {
 
 /// A map output a reduce could not fetch: map `map`'s attempt `attempt`,
 /// kept by `worker`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct LostOutput {
     pub map: u32,
     pub attempt: u32,
     pub worker: WorkerId,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TaskResult {
     pub attempt: AttemptId,
     pub slot: u32,
@@ -279,7 +279,7 @@ pub struct TaskResult {
     pub remote_bytes: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JobSubmit {
     pub workload: Workload,
@@ -306,7 +306,7 @@ pub struct JobSubmit {
 /// Per map task, extra time drawn uniformly from `[min_ms, max_ms]`; the
 /// draw depends only on `seed` and the task's index, so every scheduler
 /// (and every attempt of the task) sees the same task lengths.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskCompute {
     pub min_ms: u64,
@@ -372,12 +372,12 @@ impl JobSubmit {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobSubmitted {
     pub job: JobId,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum JobState {
     Pending,
@@ -392,7 +392,7 @@ impl JobState {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Locality {
     DataLocal,
@@ -400,7 +400,7 @@ pub enum Locality {
 }
 
 /// One finished (or failed) attempt, as the job report lists it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TaskRecord {
     /// Task index: maps are 0..maps, reduces maps..maps + reduces.
     pub task: u32,
@@ -424,7 +424,7 @@ pub struct TaskRecord {
     pub error: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobReport {
     pub job: JobId,
     pub name: String,
@@ -463,7 +463,7 @@ pub struct JobReport {
     pub attempts: Vec<TaskRecord>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskKind {
     #[default]
@@ -471,7 +471,7 @@ pub enum TaskKind {
     Reduce,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileInfo {
     pub name: String,
     pub blocks: u32,
@@ -487,7 +487,7 @@ pub struct FileInfo {
 }
 
 /// `DELETE /v1/files/{name}`: what its holders were told to delete.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct FileDeleted {
     pub name: String,
     pub blocks: u32,
@@ -507,7 +507,7 @@ impl FileInfo {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WorkerInfo {
     pub id: WorkerId,
     #[serde(default)]
@@ -539,7 +539,7 @@ pub struct WorkerInfo {
     pub disk_free_bytes: Option<u64>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     pub error: String,
 }
@@ -565,7 +565,7 @@ fn default_group() -> String {
 }
 
 /// `GET /v1/cluster`: the master's one-line view of the cluster.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClusterSummary {
     pub scheduler: String,
     /// Where reduces run (`cluster.reduce_placement`, `policy` resolved).
@@ -585,7 +585,7 @@ pub struct ClusterSummary {
 
 /// `GET /v1/events`: what the dashboard shows, sent as a server-sent event
 /// every half second.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DashboardState {
     pub unix_ms: u64,
     pub cluster: ClusterSummary,
@@ -616,7 +616,7 @@ mod tests {
 /// `GET /timeline?since_ms=T` on a worker: its NIC byte counters sampled
 /// every [`TIMELINE_SAMPLE_MS`] and the background processes it ran, from
 /// unix time T on (for per-run timelines).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WorkerTimeline {
     pub worker: String,
     pub slots: u32,
@@ -633,7 +633,7 @@ pub struct WorkerTimeline {
 pub const TIMELINE_SAMPLE_MS: u64 = 250;
 
 /// Cumulative bytes through the NIC at one instant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NicSample {
     pub unix_ms: u64,
     pub tx_bytes: u64,
@@ -644,7 +644,7 @@ pub struct NicSample {
 }
 
 /// A background process that held `slot` from start to end (None: still running).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BackgroundRun {
     pub slot: u32,
     pub start_unix_ms: u64,

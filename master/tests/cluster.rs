@@ -782,3 +782,106 @@ async fn prometheus_metrics_follow_the_job() {
     assert_eq!(succeeded, 12.0);
     assert!(sent >= r.bytes_remote as f64, "{sent} < {}", r.bytes_remote);
 }
+
+/// The routes of a module's API table (`//! | METHOD | /path | ...`).
+fn api_table(source: &str) -> std::collections::BTreeSet<(String, String)> {
+    source
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! | "))
+        .filter_map(|l| {
+            let mut cols = l.split(" | ");
+            let method = cols.next()?.trim();
+            let path = cols.next()?.trim();
+            (["GET", "PUT", "POST", "DELETE"].contains(&method))
+                .then(|| (method.to_owned(), path.to_owned()))
+        })
+        .collect()
+}
+
+/// The (method, path) pairs of an OpenAPI description.
+fn described(doc: &serde_json::Value) -> std::collections::BTreeSet<(String, String)> {
+    let mut out = std::collections::BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            out.insert((method.to_uppercase(), path.clone()));
+        }
+    }
+    out
+}
+
+/// `GET /v1/openapi.json` on the master and a worker (no token needed):
+/// valid OpenAPI 3.1 whose routes are exactly those of the module's API
+/// table, every one of them answered by a real route (not the fallback,
+/// not 405), with the token scheme declared and the wire types' schemas.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_descriptions_cover_every_route() {
+    let c = cluster(1, 1, None).await;
+    let http = c.client.http().clone();
+    let servers = [
+        (
+            c.client.base().to_owned(),
+            include_str!("../src/server/http.rs"),
+        ),
+        (c.workers[0].url(), include_str!("../../worker/src/http.rs")),
+    ];
+    for (base, source) in servers {
+        let doc: serde_json::Value = http
+            .get(format!("{base}/v1/openapi.json"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"), "{doc}");
+        assert_eq!(
+            doc["components"]["securitySchemes"]["token"]["scheme"],
+            "bearer"
+        );
+        let table = api_table(source);
+        let routes = described(&doc);
+        assert!(table.len() >= 10, "{table:?}");
+        assert_eq!(table, routes, "the API table of {base} and its description");
+        for (method, path) in &routes {
+            let concrete = path
+                .replace("{name}", "nothing")
+                .replace("{id}", "job-1")
+                .replace("{job}", "1")
+                .replace("{map}", "0")
+                .replace("{attempt}", "0")
+                .replace("{part}", "p0");
+            if path == "/v1/events" {
+                continue; // a stream that does not end; answered below
+            }
+            let resp = http
+                .request(method.parse().unwrap(), format!("{base}{concrete}"))
+                .bearer_auth(TOKEN)
+                .send()
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            let body = resp.text().await.unwrap();
+            assert!(
+                status != 405 && !body.contains("no such endpoint"),
+                "{method} {concrete} on {base}: {status} {body}"
+            );
+        }
+        // Every schema a route refers to is there.
+        let text = doc.to_string();
+        for r in text.split("\"#/components/schemas/").skip(1) {
+            let name = &r[..r.find('"').unwrap()];
+            assert!(
+                doc["components"]["schemas"].get(name).is_some(),
+                "{name} referred to but not described on {base}"
+            );
+        }
+    }
+    let events = http
+        .get(format!("{}/v1/events", c.client.base()))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    assert_eq!(events.headers()["content-type"], "text/event-stream");
+}

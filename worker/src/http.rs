@@ -1,7 +1,25 @@
 //! The worker's HTTP server: block listing, ranged block downloads (paced by
 //! the NIC's transmit link, verified chunk by chunk), uploads (paced by the
-//! receive link, visible only once their digest verifies), and status. Every
-//! route requires the cluster token.
+//! receive link, visible only once their digest verifies), map output for
+//! the reduces, status, metrics and timelines. Every route but the API
+//! description requires the cluster token. `GET /v1/openapi.json` describes
+//! every route below (a test checks that this table, the description and
+//! the routes agree).
+//!
+//! | method | path | body / query | answer |
+//! |---|---|---|---|
+//! | GET | /blocks | | [BlockInfo] |
+//! | GET | /blocks/{id} | Range header | the block (x-block-digest), 206 for a range |
+//! | PUT | /blocks/{id} | the block; x-block-digest, x-block-file, x-block-index, x-block-file-blocks | 201 BlockInfo |
+//! | DELETE | /blocks/{id} | | 204 |
+//! | GET | /blocks/ | | 400: an empty id |
+//! | PUT | /blocks/ | | 400: an empty id |
+//! | DELETE | /blocks/ | | 400: an empty id |
+//! | GET | /status | | WorkerStatus |
+//! | GET | /metrics | | Prometheus metrics (OpenMetrics text) |
+//! | GET | /timeline | ?since_ms=UNIX_MS | WorkerTimeline |
+//! | GET | /shuffle/{job}/{map}/{attempt}/{part} | ?lo=HEX&hi=HEX for part `run` | map output |
+//! | GET | /v1/openapi.json | | this API's OpenAPI description (no token) |
 
 use crate::store::{BlockReader, BlockTarget, StoreError};
 use crate::WorkerCtx;
@@ -9,10 +27,10 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
-use axum::routing::get;
 use axum::{Json, Router};
 use bytes::Bytes;
-use common::http::{require_token, ApiError, Token};
+use common::http::{require_token, ApiError, BearerSecurity, Token};
+use common::wire::ErrorBody;
 use common::wire::{
     BlockInfo, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER,
     BLOCK_INDEX_HEADER, MAX_BLOCK_BYTES, MAX_FILE_BLOCKS,
@@ -22,25 +40,66 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+/// The worker's API description (`GET /v1/openapi.json`).
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "mini-MapReduce testbed: worker",
+        description = "A worker's HTTP API: its block store, map output for reduces, status and metrics. Every route but this description needs the cluster token as a bearer token."
+    ),
+    modifiers(&BearerSecurity),
+    security(("token" = []))
+)]
+struct ApiDoc;
+
+/// The worker's routes and their OpenAPI description, one list.
+pub fn api(token: &str) -> (Router<Arc<WorkerCtx>>, utoipa::openapi::OpenApi) {
+    let token = Token(token.into());
+    let (api, doc) = OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
+        .routes(routes!(list_blocks))
+        .routes(routes!(empty_id))
+        .routes(routes!(get_block, put_block, delete_block))
+        .routes(routes!(status))
+        .routes(routes!(metrics))
+        .routes(routes!(timeline))
+        .routes(routes!(crate::shuffle::serve))
+        .split_for_parts();
+    let api = api
+        .layer(axum::middleware::from_fn_with_state(token, require_token))
+        .route("/v1/openapi.json", axum::routing::get(openapi));
+    (api, doc)
+}
 
 pub fn router(ctx: Arc<WorkerCtx>) -> Router {
-    let token = Token(ctx.token.as_str().into());
-    Router::new()
-        .route("/blocks", get(list_blocks))
-        .route("/blocks/", get(empty_id).put(empty_id).delete(empty_id))
-        .route(
-            "/blocks/{id}",
-            get(get_block).put(put_block).delete(delete_block),
-        )
-        .route("/status", get(status))
-        .route("/metrics", get(metrics))
-        .route("/timeline", get(timeline))
-        .route(
-            "/shuffle/{job}/{map}/{attempt}/{part}",
-            get(crate::shuffle::serve),
-        )
-        .layer(axum::middleware::from_fn_with_state(token, require_token))
-        .with_state(ctx)
+    let token = ctx.token.clone();
+    api(&token).0.with_state(ctx)
+}
+
+/// The worker's OpenAPI description as JSON (built once; no token).
+pub fn openapi_json() -> &'static str {
+    static DOC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DOC.get_or_init(|| {
+        let (_, mut doc) = api("");
+        doc.merge(<OpenApiDescription as utoipa::OpenApi>::openapi());
+        serde_json::to_string_pretty(&doc).expect("the description serialises")
+    })
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(openapi))]
+struct OpenApiDescription;
+
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "worker", security(()),
+    responses((status = 200, description = "this API's OpenAPI 3.1 description", content_type = "application/json")))]
+/// The API's description, generated from the routes and the Rust types.
+async fn openapi() -> Response {
+    Response::builder()
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(openapi_json()))
+        .expect("a valid response")
 }
 
 fn store_error(e: StoreError) -> ApiError {
@@ -60,10 +119,16 @@ fn block_id(raw: String) -> Result<BlockId, ApiError> {
     BlockId::new(raw).map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
+#[utoipa::path(method(get, put, delete), path = "/blocks/", tag = "blocks",
+    responses((status = 400, description = "a block id is needed", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// An empty block id (GET, PUT and DELETE): a clear 400.
 async fn empty_id() -> ApiError {
     ApiError::bad_request("block id is empty")
 }
 
+#[utoipa::path(get, path = "/blocks", tag = "blocks",
+    responses((status = 200, body = [BlockInfo]), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Every block stored here.
 async fn list_blocks(State(ctx): State<Arc<WorkerCtx>>) -> Json<Vec<BlockInfo>> {
     Json(ctx.store.list())
 }
@@ -139,6 +204,13 @@ impl Download {
     }
 }
 
+#[utoipa::path(get, path = "/blocks/{id}", tag = "blocks",
+    params(("id" = String, Path, description = "block id: <file>.b<index, 5 digits or more>"), ("Range" = Option<String>, Header, description = "bytes=START-END, bytes=START- or bytes=-SUFFIX")),
+    responses((status = 200, description = "the block, verified chunk by chunk as it is sent; x-block-digest carries its digest", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 206, description = "the range asked for", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 404, description = "not stored here", body = ErrorBody),
+        (status = 416, description = "range outside the block", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// A stored block (or a range of it), paced by the NIC's transmit link.
 async fn get_block(
     State(ctx): State<Arc<WorkerCtx>>,
     Path(raw): Path<String>,
@@ -220,6 +292,18 @@ fn parse_header<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Result<T, Ap
         .map_err(|_| ApiError::bad_request(format!("header {name}: {v:?} is not a valid number")))
 }
 
+#[utoipa::path(put, path = "/blocks/{id}", tag = "blocks",
+    params(("id" = String, Path, description = "block id: <file>.b<index, 5 digits or more>"),
+        ("x-block-digest" = String, Header, description = "hex SHA-256 of the block's chunk digests"),
+        ("x-block-file" = String, Header, description = "the file the block belongs to"),
+        ("x-block-index" = u32, Header, description = "its index in the file"),
+        ("x-block-file-blocks" = u32, Header, description = "the file's block count")),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the block, at most 4 GiB"),
+    responses((status = 201, description = "stored, visible once its digest verified", body = BlockInfo),
+        (status = 400, description = "a bad header, named", body = ErrorBody),
+        (status = 409, description = "a different block of that id is stored", body = ErrorBody),
+        (status = 422, description = "the data does not hash to x-block-digest", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Stores a block (a replica upload), paced by the receive link.
 async fn put_block(
     State(ctx): State<Arc<WorkerCtx>>,
     Path(raw): Path<String>,
@@ -288,6 +372,11 @@ async fn put_block(
     Ok((StatusCode::CREATED, Json(info)))
 }
 
+#[utoipa::path(delete, path = "/blocks/{id}", tag = "blocks",
+    params(("id" = String, Path, description = "block id: <file>.b<index, 5 digits or more>")),
+    responses((status = 204, description = "deleted"),
+        (status = 404, description = "not stored here", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Deletes a stored replica.
 async fn delete_block(
     State(ctx): State<Arc<WorkerCtx>>,
     Path(raw): Path<String>,
@@ -298,7 +387,7 @@ async fn delete_block(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WorkerStatus {
     pub name: String,
     pub slots: u32,
@@ -317,6 +406,9 @@ pub struct WorkerStatus {
     pub scrubbed_bytes: u64,
 }
 
+#[utoipa::path(get, path = "/status", tag = "worker",
+    responses((status = 200, body = WorkerStatus), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Slots, blocks, NIC counters and the block scanner's findings.
 async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
     Json(WorkerStatus {
         name: ctx.name.clone(),
@@ -332,6 +424,9 @@ async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
     })
 }
 
+#[utoipa::path(get, path = "/metrics", tag = "worker",
+    responses((status = 200, description = "Prometheus metrics", content_type = "application/openmetrics-text", body = String), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Prometheus metrics (OpenMetrics text).
 async fn metrics(State(ctx): State<Arc<WorkerCtx>>) -> Response {
     let body = crate::metrics::encode(&ctx);
     Response::builder()
@@ -347,6 +442,11 @@ struct TimelineQuery {
     since_ms: u64,
 }
 
+#[utoipa::path(get, path = "/timeline", tag = "worker",
+    params(("since_ms" = Option<u64>, Query, description = "unix ms; everything from then on")),
+    responses((status = 200, body = common::wire::WorkerTimeline),
+        (status = 400, description = "a bad query", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// NIC samples and background runs, for per-run timelines.
 async fn timeline(
     State(ctx): State<Arc<WorkerCtx>>,
     q: Result<axum::extract::Query<TimelineQuery>, axum::extract::rejection::QueryRejection>,

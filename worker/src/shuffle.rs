@@ -86,6 +86,17 @@ pub struct RangeQuery {
 }
 
 /// `GET /shuffle/{job}/{map}/{attempt}/{part}`: `p<r>` or `run?lo=&hi=`.
+#[utoipa::path(get, path = "/shuffle/{job}/{map}/{attempt}/{part}", tag = "shuffle",
+    params(("job" = u32, Path, description = "the job's number"),
+        ("map" = u32, Path, description = "the map task's index"),
+        ("attempt" = u32, Path, description = "the map attempt"),
+        ("part" = String, Path, description = "p<r>: partition r (hash-partitioned jobs); run: the sorted run (sort)"),
+        ("lo" = Option<String>, Query, description = "run: lowest key, hex (inclusive)"),
+        ("hi" = Option<String>, Query, description = "run: key bound, hex (exclusive)")),
+    responses((status = 200, description = "the map output asked for", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 400, description = "a bad part or key", body = common::wire::ErrorBody),
+        (status = 404, description = "no such map output here", body = common::wire::ErrorBody),
+        (status = 401, description = "no or wrong bearer token", body = common::wire::ErrorBody)))]
 pub async fn serve(
     State(ctx): State<Arc<WorkerCtx>>,
     Path((job, map, attempt, part)): Path<(u32, u32, u32, String)>,

@@ -10,7 +10,7 @@ pub mod wordcount;
 use serde::{Deserialize, Serialize};
 
 /// A job's workload. One enum, parsed by serde (API, specs) and clap (CLI).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(feature = "cli", clap(rename_all = "kebab-case"))]
@@ -71,7 +71,7 @@ impl std::fmt::Display for Workload {
 }
 
 /// What a finished map task produced.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MapSummary {
     /// Input bytes consumed.
     pub input_bytes: u64,
@@ -104,7 +104,7 @@ pub trait MapTask: Send {
 }
 
 /// What a finished reduce task produced.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReduceSummary {
     /// Shuffle bytes consumed.
     pub input_bytes: u64,

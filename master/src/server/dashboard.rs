@@ -8,32 +8,58 @@
 
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::Router;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 const INDEX: &str = include_str!("ui/index.html");
 const APP: &str = include_str!("ui/app.js");
 const STYLE: &str = include_str!("ui/style.css");
 
-/// The dashboard's routes (no token: see the module's text).
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new()
-        .route(
-            "/",
-            get(|| async { page(INDEX, "text/html; charset=utf-8") }),
-        )
-        .route(
-            "/ui",
-            get(|| async { page(INDEX, "text/html; charset=utf-8") }),
-        )
-        .route(
-            "/ui/app.js",
-            get(|| async { page(APP, "text/javascript; charset=utf-8") }),
-        )
-        .route(
-            "/ui/style.css",
-            get(|| async { page(STYLE, "text/css; charset=utf-8") }),
-        )
+/// The dashboard's routes and the API description (no token: see the
+/// module's text).
+pub fn routes<S: Clone + Send + Sync + 'static>() -> OpenApiRouter<S> {
+    OpenApiRouter::new()
+        .routes(routes!(index))
+        .routes(routes!(ui))
+        .routes(routes!(app_js))
+        .routes(routes!(style_css))
+        .routes(routes!(openapi))
+}
+
+#[utoipa::path(get, path = "/", tag = "dashboard", security(()),
+    responses((status = 200, description = "the dashboard's page", content_type = "text/html")))]
+/// The dashboard (open it as `/#token=...`).
+async fn index() -> impl IntoResponse {
+    page(INDEX, "text/html; charset=utf-8")
+}
+
+#[utoipa::path(get, path = "/ui", tag = "dashboard", security(()),
+    responses((status = 200, description = "the dashboard's page", content_type = "text/html")))]
+/// The dashboard, also here.
+async fn ui() -> impl IntoResponse {
+    page(INDEX, "text/html; charset=utf-8")
+}
+
+#[utoipa::path(get, path = "/ui/app.js", tag = "dashboard", security(()),
+    responses((status = 200, description = "the dashboard's code", content_type = "text/javascript")))]
+async fn app_js() -> impl IntoResponse {
+    page(APP, "text/javascript; charset=utf-8")
+}
+
+#[utoipa::path(get, path = "/ui/style.css", tag = "dashboard", security(()),
+    responses((status = 200, description = "the dashboard's style", content_type = "text/css")))]
+async fn style_css() -> impl IntoResponse {
+    page(STYLE, "text/css; charset=utf-8")
+}
+
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "cluster", security(()),
+    responses((status = 200, description = "this API's OpenAPI 3.1 description", content_type = "application/json")))]
+/// The API's description, generated from the routes and the Rust types.
+async fn openapi() -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        crate::server::http::openapi_json(),
+    )
 }
 
 fn page(body: &'static str, content_type: &'static str) -> impl IntoResponse {

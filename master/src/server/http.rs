@@ -1,28 +1,38 @@
-//! The master's HTTP API: a thin layer over [`Master`]. Every route needs the
-//! cluster token; every error is JSON.
+//! The master's HTTP API: a thin layer over [`Master`]. Every route but the
+//! dashboard's page and the API description needs the cluster token; every
+//! error is JSON. `GET /v1/openapi.json` describes every route below,
+//! generated from the handlers and the Rust types (a test checks that this
+//! table, the description and the routes agree).
 //!
 //! | method | path | body / query | answer |
 //! |---|---|---|---|
 //! | POST | /v1/workers/register | RegisterRequest | RegisterReply |
 //! | POST | /v1/workers/heartbeat | Heartbeat | HeartbeatReply |
 //! | GET | /v1/workers | | [WorkerInfo] |
-//! | GET | /v1/files, /v1/files/{name} | | [FileInfo], FileInfo (409 while being deleted) |
+//! | GET | /v1/files | | [FileInfo] |
+//! | GET | /v1/files/{name} | | FileInfo (409 while being deleted) |
 //! | DELETE | /v1/files/{name} | | FileDeleted (409 while a job uses it) |
+//! | PUT | /v1/files/{name}/replication | FileReplication | 204 |
 //! | POST | /v1/jobs | JobSubmit | 201 JobSubmitted |
 //! | GET | /v1/jobs | | [JobReport] (without attempts) |
-//! | GET | /v1/jobs/{id}?wait_ms=N | | JobReport, after waiting up to N ms for it to end |
+//! | GET | /v1/jobs/{id} | ?wait_ms=N | JobReport, after waiting up to N ms for it to end |
 //! | GET | /v1/cluster | | ClusterSummary |
 //! | GET | /metrics | | Prometheus metrics (OpenMetrics text; see `metrics`) |
 //! | GET | /v1/events | | server-sent events: `state` = DashboardState every 0.5 s |
-//! | GET | /, /ui/app.js, /ui/style.css | | the dashboard (no token; see `dashboard`) |
+//! | GET | /v1/openapi.json | | this API's OpenAPI description (no token) |
+//! | GET | / | | the dashboard (no token; see `dashboard`) |
+//! | GET | /ui | | the dashboard |
+//! | GET | /ui/app.js | | the dashboard's code |
+//! | GET | /ui/style.css | | the dashboard's style |
 
 use crate::server::metrics::{JobStateName, Snapshot};
 use crate::server::state::{journal, Master, MasterError, MasterSettings};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post, put};
+
 use axum::{Json, Router};
-use common::http::{require_token, ApiError, ApiJson, ServerTimeouts, Token};
+use common::http::{require_token, ApiError, ApiJson, BearerSecurity, ServerTimeouts, Token};
+use common::wire::ErrorBody;
 use common::wire::{
     ClusterSummary, FileDeleted, FileInfo, FileReplication, Heartbeat, HeartbeatReply, JobReport,
     JobSubmit, JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
@@ -35,6 +45,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
 
 pub struct AppState {
     pub master: Mutex<Master>,
@@ -93,32 +105,64 @@ fn api_error(e: MasterError) -> ApiError {
 /// million blocks (axum's default of 2 MB holds only some 20,000).
 pub const MAX_REPORT_BYTES: usize = 256 << 20;
 
-pub fn router(state: Arc<AppState>, token: &str) -> Router {
+/// The master's API description (`GET /v1/openapi.json`): the routes
+/// below, each from its handler's `#[utoipa::path]`, with the wire types'
+/// schemas derived from the Rust types.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "mini-MapReduce testbed: master",
+        description = "The master's HTTP API. Every route but the dashboard's page and this description needs the cluster token as a bearer token."
+    ),
+    modifiers(&BearerSecurity),
+    security(("token" = []))
+)]
+struct ApiDoc;
+
+/// The master's routes and their OpenAPI description, one list.
+pub fn api(token: &str) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
     let reports = axum::extract::DefaultBodyLimit::max(MAX_REPORT_BYTES);
-    Router::new()
-        .route("/v1/workers/register", post(register).layer(reports))
-        .route("/v1/workers/heartbeat", post(heartbeat).layer(reports))
-        .route("/v1/workers", get(workers))
-        .route("/v1/files", get(files))
-        .route("/v1/files/{name}", get(file).delete(delete_file))
-        .route("/v1/files/{name}/replication", put(file_replication))
-        .route("/v1/jobs", post(submit).get(jobs))
-        .route("/v1/jobs/{id}", get(job))
-        .route("/v1/cluster", get(cluster))
-        .route("/metrics", get(metrics))
-        .route("/v1/events", get(events))
+    let (api, mut doc) = OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
+        .routes(routes!(register).layer(reports))
+        .routes(routes!(heartbeat).layer(reports))
+        .routes(routes!(workers))
+        .routes(routes!(files))
+        .routes(routes!(file, delete_file))
+        .routes(routes!(file_replication))
+        .routes(routes!(submit, jobs))
+        .routes(routes!(job))
+        .routes(routes!(cluster))
+        .routes(routes!(metrics))
+        .routes(routes!(events))
+        .split_for_parts();
+    let api = api
         .fallback(|| async {
-            ApiError::not_found("no such endpoint; see the API table in master/src/http.rs")
+            ApiError::not_found(
+                "no such endpoint; see GET /v1/openapi.json or the API table in master/src/server/http.rs",
+            )
         })
         .layer(axum::middleware::from_fn_with_state(
             Token(token.into()),
             require_token,
-        ))
-        // The dashboard's page and code hold no data: served without the
-        // token, which the page keeps in the URL fragment or the tab's
-        // session storage and sends only as a header.
-        .merge(crate::server::dashboard::routes())
-        .with_state(state)
+        ));
+    // The dashboard's page and code hold no data: served without the
+    // token, which the page keeps in the URL fragment or the tab's
+    // session storage and sends only as a header.
+    let (public, public_doc) = crate::server::dashboard::routes().split_for_parts();
+    doc.merge(public_doc);
+    (api.merge(public), doc)
+}
+
+pub fn router(state: Arc<AppState>, token: &str) -> Router {
+    api(token).0.with_state(state)
+}
+
+/// The master's OpenAPI description as JSON (built once).
+pub fn openapi_json() -> &'static str {
+    static DOC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DOC.get_or_init(|| {
+        serde_json::to_string_pretty(&api("").1).expect("the description serialises")
+    })
 }
 
 /// How often `/v1/events` sends the dashboard's state.
@@ -127,6 +171,8 @@ pub const EVENTS_EVERY: Duration = Duration::from_millis(500);
 /// `GET /v1/events`: server-sent events, one `state` event
 /// ([`DashboardState`]) every [`EVENTS_EVERY`], for as long as the client
 /// stays.
+#[utoipa::path(get, path = "/v1/events", tag = "cluster",
+    responses((status = 200, description = "server-sent events: a `state` event with a DashboardState every 0.5 s", content_type = "text/event-stream", body = DashboardState), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 async fn events(
     State(s): State<Arc<AppState>>,
 ) -> axum::response::sse::Sse<
@@ -159,6 +205,11 @@ fn dashboard_state(m: &Master) -> DashboardState {
     }
 }
 
+#[utoipa::path(post, path = "/v1/workers/register", tag = "workers",
+    request_body = RegisterRequest,
+    responses((status = 200, body = RegisterReply),
+        (status = 403, description = "no [[worker]] of that name", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// A worker announces itself with its full block report.
 async fn register(
     State(s): State<Arc<AppState>>,
     ApiJson(req): ApiJson<RegisterRequest>,
@@ -168,6 +219,11 @@ async fn register(
         .map_err(api_error)
 }
 
+#[utoipa::path(post, path = "/v1/workers/heartbeat", tag = "workers",
+    request_body = Heartbeat,
+    responses((status = 200, description = "launches, kills, copies and drops for the worker", body = HeartbeatReply), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// A worker's heartbeat: free slots, running attempts and their progress,
+/// results, block report when it changed.
 async fn heartbeat(
     State(s): State<Arc<AppState>>,
     ApiJson(hb): ApiJson<Heartbeat>,
@@ -178,6 +234,9 @@ async fn heartbeat(
     Json(reply)
 }
 
+#[utoipa::path(get, path = "/metrics", tag = "cluster",
+    responses((status = 200, description = "Prometheus metrics", content_type = "application/openmetrics-text", body = String), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Prometheus metrics (OpenMetrics text).
 async fn metrics(State(s): State<Arc<AppState>>) -> impl axum::response::IntoResponse {
     let (snap, metrics) = s.with(|m, _| {
         let reports = m.reports();
@@ -210,14 +269,26 @@ async fn metrics(State(s): State<Arc<AppState>>) -> impl axum::response::IntoRes
     )
 }
 
+#[utoipa::path(get, path = "/v1/workers", tag = "workers",
+    responses((status = 200, body = [WorkerInfo]), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Every configured worker, alive or not, with slots, NIC rates and blocks.
 async fn workers(State(s): State<Arc<AppState>>) -> Json<Vec<WorkerInfo>> {
     Json(s.with(|m, _| m.workers()))
 }
 
+#[utoipa::path(get, path = "/v1/files", tag = "files",
+    responses((status = 200, body = [FileInfo]), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Every file of the catalog and where its blocks are.
 async fn files(State(s): State<Arc<AppState>>) -> Json<Vec<FileInfo>> {
     Json(s.with(|m, _| m.files()))
 }
 
+#[utoipa::path(get, path = "/v1/files/{name}", tag = "files",
+    params(("name" = String, Path, description = "file name")),
+    responses((status = 200, body = FileInfo),
+        (status = 404, description = "no such file", body = ErrorBody),
+        (status = 409, description = "being deleted", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// One file and where its blocks are.
 async fn file(
     State(s): State<Arc<AppState>>,
     Path(name): Path<String>,
@@ -225,6 +296,12 @@ async fn file(
     s.with(|m, _| m.file(&name)).map(Json).map_err(api_error)
 }
 
+#[utoipa::path(delete, path = "/v1/files/{name}", tag = "files",
+    params(("name" = String, Path, description = "file name")),
+    responses((status = 200, body = FileDeleted),
+        (status = 404, description = "no such file", body = ErrorBody),
+        (status = 409, description = "a job that has not ended reads or writes it", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Deletes a file: every holder drops its replicas at its next heartbeat.
 async fn delete_file(
     State(s): State<Arc<AppState>>,
     Path(name): Path<String>,
@@ -234,6 +311,13 @@ async fn delete_file(
         .map_err(api_error)
 }
 
+#[utoipa::path(put, path = "/v1/files/{name}/replication", tag = "files",
+    params(("name" = String, Path, description = "file name")),
+    request_body = FileReplication,
+    responses((status = 204, description = "kept at that factor from now on"),
+        (status = 400, description = "factor out of range", body = ErrorBody),
+        (status = 404, description = "no such file", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// The replication factor the master keeps a file at.
 async fn file_replication(
     State(s): State<Arc<AppState>>,
     Path(name): Path<String>,
@@ -244,6 +328,13 @@ async fn file_replication(
         .map_err(api_error)
 }
 
+#[utoipa::path(post, path = "/v1/jobs", tag = "jobs",
+    request_body = JobSubmit,
+    responses((status = 201, body = JobSubmitted),
+        (status = 400, description = "a bad field, named", body = ErrorBody),
+        (status = 404, description = "no such input file", body = ErrorBody),
+        (status = 409, description = "the input is incomplete", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Submits a job.
 async fn submit(
     State(s): State<Arc<AppState>>,
     ApiJson(spec): ApiJson<JobSubmit>,
@@ -254,6 +345,9 @@ async fn submit(
         .map_err(api_error)
 }
 
+#[utoipa::path(get, path = "/v1/jobs", tag = "jobs",
+    responses((status = 200, description = "every job, oldest first, without attempts", body = [JobReport]), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Every job of this master and its earlier incarnations (the journal).
 async fn jobs(State(s): State<Arc<AppState>>) -> Json<Vec<JobReport>> {
     Json(s.with(|m, _| m.reports()))
 }
@@ -273,6 +367,13 @@ pub fn parse_job_id(raw: &str) -> Result<JobId, String> {
         .map_err(|_| format!("{raw:?} is not a job id (expected job-N or N)"))
 }
 
+#[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
+    params(("id" = String, Path, description = "job-N or N"),
+        ("wait_ms" = Option<u64>, Query, description = "wait up to this long (at most 600000) for the job to end")),
+    responses((status = 200, body = JobReport),
+        (status = 400, description = "not a job id", body = ErrorBody),
+        (status = 404, description = "no such job", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// One job's report with every attempt; a long-poll with `wait_ms`.
 async fn job(
     State(s): State<Arc<AppState>>,
     Path(raw): Path<String>,
@@ -295,6 +396,9 @@ async fn job(
     }
 }
 
+#[utoipa::path(get, path = "/v1/cluster", tag = "cluster",
+    responses((status = 200, body = ClusterSummary), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Scheduler, workers alive, slots, pending maps, re-runs and copies.
 async fn cluster(State(s): State<Arc<AppState>>) -> Json<ClusterSummary> {
     Json(s.with(|m, _| cluster_summary(m)))
 }
