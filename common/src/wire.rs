@@ -82,6 +82,9 @@ pub struct Heartbeat {
 pub struct AttemptProgress {
     pub attempt: AttemptId,
     pub units: u64,
+    /// The slot it runs in.
+    #[serde(default)]
+    pub slot: u32,
 }
 
 /// One busy slot in a heartbeat.
@@ -461,6 +464,26 @@ pub struct JobReport {
     pub output: Option<String>,
     /// Every attempt that ended, successful or not, in end order.
     pub attempts: Vec<TaskRecord>,
+    /// Attempts running now (with `attempts`: the live timeline).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running: Vec<RunningRecord>,
+}
+
+/// An attempt still running, as a job report shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunningRecord {
+    pub task: u32,
+    pub kind: TaskKind,
+    pub attempt: u32,
+    pub worker: String,
+    /// Its slot, once the worker's heartbeat said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<u32>,
+    pub locality: Locality,
+    /// The worker it reads its input from (a map).
+    pub source: String,
+    /// Its launch, ms after the job's submission (the master's clock).
+    pub start_ms: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

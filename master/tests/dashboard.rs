@@ -278,6 +278,46 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
         .await;
     assert!(painted.as_u64().unwrap() > 1000, "{painted}");
 
+    screenshot(&mut cdp, "dashboard.png").await;
+
+    // A job that runs a while: its running attempts are drawn as they run,
+    // in their slots' rows, and the counters move.
+    let mut slow = JobSubmit::new(Workload::InputSink, "text");
+    slow.compute = Some(common::wire::TaskCompute {
+        min_ms: 4000,
+        max_ms: 4000,
+        seed: 2,
+    });
+    let slow_id = c.client.submit(&slow).await.unwrap();
+    let mut live = open(
+        &browser,
+        &format!("{base}/#token={TOKEN}&job=job-{}", slow_id.0),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let running = live
+            .eval("Number(document.getElementById('gantt').dataset.running || 0)")
+            .await;
+        let state = c.client.job(slow_id, None).await.unwrap().state;
+        if running.as_u64().unwrap_or(0) >= 3 && state == JobState::Running {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline && !state.is_done(),
+            "no running attempt drawn ({running}, {state:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    screenshot(&mut live, "dashboard-running.png").await;
+    assert_eq!(
+        c.client.wait_job(slow_id).await.unwrap().state,
+        JobState::Succeeded
+    );
+}
+
+/// Saves the page as `target/tmp/<name>` (a test artefact).
+async fn screenshot(cdp: &mut Cdp, name: &str) {
     let shot = cdp
         .call(
             "Page.captureScreenshot",
@@ -289,7 +329,7 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
         .decode(shot["data"].as_str().unwrap())
         .unwrap();
     assert!(png.starts_with(b"\x89PNG"));
-    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&path, &png).unwrap();
     eprintln!("dashboard screenshot: {}", path.display());
 }

@@ -145,6 +145,7 @@ impl TaskBook {
             .map(|(a, r)| AttemptProgress {
                 attempt: *a,
                 units: r.progress.get(),
+                slot: r.slot,
             })
             .collect();
         v.sort_by_key(|p| p.attempt);

@@ -359,11 +359,12 @@ impl Metrics {
         catch_up(&self.blocks_copied, snap.blocks_copied);
         let mut seen = self.nic_seen.lock().unwrap_or_else(|p| p.into_inner());
         for w in &snap.workers {
-            let busy = w.slots.saturating_sub(w.free_slots + w.background);
+            // Busy: the attempts the master has running there.
+            let busy = w.running as u32;
             for (state, n) in [
                 ("busy", busy),
                 ("background", w.background),
-                ("free", w.free_slots),
+                ("free", w.slots.saturating_sub(busy + w.background)),
             ] {
                 self.slots
                     .get_or_create(&WorkerStateLabels {

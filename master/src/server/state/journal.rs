@@ -176,6 +176,7 @@ impl Master {
                 bytes_local: 0,
                 bytes_remote: 0,
                 attempts: Vec::new(),
+                running: Vec::new(),
             };
             self.journal_out.push(JournalEntry::Ended {
                 report: report.clone(),

@@ -171,6 +171,8 @@ struct RunningAttempt {
     /// grew (the launch until the first report): for the task timeout.
     progress: u64,
     progressed: Millis,
+    /// The slot its worker runs it in, once a heartbeat said.
+    slot: Option<u32>,
 }
 
 impl RunningAttempt {
@@ -182,6 +184,7 @@ impl RunningAttempt {
             started: now,
             progress: 0,
             progressed: now,
+            slot: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Job reports, as the API returns them.
 
-use super::{Master, MasterError};
-use common::wire::{JobReport, JobState};
+use super::{Master, MasterError, TaskStatus};
+use common::wire::{JobReport, JobState, Locality, RunningRecord, TaskKind};
 use common::JobId;
 
 impl Master {
@@ -13,19 +13,33 @@ impl Master {
     }
 
     pub fn report(&self, id: JobId) -> Result<JobReport, MasterError> {
+        self.report_with(id, true)
+    }
+
+    /// [`Master::report`], with the attempt lists or without.
+    fn report_with(&self, id: JobId, attempts: bool) -> Result<JobReport, MasterError> {
         let Some(j) = self.jobs.get(&id) else {
-            return self
+            let mut r = self
                 .archived
                 .get(&id)
-                .cloned()
-                .ok_or(MasterError::UnknownJob(id));
+                .ok_or(MasterError::UnknownJob(id))?
+                .clone();
+            if !attempts {
+                r.attempts.clear();
+            }
+            return Ok(r);
         };
         let finish_ms = match j.state {
             JobState::Succeeded => j.finished.map(|f| f - j.submitted),
             _ => None,
         };
-        let mut attempts = j.records.clone();
-        attempts.sort_by_key(|r| (r.end_ms, r.task, r.attempt));
+        let (attempts, running) = if attempts {
+            let mut done = j.records.clone();
+            done.sort_by_key(|r| (r.end_ms, r.task, r.attempt));
+            (done, self.running_records(j))
+        } else {
+            (Vec::new(), Vec::new())
+        };
         Ok(JobReport {
             job: j.id,
             name: j.name.clone(),
@@ -55,7 +69,36 @@ impl Master {
             bytes_local: j.counts.bytes_local,
             bytes_remote: j.counts.bytes_remote,
             attempts,
+            running,
         })
+    }
+
+    fn running_records(&self, j: &super::Job) -> Vec<RunningRecord> {
+        j.tasks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| match t.status {
+                TaskStatus::Running(ra) => Some(RunningRecord {
+                    task: i as u32,
+                    kind: if t.reduce.is_some() {
+                        TaskKind::Reduce
+                    } else {
+                        TaskKind::Map
+                    },
+                    attempt: ra.attempt,
+                    worker: self.worker_name(ra.worker),
+                    slot: ra.slot,
+                    locality: if ra.worker != ra.source {
+                        Locality::DataRemote
+                    } else {
+                        Locality::DataLocal
+                    },
+                    source: self.worker_name(ra.source),
+                    start_ms: ra.started.saturating_sub(j.submitted),
+                }),
+                _ => None,
+            })
+            .collect()
     }
 
     /// All jobs, oldest first, without their attempt lists.
@@ -68,11 +111,7 @@ impl Master {
             .collect();
         ids.sort();
         ids.into_iter()
-            .filter_map(|id| self.report(id).ok())
-            .map(|mut r| {
-                r.attempts.clear();
-                r
-            })
+            .filter_map(|id| self.report_with(id, false).ok())
             .collect()
     }
 }

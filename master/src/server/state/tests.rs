@@ -1114,7 +1114,11 @@ fn an_attempt_that_stops_progressing_is_killed_and_reads_another_replica() {
     let a = first[0].attempt;
     let beat = |m: &mut Master, now: Millis, units: u64| {
         let mut h = hb(0, 0, vec![a], vec![]);
-        h.progress = vec![AttemptProgress { attempt: a, units }];
+        h.progress = vec![AttemptProgress {
+            attempt: a,
+            units,
+            slot: 0,
+        }];
         m.heartbeat(now, h)
     };
     // Progress keeps it alive well past the timeout counted from launch...

@@ -172,9 +172,12 @@ impl Master {
                 .and_then(|j| j.tasks.get_mut(p.attempt.task.index as usize))
                 .map(|t| &mut t.status);
             if let Some(TaskStatus::Running(ra)) = status {
-                if ra.attempt == p.attempt.attempt && ra.worker == worker && p.units > ra.progress {
-                    ra.progress = p.units;
-                    ra.progressed = now;
+                if ra.attempt == p.attempt.attempt && ra.worker == worker {
+                    ra.slot = Some(p.slot);
+                    if p.units > ra.progress {
+                        ra.progress = p.units;
+                        ra.progressed = now;
+                    }
                 }
             }
         }

@@ -162,7 +162,7 @@ function render(state) {
   if (selected !== null) {
     const j = state.jobs.find((j) => j.job === selected);
     // A running job's timeline follows it; a finished one is fetched once.
-    if (j && (!lastJob || lastJob.job !== selected || lastJob.state !== j.state || j.state === "running"))
+    if (j && (!lastJob || lastJob.job !== selected || lastJob.state !== j.state || !["succeeded", "failed"].includes(j.state)))
       scheduleJobFetch();
   }
 }
@@ -178,12 +178,15 @@ function renderWorkers(workers) {
     if (!w.alive) tr.className = "lost";
     tr.appendChild(el("td", w.name));
     tr.appendChild(el("td", w.alive ? "alive" : "lost"));
-    const busy = Math.max(0, w.slots - w.free_slots - w.background);
+    // Busy: the attempts the master has running there (its own record,
+    // newer than the worker's last heartbeat).
+    const busy = w.alive ? w.running : 0;
+    const free = Math.max(0, w.slots - busy - w.background);
     const n = Math.max(1, w.slots);
     tr.appendChild(
       bar(
         [[busy / n, css("--reduce")], [w.background / n, "#9aa0a8"]],
-        `${busy} / ${w.background} / ${w.free_slots}`,
+        `${busy} / ${w.background} / ${w.alive ? free : 0}`,
       ),
     );
     for (const [rate, total] of [[w.nic_rx_rate, w.nic_rx_bytes], [w.nic_tx_rate, w.nic_tx_bytes]]) {
@@ -290,7 +293,8 @@ function renderJob(r) {
     ["map input read locally", mb(r.bytes_local) + " MB"],
     ["map input read remotely", mb(r.bytes_remote) + " MB"],
     ["shuffled", mb(r.shuffle_bytes) + " MB"],
-    ["attempts", r.attempts.length + " (" + r.attempts.filter((a) => !a.ok).length + " unsuccessful)"],
+    ["attempts", r.attempts.length + " (" + r.attempts.filter((a) => !a.ok).length + " unsuccessful), " +
+      (r.running || []).length + " running"],
     ["JCT", r.jct_ms == null ? "running" : (r.jct_ms / 1000).toFixed(2) + " s"],
   ];
   if (r.output) rows.push(["output", r.output]);
@@ -307,12 +311,15 @@ function renderJob(r) {
   drawGantt(r);
 }
 
-// The timeline: one row per worker slot, one bar per attempt.
+// The timeline: one row per worker slot, one bar per attempt; running
+// attempts are drawn pale up to now.
 function drawGantt(r) {
   const canvas = $("gantt");
   const attempts = r.attempts;
-  const rowKey = (a) => a.worker + "\u0000" + a.slot;
-  const keys = [...new Set(attempts.map(rowKey))];
+  const nowMs = Math.max(0, Date.now() - r.submit_unix_ms);
+  const running = (r.running || []).map((a) => ({ ...a, end_ms: nowMs, running: true, ok: true }));
+  const rowKey = (a) => a.worker + "\u0000" + (a.slot == null ? "?" : a.slot);
+  const keys = [...new Set(attempts.concat(running).map(rowKey))];
   const natural = new Intl.Collator(undefined, { numeric: true });
   keys.sort((x, y) => {
     const [wx, sx] = x.split("\u0000");
@@ -332,7 +339,7 @@ function drawGantt(r) {
   const g = canvas.getContext("2d");
   g.setTransform(dpr, 0, 0, dpr, 0, 0);
   g.clearRect(0, 0, width, height);
-  const end = Math.max(1, ...attempts.map((a) => a.end_ms), r.jct_ms || 0);
+  const end = Math.max(1, ...attempts.map((a) => a.end_ms), ...running.map((a) => a.end_ms), r.jct_ms || 0);
   const x = (ms) => left + ((width - left - 10) * ms) / end;
   // Axis and grid.
   g.font = "11px system-ui, sans-serif";
@@ -373,6 +380,17 @@ function drawGantt(r) {
     bars.push({ x0, x1: x0 + w, y0: y, y1: y + h, a });
   }
   canvas.dataset.bars = String(bars.length);
+  g.globalAlpha = 0.35;
+  for (const a of running) {
+    const y = top + row.get(rowKey(a)) * rowH + 1;
+    const x0 = x(a.start_ms);
+    const w = Math.max(1.5, x(a.end_ms) - x0);
+    g.fillStyle = a.kind === "reduce" ? css("--reduce") : a.locality === "data-remote" ? css("--remote") : css("--local");
+    g.fillRect(x0, y, w, rowH - 2);
+    bars.push({ x0, x1: x0 + w, y0: y, y1: y + rowH - 2, a });
+  }
+  g.globalAlpha = 1;
+  canvas.dataset.running = String(running.length);
 }
 
 function niceStep(raw) {
@@ -393,11 +411,13 @@ function hover(e) {
   const a = hit.a;
   const where =
     a.kind === "reduce" ? "reduce" : a.locality === "data-remote" ? `data-remote, read from ${a.source}` : "data-local";
-  tip.textContent =
-    `task ${a.task} ${a.kind}, attempt ${a.attempt}\n${a.worker} slot ${a.slot} · ${where}\n` +
-    `${(a.start_ms / 1000).toFixed(2)} s – ${(a.end_ms / 1000).toFixed(2)} s ` +
-    `(${((a.end_ms - a.start_ms) / 1000).toFixed(2)} s), ${mb(a.input_bytes)} MB in` +
-    (a.ok ? "" : `\n${a.error || "unsuccessful"}`);
+  tip.textContent = a.running
+    ? `task ${a.task} ${a.kind}, attempt ${a.attempt}, running\n${a.worker} slot ${a.slot ?? "?"} · ${where}\n` +
+      `since ${(a.start_ms / 1000).toFixed(2)} s`
+    : `task ${a.task} ${a.kind}, attempt ${a.attempt}\n${a.worker} slot ${a.slot} · ${where}\n` +
+      `${(a.start_ms / 1000).toFixed(2)} s – ${(a.end_ms / 1000).toFixed(2)} s ` +
+      `(${((a.end_ms - a.start_ms) / 1000).toFixed(2)} s), ${mb(a.input_bytes)} MB in` +
+      (a.ok ? "" : `\n${a.error || "unsuccessful"}`);
   tip.style.left = e.clientX + 12 + "px";
   tip.style.top = e.clientY + 12 + "px";
   tip.hidden = false;
