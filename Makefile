@@ -13,10 +13,16 @@ DEMO_JOBS ?= 3
 NETNS_PREFIX ?= mrt-
 NETNS_MASTER := ip netns exec $(NETNS_PREFIX)master $(BIN)/master --config $(dir $(CONFIG))run/netns/cluster.toml
 
+# The container mode: images FROM scratch with static binaries built here.
+DOCKER_TARGET := x86_64-unknown-linux-gnu
+DOCKER_BIN := target/$(DOCKER_TARGET)/release
+DOCKER_PROJECT ?= mrtb
+DOCKER_MASTER := $(BIN)/master --config $(dir $(CONFIG))run/docker/cluster.toml
+
 # `make experiment EXP=<name>` runs experiments/<name>.toml.
 EXP ?= smoke
 
-.PHONY: build cluster cluster-netns stop test bench clean experiment chaos
+.PHONY: build docker-bins cluster cluster-netns cluster-docker stop test bench clean experiment chaos
 
 build:
 	$(CARGO) build --release --bins
@@ -39,7 +45,21 @@ cluster-netns: build
 	$(NETNS_MASTER) submit --workload input-sink --input demo --count $(DEMO_JOBS) --wait
 	$(NETNS_MASTER) submit --workload wordcount --input demo --reduces 2 --output demo-counts --wait
 
-## Stops the cluster of either mode (and removes its namespaces).
+## Statically linked master and worker for the container images (nothing else is in them).
+docker-bins:
+	RUSTFLAGS='-C target-feature=+crt-static' $(CARGO) build --release --bins --target $(DOCKER_TARGET)
+
+## The same demo with every node in its own Docker container on a private network
+## (images built here, nothing pulled); the CLI talks to the containers' addresses.
+cluster-docker: build docker-bins
+	$(MASTER) up --fresh --docker --docker-project $(DOCKER_PROJECT) --docker-bin $(DOCKER_BIN)
+	$(DOCKER_MASTER) load --name demo --generate text --blocks $(DEMO_BLOCKS) --block-size $(DEMO_BLOCK_SIZE)
+	$(DOCKER_MASTER) submit --workload input-sink --input demo --count $(DEMO_JOBS) --wait
+	$(DOCKER_MASTER) submit --workload wordcount --input demo --reduces 2 --output demo-counts --wait
+	@echo "top ten words of demo (master cat demo-counts | sort -k2,2nr -k1,1 | head):"
+	@$(DOCKER_MASTER) cat demo-counts | LC_ALL=C sort -k2,2nr -k1,1 | head -10
+
+## Stops the cluster of any mode (and removes its namespaces, or its containers, network and volumes).
 stop:
 	-$(MASTER) down
 
@@ -48,6 +68,7 @@ test:
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --release --bins
 	$(CARGO) build --bins
+	$(MAKE) docker-bins
 	$(CARGO) test --workspace -- --test-threads=2
 
 ## Run an experiment spec; results in results/<name>/<timestamp>/. Specs named

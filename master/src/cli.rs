@@ -52,6 +52,19 @@ pub enum Cmd {
         /// Name prefix of the namespaces (netns mode).
         #[arg(long, default_value = crate::ops::netns::DEFAULT_PREFIX, requires = "netns")]
         netns_prefix: String,
+        /// Container mode: every node in its own Docker container on a
+        /// private network (see README); needs static binaries (make docker-bins).
+        #[arg(long, conflicts_with = "netns")]
+        docker: bool,
+        /// Compose project name (container mode).
+        #[arg(long, default_value = crate::ops::docker::DEFAULT_PROJECT, requires = "docker")]
+        docker_project: String,
+        /// Third octet of the private subnet 10.78.N.0/24 (container mode).
+        #[arg(long, default_value_t = crate::ops::docker::DEFAULT_SUBNET_THIRD, requires = "docker")]
+        docker_subnet: u8,
+        /// Where the static `master` and `worker` binaries are (container mode).
+        #[arg(long, default_value = crate::ops::docker::DEFAULT_BIN, requires = "docker")]
+        docker_bin: PathBuf,
     },
     /// Stop the local cluster started by `up`.
     Down,
@@ -321,6 +334,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Serve { listen, scheduler } => serve(&cfg, listen, scheduler).await,
         Cmd::Up {
             fresh,
+            docker: true,
+            docker_project,
+            docker_subnet,
+            docker_bin,
+            ..
+        } => crate::ops::docker::up(&cfg, fresh, &docker_project, docker_subnet, &docker_bin).await,
+        Cmd::Up {
+            fresh,
             netns: false,
             ..
         } => local::up(&cfg, fresh).await,
@@ -328,6 +349,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             fresh,
             netns: true,
             netns_prefix,
+            ..
         } => local::up_netns(&cfg, fresh, &netns_prefix).await,
         Cmd::Down => down(&cfg),
         Cmd::Load {
@@ -465,6 +487,9 @@ pub async fn serve(
 
 /// `master down`: stops the local cluster of either mode.
 pub fn down(cfg: &ClusterConfig) -> anyhow::Result<()> {
+    if crate::ops::docker::down_with(&local::run_dir(cfg), true)? {
+        println!("stopped the container cluster; removed its containers, network and volumes");
+    }
     let s = local::down(&local::run_dir(cfg))?;
     println!(
         "stopped {} processes, removed {} network namespaces",
