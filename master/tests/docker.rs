@@ -69,7 +69,7 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
     let run = master::ops::local::run_dir(&cfg);
     let _down = Down(run.clone(), project.clone());
     docker::up(&cfg, true, &project, third, &bin).await.unwrap();
-    let derived = common::config::ClusterConfig::load(&docker::config_path(&cfg)).unwrap();
+    let derived = common::config::ClusterConfig::load(docker::config_path(&cfg)).unwrap();
     assert_eq!(
         derived.master.listen.ip().to_string(),
         format!("10.78.{third}.2")
