@@ -144,3 +144,185 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
     let left = docker::leftovers(&project).unwrap();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// Faults across real container networks, on a cluster of three workers
+/// (replication 2): `docker kill` of a worker while a sort's maps run,
+/// `docker network disconnect` of a worker holding map output once the
+/// maps are done (a partition during the shuffle) and its reconnection,
+/// and `docker restart` of the master between jobs. Every job succeeds with
+/// the output of `LC_ALL=C sort`; the restarted master still lists the
+/// jobs it finished and gives the next one a new id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
+    let ci = std::env::var_os("CI").is_some();
+    if !docker::engine_answers() {
+        eprintln!("SKIPPED: no Docker engine answers here");
+        return;
+    }
+    let Some(bin) = static_bins() else {
+        assert!(
+            !ci,
+            "CI builds the static binaries first (make docker-bins)"
+        );
+        eprintln!("SKIPPED: no static binaries; run make docker-bins");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = master::ops::local::write_loopback_config(
+        dir.path(),
+        TOKEN,
+        3,
+        "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 3000\nmax_task_attempts = 4",
+        "slots = 2\nnic_mbps = 80",
+    )
+    .unwrap();
+    let pid = std::process::id();
+    let project = format!("mrtbfault{pid}");
+    let third = 100 + ((pid + 75) % 150) as u8;
+    let run = master::ops::local::run_dir(&cfg);
+    let _down = Down(run.clone(), project.clone());
+    docker::up(&cfg, true, &project, third, &bin).await.unwrap();
+    let derived = common::config::ClusterConfig::load(docker::config_path(&cfg)).unwrap();
+    let client = MasterClient::new(derived.master_url(), TOKEN);
+    loader::load(
+        &client,
+        &LoadSpec {
+            name: "recs".into(),
+            source: Source::Generate {
+                kind: Generator::Records,
+                blocks: 6,
+            },
+            block_size: 1_000_000,
+            replication: 2,
+            seed: 5,
+            placement: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+    let input = files::read_file(&client, "recs").await.unwrap();
+    let reference = verify::sort_reference(&input).unwrap();
+    let sort = |out: &str, compute_ms: u64| {
+        let mut j = JobSubmit::new(Workload::Sort, "recs");
+        j.reduces = Some(2);
+        j.output = Some(out.into());
+        if compute_ms > 0 {
+            j.compute = Some(common::wire::TaskCompute {
+                min_ms: compute_ms,
+                max_ms: compute_ms,
+                seed: 1,
+            });
+        }
+        j
+    };
+    let check = |r: &common::wire::JobReport, out: Vec<u8>| {
+        assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+        assert!(
+            out == reference,
+            "{}: output differs from LC_ALL=C sort",
+            r.job
+        );
+    };
+
+    // 1. docker kill of a worker while it runs maps (1.5 s each).
+    let id = client.submit(&sort("sorted1", 1500)).await.unwrap();
+    let (victim, killed) = loop {
+        let r = client.job(id, None).await.unwrap();
+        if let Some(a) = r
+            .running
+            .iter()
+            .find(|a| a.kind == common::wire::TaskKind::Map)
+        {
+            let n = r.running.iter().filter(|b| b.worker == a.worker).count();
+            break (a.worker.clone(), n);
+        }
+        assert!(!r.state.is_done(), "no map seen running");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    docker::docker(&["kill", &docker::container(&project, &victim)]).unwrap();
+    let r = client.wait_job(id).await.unwrap();
+    check(&r, files::read_file(&client, "sorted1").await.unwrap());
+    let maps_on_victim = r
+        .attempts
+        .iter()
+        .filter(|a| a.ok && a.worker == victim && a.kind == common::wire::TaskKind::Map)
+        .count();
+    eprintln!(
+        "kill of {victim} with {killed} maps running: job {} succeeded, {} of its 6 maps done on {victim} before the kill",
+        r.job, maps_on_victim
+    );
+    assert!(maps_on_victim < 6);
+    docker::docker(&["start", &docker::container(&project, &victim)]).unwrap();
+    wait_alive(&client, 3).await;
+
+    // 2. A partition during the shuffle: once the maps are done, a worker
+    // that holds map output is cut off its network, then put back.
+    let net = docker::network(&project).unwrap();
+    let id = client.submit(&sort("sorted2", 0)).await.unwrap();
+    let victim = loop {
+        let r = client.job(id, None).await.unwrap();
+        if r.tasks_done == r.tasks || r.state.is_done() {
+            break r
+                .attempts
+                .iter()
+                .filter(|a| a.ok && a.kind == common::wire::TaskKind::Map)
+                .map(|a| a.worker.clone())
+                .last()
+                .expect("a map ran");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let ip = derived
+        .worker
+        .iter()
+        .find(|w| w.name == victim)
+        .unwrap()
+        .listen
+        .ip()
+        .to_string();
+    let victim_c = docker::container(&project, &victim);
+    docker::docker(&["network", "disconnect", "-f", &net, &victim_c]).unwrap();
+    let r = client.wait_job(id).await.unwrap();
+    check(&r, files::read_file(&client, "sorted2").await.unwrap());
+    let summary = client.cluster().await.unwrap();
+    eprintln!(
+        "partition of {victim}: job {} succeeded; maps re-run so far: {}",
+        r.job, summary.maps_rerun
+    );
+    docker::docker(&["network", "connect", "--ip", &ip, &net, &victim_c]).unwrap();
+    wait_alive(&client, 3).await;
+
+    // 3. docker restart of the master between jobs: its journal is on a
+    // volume, so finished jobs stay listed and ids are not reused.
+    let before = client.jobs().await.unwrap();
+    docker::docker(&["restart", "-t", "2", &docker::container(&project, "master")]).unwrap();
+    wait_alive(&client, 3).await;
+    let after = client.jobs().await.unwrap();
+    for j in &before {
+        let again = after.iter().find(|a| a.job == j.job).expect("still listed");
+        assert_eq!(again.state, j.state);
+    }
+    // The catalog comes back from the workers' block reports.
+    let id = client.submit(&sort("sorted3", 0)).await.unwrap();
+    assert!(
+        before.iter().all(|j| j.job < id),
+        "a new id after the restart"
+    );
+    let r = client.wait_job(id).await.unwrap();
+    check(&r, files::read_file(&client, "sorted3").await.unwrap());
+}
+
+/// Waits (up to 60 s) until `n` workers are alive at the master (which may
+/// itself be restarting).
+async fn wait_alive(client: &MasterClient, n: usize) {
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        if let Ok(c) = client.cluster().await {
+            if c.workers_alive == n {
+                return;
+            }
+        }
+        assert!(Instant::now() < deadline, "{n} workers never alive again");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}

@@ -399,6 +399,31 @@ pub fn down_with(run: &Path, volumes: bool) -> anyhow::Result<bool> {
     Ok(true)
 }
 
+/// The container of node `node` (`master` or a worker's name) of `project`.
+pub fn container(project: &str, node: &str) -> String {
+    format!("{project}-{node}")
+}
+
+/// The name of `project`'s network on the engine.
+pub fn network(project: &str) -> anyhow::Result<String> {
+    let label = format!("label=com.docker.compose.project={project}");
+    let out = run(
+        "docker",
+        &["network", "ls", "--filter", &label, "--format", "{{.Name}}"],
+        None,
+    )?;
+    out.lines()
+        .find(|l| !l.is_empty())
+        .map(str::to_owned)
+        .with_context(|| format!("no network of project {project}"))
+}
+
+/// Runs `docker args...` (fault injection: kill, start, restart, network
+/// disconnect and connect).
+pub fn docker(args: &[&str]) -> anyhow::Result<String> {
+    run("docker", args, None)
+}
+
 /// Removes the images `up` built for `project` (every tag).
 pub fn remove_images(project: &str) -> anyhow::Result<()> {
     for b in ["master", "worker"] {
