@@ -265,9 +265,9 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
             break r
                 .attempts
                 .iter()
-                .filter(|a| a.ok && a.kind == common::wire::TaskKind::Map)
+                .rev()
+                .find(|a| a.ok && a.kind == common::wire::TaskKind::Map)
                 .map(|a| a.worker.clone())
-                .last()
                 .expect("a map ran");
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
