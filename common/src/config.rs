@@ -123,6 +123,10 @@ pub struct WorkerDefaults {
     /// `mapred.local.dir.minspacestart`); 0 = until writes fail.
     #[serde(default = "defaults::min_free_mb")]
     pub min_free_mb: u64,
+    /// ssh/scp options for every worker with a `host`, e.g.
+    /// `["-i", "/home/me/.ssh/testbed"]` (BatchMode is always on).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ssh_options: Vec<String>,
 }
 
 impl Default for WorkerDefaults {
@@ -135,6 +139,7 @@ impl Default for WorkerDefaults {
             role: Role::Both,
             scrub_mbps: None,
             min_free_mb: defaults::min_free_mb(),
+            ssh_options: Vec::new(),
         }
     }
 }
@@ -217,6 +222,39 @@ pub struct WorkerEntry {
     pub disk_mbs: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+    /// This worker's block store (default `<cluster.data_dir>/<name>`);
+    /// relative to cluster.toml's directory on the worker's machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    /// The worker runs on another machine: `master up` starts it there
+    /// over ssh (and `master down` stops it), copying the worker binary and
+    /// cluster.toml when missing or stale. A host name or address for ssh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// ssh login on `host` (default: ssh's own, i.e. the local user).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_user: Option<String>,
+    /// ssh port on `host` (default 22).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_port: Option<u16>,
+    /// Directory on `host` holding the copied cluster.toml, the binary and
+    /// the log (default `mrtb`, in the ssh user's home).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_dir: Option<PathBuf>,
+    /// Path of the worker binary on `host` (default `<remote_dir>/worker`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_bin: Option<PathBuf>,
+    /// More ssh/scp options for this worker (after `[workers] ssh_options`),
+    /// e.g. `["-i", "/path/to/key"]`; BatchMode is always on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_options: Option<Vec<String>>,
+}
+
+impl WorkerEntry {
+    /// Where `master up` reaches this worker's machine (None: this one).
+    pub fn remote(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
 }
 
 mod defaults {
@@ -408,6 +446,51 @@ impl ClusterConfig {
             check_rate(self, &format!("worker[{i}].nic_mbps"), w.nic_mbps)?;
             check_rate(self, &format!("worker[{i}].slot_rate_mbs"), w.slot_rate_mbs)?;
             check_rate(self, &format!("worker[{i}].disk_mbs"), w.disk_mbs)?;
+            if let Some(h) = &w.host {
+                let ok = !h.is_empty()
+                    && h.len() <= 253
+                    && h.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || ".-_:[]".contains(c))
+                    && !h.starts_with('-');
+                if !ok {
+                    return Err(self.invalid(
+                        format!("worker[{i}].host"),
+                        format!("{h:?} is not a host name or address"),
+                    ));
+                }
+            }
+            if let Some(u) = &w.ssh_user {
+                let ok = !u.is_empty()
+                    && u.len() <= 64
+                    && u.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                    && !u.starts_with('-');
+                if !ok {
+                    return Err(self.invalid(
+                        format!("worker[{i}].ssh_user"),
+                        format!("{u:?} is not a user name"),
+                    ));
+                }
+            }
+            if w.host.is_none() {
+                for (k, set) in [
+                    ("ssh_user", w.ssh_user.is_some()),
+                    ("ssh_port", w.ssh_port.is_some()),
+                    ("remote_dir", w.remote_dir.is_some()),
+                    ("remote_bin", w.remote_bin.is_some()),
+                    ("ssh_options", w.ssh_options.is_some()),
+                ] {
+                    if set {
+                        return Err(self.invalid(
+                            format!("worker[{i}].{k}"),
+                            "only for a worker on another machine: set `host` too",
+                        ));
+                    }
+                }
+            }
+            if w.ssh_port == Some(0) {
+                return Err(self.invalid(format!("worker[{i}].ssh_port"), "must be 1..=65535"));
+            }
         }
         Ok(())
     }
@@ -436,9 +519,17 @@ impl ClusterConfig {
         self.worker_settings().into_iter().find(|w| w.name == name)
     }
 
-    /// Block store directory of worker `name`.
+    /// Block store directory of worker `name` (on the machine it runs on).
     pub fn worker_data_dir(&self, name: &str) -> PathBuf {
-        self.resolve(&self.cluster.data_dir).join(name)
+        match self
+            .worker
+            .iter()
+            .find(|w| w.name == name)
+            .and_then(|w| w.data_dir.as_ref())
+        {
+            Some(d) => self.resolve(d),
+            None => self.resolve(&self.cluster.data_dir).join(name),
+        }
     }
 
     /// `p` if absolute, else relative to the directory of cluster.toml.

@@ -400,6 +400,7 @@ impl RunEnv<'_> {
                 // Experiments measure schedulers: no scanner reads the disks.
                 scrub_mbps: None,
                 min_free_mb: common::config::WorkerDefaults::default().min_free_mb,
+                ssh_options: Vec::new(),
             },
             worker: (0..c.workers as usize)
                 .map(|i| WorkerEntry {
@@ -416,6 +417,13 @@ impl RunEnv<'_> {
                             common::config::Role::Map
                         }
                     }),
+                    data_dir: None,
+                    host: None,
+                    ssh_user: None,
+                    ssh_port: None,
+                    remote_dir: None,
+                    remote_bin: None,
+                    ssh_options: None,
                 })
                 .collect(),
             background: if shaped {

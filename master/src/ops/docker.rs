@@ -302,6 +302,12 @@ pub async fn up(
         bail!("no Docker engine answers here (`docker info` fails)");
     }
     let compose = compose_cmd()?;
+    if let Some(w) = cfg.worker.iter().find(|w| w.remote().is_some()) {
+        bail!(
+            "worker {} has a `host`: the container mode runs every node on this machine",
+            w.name
+        );
+    }
     let layout = Layout::plan(cfg, project, subnet_third)?;
     let run_dir = crate::ops::local::run_dir(cfg);
     // A previous container cluster of this config: stopped (and with

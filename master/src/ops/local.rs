@@ -104,6 +104,7 @@ struct NetnsRecord {
 /// every namespace it created.
 pub fn down(run: &Path) -> anyhow::Result<Stopped> {
     let mut stopped = Stopped::default();
+    stopped.processes += crate::ops::remote::down(run)?;
     let f = pids_file(run);
     if let Ok(text) = std::fs::read_to_string(&f) {
         let procs: Vec<Proc> = serde_json::from_str(&text)
@@ -341,7 +342,7 @@ pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
         program: bin.join("master"),
         args: vec!["serve".into(), "--config".into(), config.clone()],
     }];
-    for w in &cfg.worker {
+    for w in cfg.worker.iter().filter(|w| w.remote().is_none()) {
         specs.push(Spawn {
             name: w.name.clone(),
             program: bin.join("worker"),
@@ -353,9 +354,22 @@ pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
             ],
         });
     }
+    // Workers on other machines first: they register once the master is up.
+    for (name, s) in crate::ops::remote::start_all(cfg, bin, &run)? {
+        let copied = if s.copied.is_empty() {
+            "binary and config up to date".to_owned()
+        } else {
+            format!("copied {}", s.copied.join(", "))
+        };
+        println!("started {name} over ssh (pid {}; {copied})", s.pid);
+    }
     let client = MasterClient::new(cfg.master_url(), &cfg.cluster.token);
     let probe = || async { client.cluster().await.ok().map(|c| c.workers_alive) };
-    spawn_and_wait(&run, specs, probe, cfg.worker.len()).await
+    let r = spawn_and_wait(&run, specs, probe, cfg.worker.len()).await;
+    if r.is_err() {
+        let _ = crate::ops::remote::down(&run);
+    }
+    r
 }
 
 fn print_stopped(stopped: &Stopped) {
@@ -377,6 +391,14 @@ pub fn stop_previous(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<Stopped
             std::fs::remove_dir_all(&data)
                 .with_context(|| format!("removing {}", data.display()))?;
         }
+        // Local workers' own store directories, and the remote ones'.
+        for w in cfg.worker.iter().filter(|w| w.remote().is_none()) {
+            let d = cfg.worker_data_dir(&w.name);
+            if d.exists() {
+                std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+            }
+        }
+        crate::ops::remote::delete_stores(cfg)?;
         // A fresh cluster starts its job history afresh too.
         let journal = cfg.resolve(&cfg.master.journal);
         if journal.exists() {
@@ -411,6 +433,12 @@ pub async fn up_netns_with(
 ) -> anyhow::Result<()> {
     use crate::ops::netns;
     netns::require_root()?;
+    if let Some(w) = cfg.worker.iter().find(|w| w.remote().is_some()) {
+        bail!(
+            "worker {} has a `host`: the netns mode runs every node on this machine",
+            w.name
+        );
+    }
     let layout = netns::Layout::plan(prefix, cfg)?;
     let stopped = stop_previous(cfg, fresh)?;
     print_stopped(&stopped);
