@@ -314,6 +314,45 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
         c.client.wait_job(slow_id).await.unwrap().state,
         JobState::Succeeded
     );
+
+    // At scale: the page's own code renders a state of 100 workers and
+    // 1,000 jobs and draws a timeline of 10,000 attempts (the time it took
+    // is printed, not judged).
+    let scale = live
+        .eval(
+            r#"(() => {
+              const workers = [...Array(100)].map((_, i) => ({ id: i, role: "both", name: "w" + i,
+                addr: "", slots: 4, free_slots: 1, alive: true, blocks: 50, running: 3, background: 0,
+                nic_rx_bytes: 1e9, nic_tx_bytes: 1e9, nic_rx_rate: 2e7, nic_tx_rate: 1e7, nic_cap: 5e7 }));
+              const job = (n, attempts) => ({ job: n, name: "j" + n, workload: "sort", input: "x", group: "default",
+                scheduler: "hadoop", state: "running", submit_unix_ms: Date.now() - 60000, tasks: 10000,
+                tasks_done: 9000, reduces: 40, reduces_done: 0, shuffle_bytes: 0, data_local: 8000,
+                data_remote: 1000, bytes_local: 0, bytes_remote: 0, attempts, running: [] });
+              const state = { unix_ms: Date.now(), cluster: { scheduler: "hadoop", reduce_placement: "spread",
+                workers_configured: 100, workers_alive: 100, slots_alive: 400, pending_tasks: 1000,
+                maps_rerun: 0, blocks_copied: 0 }, scheduler: { policy: "hadoop" }, workers,
+                jobs: [...Array(1000)].map((_, i) => job(1000 - i, [])) };
+              const attempts = [...Array(10000)].map((_, i) => ({ task: i, kind: i % 50 ? "map" : "reduce",
+                attempt: 0, worker: "w" + (i % 100), slot: (i >> 7) % 4, locality: i % 7 ? "data-local" : "data-remote",
+                source: "w" + ((i + 1) % 100), block: "x.b" + i, start_ms: (i >> 9) * 3000, end_ms: (i >> 9) * 3000 + 2500,
+                input_bytes: 8e6, local_bytes: 8e6, remote_bytes: 0, ok: i % 97 != 0 }));
+              const t0 = performance.now();
+              render(state);
+              const t1 = performance.now();
+              drawGantt(job(1, attempts));
+              const t2 = performance.now();
+              return JSON.stringify({ render_ms: t1 - t0, gantt_ms: t2 - t1,
+                rows: document.querySelectorAll('#workers tbody tr').length,
+                jobs: document.querySelectorAll('#jobs tbody tr').length,
+                bars: Number(document.getElementById('gantt').dataset.bars) });
+            })()"#,
+        )
+        .await;
+    let scale: Value = serde_json::from_str(scale.as_str().expect("the page ran it")).unwrap();
+    eprintln!("dashboard at scale: {scale}");
+    assert_eq!(scale["rows"], json!(100));
+    assert_eq!(scale["jobs"], json!(501), "500 rows and a line for the older ones");
+    assert_eq!(scale["bars"], json!(10000));
 }
 
 /// Saves the page as `target/tmp/<name>` (a test artefact).

@@ -363,17 +363,18 @@ function drawGantt(r) {
     }
   });
   bars = [];
+  const colours = { local: css("--local"), remote: css("--remote"), reduce: css("--reduce"), failed: css("--failed") };
+  const colourOf = (a) => (a.kind === "reduce" ? colours.reduce : a.locality === "data-remote" ? colours.remote : colours.local);
   for (const a of attempts) {
     const y = top + row.get(rowKey(a)) * rowH + 1;
     const x0 = x(a.start_ms);
     const w = Math.max(1.5, x(a.end_ms) - x0);
-    const colour = a.kind === "reduce" ? css("--reduce") : a.locality === "data-remote" ? css("--remote") : css("--local");
     const h = rowH - 2;
     if (a.ok) {
-      g.fillStyle = colour;
+      g.fillStyle = colourOf(a);
       g.fillRect(x0, y, w, h);
     } else {
-      g.strokeStyle = css("--failed");
+      g.strokeStyle = colours.failed;
       g.lineWidth = 1.5;
       g.strokeRect(x0 + 0.75, y + 0.75, Math.max(0.5, w - 1.5), h - 1.5);
     }
@@ -385,7 +386,7 @@ function drawGantt(r) {
     const y = top + row.get(rowKey(a)) * rowH + 1;
     const x0 = x(a.start_ms);
     const w = Math.max(1.5, x(a.end_ms) - x0);
-    g.fillStyle = a.kind === "reduce" ? css("--reduce") : a.locality === "data-remote" ? css("--remote") : css("--local");
+    g.fillStyle = colourOf(a);
     g.fillRect(x0, y, w, rowH - 2);
     bars.push({ x0, x1: x0 + w, y0: y, y1: y + rowH - 2, a });
   }
