@@ -156,6 +156,13 @@ pub enum Cmd {
         /// Keep the scratch space (block stores, configs, logs).
         #[arg(long)]
         keep_data: bool,
+        /// Where each run's cluster runs: `processes` (loopback) or
+        /// `docker` (containers on a private network; needs make docker-bins).
+        #[arg(long, default_value = "processes", value_parser = ["processes", "docker"])]
+        deployment: String,
+        /// The static binaries for `--deployment docker`.
+        #[arg(long, default_value = crate::ops::docker::DEFAULT_BIN)]
+        docker_bin: PathBuf,
     },
     /// The chaos run: a 5-worker cluster of local processes runs a seeded job
     /// mix while workers are killed, stopped and their replicas corrupted;
@@ -322,7 +329,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             results,
             work,
             keep_data,
-        } => return run_experiment(spec, results, work, *keep_data).await,
+            deployment,
+            docker_bin,
+        } => {
+            let deployment = match deployment.as_str() {
+                "docker" => experiment::run::Deployment::Docker {
+                    bin: docker_bin.clone(),
+                    project: format!("mrtbexp{}", std::process::id()),
+                },
+                _ => experiment::run::Deployment::Processes,
+            };
+            return run_experiment(spec, results, work, *keep_data, deployment).await;
+        }
         _ => {}
     }
     let cfg = ClusterConfig::load(&cli.config)?;
@@ -339,7 +357,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             docker_subnet,
             docker_bin,
             ..
-        } => crate::ops::docker::up(&cfg, fresh, &docker_project, docker_subnet, &docker_bin).await,
+        } => {
+            crate::ops::docker::up(&cfg, fresh, &docker_project, docker_subnet, &docker_bin)
+                .await?;
+            let d = ClusterConfig::load(crate::ops::docker::config_path(&cfg))?;
+            println!(
+                "cluster up in containers (project {docker_project}): master at {}, {} workers; \
+                 CLI: master --config {} ...",
+                d.master_url(),
+                d.worker.len(),
+                crate::ops::docker::config_path(&cfg).display()
+            );
+            Ok(())
+        }
         Cmd::Up {
             fresh,
             netns: false,
@@ -731,6 +761,7 @@ pub async fn run_experiment(
     results: &Path,
     work: &Path,
     keep_data: bool,
+    deployment: experiment::run::Deployment,
 ) -> anyhow::Result<()> {
     experiment::run::run(&experiment::run::Options {
         spec: spec.into(),
@@ -738,6 +769,7 @@ pub async fn run_experiment(
         work: work.into(),
         keep_data,
         bin: local::bin_dir()?,
+        deployment,
     })
     .await?;
     Ok(())

@@ -351,7 +351,11 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
     let scale: Value = serde_json::from_str(scale.as_str().expect("the page ran it")).unwrap();
     eprintln!("dashboard at scale: {scale}");
     assert_eq!(scale["rows"], json!(100));
-    assert_eq!(scale["jobs"], json!(501), "500 rows and a line for the older ones");
+    assert_eq!(
+        scale["jobs"],
+        json!(501),
+        "500 rows and a line for the older ones"
+    );
     assert_eq!(scale["bars"], json!(10000));
 }
 

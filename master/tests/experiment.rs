@@ -21,6 +21,7 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
         work: tmp.path().join("work"),
         keep_data: false,
         bin: bin.to_owned(),
+        deployment: Default::default(),
     })
     .await
     .unwrap();
@@ -213,6 +214,7 @@ count = 1
         work: tmp.path().join("work"),
         keep_data: false,
         bin: empty,
+        deployment: Default::default(),
     })
     .await
     .unwrap();
@@ -271,6 +273,7 @@ replication = 2
         work: tmp.path().join("work"),
         keep_data: false,
         bin: bin.to_owned(),
+        deployment: Default::default(),
     })
     .await
     .unwrap();

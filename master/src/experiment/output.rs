@@ -770,6 +770,13 @@ pub struct Meta {
     pub provenance: Provenance,
     pub runs: usize,
     pub failed_runs: usize,
+    /// Where the clusters ran: `processes` or `docker`.
+    #[serde(default = "processes")]
+    pub deployment: String,
+}
+
+fn processes() -> String {
+    "processes".into()
 }
 
 impl Meta {
@@ -794,6 +801,7 @@ impl Meta {
             provenance: Provenance::capture(started),
             runs: 0,
             failed_runs: 0,
+            deployment: processes(),
         }
     }
 

@@ -38,6 +38,29 @@ pub struct Options {
     pub keep_data: bool,
     /// Where the `master` and `worker` binaries are.
     pub bin: PathBuf,
+    /// Where each run's cluster runs.
+    pub deployment: Deployment,
+}
+
+/// Where an experiment's clusters run; the results have the same layout
+/// either way, so the deployments' JCTs compare side by side.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Deployment {
+    /// Local processes on loopback (`master up`).
+    #[default]
+    Processes,
+    /// Docker containers on a private network (`master up --docker`), from
+    /// the static binaries in `bin`.
+    Docker { bin: PathBuf, project: String },
+}
+
+impl Deployment {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Deployment::Processes => "processes",
+            Deployment::Docker { .. } => "docker",
+        }
+    }
 }
 
 /// Runs the experiment and returns its result directory.
@@ -53,6 +76,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     let work = std::path::absolute(&work)?;
     let ports = std::cell::RefCell::new(free_ports(spec.cluster.workers as usize + 1)?);
     let mut meta = output::Meta::new(&spec, &text, &opts.spec, &schedulers, &points, started);
+    meta.deployment = opts.deployment.name().into();
     dir.write_meta(&meta)?;
 
     let total = points.len() * spec.repetitions as usize * schedulers.len();
@@ -76,6 +100,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 ports: &ports,
                 work: &work,
                 bin: &opts.bin,
+                deployment: &opts.deployment,
             };
             pb.set_message(format!("{} rep {rep}: loading data", point.label));
             let loaded = load_data(&env).await;
@@ -92,14 +117,14 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                     match &result {
                         Err(e) if format!("{e:#}").contains("Address already in use") => {
                             tracing::warn!("a port was taken; retrying the run on new ports");
-                            let _ = local::down(&env.cluster_dir().join("run"));
+                            env.stop();
                             *ports.borrow_mut() = free_ports(spec.cluster.workers as usize + 1)?;
                             result = run_once(&env, s).await;
                         }
                         _ => break,
                     }
                 }
-                let _ = local::down(&env.cluster_dir().join("run"));
+                env.stop();
                 let wall = t0.elapsed().as_secs_f64();
                 let (record, rows) = match result {
                     Ok((reports, t0_unix, timelines)) => {
@@ -168,6 +193,11 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     plots::plot_all(&out, &schedulers, &points, &runs)?;
     meta.finish(&runs);
     dir.write_meta(&meta)?;
+    if let Deployment::Docker { project, .. } = &opts.deployment {
+        // The block stores are volumes: removed unless kept.
+        let _ = crate::ops::docker::down_with(&work.join("cluster").join("run"), !opts.keep_data);
+        let _ = crate::ops::docker::remove_images(project);
+    }
     if !opts.keep_data {
         let _ = std::fs::remove_dir_all(&work);
     }
@@ -278,9 +308,51 @@ struct RunEnv<'a> {
     ports: &'a std::cell::RefCell<Vec<u16>>,
     work: &'a Path,
     bin: &'a Path,
+    deployment: &'a Deployment,
 }
 
 impl RunEnv<'_> {
+    /// Starts the cluster of `cfg` where the experiment runs them, after
+    /// stopping the previous one (its block stores deleted with `fresh`);
+    /// every run starts with no job history. Returns the config the
+    /// clients use (the containers' addresses in the container mode).
+    async fn start(&self, cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<ClusterConfig> {
+        match self.deployment {
+            Deployment::Processes => {
+                local::stop_previous(cfg, fresh)?;
+                let journal = cfg.resolve(&cfg.master.journal);
+                if journal.exists() {
+                    std::fs::remove_file(&journal)
+                        .with_context(|| format!("removing {}", journal.display()))?;
+                }
+                local::start_with(cfg, self.bin).await?;
+                Ok(cfg.clone())
+            }
+            Deployment::Docker { bin, project } => {
+                use crate::ops::docker;
+                let run = local::run_dir(cfg);
+                docker::down_with(&run, fresh)?;
+                // No job history: the master's journal volume goes.
+                let _ = docker::docker(&["volume", "rm", &format!("{project}_master-state")]);
+                docker::up(cfg, false, project, docker::DEFAULT_SUBNET_THIRD + 200, bin).await?;
+                Ok(ClusterConfig::load(docker::config_path(cfg))?)
+            }
+        }
+    }
+
+    /// Stops the run's cluster (its block stores stay for the next run).
+    fn stop(&self) {
+        let run = self.cluster_dir().join("run");
+        match self.deployment {
+            Deployment::Processes => {
+                let _ = local::down(&run);
+            }
+            Deployment::Docker { .. } => {
+                let _ = crate::ops::docker::down_with(&run, false);
+            }
+        }
+    }
+
     fn cluster_dir(&self) -> PathBuf {
         self.work.join("cluster")
     }
@@ -448,8 +520,7 @@ impl RunEnv<'_> {
 /// Loaded with the NICs unshaped and no background load: setup, not experiment.
 async fn load_data(env: &RunEnv<'_>) -> anyhow::Result<()> {
     let cfg = env.config(&SchedulerConfig::hadoop(), ReducePlacement::Policy, false)?;
-    local::stop_previous(&cfg, true)?;
-    local::start_with(&cfg, env.bin).await?;
+    let cfg = env.start(&cfg, true).await?;
     let client = RunEnv::client(&cfg);
     let result = async {
         for (f, (name, kind, blocks)) in env.files().into_iter().enumerate() {
@@ -469,7 +540,7 @@ async fn load_data(env: &RunEnv<'_>) -> anyhow::Result<()> {
         anyhow::Ok(())
     }
     .await;
-    local::down(&local::run_dir(&cfg))?;
+    env.stop();
     result
 }
 
@@ -495,15 +566,9 @@ async fn run_once(
     sched: &NamedScheduler,
 ) -> anyhow::Result<(Vec<JobReport>, u64, Vec<common::wire::WorkerTimeline>)> {
     let cfg = env.config(&sched.config, sched.reduces, true)?;
-    local::stop_previous(&cfg, false)?;
     // Same data, but no job history: every run's ids start at 1 (output
     // replicas rotate by job id), as they did before the journal.
-    let journal = cfg.resolve(&cfg.master.journal);
-    if journal.exists() {
-        std::fs::remove_file(&journal)
-            .with_context(|| format!("removing {}", journal.display()))?;
-    }
-    local::start_with(&cfg, env.bin).await?;
+    let cfg = env.start(&cfg, false).await?;
     let client = RunEnv::client(&cfg);
     // Every replica must be back in the catalog before the first job.
     let deadline = Instant::now() + Duration::from_secs(60);

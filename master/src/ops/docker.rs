@@ -364,16 +364,6 @@ pub async fn up(
         let _ = down_with(&run_dir, true);
         return Err(e);
     }
-    println!(
-        "cluster up in containers (project {}): master at http://{}:{}, {} workers on {}; \
-         CLI: master --config {} ...",
-        layout.project,
-        layout.master_ip,
-        cfg.master.listen.port(),
-        layout.workers.len(),
-        layout.subnet(),
-        dir.join("cluster.toml").display()
-    );
     Ok(())
 }
 
