@@ -378,7 +378,8 @@ fn compose_run(r: &Record, args: &[&str]) -> anyhow::Result<String> {
 
 /// Stops the container cluster recorded under `run` (if any) and removes
 /// its containers and network, and with `volumes` its volumes (the block
-/// stores). True if there was one.
+/// stores) and the record; without, the record stays so that a later
+/// `down_with(.., true)` still finds the volumes. True if there was one.
 pub fn down_with(run: &Path, volumes: bool) -> anyhow::Result<bool> {
     let path = record_path(run);
     let Ok(text) = std::fs::read_to_string(&path) else {
@@ -391,7 +392,9 @@ pub fn down_with(run: &Path, volumes: bool) -> anyhow::Result<bool> {
         args.push("-v");
     }
     compose_run(&r, &args)?;
-    std::fs::remove_file(&path)?;
+    if volumes {
+        std::fs::remove_file(&path)?;
+    }
     Ok(true)
 }
 
