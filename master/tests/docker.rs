@@ -38,43 +38,79 @@ fn static_bins() -> Option<PathBuf> {
     ok.then_some(bin)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
-    let ci = std::env::var_os("CI").is_some();
+/// A test's cluster in containers, removed (with its images) when dropped.
+struct Containers {
+    client: MasterClient,
+    derived: common::config::ClusterConfig,
+    project: String,
+    third: u8,
+    run: PathBuf,
+    _down: Down,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts three workers and a master in containers (project
+/// `<tag><pid>`, subnet 10.78.(100 + (pid + offset) % 150).0/24); None, after
+/// saying so, where no engine answers or (off CI) no static binaries exist.
+async fn containers(
+    tag: &str,
+    offset: u32,
+    cluster_keys: &str,
+    worker_keys: &str,
+) -> Option<Containers> {
     if !docker::engine_answers() {
         eprintln!("SKIPPED: no Docker engine answers here");
-        return;
+        return None;
     }
     let Some(bin) = static_bins() else {
         assert!(
-            !ci,
+            std::env::var_os("CI").is_none(),
             "CI builds the static binaries first (make docker-bins)"
         );
         eprintln!("SKIPPED: no static binaries; run make docker-bins");
-        return;
+        return None;
     };
     let dir = tempfile::tempdir().unwrap();
+    let cfg =
+        master::ops::local::write_loopback_config(dir.path(), TOKEN, 3, cluster_keys, worker_keys)
+            .unwrap();
+    let pid = std::process::id();
+    let project = format!("{tag}{pid}");
+    let third = 100 + ((pid + offset) % 150) as u8;
+    let run = master::ops::local::run_dir(&cfg);
+    let down = Down(run.clone(), project.clone());
+    docker::up(&cfg, true, &project, third, &bin).await.unwrap();
+    let derived = common::config::ClusterConfig::load(docker::config_path(&cfg)).unwrap();
+    Some(Containers {
+        client: MasterClient::new(derived.master_url(), TOKEN),
+        derived,
+        project,
+        third,
+        run,
+        _down: down,
+        _dir: dir,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
     // 40 Mbit/s links: 5 MB/s per direction per worker.
-    let cfg = master::ops::local::write_loopback_config(
-        dir.path(),
-        TOKEN,
-        3,
+    let Some(c) = containers(
+        "mrtbtest",
+        0,
         "replication = 1\nheartbeat_ms = 100",
         "slots = 2\nnic_mbps = 40",
     )
-    .unwrap();
-    let pid = std::process::id();
-    let project = format!("mrtbtest{pid}");
-    let third = 100 + (pid % 150) as u8;
-    let run = master::ops::local::run_dir(&cfg);
-    let _down = Down(run.clone(), project.clone());
-    docker::up(&cfg, true, &project, third, &bin).await.unwrap();
-    let derived = common::config::ClusterConfig::load(docker::config_path(&cfg)).unwrap();
+    .await
+    else {
+        return;
+    };
+    let (client, derived, project, third, run) =
+        (&c.client, &c.derived, &c.project, c.third, &c.run);
     assert_eq!(
         derived.master.listen.ip().to_string(),
         format!("10.78.{third}.2")
     );
-    let client = MasterClient::new(derived.master_url(), TOKEN);
     let workers = client.workers().await.unwrap();
     assert_eq!(workers.len(), 3);
     for w in &workers {
@@ -86,7 +122,7 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
 
     // A wordcount across the containers, checked against coreutils.
     loader::load(
-        &client,
+        client,
         &LoadSpec {
             name: "text".into(),
             source: Source::Generate {
@@ -108,8 +144,8 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
     let r = client.wait_job(id).await.unwrap();
     assert_eq!(r.state, JobState::Succeeded, "{r:?}");
     assert_eq!(r.data_local + r.data_remote, 6);
-    let input = files::read_file(&client, "text").await.unwrap();
-    let output = files::read_file(&client, "counts").await.unwrap();
+    let input = files::read_file(client, "text").await.unwrap();
+    let output = files::read_file(client, "counts").await.unwrap();
     assert_eq!(
         verify::wordcount_pairs(&output).unwrap(),
         verify::wordcount_reference(&input).unwrap()
@@ -122,7 +158,7 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
     let holder = workers.iter().find(|w| w.name == f.replicas[0][0]).unwrap();
     let block = common::BlockId::for_file("text", 0).unwrap();
     let t0 = Instant::now();
-    let data = files::get_block(&client, &holder.addr, &block)
+    let data = files::get_block(client, &holder.addr, &block)
         .await
         .unwrap();
     let secs = t0.elapsed().as_secs_f64();
@@ -140,8 +176,8 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
     );
 
     // down leaves nothing of the project behind.
-    assert!(docker::down_with(&run, true).unwrap());
-    let left = docker::leftovers(&project).unwrap();
+    assert!(docker::down_with(run, true).unwrap());
+    let left = docker::leftovers(project).unwrap();
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -154,38 +190,19 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
 /// jobs it finished and gives the next one a new id.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
-    let ci = std::env::var_os("CI").is_some();
-    if !docker::engine_answers() {
-        eprintln!("SKIPPED: no Docker engine answers here");
-        return;
-    }
-    let Some(bin) = static_bins() else {
-        assert!(
-            !ci,
-            "CI builds the static binaries first (make docker-bins)"
-        );
-        eprintln!("SKIPPED: no static binaries; run make docker-bins");
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = master::ops::local::write_loopback_config(
-        dir.path(),
-        TOKEN,
-        3,
+    let Some(c) = containers(
+        "mrtbfault",
+        75,
         "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 3000\nmax_task_attempts = 4",
         "slots = 2\nnic_mbps = 80",
     )
-    .unwrap();
-    let pid = std::process::id();
-    let project = format!("mrtbfault{pid}");
-    let third = 100 + ((pid + 75) % 150) as u8;
-    let run = master::ops::local::run_dir(&cfg);
-    let _down = Down(run.clone(), project.clone());
-    docker::up(&cfg, true, &project, third, &bin).await.unwrap();
-    let derived = common::config::ClusterConfig::load(docker::config_path(&cfg)).unwrap();
-    let client = MasterClient::new(derived.master_url(), TOKEN);
+    .await
+    else {
+        return;
+    };
+    let (client, derived, project) = (&c.client, &c.derived, &c.project);
     loader::load(
-        &client,
+        client,
         &LoadSpec {
             name: "recs".into(),
             source: Source::Generate {
@@ -200,7 +217,7 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
     )
     .await
     .unwrap();
-    let input = files::read_file(&client, "recs").await.unwrap();
+    let input = files::read_file(client, "recs").await.unwrap();
     let reference = verify::sort_reference(&input).unwrap();
     let sort = |out: &str, compute_ms: u64| {
         let mut j = JobSubmit::new(Workload::Sort, "recs");
@@ -239,9 +256,9 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
         assert!(!r.state.is_done(), "no map seen running");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
-    docker::docker(&["kill", &docker::container(&project, &victim)]).unwrap();
+    docker::docker(&["kill", &docker::container(project, &victim)]).unwrap();
     let r = client.wait_job(id).await.unwrap();
-    check(&r, files::read_file(&client, "sorted1").await.unwrap());
+    check(&r, files::read_file(client, "sorted1").await.unwrap());
     let maps_on_victim = r
         .attempts
         .iter()
@@ -252,12 +269,12 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
         r.job, maps_on_victim
     );
     assert!(maps_on_victim < 6);
-    docker::docker(&["start", &docker::container(&project, &victim)]).unwrap();
-    wait_alive(&client, 3).await;
+    docker::docker(&["start", &docker::container(project, &victim)]).unwrap();
+    wait_alive(client, 3).await;
 
     // 2. A partition during the shuffle: once the maps are done, a worker
     // that holds map output is cut off its network, then put back.
-    let net = docker::network(&project).unwrap();
+    let net = docker::network(project).unwrap();
     let id = client.submit(&sort("sorted2", 0)).await.unwrap();
     let victim = loop {
         let r = client.job(id, None).await.unwrap();
@@ -280,23 +297,23 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
         .listen
         .ip()
         .to_string();
-    let victim_c = docker::container(&project, &victim);
+    let victim_c = docker::container(project, &victim);
     docker::docker(&["network", "disconnect", "-f", &net, &victim_c]).unwrap();
     let r = client.wait_job(id).await.unwrap();
-    check(&r, files::read_file(&client, "sorted2").await.unwrap());
+    check(&r, files::read_file(client, "sorted2").await.unwrap());
     let summary = client.cluster().await.unwrap();
     eprintln!(
         "partition of {victim}: job {} succeeded; maps re-run so far: {}",
         r.job, summary.maps_rerun
     );
     docker::docker(&["network", "connect", "--ip", &ip, &net, &victim_c]).unwrap();
-    wait_alive(&client, 3).await;
+    wait_alive(client, 3).await;
 
     // 3. docker restart of the master between jobs: its journal is on a
     // volume, so finished jobs stay listed and ids are not reused.
     let before = client.jobs().await.unwrap();
-    docker::docker(&["restart", "-t", "2", &docker::container(&project, "master")]).unwrap();
-    wait_alive(&client, 3).await;
+    docker::docker(&["restart", "-t", "2", &docker::container(project, "master")]).unwrap();
+    wait_alive(client, 3).await;
     let after = client.jobs().await.unwrap();
     for j in &before {
         let again = after.iter().find(|a| a.job == j.job).expect("still listed");
@@ -309,7 +326,7 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
         "a new id after the restart"
     );
     let r = client.wait_job(id).await.unwrap();
-    check(&r, files::read_file(&client, "sorted3").await.unwrap());
+    check(&r, files::read_file(client, "sorted3").await.unwrap());
 }
 
 /// Waits (up to 60 s) until `n` workers are alive at the master (which may

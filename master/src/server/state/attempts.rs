@@ -3,7 +3,7 @@
 
 use super::{MapOut, Master, RunningAttempt, TaskStatus};
 use crate::server::metrics::ReasonValue;
-use common::wire::{JobState, Locality, TaskKind, TaskOutcome, TaskRecord, TaskResult};
+use common::wire::{JobState, TaskKind, TaskOutcome, TaskRecord, TaskResult};
 use common::{AttemptId, JobId, TaskRef, WorkerId};
 use sched::{Millis, PendingTask};
 
@@ -77,19 +77,11 @@ impl Master {
         let task = &job.tasks[a.task.index as usize];
         TaskRecord {
             task: a.task.index,
-            kind: if task.reduce.is_some() {
-                TaskKind::Reduce
-            } else {
-                TaskKind::Map
-            },
+            kind: task.kind(),
             attempt: a.attempt,
             worker: self.worker_name(ra.worker),
             slot: r.slot,
-            locality: if ra.worker != ra.source {
-                Locality::DataRemote
-            } else {
-                Locality::DataLocal
-            },
+            locality: ra.locality(),
             source: self.worker_name(ra.source),
             block: task.block.clone(),
             start_ms: r.started_unix_ms.saturating_sub(job.submit_unix_ms),

@@ -176,6 +176,15 @@ struct RunningAttempt {
 }
 
 impl RunningAttempt {
+    /// Data-remote when it reads from another worker than its own.
+    fn locality(&self) -> common::wire::Locality {
+        if self.worker != self.source {
+            common::wire::Locality::DataRemote
+        } else {
+            common::wire::Locality::DataLocal
+        }
+    }
+
     fn new(attempt: u32, worker: WorkerId, source: WorkerId, now: Millis) -> Self {
         RunningAttempt {
             attempt,
@@ -213,6 +222,16 @@ struct Task {
     /// again while another is live, as Hadoop keeps a task off the trackers
     /// it failed on.
     stalled_on: Vec<WorkerId>,
+}
+
+impl Task {
+    fn kind(&self) -> common::wire::TaskKind {
+        if self.reduce.is_some() {
+            common::wire::TaskKind::Reduce
+        } else {
+            common::wire::TaskKind::Map
+        }
+    }
 }
 
 #[derive(Debug)]

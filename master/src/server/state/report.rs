@@ -1,7 +1,7 @@
 //! Job reports, as the API returns them.
 
 use super::{Master, MasterError, TaskStatus};
-use common::wire::{JobReport, JobState, Locality, RunningRecord, TaskKind};
+use common::wire::{JobReport, JobState, RunningRecord};
 use common::JobId;
 
 impl Master {
@@ -80,19 +80,11 @@ impl Master {
             .filter_map(|(i, t)| match t.status {
                 TaskStatus::Running(ra) => Some(RunningRecord {
                     task: i as u32,
-                    kind: if t.reduce.is_some() {
-                        TaskKind::Reduce
-                    } else {
-                        TaskKind::Map
-                    },
+                    kind: t.kind(),
                     attempt: ra.attempt,
                     worker: self.worker_name(ra.worker),
                     slot: ra.slot,
-                    locality: if ra.worker != ra.source {
-                        Locality::DataRemote
-                    } else {
-                        Locality::DataLocal
-                    },
+                    locality: ra.locality(),
                     source: self.worker_name(ra.source),
                     start_ms: ra.started.saturating_sub(j.submitted),
                 }),
