@@ -55,6 +55,10 @@ pub struct RunRecord {
     /// the machine it reads from), summed over those instants.
     #[serde(default = "nan")]
     pub load_balance_sampled: f64,
+    /// The same with a remote map charged to the machine that runs it (the
+    /// reader) instead of its source: Section 5.4 does not say which.
+    #[serde(default = "nan")]
+    pub load_balance_sampled_reader: f64,
     pub wall_s: f64,
     pub error: String,
 }
@@ -64,14 +68,15 @@ fn nan() -> f64 {
 }
 
 /// EAS's per-machine metrics of one run, from its task attempts:
-/// (map throughput, reduce throughput, sampled load balance); see the
-/// fields of [`RunRecord`]. Machines are named by `map_workers` and
+/// (map throughput, reduce throughput, sampled load balance with remote
+/// maps charged to their source, and to their reader); see the fields of
+/// [`RunRecord`]. Machines are named by `map_workers` and
 /// `reduce_workers` (with shared machines, both lists name every worker).
 pub fn eas_metrics(
     rows: &[TaskRow],
     map_workers: &[String],
     reduce_workers: &[String],
-) -> (f64, f64, f64) {
+) -> (f64, f64, f64, f64) {
     let ok = |kind: &'static str| rows.iter().filter(move |r| r.ok && r.kind == kind);
     let per_machine = |kind: &'static str, machines: &[String]| -> f64 {
         let mut tp = 0.0;
@@ -99,36 +104,43 @@ pub fn eas_metrics(
     let mut maps: Vec<&TaskRow> = rows.iter().filter(|r| r.kind == "map").collect();
     maps.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
     let n = map_workers.len().max(1);
-    let mut lb = 0.0;
-    let mut samples = 0;
-    for k in (n..=maps.len()).step_by(n) {
-        let t = maps[k - 1].start_s;
-        let mut load = vec![0.0f64; map_workers.len()];
-        for r in maps.iter().take_while(|r| r.start_s <= t) {
-            if r.end_s <= t {
-                continue;
+    let sampled = |to_source: bool| {
+        let mut lb = 0.0;
+        let mut samples = 0;
+        for k in (n..=maps.len()).step_by(n) {
+            let t = maps[k - 1].start_s;
+            let mut load = vec![0.0f64; map_workers.len()];
+            for r in maps.iter().take_while(|r| r.start_s <= t) {
+                if r.end_s <= t {
+                    continue;
+                }
+                let left = if r.end_s > r.start_s {
+                    r.input_bytes as f64 * (r.end_s - t) / (r.end_s - r.start_s)
+                } else {
+                    0.0
+                };
+                let charged = if r.locality == "remote" && to_source {
+                    &r.source
+                } else {
+                    &r.worker
+                };
+                if let Some(i) = map_workers.iter().position(|w| w == charged) {
+                    load[i] += left / 1e6;
+                }
             }
-            let left = if r.end_s > r.start_s {
-                r.input_bytes as f64 * (r.end_s - t) / (r.end_s - r.start_s)
-            } else {
-                0.0
-            };
-            let charged = if r.locality == "remote" {
-                &r.source
-            } else {
-                &r.worker
-            };
-            if let Some(i) = map_workers.iter().position(|w| w == charged) {
-                load[i] += left / 1e6;
-            }
+            let mean = load.iter().sum::<f64>() / load.len().max(1) as f64;
+            let var = load.iter().map(|l| (l - mean) * (l - mean)).sum::<f64>()
+                / load.len().max(1) as f64;
+            lb += var.sqrt();
+            samples += 1;
         }
-        let mean = load.iter().sum::<f64>() / load.len().max(1) as f64;
-        let var =
-            load.iter().map(|l| (l - mean) * (l - mean)).sum::<f64>() / load.len().max(1) as f64;
-        lb += var.sqrt();
-        samples += 1;
-    }
-    (map_tp, reduce_tp, if samples == 0 { f64::NAN } else { lb })
+        if samples == 0 {
+            f64::NAN
+        } else {
+            lb
+        }
+    };
+    (map_tp, reduce_tp, sampled(true), sampled(false))
 }
 
 /// Step of the load-balance integral, seconds.
@@ -268,6 +280,7 @@ impl RunRecord {
             map_tp_machines_mbs: f64::NAN,
             reduce_tp_machines_mbs: f64::NAN,
             load_balance_sampled: f64::NAN,
+            load_balance_sampled_reader: f64::NAN,
             wall_s,
             error: if failed == 0 {
                 String::new()
@@ -311,6 +324,7 @@ impl RunRecord {
             map_tp_machines_mbs: f64::NAN,
             reduce_tp_machines_mbs: f64::NAN,
             load_balance_sampled: f64::NAN,
+            load_balance_sampled_reader: f64::NAN,
             wall_s,
             error,
         }
@@ -323,10 +337,11 @@ impl RunRecord {
         map_workers: &[String],
         reduce_workers: &[String],
     ) {
-        let (m, r, lb) = eas_metrics(rows, map_workers, reduce_workers);
+        let (m, r, lb, lb_reader) = eas_metrics(rows, map_workers, reduce_workers);
         self.map_tp_machines_mbs = m;
         self.reduce_tp_machines_mbs = r;
         self.load_balance_sampled = lb;
+        self.load_balance_sampled_reader = lb_reader;
     }
 
     pub fn one_line(&self) -> String {
@@ -462,6 +477,7 @@ pub struct Cell {
     pub map_tp_machines: f64,
     pub reduce_tp_machines: f64,
     pub load_balance_sampled: f64,
+    pub load_balance_sampled_reader: f64,
     /// Min and max over the successful repetitions.
     pub spread: Spread,
 }
@@ -522,6 +538,7 @@ pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
         c.map_tp_machines += r.map_tp_machines_mbs;
         c.reduce_tp_machines += r.reduce_tp_machines_mbs;
         c.load_balance_sampled += r.load_balance_sampled;
+        c.load_balance_sampled_reader += r.load_balance_sampled_reader;
     }
     for c in out.values_mut() {
         let n = c.runs.max(1) as f64;
@@ -534,12 +551,14 @@ pub fn cells(runs: &[RunRecord]) -> BTreeMap<(String, String), Cell> {
                 c.map_tp_machines,
                 c.reduce_tp_machines,
                 c.load_balance_sampled,
-            ) = (nan, nan, nan);
+                c.load_balance_sampled_reader,
+            ) = (nan, nan, nan, nan);
             continue;
         }
         c.map_tp_machines /= n;
         c.reduce_tp_machines /= n;
         c.load_balance_sampled /= n;
+        c.load_balance_sampled_reader /= n;
         c.total_jct_s /= n;
         c.map_tp /= n;
         c.reduce_tp /= n;
@@ -691,8 +710,8 @@ pub fn summary(
             p.block_bytes as f64 / 1e6,
             p.replication
         );
-        s += "| scheduler | runs | mean JCT (s) | p95 JCT (s) | makespan (s) | data-local | data-remote | locality % | remote MB | slowdown | flowtime (s) | map MB/s | reduce MB/s | load balance | map MB/s (EAS eq. 3) | reduce MB/s (EAS eq. 4) | load balance (EAS 5.4) |\n";
-        s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        s += "| scheduler | runs | mean JCT (s) | p95 JCT (s) | makespan (s) | data-local | data-remote | locality % | remote MB | slowdown | flowtime (s) | map MB/s | reduce MB/s | load balance | map MB/s (EAS eq. 3) | reduce MB/s (EAS eq. 4) | load balance (EAS 5.4) | load balance (5.4, reader) |\n";
+        s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
         let base = cells
             .get(&(p.label.clone(), schedulers[0].label.clone()))
             .map(|c| c.mean_jct_s)
@@ -710,6 +729,12 @@ pub fn summary(
             .map(|c| c.load_balance_sampled)
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max);
+        let lbr_max = schedulers
+            .iter()
+            .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
+            .map(|c| c.load_balance_sampled_reader)
+            .filter(|v| v.is_finite())
+            .fold(0.0, f64::max);
         for sc in schedulers {
             let Some(c) = cells.get(&(p.label.clone(), sc.label.clone())) else {
                 continue;
@@ -720,7 +745,7 @@ pub fn summary(
                 c.runs.to_string()
             };
             s += &format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 sc.label,
                 runs,
                 fs(c.mean_jct_s, c.spread.mean_jct_s, c.runs, 2),
@@ -738,6 +763,7 @@ pub fn summary(
                 f(c.map_tp_machines, 1),
                 f(c.reduce_tp_machines, 1),
                 f(normalised(c.load_balance_sampled, lbs_max), 2),
+                f(normalised(c.load_balance_sampled_reader, lbr_max), 2),
             );
         }
         s += "\n";
@@ -850,13 +876,16 @@ mod tests {
             row("w2", "w2", false, 10, 5.0, 10.0),
             row("w2", "w2", false, 10, 6.0, 8.0),
         ];
-        let (map_tp, reduce_tp, lb) = eas_metrics(&rows, &ws, &ws);
+        let (map_tp, reduce_tp, lb, lb_reader) = eas_metrics(&rows, &ws, &ws);
         // w1: 10 MB by t = 10; w2: 30 MB by t = 10.
         assert!((map_tp - 4.0).abs() < 1e-9, "{map_tp}");
         assert!(reduce_tp.is_nan());
         // Every 2 scheduled maps: at t = 0 (w1 10 + 10 MB, w2 0: std 10) and
         // at t = 6 (w1 4, w2 8 + 10: std 7).
         assert!((lb - 17.0).abs() < 1e-9, "{lb}");
+        // Charged to the reader, the remote map is w2's: at t = 0 both
+        // machines hold 10 MB (std 0); at t = 6 as before (7).
+        assert!((lb_reader - 7.0).abs() < 1e-9, "{lb_reader}");
     }
 
     #[test]

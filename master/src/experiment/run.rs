@@ -244,8 +244,10 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
     let mut runs: Vec<RunRecord> = results.read_runs()?;
     // Metrics computed from the task attempts (EAS's per-machine ones) are
     // recomputed when tasks.csv is there.
-    let tasks = dir.join("tasks.csv");
-    if tasks.exists() {
+    let tasks = [dir.join("tasks.csv"), dir.join("tasks.csv.gz")]
+        .into_iter()
+        .find(|p| p.exists());
+    if let Some(tasks) = tasks {
         // The task attempts of each run, grouped once.
         let mut by_run: std::collections::BTreeMap<(String, String, u32), Vec<TaskRow>> =
             Default::default();
