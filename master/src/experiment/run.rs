@@ -244,10 +244,9 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
     let mut runs: Vec<RunRecord> = results.read_runs()?;
     // Metrics computed from the task attempts (EAS's per-machine ones) are
     // recomputed when tasks.csv is there.
-    let tasks = [dir.join("tasks.csv"), dir.join("tasks.csv.gz")]
-        .into_iter()
-        .find(|p| p.exists());
-    if let Some(tasks) = tasks {
+    // (`read_csv` reads tasks.csv, or tasks.csv.gz where that is what is kept.)
+    let tasks = dir.join("tasks.csv");
+    if tasks.exists() || dir.join("tasks.csv.gz").exists() {
         // The task attempts of each run, grouped once.
         let mut by_run: std::collections::BTreeMap<(String, String, u32), Vec<TaskRow>> =
             Default::default();
