@@ -156,9 +156,10 @@ pub enum Cmd {
         /// Keep the scratch space (block stores, configs, logs).
         #[arg(long)]
         keep_data: bool,
-        /// Where each run's cluster runs: `processes` (loopback) or
-        /// `docker` (containers on a private network; needs make docker-bins).
-        #[arg(long, default_value = "processes", value_parser = ["processes", "docker"])]
+        /// Where each run's cluster runs: `processes` (loopback), `netns`
+        /// (network namespaces with tc-shaped links; root) or `docker`
+        /// (containers on a private network; needs make docker-bins).
+        #[arg(long, default_value = "processes", value_parser = ["processes", "netns", "docker"])]
         deployment: String,
         /// The static binaries for `--deployment docker`.
         #[arg(long, default_value = crate::ops::docker::DEFAULT_BIN)]
@@ -336,6 +337,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 "docker" => experiment::run::Deployment::Docker {
                     bin: docker_bin.clone(),
                     project: format!("mrtbexp{}", std::process::id()),
+                },
+                "netns" => experiment::run::Deployment::Netns {
+                    prefix: "mrx-".into(),
                 },
                 _ => experiment::run::Deployment::Processes,
             };

@@ -216,3 +216,68 @@ fn netns_cluster_runs_jobs_through_shaped_links_and_cleans_up() {
         "namespaces left behind after a failed start"
     );
 }
+
+/// The experiment runner on the netns deployment: two schedulers of a small
+/// spec, each run's cluster in fresh namespaces with tc-shaped links, the
+/// runner reaching them through a host link; every job done, `deployment`
+/// recorded, and no namespace or host link left afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_experiment_runner_runs_a_spec_in_namespaces() {
+    if !is_root() {
+        eprintln!("SKIPPED: the netns deployment needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("ns.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "ns"
+description = "Two schedulers in namespaces."
+seed = 3
+repetitions = 1
+timeout_s = 60
+schedulers = ["hadoop", "fair"]
+[cluster]
+workers = 3
+slots = 2
+nic_mbps = 100
+replication = 2
+heartbeat_ms = 50
+[data]
+kind = "text"
+files = 1
+blocks = 6
+block_size = "512KiB"
+[jobs]
+count = 3
+workload = "input-sink"
+arrival_s = [0, 0.5]
+"#,
+    )
+    .unwrap();
+    let prefix = format!("mrx{}-", std::process::id() % 10_000);
+    let _cleanup = Cleanup(prefix.clone());
+    let out = master::experiment::run::run(&master::experiment::run::Options {
+        spec,
+        results: tmp.path().join("results"),
+        work: tmp.path().join("work"),
+        keep_data: false,
+        bin: bin("master").parent().unwrap().to_owned(),
+        deployment: master::experiment::run::Deployment::Netns {
+            prefix: prefix.clone(),
+        },
+    })
+    .await
+    .unwrap();
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let rows: Vec<&str> = runs.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{runs}");
+    assert!(rows.iter().all(|r| r.contains(",ok,")), "{runs}");
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    assert!(meta.contains(r#""deployment": "netns""#), "{meta}");
+    assert!(netns::list(&prefix).unwrap().is_empty());
+    assert!(!Path::new("/sys/class/net")
+        .join(format!("{prefix}host"))
+        .exists());
+}

@@ -52,6 +52,10 @@ pub enum Deployment {
     /// Docker containers on a private network (`master up --docker`), from
     /// the static binaries in `bin`.
     Docker { bin: PathBuf, project: String },
+    /// Linux network namespaces with tc-shaped links (`master up --netns`;
+    /// root), on 10.77.1.0/24 under `prefix`, with a link from this
+    /// namespace so the runner reaches the nodes.
+    Netns { prefix: String },
 }
 
 impl Deployment {
@@ -59,6 +63,7 @@ impl Deployment {
         match self {
             Deployment::Processes => "processes",
             Deployment::Docker { .. } => "docker",
+            Deployment::Netns { .. } => "netns",
         }
     }
 }
@@ -338,6 +343,20 @@ impl RunEnv<'_> {
                 docker::up(cfg, false, project, docker::DEFAULT_SUBNET_THIRD + 200, bin).await?;
                 Ok(ClusterConfig::load(docker::config_path(cfg))?)
             }
+            Deployment::Netns { prefix } => {
+                // No job history: the journal the derived config names goes.
+                let derived = local::netns_config_path(cfg);
+                if let Ok(d) = ClusterConfig::load(&derived) {
+                    let journal = d.resolve(&d.master.journal);
+                    if journal.exists() {
+                        std::fs::remove_file(&journal)
+                            .with_context(|| format!("removing {}", journal.display()))?;
+                    }
+                }
+                let layout = crate::ops::netns::Layout::plan_in(prefix, cfg, 1)?.with_host_link();
+                local::up_netns_layout(cfg, fresh, &layout, self.bin).await?;
+                Ok(ClusterConfig::load(derived)?)
+            }
         }
     }
 
@@ -345,7 +364,7 @@ impl RunEnv<'_> {
     fn stop(&self) {
         let run = self.cluster_dir().join("run");
         match self.deployment {
-            Deployment::Processes => {
+            Deployment::Processes | Deployment::Netns { .. } => {
                 let _ = local::down(&run);
             }
             Deployment::Docker { .. } => {

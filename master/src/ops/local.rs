@@ -421,7 +421,8 @@ pub fn netns_config_path(cfg: &ClusterConfig) -> PathBuf {
 /// [`netns_config_path`]. On failure, every process and namespace it
 /// started is removed before the error returns.
 pub async fn up_netns(cfg: &ClusterConfig, fresh: bool, prefix: &str) -> anyhow::Result<()> {
-    up_netns_with(cfg, fresh, prefix, &bin_dir()?).await
+    let layout = crate::ops::netns::Layout::plan(prefix, cfg)?;
+    up_netns_layout(cfg, fresh, &layout, &bin_dir()?).await
 }
 
 /// [`up_netns`] with the `master` and `worker` binaries taken from `bin`.
@@ -431,7 +432,19 @@ pub async fn up_netns_with(
     prefix: &str,
     bin: &Path,
 ) -> anyhow::Result<()> {
+    let layout = crate::ops::netns::Layout::plan(prefix, cfg)?;
+    up_netns_layout(cfg, fresh, &layout, bin).await
+}
+
+/// [`up_netns_with`] on a given layout (another subnet, a host link).
+pub async fn up_netns_layout(
+    cfg: &ClusterConfig,
+    fresh: bool,
+    layout: &crate::ops::netns::Layout,
+    bin: &Path,
+) -> anyhow::Result<()> {
     use crate::ops::netns;
+    let prefix = layout.prefix.as_str();
     netns::require_root()?;
     if let Some(w) = cfg.worker.iter().find(|w| w.remote().is_some()) {
         bail!(
@@ -439,7 +452,6 @@ pub async fn up_netns_with(
             w.name
         );
     }
-    let layout = netns::Layout::plan(prefix, cfg)?;
     let stopped = stop_previous(cfg, fresh)?;
     print_stopped(&stopped);
     let leftover = netns::teardown(prefix)?;

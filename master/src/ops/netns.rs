@@ -48,6 +48,11 @@ pub struct Layout {
     pub bridge_ns: String,
     pub master: Node,
     pub workers: Vec<Node>,
+    /// A veth from the root namespace into the bridge, with this address
+    /// (`.254` of the subnet), so that a process here (the experiment
+    /// runner) reaches the nodes as the host reaches Docker's containers;
+    /// None (the default, `master up --netns`): nothing in the root namespace.
+    pub host_link: Option<(String, Ipv4Addr)>,
 }
 
 /// The interface name inside each node's namespace.
@@ -56,6 +61,11 @@ pub const NODE_IF: &str = "eth0";
 impl Layout {
     /// The layout for `cfg`'s workers under `prefix`.
     pub fn plan(prefix: &str, cfg: &ClusterConfig) -> anyhow::Result<Layout> {
+        Self::plan_in(prefix, cfg, 0)
+    }
+
+    /// [`Layout::plan`] on subnet 10.77.`third`.0/24.
+    pub fn plan_in(prefix: &str, cfg: &ClusterConfig, third: u8) -> anyhow::Result<Layout> {
         if prefix.is_empty()
             || prefix.len() > 16
             || !prefix
@@ -72,7 +82,7 @@ impl Layout {
             name: "master".into(),
             ns: format!("{prefix}master"),
             bridge_end: "vm".into(),
-            ip: Ipv4Addr::new(10, 77, 0, 1),
+            ip: Ipv4Addr::new(10, 77, third, 1),
             rate_bits: None,
         };
         let workers: Vec<Node> = cfg
@@ -83,7 +93,7 @@ impl Layout {
                 ns: worker_ns(prefix, &w.name, i),
                 name: w.name,
                 bridge_end: format!("vw{i}"),
-                ip: Ipv4Addr::new(10, 77, 0, 10 + i as u8),
+                ip: Ipv4Addr::new(10, 77, third, 10 + i as u8),
                 rate_bits: w.nic_bytes_per_sec.map(|b| (b * 8.0).round() as u64),
             })
             .collect();
@@ -98,7 +108,18 @@ impl Layout {
             bridge_ns: format!("{prefix}bridge"),
             master,
             workers,
+            host_link: None,
         })
+    }
+
+    /// With a link from the root namespace (see [`Layout::host_link`]).
+    pub fn with_host_link(mut self) -> Self {
+        let ip = self.master.ip.octets();
+        self.host_link = Some((
+            format!("{}host", self.prefix),
+            Ipv4Addr::new(ip[0], ip[1], ip[2], 254),
+        ));
+        self
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
@@ -247,6 +268,21 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
             }
         }
     }
+    if let Some((name, ip)) = &l.host_link {
+        if name.len() > 15 {
+            bail!("host link name {name} is longer than 15 characters");
+        }
+        sh(
+            "ip",
+            &[
+                "link", "add", name, "type", "veth", "peer", "name", "vhost", "netns", br,
+            ],
+        )?;
+        sh("ip", &["-n", br, "link", "set", "vhost", "master", "br0"])?;
+        sh("ip", &["-n", br, "link", "set", "vhost", "up"])?;
+        sh("ip", &["addr", "add", &format!("{ip}/24"), "dev", name])?;
+        sh("ip", &["link", "set", name, "up"])?;
+    }
     Ok(())
 }
 
@@ -289,6 +325,12 @@ pub fn teardown(prefix: &str) -> anyhow::Result<Vec<String>> {
         if let Err(e) = sh("ip", &["netns", "del", n]) {
             errors.push(e.to_string());
         }
+    }
+    // A host link dies with its peer in the bridge namespace; one left by a
+    // failed setup is removed here.
+    let host = format!("{prefix}host");
+    if std::path::Path::new("/sys/class/net").join(&host).exists() {
+        let _ = sh("ip", &["link", "del", &host]);
     }
     if !errors.is_empty() {
         bail!("netns cleanup incomplete: {}", errors.join("; "));
