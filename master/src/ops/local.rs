@@ -468,7 +468,7 @@ pub async fn up_netns_layout(
         })?,
     )?;
     let result = async {
-        netns::setup(&layout)?;
+        netns::setup(layout)?;
         let derived = layout.derive_config(cfg);
         let dpath = netns_config_path(cfg);
         let text = format!(
