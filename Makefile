@@ -92,3 +92,4 @@ bench: build
 	$(CARGO) bench -p sched --bench sched
 	$(CARGO) bench -p master --bench lab
 	$(CARGO) bench -p master --bench cluster
+	$(CARGO) bench -p master --bench map
