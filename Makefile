@@ -93,3 +93,4 @@ bench: build
 	$(CARGO) bench -p master --bench lab
 	$(CARGO) bench -p master --bench cluster
 	$(CARGO) bench -p master --bench map
+	$(CARGO) bench -p master --bench scale

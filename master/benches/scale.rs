@@ -1,0 +1,313 @@
+//! `make bench`, the master at scale: a real `master serve` process and
+//! 1,000 emulated workers in this process, each registering with a block
+//! report and then heartbeating every 100 ms over real HTTP, against 100,000
+//! pending map tasks in 100 input-sink jobs. An emulated worker has 2 slots
+//! and "runs" each launch for 1 s, then reports it done. Prints heartbeats
+//! handled per second (against the 10,000 asked for), the master's CPU share
+//! (from /proc), and the p50 and p99 heartbeat latency seen by the workers.
+//! `SCALE_WORKERS=` and `SCALE_SECONDS=` change the size and the length.
+
+use common::wire::{
+    AttemptProgress, BlockInfo, Heartbeat, HeartbeatReply, JobSubmit, RegisterReply,
+    RegisterRequest, TaskOutcome, TaskResult,
+};
+use common::{AttemptId, BlockId, WorkerId};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use workloads::{MapSummary, Workload};
+
+const TOKEN: &str = "scale-bench";
+const JOBS: usize = 100;
+const BLOCKS_PER_JOB: u32 = 1000;
+const REPLICATION: usize = 3;
+const SLOTS: u32 = 2;
+const TASK: Duration = Duration::from_secs(1);
+const BLOCK_LEN: u64 = 64 << 20;
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// CPU seconds (user + system) process `pid` has used.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of stat (utime, stime), counted from the state (3rd).
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+struct Stats {
+    latencies_us: Vec<u64>,
+    beats: u64,
+    launches: u64,
+    errors: u64,
+}
+
+fn main() {
+    let workers = env_or("SCALE_WORKERS", 1000);
+    let seconds = env_or("SCALE_SECONDS", 10) as u64;
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // Workers' addresses are names only: nobody dials them here.
+    let mut cfg = format!(
+        "[cluster]\ntoken = \"{TOKEN}\"\nreplication = {REPLICATION}\nheartbeat_ms = 100\n\
+         worker_timeout_ms = 10000\n[master]\nlisten = \"127.0.0.1:{port}\"\n[workers]\nslots = {SLOTS}\n"
+    );
+    for i in 0..workers {
+        cfg += &format!(
+            "[[worker]]\nname = \"w{i}\"\nlisten = \"127.0.0.2:{}\"\n",
+            10_000 + i
+        );
+    }
+    let path = dir.path().join("cluster.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let mut master = std::process::Command::new(env!("CARGO_BIN_EXE_master"))
+        .arg("--config")
+        .arg(&path)
+        .arg("serve")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = master.id();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let result = rt.block_on(run(&base, workers, seconds, pid));
+    let _ = master.kill();
+    let _ = master.wait();
+    result.unwrap();
+}
+
+async fn run(base: &str, workers: usize, seconds: u64, pid: u32) -> anyhow::Result<()> {
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(workers)
+        .build()?;
+    // Wait for the master.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while http
+        .get(format!("{base}/v1/openapi.json"))
+        .send()
+        .await
+        .is_err()
+    {
+        anyhow::ensure!(Instant::now() < deadline, "the master did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Block reports: block i of file j on REPLICATION consecutive workers.
+    let mut held: Vec<Vec<BlockInfo>> = vec![Vec::new(); workers];
+    for j in 0..JOBS {
+        let file = format!("f{j}");
+        for i in 0..BLOCKS_PER_JOB {
+            let first = (j * 7919 + i as usize * REPLICATION) % workers;
+            for k in 0..REPLICATION {
+                held[(first + k) % workers].push(BlockInfo {
+                    id: BlockId::for_file(&file, i)?,
+                    file: file.clone(),
+                    index: i,
+                    file_blocks: BLOCKS_PER_JOB,
+                    len: BLOCK_LEN,
+                });
+            }
+        }
+    }
+    let t_reg = Instant::now();
+    let mut ids = Vec::with_capacity(workers);
+    for (i, blocks) in held.into_iter().enumerate() {
+        let r: RegisterReply = http
+            .post(format!("{base}/v1/workers/register"))
+            .bearer_auth(TOKEN)
+            .json(&RegisterRequest {
+                name: format!("w{i}"),
+                addr: format!("http://127.0.0.2:{}", 10_000 + i),
+                slots: SLOTS,
+                blocks,
+            })
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        ids.push(r.worker);
+    }
+    let registered = t_reg.elapsed().as_secs_f64();
+    for j in 0..JOBS {
+        http.post(format!("{base}/v1/jobs"))
+            .bearer_auth(TOKEN)
+            .json(&JobSubmit::new(Workload::InputSink, format!("f{j}")))
+            .send()
+            .await?
+            .error_for_status()?;
+    }
+    let stats = Arc::new(Mutex::new(Stats {
+        latencies_us: Vec::new(),
+        beats: 0,
+        launches: 0,
+        errors: 0,
+    }));
+    let measuring = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = Instant::now() + Duration::from_secs(2 + seconds);
+    let mut tasks = Vec::new();
+    for (i, id) in ids.into_iter().enumerate() {
+        let (http, base, stats, measuring) = (
+            http.clone(),
+            base.to_owned(),
+            stats.clone(),
+            measuring.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            emulated_worker(i, id, workers, http, base, stats, measuring, stop).await
+        }));
+    }
+    // 2 s to settle, then the measured window.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    {
+        let mut s = stats.lock().unwrap();
+        s.latencies_us.clear();
+        (s.beats, s.launches, s.errors) = (0, 0, 0);
+    }
+    measuring.store(true, std::sync::atomic::Ordering::SeqCst);
+    let cpu0 = cpu_seconds(pid);
+    let t0 = Instant::now();
+    for t in tasks {
+        t.await?;
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds(pid) - cpu0;
+    let mut s = stats.lock().unwrap();
+    s.latencies_us.sort_unstable();
+    let pct = |p: f64| {
+        let v = &s.latencies_us;
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            v[((p / 100.0) * (v.len() - 1) as f64).round() as usize] as f64 / 1000.0
+        }
+    };
+    let asked = workers as f64 * 10.0;
+    println!(
+        "scale. master with {workers} emulated workers (one process, real HTTP, heartbeat 100 ms), {} pending maps in {JOBS} jobs: \
+         registration with block reports {registered:.1} s; over {wall:.1} s: {:.0} heartbeats/s handled ({:.2} of the {asked:.0} asked), \
+         {:.0} launches/s, master CPU {:.2} cores, heartbeat latency p50 {:.2} ms, p99 {:.2} ms (target p99 <= 5 ms, CPU < 1 core), {} errors",
+        JOBS as u32 * BLOCKS_PER_JOB,
+        s.beats as f64 / wall,
+        s.beats as f64 / wall / asked,
+        s.launches as f64 / wall,
+        cpu / wall,
+        pct(50.0),
+        pct(99.0),
+        s.errors
+    );
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn emulated_worker(
+    i: usize,
+    id: WorkerId,
+    workers: usize,
+    http: reqwest::Client,
+    base: String,
+    stats: Arc<Mutex<Stats>>,
+    measuring: Arc<std::sync::atomic::AtomicBool>,
+    stop: Instant,
+) {
+    // Spread the workers' phases over the interval, as real ones drift.
+    tokio::time::sleep(Duration::from_micros((i * 100_000 / workers) as u64)).await;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut running: Vec<(AttemptId, Instant, u64)> = Vec::new();
+    let mut pending_results: Vec<TaskResult> = Vec::new();
+    while Instant::now() < stop {
+        tick.tick().await;
+        let now = Instant::now();
+        let unix = common::unix_ms();
+        running.retain(|(a, end, started)| {
+            if *end <= now {
+                pending_results.push(TaskResult {
+                    attempt: *a,
+                    slot: 0,
+                    outcome: TaskOutcome::Succeeded {
+                        summary: MapSummary {
+                            input_bytes: BLOCK_LEN,
+                            records: 1,
+                            output_bytes: 0,
+                            sample: Vec::new(),
+                        },
+                    },
+                    started_unix_ms: *started,
+                    finished_unix_ms: unix,
+                    local_bytes: BLOCK_LEN,
+                    remote_bytes: 0,
+                });
+                false
+            } else {
+                true
+            }
+        });
+        let hb = Heartbeat {
+            worker: id,
+            free_slots: SLOTS.saturating_sub(running.len() as u32),
+            running: running.iter().map(|r| r.0).collect(),
+            blocks: None,
+            results: std::mem::take(&mut pending_results),
+            busy: Vec::new(),
+            disk_free_bytes: None,
+            progress: running
+                .iter()
+                .enumerate()
+                .map(|(s, r)| AttemptProgress {
+                    attempt: r.0,
+                    units: now.saturating_duration_since(r.1 - TASK).as_millis() as u64,
+                    slot: s as u32,
+                })
+                .collect(),
+            nic_rx_bytes: 0,
+            nic_tx_bytes: 0,
+        };
+        let t0 = Instant::now();
+        let reply = http
+            .post(format!("{base}/v1/workers/heartbeat"))
+            .bearer_auth(TOKEN)
+            .json(&hb)
+            .send()
+            .await;
+        let reply: Option<HeartbeatReply> = match reply {
+            Ok(r) if r.status().is_success() => r.json().await.ok(),
+            _ => None,
+        };
+        let us = t0.elapsed().as_micros() as u64;
+        let measured = measuring.load(std::sync::atomic::Ordering::Relaxed);
+        match reply {
+            Some(reply) => {
+                for l in &reply.launches {
+                    running.push((l.attempt, Instant::now() + TASK, unix));
+                }
+                if measured {
+                    let mut s = stats.lock().unwrap();
+                    s.latencies_us.push(us);
+                    s.beats += 1;
+                    s.launches += reply.launches.len() as u64;
+                }
+            }
+            None => {
+                pending_results.extend(hb.results);
+                if measured {
+                    stats.lock().unwrap().errors += 1;
+                }
+            }
+        }
+    }
+}
