@@ -215,23 +215,31 @@ impl Master {
         if limit == 0 {
             return;
         }
+        // Only the attempts out on workers (sent, or waiting in an outbox),
+        // not every task: this runs every heartbeat interval, and pending
+        // tasks can be 100,000s.
         let mut late: Vec<(WorkerId, AttemptId, RunningAttempt)> = Vec::new();
-        for job in self.jobs.values().filter(|j| !j.state.is_done()) {
-            for (i, t) in job.tasks.iter().enumerate() {
-                if let TaskStatus::Running(ra) = t.status {
-                    if now.saturating_sub(ra.progressed) > limit {
-                        let a = AttemptId {
-                            task: TaskRef {
-                                job: job.id,
-                                index: i as u32,
-                            },
-                            attempt: ra.attempt,
-                        };
-                        late.push((ra.worker, a, ra));
-                    }
+        let out = self.workers.iter().flat_map(|w| {
+            w.running
+                .keys()
+                .copied()
+                .chain(w.outbox.iter().map(|l| l.attempt))
+        });
+        for a in out {
+            let status = self
+                .jobs
+                .get(&a.task.job)
+                .filter(|j| !j.state.is_done())
+                .and_then(|j| j.tasks.get(a.task.index as usize))
+                .map(|t| t.status);
+            if let Some(TaskStatus::Running(ra)) = status {
+                if ra.attempt == a.attempt && now.saturating_sub(ra.progressed) > limit {
+                    late.push((ra.worker, a, ra));
                 }
             }
         }
+        late.sort_by_key(|(_, a, _)| *a);
+        late.dedup_by_key(|(_, a, _)| *a);
         for (worker, a, ra) in late {
             let error = format!(
                 "no progress for {:.1} s on {} (cluster.task_timeout_ms); progress count {} at {:.1} s after launch",
