@@ -21,6 +21,7 @@
 //! are in the images.
 
 use crate::ops::client::MasterClient;
+use crate::ops::run_command as run;
 use anyhow::{bail, Context};
 use common::config::ClusterConfig;
 use serde::{Deserialize, Serialize};
@@ -175,25 +176,6 @@ pub fn engine_answers() -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
-}
-
-fn run(program: &str, args: &[&str], cwd: Option<&Path>) -> anyhow::Result<String> {
-    let mut c = Command::new(program);
-    c.args(args);
-    if let Some(d) = cwd {
-        c.current_dir(d);
-    }
-    let out = c
-        .output()
-        .with_context(|| format!("running {program} {}", args.join(" ")))?;
-    if !out.status.success() {
-        bail!(
-            "{program} {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Whether the ELF file at `path` is statically linked (no program

@@ -17,3 +17,34 @@ pub mod netns;
 pub mod remote;
 pub mod report;
 pub mod verify;
+
+/// Runs `cmd` (stdin closed) and returns its stdout; a failure to start or a
+/// non-zero exit is an error that names `what` and carries its stderr.
+pub(crate) fn stdout_of(mut cmd: std::process::Command, what: &str) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let out = cmd
+        .stdin(std::process::Stdio::null())
+        .output()
+        .with_context(|| format!("cannot run {what}"))?;
+    if !out.status.success() {
+        anyhow::bail!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// `program args...` through [`stdout_of`], in `cwd` if given.
+pub(crate) fn run_command(
+    program: &str,
+    args: &[&str],
+    cwd: Option<&std::path::Path>,
+) -> anyhow::Result<String> {
+    let mut c = std::process::Command::new(program);
+    c.args(args);
+    if let Some(d) = cwd {
+        c.current_dir(d);
+    }
+    stdout_of(c, &format!("`{program} {}`", args.join(" ")))
+}

@@ -182,19 +182,7 @@ pub fn require_root() -> anyhow::Result<()> {
 
 /// Runs a command, failing with its stderr.
 fn sh(program: &str, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| format!("cannot run {program}"))?;
-    if !out.status.success() {
-        bail!(
-            "`{program} {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    crate::ops::run_command(program, args, None)
 }
 
 /// Creates the namespaces, bridge, veth pairs, addresses and qdiscs. On any

@@ -11,7 +11,7 @@
 //! dial: a remote worker's `listen` must be an address of its host, and the
 //! master's one every worker can reach.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use common::config::{ClusterConfig, WorkerEntry};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -69,44 +69,21 @@ impl Target {
 
     /// Runs `script` with `sh -c` on the machine; its stdout.
     pub fn ssh(&self, script: &str) -> anyhow::Result<String> {
-        let out = self
-            .base("ssh", "-p")
-            .arg(&self.dest)
+        let mut c = self.base("ssh", "-p");
+        c.arg(&self.dest)
             .arg("--")
-            .arg(format!("sh -c {}", quote(script)))
-            .output()
-            .with_context(|| format!("running ssh to {}", self.dest))?;
-        if !out.status.success() {
-            bail!(
-                "ssh {} ({}): {}",
-                self.dest,
-                self.name,
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+            .arg(format!("sh -c {}", quote(script)));
+        crate::ops::stdout_of(c, &format!("ssh {} ({})", self.dest, self.name))
     }
 
     /// Copies local `from` to `to` on the machine (mode kept).
     pub fn scp(&self, from: &Path, to: &Path) -> anyhow::Result<()> {
-        let out = self
-            .base("scp", "-P")
-            .arg("-p")
-            .arg("-q")
+        let mut c = self.base("scp", "-P");
+        c.args(["-p", "-q"])
             .arg(from)
-            .arg(format!("{}:{}", self.dest, to.display()))
-            .output()
-            .with_context(|| format!("running scp to {}", self.dest))?;
-        if !out.status.success() {
-            bail!(
-                "scp {} to {}:{}: {}",
-                from.display(),
-                self.dest,
-                to.display(),
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(())
+            .arg(format!("{}:{}", self.dest, to.display()));
+        let what = format!("scp {} to {}:{}", from.display(), self.dest, to.display());
+        crate::ops::stdout_of(c, &what).map(drop)
     }
 }
 
