@@ -28,6 +28,12 @@ pub struct ClusterConfig {
     /// Background load on every worker; absent = none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background: Option<BackgroundConfig>,
+    /// The public cloud's instances (MROSA); absent = private cluster only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public: Option<crate::public::PublicSection>,
+    /// Instance types the scheduler may rent.
+    #[serde(rename = "public_type", default, skip_serializing_if = "Vec::is_empty")]
+    pub public_type: Vec<crate::public::PublicType>,
     /// Directory of the file this was read from; relative paths resolve here.
     #[serde(skip)]
     pub base_dir: PathBuf,
@@ -153,6 +159,9 @@ pub enum Role {
     Both,
     Map,
     Reduce,
+    /// Runs maps and holds no data: every block it reads crosses its link
+    /// (public instances; compute nodes apart from storage).
+    Compute,
 }
 
 impl Role {
@@ -160,7 +169,11 @@ impl Role {
         self != Role::Reduce
     }
     pub fn runs_reduces(self) -> bool {
-        self != Role::Map
+        matches!(self, Role::Both | Role::Reduce)
+    }
+    /// Whether input blocks are placed (and re-replicated) here.
+    pub fn holds_data(self) -> bool {
+        matches!(self, Role::Both | Role::Map)
     }
 }
 
@@ -363,12 +376,12 @@ impl ClusterConfig {
         let map_workers = self
             .worker
             .iter()
-            .filter(|w| w.role.unwrap_or(self.workers.role).runs_maps())
+            .filter(|w| w.role.unwrap_or(self.workers.role).holds_data())
             .count();
         if map_workers == 0 {
             return Err(self.invalid(
                 "worker.role",
-                "at least one worker must run maps (role \"map\" or \"both\")",
+                "at least one worker must hold data (role \"map\" or \"both\")",
             ));
         }
         if !self
@@ -412,6 +425,11 @@ impl ClusterConfig {
         self.scheduler
             .validate()
             .map_err(|e| self.invalid("scheduler", e))?;
+        crate::public::check(
+            self.public.as_ref(),
+            &self.public_type,
+            self.workers.slot_rate_mbs.is_some(),
+        )?;
         let mut names = HashSet::new();
         let mut addrs = HashSet::new();
         addrs.insert(self.master.listen);
@@ -519,6 +537,37 @@ impl ClusterConfig {
         self.worker_settings().into_iter().find(|w| w.name == name)
     }
 
+    /// The public instance type named `name`.
+    pub fn public_type(&self, name: &str) -> Option<&crate::public::PublicType> {
+        self.public_type.iter().find(|t| t.name == name)
+    }
+
+    /// `[public]` with its defaults (also when only types are given).
+    pub fn public_section(&self) -> crate::public::PublicSection {
+        self.public.clone().unwrap_or_default()
+    }
+
+    /// The settings of a public instance of type `ty`, named `name`, on
+    /// port `[public] listen` + `port_offset` (below `max_instances`): the
+    /// type's slots and link, slots paced at the private rate times the
+    /// type's speed, no emulated disk, maps only (it holds no data, and a
+    /// job's output stays in the private cluster).
+    pub fn instance_settings(
+        &self,
+        index: u32,
+        name: &str,
+        port_offset: u32,
+        ty: &crate::public::PublicType,
+    ) -> WorkerSettings {
+        ty.worker_settings(
+            &self.public_section(),
+            self.workers.slot_rate_mbs,
+            index,
+            name,
+            port_offset,
+        )
+    }
+
     /// Block store directory of worker `name` (on the machine it runs on).
     pub fn worker_data_dir(&self, name: &str) -> PathBuf {
         match self
@@ -543,6 +592,33 @@ impl ClusterConfig {
 
     pub fn master_url(&self) -> String {
         format!("http://{}", self.master.listen)
+    }
+}
+
+impl crate::public::PublicType {
+    /// See [`ClusterConfig::instance_settings`]; `slot_rate_mbs` is the
+    /// private workers' pacing.
+    pub fn worker_settings(
+        &self,
+        public: &crate::public::PublicSection,
+        slot_rate_mbs: Option<f64>,
+        index: u32,
+        name: &str,
+        port_offset: u32,
+    ) -> WorkerSettings {
+        let ty = self;
+        let base = public.listen;
+        let port = base.port().saturating_add(port_offset as u16);
+        WorkerSettings {
+            index,
+            name: name.to_owned(),
+            listen: SocketAddr::new(base.ip(), port),
+            slots: ty.slots,
+            nic_bytes_per_sec: Some(ty.nic_bytes_per_sec()),
+            slot_rate_bytes: slot_rate_mbs.map(|r| r * 1e6 * ty.speed),
+            disk_bytes_per_sec: None,
+            role: Role::Compute,
+        }
     }
 }
 
@@ -727,10 +803,44 @@ nic_mbps = 100
     }
 
     #[test]
+    fn public_types_are_read_and_checked() {
+        let ty = "\n[[public_type]]\nname = \"ec2-2\"\nslots = 2\nnic_mbps = 10\nstart_s = 5\nprice_per_s = 27e-6\n";
+        let c = parse(&format!("{GOOD}{ty}")).unwrap();
+        let t = c.public_type("ec2-2").unwrap();
+        assert_eq!((t.slots, t.speed, t.nic_bytes_per_sec()), (2, 1.0, 1.25e6));
+        let s = c.instance_settings(7, "ec2-2-1", 2, t);
+        assert_eq!(s.role, Role::Compute);
+        assert_eq!(s.listen.port(), 7303, "[public] listen's port 7301 + 2");
+        for (bad, key) in [
+            ("speed = 2\n", "public_type[0].speed"),
+            ("storage_per_gb = -1\n", "public_type[0].storage_per_gb"),
+        ] {
+            let e = parse(&format!("{GOOD}{ty}{bad}")).unwrap_err();
+            assert!(e.contains(key), "{e}");
+        }
+        let e = parse(&format!(
+            "{GOOD}{ty}{}",
+            ty.replace("slots = 2", "slots = 4")
+        ))
+        .unwrap_err();
+        assert!(
+            e.contains("public_type[1].name") && e.contains("two types"),
+            "{e}"
+        );
+        let e = parse(&format!("{GOOD}{ty}pirce = 1\n")).unwrap_err();
+        assert!(e.contains("pirce"), "{e}");
+        let e = parse(&format!("{GOOD}\n[public]\nidle_stop_s = 3\n")).unwrap_err();
+        assert!(e.contains("public_type"), "{e}");
+    }
+
+    #[test]
     fn roles_are_validated() {
         let all_reduce = GOOD.replace("[[worker]]\n", "[[worker]]\nrole = \"reduce\"\n");
         let e = parse(&all_reduce).unwrap_err();
-        assert!(e.contains("worker.role") && e.contains("run maps"), "{e}");
+        assert!(e.contains("worker.role") && e.contains("hold data"), "{e}");
+        let all_compute = GOOD.replace("[[worker]]\n", "[[worker]]\nrole = \"compute\"\n");
+        let e = parse(&all_compute).unwrap_err();
+        assert!(e.contains("worker.role") && e.contains("hold data"), "{e}");
         // Replication counts only the workers that hold data.
         let one_map = GOOD.replacen("[[worker]]\n", "[[worker]]\nrole = \"reduce\"\n", 1);
         let e = parse(&one_map).unwrap_err();

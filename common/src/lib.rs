@@ -12,6 +12,7 @@ pub mod http;
 pub mod http_client;
 pub mod ids;
 pub mod policy;
+pub mod public;
 pub mod tomlfile;
 pub mod wire;
 

@@ -307,6 +307,20 @@ pub enum SchedulerConfig {
         #[serde(default)]
         replan: bool,
     },
+    /// MROSA (Mao et al.): jobs by QoS priority (equation 8), maps placed
+    /// by the improved Max-Min on estimated finish times, those that would
+    /// miss the job's deadline sent to the cheapest public instance type
+    /// that meets it; a job no type can finish in time is refused.
+    Mrosa {
+        /// ρ, the weight of the budget against the deadline in the priority.
+        #[serde(default = "defaults::rho")]
+        rho: f64,
+    },
+    /// COSHIC (Van den Bossche et al., IEEE CLOUD 2010) as MROSA's paper
+    /// uses it: a job runs wholly in the private cluster when it can meet
+    /// its deadline there, else wholly on the cheapest set of instances of
+    /// one type that meets it; earliest deadline first.
+    Coshic {},
     /// Guo's lsap-fair-sched: assignment cost = fairness cost + data-locality cost.
     LsapFair {
         /// α: the data-locality cost of a data-remote assignment.
@@ -348,6 +362,9 @@ mod defaults {
     }
     pub fn bar_q() -> f64 {
         0.1
+    }
+    pub fn rho() -> f64 {
+        0.5
     }
 }
 
@@ -391,6 +408,8 @@ impl SchedulerConfig {
             SchedulerConfig::DyndlOff { .. } => "dyndl-off",
             SchedulerConfig::Bar { .. } => "bar",
             SchedulerConfig::Gcc { .. } => "gcc",
+            SchedulerConfig::Mrosa { .. } => "mrosa",
+            SchedulerConfig::Coshic {} => "coshic",
         }
     }
 
@@ -401,7 +420,10 @@ impl SchedulerConfig {
                 RemotePick::Random => "hadoop".into(),
                 RemotePick::Oldest => "hadoop(oldest)".into(),
             },
-            SchedulerConfig::Lsap {} | SchedulerConfig::Eas {} => self.name().into(),
+            SchedulerConfig::Lsap {} | SchedulerConfig::Eas {} | SchedulerConfig::Coshic {} => {
+                self.name().into()
+            }
+            SchedulerConfig::Mrosa { rho } => format!("mrosa(rho={})", fmt_num(*rho)),
             SchedulerConfig::Strict { head_only, .. } => {
                 format!("{}{}", self.name(), if *head_only { "(head)" } else { "" })
             }
@@ -500,7 +522,15 @@ impl SchedulerConfig {
             SchedulerConfig::Hadoop { .. }
             | SchedulerConfig::Lsap {}
             | SchedulerConfig::Strict { .. }
+            | SchedulerConfig::Coshic {}
             | SchedulerConfig::Eas {} => Ok(()),
+            SchedulerConfig::Mrosa { rho } => {
+                if (0.0..=1.0).contains(rho) {
+                    Ok(())
+                } else {
+                    Err(format!("mrosa: `rho` must be in [0, 1] (got {rho})"))
+                }
+            }
             SchedulerConfig::Delay { threshold_s, .. } => nonneg("threshold_s", *threshold_s),
             SchedulerConfig::DyndlOn {
                 w_s,

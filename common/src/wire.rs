@@ -304,6 +304,35 @@ pub struct JobSubmit {
     /// "task runners" of DynDL's testbed, whose tasks run U[2, 12] s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<TaskCompute>,
+    /// Seconds after submission by which the job should be done (MROSA's
+    /// D_i): `mrosa` and `coshic` rent public instances to meet it and
+    /// refuse a job no instance type can finish in time; every report says
+    /// whether it was met.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_s: Option<f64>,
+    /// Most the job may spend on public instances (MROSA's C_i, in the
+    /// prices' currency units).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+}
+
+impl JobSubmit {
+    /// Checks the deadline and the budget; the error names the field.
+    pub fn check_qos(&self) -> Result<(), String> {
+        if let Some(d) = self.deadline_s {
+            if !(d.is_finite() && d > 0.0 && d <= 86_400.0 * 365.0) {
+                return Err(format!(
+                    "deadline_s must be > 0 seconds and at most a year (got {d})"
+                ));
+            }
+        }
+        if let Some(b) = self.budget {
+            if !(b.is_finite() && b >= 0.0) {
+                return Err(format!("budget must be a number >= 0 (got {b})"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Per map task, extra time drawn uniformly from `[min_ms, max_ms]`; the
@@ -366,6 +395,8 @@ impl JobSubmit {
             reduces: None,
             output: None,
             compute: None,
+            deadline_s: None,
+            budget: None,
         }
     }
 
@@ -467,6 +498,17 @@ pub struct JobReport {
     /// Attempts running now (with `attempts`: the live timeline).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub running: Vec<RunningRecord>,
+    /// The job's deadline, ms after submission, and whether it was met
+    /// (once the job ended; a failed or refused job missed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_met: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+    /// What it spent on public instances (absent: it used none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_cost: Option<crate::public::PublicCost>,
 }
 
 /// An attempt still running, as a job report shows it.
@@ -560,6 +602,9 @@ pub struct WorkerInfo {
     pub nic_cap: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk_free_bytes: Option<u64>,
+    /// A public instance: its type (absent for a private worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_type: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]

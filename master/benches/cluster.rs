@@ -274,15 +274,7 @@ async fn overhead_bench() {
     for _ in 0..5 {
         let t = Instant::now();
         let id = c
-            .submit(&JobSubmit {
-                workload: Workload::InputSink,
-                input: "small".into(),
-                name: None,
-                group: None,
-                reduces: None,
-                output: None,
-                compute: None,
-            })
+            .submit(&JobSubmit::new(Workload::InputSink, "small"))
             .await
             .unwrap();
         let r = c.wait_job(id).await.unwrap();

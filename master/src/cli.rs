@@ -130,6 +130,13 @@ pub enum Cmd {
         /// With --wait: print only a JSON array of the reports on stdout.
         #[arg(long)]
         json: bool,
+        /// Seconds after submission by which the job should be done
+        /// (`mrosa` and `coshic` rent public instances to meet it).
+        #[arg(long)]
+        deadline_s: Option<f64>,
+        /// Most the job may spend on public instances.
+        #[arg(long)]
+        budget: Option<f64>,
     },
     /// List jobs.
     Jobs,
@@ -426,6 +433,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             spread_s,
             wait,
             json,
+            deadline_s,
+            budget,
         } => {
             let job = JobSubmit {
                 workload,
@@ -439,6 +448,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     max_ms,
                     seed: cfg.cluster.seed,
                 }),
+                deadline_s,
+                budget,
             };
             let how = Submission {
                 count,
@@ -635,6 +646,8 @@ pub async fn submit(
                     seed: common::wire::splitmix64(c.seed ^ i as u64),
                     ..c
                 }),
+                deadline_s: job.deadline_s,
+                budget: job.budget,
             })
             .await?;
         if json {

@@ -65,6 +65,8 @@ async fn input_sink_jobs_over_replicated_data() {
             reduces: None,
             output: None,
             compute: None,
+            deadline_s: None,
+            budget: None,
         })
         .await
         .unwrap();

@@ -11,6 +11,7 @@
 //! Modules, lowest first (each uses only those above it in this list):
 //! - [`model`]: instances, cost models, assignments, evaluation, generator;
 //! - [`offline`]: BAR, DynDLOff, LIST, LTFPA, MaxCover-BalAssign;
+//! - [`hybrid`]: public instance types, instances, task-time estimates;
 //! - [`view`]: `ClusterView`, `SchedContext`, the `Scheduler` trait
 //!   (with the pending-task queue, `pending`);
 //! - [`order`], [`pick`], [`assign`]: job ordering, task picking, matching
@@ -24,6 +25,7 @@
 
 pub mod algo;
 pub mod assign;
+pub mod hybrid;
 pub mod model;
 pub mod offline;
 pub mod order;
@@ -38,6 +40,6 @@ pub mod view;
 pub use policy::build;
 pub use reduce::{offer_reduces, ReducePlacer};
 pub use view::{
-    offer, Assignment, ClusterView, JobView, Millis, PendingTask, ReduceJobView, SchedContext,
-    SchedError, Scheduler, WorkerView,
+    offer, plan, Assignment, ClusterView, JobQos, JobView, Millis, PendingTask, PlanContext,
+    ReduceJobView, SchedContext, SchedError, Scheduler, WorkerView,
 };

@@ -62,6 +62,21 @@ pub struct JobView {
     /// Worker -> pending task indices with a replica there.
     local: FxHashMap<WorkerId, IndexSet<u32>>,
     pub running: u32,
+    /// Deadline, budget and sizes (set by the owner with `set_job_qos`).
+    pub qos: JobQos,
+}
+
+/// A job's quality-of-service terms and sizes, for the hybrid-cloud
+/// policies (MROSA's D_i, C_i, mD and rD).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobQos {
+    /// Absolute deadline (scheduler time); None = none.
+    pub deadline: Option<Millis>,
+    /// Most it may spend on public instances; None = no limit.
+    pub budget: Option<f64>,
+    /// Its map input, bytes, and its reduce count.
+    pub input_bytes: u64,
+    pub reduces: u32,
 }
 
 impl JobView {
@@ -170,6 +185,8 @@ pub struct ClusterView {
     reduces: BTreeMap<JobId, ReduceJobView>,
     /// Running reduces: where, and their estimated input bytes.
     running_reduces: FxHashMap<TaskRef, (WorkerId, u64)>,
+    /// Public instances and task-time estimates (empty on a private cluster).
+    hybrid: crate::hybrid::HybridView,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -200,6 +217,24 @@ impl ClusterView {
 
     pub fn worker(&self, w: WorkerId) -> Option<&WorkerView> {
         self.workers.get(&w)
+    }
+
+    /// The hybrid cloud: instance types, instances, estimates.
+    pub fn hybrid(&self) -> &crate::hybrid::HybridView {
+        &self.hybrid
+    }
+
+    /// The owner's handle on the hybrid part (types, profiles, instances
+    /// up and gone, measurements, requests and refusals).
+    pub fn hybrid_mut(&mut self) -> &mut crate::hybrid::HybridView {
+        &mut self.hybrid
+    }
+
+    /// Sets a job's deadline, budget and sizes.
+    pub fn set_job_qos(&mut self, job: JobId, qos: JobQos) {
+        if let Some(j) = self.jobs.get_mut(&job) {
+            j.qos = qos;
+        }
     }
 
     pub fn workers(&self) -> impl Iterator<Item = &WorkerView> {
@@ -410,7 +445,9 @@ impl ClusterView {
             pending: PendingQueue::default(),
             local: FxHashMap::default(),
             running: 0,
+            qos: JobQos::default(),
         };
+        job.qos.input_bytes = tasks.iter().map(|t| t.len).sum();
         for t in tasks {
             job.insert(t);
         }
@@ -678,10 +715,43 @@ impl<'a> SchedContext<'a> {
     }
 }
 
+/// The scheduler's handle during planning: it may ask for public
+/// instances and refuse jobs, not launch.
+pub struct PlanContext<'a> {
+    view: &'a mut ClusterView,
+    now: Millis,
+}
+
+impl PlanContext<'_> {
+    pub fn view(&self) -> &ClusterView {
+        self.view
+    }
+
+    pub fn now(&self) -> Millis {
+        self.now
+    }
+
+    /// Asks the owner for an instance of public type `ty` for `job`; None
+    /// when the type is unknown or `max_instances` are already asked for.
+    pub fn request_instance(&mut self, ty: usize, job: JobId) -> Option<crate::hybrid::InstanceId> {
+        self.view.hybrid.request(self.now, ty, job)
+    }
+
+    /// Refuses `job` (the owner fails it with `why`).
+    pub fn refuse(&mut self, job: JobId, why: String) {
+        self.view.hybrid.refuse(job, why);
+    }
+}
+
 /// A scheduling policy. See the module docs.
 pub trait Scheduler: Send {
     /// The policy's name with its parameters, as reports show it.
     fn name(&self) -> String;
+
+    /// Called at every heartbeat, before any offer, whether or not a slot
+    /// is free: a policy that plans when jobs arrive (MROSA, COSHIC) asks
+    /// for public instances or refuses jobs here. Default: nothing.
+    fn plan(&mut self, _now: Millis, _ctx: &mut PlanContext<'_>) {}
 
     /// `worker` has at least one free slot at time `now`: launch what the
     /// policy wants through `ctx`, or nothing to leave the slots idle until
@@ -689,13 +759,22 @@ pub trait Scheduler: Send {
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>);
 }
 
-/// Runs one offer and returns the launches it made.
+/// Runs the policy's planning step.
+pub fn plan(sched: &mut dyn Scheduler, now: Millis, view: &mut ClusterView) {
+    let mut ctx = PlanContext { view, now };
+    sched.plan(now, &mut ctx);
+}
+
+/// Runs the policy's planning step, then, if `worker` has a free slot,
+/// one offer; returns the launches it made. The owner calls it at every
+/// heartbeat, and drains the view's instance requests and refusals after.
 pub fn offer(
     sched: &mut dyn Scheduler,
     now: Millis,
     worker: WorkerId,
     view: &mut ClusterView,
 ) -> Vec<Assignment> {
+    plan(sched, now, view);
     if view.free_slots(worker) == 0 {
         return Vec::new();
     }

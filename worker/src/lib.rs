@@ -95,6 +95,56 @@ impl WorkerOptions {
     }
 }
 
+impl WorkerOptions {
+    /// A public instance of type `instance_type` the master started: the
+    /// type's slots, link and speed (`ClusterConfig::instance_settings`),
+    /// a fresh data directory (an instance holds no replica), no background
+    /// load and no block scanner.
+    pub fn for_instance(
+        cfg: &ClusterConfig,
+        name: &str,
+        instance_type: &str,
+        port_offset: u32,
+    ) -> anyhow::Result<Self> {
+        let ty = cfg.public_type(instance_type).ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no [[public_type]] named {instance_type:?} (known: {})",
+                cfg.path.display(),
+                cfg.public_type
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+        if port_offset >= cfg.public_section().max_instances {
+            anyhow::bail!(
+                "--port-offset {port_offset} must be below public.max_instances ({})",
+                cfg.public_section().max_instances
+            );
+        }
+        let w = cfg.instance_settings(0, name, port_offset, ty);
+        Ok(WorkerOptions {
+            name: name.to_owned(),
+            listen: w.listen,
+            advertise: None,
+            slots: w.slots,
+            nic_bytes_per_sec: w.nic_bytes_per_sec,
+            data_dir: cfg.resolve(&cfg.cluster.data_dir).join(name),
+            master_url: cfg.master_url(),
+            token: cfg.cluster.token.clone(),
+            heartbeat_ms: cfg.cluster.heartbeat_ms,
+            out_of_band_heartbeat: cfg.cluster.out_of_band_heartbeat,
+            slot_rate_bytes: w.slot_rate_bytes,
+            disk_bytes_per_sec: None,
+            background: None,
+            scrub_bytes_per_sec: None,
+            http_timeouts: Default::default(),
+            min_free_bytes: cfg.workers.min_free_mb * 1_000_000,
+        })
+    }
+}
+
 /// State shared by the worker's server, task runners and heartbeat loop.
 pub struct WorkerCtx {
     pub name: String,

@@ -523,6 +523,8 @@ impl RunEnv<'_> {
             } else {
                 None
             },
+            public: self.spec.public.clone(),
+            public_type: self.spec.public_type.clone(),
             base_dir: dir.clone(),
             path: dir.join("cluster.toml"),
         };

@@ -43,6 +43,12 @@ pub struct Spec {
     /// Free text for summary.md: scale factors and how to compare with the paper.
     #[serde(default)]
     pub notes: String,
+    /// The public cloud (as cluster.toml's `[public]` and
+    /// `[[public_type]]`): instances `mrosa` and `coshic` may rent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public: Option<common::public::PublicSection>,
+    #[serde(rename = "public_type", default, skip_serializing_if = "Vec::is_empty")]
+    pub public_type: Vec<common::public::PublicType>,
 }
 
 fn one() -> u64 {

@@ -298,7 +298,7 @@ pub async fn load_showing(
         .workers()
         .await?
         .into_iter()
-        .filter(|w| w.alive && w.role.runs_maps())
+        .filter(|w| w.alive && w.role.holds_data())
         .collect();
     if spec.replication == 0 || spec.replication as usize > workers.len() {
         bail!(

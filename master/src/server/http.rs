@@ -460,6 +460,7 @@ pub async fn start_with(
 ) -> anyhow::Result<MasterHandle> {
     let heartbeat = Duration::from_millis(settings.heartbeat_ms);
     let journal_path = settings.journal.clone();
+    let provision = settings.provision.clone();
     let mut master = Master::new(settings);
     if let Some(path) = &journal_path {
         let entries = journal::read(path)?;
@@ -486,9 +487,18 @@ pub async fn start_with(
     let st = state.clone();
     let reaper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(heartbeat);
+        let mut instances = provision.map(crate::server::provision::Provisioner::new);
         loop {
             tick.tick().await;
-            st.with(|m, now| m.check_workers(now));
+            let orders = st.with(|m, now| {
+                m.check_workers(now);
+                m.take_provisioning()
+            });
+            if let Some(p) = instances.as_mut() {
+                p.apply(orders);
+            } else if !orders.is_empty() {
+                tracing::warn!(?orders, "no provisioner: public instances are not started");
+            }
         }
     });
     tracing::info!(%addr, "master listening");

@@ -55,6 +55,10 @@ pub async fn start_cluster_roles(
     let n = nic.len() as u32;
     let settings = MasterSettings {
         journal: None,
+        public_types: Vec::new(),
+        public: Default::default(),
+        slot_rate_mbs: None,
+        provision: None,
         heartbeat_ms,
         worker_timeout_ms: 100 * heartbeat_ms,
         max_task_attempts: 2,

@@ -4,13 +4,16 @@
 //! one arm in [`build`] and in the shared test suite (`tests.rs`), which
 //! does not compile until the variant is listed.
 
+pub mod coshic;
 pub mod delay;
 pub mod dyndl_on;
 pub mod eas;
 pub mod fair;
 pub mod hadoop;
+pub mod hybrid_plan;
 pub mod lsap;
 pub mod lsap_fair;
+pub mod mrosa;
 pub mod opportunity;
 pub mod planned;
 pub mod rand_sched;
@@ -89,6 +92,8 @@ pub fn build(cfg: &SchedulerConfig, seed: u64) -> Box<dyn Scheduler> {
         SchedulerConfig::Gcc { idle_fraction } => {
             Box::new(opportunity::Gcc::new(idle_fraction, seed))
         }
+        SchedulerConfig::Mrosa { rho } => Box::new(mrosa::Mrosa::new(rho)),
+        SchedulerConfig::Coshic {} => Box::new(coshic::Coshic::new()),
     }
 }
 
@@ -97,5 +102,7 @@ pub(crate) fn secs_to_ms(s: f64) -> Millis {
     (s * 1000.0).round().max(0.0) as Millis
 }
 
+#[cfg(test)]
+mod hybrid_tests;
 #[cfg(test)]
 mod tests;

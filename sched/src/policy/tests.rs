@@ -65,13 +65,16 @@ const SUITE: &[&str] = &[
     "policy = \"dyndl-off\", theta = 0.5, replan = true",
     "bar",
     "policy = \"bar\", q = 0.5, replan = true",
+    "mrosa",
+    "policy = \"mrosa\", rho = 1",
+    "coshic",
 ];
 
 /// The variants of `SchedulerConfig`. [`variant_index`] matches every one
 /// without a wildcard, so a new variant does not compile until it is given
 /// an index there; [`the_suite_covers_every_policy`] then fails until
 /// [`SUITE`] has a configuration of it.
-const VARIANTS: usize = 13;
+const VARIANTS: usize = 15;
 
 fn variant_index(c: &SchedulerConfig) -> usize {
     match c {
@@ -88,6 +91,8 @@ fn variant_index(c: &SchedulerConfig) -> usize {
         SchedulerConfig::DyndlOff { .. } => 10,
         SchedulerConfig::Bar { .. } => 11,
         SchedulerConfig::Gcc { .. } => 12,
+        SchedulerConfig::Mrosa { .. } => 13,
+        SchedulerConfig::Coshic {} => 14,
     }
 }
 

@@ -10,9 +10,17 @@ struct Args {
     /// Cluster description.
     #[arg(long, default_value = "cluster.toml")]
     config: PathBuf,
-    /// This worker's name in cluster.toml's [[worker]] list.
+    /// This worker's name in cluster.toml's [[worker]] list (or, with
+    /// --instance-type, the name the master gave the instance).
     #[arg(long)]
     name: String,
+    /// Run as a public instance of this [[public_type]] (the master starts
+    /// these): boots for the type's `start_s`, then registers.
+    #[arg(long)]
+    instance_type: Option<String>,
+    /// The instance listens on `[public] listen`'s port plus this.
+    #[arg(long, default_value_t = 0, requires = "instance_type")]
+    port_offset: u32,
     /// Listen here instead of the address in cluster.toml.
     #[arg(long)]
     listen: Option<SocketAddr>,
@@ -37,7 +45,22 @@ async fn main() -> anyhow::Result<()> {
         .init();
     let args = Args::parse();
     let cfg = common::config::ClusterConfig::load(&args.config)?;
-    let mut opts = worker::WorkerOptions::from_config(&cfg, &args.name)?;
+    let mut opts = match &args.instance_type {
+        Some(ty) => {
+            let opts = worker::WorkerOptions::for_instance(&cfg, &args.name, ty, args.port_offset)?;
+            // An instance starts empty, after its boot time.
+            match std::fs::remove_dir_all(&opts.data_dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => anyhow::bail!("cannot clear {}: {e}", opts.data_dir.display()),
+            }
+            let boot = cfg.public_type(ty).map_or(0.0, |t| t.start_s);
+            tracing::info!(instance = %args.name, r#type = %ty, boot_s = boot, "instance booting");
+            tokio::time::sleep(std::time::Duration::from_secs_f64(boot)).await;
+            opts
+        }
+        None => worker::WorkerOptions::from_config(&cfg, &args.name)?,
+    };
     if let Some(l) = args.listen {
         opts.listen = l;
     }

@@ -99,6 +99,32 @@ impl Master {
         let is_reduce = self.jobs[&a.task.job].tasks[a.task.index as usize]
             .reduce
             .is_some();
+        let ms = r.finished_unix_ms.saturating_sub(r.started_unix_ms);
+        let output = match &r.outcome {
+            TaskOutcome::Succeeded { summary } if !is_reduce => summary.output_bytes,
+            _ => 0,
+        };
+        self.meter(
+            worker,
+            a.task.job,
+            ms,
+            r.local_bytes + r.remote_bytes,
+            output,
+        );
+        match &r.outcome {
+            TaskOutcome::Succeeded { .. } if !is_reduce => {
+                let len = self.jobs[&a.task.job].tasks[a.task.index as usize].len;
+                self.view
+                    .hybrid_mut()
+                    .note_map(worker, len, ms, ra.worker == ra.source, output);
+            }
+            TaskOutcome::Reduced { .. } if is_reduce => {
+                self.view
+                    .hybrid_mut()
+                    .note_reduce(r.local_bytes + r.remote_bytes, ms);
+            }
+            _ => {}
+        }
         match &r.outcome {
             TaskOutcome::Succeeded { summary } if !is_reduce => {
                 // The planners' expected task length.

@@ -177,6 +177,10 @@ impl Master {
                 bytes_remote: 0,
                 attempts: Vec::new(),
                 running: Vec::new(),
+                deadline_ms: spec.deadline_s.map(|d| (d * 1000.0) as u64),
+                deadline_met: spec.deadline_s.map(|_| false),
+                budget: spec.budget,
+                public_cost: None,
             };
             self.journal_out.push(JournalEntry::Ended {
                 report: report.clone(),

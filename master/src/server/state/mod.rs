@@ -73,6 +73,15 @@ pub struct MasterSettings {
     pub workers: Vec<WorkerSettings>,
     /// The job journal's file; `None` = no journal (tests).
     pub journal: Option<std::path::PathBuf>,
+    /// Public instance types the scheduler may rent, and `[public]`.
+    pub public_types: Vec<common::public::PublicType>,
+    pub public: common::public::PublicSection,
+    /// The private workers' compute pacing (`workers.slot_rate_mbs`),
+    /// which an instance's speed scales.
+    pub slot_rate_mbs: Option<f64>,
+    /// How instances are started; `None`: nobody starts them (tests of
+    /// the state alone).
+    pub provision: Option<crate::server::provision::ProvisionSettings>,
 }
 
 impl MasterSettings {
@@ -91,6 +100,16 @@ impl MasterSettings {
                 .unwrap_or(cfg.cluster.replication),
             workers: cfg.worker_settings(),
             journal: Some(cfg.resolve(&cfg.master.journal)),
+            public_types: cfg.public_type.clone(),
+            public: cfg.public_section(),
+            slot_rate_mbs: cfg.workers.slot_rate_mbs,
+            provision: crate::ops::local::bin_dir().ok().map(|bin_dir| {
+                crate::server::provision::ProvisionSettings {
+                    config: std::path::absolute(&cfg.path).unwrap_or_else(|_| cfg.path.clone()),
+                    bin_dir,
+                    log_dir: crate::ops::local::run_dir(cfg).join("logs"),
+                }
+            }),
         }
     }
 }
@@ -124,6 +143,31 @@ struct WorkerState {
     /// Slots its background processes hold, as its last heartbeat said.
     background: u32,
     nic: NicState,
+}
+
+impl WorkerState {
+    fn new(name: &str, slots: u32) -> Self {
+        WorkerState {
+            name: name.to_owned(),
+            addr: String::new(),
+            slots,
+            registered: false,
+            alive: false,
+            last_seen: 0,
+            hb_seq: 0,
+            running: HashMap::new(),
+            outbox: Vec::new(),
+            forget: Vec::new(),
+            copy_out: Vec::new(),
+            disk_free: None,
+            full_at: None,
+            drop_out: Vec::new(),
+            blocks: 0,
+            free_slots: 0,
+            background: 0,
+            nic: NicState::default(),
+        }
+    }
 }
 
 /// A worker's NIC as its heartbeats tell it: byte counters, and rates over
@@ -353,6 +397,12 @@ pub struct Master {
     deleting: HashMap<WorkerId, BTreeMap<BlockId, String>>,
     /// Counted as results are applied (`GET /metrics`).
     pub metrics: std::sync::Arc<crate::server::metrics::Metrics>,
+    /// Public instances asked for since the master started.
+    instances: Vec<public::Instance>,
+    /// Instances to start or stop (the HTTP layer takes them).
+    provision: Vec<public::Provision>,
+    /// The latest time the master was given (for live costs in reports).
+    clock: Millis,
 }
 
 impl Master {
@@ -366,28 +416,9 @@ impl Master {
         let workers = settings
             .workers
             .iter()
-            .map(|w| WorkerState {
-                name: w.name.clone(),
-                addr: String::new(),
-                slots: w.slots,
-                registered: false,
-                alive: false,
-                last_seen: 0,
-                hb_seq: 0,
-                running: HashMap::new(),
-                outbox: Vec::new(),
-                forget: Vec::new(),
-                copy_out: Vec::new(),
-                disk_free: None,
-                full_at: None,
-                drop_out: Vec::new(),
-                blocks: 0,
-                free_slots: 0,
-                background: 0,
-                nic: NicState::default(),
-            })
+            .map(|w| WorkerState::new(&w.name, w.slots))
             .collect();
-        Master {
+        let mut m = Master {
             settings,
             workers,
             catalog: Catalog::default(),
@@ -406,7 +437,12 @@ impl Master {
             metrics: Default::default(),
             journal_out: Vec::new(),
             archived: Default::default(),
-        }
+            instances: Vec::new(),
+            provision: Vec::new(),
+            clock: 0,
+        };
+        m.init_public();
+        m
     }
 
     pub fn scheduler_name(&self) -> String {
@@ -436,6 +472,7 @@ impl Master {
 
 mod attempts;
 pub mod journal;
+pub mod public;
 mod reduce;
 mod replication;
 mod report;

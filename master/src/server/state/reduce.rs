@@ -27,7 +27,7 @@ impl Master {
             .filter(|w| {
                 self.workers[w.0 as usize].alive
                     && (*w == worker
-                        || (self.settings.workers[w.0 as usize].role.runs_maps()
+                        || (self.settings.workers[w.0 as usize].role.holds_data()
                             && self.workers[w.0 as usize].full_at.is_none()))
             })
             .collect();

@@ -55,7 +55,7 @@ impl Master {
             .settings
             .workers
             .iter()
-            .filter(|w| w.role.runs_maps())
+            .filter(|w| w.role.holds_data())
             .count() as u32;
         if replication == 0 || replication > data {
             return Err(MasterError::BadRequest(format!(
@@ -77,7 +77,7 @@ impl Master {
         (0..self.workers.len())
             .filter(|&i| {
                 let w = &self.workers[i];
-                w.alive && w.registered && self.settings.workers[i].role.runs_maps()
+                w.alive && w.registered && self.settings.workers[i].role.holds_data()
             })
             .map(|i| WorkerId(i as u32))
             .collect()

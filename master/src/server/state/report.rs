@@ -33,6 +33,7 @@ impl Master {
             JobState::Succeeded => j.finished.map(|f| f - j.submitted),
             _ => None,
         };
+        let deadline_ms = j.spec.deadline_s.map(|d| (d * 1000.0).round() as u64);
         let (attempts, running) = if attempts {
             let mut done = j.records.clone();
             done.sort_by_key(|r| (r.end_ms, r.task, r.attempt));
@@ -70,6 +71,14 @@ impl Master {
             bytes_remote: j.counts.bytes_remote,
             attempts,
             running,
+            deadline_ms,
+            deadline_met: deadline_ms.and_then(|d| match j.state {
+                JobState::Succeeded => finish_ms.map(|f| f <= d),
+                JobState::Failed => Some(false),
+                _ => None,
+            }),
+            budget: j.spec.budget,
+            public_cost: self.public_cost(j.id),
         })
     }
 

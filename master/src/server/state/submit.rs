@@ -49,6 +49,18 @@ impl Master {
             })
             .collect();
         self.view.add_job(id, now, spec.group(), pending);
+        let input_bytes = self.view.job(id).map_or(0, |j| j.qos.input_bytes);
+        self.view.set_job_qos(
+            id,
+            sched::JobQos {
+                deadline: spec
+                    .deadline_s
+                    .map(|d| now + (d * 1000.0).round() as Millis),
+                budget: spec.budget,
+                input_bytes,
+                reduces,
+            },
+        );
         self.journal_out
             .push(super::journal::JournalEntry::Submitted {
                 job: id,
@@ -199,6 +211,7 @@ fn check_spec(spec: &JobSubmit) -> Result<u32, MasterError> {
     if let Some(c) = &spec.compute {
         c.validate().map_err(MasterError::BadRequest)?;
     }
+    spec.check_qos().map_err(MasterError::BadRequest)?;
     let reduces = spec.reduces.unwrap_or(spec.workload.default_reduces());
     if !spec.workload.has_reduce() && reduces > 0 {
         return Err(MasterError::BadRequest(format!(

@@ -10,6 +10,10 @@ use workloads::{MapSummary, Workload};
 fn settings(workers: u32, slots: u32) -> MasterSettings {
     MasterSettings {
         journal: None,
+        public_types: Vec::new(),
+        public: Default::default(),
+        slot_rate_mbs: None,
+        provision: None,
         heartbeat_ms: 100,
         worker_timeout_ms: 1000,
         max_task_attempts: 2,
@@ -137,6 +141,8 @@ fn submit(m: &mut Master) -> JobId {
             reduces: None,
             output: None,
             compute: None,
+            deadline_s: None,
+            budget: None,
         },
     )
     .unwrap()
@@ -370,6 +376,8 @@ fn bad_submissions_and_registrations_are_refused() {
                 reduces: None,
                 output: None,
                 compute: None,
+                deadline_s: None,
+                budget: None,
             },
         )
         .unwrap_err();
@@ -410,6 +418,8 @@ fn bad_submissions_and_registrations_are_refused() {
                 reduces: None,
                 output: None,
                 compute: None,
+                deadline_s: None,
+                budget: None,
             },
         )
         .unwrap_err();

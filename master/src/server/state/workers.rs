@@ -53,6 +53,7 @@ impl Master {
         self.view.set_runs_reduces(id, role.runs_reduces());
         self.apply_block_report(id, &req.blocks);
         self.refresh_replicas();
+        self.note_registered(now, id);
         tracing::info!(worker = %self.workers[idx].name, %id, addr = %self.workers[idx].addr, blocks = req.blocks.len(), "worker registered");
         Ok(RegisterReply {
             worker: id,
@@ -61,6 +62,7 @@ impl Master {
     }
 
     pub fn heartbeat(&mut self, now: Millis, hb: Heartbeat) -> HeartbeatReply {
+        self.clock = self.clock.max(now);
         let id = hb.worker;
         let known = self
             .workers
@@ -147,6 +149,7 @@ impl Master {
                 self.workers[a.worker.0 as usize].outbox.push(launch);
             }
         }
+        self.after_decisions(now);
         self.metrics.decision_made(decision.elapsed().as_secs_f64());
         for l in &launches {
             self.workers[id.0 as usize].running.insert(l.attempt, seq);
@@ -187,6 +190,7 @@ impl Master {
     /// then plans re-replication (called every heartbeat interval).
     pub fn check_workers(&mut self, now: Millis) {
         self.check_liveness(now);
+        self.check_instances(now);
         self.time_out_attempts(now);
         self.plan_replication(now);
     }
@@ -201,7 +205,7 @@ impl Master {
         }
     }
 
-    fn lose_worker(&mut self, id: WorkerId) {
+    pub(super) fn lose_worker(&mut self, id: WorkerId) {
         self.workers[id.0 as usize].alive = false;
         self.catalog.drop_worker(id);
         let orphans = self.view.lose_worker(id);
@@ -252,6 +256,7 @@ impl Master {
                 nic_tx_rate: if w.alive { w.nic.tx_rate } else { 0.0 },
                 nic_cap: self.settings.workers[i].nic_bytes_per_sec,
                 disk_free_bytes: w.disk_free,
+                instance_type: self.instance_type_name(WorkerId(i as u32)),
             })
             .collect()
     }
