@@ -7,6 +7,7 @@
 pub mod calibrate;
 pub mod output;
 pub mod plots;
+pub mod qos;
 pub mod run;
 pub mod spec;
 pub mod timeline;

@@ -449,7 +449,7 @@ impl TaskWriter {
         })
     }
 
-    pub fn write(&mut self, rows: &[TaskRow]) -> anyhow::Result<()> {
+    pub fn write<T: Serialize>(&mut self, rows: &[T]) -> anyhow::Result<()> {
         for r in rows {
             self.w.serialize(r)?;
         }

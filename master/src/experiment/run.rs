@@ -73,6 +73,12 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     let (spec, text) = Spec::load(&opts.spec)?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(&opts.spec))?;
     let points = spec.points().map_err(|e| e.in_file(&opts.spec))?;
+    if !spec.public_type.is_empty() && !matches!(opts.deployment, Deployment::Processes) {
+        bail!(
+            "{}: public instances run as local processes only; use --deployment processes",
+            opts.spec.display()
+        );
+    }
     let started = common::unix_ms();
     let dir = ResultsDir::create(&opts.results, &spec.name, started)?;
     let out = dir.path().to_path_buf();
@@ -94,6 +100,8 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     );
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut tasks_csv = output::TaskWriter::create(&out.join("tasks.csv"))?;
+    let mut jobs_csv = output::TaskWriter::create(&out.join("jobs.csv"))?;
+    let mut job_rows: Vec<super::qos::JobRow> = Vec::new();
     let mut timelines_csv = timeline::TimelineWriter::create(&out)?;
     for point in &points {
         for rep in 0..spec.repetitions {
@@ -146,6 +154,10 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                         );
                         let rows =
                             TaskRow::from_reports(&point.label, &s.label, rep, &reports, t0_unix);
+                        let jobs =
+                            super::qos::JobRow::from_reports(&point.label, &s.label, rep, &reports);
+                        jobs_csv.write(&jobs)?;
+                        job_rows.extend(jobs);
                         let (maps, reduces) = spec.machines();
                         rec.set_eas_metrics(&rows, &maps, &reduces);
                         timelines_csv.write((&point.label, &s.label, rep), t0_unix, &timelines)?;
@@ -194,7 +206,11 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
         }
     }
     pb.finish_and_clear();
-    dir.write_summary(&output::summary(&spec, &schedulers, &points, &runs))?;
+    dir.write_summary(&format!(
+        "{}{}",
+        output::summary(&spec, &schedulers, &points, &runs),
+        super::qos::summary(&spec, &schedulers, &points, &job_rows)
+    ))?;
     plots::plot_all(&out, &schedulers, &points, &runs)?;
     meta.finish(&runs);
     dir.write_meta(&meta)?;
@@ -422,7 +438,9 @@ impl RunEnv<'_> {
                     workload: j.workload(),
                     input: self.file_name(i % self.point.files),
                     maps: self.point.blocks,
-                    reduces: j.reduces,
+                    reduces: j.reduces.or(j
+                        .reduce_fraction
+                        .map(|f| ((self.point.blocks as f64 * f).round() as u32).max(1))),
                 })
                 .collect();
         }
@@ -631,6 +649,8 @@ async fn run_once(
                 max_ms: (b * 1000.0).round() as u64,
                 seed: splitmix64(env.seed ^ splitmix64(0xc0de ^ i as u64)),
             });
+            job.deadline_s = env.spec.jobs.deadline_s;
+            job.budget = env.spec.jobs.budget;
             if plan.workload.has_reduce() {
                 // Distinct per scheduler, in case a deleted replica lingers.
                 let tag: String = sched
@@ -648,9 +668,29 @@ async fn run_once(
         }
         anyhow::Ok(reports)
     };
-    let reports = tokio::time::timeout(timeout, work)
+    let mut reports = tokio::time::timeout(timeout, work)
         .await
         .map_err(|_| anyhow::anyhow!("run exceeded timeout_s = {}", env.spec.timeout_s))??;
+    if !cfg.public_type.is_empty() {
+        // Bills end when the instances stop (idle): wait for that, then
+        // take the reports again.
+        let limit = Instant::now()
+            + Duration::from_secs_f64(cfg.public_section().idle_stop_s + 15.0 + 40.0);
+        loop {
+            let ws = client.workers().await?;
+            if !ws.iter().any(|w| w.instance_type.is_some() && w.alive) {
+                break;
+            }
+            if Instant::now() > limit {
+                tracing::warn!("public instances still running; their bills are not final");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        for r in reports.iter_mut() {
+            *r = client.job(r.job, None).await?;
+        }
+    }
     // Outputs are not kept: the disk is shared by all runs of the point.
     for out in reports.iter().filter_map(|r| r.output.as_deref()) {
         if let Err(e) = files::remove(&client, out, Duration::from_secs(30)).await {

@@ -157,6 +157,10 @@ pub struct JobsSpec {
     /// Not with `mix` (each class sets its own).
     #[serde(default)]
     pub reduces: Option<u32>,
+    /// Reduces per map instead of `reduces` (MROSA: 25% of the maps),
+    /// rounded, at least 1.
+    #[serde(default)]
+    pub reduce_fraction: Option<f64>,
     /// A mix of job classes instead of `workload` (EAS Table 1): each job
     /// reads its own file of `maps` blocks (text for wordcount, records for
     /// sort); the classes are interleaved in a seeded order.
@@ -171,6 +175,16 @@ pub struct JobsSpec {
     /// reading and pacing. Absent = none.
     #[serde(default)]
     pub task_time_s: Option<[f64; 2]>,
+    /// Every job's deadline, seconds after its submission (MROSA's D_i).
+    #[serde(default)]
+    pub deadline_s: Option<f64>,
+    /// Every job's public-cloud budget (MROSA's C_i).
+    #[serde(default)]
+    pub budget: Option<f64>,
+    /// Deadlines, seconds, at which the summary counts each run's QoS
+    /// satisfaction from its jobs' JCTs (MROSA's Fig 4).
+    #[serde(default)]
+    pub qos_deadlines_s: Vec<f64>,
 }
 
 impl JobsSpec {
@@ -427,6 +441,33 @@ impl Spec {
                 ));
             }
         }
+        let mut probe = common::wire::JobSubmit::new(Workload::InputSink, "x");
+        probe.deadline_s = self.jobs.deadline_s;
+        probe.budget = self.jobs.budget;
+        if let Err(e) = probe.check_qos() {
+            return Err(bad("jobs", e));
+        }
+        if let Some(f) = self.jobs.reduce_fraction {
+            if !(f.is_finite() && f > 0.0 && f <= 10.0) || self.jobs.reduces.is_some() {
+                return Err(bad(
+                    "jobs.reduce_fraction",
+                    format!("must be in (0, 10], and not with `reduces` (got {f})"),
+                ));
+            }
+        }
+        if self
+            .jobs
+            .qos_deadlines_s
+            .iter()
+            .any(|d| !(d.is_finite() && *d > 0.0))
+        {
+            return Err(bad("jobs.qos_deadlines_s", "must be seconds > 0".into()));
+        }
+        common::public::check(
+            self.public.as_ref(),
+            &self.public_type,
+            self.cluster.slot_rate_mbs.is_some(),
+        )?;
         for (i, p) in self.points()?.iter().enumerate() {
             let key = |k: &str| format!("points[{i}].{k}");
             if !mix && (p.files == 0 || p.blocks == 0 || p.jobs == 0) {
