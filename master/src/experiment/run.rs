@@ -541,8 +541,13 @@ impl RunEnv<'_> {
             } else {
                 None
             },
-            public: self.spec.public.clone(),
-            public_type: self.spec.public_type.clone(),
+            // Loading the data (unshaped) needs no public cloud.
+            public: self.spec.public.clone().filter(|_| shaped),
+            public_type: if shaped {
+                self.spec.public_type.clone()
+            } else {
+                Vec::new()
+            },
             base_dir: dir.clone(),
             path: dir.join("cluster.toml"),
         };
