@@ -248,6 +248,11 @@ impl HybridView {
         self.output_ratio.get().unwrap_or(DEFAULT_OUTPUT_RATIO)
     }
 
+    /// f as measured, None before the first map ended.
+    pub fn measured_output_ratio(&self) -> Option<f64> {
+        self.output_ratio.get()
+    }
+
     fn prior_spb(&self) -> f64 {
         self.profile
             .iter()

@@ -125,12 +125,18 @@ pub fn map_ms_public(h: &HybridView, ty: &PublicType, len: u64) -> f64 {
 }
 
 /// Equation 5, ms: a reduce of `job` on a private slot (measured seconds
-/// per input byte, which include the fetch and the sort, t_s).
+/// per input byte, which include the fetch and the sort, t_s). 0 until a
+/// map has ended: before that nothing tells how much a map leaves (a
+/// wordcount's combiner leaves a few percent, a sort all of it), and the
+/// paper's check of each task against D_i reserves nothing either.
 pub fn reduce_ms(h: &HybridView, job: &JobView) -> f64 {
+    let Some(f) = h.measured_output_ratio() else {
+        return 0.0;
+    };
     if job.qos.reduces == 0 {
         return 0.0;
     }
-    let input = job.qos.input_bytes as f64 * h.output_ratio() / job.qos.reduces as f64;
+    let input = job.qos.input_bytes as f64 * f / job.qos.reduces as f64;
     input * h.reduce_secs_per_byte() * 1000.0
 }
 
