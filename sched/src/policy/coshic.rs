@@ -13,11 +13,12 @@
 //!   less its estimated reduce time, the whole job runs privately;
 //! - else the whole job's maps go public, to `n` new instances of one type
 //!   (an application is not split between providers): over every type and
-//!   every n allowed by `max_instances`, the cheapest (n x price x
-//!   (start-up plus waves x map time), plus the input's storage and transfer) whose
-//!   finish, start-up + waves x map time, meets the deadline. That search
-//!   is exhaustive, so it finds what the paper's integer program would for
-//!   one job at a time. If no choice meets the deadline the job is
+//!   every n allowed by `max_instances`, the cheapest (n x price x the
+//!   instances' life, start-up to the last map's end, plus the input's
+//!   storage and transfer) whose last map ends before the deadline (the
+//!   maps of an instance share its slots and its one link, as MROSA's
+//!   estimates here). That search is exhaustive, so it finds what the
+//!   paper's integer program would for one job at a time. If no choice meets the deadline the job is
 //!   refused; if the cheapest exceeds the budget the job runs privately.
 //!
 //! Choices where the description leaves one: the paper bills by the hour,
@@ -26,7 +27,9 @@
 //! private maps launch like Hadoop's, earliest deadline first, a data-local
 //! map first (COSHIC places no task within the private cluster).
 
-use super::hybrid_plan::{map_deadline, map_ms_public, Book, JobPlan, Plans, Target};
+use super::hybrid_plan::{
+    map_deadline, map_parts_public, Book, InstanceBook, JobPlan, Plans, Target,
+};
 use crate::view::{ClusterView, JobView, Millis, PlanContext, SchedContext, Scheduler};
 use common::{JobId, WorkerId};
 use rustc_hash::FxHashSet;
@@ -72,13 +75,21 @@ impl Coshic {
         let cap = h.max_instances.saturating_sub(h.instance_count());
         let mut best: Option<(usize, u32, f64)> = None;
         for (i, ty) in h.types.iter().enumerate() {
-            let ms = map_ms_public(h, ty, len);
+            let (tr, co) = map_parts_public(h, ty, len);
             for n in 1..=cap.min(maps) {
-                let waves = maps.div_ceil(n * ty.slots) as f64;
-                let life_s = ty.start_s + waves * ms / 1000.0;
-                if now as f64 + life_s * 1000.0 > d {
+                // Each instance runs its share through its slots and its
+                // one link (see `InstanceBook`).
+                let mut b = InstanceBook::ready_at(ty.slots, now as f64 + ty.start_s * 1000.0);
+                let mut end = now as f64;
+                for _ in 0..maps.div_ceil(n) {
+                    let (s, moved, fit) = b.fit(tr, co);
+                    b.take(s, moved, fit);
+                    end = end.max(fit);
+                }
+                if end > d {
                     continue;
                 }
+                let life_s = (end - now as f64) / 1000.0;
                 let cost =
                     n as f64 * ty.price_per_s * life_s + bytes as f64 * ty.data_price_per_byte();
                 if best.is_none_or(|b| cost < b.2) {

@@ -43,7 +43,48 @@ impl JobPlan {
 #[derive(Clone, Debug, Default)]
 pub struct Book {
     pub private: BTreeMap<WorkerId, Vec<f64>>,
-    pub public: BTreeMap<InstanceId, Vec<f64>>,
+    pub public: BTreeMap<InstanceId, InstanceBook>,
+}
+
+/// An instance's slots and its link, which all its slots share: the
+/// paper's equation 2 gives every map the whole bandwidth, but eight maps
+/// reading at once over one link each get an eighth of it. The link is
+/// booked as one resource: a map's transfer starts when both its slot and
+/// the link are free, and its compute follows (equation 4's sum).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InstanceBook {
+    pub slots: Vec<f64>,
+    pub link: f64,
+}
+
+impl InstanceBook {
+    /// A new instance of `slots` slots ready at `ready` (ms).
+    pub fn ready_at(slots: u32, ready: f64) -> Self {
+        InstanceBook {
+            slots: vec![ready; slots as usize],
+            link: ready,
+        }
+    }
+
+    /// Where a map of `transfer` + `compute` ms would run here: (slot,
+    /// transfer end, finish).
+    pub fn fit(&self, transfer: f64, compute: f64) -> (usize, f64, f64) {
+        let (s, free) = self
+            .slots
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap_or((0, f64::INFINITY));
+        let moved = free.max(self.link) + transfer;
+        (s, moved, moved + compute)
+    }
+
+    /// Books what [`InstanceBook::fit`] found.
+    pub fn take(&mut self, slot: usize, moved: f64, finish: f64) {
+        self.link = moved;
+        self.slots[slot] = finish;
+    }
 }
 
 impl Book {
@@ -67,11 +108,14 @@ impl Book {
         for i in h.instances() {
             let ty = &h.types[i.ty];
             let ready = (i.requested_at as f64 + ty.start_s * 1000.0).max(now);
-            let slots = self.public.entry(i.id).or_default();
-            slots.resize(ty.slots as usize, ready);
-            for s in slots.iter_mut() {
+            let b = self
+                .public
+                .entry(i.id)
+                .or_insert_with(|| InstanceBook::ready_at(ty.slots, ready));
+            for s in b.slots.iter_mut() {
                 *s = s.max(ready);
             }
+            b.link = b.link.max(ready);
         }
     }
 
@@ -119,9 +163,16 @@ pub fn map_ms_private(h: &HybridView, w: WorkerId, len: u64, local: bool) -> f64
 /// Equation 4 on an instance of `ty`, ms: compute at its speed plus the
 /// transfer of the whole input over its link (it holds no replica).
 pub fn map_ms_public(h: &HybridView, ty: &PublicType, len: u64) -> f64 {
+    let (transfer, compute) = map_parts_public(h, ty, len);
+    transfer + compute
+}
+
+/// Equation 4's two parts on an instance of `ty`, ms: (transfer over its
+/// whole link, equation 2; compute at its speed).
+pub fn map_parts_public(h: &HybridView, ty: &PublicType, len: u64) -> (f64, f64) {
     let compute = len as f64 * h.map_secs_per_byte() / ty.speed;
     let transfer = len as f64 / ty.nic_bytes_per_sec();
-    (compute + transfer) * 1000.0
+    (transfer * 1000.0, compute * 1000.0)
 }
 
 /// Equation 5, ms: a reduce of `job` on a private slot (measured seconds

@@ -37,6 +37,10 @@ fn ty(name: &str, slots: u32, speed: f64, link_mbs: f64, start_s: f64, price: f6
 }
 
 fn setup(deadline_ms: Option<u64>, budget: Option<f64>) -> ClusterView {
+    setup_n(4, deadline_ms, budget)
+}
+
+fn setup_n(maps: u32, deadline_ms: Option<u64>, budget: Option<f64>) -> ClusterView {
     let mut v = ClusterView::new();
     v.upsert_worker(WorkerId(0), 2);
     let h = v.hybrid_mut();
@@ -56,7 +60,7 @@ fn setup(deadline_ms: Option<u64>, budget: Option<f64>) -> ClusterView {
             speed: 1.0,
         },
     );
-    let tasks = (0..4)
+    let tasks = (0..maps)
         .map(|i| PendingTask {
             task: TaskRef {
                 job: JobId(1),
@@ -72,7 +76,7 @@ fn setup(deadline_ms: Option<u64>, budget: Option<f64>) -> ClusterView {
         JobQos {
             deadline: deadline_ms,
             budget,
-            input_bytes: 4 * MB,
+            input_bytes: maps as u64 * MB,
             reduces: 0,
         },
     );
@@ -215,4 +219,26 @@ fn coshic_over_budget_stays_private() {
     let (a, req, _) = run("coshic", &mut v);
     assert!(req.is_empty());
     assert_eq!(a.len(), 2);
+}
+
+#[test]
+fn an_instances_slots_share_its_link() {
+    // Ten maps, deadline 3.5 s: privately six end by 3 s, four go out. The
+    // only type, `wide`, has 4 slots (1 s of compute) behind a 1 MB/s link
+    // (1 s per map): after its 0.2 s start the link moves one map a second,
+    // so maps end at 2.2 and 3.2 s and a third would end at 4.2 s. Two
+    // instances, not the one that four slots would suggest.
+    let mut v = setup_n(10, Some(3_500), None);
+    v.hybrid_mut()
+        .set_types(vec![ty("wide", 4, 1.0, 1.0, 0.2, 1.0)], 8);
+    let (_, req, refused) = run("mrosa", &mut v);
+    assert!(refused.is_empty(), "{refused:?}");
+    assert_eq!(type_names(&v, &req), ["wide", "wide"]);
+    // COSHIC sends all ten: an instance ends its maps at 2.2, 3.2, 4.2 s,
+    // ..., so at most two each: five instances.
+    let mut v = setup_n(10, Some(3_500), None);
+    v.hybrid_mut()
+        .set_types(vec![ty("wide", 4, 1.0, 1.0, 0.2, 1.0)], 8);
+    let (_, req, _) = run("coshic", &mut v);
+    assert_eq!(req.len(), 5);
 }

@@ -19,6 +19,12 @@
 //!   its slots is free early enough, else a new one. When no type can meet
 //!   it even on a new instance, the whole job is refused (the paper's
 //!   `return <Null, Null, False>`), before any instance is asked for;
+//! - an instance's slots share its one link: equation 2 gives each map the
+//!   whole bandwidth, which eight maps reading at once over one link do not
+//!   get (the first Fig 5 run, at c9cc6e6, missed 7.5 s deadlines by 2-3x
+//!   on 8-slot instances). Choice made here: the link is booked as one
+//!   resource per instance, a map's transfer starting when its slot and the
+//!   link are both free, its compute after (`InstanceBook`);
 //! - the budget check (lines 20-24): the paper returns "cost not met"
 //!   without saying what happens then. Choice made here: public maps are
 //!   taken in plan order while the estimated cost (equation 6, plus the
@@ -39,7 +45,7 @@
 //! public maps, its own first.
 
 use super::hybrid_plan::{
-    map_cost, map_deadline, map_ms_public, priority, Book, JobPlan, Plans, Target,
+    map_cost, map_deadline, map_parts_public, priority, Book, InstanceBook, JobPlan, Plans, Target,
 };
 use crate::view::{
     ClusterView, JobView, Millis, PendingTask, PlanContext, SchedContext, Scheduler,
@@ -93,22 +99,23 @@ impl Mrosa {
         }
         // Algorithm II.
         let d = deadline.unwrap_or(f64::INFINITY);
-        let mut new: Vec<(usize, Vec<f64>)> = Vec::new(); // (type, slot free times)
+        let mut new: Vec<(usize, InstanceBook)> = Vec::new();
         let mut chosen: Vec<(u32, Choice)> = Vec::new();
         let mut cost = 0.0;
         let cap = h.max_instances.saturating_sub(h.instance_count()) as usize;
         for t in prp {
-            let mut types: Vec<(usize, f64, f64)> = h
+            let mut types: Vec<(usize, f64, f64, f64)> = h
                 .types
                 .iter()
                 .enumerate()
                 .map(|(i, ty)| {
-                    let ms = map_ms_public(h, ty, t.len);
-                    (i, ms, map_cost(ty, t.len, ms))
+                    let (tr, co) = map_parts_public(h, ty, t.len);
+                    (i, tr, co, map_cost(ty, t.len, tr + co))
                 })
                 .collect();
-            types.sort_by(|a, b| a.2.total_cmp(&b.2).then(a.0.cmp(&b.0)));
-            let boot_and_run = |&(i, ms, _): &(usize, f64, f64)| h.types[i].start_s * 1000.0 + ms;
+            types.sort_by(|a, b| a.3.total_cmp(&b.3).then(a.0.cmp(&b.0)));
+            let boot_and_run =
+                |&(i, tr, co, _): &(usize, f64, f64, f64)| h.types[i].start_s * 1000.0 + tr + co;
             if !types.iter().any(|x| now as f64 + boot_and_run(x) <= d) {
                 let fastest = types
                     .iter()
@@ -121,7 +128,7 @@ impl Mrosa {
                     t.task.index,
                     t.len,
                     ty.name,
-                    fastest.1 / 1000.0,
+                    (fastest.1 + fastest.2) / 1000.0,
                     ty.start_s,
                     ((d - now as f64) / 1000.0).max(0.0),
                 ));
@@ -129,30 +136,31 @@ impl Mrosa {
             // The cheapest type that meets the deadline: on an instance
             // already asked for, else one this plan asks for, else a new one.
             let mut pick: Option<(Choice, f64, bool)> = None;
-            'types: for &(i, ms, c) in &types {
-                for (id, slots) in &book.public {
+            'types: for &(i, tr, co, c) in &types {
+                for (id, b) in &book.public {
                     if h.instance(*id).map(|x| x.ty) != Some(i) {
                         continue;
                     }
-                    let (s, free) = earliest(slots);
-                    if free + ms <= d {
-                        pick = Some((Choice::Existing(*id, s, free + ms), c, false));
+                    let (s, moved, fit) = b.fit(tr, co);
+                    if fit <= d {
+                        pick = Some((Choice::Existing(*id, s, moved, fit), c, false));
                         break 'types;
                     }
                 }
-                for (n, (nt, slots)) in new.iter().enumerate() {
-                    let (s, free) = earliest(slots);
-                    if *nt == i && free + ms <= d {
-                        pick = Some((Choice::New(n, s, free + ms), c, false));
+                for (n, (nt, b)) in new.iter().enumerate() {
+                    let (s, moved, fit) = b.fit(tr, co);
+                    if *nt == i && fit <= d {
+                        pick = Some((Choice::New(n, s, moved, fit), c, false));
                         break 'types;
                     }
                 }
                 let ty = &h.types[i];
-                let ready = now as f64 + ty.start_s * 1000.0;
-                if ready + ms <= d && new.len() < cap {
-                    new.push((i, vec![ready; ty.slots as usize]));
+                let fresh = InstanceBook::ready_at(ty.slots, now as f64 + ty.start_s * 1000.0);
+                let (s, moved, fit) = fresh.fit(tr, co);
+                if fit <= d && new.len() < cap {
+                    new.push((i, fresh));
                     let boot = ty.price_per_s * ty.start_s;
-                    pick = Some((Choice::New(new.len() - 1, 0, ready + ms), c + boot, true));
+                    pick = Some((Choice::New(new.len() - 1, s, moved, fit), c + boot, true));
                     break;
                 }
             }
@@ -160,10 +168,13 @@ impl Mrosa {
                 Some((choice, c, _)) if job.qos.budget.is_none_or(|b| cost + c <= b) => {
                     cost += c;
                     match choice {
-                        Choice::Existing(id, s, fit) => {
-                            book.public.get_mut(&id).expect("listed")[s] = fit;
+                        Choice::Existing(id, s, moved, fit) => {
+                            book.public
+                                .get_mut(&id)
+                                .expect("listed")
+                                .take(s, moved, fit);
                         }
-                        Choice::New(n, s, fit) => new[n].1[s] = fit,
+                        Choice::New(n, s, moved, fit) => new[n].1.take(s, moved, fit),
                     }
                     chosen.push((t.task.index, choice));
                 }
@@ -204,8 +215,8 @@ impl Mrosa {
                     .collect();
                 for (index, choice) in chosen {
                     let target = match choice {
-                        Choice::Existing(id, _, _) => Some(id),
-                        Choice::New(n, _, _) => ids[n],
+                        Choice::Existing(id, ..) => Some(id),
+                        Choice::New(n, ..) => ids[n],
                     };
                     match target {
                         Some(id) => {
@@ -240,19 +251,11 @@ enum Decision {
 
 /// Where a public map goes: a slot of an instance already asked for, or of
 /// the n-th instance this plan asks for; and when it would end.
+/// (slot, transfer end, finish) on it.
 #[derive(Clone, Copy, Debug)]
 enum Choice {
-    Existing(crate::hybrid::InstanceId, usize, f64),
-    New(usize, usize, f64),
-}
-
-fn earliest(slots: &[f64]) -> (usize, f64) {
-    slots
-        .iter()
-        .copied()
-        .enumerate()
-        .min_by(|a, b| a.1.total_cmp(&b.1))
-        .unwrap_or((0, f64::INFINITY))
+    Existing(crate::hybrid::InstanceId, usize, f64, f64),
+    New(usize, usize, f64, f64),
 }
 
 /// Plans `t` on its best private slot (no public option left for it).
