@@ -245,7 +245,8 @@ impl Plans {
     /// A private worker takes, per job, a task planned for it, else a
     /// private task with a replica on it, else any private task (read
     /// remotely), else (`steal`) a public task whose instance has not
-    /// registered yet. An instance takes public tasks, its own first.
+    /// registered yet. An instance takes its own public tasks (and those
+    /// of an instance that is gone).
     pub fn fill(&self, ctx: &mut SchedContext<'_>, worker: WorkerId, order: &[JobId], steal: bool) {
         let instance = ctx.view().hybrid().instance_of(worker);
         ctx.fill(worker, |view| {
@@ -254,7 +255,7 @@ impl Plans {
                     continue;
                 };
                 let pick = match instance {
-                    Some(me) => pick_public(job, plan, me),
+                    Some(me) => pick_public(view, job, plan, me),
                     None => pick_private(view, job, plan, worker, steal),
                 };
                 if pick.is_some() {
@@ -273,15 +274,21 @@ fn source_for(t: &crate::view::PendingTask) -> Option<WorkerId> {
     Some(t.replicas[t.task.index as usize % t.replicas.len()])
 }
 
-fn pick_public(job: &JobView, plan: &JobPlan, me: InstanceId) -> Option<(TaskRef, WorkerId)> {
-    let mine = job
-        .pending()
-        .find(|t| plan.target(t.task.index) == Some(Target::Public(me)));
-    let any = || {
-        job.pending()
-            .find(|t| matches!(plan.target(t.task.index), Some(Target::Public(_))))
-    };
-    let t = mine.or_else(any)?;
+/// An instance takes the maps planned for it, and those planned for an
+/// instance that is gone (given up, lost); not another live instance's:
+/// the plan gave each instance what its one link moves in time, and the
+/// first to register would otherwise take all it has slots for.
+fn pick_public(
+    view: &ClusterView,
+    job: &JobView,
+    plan: &JobPlan,
+    me: InstanceId,
+) -> Option<(TaskRef, WorkerId)> {
+    let h = view.hybrid();
+    let t = job.pending().find(|t| match plan.target(t.task.index) {
+        Some(Target::Public(i)) => i == me || h.instance(i).is_none(),
+        _ => false,
+    })?;
     Some((t.task, source_for(t)?))
 }
 

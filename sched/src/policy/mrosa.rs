@@ -42,7 +42,7 @@
 //! private map, else a public map whose instance has not registered yet
 //! (the plan is an estimate: a slot free earlier than planned takes work
 //! that would otherwise wait for a booting instance). An instance takes
-//! public maps, its own first.
+//! the public maps planned for it (or for an instance that is gone).
 
 use super::hybrid_plan::{
     map_cost, map_deadline, map_parts_public, priority, Book, InstanceBook, JobPlan, Plans, Target,
