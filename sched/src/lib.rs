@@ -19,6 +19,8 @@
 //! - [`policy`]: one file per online policy, and [`build`];
 //! - [`reduce`]: reduce placement (`ReducePlacer`, `offer_reduces`);
 //! - [`sim`]: the discrete-event simulator;
+//! - [`hybrid_sim`]: a hybrid cloud (private workers, public instances
+//!   started on demand, jobs with deadlines) on virtual time;
 //! - [`replay`]: a whole real run (jobs, heartbeats, background, fitted
 //!   remote-read cost) simulated, for `master sim calibrate`;
 //! - [`algo`]: any algorithm (offline or online) run on an instance.
@@ -26,6 +28,7 @@
 pub mod algo;
 pub mod assign;
 pub mod hybrid;
+pub mod hybrid_sim;
 pub mod model;
 pub mod offline;
 pub mod order;

@@ -147,6 +147,14 @@ impl Scheduler for Coshic {
     }
 
     fn plan(&mut self, now: Millis, ctx: &mut PlanContext<'_>) {
+        // Called before every offer: nothing to do unless a job arrived.
+        let fresh = ctx
+            .view()
+            .jobs()
+            .any(|j| !self.plans.jobs.contains_key(&j.id) && !self.refused.contains(&j.id));
+        if !fresh {
+            return;
+        }
         self.plans.prune(ctx.view());
         let view = ctx.view();
         self.refused.retain(|j| view.job(*j).is_some());

@@ -1,0 +1,375 @@
+//! A simulator of a hybrid cloud that runs the master's own policies
+//! (`mrosa`, `coshic`, or any other) through the same [`offer`] calls, on
+//! virtual time: private workers with paced slots and a link each, jobs of
+//! maps arriving with deadlines and budgets, and public instances that
+//! boot when the policy asks, run the maps planned for them over their one
+//! link, and stop when idle, billed by the second and by the byte.
+//!
+//! Model (a time step of `tick_ms`, every worker offered at every step, as
+//! heartbeats do):
+//! - a map reads its block (from its own disk at once when it holds a
+//!   replica, else over the link of the worker that runs it, shared fairly
+//!   by that worker's transfers in progress), then computes for
+//!   len / (slot rate x speed);
+//! - an instance registers `start_s` after the request, and stops after
+//!   `idle_stop_s` without a running map; its life is billed at its
+//!   price to the job that asked for it, the bytes it receives at the type's
+//!   storage and transfer-in prices to the map's job (map output is not
+//!   modelled: jobs here are map-only);
+//! - a refused job ends at once, missing its deadline.
+
+use crate::hybrid::{InstanceId, WorkerProfile};
+use crate::view::{offer, ClusterView, JobQos, Millis, PendingTask, Scheduler};
+use common::public::PublicType;
+use common::{JobId, TaskRef, WorkerId};
+use rand::seq::index::sample;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+
+/// The hybrid cloud simulated.
+#[derive(Clone, Debug)]
+pub struct HybridCluster {
+    pub private_workers: u32,
+    pub slots: u32,
+    /// Compute pacing per private slot, bytes/s.
+    pub slot_rate: f64,
+    /// Each private worker's link, bytes/s.
+    pub nic: f64,
+    pub replication: u32,
+    pub types: Vec<PublicType>,
+    pub max_instances: u32,
+    pub idle_stop_s: f64,
+    pub tick_ms: u64,
+}
+
+/// One job: `maps` blocks of `block` bytes.
+#[derive(Clone, Debug)]
+pub struct SimJob {
+    pub arrival_ms: Millis,
+    pub maps: u32,
+    pub block: u64,
+    pub deadline_s: Option<f64>,
+    pub budget: Option<f64>,
+}
+
+/// What became of a job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JobOutcome {
+    /// None when it was refused.
+    pub jct_ms: Option<Millis>,
+    pub deadline_met: Option<bool>,
+    pub refused: bool,
+    pub cost: f64,
+    pub instances: u32,
+    pub public_maps: u32,
+}
+
+struct Running {
+    job: usize,
+    worker: WorkerId,
+    remote: bool,
+    len: u64,
+    /// Bytes still to move, then compute seconds left.
+    to_move: f64,
+    compute_s: f64,
+    started: Millis,
+}
+
+struct Instance {
+    ty: usize,
+    job: usize,
+    requested: Millis,
+    worker: Option<WorkerId>,
+    idle_since: Millis,
+}
+
+/// Runs `sched` over `jobs` on `cluster`, seeded (replica placement), until
+/// every job has ended or `limit_ms` of virtual time have passed.
+pub fn simulate(
+    sched: &mut dyn Scheduler,
+    cluster: &HybridCluster,
+    jobs: &[SimJob],
+    seed: u64,
+    limit_ms: Millis,
+) -> Vec<JobOutcome> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut view = ClusterView::new();
+    view.hybrid_mut()
+        .set_types(cluster.types.clone(), cluster.max_instances);
+    let n = cluster.private_workers;
+    for w in 0..n {
+        let id = WorkerId(w);
+        view.upsert_worker(id, cluster.slots);
+        view.hybrid_mut().set_profile(
+            id,
+            WorkerProfile {
+                slot_rate: Some(cluster.slot_rate),
+                nic: Some(cluster.nic),
+                speed: 1.0,
+            },
+        );
+    }
+    let mut out = vec![JobOutcome::default(); jobs.len()];
+    let mut left: Vec<u32> = jobs.iter().map(|j| j.maps).collect();
+    let mut ended = vec![false; jobs.len()];
+    let mut running: Vec<Running> = Vec::new();
+    let mut instances: BTreeMap<InstanceId, Instance> = BTreeMap::new();
+    let mut next_worker = n;
+    // Worker -> (link bytes/s, speed, instance).
+    let mut link: BTreeMap<WorkerId, (f64, f64, Option<InstanceId>)> = (0..n)
+        .map(|w| (WorkerId(w), (cluster.nic, 1.0, None)))
+        .collect();
+    let job_id = |i: usize| JobId(i as u32 + 1);
+    let dt = cluster.tick_ms.max(1);
+    let mut now: Millis = 0;
+    while now <= limit_ms && ended.iter().any(|e| !e) {
+        // Arrivals.
+        for (i, j) in jobs.iter().enumerate() {
+            if j.arrival_ms == now || (j.arrival_ms < now && j.arrival_ms + dt > now) {
+                let tasks = (0..j.maps)
+                    .map(|t| PendingTask {
+                        task: TaskRef {
+                            job: job_id(i),
+                            index: t,
+                        },
+                        len: j.block,
+                        replicas: sample(&mut rng, n as usize, cluster.replication.min(n) as usize)
+                            .into_iter()
+                            .map(|w| WorkerId(w as u32))
+                            .collect(),
+                    })
+                    .collect();
+                view.add_job(job_id(i), now, "default", tasks);
+                view.set_job_qos(
+                    job_id(i),
+                    JobQos {
+                        deadline: j.deadline_s.map(|d| now + (d * 1000.0) as Millis),
+                        budget: j.budget,
+                        input_bytes: j.maps as u64 * j.block,
+                        reduces: 0,
+                    },
+                );
+            }
+        }
+        // Instances that finished booting register.
+        for (id, inst) in instances.iter_mut() {
+            let ty = &cluster.types[inst.ty];
+            if inst.worker.is_none() && now >= inst.requested + (ty.start_s * 1000.0) as Millis {
+                let w = WorkerId(next_worker);
+                next_worker += 1;
+                view.upsert_worker(w, ty.slots);
+                view.set_runs_reduces(w, false);
+                view.hybrid_mut().set_profile(
+                    w,
+                    WorkerProfile {
+                        slot_rate: Some(cluster.slot_rate * ty.speed),
+                        nic: Some(ty.nic_bytes_per_sec()),
+                        speed: ty.speed,
+                    },
+                );
+                view.hybrid_mut().instance_up(*id, w);
+                link.insert(w, (ty.nic_bytes_per_sec(), ty.speed, Some(*id)));
+                inst.worker = Some(w);
+                inst.idle_since = now;
+            }
+        }
+        // Offers, every worker with a free slot (and one to plan).
+        let workers: Vec<WorkerId> = view.workers().filter(|w| w.alive).map(|w| w.id).collect();
+        for w in workers {
+            for a in offer(sched, now, w, &mut view) {
+                let i = (a.task.job.0 - 1) as usize;
+                let (_, speed, inst) = link[&a.worker];
+                let remote = a.worker != a.source;
+                if let Some(id) = inst {
+                    out[i].public_maps += 1;
+                    let ty = &cluster.types[instances[&id].ty];
+                    out[i].cost += a.len as f64 * (ty.storage_per_gb + ty.transfer_in_per_gb) / 1e9;
+                }
+                running.push(Running {
+                    job: i,
+                    worker: a.worker,
+                    remote,
+                    len: a.len,
+                    to_move: if remote { a.len as f64 } else { 0.0 },
+                    compute_s: a.len as f64 / (cluster.slot_rate * speed),
+                    started: now,
+                });
+            }
+            for r in view.hybrid_mut().take_requests() {
+                instances.insert(
+                    r.id,
+                    Instance {
+                        ty: r.ty,
+                        job: (r.for_job.0 - 1) as usize,
+                        requested: now,
+                        worker: None,
+                        idle_since: now,
+                    },
+                );
+                out[(r.for_job.0 - 1) as usize].instances += 1;
+            }
+            for (job, _) in view.hybrid_mut().take_refusals() {
+                let i = (job.0 - 1) as usize;
+                view.remove_job(job);
+                ended[i] = true;
+                out[i].refused = true;
+                out[i].deadline_met = jobs[i].deadline_s.map(|_| false);
+            }
+        }
+        // Progress over one step: transfers share their worker's link.
+        let mut moving: BTreeMap<WorkerId, u32> = BTreeMap::new();
+        for r in running.iter().filter(|r| r.to_move > 0.0) {
+            *moving.entry(r.worker).or_default() += 1;
+        }
+        let step = dt as f64 / 1000.0;
+        for r in running.iter_mut() {
+            if r.to_move > 0.0 {
+                let share = link[&r.worker].0 / moving[&r.worker] as f64;
+                r.to_move -= share * step;
+            } else {
+                r.compute_s -= step;
+            }
+        }
+        now += dt;
+        let mut k = 0;
+        while k < running.len() {
+            if running[k].to_move <= 0.0 && running[k].compute_s <= 1e-9 {
+                let r = running.swap_remove(k);
+                view.task_ended(job_id(r.job), r.worker, r.remote);
+                view.hybrid_mut()
+                    .note_map(r.worker, r.len, now - r.started, !r.remote, 0);
+                left[r.job] -= 1;
+                if left[r.job] == 0 && !ended[r.job] {
+                    ended[r.job] = true;
+                    view.remove_job(job_id(r.job));
+                    let jct = now - jobs[r.job].arrival_ms;
+                    out[r.job].jct_ms = Some(jct);
+                    out[r.job].deadline_met =
+                        jobs[r.job].deadline_s.map(|d| jct as f64 <= d * 1000.0);
+                }
+            } else {
+                k += 1;
+            }
+        }
+        // Idle instances stop; their life is billed.
+        let busy: std::collections::BTreeSet<WorkerId> = running.iter().map(|r| r.worker).collect();
+        let mut stop = Vec::new();
+        for (id, inst) in instances.iter_mut() {
+            let Some(w) = inst.worker else { continue };
+            if busy.contains(&w) {
+                inst.idle_since = now;
+            } else if (now - inst.idle_since) as f64 >= cluster.idle_stop_s * 1000.0 {
+                stop.push(*id);
+            }
+        }
+        for id in stop {
+            let inst = instances.remove(&id).expect("listed");
+            let ty = &cluster.types[inst.ty];
+            out[inst.job].cost += ty.price_per_s * (now - inst.requested) as f64 / 1000.0;
+            if let Some(w) = inst.worker {
+                view.lose_worker(w);
+            }
+            view.hybrid_mut().instance_gone(id);
+        }
+    }
+    // Instances still up at the end: billed until now.
+    for inst in instances.values() {
+        let ty = &cluster.types[inst.ty];
+        out[inst.job].cost += ty.price_per_s * (now - inst.requested) as f64 / 1000.0;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::build;
+
+    fn cluster(private_workers: u32) -> HybridCluster {
+        HybridCluster {
+            private_workers,
+            slots: 2,
+            slot_rate: 1e6,
+            nic: 100e6,
+            replication: 2,
+            types: vec![PublicType {
+                name: "big".into(),
+                provider: String::new(),
+                slots: 8,
+                speed: 1.0,
+                nic_mbps: 80.0,
+                start_s: 1.0,
+                price_per_s: 1.0,
+                storage_per_gb: 0.0,
+                transfer_in_per_gb: 0.0,
+                transfer_out_per_gb: 0.0,
+            }],
+            max_instances: 16,
+            idle_stop_s: 1.0,
+            tick_ms: 50,
+        }
+    }
+
+    fn job(maps: u32, deadline_s: Option<f64>) -> SimJob {
+        SimJob {
+            arrival_ms: 0,
+            maps,
+            block: 1_000_000,
+            deadline_s,
+            budget: None,
+        }
+    }
+
+    fn run(policy: &str, c: &HybridCluster, jobs: &[SimJob]) -> Vec<JobOutcome> {
+        let mut s = build(&policy.parse().unwrap(), 1);
+        simulate(s.as_mut(), c, jobs, 7, 600_000)
+    }
+
+    #[test]
+    fn a_tight_deadline_rents_and_is_met_a_loose_one_rents_nothing() {
+        // 4 private slots, 1 s maps: 16 maps take 4 s privately.
+        let c = cluster(2);
+        let tight = run("mrosa", &c, &[job(16, Some(3.0))]);
+        assert!(tight[0].instances >= 1, "{tight:?}");
+        assert!(tight[0].public_maps >= 1);
+        assert_eq!(tight[0].deadline_met, Some(true), "{tight:?}");
+        assert!(tight[0].cost > 0.0);
+        let loose = run("mrosa", &c, &[job(16, Some(60.0))]);
+        assert_eq!(loose[0].instances, 0);
+        assert_eq!(loose[0].cost, 0.0);
+        assert_eq!(loose[0].deadline_met, Some(true));
+        // Too tight for anyone: refused.
+        let never = run("mrosa", &c, &[job(16, Some(0.5))]);
+        assert!(never[0].refused && never[0].deadline_met == Some(false));
+    }
+
+    #[test]
+    fn coshic_moves_the_whole_job_and_pays_more() {
+        let c = cluster(2);
+        let m = run("mrosa", &c, &[job(16, Some(3.0))]);
+        let k = run("coshic", &c, &[job(16, Some(3.0))]);
+        assert_eq!(k[0].public_maps, 16, "{k:?}");
+        assert!(m[0].public_maps < 16);
+        assert!(k[0].cost > m[0].cost, "{m:?} {k:?}");
+    }
+
+    #[test]
+    fn five_hundred_servers_and_fifty_jobs() {
+        let c = cluster(500);
+        let jobs: Vec<SimJob> = (0..50)
+            .map(|i| SimJob {
+                arrival_ms: i * 200,
+                ..job(40, Some(4.0))
+            })
+            .collect();
+        let out = run("mrosa", &c, &jobs);
+        assert!(out.iter().all(|o| o.jct_ms.is_some()), "{out:?}");
+        assert!(out.iter().all(|o| o.deadline_met == Some(true)));
+        assert_eq!(
+            out.iter().map(|o| o.instances).sum::<u32>(),
+            0,
+            "1000 slots suffice"
+        );
+    }
+}
