@@ -31,14 +31,12 @@ use super::hybrid_plan::{
     map_deadline, map_parts_public, Book, InstanceBook, JobPlan, Plans, Target,
 };
 use crate::view::{ClusterView, JobView, Millis, PlanContext, SchedContext, Scheduler};
-use common::{JobId, WorkerId};
-use rustc_hash::FxHashSet;
+use common::WorkerId;
 
 #[derive(Default)]
 pub struct Coshic {
     book: Book,
     plans: Plans,
-    refused: FxHashSet<JobId>,
 }
 
 enum Decision {
@@ -118,7 +116,7 @@ impl Coshic {
         match self.decide(now, job, ctx.view()) {
             Decision::Private(book) => self.book = book,
             Decision::Refuse(why) => {
-                self.refused.insert(job.id);
+                self.plans.refused.insert(job.id);
                 ctx.refuse(job.id, why);
                 return;
             }
@@ -147,27 +145,10 @@ impl Scheduler for Coshic {
     }
 
     fn plan(&mut self, now: Millis, ctx: &mut PlanContext<'_>) {
-        // Called before every offer: nothing to do unless a job arrived.
-        let fresh = ctx
-            .view()
-            .jobs()
-            .any(|j| !self.plans.jobs.contains_key(&j.id) && !self.refused.contains(&j.id));
-        if !fresh {
-            return;
-        }
-        self.plans.prune(ctx.view());
-        let view = ctx.view();
-        self.refused.retain(|j| view.job(*j).is_some());
-        self.book.sync(now, ctx.view());
-        let mut fresh: Vec<(Millis, usize, JobView)> = ctx
-            .view()
-            .jobs()
-            .enumerate()
-            .filter(|(_, j)| !self.plans.jobs.contains_key(&j.id) && !self.refused.contains(&j.id))
-            .map(|(i, j)| (j.qos.deadline.unwrap_or(Millis::MAX), i, j.clone()))
-            .collect();
-        fresh.sort_by_key(|(d, i, _)| (*d, *i));
-        for (_, _, job) in fresh {
+        let mut fresh = self.plans.fresh(&mut self.book, now, ctx.view());
+        // Earliest deadline first.
+        fresh.sort_by_key(|(i, j)| (j.qos.deadline.unwrap_or(Millis::MAX), *i));
+        for (_, job) in fresh {
             self.plan_job(now, &job, ctx);
         }
     }

@@ -217,13 +217,39 @@ pub fn map_deadline(h: &HybridView, job: &JobView) -> Option<f64> {
     job.qos.deadline.map(|d| d as f64 - reduce_ms(h, job))
 }
 
-/// Plans, by job.
+/// Plans, by job, and the jobs refused.
 #[derive(Clone, Debug, Default)]
 pub struct Plans {
     pub jobs: FxHashMap<JobId, JobPlan>,
+    pub refused: rustc_hash::FxHashSet<JobId>,
 }
 
 impl Plans {
+    /// The view's jobs neither planned nor refused, with their submission
+    /// rank, once ended jobs are forgotten and `book` is brought up to
+    /// date. Called before every offer: when no job arrived it returns at
+    /// once, having done nothing.
+    pub fn fresh(
+        &mut self,
+        book: &mut Book,
+        now: Millis,
+        view: &ClusterView,
+    ) -> Vec<(usize, JobView)> {
+        let new =
+            |p: &Plans, j: &JobView| !p.jobs.contains_key(&j.id) && !p.refused.contains(&j.id);
+        if !view.jobs().any(|j| new(self, j)) {
+            return Vec::new();
+        }
+        self.prune(view);
+        self.refused.retain(|j| view.job(*j).is_some());
+        book.sync(now, view);
+        view.jobs()
+            .enumerate()
+            .filter(|(_, j)| new(self, j))
+            .map(|(i, j)| (i, j.clone()))
+            .collect()
+    }
+
     /// Forgets the plans of jobs the view no longer has.
     pub fn prune(&mut self, view: &ClusterView) {
         self.jobs.retain(|j, _| view.job(*j).is_some());

@@ -50,14 +50,12 @@ use super::hybrid_plan::{
 use crate::view::{
     ClusterView, JobView, Millis, PendingTask, PlanContext, SchedContext, Scheduler,
 };
-use common::{JobId, WorkerId};
-use rustc_hash::FxHashSet;
+use common::WorkerId;
 
 pub struct Mrosa {
     rho: f64,
     book: Book,
     plans: Plans,
-    refused: FxHashSet<JobId>,
 }
 
 impl Mrosa {
@@ -66,7 +64,6 @@ impl Mrosa {
             rho,
             book: Book::default(),
             plans: Plans::default(),
-            refused: FxHashSet::default(),
         }
     }
 
@@ -200,7 +197,7 @@ impl Mrosa {
     fn plan_job(&mut self, now: Millis, job: &JobView, ctx: &mut PlanContext<'_>) {
         match self.decide(now, job, ctx.view()) {
             Decision::Refuse(why) => {
-                self.refused.insert(job.id);
+                self.plans.refused.insert(job.id);
                 ctx.refuse(job.id, why);
             }
             Decision::Place {
@@ -272,25 +269,12 @@ impl Scheduler for Mrosa {
     }
 
     fn plan(&mut self, now: Millis, ctx: &mut PlanContext<'_>) {
-        // Called before every offer: nothing to do unless a job arrived.
-        let fresh = ctx
-            .view()
-            .jobs()
-            .any(|j| !self.plans.jobs.contains_key(&j.id) && !self.refused.contains(&j.id));
-        if !fresh {
-            return;
-        }
-        self.plans.prune(ctx.view());
-        let view = ctx.view();
-        self.refused.retain(|j| view.job(*j).is_some());
-        self.book.sync(now, ctx.view());
+        let fresh = self.plans.fresh(&mut self.book, now, ctx.view());
+        // Highest priority (equation 8) first, then submission.
         let h = ctx.view().hybrid();
-        let mut fresh: Vec<(f64, usize, JobView)> = ctx
-            .view()
-            .jobs()
-            .enumerate()
-            .filter(|(_, j)| !self.plans.jobs.contains_key(&j.id) && !self.refused.contains(&j.id))
-            .map(|(i, j)| (priority(h, j, self.rho), i, j.clone()))
+        let mut fresh: Vec<(f64, usize, JobView)> = fresh
+            .into_iter()
+            .map(|(i, j)| (priority(h, &j, self.rho), i, j))
             .collect();
         fresh.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         for (_, _, job) in fresh {
