@@ -132,7 +132,11 @@ pub fn summary(
                     .map(|j| j.jct_s)
                     .filter(|x| x.is_finite())
                     .collect();
-                ok.iter().sum::<f64>() / ok.len().max(1) as f64
+                if ok.is_empty() {
+                    f64::NAN // none succeeded: "-"
+                } else {
+                    ok.iter().sum::<f64>() / ok.len() as f64
+                }
             });
             let met = per(&|r| {
                 let with: Vec<_> = r.iter().filter(|j| !j.deadline_met.is_empty()).collect();
@@ -191,4 +195,90 @@ pub fn summary(
         }
     }
     s + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn row(scheduler: &str, rep: u32, jct_s: f64, met: &str, cost: f64, error: &str) -> JobRow {
+        JobRow {
+            point: "p".into(),
+            scheduler: scheduler.into(),
+            rep,
+            job: "job-1".into(),
+            job_name: "j0".into(),
+            maps: 4,
+            reduces: 1,
+            state: if jct_s.is_finite() {
+                "succeeded"
+            } else {
+                "failed"
+            }
+            .into(),
+            jct_s,
+            deadline_s: 10.0,
+            deadline_met: met.into(),
+            instances: u32::from(cost > 0.0),
+            cost_compute: cost,
+            cost_storage: 0.0,
+            cost_transfer: 0.0,
+            cost_total: cost,
+            error: error.into(),
+        }
+    }
+
+    #[test]
+    fn the_qos_section_counts_deadlines_costs_and_refusals() {
+        let spec = Spec::parse(
+            r#"
+name = "q"
+schedulers = [{ label = "mrosa", scheduler = "mrosa" }, "coshic"]
+[cluster]
+workers = 2
+slots = 1
+replication = 1
+[data]
+block_size = "1MiB"
+files = 1
+blocks = 4
+[jobs]
+count = 2
+deadline_s = 10
+qos_deadlines_s = [5, 10]
+[[points]]
+label = "p"
+"#,
+            Path::new("experiments/q.toml"),
+        )
+        .unwrap();
+        let (schedulers, points) = (spec.schedulers().unwrap(), spec.points().unwrap());
+        let rows = vec![
+            // mrosa, rep 0: 4 s and 8 s, both met, 1.5 spent; rep 1: 6 s met, 12 s not.
+            row("mrosa", 0, 4.0, "true", 1.5, ""),
+            row("mrosa", 0, 8.0, "true", 0.0, ""),
+            row("mrosa", 1, 6.0, "true", 0.0, ""),
+            row("mrosa", 1, 12.0, "false", 0.5, ""),
+            // coshic refuses one job in each run.
+            row("coshic", 0, 9.0, "true", 3.0, ""),
+            row("coshic", 0, f64::NAN, "false", 0.0, "refused: coshic: no"),
+            row("coshic", 1, f64::NAN, "false", 0.0, "refused: coshic: no"),
+            row("coshic", 1, f64::NAN, "false", 0.0, "refused: coshic: no"),
+        ];
+        let s = summary(&spec, &schedulers, &points, &rows);
+        // mean JCT 6 and 9 -> 7.50 (6.00-9.00); met 100% and 50%; cost 1.5 and 0.5.
+        assert!(
+            s.contains("| p | mrosa | 2 | 7.50 (6.00-9.00) | 75 (50-100) | 0.0 (0.0-0.0) | 1.000000 (0.500000-1.500000) | 1.0 (1.0-1.0) |"),
+            "{s}"
+        );
+        // A run with no succeeded job has no mean JCT.
+        assert!(
+            s.contains("| p | coshic | 2 | 9.00 | 25 (0-50) | 1.5 (1.0-2.0) | 1.500000 (0.000000-3.000000) | 0.5 (0.0-1.0) |"),
+            "{s}"
+        );
+        // By deadline: mrosa's runs have 1 of 2 and 0 of 2 jobs within 5 s, 2 and 1 within 10.
+        assert!(s.contains("| p | mrosa | 25 (0-50) | 75 (50-100) |"), "{s}");
+        assert!(s.contains("| p | coshic | 0 (0-0) | 25 (0-50) |"), "{s}");
+    }
 }
