@@ -590,6 +590,12 @@ impl ClusterConfig {
         }
     }
 
+    /// Where a local cluster's run state lives (pids, logs):
+    /// `<dir of cluster.toml>/run`.
+    pub fn run_dir(&self) -> PathBuf {
+        self.base_dir.join("run")
+    }
+
     pub fn master_url(&self) -> String {
         format!("http://{}", self.master.listen)
     }

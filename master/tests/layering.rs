@@ -9,8 +9,21 @@ use std::path::{Path, PathBuf};
 
 /// Top-level modules of each crate, lowest first.
 const SCHED: &[&str] = &[
-    "model", "offline", "pending", "view", "order", "pick", "assign", "policy", "reduce", "sim",
-    "replay", "algo",
+    "model",
+    "offline",
+    "pending",
+    "hybrid",
+    "view",
+    "order",
+    "pick",
+    "assign",
+    "hybrid_plan",
+    "policy",
+    "reduce",
+    "sim",
+    "hybrid_sim",
+    "replay",
+    "algo",
 ];
 const MASTER: &[&str] = &[
     "server",

@@ -9,7 +9,8 @@
 //! starts the instance, and calls [`HybridView::instance_up`] when it has
 //! registered as a worker, and [`HybridView::instance_gone`] when it stops.
 
-use crate::view::Millis;
+/// Scheduler time, ms (as `view::Millis`; this module sits below `view`).
+type Millis = u64;
 use common::public::PublicType;
 use common::{JobId, WorkerId};
 use std::collections::BTreeMap;

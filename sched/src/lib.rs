@@ -16,6 +16,8 @@
 //!   (with the pending-task queue, `pending`);
 //! - [`order`], [`pick`], [`assign`]: job ordering, task picking, matching
 //!   and the Hungarian algorithm, shared by the policies;
+//! - [`hybrid_plan`]: MROSA's estimates, slot book and plans, shared by
+//!   `mrosa` and `coshic`;
 //! - [`policy`]: one file per online policy, and [`build`];
 //! - [`reduce`]: reduce placement (`ReducePlacer`, `offer_reduces`);
 //! - [`sim`]: the discrete-event simulator;
@@ -28,6 +30,7 @@
 pub mod algo;
 pub mod assign;
 pub mod hybrid;
+pub mod hybrid_plan;
 pub mod hybrid_sim;
 pub mod model;
 pub mod offline;

@@ -21,7 +21,7 @@ pub struct Proc {
 
 /// Where run state lives: `<dir of cluster.toml>/run`.
 pub fn run_dir(cfg: &ClusterConfig) -> PathBuf {
-    cfg.base_dir.join("run")
+    cfg.run_dir()
 }
 
 fn pids_file(run: &Path) -> PathBuf {

@@ -22,6 +22,19 @@ pub struct ProvisionSettings {
     pub log_dir: PathBuf,
 }
 
+impl ProvisionSettings {
+    /// The `worker` binary next to this one, cluster.toml as loaded, logs
+    /// in `<run>/logs`; None when this binary's directory is unknown.
+    pub fn from_config(cfg: &common::config::ClusterConfig) -> Option<Self> {
+        let exe = std::env::current_exe().ok()?;
+        Some(ProvisionSettings {
+            config: std::path::absolute(&cfg.path).unwrap_or_else(|_| cfg.path.clone()),
+            bin_dir: exe.parent()?.to_owned(),
+            log_dir: cfg.run_dir().join("logs"),
+        })
+    }
+}
+
 pub struct Provisioner {
     settings: ProvisionSettings,
     children: BTreeMap<String, Child>,

@@ -27,7 +27,7 @@
 //! private maps launch like Hadoop's, earliest deadline first, a data-local
 //! map first (COSHIC places no task within the private cluster).
 
-use super::hybrid_plan::{
+use crate::hybrid_plan::{
     map_deadline, map_parts_public, Book, InstanceBook, JobPlan, Plans, Target,
 };
 use crate::view::{ClusterView, JobView, Millis, PlanContext, SchedContext, Scheduler};

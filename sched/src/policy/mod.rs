@@ -10,7 +10,6 @@ pub mod dyndl_on;
 pub mod eas;
 pub mod fair;
 pub mod hadoop;
-pub mod hybrid_plan;
 pub mod lsap;
 pub mod lsap_fair;
 pub mod mrosa;

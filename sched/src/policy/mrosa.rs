@@ -44,7 +44,7 @@
 //! that would otherwise wait for a booting instance). An instance takes
 //! the public maps planned for it (or for an instance that is gone).
 
-use super::hybrid_plan::{
+use crate::hybrid_plan::{
     map_cost, map_deadline, map_parts_public, priority, Book, InstanceBook, JobPlan, Plans, Target,
 };
 use crate::view::{
@@ -256,7 +256,7 @@ enum Choice {
 }
 
 /// Plans `t` on its best private slot (no public option left for it).
-pub(super) fn private(book: &mut Book, view: &ClusterView, t: &PendingTask, plan: &mut JobPlan) {
+pub(crate) fn private(book: &mut Book, view: &ClusterView, t: &PendingTask, plan: &mut JobPlan) {
     if let Some((w, s, fit)) = book.best_private(view, t.len, &t.replicas) {
         book.private.get_mut(&w).expect("best_private's worker")[s] = fit;
         plan.at.insert(t.task.index, Target::Private(w));

@@ -103,13 +103,7 @@ impl MasterSettings {
             public_types: cfg.public_type.clone(),
             public: cfg.public_section(),
             slot_rate_mbs: cfg.workers.slot_rate_mbs,
-            provision: crate::ops::local::bin_dir().ok().map(|bin_dir| {
-                crate::server::provision::ProvisionSettings {
-                    config: std::path::absolute(&cfg.path).unwrap_or_else(|_| cfg.path.clone()),
-                    bin_dir,
-                    log_dir: crate::ops::local::run_dir(cfg).join("logs"),
-                }
-            }),
+            provision: crate::server::provision::ProvisionSettings::from_config(cfg),
         }
     }
 }
