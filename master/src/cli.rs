@@ -256,6 +256,15 @@ pub enum SimCmd {
         #[arg(long, default_value_t = 0.1)]
         tick: f64,
     },
+    /// Run an experiment spec with public instance types
+    /// (experiments/mrosa-*.toml) in the hybrid-cloud simulator and print
+    /// each point's JCT, deadlines met, cost and instances per scheduler.
+    Hybrid {
+        spec: PathBuf,
+        /// Private workers instead of the spec's (e.g. thousands).
+        #[arg(long)]
+        workers: Option<u32>,
+    },
     /// Run a sweep spec (experiments/sim-*.toml); results in
     /// <results>/<name>/<timestamp>/.
     Sweep {
@@ -843,6 +852,10 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                 None => gen.params()?.generate(*seed),
             };
             sim_run(&inst, *seed, algos, *tick)
+        }
+        SimCmd::Hybrid { spec, workers } => {
+            print!("{}", lab::hybrid::run_file(spec, *workers)?);
+            Ok(())
         }
         SimCmd::Sweep { spec, results } => {
             let out = lab::sweep::run(spec, results)?;

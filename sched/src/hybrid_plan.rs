@@ -128,8 +128,9 @@ impl Book {
         replicas: &[WorkerId],
     ) -> Option<(WorkerId, usize, f64)> {
         let mut best: Option<(WorkerId, usize, f64)> = None;
+        let spb = view.hybrid().map_secs_per_byte();
         for (w, slots) in &self.private {
-            let run = map_ms_private(view.hybrid(), *w, len, replicas.contains(w));
+            let run = map_ms_private_at(view.hybrid(), spb, *w, len, replicas.contains(w));
             for (s, free) in slots.iter().enumerate() {
                 let fit = free + run;
                 if best.is_none_or(|b| fit < b.2) {
@@ -150,8 +151,13 @@ fn is_private_map_worker(view: &ClusterView, w: WorkerId) -> bool {
 /// per byte, at the worker's speed) plus, when it holds no replica, the
 /// transfer over its link.
 pub fn map_ms_private(h: &HybridView, w: WorkerId, len: u64, local: bool) -> f64 {
+    map_ms_private_at(h, h.map_secs_per_byte(), w, len, local)
+}
+
+/// [`map_ms_private`] at `spb` seconds per byte (looked up once per plan).
+fn map_ms_private_at(h: &HybridView, spb: f64, w: WorkerId, len: u64, local: bool) -> f64 {
     let p = h.profile(w);
-    let compute = len as f64 * h.map_secs_per_byte() / p.speed.max(1e-9);
+    let compute = len as f64 * spb / p.speed.max(1e-9);
     let transfer = if local {
         0.0
     } else {

@@ -1,8 +1,9 @@
 //! The scheduling lab's side that touches files and clocks: instance files
 //! (JSON), timed runs of any algorithm, and sweeps of the papers'
-//! simulations ([`sweep`]). The model, the planners, the policies and the
+//! simulations ([`sweep`]), hybrid-cloud specs in the simulator ([`hybrid`]). The model, the planners, the policies and the
 //! simulator themselves are the pure `sched` crate.
 
+pub mod hybrid;
 pub mod sweep;
 
 pub use sched::algo::{Algo, LabError, Planned};
