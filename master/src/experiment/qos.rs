@@ -72,8 +72,8 @@ impl JobRow {
     }
 }
 
-/// mean (min-max) over the values, or "-".
-fn spread(v: &[f64], digits: usize) -> String {
+/// mean (min-max) over the values (just the mean for one), or "-".
+pub(crate) fn spread(v: &[f64], digits: usize) -> String {
     let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return "-".into();

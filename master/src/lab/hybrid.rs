@@ -5,23 +5,12 @@
 //! policy can be tried at thousands of servers. Jobs are map-only there (the
 //! simulator models no reduce phase); the table says so.
 
+use crate::experiment::qos::spread;
 use crate::experiment::run::arrivals;
 use crate::experiment::spec::Spec;
 use anyhow::Context;
 use sched::hybrid_sim::{simulate, HybridCluster, JobOutcome, SimJob};
 use std::path::Path;
-
-/// mean (min-max), or "-".
-fn spread(v: &[f64], digits: usize) -> String {
-    let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return "-".into();
-    }
-    let mean = v.iter().sum::<f64>() / v.len() as f64;
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    format!("{mean:.digits$} ({lo:.digits$}-{hi:.digits$})")
-}
 
 /// Runs every point, scheduler and repetition of the spec at `path`; returns
 /// the table (markdown).
