@@ -72,26 +72,41 @@ impl WorkerOptions {
             )
         })?;
         Ok(WorkerOptions {
+            background: cfg
+                .background
+                .clone()
+                .map(|b| (b, background::worker_seed(cfg.cluster.seed, &w.name))),
+            scrub_bytes_per_sec: cfg.workers.scrub_mbps.map(|r| r * 1e6),
+            ..Self::from_settings(cfg, &w, cfg.worker_data_dir(&w.name))
+        })
+    }
+
+    /// A worker of `w`'s settings storing its blocks in `data_dir`, with
+    /// the cluster's token, master and heartbeats; no background load and
+    /// no block scanner.
+    fn from_settings(
+        cfg: &ClusterConfig,
+        w: &common::config::WorkerSettings,
+        data_dir: std::path::PathBuf,
+    ) -> Self {
+        WorkerOptions {
             name: w.name.clone(),
             listen: w.listen,
             advertise: None,
             slots: w.slots,
             nic_bytes_per_sec: w.nic_bytes_per_sec,
-            data_dir: cfg.worker_data_dir(&w.name),
+            data_dir,
             master_url: cfg.master_url(),
             token: cfg.cluster.token.clone(),
             heartbeat_ms: cfg.cluster.heartbeat_ms,
             out_of_band_heartbeat: cfg.cluster.out_of_band_heartbeat,
             slot_rate_bytes: w.slot_rate_bytes,
             disk_bytes_per_sec: w.disk_bytes_per_sec,
-            background: cfg
-                .background
-                .clone()
-                .map(|b| (b, background::worker_seed(cfg.cluster.seed, &w.name))),
-            scrub_bytes_per_sec: cfg.workers.scrub_mbps.map(|r| r * 1e6),
+            background: None,
+            scrub_bytes_per_sec: None,
             http_timeouts: Default::default(),
             min_free_bytes: cfg.workers.min_free_mb * 1_000_000,
-        })
+        }
     }
 }
 
@@ -124,24 +139,11 @@ impl WorkerOptions {
             );
         }
         let w = cfg.instance_settings(0, name, port_offset, ty);
-        Ok(WorkerOptions {
-            name: name.to_owned(),
-            listen: w.listen,
-            advertise: None,
-            slots: w.slots,
-            nic_bytes_per_sec: w.nic_bytes_per_sec,
-            data_dir: cfg.resolve(&cfg.cluster.data_dir).join(name),
-            master_url: cfg.master_url(),
-            token: cfg.cluster.token.clone(),
-            heartbeat_ms: cfg.cluster.heartbeat_ms,
-            out_of_band_heartbeat: cfg.cluster.out_of_band_heartbeat,
-            slot_rate_bytes: w.slot_rate_bytes,
-            disk_bytes_per_sec: None,
-            background: None,
-            scrub_bytes_per_sec: None,
-            http_timeouts: Default::default(),
-            min_free_bytes: cfg.workers.min_free_mb * 1_000_000,
-        })
+        Ok(Self::from_settings(
+            cfg,
+            &w,
+            cfg.resolve(&cfg.cluster.data_dir).join(name),
+        ))
     }
 }
 
