@@ -57,8 +57,9 @@ pub struct ClusterSection {
     #[serde(default = "defaults::heartbeat_ms")]
     pub heartbeat_ms: u64,
     /// A worker also heartbeats at once when a task ends (Hadoop's
-    /// out-of-band heartbeat, `mapreduce.tasktracker.outofband.heartbeat`);
-    /// false: only every `heartbeat_ms`, as Hadoop 1.x does by default.
+    /// out-of-band heartbeat, `mapreduce.tasktracker.outofband.heartbeat`)
+    /// and when the master asks it to because a job arrived; false: only
+    /// every `heartbeat_ms`, as Hadoop 1.x does by default.
     #[serde(default = "defaults::yes")]
     pub out_of_band_heartbeat: bool,
     /// A worker silent for this long (ms) is declared lost; its tasks rerun elsewhere.

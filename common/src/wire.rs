@@ -38,6 +38,11 @@ pub struct RegisterRequest {
     pub addr: String,
     pub slots: u32,
     pub blocks: Vec<BlockInfo>,
+    /// The worker heartbeats at once when a task ends and when the master
+    /// asks it to (`POST /v1/heartbeat-now`, sent when a job arrives), not
+    /// only every `heartbeat_ms`.
+    #[serde(default)]
+    pub out_of_band_heartbeat: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]

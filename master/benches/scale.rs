@@ -134,6 +134,7 @@ async fn run(base: &str, workers: usize, seconds: u64, pid: u32) -> anyhow::Resu
                 addr: format!("http://127.0.0.2:{}", 10_000 + i),
                 slots: SLOTS,
                 blocks,
+                out_of_band_heartbeat: false,
             })
             .send()
             .await?

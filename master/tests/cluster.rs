@@ -91,6 +91,51 @@ async fn input_sink_jobs_over_replicated_data() {
 }
 
 /// Flips one byte of the only replica of `file`'s block 0; returns its holder.
+/// With out-of-band heartbeats, a job's tasks start when it arrives: the
+/// master asks idle workers to heartbeat now (`POST /v1/heartbeat-now`)
+/// rather than leaving the tasks until their next interval, here 60 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_job_starts_without_waiting_for_the_heartbeat_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = support::start_cluster(dir.path(), TOKEN, 2, &[None, None], 60_000).await;
+    loader::load(
+        &c.client,
+        &LoadSpec {
+            name: "data".into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks: 8,
+            },
+            block_size: 10_000,
+            replication: 1,
+            seed: 11,
+            placement: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+    // The stored blocks made each worker heartbeat once (a block report);
+    // the next interval is a minute away.
+    for _ in 0..2 {
+        let id = c
+            .client
+            .submit(&JobSubmit::new(Workload::InputSink, "data"))
+            .await
+            .unwrap();
+        let r = tokio::time::timeout(std::time::Duration::from_secs(30), c.client.wait_job(id))
+            .await
+            .expect("the job ended long before a heartbeat interval")
+            .unwrap();
+        assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+        assert_eq!(r.attempts.len(), 8);
+        let first = r.attempts.iter().map(|a| a.start_ms).min().unwrap();
+        assert!(
+            first < 5_000,
+            "the first task started {first} ms after submission"
+        );
+    }
+}
+
 fn corrupt_only_replica<'a>(c: &'a Cluster, file: &str) -> &'a worker::WorkerHandle {
     let id = common::BlockId::for_file(file, 0).unwrap();
     let holder = c
@@ -543,6 +588,7 @@ async fn a_large_block_report_registers() {
         addr: c.workers[0].url(),
         slots: 1,
         blocks,
+        out_of_band_heartbeat: false,
     };
     let body = serde_json::to_vec(&req).unwrap();
     assert!(body.len() > 2 << 20, "{} bytes", body.len());

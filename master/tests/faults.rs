@@ -123,6 +123,47 @@ fn pids(cfg: &ClusterConfig) -> Vec<(String, u32)> {
     procs.into_iter().map(|p| (p.name, p.pid)).collect()
 }
 
+/// Whether process `pid` is a zombie child of this process (exited, not
+/// waited for).
+fn zombie_child(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // "pid (comm) S ppid ...": the fields after the last ')'.
+    let rest: Vec<&str> = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    rest.first() == Some(&"Z") && rest.get(1) == Some(&std::process::id().to_string().as_str())
+}
+
+/// A process the launcher started that dies (killed here, or stopped by
+/// `down`) is waited for: a long-lived runner, such as the experiment
+/// runner with its cluster per run, collects no zombies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_that_end_leave_no_zombie() {
+    let c = start(2, "").await;
+    let procs = pids(&c.cfg);
+    let (_, w1) = procs.iter().find(|(n, _)| n == "w1").cloned().unwrap();
+    kill9(w1);
+    let gone =
+        |pid: u32| !zombie_child(pid) && !std::path::Path::new(&format!("/proc/{pid}")).exists();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gone(w1) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone(w1), "killed worker {w1} is left as a zombie");
+    local::down(&local::run_dir(&c.cfg)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while procs.iter().any(|(_, p)| !gone(*p)) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let left: Vec<_> = procs.iter().filter(|(_, p)| !gone(*p)).collect();
+    assert!(left.is_empty(), "left after down: {left:?}");
+}
+
 /// Kill -9 of a worker that keeps map outputs, while the sort's reduces
 /// fetch them: the reduces report the outputs they cannot fetch, the master
 /// runs those maps again from the surviving input replicas, the reduces

@@ -9,7 +9,8 @@
 //! The model (every part measured on real runs by `master sim calibrate`):
 //! - a worker is offered its free slots only at its heartbeats (every
 //!   `heartbeat_ms`, from its `phase_ms`), and also at once when one of its
-//!   tasks ends if `out_of_band`; launches start at the heartbeat;
+//!   tasks ends and when a job arrives (the master wakes idle workers) if
+//!   `out_of_band`; launches start at the heartbeat;
 //! - free slots = slots - running tasks - background processes running;
 //! - a data-local task lasts its `local_ms`; a data-remote one first reads
 //!   its block, by one of two [`RemoteModel`]s: a fixed extra when it starts
@@ -44,7 +45,8 @@ pub struct ReplayCluster {
     /// Each worker's heartbeat period as measured (ms; a real worker's
     /// drifts a little above `heartbeat_ms`); empty: `heartbeat_ms`.
     pub period_ms: Vec<f64>,
-    /// A worker also heartbeats when one of its tasks ends.
+    /// A worker also heartbeats when one of its tasks ends, and when a job
+    /// arrives (the master asks idle workers to).
     pub out_of_band: bool,
     /// Worker roles (EAS's dedicated machines); empty: every worker runs
     /// both.
@@ -223,6 +225,16 @@ pub fn replay(
     let mut beats: BinaryHeap<Reverse<(u64, u32, Option<u64>)>> = (0..n)
         .map(|w| Reverse((phase(w).round() as u64, w as u32, Some(0))))
         .collect();
+    if cluster.out_of_band {
+        // A job's arrival wakes every worker (one with no free slot takes
+        // nothing, as one the master does not wake).
+        let mut arrivals: Vec<u64> = jobs.iter().map(|j| j.arrival_ms).collect();
+        arrivals.sort_unstable();
+        arrivals.dedup();
+        for t in arrivals {
+            beats.extend((0..n).map(|w| Reverse((t, w as u32, None))));
+        }
+    }
     let mut ends: BinaryHeap<Ending> = BinaryHeap::new();
     // Per worker: running tasks (start times), remote reads in and out.
     let mut running: Vec<Vec<u64>> = vec![Vec::new(); n];

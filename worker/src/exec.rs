@@ -361,6 +361,7 @@ async fn read_and_map(
     // The map runs, then writes its output for the reduces, off the runtime.
     let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, TaskOutcome> {
         let mut task = workload.map_task(reduces);
+        task.expect_input(len);
         while let Some(piece) = rx.blocking_recv() {
             task.consume(&piece);
             mapped.add(piece.len() as u64);

@@ -19,6 +19,7 @@
 //! | GET | /metrics | | Prometheus metrics (OpenMetrics text) |
 //! | GET | /timeline | ?since_ms=UNIX_MS | WorkerTimeline |
 //! | GET | /shuffle/{job}/{map}/{attempt}/{part} | ?lo=HEX&hi=HEX for part `run` | map output |
+//! | POST | /v1/heartbeat-now | | 204: heartbeats at once (with out-of-band heartbeats) |
 //! | GET | /v1/openapi.json | | this API's OpenAPI description (no token) |
 
 use crate::store::{BlockReader, BlockTarget, StoreError};
@@ -66,6 +67,7 @@ pub fn api(token: &str) -> (Router<Arc<WorkerCtx>>, utoipa::openapi::OpenApi) {
         .routes(routes!(metrics))
         .routes(routes!(timeline))
         .routes(routes!(crate::shuffle::serve))
+        .routes(routes!(heartbeat_now))
         .split_for_parts();
     let api = api
         .layer(axum::middleware::from_fn_with_state(token, require_token))
@@ -404,6 +406,17 @@ pub struct WorkerStatus {
     pub scrub_found: u64,
     #[serde(default)]
     pub scrubbed_bytes: u64,
+}
+
+#[utoipa::path(post, path = "/v1/heartbeat-now", tag = "worker",
+    responses((status = 204, description = "a heartbeat follows at once if this worker heartbeats out of band; otherwise at its next interval"),
+        (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// The master has work this worker may take (a job arrived): heartbeat now
+/// rather than at the next interval, as after a task ends. A worker with
+/// out-of-band heartbeats off keeps its cadence.
+async fn heartbeat_now(State(ctx): State<Arc<WorkerCtx>>) -> StatusCode {
+    ctx.slot_freed();
+    StatusCode::NO_CONTENT
 }
 
 #[utoipa::path(get, path = "/status", tag = "worker",

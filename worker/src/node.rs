@@ -46,6 +46,7 @@ async fn register(ctx: &WorkerCtx) -> WorkerId {
             addr: ctx.advertise.clone(),
             slots: ctx.slots,
             blocks: ctx.store.list(),
+            out_of_band_heartbeat: ctx.out_of_band_heartbeat,
         };
         match post::<_, RegisterReply>(ctx, "/v1/workers/register", &req).await {
             Ok(r) => {

@@ -117,17 +117,6 @@ pub async fn serve(
         .join(job.to_string())
         .join(format!("m{map}.a{attempt}"))
         .join(&part);
-    let data = tokio::fs::read(&path).await.map_err(|e| {
-        let code = if e.kind() == std::io::ErrorKind::NotFound {
-            StatusCode::NOT_FOUND
-        } else {
-            StatusCode::INTERNAL_SERVER_ERROR
-        };
-        ApiError::new(
-            code,
-            format!("map output job {job} map {map} attempt {attempt} {part}: {e}"),
-        )
-    })?;
     let unhex = |s: &Option<String>, name: &str| -> Result<Option<Vec<u8>>, ApiError> {
         s.as_ref()
             .map(|h| {
@@ -140,32 +129,99 @@ pub async fn serve(
             })
             .transpose()
     };
-    let data = Bytes::from(data);
-    let body = if part == "run" {
-        let (lo, hi) = (unhex(&q.lo, "lo")?, unhex(&q.hi, "hi")?);
-        let (s, e) = workloads::sort::range_in_run(&data, lo.as_deref(), hi.as_deref());
-        data.slice(s..e)
-    } else {
-        data
-    };
-    let len = body.len();
-    let stream = futures_util::stream::unfold((body, ctx), |(mut rest, ctx)| async move {
-        if rest.is_empty() {
-            return None;
-        }
-        let piece = rest.split_to(rest.len().min(crate::nic::PIECE));
-        tokio::join!(
-            ctx.disk.acquire(piece.len()),
-            ctx.nic.tx.acquire(piece.len())
-        );
-        Some((Ok::<Bytes, std::io::Error>(piece), (rest, ctx)))
-    });
+    let (lo, hi) = (unhex(&q.lo, "lo")?, unhex(&q.hi, "hi")?);
+    let is_run = part == "run";
+    // Only the bytes asked for are read: a sort reducer's key range is
+    // found by binary search on the file's keys, not by reading the run.
+    let opened = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+        let file = std::fs::File::open(&path)?;
+        let len = file.metadata()?.len();
+        let (start, end) = if is_run {
+            range_in_file(&file, len, lo.as_deref(), hi.as_deref())?
+        } else {
+            (0, len)
+        };
+        Ok((Arc::new(file), start, end))
+    })
+    .await
+    .map_err(|e| ApiError::internal(e.to_string()))?;
+    let (file, start, end) = opened.map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::NotFound {
+            StatusCode::NOT_FOUND
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        ApiError::new(
+            code,
+            format!("map output job {job} map {map} attempt {attempt} {part}: {e}"),
+        )
+    })?;
+    let len = end - start;
+    // Read ahead in large reads (one blocking call each), sent in NIC
+    // pieces so concurrent streams interleave on the links.
+    const READ: u64 = 4 << 20;
+    let stream = futures_util::stream::unfold(
+        (Bytes::new(), start, file, ctx),
+        move |(mut buf, mut at, file, ctx)| async move {
+            if buf.is_empty() {
+                if at >= end {
+                    return None;
+                }
+                let n = READ.min(end - at);
+                let f = file.clone();
+                let read = tokio::task::spawn_blocking(move || {
+                    use std::os::unix::fs::FileExt;
+                    let mut v = vec![0u8; n as usize];
+                    f.read_exact_at(&mut v, at).map(|_| v)
+                })
+                .await
+                .map_err(std::io::Error::other)
+                .and_then(|r| r);
+                match read {
+                    Ok(v) => {
+                        at += n;
+                        buf = Bytes::from(v);
+                    }
+                    Err(e) => return Some((Err(e), (Bytes::new(), end, file, ctx))),
+                }
+            }
+            let piece = buf.split_to(buf.len().min(crate::nic::PIECE));
+            tokio::join!(
+                ctx.disk.acquire(piece.len()),
+                ctx.nic.tx.acquire(piece.len())
+            );
+            Some((Ok::<Bytes, std::io::Error>(piece), (buf, at, file, ctx)))
+        },
+    );
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_LENGTH, len)
         .header(header::CONTENT_TYPE, "application/octet-stream")
         .body(Body::from_stream(stream))
         .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// The byte range of a stored sorted run (`len` bytes) holding the keys
+/// `lo <= key < hi`, reading only the keys its binary search visits.
+fn range_in_file(
+    file: &std::fs::File,
+    len: u64,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    use workloads::sort::{KEY, RECORD};
+    if !len.is_multiple_of(RECORD as u64) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a sorted run of {len} bytes is not whole {RECORD}-byte records"),
+        ));
+    }
+    let key = |i: u64| {
+        let mut k = [0u8; KEY];
+        file.read_exact_at(&mut k, i * RECORD as u64).map(|_| k)
+    };
+    workloads::sort::range_by_key(len / RECORD as u64, key, lo, hi)
 }
 
 /// GETs `url` whole, paced by `rx`.
@@ -185,7 +241,8 @@ async fn fetch(
     let resp = check(resp, format!("fetching {url}"))
         .await
         .map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
+    // The whole body is kept: reserve it once rather than grow by copies.
+    let mut out = Vec::with_capacity(resp.content_length().unwrap_or(0).min(1 << 32) as usize);
     let mut stream = resp.bytes_stream();
     while let Some(piece) = stream.next().await {
         let piece = piece.map_err(|e| {
@@ -274,6 +331,7 @@ pub async fn run_reduce(
         ));
     };
     let job = attempt.task.job;
+    let t0 = std::time::Instant::now();
     let (mut local, mut remote) = (0u64, 0u64);
     // Fetch a few inputs at once; they share this worker's receive link.
     let urls: Vec<(bool, String)> = r
@@ -353,6 +411,7 @@ pub async fn run_reduce(
         task = t;
         data.map_err(|e| (local, remote, ReduceError::Failed(e)))?;
     }
+    let fetched = t0.elapsed();
     let (summary, out) = tokio::task::spawn_blocking(move || task.finish())
         .await
         .map_err(|e| {
@@ -362,6 +421,7 @@ pub async fn run_reduce(
                 ReduceError::Failed(format!("reduce panicked: {e}")),
             )
         })?;
+    let reduced = t0.elapsed();
     progress.add(out.len() as u64);
     let out = Bytes::from(out);
     let target = crate::store::BlockTarget {
@@ -370,43 +430,111 @@ pub async fn run_reduce(
         index: r.output.index,
         file_blocks: r.output.file_blocks,
     };
-    let store = ctx.store.clone();
-    let data = out.clone();
-    // The job's output is written through the (emulated) disk.
-    ctx.disk.acquire_all(out.len() as u64).await;
-    tokio::task::spawn_blocking(move || store.put(target, &data))
-        .await
-        .map_err(|e| {
-            (
-                local,
-                remote,
-                ReduceError::Failed(format!("storing output panicked: {e}")),
-            )
-        })?
-        .map_err(|e| {
-            let full = matches!(&e, crate::store::StoreError::Io { source, .. }
-                if source.kind() == std::io::ErrorKind::StorageFull);
-            let error = format!("storing output block: {e}");
-            (
-                local,
-                remote,
+    // Hashed once, for this copy and the replicas; then stored here and
+    // sent to the replica workers at the same time (HDFS pipelines a
+    // block's write the same way).
+    let hashed = out.clone();
+    let sums = tokio::task::spawn_blocking(move || {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        BlockChecksums::of_parallel(&hashed, threads)
+    })
+    .await
+    .map_err(|e| {
+        (
+            local,
+            remote,
+            ReduceError::Failed(format!("hashing output panicked: {e}")),
+        )
+    })?;
+    let digest = sums.block_digest_hex();
+    let store_here = async {
+        let store = ctx.store.clone();
+        let data = out.clone();
+        // The job's output is written through the (emulated) disk.
+        ctx.disk.acquire_all(out.len() as u64).await;
+        let res = tokio::task::spawn_blocking(move || store.put_hashed(target, &data, sums))
+            .await
+            .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
+            .map_err(|e| {
+                let full = matches!(&e, crate::store::StoreError::Io { source, .. }
+                    if source.kind() == std::io::ErrorKind::StorageFull);
+                let error = format!("storing output block: {e}");
                 if full {
                     ReduceError::NoSpace(error)
                 } else {
                     ReduceError::Failed(error)
-                },
-            )
-        })?;
-    ctx.wake_heartbeat();
-    progress.add(out.len() as u64);
-    let digest = BlockChecksums::of(&out).block_digest_hex();
+                }
+            });
+        progress.add(out.len() as u64);
+        res.map(|_| t0.elapsed())
+    };
     // A replica target that fails is left out, as HDFS's write pipeline
     // drops a failed datanode: the block is stored here, and the master's
     // re-replication makes up the factor once the job is done.
-    for addr in &r.output.replicas {
-        if let Err(e) = upload(ctx, addr, &r.output, out.clone(), &digest, progress).await {
-            tracing::warn!(block = %r.output.block, error = %e, "output replica skipped");
+    let replicate = futures_util::future::join_all(r.output.replicas.iter().map(|addr| {
+        let (out, digest) = (out.clone(), &digest);
+        async move {
+            if let Err(e) = upload(ctx, addr, &r.output, out, digest, progress).await {
+                tracing::warn!(block = %r.output.block, error = %e, "output replica skipped");
+            }
         }
-    }
+    }));
+    let (stored, _) = tokio::join!(store_here, replicate);
+    let stored = stored.map_err(|e| (local, remote, e))?;
+    ctx.wake_heartbeat();
+    tracing::debug!(%attempt, fetched_ms = fetched.as_millis() as u64, reduced_ms = reduced.as_millis() as u64,
+        stored_ms = stored.as_millis() as u64, replicated_ms = t0.elapsed().as_millis() as u64, "reduce phases");
     Ok((summary, local, remote))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use workloads::sort::{range_in_run, RECORD};
+
+    #[test]
+    fn a_stored_run_gives_the_ranges_of_the_run_in_memory() {
+        let keys = [
+            "aaaaaaaaaa",
+            "cccccccccc",
+            "mmmmmmmmmm",
+            "mmmmmmmmmm",
+            "zzzzzzzzzz",
+        ];
+        let run: Vec<u8> = keys
+            .iter()
+            .flat_map(|k| {
+                let mut r = format!("{k} ").into_bytes();
+                r.resize(RECORD - 1, b'x');
+                r.push(b'\n');
+                r
+            })
+            .collect();
+        let mut f = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut f, &run).unwrap();
+        let len = run.len() as u64;
+        let bounds: [Option<&[u8]>; 5] = [
+            None,
+            Some(b"a"),
+            Some(b"cccccccccc"),
+            Some(b"mmmmmmmmmm"),
+            Some(b"zzzzzzzzzzz"),
+        ];
+        for lo in bounds {
+            for hi in bounds {
+                let (a, b) = range_in_file(&f, len, lo, hi).unwrap();
+                let (c, d) = range_in_run(&run, lo, hi);
+                assert_eq!((a as usize, b as usize), (c, d), "lo {lo:?} hi {hi:?}");
+            }
+        }
+        assert_eq!(
+            range_in_file(&f, len, Some(b"cccccccccc"), Some(b"mmmmmmmmmm")).unwrap(),
+            (100, 200)
+        );
+        let err = range_in_file(&f, len - 1, None, None).unwrap_err();
+        assert!(
+            err.to_string().contains("not whole 100-byte records"),
+            "{err}"
+        );
+    }
 }

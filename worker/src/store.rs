@@ -222,6 +222,8 @@ impl BlockStore {
             expected_digest,
             verify: true,
             hasher: ChunkHasher::new(),
+            known: None,
+            written: 0,
             file: Some(io::BufWriter::with_capacity(1 << 20, file)),
             tmp,
         })
@@ -236,6 +238,23 @@ impl BlockStore {
         // The data comes from this process: hash it once, while writing.
         let mut w = self.writer(target, [0; 32])?;
         w.verify = false;
+        w.write(data)?;
+        w.commit()
+    }
+
+    /// [`BlockStore::put`] of bytes whose checksums the caller computed
+    /// from these very bytes in this process (a reduce hashes its output
+    /// once, for this copy and the replicas it sends).
+    pub fn put_hashed(
+        self: &Arc<Self>,
+        target: BlockTarget,
+        data: &[u8],
+        sums: BlockChecksums,
+    ) -> Result<BlockInfo, StoreError> {
+        assert_eq!(sums.len, data.len() as u64, "checksums of other bytes");
+        let mut w = self.writer(target, [0; 32])?;
+        w.verify = false;
+        w.known = Some(sums);
         w.write(data)?;
         w.commit()
     }
@@ -312,25 +331,31 @@ pub struct BlockWriter {
     /// bytes never left this process.
     verify: bool,
     hasher: ChunkHasher,
+    /// Checksums computed by the caller (`put_hashed`): nothing to hash.
+    known: Option<BlockChecksums>,
+    written: u64,
     file: Option<io::BufWriter<File>>,
     tmp: PathBuf,
 }
 
 impl BlockWriter {
     pub fn write(&mut self, data: &[u8]) -> Result<(), StoreError> {
-        self.hasher.update(data);
+        if self.known.is_none() {
+            self.hasher.update(data);
+        }
+        self.written += data.len() as u64;
         let f = self.file.as_mut().expect("writer used after commit");
         f.write_all(data).map_err(io_err("writing", &self.tmp))
     }
 
     pub fn written(&self) -> u64 {
-        self.hasher.len()
+        self.written
     }
 
     /// Verifies the digest, makes the block durable, then visible.
     pub fn commit(mut self) -> Result<BlockInfo, StoreError> {
         let hasher = std::mem::take(&mut self.hasher);
-        let sums = hasher.finish();
+        let sums = self.known.take().unwrap_or_else(|| hasher.finish());
         let id = self.target.id.clone();
         let actual = sums.block_digest();
         if self.verify && actual != self.expected_digest {

@@ -99,6 +99,9 @@ pub enum MapOutput {
 /// One running map task. `consume` is called with consecutive pieces of the
 /// input block, in order; `finish` once after the last piece.
 pub trait MapTask: Send {
+    /// The input's length, told before the first piece (a task that keeps
+    /// its input reserves it once instead of growing by copies).
+    fn expect_input(&mut self, _bytes: u64) {}
     fn consume(&mut self, piece: &[u8]);
     fn finish(self: Box<Self>) -> (MapSummary, MapOutput);
 }

@@ -8,7 +8,7 @@
 //! sample and picks R - 1 split keys at the quantiles (a range partitioner
 //! from sampled keys); reducer r takes the records with
 //! split[r-1] <= key < split[r], which each mapper serves from its sorted run
-//! by binary search ([`range_in_run`]).
+//! by binary search ([`range_by_key`]).
 //! Reduce: merges the sorted ranges it fetched (one per mapper) into its
 //! output partition.
 
@@ -25,6 +25,13 @@ pub struct SortMap {
 }
 
 impl MapTask for SortMap {
+    fn expect_input(&mut self, bytes: u64) {
+        // A hint: a length beyond any block is not reserved.
+        if bytes <= 1 << 32 {
+            self.data.reserve_exact(bytes as usize);
+        }
+    }
+
     fn consume(&mut self, piece: &[u8]) {
         self.data.extend_from_slice(piece);
     }
@@ -86,23 +93,46 @@ pub fn splits(mut sample: Vec<Vec<u8>>, reduces: u32) -> Vec<Vec<u8>> {
 /// Byte range `[start, end)` of the sorted `run` holding the records with
 /// `lo <= key < hi` (`None` = unbounded). `run` is whole sorted records.
 pub fn range_in_run(run: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> (usize, usize) {
-    let n = run.len() / RECORD;
-    let key = |i: usize| &run[i * RECORD..i * RECORD + KEY];
-    let first_at_least = |k: &[u8]| {
-        let (mut a, mut b) = (0, n);
+    let n = (run.len() / RECORD) as u64;
+    let key = |i: u64| -> Result<[u8; KEY], std::convert::Infallible> {
+        let at = i as usize * RECORD;
+        Ok(run[at..at + KEY].try_into().expect("KEY bytes"))
+    };
+    let Ok((s, e)) = range_by_key(n, key, lo, hi);
+    (s as usize, e as usize)
+}
+
+/// The byte range of records `lo <= key < hi` among `n` sorted records,
+/// record i's key read by `key(i)` (from memory, or from a stored run by
+/// whoever stores it: only the keys the binary search visits are read).
+pub fn range_by_key<E>(
+    n: u64,
+    mut key: impl FnMut(u64) -> Result<[u8; KEY], E>,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> Result<(u64, u64), E> {
+    let mut first_at_least = |k: &[u8]| -> Result<u64, E> {
+        let (mut a, mut b) = (0u64, n);
         while a < b {
             let m = (a + b) / 2;
-            if key(m) < k {
+            if key(m)?.as_slice() < k {
                 a = m + 1;
             } else {
                 b = m;
             }
         }
-        a
+        Ok(a)
     };
-    let s = lo.map_or(0, first_at_least);
-    let e = hi.map_or(n, first_at_least).max(s);
-    (s * RECORD, e * RECORD)
+    let s = match lo {
+        Some(k) => first_at_least(k)?,
+        None => 0,
+    };
+    let e = match hi {
+        Some(k) => first_at_least(k)?,
+        None => n,
+    }
+    .max(s);
+    Ok((s * RECORD as u64, e * RECORD as u64))
 }
 
 #[derive(Default)]
@@ -169,24 +199,93 @@ impl ReduceTask for SortReduce {
     }
 }
 
-/// K-way merge of sorted runs of whole records into `out` (exactly their size).
+/// K-way merge of sorted runs of whole records into `out` (exactly their
+/// size), with a tree of losers: each record costs log2(k) comparisons of
+/// cached integer keys on the path from its run's leaf to the root, and
+/// none of the heap's sifting down and up.
 fn merge(runs: &[&[u8]], out: &mut [u8]) {
-    use std::cmp::Reverse;
-    type Head<'a> = Reverse<((u64, u16), &'a [u8], usize, usize)>;
-    let mut heads: std::collections::BinaryHeap<Head<'_>> = runs
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| !r.is_empty())
-        .map(|(i, r)| Reverse((prefix(r), &r[..RECORD], i, 0)))
-        .collect();
+    let k = runs.len();
+    if k == 0 {
+        return;
+    }
+    let n = k.next_power_of_two();
+    let mut heads = Heads {
+        runs,
+        pos: vec![0; k],
+        keys: runs
+            .iter()
+            .map(|r| if r.is_empty() { (0, 0) } else { prefix(r) })
+            .collect(),
+    };
+    // tree[node] for node in 1..n: the loser of the match played there.
+    let mut tree = vec![usize::MAX; n];
+    fn play(node: usize, n: usize, heads: &Heads<'_>, tree: &mut [usize]) -> usize {
+        if node >= n {
+            return node - n;
+        }
+        let a = play(2 * node, n, heads, tree);
+        let b = play(2 * node + 1, n, heads, tree);
+        if heads.less(b, a) {
+            tree[node] = a;
+            b
+        } else {
+            tree[node] = b;
+            a
+        }
+    }
+    let mut winner = play(1, n, &heads, &mut tree);
     let mut at = 0;
-    while let Some(Reverse((_, rec, i, off))) = heads.pop() {
-        out[at..at + RECORD].copy_from_slice(rec);
+    while !heads.done(winner) {
+        let p = heads.pos[winner];
+        let run = heads.runs[winner];
+        out[at..at + RECORD].copy_from_slice(&run[p..p + RECORD]);
         at += RECORD;
-        let next = off + RECORD;
-        if next < runs[i].len() {
-            let r = &runs[i][next..next + RECORD];
-            heads.push(Reverse((prefix(r), r, i, next)));
+        heads.pos[winner] = p + RECORD;
+        if p + RECORD < run.len() {
+            heads.keys[winner] = prefix(&run[p + RECORD..]);
+        }
+        // Replay the winner's path: it meets the losers stored there.
+        let mut node = (winner + n) / 2;
+        while node >= 1 {
+            if heads.less(tree[node], winner) {
+                std::mem::swap(&mut tree[node], &mut winner);
+            }
+            node /= 2;
+        }
+    }
+    debug_assert_eq!(at, out.len());
+}
+
+/// The merge's runs, where each stands, and the key of its next record.
+struct Heads<'a> {
+    runs: &'a [&'a [u8]],
+    pos: Vec<usize>,
+    keys: Vec<(u64, u16)>,
+}
+
+impl Heads<'_> {
+    /// Run `i` has no record left (`i` may be a padding leaf, always done).
+    #[inline]
+    fn done(&self, i: usize) -> bool {
+        i >= self.runs.len() || self.pos[i] >= self.runs[i].len()
+    }
+
+    /// Run `a`'s next record sorts before run `b`'s (a done run never
+    /// does): the cached key first, the whole record on equal keys.
+    #[inline]
+    fn less(&self, a: usize, b: usize) -> bool {
+        match (self.done(a), self.done(b)) {
+            (true, _) => false,
+            (false, true) => true,
+            (false, false) => {
+                let (ka, kb) = (self.keys[a], self.keys[b]);
+                if ka != kb {
+                    return ka < kb;
+                }
+                let ra = &self.runs[a][self.pos[a]..self.pos[a] + RECORD];
+                let rb = &self.runs[b][self.pos[b]..self.pos[b] + RECORD];
+                (ra, a) < (rb, b)
+            }
         }
     }
 }
@@ -270,10 +369,12 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (x >> 33) as u32
         };
-        for trial in 0..20 {
+        for trial in 0..29 {
             let mut r = Workload::Sort.reduce_task().unwrap();
             let mut all: Vec<Vec<u8>> = Vec::new();
-            for _ in 0..(trial % 7) {
+            // 0-6 runs, then 9-17 (trees of losers over 16 and 32 leaves).
+            let runs = if trial < 20 { trial % 7 } else { trial - 11 };
+            for _ in 0..runs {
                 let mut run: Vec<Vec<u8>> = (0..(next() % 50))
                     .map(|_| rec(&format!("k{:02}", next() % 20), next()))
                     .collect();

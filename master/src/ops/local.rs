@@ -191,7 +191,19 @@ fn restart(cfg: &ClusterConfig, name: &str, program: &Path, args: &[&str]) -> an
         .with_context(|| format!("starting {name}"))?;
     entry.pid = child.id();
     std::fs::write(&f, serde_json::to_string_pretty(&procs)?)?;
-    Ok(child.id())
+    Ok(reap_when_done(child))
+}
+
+/// Waits for `child` on a thread of its own, so a long-lived parent (the
+/// experiment runner, the chaos run) leaves no zombie behind each process
+/// it started; a short-lived one (`master up`) exits first and the process
+/// goes on. Returns its pid.
+fn reap_when_done(mut child: std::process::Child) -> u32 {
+    let pid = child.id();
+    let _ = std::thread::Builder::new()
+        .name(format!("reap-{pid}"))
+        .spawn(move || child.wait());
+    pid
 }
 
 /// The recorded processes of the cluster in `run`, by name and pid.
@@ -274,7 +286,7 @@ where
         match child {
             Ok(c) => procs.push(Proc {
                 name: s.name,
-                pid: c.id(),
+                pid: reap_when_done(c),
                 log,
             }),
             Err(e) => {

@@ -55,6 +55,31 @@ pub struct AppState {
     started: Instant,
     /// Notified whenever a job reaches a final state.
     job_ended: Notify,
+    /// Asks workers to heartbeat now (`POST /v1/heartbeat-now`).
+    wake: WakeClient,
+}
+
+/// Sends workers `POST /v1/heartbeat-now`, fire and forget: a worker that
+/// does not answer heartbeats at its interval as before.
+struct WakeClient {
+    http: reqwest::Client,
+    token: String,
+}
+
+impl WakeClient {
+    fn send(&self, addrs: Vec<String>) {
+        for addr in addrs {
+            let req = self.http.post(format!("{addr}/v1/heartbeat-now")).header(
+                reqwest::header::AUTHORIZATION,
+                common::http::bearer(&self.token),
+            );
+            tokio::spawn(async move {
+                if let Err(e) = req.send().await {
+                    tracing::debug!(%addr, error = %e, "heartbeat-now not delivered");
+                }
+            });
+        }
+    }
 }
 
 impl AppState {
@@ -340,8 +365,13 @@ async fn submit(
     ApiJson(spec): ApiJson<JobSubmit>,
 ) -> Result<(StatusCode, Json<JobSubmitted>), ApiError> {
     let unix = common::unix_ms();
-    s.with(|m, now| m.submit(now, unix, spec))
-        .map(|job| (StatusCode::CREATED, Json(JobSubmitted { job })))
+    let (job, wake) = s.with(|m, now| {
+        let job = m.submit(now, unix, spec);
+        (job, m.to_wake())
+    });
+    // Free slots take the new tasks now, not at their next heartbeat.
+    s.wake.send(wake);
+    job.map(|job| (StatusCode::CREATED, Json(JobSubmitted { job })))
         .map_err(api_error)
 }
 
@@ -473,6 +503,16 @@ pub async fn start_with(
         journal: journal_path,
         started: Instant::now(),
         job_ended: Notify::new(),
+        wake: WakeClient {
+            http: reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .connect_timeout(Duration::from_secs(2))
+                .timeout(Duration::from_secs(5))
+                .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
+                .build()
+                .expect("HTTP client builds"),
+            token: token.to_owned(),
+        },
     });
     let listener = tokio::net::TcpListener::bind(listen)
         .await

@@ -215,3 +215,22 @@ fn reduces_wait_for_the_maps_and_go_where_the_placer_says() {
     assert!(o.runs.iter().filter(|r| !r.reduce).all(|r| r.worker.0 < 2));
     assert_eq!(o.jobs[0].2, reduces.iter().map(|r| r.end_ms).max().unwrap());
 }
+
+#[test]
+fn an_arriving_job_wakes_idle_workers_if_out_of_band() {
+    // Heartbeats every 10 s from 0; the job arrives at 1.2 s.
+    let jobs = [job(1, 1_200, &[(0, 500), (1, 500)])];
+    let starts = |oob: bool| -> Vec<u64> {
+        let o = run(
+            &cluster(&[1, 1], 10_000, oob),
+            &jobs,
+            &[],
+            RemoteCost::default(),
+        );
+        o.runs.iter().map(|r| r.start_ms).collect()
+    };
+    // Without out-of-band heartbeats the tasks wait for the next interval.
+    assert_eq!(starts(false), [10_000, 10_000]);
+    // With them, the master wakes both idle workers when the job arrives.
+    assert_eq!(starts(true), [1_200, 1_200]);
+}

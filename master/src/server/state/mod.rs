@@ -118,6 +118,10 @@ struct WorkerState {
     last_seen: Millis,
     /// Heartbeats received since registration.
     hb_seq: u64,
+    /// It heartbeats at once when asked (see `Master::to_wake`).
+    out_of_band: bool,
+    /// Asked to heartbeat now, and has not yet: not asked again.
+    woken: bool,
     /// Attempts sent to this worker, with the heartbeat whose reply carried them.
     running: HashMap<AttemptId, u64>,
     /// Launches decided for this worker, awaiting its next heartbeat.
@@ -149,6 +153,8 @@ impl WorkerState {
             alive: false,
             last_seen: 0,
             hb_seq: 0,
+            out_of_band: false,
+            woken: false,
             running: HashMap::new(),
             outbox: Vec::new(),
             forget: Vec::new(),

@@ -58,6 +58,7 @@ fn register_all(m: &mut Master, workers: u32, slots: u32, held: impl Fn(u32) -> 
                 addr: format!("http://w{w}"),
                 slots,
                 blocks: held(w),
+                out_of_band_heartbeat: false,
             },
         )
         .unwrap();
@@ -191,6 +192,7 @@ fn remote_launch_names_the_replica_holder() {
             addr: "http://a".into(),
             slots: 1,
             blocks: vec![block("f", 0, 1)],
+            out_of_band_heartbeat: false,
         },
     )
     .unwrap();
@@ -201,6 +203,7 @@ fn remote_launch_names_the_replica_holder() {
             addr: "http://b".into(),
             slots: 1,
             blocks: vec![],
+            out_of_band_heartbeat: false,
         },
     )
     .unwrap();
@@ -296,6 +299,7 @@ fn lost_worker_tasks_move_to_replicas_or_fail_the_job() {
             addr: "a".into(),
             slots: 4,
             blocks: both,
+            out_of_band_heartbeat: false,
         },
     )
     .unwrap();
@@ -306,6 +310,7 @@ fn lost_worker_tasks_move_to_replicas_or_fail_the_job() {
             addr: "b".into(),
             slots: 4,
             blocks: w1,
+            out_of_band_heartbeat: false,
         },
     )
     .unwrap();
@@ -337,6 +342,7 @@ fn lost_worker_tasks_rerun_elsewhere() {
             addr: "a".into(),
             slots: 1,
             blocks: b.clone(),
+            out_of_band_heartbeat: false,
         },
     )
     .unwrap();
@@ -347,6 +353,7 @@ fn lost_worker_tasks_rerun_elsewhere() {
             addr: "b".into(),
             slots: 1,
             blocks: b,
+            out_of_band_heartbeat: false,
         },
     )
     .unwrap();
@@ -391,6 +398,7 @@ fn bad_submissions_and_registrations_are_refused() {
                 addr: "x".into(),
                 slots: 1,
                 blocks: vec![],
+                out_of_band_heartbeat: false,
             },
         )
         .unwrap_err();
@@ -403,6 +411,7 @@ fn bad_submissions_and_registrations_are_refused() {
             addr: "a".into(),
             slots: 1,
             blocks: vec![block("g", 1, 2)],
+            out_of_band_heartbeat: false,
         },
     )
     .unwrap();
@@ -748,6 +757,7 @@ fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
             addr: "http://w2".into(),
             slots: 2,
             blocks: vec![],
+            out_of_band_heartbeat: false,
         },
     )
     .unwrap();
@@ -841,6 +851,7 @@ fn lost_replicas_are_copied_back_and_excess_ones_trimmed() {
             addr: "http://w2".into(),
             slots: 2,
             blocks: held(2),
+            out_of_band_heartbeat: false,
         },
     )
     .unwrap();
@@ -1052,6 +1063,7 @@ fn random_requests_never_panic_the_master() {
                             addr: "http://x".into(),
                             slots: rng.gen_range(0..4),
                             blocks: vec![block("f", rng.gen_range(0..4), 4)],
+                            out_of_band_heartbeat: false,
                         },
                     );
                 }
@@ -1212,4 +1224,43 @@ fn a_deleted_file_never_comes_back_from_a_late_block_report() {
         m.delete_file("f"),
         Err(MasterError::FileInUse { job, .. }) if job == id
     ));
+}
+
+#[test]
+fn a_job_wakes_idle_out_of_band_workers_once_until_they_heartbeat() {
+    let mut m = Master::new(settings(3, 2));
+    // w0 and w1 heartbeat out of band, w2 only on its interval.
+    for w in 0..3u32 {
+        m.register(
+            0,
+            RegisterRequest {
+                name: format!("w{w}"),
+                addr: format!("http://w{w}"),
+                slots: 2,
+                blocks: (0..4)
+                    .filter(|b| b % 3 == w)
+                    .map(|b| block("f", b, 4))
+                    .collect(),
+                out_of_band_heartbeat: w < 2,
+            },
+        )
+        .unwrap();
+    }
+    // Nothing waits: nobody is woken.
+    assert!(m.to_wake().is_empty());
+    // w1 has no free slot at its last heartbeat.
+    m.heartbeat(5, hb(1, 0, vec![], vec![]));
+    submit(&mut m);
+    assert_eq!(m.to_wake(), vec!["http://w0".to_owned()]);
+    // Asked once: not again before it heartbeats, even for another job.
+    submit(&mut m);
+    assert!(m.to_wake().is_empty());
+    let reply = m.heartbeat(10, hb(0, 2, vec![], vec![]));
+    assert_eq!(reply.launches.len(), 2, "the woken heartbeat takes tasks");
+    // Its slots are taken now (it said 2 free and got 2): no wake either.
+    m.heartbeat(11, hb(0, 0, vec![], vec![]));
+    assert!(m.to_wake().is_empty());
+    // w1 frees a slot: its own heartbeat says so, and it is woken next time.
+    m.heartbeat(12, hb(1, 1, vec![], vec![]));
+    assert_eq!(m.to_wake(), vec!["http://w1".to_owned()]);
 }

@@ -44,6 +44,8 @@ impl Master {
         w.alive = true;
         w.last_seen = now;
         w.hb_seq = 0;
+        w.out_of_band = req.out_of_band_heartbeat;
+        w.woken = false;
         w.blocks = req.blocks.len();
         w.free_slots = req.slots;
         self.view.upsert_worker(id, req.slots);
@@ -59,6 +61,25 @@ impl Master {
             worker: id,
             heartbeat_ms: self.settings.heartbeat_ms,
         })
+    }
+
+    /// Workers to ask for a heartbeat now because tasks wait that they
+    /// could take (a job arrived): alive, heartbeating out of band, with a
+    /// free slot at their last heartbeat, and not asked already since it.
+    /// Their addresses. The heartbeat that follows is an ordinary one, so
+    /// every policy decides exactly as on a slot that freed.
+    pub fn to_wake(&mut self) -> Vec<String> {
+        if self.view.pending_total() == 0 {
+            return Vec::new();
+        }
+        self.workers
+            .iter_mut()
+            .filter(|w| w.registered && w.alive && w.out_of_band && !w.woken && w.free_slots > 0)
+            .map(|w| {
+                w.woken = true;
+                w.addr.clone()
+            })
+            .collect()
     }
 
     pub fn heartbeat(&mut self, now: Millis, hb: Heartbeat) -> HeartbeatReply {
@@ -78,6 +99,7 @@ impl Master {
             let w = &mut self.workers[id.0 as usize];
             w.last_seen = now;
             w.hb_seq += 1;
+            w.woken = false;
             w.free_slots = hb.free_slots;
             w.disk_free = hb.disk_free_bytes;
             w.background = hb.busy.iter().filter(|b| b.remaining_ms.is_some()).count() as u32;
