@@ -343,7 +343,18 @@ async fn put_block(
         index,
         file_blocks,
     };
-    let mut writer = ctx.store.writer(target, digest).map_err(store_error)?;
+    let writer = ctx.store.writer(target, digest).map_err(store_error)?;
+    // Hashing and writing run on a blocking thread, fed as the body
+    // arrives: the runtime's threads keep serving, and the hash of one
+    // piece overlaps the receipt of the next.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(16);
+    let writing = tokio::task::spawn_blocking(move || {
+        let mut writer = writer;
+        while let Some(piece) = rx.blocking_recv() {
+            writer.write(&piece)?;
+        }
+        Ok::<_, StoreError>(writer)
+    });
     let mut stream = body.into_data_stream();
     let mut received = 0u64;
     while let Some(piece) = stream.next().await {
@@ -359,10 +370,19 @@ async fn put_block(
         for p in piece.chunks(crate::nic::PIECE) {
             tokio::join!(ctx.nic.rx.acquire(p.len()), ctx.disk.acquire(p.len()));
         }
-        writer.write(&piece).map_err(store_error)?;
+        if tx.send(piece).await.is_err() {
+            // The writer stopped on an error: it says which below.
+            break;
+        }
     }
-    // fsync and rename off the async threads; a failure drops the writer,
-    // which deletes its temp file.
+    drop(tx);
+    // A failure drops the writer, which deletes its temp file (as does an
+    // upload that broke off above: the writer ends when `tx` is dropped).
+    let writer = writing
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?
+        .map_err(store_error)?;
+    // fsync and rename off the async threads.
     let info = tokio::task::spawn_blocking(move || writer.commit())
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?

@@ -112,11 +112,6 @@ pub async fn serve(
             format!("shuffle part {part:?} must be `run` or p<number>"),
         ));
     }
-    let path = ctx
-        .shuffle_root
-        .join(job.to_string())
-        .join(format!("m{map}.a{attempt}"))
-        .join(&part);
     let unhex = |s: &Option<String>, name: &str| -> Result<Option<Vec<u8>>, ApiError> {
         s.as_ref()
             .map(|h| {
@@ -130,18 +125,16 @@ pub async fn serve(
             .transpose()
     };
     let (lo, hi) = (unhex(&q.lo, "lo")?, unhex(&q.hi, "hi")?);
-    let is_run = part == "run";
-    // Only the bytes asked for are read: a sort reducer's key range is
-    // found by binary search on the file's keys, not by reading the run.
-    let opened = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
-        let file = std::fs::File::open(&path)?;
-        let len = file.metadata()?.len();
-        let (start, end) = if is_run {
-            range_in_file(&file, len, lo.as_deref(), hi.as_deref())?
-        } else {
-            (0, len)
-        };
-        Ok((Arc::new(file), start, end))
+    let root = ctx.shuffle_root.clone();
+    let want = OutputPart {
+        job,
+        map,
+        attempt,
+        part: part.clone(),
+    };
+    let opened = tokio::task::spawn_blocking(move || {
+        open_output(&root, &want, lo.as_deref(), hi.as_deref())
+            .map(|(file, start, end)| (Arc::new(file), start, end))
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?;
@@ -199,6 +192,96 @@ pub async fn serve(
         .header(header::CONTENT_TYPE, "application/octet-stream")
         .body(Body::from_stream(stream))
         .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// One map attempt's output part: `p<r>` or `run`.
+#[derive(Clone, Debug)]
+struct OutputPart {
+    job: u32,
+    map: u32,
+    attempt: u32,
+    part: String,
+}
+
+/// Opens a map output part kept here and finds the bytes asked for: the
+/// whole partition, or a sorted run's key range `lo <= key < hi`.
+fn open_output(
+    root: &std::path::Path,
+    want: &OutputPart,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> std::io::Result<(std::fs::File, u64, u64)> {
+    let path = root
+        .join(want.job.to_string())
+        .join(format!("m{}.a{}", want.map, want.attempt))
+        .join(&want.part);
+    let file = std::fs::File::open(&path)?;
+    let len = file.metadata()?.len();
+    let (start, end) = if want.part == "run" {
+        range_in_file(&file, len, lo, hi)?
+    } else {
+        (0, len)
+    };
+    Ok((file, start, end))
+}
+
+/// Reads a map output part kept on this worker straight from its disk (a
+/// reduce's own worker's outputs cross no network, as in Hadoop), paced by
+/// the emulated disk.
+async fn read_local(
+    ctx: &Arc<WorkerCtx>,
+    want: OutputPart,
+    range: Option<KeyRange>,
+    progress: &crate::exec::Progress,
+) -> Result<Vec<u8>, String> {
+    let root = ctx.shuffle_root.clone();
+    let what = format!(
+        "map output job {} map {} attempt {} {} (local)",
+        want.job, want.map, want.attempt, want.part
+    );
+    let data = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let (lo, hi) = match &range {
+            Some(r) => (r.lo.as_deref(), r.hi.as_deref()),
+            None => (None, None),
+        };
+        let (file, start, end) = open_output(&root, &want, lo, hi)?;
+        let mut v = vec![0u8; (end - start) as usize];
+        file.read_exact_at(&mut v, start)?;
+        Ok(v)
+    })
+    .await
+    .map_err(|e| format!("{what}: {e}"))?
+    .map_err(|e| format!("{what}: {e}"))?;
+    ctx.disk.acquire_all(data.len() as u64).await;
+    progress.add(data.len() as u64);
+    Ok(data)
+}
+
+/// The order a reduce fetches its inputs in: one from each source worker
+/// in turn, and each reduce starting at another worker (by its partition),
+/// so concurrent reduces do not all fetch from one worker's uplink at once
+/// (Hadoop's and Spark's reducers randomise their fetch order for this).
+fn fetch_order(addrs: &[&str], partition: u32) -> Vec<usize> {
+    let mut by_source: std::collections::BTreeMap<&str, std::collections::VecDeque<usize>> =
+        Default::default();
+    for (i, a) in addrs.iter().enumerate() {
+        by_source.entry(a).or_default().push_back(i);
+    }
+    let mut queues: Vec<_> = by_source.into_values().collect();
+    if !queues.is_empty() {
+        let k = partition as usize % queues.len();
+        queues.rotate_left(k);
+    }
+    let mut order = Vec::with_capacity(addrs.len());
+    while order.len() < addrs.len() {
+        for q in queues.iter_mut() {
+            if let Some(i) = q.pop_front() {
+                order.push(i);
+            }
+        }
+    }
+    order
 }
 
 /// The byte range of a stored sorted run (`len` bytes) holding the keys
@@ -333,40 +416,55 @@ pub async fn run_reduce(
     let job = attempt.task.job;
     let t0 = std::time::Instant::now();
     let (mut local, mut remote) = (0u64, 0u64);
-    // Fetch a few inputs at once; they share this worker's receive link.
-    let urls: Vec<(bool, String)> = r
-        .inputs
-        .iter()
-        .map(|i| {
-            let base = format!("{}/shuffle/{}/{}/{}", i.addr, job.0, i.map, i.attempt);
-            let url = match &r.range {
-                Some(KeyRange { lo, hi }) => {
-                    let mut q = Vec::new();
-                    if let Some(lo) = lo {
-                        q.push(format!("lo={}", hex::encode(lo)));
+    // Fetch a few inputs at once; remote ones share this worker's receive
+    // link, its own are read from its disk.
+    let addrs: Vec<&str> = r.inputs.iter().map(|i| i.addr.as_str()).collect();
+    let order = fetch_order(&addrs, r.partition);
+    let part = if r.range.is_some() {
+        "run".to_owned()
+    } else {
+        format!("p{}", r.partition)
+    };
+    let mut fetches = futures_util::stream::iter(order.into_iter().map(|i| {
+        let input = &r.inputs[i];
+        let own = input.addr == ctx.advertise;
+        let want = OutputPart {
+            job: job.0,
+            map: input.map,
+            attempt: input.attempt,
+            part: part.clone(),
+        };
+        let ctx = ctx.clone();
+        let progress = progress.clone();
+        let range = r.range.clone();
+        let part = part.clone();
+        async move {
+            let got = if own {
+                read_local(&ctx, want, range, &progress).await
+            } else {
+                let base = format!(
+                    "{}/shuffle/{}/{}/{}",
+                    input.addr, job.0, input.map, input.attempt
+                );
+                let url = match &range {
+                    Some(KeyRange { lo, hi }) => {
+                        let mut q = Vec::new();
+                        if let Some(lo) = lo {
+                            q.push(format!("lo={}", hex::encode(lo)));
+                        }
+                        if let Some(hi) = hi {
+                            q.push(format!("hi={}", hex::encode(hi)));
+                        }
+                        format!("{base}/run?{}", q.join("&"))
                     }
-                    if let Some(hi) = hi {
-                        q.push(format!("hi={}", hex::encode(hi)));
-                    }
-                    format!("{base}/run?{}", q.join("&"))
-                }
-                None => format!("{base}/p{}", r.partition),
+                    None => format!("{base}/{part}"),
+                };
+                fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url, &progress).await
             };
-            (i.addr == ctx.advertise, url)
-        })
-        .collect();
-    let mut fetches =
-        futures_util::stream::iter(urls.into_iter().enumerate().map(|(i, (own, url))| {
-            let ctx = ctx.clone();
-            let progress = progress.clone();
-            async move {
-                fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url, &progress)
-                    .await
-                    .map(|d| (own, d))
-                    .map_err(|e| (i, e))
-            }
-        }))
-        .buffered(4);
+            got.map(|d| (own, d)).map_err(|e| (i, e))
+        }
+    }))
+    .buffered(4);
     while let Some(res) = fetches.next().await {
         let (own, data) = match res {
             Ok(v) => v,
@@ -447,6 +545,7 @@ pub async fn run_reduce(
         )
     })?;
     let digest = sums.block_digest_hex();
+    let hashed_at = t0.elapsed();
     let store_here = async {
         let store = ctx.store.clone();
         let data = out.clone();
@@ -482,8 +581,9 @@ pub async fn run_reduce(
     let (stored, _) = tokio::join!(store_here, replicate);
     let stored = stored.map_err(|e| (local, remote, e))?;
     ctx.wake_heartbeat();
-    tracing::debug!(%attempt, fetched_ms = fetched.as_millis() as u64, reduced_ms = reduced.as_millis() as u64,
-        stored_ms = stored.as_millis() as u64, replicated_ms = t0.elapsed().as_millis() as u64, "reduce phases");
+    let ms = |d: std::time::Duration| d.as_millis() as u64;
+    tracing::debug!(%attempt, fetched_ms = ms(fetched), reduced_ms = ms(reduced), hashed_ms = ms(hashed_at),
+        stored_ms = ms(stored), replicated_ms = ms(t0.elapsed()), "reduce phases (ms from its start)");
     Ok((summary, local, remote))
 }
 
@@ -491,6 +591,20 @@ pub async fn run_reduce(
 mod tests {
     use super::*;
     use workloads::sort::{range_in_run, RECORD};
+
+    #[test]
+    fn reduces_fetch_from_each_source_in_turn_starting_apart() {
+        let addrs = ["a", "b", "a", "c", "b", "a"];
+        // a: 0 2 5, b: 1 4, c: 3.
+        assert_eq!(fetch_order(&addrs, 0), [0, 1, 3, 2, 4, 5]);
+        assert_eq!(fetch_order(&addrs, 1), [1, 3, 0, 4, 2, 5]);
+        assert_eq!(fetch_order(&addrs, 5), [3, 0, 1, 2, 4, 5]);
+        assert!(fetch_order(&[], 3).is_empty());
+        // Every input exactly once.
+        let mut o = fetch_order(&addrs, 7);
+        o.sort_unstable();
+        assert_eq!(o, [0, 1, 2, 3, 4, 5]);
+    }
 
     #[test]
     fn a_stored_run_gives_the_ranges_of_the_run_in_memory() {

@@ -266,6 +266,8 @@ struct Task {
     /// again while another is live, as Hadoop keeps a task off the trackers
     /// it failed on.
     stalled_on: Vec<WorkerId>,
+    /// A reduce: the workers its running attempt sends output replicas to.
+    out_targets: Vec<WorkerId>,
 }
 
 impl Task {

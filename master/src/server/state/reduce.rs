@@ -4,7 +4,9 @@
 //! the worker, before any map is offered its free slots.
 
 use super::{Master, RunningAttempt, Task, TaskStatus};
-use common::wire::{KeyRange, Launch, LaunchTask, OutputTarget, ReduceLaunch, ShuffleInput};
+use common::wire::{
+    JobState, KeyRange, Launch, LaunchTask, OutputTarget, ReduceLaunch, ShuffleInput,
+};
 use common::{AttemptId, BlockId, JobId, TaskRef, WorkerId};
 use sched::Millis;
 use workloads::Workload;
@@ -32,6 +34,20 @@ impl Master {
             })
             .collect();
         let replication = self.settings.replication.max(1) as usize;
+        // Output replicas each worker is receiving from running reduces:
+        // a target takes the whole block through its receive link, so the
+        // least loaded go first (HDFS's considerLoad avoids busy datanodes
+        // the same way).
+        let mut incoming = vec![0u32; self.workers.len()];
+        for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
+            for t in &j.tasks[(j.maps as usize).min(j.tasks.len())..] {
+                if matches!(t.status, TaskStatus::Running(_)) {
+                    for w in &t.out_targets {
+                        incoming[w.0 as usize] += 1;
+                    }
+                }
+            }
+        }
         let job = self.jobs.get_mut(&jid).expect("job with pending reduces");
         job.first_launch.get_or_insert(now);
         let r = job.tasks[idx as usize].reduce.expect("a reduce task");
@@ -39,15 +55,24 @@ impl Master {
         let attempt = task.next_attempt;
         task.next_attempt += 1;
         task.status = TaskStatus::Running(RunningAttempt::new(attempt, worker, worker, now));
-        // Output replicas: the reducer, then the next live workers after it
-        // in a rotation that differs per job and partition.
+        // Output replicas: the reducer, then the live workers receiving the
+        // fewest other output replicas, ties in a rotation that differs per
+        // job and partition.
         let start = alive.iter().position(|w| *w == worker).unwrap_or(0);
         let shift = (jid.0 as usize + r as usize) % alive.len().max(1);
-        let others: Vec<WorkerId> = (0..alive.len())
+        let mut others: Vec<(u32, usize, WorkerId)> = (0..alive.len())
             .map(|k| alive[(start + shift + k) % alive.len()])
-            .filter(|w| *w != worker)
+            .enumerate()
+            .filter(|(_, w)| *w != worker)
+            .map(|(k, w)| (incoming[w.0 as usize], k, w))
+            .collect();
+        others.sort_unstable();
+        let others: Vec<WorkerId> = others
+            .into_iter()
+            .map(|(_, _, w)| w)
             .take(replication.saturating_sub(1))
             .collect();
+        task.out_targets = others.clone();
         let inputs = job
             .map_out
             .iter()
@@ -119,6 +144,7 @@ impl Master {
                 failures: 0,
                 status: TaskStatus::Pending,
                 stalled_on: Vec::new(),
+                out_targets: Vec::new(),
             });
         }
         let indices = (job.maps..job.maps + job.reduces).collect();

@@ -34,6 +34,7 @@ impl Master {
                 failures: 0,
                 status: TaskStatus::Pending,
                 stalled_on: Vec::new(),
+                out_targets: Vec::new(),
             })
             .collect();
         let pending = tasks

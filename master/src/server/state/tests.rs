@@ -1264,3 +1264,36 @@ fn a_job_wakes_idle_out_of_band_workers_once_until_they_heartbeat() {
     m.heartbeat(12, hb(1, 1, vec![], vec![]));
     assert_eq!(m.to_wake(), vec!["http://w1".to_owned()]);
 }
+
+/// A running reduce's output replica target receives its whole block: the
+/// next reduce sends its replica to a worker receiving none, so 4 reduces
+/// on 4 workers at replication 2 give each worker one replica to receive
+/// (a rotation alone sent two to the same worker).
+#[test]
+fn output_replicas_go_to_the_workers_receiving_fewest() {
+    let mut m = Master::new(settings(4, 2));
+    register_all(&mut m, 4, 2, |w| {
+        (0..8)
+            .filter(|b| b % 4 == w)
+            .map(|b| block("f", b, 8))
+            .collect()
+    });
+    wordcount(&mut m, 4);
+    let red = drive_maps(&mut m, 4, 10, vec![]);
+    assert_eq!(red.len(), 4);
+    let mut receiving = std::collections::BTreeMap::new();
+    for (w, l) in &red {
+        let LaunchTask::Reduce(r) = &l.task else {
+            panic!("expected a reduce: {l:?}")
+        };
+        assert_eq!(r.output.replicas.len(), 1);
+        assert_ne!(
+            r.output.replicas[0],
+            format!("http://w{w}"),
+            "not the reducer"
+        );
+        *receiving.entry(r.output.replicas[0].clone()).or_insert(0) += 1;
+    }
+    assert_eq!(receiving.len(), 4, "{receiving:?}");
+    assert!(receiving.values().all(|n| *n == 1), "{receiving:?}");
+}
