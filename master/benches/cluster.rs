@@ -256,19 +256,24 @@ async fn local_sink_bench() {
     );
 }
 
-async fn overhead_bench() {
-    let dir = tempfile::tempdir().unwrap();
-    let cl = support::start_cluster(dir.path(), TOKEN, 4, &[None; 4], 100).await;
-    let c = &cl.client;
+/// Loads `blocks` text blocks of `block_size` bytes as `name` and runs 5
+/// input-sink jobs over it, one after another: each one's seconds from
+/// submission to its report, sorted.
+async fn sink_job_times(
+    c: &master::ops::client::MasterClient,
+    name: &str,
+    blocks: u32,
+    block_size: u64,
+) -> Vec<f64> {
     loader::load(
         c,
         &LoadSpec {
-            name: "small".into(),
+            name: name.into(),
             source: Source::Generate {
                 kind: Generator::Text,
-                blocks: 64,
+                blocks,
             },
-            block_size: 1 << 20,
+            block_size,
             replication: 2,
             seed: 5,
             placement: Default::default(),
@@ -280,7 +285,7 @@ async fn overhead_bench() {
     for _ in 0..5 {
         let t = Instant::now();
         let id = c
-            .submit(&JobSubmit::new(Workload::InputSink, "small"))
+            .submit(&JobSubmit::new(Workload::InputSink, name))
             .await
             .unwrap();
         let r = c.wait_job(id).await.unwrap();
@@ -288,6 +293,13 @@ async fn overhead_bench() {
         times.push(t.elapsed().as_secs_f64());
     }
     times.sort_by(f64::total_cmp);
+    times
+}
+
+async fn overhead_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_cluster(dir.path(), TOKEN, 4, &[None; 4], 100).await;
+    let times = sink_job_times(&cl.client, "small", 64, 1 << 20).await;
     println!(
         "3. 64 x 1 MiB input-sink tasks on 4 workers x 4 slots, submit to report: median {:.3} s over 5 jobs (target <= 0.5 s; ratio {:.2})",
         times[2],
@@ -503,46 +515,8 @@ async fn default_cluster_sort_bench() {
 /// 1 slot: what a task costs beyond its work.
 async fn tiny_tasks_bench() {
     let dir = tempfile::tempdir().unwrap();
-    let cl = support::start_cluster(
-        dir.path(),
-        TOKEN,
-        1,
-        &[None, None],
-        std::env::var("TINY_HB")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(100),
-    )
-    .await;
-    loader::load(
-        &cl.client,
-        &LoadSpec {
-            name: "tiny".into(),
-            source: Source::Generate {
-                kind: Generator::Text,
-                blocks: 100,
-            },
-            block_size: 1024,
-            replication: 2,
-            seed: 5,
-            placement: Default::default(),
-        },
-    )
-    .await
-    .unwrap();
-    let mut times = Vec::new();
-    for _ in 0..5 {
-        let t = Instant::now();
-        let id = cl
-            .client
-            .submit(&JobSubmit::new(Workload::InputSink, "tiny"))
-            .await
-            .unwrap();
-        let r = cl.client.wait_job(id).await.unwrap();
-        assert!(r.state == common::wire::JobState::Succeeded);
-        times.push(t.elapsed().as_secs_f64());
-    }
-    times.sort_by(f64::total_cmp);
+    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
+    let times = sink_job_times(&cl.client, "tiny", 100, 1024).await;
     println!(
         "7. 100 tiny map tasks on 2 workers x 1 slot, submit to done: median {:.3} s over 5 jobs (min {:.3}; target <= 0.05 s; ratio {:.2})",
         times[2],

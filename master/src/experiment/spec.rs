@@ -375,8 +375,9 @@ impl Spec {
                     }
                 }
             }
-            let total: u32 = self.jobs.mix.iter().map(|m| m.count).sum();
-            if total != self.jobs.count {
+            // In u64: a count near u32::MAX must be refused, not overflow.
+            let total: u64 = self.jobs.mix.iter().map(|m| u64::from(m.count)).sum();
+            if total != u64::from(self.jobs.count) {
                 return Err(bad(
                     "jobs.count",
                     format!(
@@ -821,6 +822,12 @@ replication = 3
             ),
             ("count = 1, maps = 3", "count = 1, maps = 0", "jobs.mix[1]"),
             ("reduces = 1 }", "reduces = 0 }", "jobs.mix[0].reduces"),
+            // Counts whose sum overflows a u32 are refused, not a panic.
+            (
+                "count = 2, maps = 1",
+                "count = 4294967295, maps = 1",
+                "jobs.count",
+            ),
         ];
         for (from, to, key) in cases {
             let t = MIX.replacen(from, to, 1);
