@@ -39,6 +39,11 @@ pub enum Cmd {
         /// Scheduler instead of [scheduler]: a name (`hadoop`) or `policy = "...", key = value`.
         #[arg(long)]
         scheduler: Option<SchedulerConfig>,
+        /// Start public instances as this file says (network-namespace hosts
+        /// or containers; written by `up --netns` and `up --docker`) instead
+        /// of as local processes.
+        #[arg(long)]
+        instances: Option<PathBuf>,
     },
     /// Start the master and all workers as local processes; returns when all registered.
     Up {
@@ -369,7 +374,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         &cfg.cluster.token,
     );
     match cli.cmd {
-        Cmd::Serve { listen, scheduler } => serve(&cfg, listen, scheduler).await,
+        Cmd::Serve {
+            listen,
+            scheduler,
+            instances,
+        } => serve(&cfg, listen, scheduler, instances.as_deref()).await,
         Cmd::Up {
             fresh,
             docker: true,
@@ -523,10 +532,16 @@ pub async fn serve(
     cfg: &ClusterConfig,
     listen: Option<SocketAddr>,
     scheduler: Option<SchedulerConfig>,
+    instances: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
     let mut settings = server::state::MasterSettings::from_config(cfg);
     if let Some(s) = scheduler {
         settings.scheduler = s;
+    }
+    if let Some(path) = instances {
+        let p = crate::ops::instances::Backend::load(path)?.provisioning(cfg)?;
+        tracing::info!(instances = %p.describe(), "public instances start as");
+        settings.provision = Some(p);
     }
     let h = server::http::start(
         listen.unwrap_or(cfg.master.listen),

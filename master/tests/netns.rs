@@ -100,6 +100,28 @@ fn layout_addresses_rates_and_derived_config() {
     );
     assert_eq!(back.worker_data_dir("a"), dir.path().join("data").join("a"));
     assert!(netns::Layout::plan("bad/prefix", &cfg).is_err());
+    assert_eq!(l.instances, 0);
+
+    // Public instances get the addresses after the workers'; too many to
+    // fit the /24 are refused, naming the key.
+    let with_public = |max: u32| {
+        let text = std::fs::read_to_string(dir.path().join("cluster.toml")).unwrap()
+            + &format!(
+                "[public]\nmax_instances = {max}\n[[public_type]]\nname = \"p\"\nslots = 1\n\
+                 nic_mbps = 50\nstart_s = 0\nprice_per_s = 0\n"
+            );
+        ClusterConfig::parse(&text, &dir.path().join("cluster.toml")).unwrap()
+    };
+    let l = netns::Layout::plan("t-", &with_public(4)).unwrap();
+    assert_eq!(l.instances, 4);
+    match l.instance_backend(Path::new("/logs")) {
+        master::ops::instances::Backend::Netns { first_ip, .. } => {
+            assert_eq!(first_ip.to_string(), "10.77.0.13")
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = netns::Layout::plan("t-", &with_public(242)).unwrap_err();
+    assert!(e.to_string().contains("public.max_instances = 242"), "{e}");
 }
 
 #[test]

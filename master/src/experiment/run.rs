@@ -73,12 +73,6 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     let (spec, text) = Spec::load(&opts.spec)?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(&opts.spec))?;
     let points = spec.points().map_err(|e| e.in_file(&opts.spec))?;
-    if !spec.public_type.is_empty() && !matches!(opts.deployment, Deployment::Processes) {
-        bail!(
-            "{}: public instances run as local processes only; use --deployment processes",
-            opts.spec.display()
-        );
-    }
     let started = common::unix_ms();
     let dir = ResultsDir::create(&opts.results, &spec.name, started)?;
     let out = dir.path().to_path_buf();

@@ -16,7 +16,10 @@
 //!
 //! NIC caps apply as in the process mode: each worker's emulated NIC paces
 //! its transfers at `nic_mbps` inside its container (no tc is needed; the
-//! containers' veths are not shaped). Addresses are IPs, not service names:
+//! containers' veths are not shaped). With `[[public_type]]`, the master's
+//! container also gets the engine's socket and starts each public instance
+//! as a container of the worker image at the addresses after the workers'
+//! (see [`crate::ops::instances`]). Addresses are IPs, not service names:
 //! a static glibc binary cannot load the resolver's NSS modules, and none
 //! are in the images.
 
@@ -46,6 +49,11 @@ pub struct Layout {
     pub master_ip: Ipv4Addr,
     /// (worker name, address), in cluster.toml's order.
     pub workers: Vec<(String, Ipv4Addr)>,
+    /// Public instances alive at once (`public.max_instances` with
+    /// `[[public_type]]`, else 0): containers the master starts, at the
+    /// addresses after the workers'.
+    #[serde(default)]
+    pub instances: u32,
 }
 
 impl Layout {
@@ -62,6 +70,19 @@ impl Layout {
         let n = cfg.worker.len();
         if n > 240 {
             bail!("the container mode supports at most 240 workers ({n} in the config)");
+        }
+        let instances = if cfg.public_type.is_empty() {
+            0
+        } else {
+            cfg.public_section().max_instances
+        };
+        if 10 + n + instances as usize > 254 {
+            bail!(
+                "the container mode gives every worker and public instance an address in \
+                 10.78.{subnet_third}.10-254: {n} workers and public.max_instances = {instances} \
+                 need {}",
+                n + instances as usize
+            );
         }
         for w in &cfg.worker {
             let ok = !w.name.is_empty()
@@ -91,7 +112,30 @@ impl Layout {
                     )
                 })
                 .collect(),
+            instances,
         })
+    }
+
+    /// The compose network (Compose names it `<project>_net`).
+    pub fn network(&self) -> String {
+        format!("{}_net", self.project)
+    }
+
+    /// How the master starts public instances: containers of the worker
+    /// image `tag` reading `config_on_host`, through the engine's socket.
+    pub fn instance_backend(
+        &self,
+        tag: &str,
+        config_on_host: &Path,
+    ) -> crate::ops::instances::Backend {
+        crate::ops::instances::Backend::Docker {
+            socket: crate::ops::docker_api::DEFAULT_SOCKET.into(),
+            project: self.project.clone(),
+            image: format!("{}-worker:{tag}", self.project),
+            network: self.network(),
+            config_on_host: config_on_host.to_owned(),
+            first_ip: Ipv4Addr::new(10, 78, self.subnet_third, 10 + self.workers.len() as u8),
+        }
     }
 
     pub fn subnet(&self) -> String {
@@ -117,11 +161,22 @@ impl Layout {
             "# Written by `master up --docker`; `master down` removes what it starts.\n\
              version: \"2.4\"\nservices:\n",
         );
+        // With public instances the master starts containers itself: it
+        // gets the engine's socket and the file that says how.
+        let (instances_arg, instances_volumes) = if self.instances > 0 {
+            (
+                ", \"--instances\", \"/etc/mrtb/instances.json\"",
+                ", \"./instances.json:/etc/mrtb/instances.json:ro\", \
+                 \"/var/run/docker.sock:/var/run/docker.sock\"",
+            )
+        } else {
+            ("", "")
+        };
         y += &format!(
             "  master:\n    image: {p}-master:{image_tag}\n    container_name: {p}-master\n    \
-             command: [\"--config\", \"/etc/mrtb/cluster.toml\", \"serve\"]\n    \
+             command: [\"--config\", \"/etc/mrtb/cluster.toml\", \"serve\"{instances_arg}]\n    \
              environment: [\"NO_COLOR=1\"]\n    \
-             volumes: [\"./cluster.toml:/etc/mrtb/cluster.toml:ro\", \"master-state:/state\"]\n    \
+             volumes: [\"./cluster.toml:/etc/mrtb/cluster.toml:ro\", \"master-state:/state\"{instances_volumes}]\n    \
              networks:\n      net:\n        ipv4_address: {ip}\n",
             p = self.project,
             ip = self.master_ip
@@ -311,6 +366,12 @@ pub async fn up(
         ),
     )?;
     std::fs::write(dir.join("compose.yml"), layout.compose(&tag))?;
+    if layout.instances > 0 {
+        let config_on_host = std::path::absolute(dir.join("cluster.toml"))?;
+        layout
+            .instance_backend(&tag, &config_on_host)
+            .write(&dir.join("instances.json"))?;
+    }
     let record = Record {
         layout: layout.clone(),
         compose: compose.clone(),
@@ -322,6 +383,16 @@ pub async fn up(
     )?;
     let started = async {
         compose_run(&record, &["up", "-d"])?;
+        if layout.instances > 0 {
+            let net = network(&layout.project)?;
+            if net != layout.network() {
+                bail!(
+                    "Compose named the network {net}, not {}: the master could not attach \
+                     public instances to it",
+                    layout.network()
+                );
+            }
+        }
         let derived = ClusterConfig::load(dir.join("cluster.toml"))?;
         let client = MasterClient::new(derived.master_url(), &derived.cluster.token);
         let deadline = Instant::now() + Duration::from_secs(60);
@@ -369,6 +440,9 @@ pub fn down_with(run: &Path, volumes: bool) -> anyhow::Result<bool> {
     };
     let r: Record =
         serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    // Instances the master started (and could not stop: it is stopped
+    // first, or was killed): they hold the network.
+    remove_instances(&r.layout.project)?;
     let mut args = vec!["down", "--remove-orphans", "-t", "5"];
     if volumes {
         args.push("-v");
@@ -378,6 +452,24 @@ pub fn down_with(run: &Path, volumes: bool) -> anyhow::Result<bool> {
         std::fs::remove_file(&path)?;
     }
     Ok(true)
+}
+
+/// Removes every public-instance container of `project`; returns their names.
+pub fn remove_instances(project: &str) -> anyhow::Result<Vec<String>> {
+    let label = format!("label={}={project}", crate::ops::instances::INSTANCE_LABEL);
+    let names: Vec<String> = run(
+        "docker",
+        &["ps", "-a", "--filter", &label, "--format", "{{.Names}}"],
+        None,
+    )?
+    .lines()
+    .filter(|l| !l.is_empty())
+    .map(str::to_owned)
+    .collect();
+    for n in &names {
+        run("docker", &["rm", "-f", n], None)?;
+    }
+    Ok(names)
 }
 
 /// The container of node `node` (`master` or a worker's name) of `project`.
@@ -432,6 +524,17 @@ pub fn remove_images(project: &str) -> anyhow::Result<()> {
 pub fn leftovers(project: &str) -> anyhow::Result<Vec<String>> {
     let label = format!("label=com.docker.compose.project={project}");
     let mut out = Vec::new();
+    let instances = format!("label={}={project}", crate::ops::instances::INSTANCE_LABEL);
+    out.extend(
+        run(
+            "docker",
+            &["ps", "-a", "--filter", &instances, "--format", "{{.Names}}"],
+            None,
+        )?
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| format!("instance: {l}")),
+    );
     for (what, fmt) in [
         ("ps", "{{.Names}}"),
         ("network", "{{.Name}}"),

@@ -254,6 +254,8 @@ pub struct Spawn {
     pub name: String,
     pub program: PathBuf,
     pub args: Vec<String>,
+    /// Run in this network namespace (the netns mode), else in this one.
+    pub netns: Option<String>,
 }
 
 /// Spawns `specs` detached (own process group, logs to files), records them,
@@ -276,13 +278,16 @@ where
         let log = logs.join(format!("{}.log", s.name));
         let out =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let child = Command::new(&s.program)
-            .args(&s.args)
+        let mut cmd = Command::new(&s.program);
+        cmd.args(&s.args)
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
             .stderr(out)
-            .process_group(0)
-            .spawn();
+            .process_group(0);
+        let child = match &s.netns {
+            Some(ns) => crate::ops::netns::exec_in(&mut cmd, ns).and_then(|()| Ok(cmd.spawn()?)),
+            None => cmd.spawn().map_err(anyhow::Error::from),
+        };
         match child {
             Ok(c) => procs.push(Proc {
                 name: s.name,
@@ -353,6 +358,7 @@ pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
         name: "master".into(),
         program: bin.join("master"),
         args: vec!["serve".into(), "--config".into(), config.clone()],
+        netns: None,
     }];
     for w in cfg.worker.iter().filter(|w| w.remote().is_none()) {
         specs.push(Spawn {
@@ -364,6 +370,7 @@ pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
                 "--name".into(),
                 w.name.clone(),
             ],
+            netns: None,
         });
     }
     // Workers on other machines first: they register once the master is up.
@@ -491,36 +498,34 @@ pub async fn up_netns_layout(
         );
         std::fs::write(&dpath, text).with_context(|| format!("writing {}", dpath.display()))?;
         let dconf = dpath.to_string_lossy().into_owned();
-        let in_ns = |ns: &str, program: PathBuf, args: Vec<String>| {
-            let mut a = vec!["netns".into(), "exec".into(), ns.to_owned()];
-            a.push(program.to_string_lossy().into_owned());
-            a.extend(args);
-            a
-        };
+        // The processes join their namespace only (not a new mount
+        // namespace, as `ip netns exec` would make): the namespaces the
+        // master adds for public instances must be seen by everyone.
+        let mut master_args = vec!["serve".into(), "--config".into(), dconf.clone()];
+        if layout.instances > 0 {
+            let file = dpath.with_file_name("instances.json");
+            let logs = std::path::absolute(run.join("logs"))?;
+            layout.instance_backend(&logs).write(&file)?;
+            master_args.extend(["--instances".into(), file.to_string_lossy().into_owned()]);
+        }
         let mut specs = vec![Spawn {
             name: "master".into(),
-            program: "ip".into(),
-            args: in_ns(
-                &layout.master.ns,
-                bin.join("master"),
-                vec!["serve".into(), "--config".into(), dconf.clone()],
-            ),
+            program: bin.join("master"),
+            args: master_args,
+            netns: Some(layout.master.ns.clone()),
         }];
         for w in &layout.workers {
             specs.push(Spawn {
                 name: w.name.clone(),
-                program: "ip".into(),
-                args: in_ns(
-                    &w.ns,
-                    bin.join("worker"),
-                    vec![
-                        "--config".into(),
-                        dconf.clone(),
-                        "--name".into(),
-                        w.name.clone(),
-                        "--no-nic-emulation".into(),
-                    ],
-                ),
+                program: bin.join("worker"),
+                args: vec![
+                    "--config".into(),
+                    dconf.clone(),
+                    "--name".into(),
+                    w.name.clone(),
+                    "--no-nic-emulation".into(),
+                ],
+                netns: Some(w.ns.clone()),
             });
         }
         let url = derived.master_url();

@@ -3,14 +3,18 @@
 //! tests); [`loader`] generates or splits files into replicated blocks;
 //! [`local`] starts and stops a cluster of local processes; [`netns`] does
 //! the same in Linux network namespaces with shaped links; [`docker`] in
-//! containers; [`remote`] starts workers on other machines over ssh; [`report`]
-//! formats job reports for people; [`files`] reads files back (`master
+//! containers ([`docker_api`] talks to the engine's socket); [`instances`]
+//! starts public instances as namespace hosts or containers; [`remote`]
+//! starts workers on other machines over ssh; [`report`] formats job
+//! reports for people; [`files`] reads files back (`master
 //! get`) and deletes them; [`verify`] holds the coreutils references
 //! outputs are checked against.
 
 pub mod client;
 pub mod docker;
+pub mod docker_api;
 pub mod files;
+pub mod instances;
 pub mod loader;
 pub mod local;
 pub mod netns;

@@ -53,6 +53,10 @@ pub struct Layout {
     /// runner) reaches the nodes as the host reaches Docker's containers;
     /// None (the default, `master up --netns`): nothing in the root namespace.
     pub host_link: Option<(String, Ipv4Addr)>,
+    /// Public instances alive at once (`public.max_instances` when the
+    /// config has `[[public_type]]`, else 0): each is a node the master adds
+    /// when it starts one, at the addresses after the workers'.
+    pub instances: u32,
 }
 
 /// The interface name inside each node's namespace.
@@ -103,12 +107,32 @@ impl Layout {
                 bail!("two workers map to the network namespace {ns}; rename one");
             }
         }
+        let instances = if cfg.public_type.is_empty() {
+            0
+        } else {
+            cfg.public_section().max_instances
+        };
+        if 10 + n + instances as usize > 254 {
+            bail!(
+                "the netns mode gives every worker and public instance an address in \
+                 10.77.{third}.10-254: {n} workers and public.max_instances = {instances} \
+                 need {}",
+                n + instances as usize
+            );
+        }
+        for k in 0..instances {
+            let ns = instance_ns(prefix, k);
+            if seen.contains(&ns) {
+                bail!("a worker's network namespace {ns} is the one of public instance {k}; rename the worker");
+            }
+        }
         Ok(Layout {
             prefix: prefix.into(),
             bridge_ns: format!("{prefix}bridge"),
             master,
             workers,
             host_link: None,
+            instances,
         })
     }
 
@@ -120,6 +144,18 @@ impl Layout {
             Ipv4Addr::new(ip[0], ip[1], ip[2], 254),
         ));
         self
+    }
+
+    /// How the master of this layout starts its public instances (their
+    /// logs in `log_dir`).
+    pub fn instance_backend(&self, log_dir: &Path) -> crate::ops::instances::Backend {
+        let ip = self.master.ip.octets();
+        crate::ops::instances::Backend::Netns {
+            prefix: self.prefix.clone(),
+            bridge_ns: self.bridge_ns.clone(),
+            first_ip: Ipv4Addr::new(ip[0], ip[1], ip[2], 10 + self.workers.len() as u8),
+            log_dir: log_dir.to_owned(),
+        }
     }
 
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
@@ -157,6 +193,30 @@ fn worker_ns(prefix: &str, name: &str, i: usize) -> String {
         format!("{prefix}{name}")
     } else {
         format!("{prefix}w{i}")
+    }
+}
+
+/// The namespace of the public instance at `port_offset`.
+fn instance_ns(prefix: &str, port_offset: u32) -> String {
+    format!("{prefix}pi{port_offset}")
+}
+
+/// The node of the public instance `name` at `port_offset`: namespace
+/// `<prefix>pi<k>`, bridge end `vp<k>`, address `ip`, its link shaped at
+/// `rate_bits` in both directions.
+pub fn instance_node(
+    prefix: &str,
+    ip: Ipv4Addr,
+    port_offset: u32,
+    name: &str,
+    rate_bits: u64,
+) -> Node {
+    Node {
+        name: name.to_owned(),
+        ns: instance_ns(prefix, port_offset),
+        bridge_end: format!("vp{port_offset}"),
+        ip,
+        rate_bits: Some(rate_bits),
     }
 }
 
@@ -202,59 +262,7 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
     sh("ip", &["-n", br, "link", "add", "br0", "type", "bridge"])?;
     sh("ip", &["-n", br, "link", "set", "br0", "up"])?;
     for n in l.nodes() {
-        let ns = n.ns.as_str();
-        sh("ip", &["netns", "add", ns])?;
-        sh("ip", &["-n", ns, "link", "set", "lo", "up"])?;
-        sh(
-            "ip",
-            &[
-                "-n",
-                br,
-                "link",
-                "add",
-                &n.bridge_end,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                NODE_IF,
-                "netns",
-                ns,
-            ],
-        )?;
-        sh(
-            "ip",
-            &["-n", br, "link", "set", &n.bridge_end, "master", "br0"],
-        )?;
-        sh("ip", &["-n", br, "link", "set", &n.bridge_end, "up"])?;
-        let cidr = format!("{}/24", n.ip);
-        sh("ip", &["-n", ns, "addr", "add", &cidr, "dev", NODE_IF])?;
-        sh("ip", &["-n", ns, "link", "set", NODE_IF, "up"])?;
-        if let Some(bits) = n.rate_bits {
-            let rate = format!("{bits}bit");
-            // Transmit: the node's own end. Receive: the bridge end's egress.
-            for (ns, dev) in [(ns, NODE_IF), (br, n.bridge_end.as_str())] {
-                sh(
-                    "tc",
-                    &[
-                        "-n",
-                        ns,
-                        "qdisc",
-                        "add",
-                        "dev",
-                        dev,
-                        "root",
-                        "tbf",
-                        "rate",
-                        &rate,
-                        "burst",
-                        TBF_BURST,
-                        "latency",
-                        TBF_LATENCY,
-                    ],
-                )?;
-            }
-        }
+        add_node(br, n)?;
     }
     if let Some((name, ip)) = &l.host_link {
         if name.len() > 15 {
@@ -272,6 +280,72 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
         sh("ip", &["link", "set", name, "up"])?;
     }
     Ok(())
+}
+
+/// Adds one node to a running layout: its namespace, a veth pair with its
+/// end `eth0` at `n.ip`/24 and the other on bridge `br0` of namespace `br`,
+/// and the tbf qdiscs of `n.rate_bits` in both directions.
+pub fn add_node(br: &str, n: &Node) -> anyhow::Result<()> {
+    let ns = n.ns.as_str();
+    sh("ip", &["netns", "add", ns])?;
+    sh("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+    sh(
+        "ip",
+        &[
+            "-n",
+            br,
+            "link",
+            "add",
+            &n.bridge_end,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            NODE_IF,
+            "netns",
+            ns,
+        ],
+    )?;
+    sh(
+        "ip",
+        &["-n", br, "link", "set", &n.bridge_end, "master", "br0"],
+    )?;
+    sh("ip", &["-n", br, "link", "set", &n.bridge_end, "up"])?;
+    let cidr = format!("{}/24", n.ip);
+    sh("ip", &["-n", ns, "addr", "add", &cidr, "dev", NODE_IF])?;
+    sh("ip", &["-n", ns, "link", "set", NODE_IF, "up"])?;
+    if let Some(bits) = n.rate_bits {
+        let rate = format!("{bits}bit");
+        // Transmit: the node's own end. Receive: the bridge end's egress.
+        for (ns, dev) in [(ns, NODE_IF), (br, n.bridge_end.as_str())] {
+            sh(
+                "tc",
+                &[
+                    "-n",
+                    ns,
+                    "qdisc",
+                    "add",
+                    "dev",
+                    dev,
+                    "root",
+                    "tbf",
+                    "rate",
+                    &rate,
+                    "burst",
+                    TBF_BURST,
+                    "latency",
+                    TBF_LATENCY,
+                ],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes a node [`add_node`] made (its veth pair goes with its
+/// namespace), after the processes in it are stopped.
+pub fn remove_node(n: &Node) -> anyhow::Result<()> {
+    sh("ip", &["netns", "del", &n.ns]).map(|_| ())
 }
 
 /// Names of the existing namespaces that start with `prefix`.
@@ -342,6 +416,24 @@ pub fn in_ns<R: Send + 'static>(
     })
     .join()
     .map_err(|_| anyhow::anyhow!("thread in namespace panicked"))?
+}
+
+/// Makes `cmd`'s process join namespace `ns` before it executes (its mount
+/// namespace stays this one's, so namespaces it adds are seen by all).
+pub fn exec_in(cmd: &mut Command, ns: &str) -> anyhow::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let path = Path::new("/var/run/netns").join(ns);
+    let file = std::fs::File::open(&path)
+        .with_context(|| format!("network namespace {ns} not found ({})", path.display()))?;
+    // SAFETY: setns is a plain system call on an fd opened before the fork;
+    // nothing that allocates or locks runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
+                .map_err(std::io::Error::from)
+        });
+    }
+    Ok(())
 }
 
 /// Bytes a node's qdiscs have sent: (transmit, receive), from `tc -s`.

@@ -527,18 +527,36 @@ pub async fn start_with(
     let st = state.clone();
     let reaper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(heartbeat);
-        let mut instances = provision.map(crate::server::provision::Provisioner::new);
+        // Made at the first order: a master with no public types needs none.
+        let mut instances: Option<Arc<Mutex<crate::server::provision::Provisioner>>> = None;
         loop {
             tick.tick().await;
             let orders = st.with(|m, now| {
                 m.check_workers(now);
                 m.take_provisioning()
             });
-            if let Some(p) = instances.as_mut() {
-                p.apply(orders);
-            } else if !orders.is_empty() {
-                tracing::warn!(?orders, "no provisioner: public instances are not started");
+            if orders.is_empty() {
+                continue;
             }
+            if instances.is_none() {
+                match provision.as_ref().map(|p| p.launcher()) {
+                    Some(Ok(p)) => instances = Some(Arc::new(Mutex::new(p))),
+                    Some(Err(e)) => {
+                        tracing::error!(error = %format!("{e:#}"), ?orders, "cannot make the instance launcher");
+                        continue;
+                    }
+                    None => {
+                        tracing::warn!(?orders, "no provisioner: public instances are not started");
+                        continue;
+                    }
+                }
+            }
+            // Starting and stopping run commands and wait: off the runtime.
+            let p = instances.clone().expect("made above");
+            let _ = tokio::task::spawn_blocking(move || {
+                p.lock().unwrap_or_else(|e| e.into_inner()).apply(orders)
+            })
+            .await;
         }
     });
     tracing::info!(%addr, "master listening");

@@ -1,16 +1,78 @@
-//! Starts and stops the master's public instances as local worker
-//! processes (`worker --instance-type T --port-offset K`), each logging to
-//! `<run>/logs/<name>.log`. A child dies with the master (SIGTERM on the
-//! parent's death) and is stopped when the provisioner is dropped.
-//!
-//! Instances as network-namespace hosts or containers are not done: a
-//! cluster with `[[public_type]]` runs them as processes on this machine.
+//! Starts and stops the master's public instances. The master's state
+//! decides (`Provision` orders); a [`Launcher`] carries them out on a
+//! blocking thread. Which launcher depends on the deployment:
+//! - local processes ([`ProcessLauncher`], here): `worker --instance-type T
+//!   --port-offset K`, logging to `<run>/logs/<name>.log`, dying with the
+//!   master (SIGTERM on the parent's death), its link emulated;
+//! - network-namespace hosts and containers: `crate::ops::instances`, which
+//!   the CLI hands in through [`Provisioning::custom`] (this layer does not
+//!   know how a deployment is built).
 
 use crate::server::state::public::Provision;
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+/// What starts and stops instances in one deployment.
+pub trait Launcher: Send {
+    /// Starts instance `name` of type `ty` on port offset `port_offset`;
+    /// returns a line saying where (logged).
+    fn start(&mut self, name: &str, ty: &str, port_offset: u32) -> anyhow::Result<String>;
+    /// Stops instance `name` (nothing if unknown) and frees what it held.
+    fn stop(&mut self, name: &str);
+    /// Stops every instance (the master is stopping).
+    fn stop_all(&mut self);
+    /// Forgets instances that ended on their own.
+    fn reap(&mut self) {}
+}
+
+type Factory = dyn Fn() -> anyhow::Result<Box<dyn Launcher>> + Send + Sync;
+
+/// How the master makes its launcher when it starts.
+#[derive(Clone)]
+pub struct Provisioning {
+    what: String,
+    make: Arc<Factory>,
+}
+
+impl std::fmt::Debug for Provisioning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Provisioning({})", self.what)
+    }
+}
+
+impl Provisioning {
+    /// Instances as local processes.
+    pub fn processes(settings: ProvisionSettings) -> Self {
+        Provisioning {
+            what: "processes".into(),
+            make: Arc::new(move || Ok(Box::new(ProcessLauncher::new(settings.clone())) as _)),
+        }
+    }
+
+    /// Instances started by `make`'s launcher, described as `what`.
+    pub fn custom(
+        what: impl Into<String>,
+        make: impl Fn() -> anyhow::Result<Box<dyn Launcher>> + Send + Sync + 'static,
+    ) -> Self {
+        Provisioning {
+            what: what.into(),
+            make: Arc::new(make),
+        }
+    }
+
+    pub fn describe(&self) -> &str {
+        &self.what
+    }
+
+    pub fn launcher(&self) -> anyhow::Result<Provisioner> {
+        Ok(Provisioner {
+            launcher: (self.make)()?,
+        })
+    }
+}
 
 /// Where the instances' binary, configuration and logs are.
 #[derive(Clone, Debug)]
@@ -33,59 +95,22 @@ impl ProvisionSettings {
             log_dir: cfg.run_dir().join("logs"),
         })
     }
-}
 
-pub struct Provisioner {
-    settings: ProvisionSettings,
-    children: BTreeMap<String, Child>,
-}
-
-impl Provisioner {
-    pub fn new(settings: ProvisionSettings) -> Self {
-        Provisioner {
-            settings,
-            children: BTreeMap::new(),
-        }
-    }
-
-    /// Carries out the master's orders; a failure is logged (the master
-    /// gives up on an instance that does not register).
-    pub fn apply(&mut self, orders: Vec<Provision>) {
-        for o in orders {
-            match o {
-                Provision::Start {
-                    name,
-                    instance_type,
-                    port_offset,
-                } => match self.start(&name, &instance_type, port_offset) {
-                    Ok(child) => {
-                        tracing::info!(instance = %name, pid = child.id(), "instance process started");
-                        self.children.insert(name, child);
-                    }
-                    Err(e) => {
-                        tracing::error!(instance = %name, error = %e, "cannot start instance")
-                    }
-                },
-                Provision::Stop { name } => {
-                    if let Some(mut c) = self.children.remove(&name) {
-                        stop(&mut c);
-                    }
-                }
-            }
-        }
-        // Reap the ones that ended on their own.
-        self.children
-            .retain(|_, c| !matches!(c.try_wait(), Ok(Some(_))));
-    }
-
-    fn start(&self, name: &str, ty: &str, port_offset: u32) -> anyhow::Result<Child> {
-        std::fs::create_dir_all(&self.settings.log_dir)?;
-        let log_path = self.settings.log_dir.join(format!("{name}.log"));
+    /// The instance's `worker` command, its output to its log file, set to
+    /// receive SIGTERM when the master dies.
+    pub fn worker_command(
+        &self,
+        name: &str,
+        ty: &str,
+        port_offset: u32,
+    ) -> anyhow::Result<Command> {
+        std::fs::create_dir_all(&self.log_dir)?;
+        let log_path = self.log_dir.join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", log_path.display()))?;
-        let mut cmd = Command::new(self.settings.bin_dir.join("worker"));
+        let mut cmd = Command::new(self.bin_dir.join("worker"));
         cmd.arg("--config")
-            .arg(&self.settings.config)
+            .arg(&self.config)
             .args(["--name", name, "--instance-type", ty])
             .arg("--port-offset")
             .arg(port_offset.to_string())
@@ -100,25 +125,94 @@ impl Provisioner {
                     .map_err(std::io::Error::from)
             });
         }
-        Ok(cmd.spawn()?)
+        Ok(cmd)
+    }
+}
+
+/// Carries out the master's orders with one launcher.
+pub struct Provisioner {
+    launcher: Box<dyn Launcher>,
+}
+
+impl Provisioner {
+    /// Carries out the orders; a failure is logged (the master gives up on
+    /// an instance that does not register).
+    pub fn apply(&mut self, orders: Vec<Provision>) {
+        for o in orders {
+            match o {
+                Provision::Start {
+                    name,
+                    instance_type,
+                    port_offset,
+                } => match self.launcher.start(&name, &instance_type, port_offset) {
+                    Ok(at) => tracing::info!(instance = %name, %at, "instance started"),
+                    Err(e) => {
+                        tracing::error!(instance = %name, error = %format!("{e:#}"), "cannot start instance")
+                    }
+                },
+                Provision::Stop { name } => self.launcher.stop(&name),
+            }
+        }
+        self.launcher.reap();
     }
 
-    /// Stops every instance process.
     pub fn stop_all(&mut self) {
-        for (_, mut c) in std::mem::take(&mut self.children) {
-            stop(&mut c);
-        }
+        self.launcher.stop_all();
     }
 }
 
 impl Drop for Provisioner {
     fn drop(&mut self) {
-        self.stop_all();
+        self.launcher.stop_all();
+    }
+}
+
+/// Instances as local processes, their links emulated by the worker.
+pub struct ProcessLauncher {
+    settings: ProvisionSettings,
+    children: BTreeMap<String, Child>,
+}
+
+impl ProcessLauncher {
+    pub fn new(settings: ProvisionSettings) -> Self {
+        ProcessLauncher {
+            settings,
+            children: BTreeMap::new(),
+        }
+    }
+}
+
+impl Launcher for ProcessLauncher {
+    fn start(&mut self, name: &str, ty: &str, port_offset: u32) -> anyhow::Result<String> {
+        let child = self
+            .settings
+            .worker_command(name, ty, port_offset)?
+            .spawn()?;
+        let at = format!("process {}", child.id());
+        self.children.insert(name.to_owned(), child);
+        Ok(at)
+    }
+
+    fn stop(&mut self, name: &str) {
+        if let Some(mut c) = self.children.remove(name) {
+            stop_child(&mut c);
+        }
+    }
+
+    fn stop_all(&mut self) {
+        for (_, mut c) in std::mem::take(&mut self.children) {
+            stop_child(&mut c);
+        }
+    }
+
+    fn reap(&mut self) {
+        self.children
+            .retain(|_, c| !matches!(c.try_wait(), Ok(Some(_))));
     }
 }
 
 /// SIGTERM, up to 2 s to exit, then SIGKILL; reaped.
-fn stop(c: &mut Child) {
+pub fn stop_child(c: &mut Child) {
     let pid = nix::unistd::Pid::from_raw(c.id() as i32);
     let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);

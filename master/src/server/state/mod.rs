@@ -81,7 +81,7 @@ pub struct MasterSettings {
     pub slot_rate_mbs: Option<f64>,
     /// How instances are started; `None`: nobody starts them (tests of
     /// the state alone).
-    pub provision: Option<crate::server::provision::ProvisionSettings>,
+    pub provision: Option<crate::server::provision::Provisioning>,
 }
 
 impl MasterSettings {
@@ -103,7 +103,8 @@ impl MasterSettings {
             public_types: cfg.public_type.clone(),
             public: cfg.public_section(),
             slot_rate_mbs: cfg.workers.slot_rate_mbs,
-            provision: crate::server::provision::ProvisionSettings::from_config(cfg),
+            provision: crate::server::provision::ProvisionSettings::from_config(cfg)
+                .map(crate::server::provision::Provisioning::processes),
         }
     }
 }
