@@ -415,6 +415,30 @@ impl SchedulerConfig {
 
     /// The policy with its parameters, as reports and result tables show it.
     pub fn label(&self) -> String {
+        self.label_with(false)
+    }
+
+    /// [`SchedulerConfig::label`] for a policy whose data-remote cost
+    /// (DynDLOn's g, `dyndl-off`'s θ, `bar`'s q) the lab takes from each
+    /// instance's cost model: that part reads `instance`.
+    pub fn label_cost_from_instance(&self) -> String {
+        self.label_with(true)
+    }
+
+    /// The keys the text [`FromStr`] takes sets explicitly (none for a
+    /// name or preset; `policy` is one of them in the key-list form).
+    pub fn keys_given(s: &str) -> Vec<String> {
+        let s = s.trim();
+        if !s.contains('=') {
+            return Vec::new();
+        }
+        toml::from_str::<toml::Table>(&format!("s = {{ {s} }}"))
+            .ok()
+            .and_then(|t| t.get("s")?.as_table().map(|t| t.keys().cloned().collect()))
+            .unwrap_or_default()
+    }
+
+    fn label_with(&self, cost_from_instance: bool) -> String {
         match self {
             SchedulerConfig::Hadoop { pick } => match pick {
                 RemotePick::Random => "hadoop".into(),
@@ -458,10 +482,13 @@ impl SchedulerConfig {
                 wait,
                 order,
             } => format!(
-                "dyndl-on(W={}s,g={}s*(1+{}n){}{}{}{})",
+                "dyndl-on(W={}s,g={}{}{}{}{})",
                 fmt_num(*w_s),
-                fmt_num(*remote_s),
-                fmt_num(*theta),
+                if cost_from_instance {
+                    "instance".to_owned()
+                } else {
+                    format!("{}s*(1+{}n)", fmt_num(*remote_s), fmt_num(*theta))
+                },
                 if *one_remote { ",one-remote" } else { "" },
                 pick.suffix(),
                 if *wait == WaitClock::Core {
@@ -483,12 +510,20 @@ impl SchedulerConfig {
             SchedulerConfig::Ds { fraction } => format!("ds{}", fmt_num(*fraction)),
             SchedulerConfig::DyndlOff { theta, replan } => format!(
                 "dyndl-off(theta={}{})",
-                fmt_num(*theta),
+                if cost_from_instance {
+                    "instance".to_owned()
+                } else {
+                    fmt_num(*theta)
+                },
                 if *replan { ",replan" } else { "" }
             ),
             SchedulerConfig::Bar { q, replan } => format!(
                 "bar(q={}{})",
-                fmt_num(*q),
+                if cost_from_instance {
+                    "instance".to_owned()
+                } else {
+                    fmt_num(*q)
+                },
                 if *replan { ",replan" } else { "" }
             ),
             SchedulerConfig::Gcc { idle_fraction } => format!("gcc({})", fmt_num(*idle_fraction)),

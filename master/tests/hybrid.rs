@@ -68,7 +68,7 @@ fn bin_dir() -> PathBuf {
 /// and one instance type, `burst`: 4 slots at twice the speed, a 10 MB/s
 /// link, 1 s to boot. None, after saying why, where the deployment cannot
 /// run here.
-async fn start(deploy: Deploy) -> Option<(Cluster, MasterClient)> {
+async fn start(deploy: Deploy, idle_stop_s: f64) -> Option<(Cluster, MasterClient)> {
     let bin = bin_dir();
     let dir = tempfile::tempdir().unwrap();
     let cfg = local::write_loopback_config(
@@ -85,7 +85,7 @@ async fn start(deploy: Deploy) -> Option<(Cluster, MasterClient)> {
     };
     let mut text = std::fs::read_to_string(&cfg.path).unwrap();
     text += &format!(
-        "\n[public]\nidle_stop_s = 1\nmax_instances = 1\nlisten = \"127.0.0.1:{port}\"\n\n\
+        "\n[public]\nidle_stop_s = {idle_stop_s}\nmax_instances = 1\nlisten = \"127.0.0.1:{port}\"\n\n\
          [[public_type]]\nname = \"burst\"\nprovider = \"test\"\nslots = 4\nspeed = 2\n\
          nic_mbps = 80\nstart_s = 1\nprice_per_s = 0.01\ntransfer_in_per_gb = 1\n"
     );
@@ -200,7 +200,7 @@ fn instance_exists(deploy: &Deploy) -> bool {
 }
 
 async fn scenario(deploy: Deploy) {
-    let Some((c, client)) = start(deploy.clone()).await else {
+    let Some((c, client)) = start(deploy.clone(), 1.0).await else {
         return;
     };
 
@@ -366,4 +366,23 @@ async fn in_network_namespaces_the_instance_is_a_shaped_namespace_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_containers_the_instance_is_a_container_the_master_starts() {
     scenario(Deploy::Docker(format!("mrtbhy{}", std::process::id()))).await;
+}
+
+/// An instance lives as long as it is needed, not as long as whatever
+/// started it: its parent-death signal is tied to the thread that forked
+/// it, and a thread of tokio's blocking pool ends after 10 s idle (which
+/// once killed every instance 10 s after its start).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_outlives_the_thread_that_started_it() {
+    let (_c, client) = start(Deploy::Processes, 60.0).await.unwrap();
+    let r = run(&client, 5.5).await;
+    assert_eq!(r.state, JobState::Succeeded, "{:?}", r.error);
+    assert!(r.public_cost.is_some(), "the job rented an instance");
+    tokio::time::sleep(Duration::from_secs(14)).await;
+    let ws = client.workers().await.unwrap();
+    let inst = ws.iter().find(|w| w.name == "burst-1").expect("listed");
+    assert!(
+        inst.alive,
+        "the instance died while idle below idle_stop_s: {inst:?}"
+    );
 }

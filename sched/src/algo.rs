@@ -3,7 +3,7 @@
 //! the discrete-event simulator ([`crate::sim`]) or offered one round of
 //! idle cores (Guo's one-round locality and waves).
 
-use crate::model::{Assignment, Eval, Instance};
+use crate::model::{Assignment, Cost, Eval, Instance};
 use crate::offline::Offline;
 use crate::policy::build;
 use crate::sim::{add_as_job, assignment_of, simulate, SimError};
@@ -44,7 +44,62 @@ pub enum Algo {
     Online {
         label: String,
         config: SchedulerConfig,
+        /// The cost parameters taken from each instance's cost model.
+        from_instance: FromInstance,
     },
+}
+
+/// Which parameters of a policy's data-remote cost the lab takes from the
+/// instance it runs on: every one the algorithm's text does not set. So
+/// DynDLOn's g(n) is the instance's (θ under DynDL's model), as the paper's
+/// simulations give it, unless a spec sets `remote_s` or `theta` on purpose.
+/// Under DynDL's model: `remote_s` = 1 (a local task's time) and `theta` =
+/// θ, for `dyndl-on`; θ for the live `dyndl-off`. Under BAR's: `remote_s` =
+/// 1 and `theta` = q / C_loc for `dyndl-on`, whose g counts the server's own
+/// remote tasks where BAR's cost counts the cluster's (the nearest g(n) can
+/// come); q / C_loc for the live `bar`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FromInstance {
+    pub remote_s: bool,
+    pub theta: bool,
+    pub q: bool,
+}
+
+impl FromInstance {
+    fn any(&self) -> bool {
+        self.remote_s || self.theta || self.q
+    }
+
+    /// `config` with the parameters marked here taken from `cost`.
+    pub fn apply(&self, config: &SchedulerConfig, cost: Cost) -> SchedulerConfig {
+        let mut c = config.clone();
+        match (&mut c, cost) {
+            (
+                SchedulerConfig::DyndlOn {
+                    remote_s, theta, ..
+                },
+                cost,
+            ) => {
+                if self.remote_s {
+                    *remote_s = 1.0;
+                }
+                if self.theta {
+                    *theta = match cost {
+                        Cost::Dyndl { theta } => theta,
+                        Cost::Bar { c_loc, q } => q / c_loc,
+                    };
+                }
+            }
+            (SchedulerConfig::DyndlOff { theta, .. }, Cost::Dyndl { theta: t }) if self.theta => {
+                *theta = t;
+            }
+            (SchedulerConfig::Bar { q, .. }, Cost::Bar { c_loc, q: bq }) if self.q => {
+                *q = bq / c_loc;
+            }
+            _ => {}
+        }
+        c
+    }
 }
 
 impl std::str::FromStr for Algo {
@@ -59,9 +114,32 @@ impl std::str::FromStr for Algo {
             input: s.into(),
             reason,
         })?;
+        let given = SchedulerConfig::keys_given(s);
+        let free = |k: &str| !given.iter().any(|g| g == k);
+        let from_instance = match config {
+            SchedulerConfig::DyndlOn { .. } => FromInstance {
+                remote_s: free("remote_s"),
+                theta: free("theta"),
+                q: false,
+            },
+            SchedulerConfig::DyndlOff { .. } => FromInstance {
+                theta: free("theta"),
+                ..Default::default()
+            },
+            SchedulerConfig::Bar { .. } => FromInstance {
+                q: free("q"),
+                ..Default::default()
+            },
+            _ => FromInstance::default(),
+        };
         Ok(Algo::Online {
-            label: config.label(),
+            label: if from_instance.any() {
+                config.label_cost_from_instance()
+            } else {
+                config.label()
+            },
             config,
+            from_instance,
         })
     }
 }
@@ -86,9 +164,15 @@ impl Algo {
     }
 
     fn rounds(&self, inst: &Instance, seed: u64, waves: bool) -> Result<Eval, LabError> {
-        let Algo::Online { config, .. } = self else {
+        let Algo::Online {
+            config,
+            from_instance,
+            ..
+        } = self
+        else {
             return Err(LabError::NotOnline { algo: self.label() });
         };
+        let config = &from_instance.apply(config, inst.cost);
         let cores = inst.flat();
         let n_idle = cores.init.iter().filter(|l| **l == 0.0).count();
         if n_idle == 0 {
@@ -179,8 +263,12 @@ impl Algo {
                 assignment: o.run(inst),
                 sim_makespan: None,
             }),
-            Algo::Online { config, .. } => {
-                let mut s = build(config, seed);
+            Algo::Online {
+                config,
+                from_instance,
+                ..
+            } => {
+                let mut s = build(&from_instance.apply(config, inst.cost), seed);
                 let give_up = 1e9;
                 let out = simulate(s.as_mut(), inst, tick, give_up)?;
                 Ok(Planned {
@@ -243,6 +331,110 @@ mod tests {
         }
         let mut used = vec![false; idle.len()];
         go(0, inst, &cores, &idle, &mut used)
+    }
+
+    #[test]
+    fn dyndl_on_takes_g_from_the_instance_unless_the_text_sets_it() {
+        let on: Algo = "policy = 'dyndl-on', w_s = 3, one_remote = false"
+            .parse()
+            .unwrap();
+        let Algo::Online {
+            label,
+            config,
+            from_instance,
+        } = &on
+        else {
+            panic!("online")
+        };
+        assert!(
+            from_instance.remote_s && from_instance.theta,
+            "{from_instance:?}"
+        );
+        assert!(label.contains("g=instance"), "{label}");
+        match from_instance.apply(config, Cost::Dyndl { theta: 4.0 }) {
+            SchedulerConfig::DyndlOn {
+                remote_s, theta, ..
+            } => assert_eq!((remote_s, theta), (1.0, 4.0)),
+            c => panic!("{c:?}"),
+        }
+        match from_instance.apply(
+            config,
+            Cost::Bar {
+                c_loc: 20.0,
+                q: 10.0,
+            },
+        ) {
+            SchedulerConfig::DyndlOn {
+                remote_s, theta, ..
+            } => assert_eq!((remote_s, theta), (1.0, 0.5)),
+            c => panic!("{c:?}"),
+        }
+        // Set on purpose: kept, and labelled with its values.
+        let set: Algo = "policy = 'dyndl-on', w_s = 3, remote_s = 1, theta = 1, one_remote = false"
+            .parse()
+            .unwrap();
+        assert!(set.label().contains("g=1s*(1+1n)"), "{}", set.label());
+        let Algo::Online { from_instance, .. } = &set else {
+            panic!("online")
+        };
+        assert_eq!(*from_instance, FromInstance::default());
+        // The bare name, and the live planners.
+        let Algo::Online { from_instance, .. } = "dyndl-on".parse::<Algo>().unwrap() else {
+            panic!("online")
+        };
+        assert!(from_instance.remote_s && from_instance.theta);
+        let live_bar: Algo = "policy = 'bar', replan = true".parse().unwrap();
+        let Algo::Online {
+            config,
+            from_instance,
+            ..
+        } = &live_bar
+        else {
+            panic!("online")
+        };
+        assert!(from_instance.q && !from_instance.theta);
+        match from_instance.apply(
+            config,
+            Cost::Bar {
+                c_loc: 20.0,
+                q: 10.0,
+            },
+        ) {
+            SchedulerConfig::Bar { q, .. } => assert_eq!(q, 0.5),
+            c => panic!("{c:?}"),
+        }
+
+        // The simulated run uses it: on θ = 4 instances the derived g plans
+        // as an explicit θ = 4 does (and, on some, unlike θ = 1). W = 1 so
+        // that g (2 or 5 with one remote task) decides the wait.
+        let on: Algo = "policy = 'dyndl-on', w_s = 1, one_remote = false"
+            .parse()
+            .unwrap();
+        let explicit = |theta: f64| -> Algo {
+            format!(
+                "policy = 'dyndl-on', w_s = 1, remote_s = 1, theta = {theta}, one_remote = false"
+            )
+            .parse()
+            .unwrap()
+        };
+        let mut differs = 0;
+        for seed in 0..20 {
+            let inst = GenParams {
+                servers: 6,
+                cores: 2,
+                tasks: 30,
+                replication: 1,
+                alpha: 0.0,
+                beta: 4.0,
+                cost: Cost::Dyndl { theta: 4.0 },
+                idle: None,
+            }
+            .generate(seed);
+            let derived = on.plan(&inst, seed, 0.5).unwrap();
+            assert_eq!(derived, explicit(4.0).plan(&inst, seed, 0.5).unwrap());
+            differs += usize::from(derived != explicit(1.0).plan(&inst, seed, 0.5).unwrap());
+        }
+        assert!(differs > 0, "theta 1 and 4 planned alike on every instance");
     }
 
     #[test]

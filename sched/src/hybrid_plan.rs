@@ -276,8 +276,8 @@ impl Plans {
     /// Fills `worker`'s free slots with planned tasks, jobs in `order`.
     /// A private worker takes, per job, a task planned for it, else a
     /// private task with a replica on it, else any private task (read
-    /// remotely), else (`steal`) a public task whose instance has not
-    /// registered yet. An instance takes its own public tasks (and those
+    /// remotely), else a public task whose instance is gone, or (`steal`)
+    /// has not registered yet. An instance takes its own public tasks (and those
     /// of an instance that is gone).
     pub fn fill(&self, ctx: &mut SchedContext<'_>, worker: WorkerId, order: &[JobId], steal: bool) {
         let instance = ctx.view().hybrid().instance_of(worker);
@@ -354,14 +354,19 @@ fn pick_private(
     if let Some(t) = job.pending().find(|t| private(t.task.index)) {
         return from(t);
     }
-    if steal {
-        let h = view.hybrid();
-        if let Some(t) = job.pending().find(|t| match plan.target(t.task.index) {
-            Some(Target::Public(i)) => h.instance(i).is_none_or(|i| i.worker.is_none()),
-            _ => false,
-        }) {
-            return from(t);
-        }
+    // A task planned for an instance that is gone (lost, given up, or
+    // stopped) runs here: the plan for it is void, and nothing else would
+    // take it once no instance is left. With `steal`, also one whose
+    // instance has not registered yet.
+    let h = view.hybrid();
+    if let Some(t) = job.pending().find(|t| match plan.target(t.task.index) {
+        Some(Target::Public(i)) => match h.instance(i) {
+            None => true,
+            Some(i) => steal && i.worker.is_none(),
+        },
+        _ => false,
+    }) {
+        return from(t);
     }
     None
 }

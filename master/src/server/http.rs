@@ -26,6 +26,7 @@
 //! | GET | /ui/style.css | | the dashboard's style |
 
 use crate::server::metrics::{JobStateName, Snapshot};
+use crate::server::state::public::Provision;
 use crate::server::state::{journal, Master, MasterError, MasterSettings};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -527,8 +528,13 @@ pub async fn start_with(
     let st = state.clone();
     let reaper = tokio::spawn(async move {
         let mut tick = tokio::time::interval(heartbeat);
-        // Made at the first order: a master with no public types needs none.
-        let mut instances: Option<Arc<Mutex<crate::server::provision::Provisioner>>> = None;
+        // The instances' launcher runs on a thread of its own, for the
+        // master's whole life: it runs commands and waits (off the runtime),
+        // and it is the parent of the instance processes, whose parent-death
+        // signal fires when that thread ends (a pool thread would end when
+        // idle). Made at the first order: a master with no public types
+        // never starts it. It stops every instance when the reaper ends.
+        let mut to_launcher: Option<std::sync::mpsc::Sender<Vec<Provision>>> = None;
         loop {
             tick.tick().await;
             let orders = st.with(|m, now| {
@@ -538,25 +544,35 @@ pub async fn start_with(
             if orders.is_empty() {
                 continue;
             }
-            if instances.is_none() {
-                match provision.as_ref().map(|p| p.launcher()) {
-                    Some(Ok(p)) => instances = Some(Arc::new(Mutex::new(p))),
-                    Some(Err(e)) => {
-                        tracing::error!(error = %format!("{e:#}"), ?orders, "cannot make the instance launcher");
-                        continue;
-                    }
-                    None => {
-                        tracing::warn!(?orders, "no provisioner: public instances are not started");
-                        continue;
-                    }
+            if to_launcher.is_none() {
+                let Some(p) = provision.clone() else {
+                    tracing::warn!(?orders, "no provisioner: public instances are not started");
+                    continue;
+                };
+                let (tx, rx) = std::sync::mpsc::channel::<Vec<Provision>>();
+                let spawned = std::thread::Builder::new()
+                    .name("instances".into())
+                    .spawn(move || match p.launcher() {
+                        Ok(mut launcher) => {
+                            while let Ok(orders) = rx.recv() {
+                                launcher.apply(orders);
+                            }
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %format!("{e:#}"), "cannot make the instance launcher")
+                        }
+                    });
+                if let Err(e) = spawned {
+                    tracing::error!(error = %e, "cannot start the instance launcher's thread");
+                    continue;
+                }
+                to_launcher = Some(tx);
+            }
+            if let Some(tx) = &to_launcher {
+                if tx.send(orders).is_err() {
+                    tracing::error!("the instance launcher has stopped; instances are not started");
                 }
             }
-            // Starting and stopping run commands and wait: off the runtime.
-            let p = instances.clone().expect("made above");
-            let _ = tokio::task::spawn_blocking(move || {
-                p.lock().unwrap_or_else(|e| e.into_inner()).apply(orders)
-            })
-            .await;
         }
     });
     tracing::info!(%addr, "master listening");

@@ -20,6 +20,14 @@ pub trait Launcher: Send {
     /// Starts instance `name` of type `ty` on port offset `port_offset`;
     /// returns a line saying where (logged).
     fn start(&mut self, name: &str, ty: &str, port_offset: u32) -> anyhow::Result<String>;
+    /// Starts several at once (a decision round may ask for many); one
+    /// result per order, in order. By default one after another.
+    fn start_all(&mut self, orders: &[(String, String, u32)]) -> Vec<anyhow::Result<String>> {
+        orders
+            .iter()
+            .map(|(name, ty, k)| self.start(name, ty, *k))
+            .collect()
+    }
     /// Stops instance `name` (nothing if unknown) and frees what it held.
     fn stop(&mut self, name: &str);
     /// Stops every instance (the master is stopping).
@@ -138,22 +146,37 @@ impl Provisioner {
     /// Carries out the orders; a failure is logged (the master gives up on
     /// an instance that does not register).
     pub fn apply(&mut self, orders: Vec<Provision>) {
+        let mut starts = Vec::new();
         for o in orders {
             match o {
                 Provision::Start {
                     name,
                     instance_type,
                     port_offset,
-                } => match self.launcher.start(&name, &instance_type, port_offset) {
-                    Ok(at) => tracing::info!(instance = %name, %at, "instance started"),
-                    Err(e) => {
-                        tracing::error!(instance = %name, error = %format!("{e:#}"), "cannot start instance")
-                    }
-                },
-                Provision::Stop { name } => self.launcher.stop(&name),
+                } => starts.push((name, instance_type, port_offset)),
+                Provision::Stop { name } => {
+                    self.start_all(std::mem::take(&mut starts));
+                    self.launcher.stop(&name)
+                }
             }
         }
+        self.start_all(starts);
         self.launcher.reap();
+    }
+
+    fn start_all(&mut self, starts: Vec<(String, String, u32)>) {
+        if starts.is_empty() {
+            return;
+        }
+        let results = self.launcher.start_all(&starts);
+        for ((name, _, _), r) in starts.iter().zip(results) {
+            match r {
+                Ok(at) => tracing::info!(instance = %name, %at, "instance started"),
+                Err(e) => {
+                    tracing::error!(instance = %name, error = %format!("{e:#}"), "cannot start instance")
+                }
+            }
+        }
     }
 
     pub fn stop_all(&mut self) {

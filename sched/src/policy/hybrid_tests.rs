@@ -202,6 +202,31 @@ fn coshic_moves_the_whole_job_to_the_cheapest_set_of_one_type() {
 }
 
 #[test]
+fn maps_planned_for_an_instance_that_is_lost_run_privately() {
+    // COSHIC sends the whole job to one `fast`; it is lost (or never
+    // registers): nothing else would take its maps, so the private
+    // worker does, late but done.
+    for policy in ["coshic", "mrosa"] {
+        let mut s = build(policy);
+        let mut v = setup(Some(1_500), None);
+        let (a, req, _) = run_with(&mut s, &mut v);
+        assert!(!req.is_empty(), "{policy}");
+        let before = a.len();
+        for r in &req {
+            v.hybrid_mut().instance_gone(r.id);
+        }
+        let (a, req, _) = run_with(&mut s, &mut v);
+        assert!(req.is_empty(), "{policy}: {req:?}");
+        assert_eq!(
+            before + a.len(),
+            2,
+            "{policy}: both slots of w0 busy: {a:?}"
+        );
+        assert!(a.iter().all(|x| x.worker == WorkerId(0)));
+    }
+}
+
+#[test]
 fn coshic_runs_privately_what_meets_its_deadline_and_refuses_the_impossible() {
     let mut v = setup(Some(2_500), None);
     let (a, req, _) = run("coshic", &mut v);
