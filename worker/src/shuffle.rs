@@ -307,6 +307,17 @@ fn range_in_file(
     workloads::sort::range_by_key(len / RECORD as u64, key, lo, hi)
 }
 
+/// `e` with the causes below it (reqwest's own text omits them).
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s += &format!(": {c}");
+        cur = c.source();
+    }
+    s
+}
+
 /// GETs `url` whole, paced by `rx`.
 async fn fetch(
     http: &reqwest::Client,
@@ -320,7 +331,7 @@ async fn fetch(
         .header(AUTHORIZATION, bearer(token))
         .send()
         .await
-        .map_err(|e| format!("fetching {url}: {e}"))?;
+        .map_err(|e| format!("fetching {url}: {}", error_chain(&e)))?;
     let resp = check(resp, format!("fetching {url}"))
         .await
         .map_err(|e| e.to_string())?;
