@@ -71,19 +71,8 @@ impl Layout {
         if n > 240 {
             bail!("the container mode supports at most 240 workers ({n} in the config)");
         }
-        let instances = if cfg.public_type.is_empty() {
-            0
-        } else {
-            cfg.public_section().max_instances
-        };
-        if 10 + n + instances as usize > 254 {
-            bail!(
-                "the container mode gives every worker and public instance an address in \
-                 10.78.{subnet_third}.10-254: {n} workers and public.max_instances = {instances} \
-                 need {}",
-                n + instances as usize
-            );
-        }
+        let instances =
+            crate::ops::instances::reserve(cfg, "container", &format!("10.78.{subnet_third}"))?;
         for w in &cfg.worker {
             let ok = !w.name.is_empty()
                 && w.name

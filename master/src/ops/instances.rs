@@ -129,6 +129,27 @@ impl Backend {
     }
 }
 
+/// The instances a deployment on a /24 (`mode`, `subnet` for the message)
+/// must give addresses to after its `workers` (which start at .10):
+/// `public.max_instances` with `[[public_type]]`, else 0; refused when they
+/// do not fit.
+pub fn reserve(cfg: &ClusterConfig, mode: &str, subnet: &str) -> anyhow::Result<u32> {
+    let n = cfg.worker.len();
+    let instances = if cfg.public_type.is_empty() {
+        0
+    } else {
+        cfg.public_section().max_instances
+    };
+    if 10 + n + instances as usize > 254 {
+        bail!(
+            "the {mode} mode gives every worker and public instance an address in {subnet}.10-254: \
+             {n} workers and public.max_instances = {instances} need {}",
+            n + instances as usize
+        );
+    }
+    Ok(instances)
+}
+
 fn ip_at(first: Ipv4Addr, k: u32) -> anyhow::Result<Ipv4Addr> {
     let ip = u32::from(first) + k;
     if ip & 0xff > 254 || ip >> 8 != u32::from(first) >> 8 {

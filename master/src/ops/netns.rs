@@ -107,19 +107,7 @@ impl Layout {
                 bail!("two workers map to the network namespace {ns}; rename one");
             }
         }
-        let instances = if cfg.public_type.is_empty() {
-            0
-        } else {
-            cfg.public_section().max_instances
-        };
-        if 10 + n + instances as usize > 254 {
-            bail!(
-                "the netns mode gives every worker and public instance an address in \
-                 10.77.{third}.10-254: {n} workers and public.max_instances = {instances} \
-                 need {}",
-                n + instances as usize
-            );
-        }
+        let instances = crate::ops::instances::reserve(cfg, "netns", &format!("10.77.{third}"))?;
         for k in 0..instances {
             let ns = instance_ns(prefix, k);
             if seen.contains(&ns) {
