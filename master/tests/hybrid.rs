@@ -199,6 +199,15 @@ fn instance_exists(deploy: &Deploy) -> bool {
     }
 }
 
+/// The instance at `addr` has the address after the two workers' on the
+/// subnet of the derived config at `derived`.
+fn after_the_workers(derived: &Path, addr: &str) {
+    let d = ClusterConfig::load(derived).unwrap();
+    let ip = d.master.listen.ip().to_string();
+    let subnet = ip.rsplit_once('.').unwrap().0;
+    assert!(addr.starts_with(&format!("http://{subnet}.12:")), "{addr}");
+}
+
 async fn scenario(deploy: Deploy) {
     let Some((c, client)) = start(deploy.clone(), 1.0).await else {
         return;
@@ -227,13 +236,7 @@ async fn scenario(deploy: Deploy) {
         Deploy::Netns(prefix) => {
             // Its own address after the workers', its link shaped at the
             // type's 80 Mbit/s in both directions.
-            let d = ClusterConfig::load(local::netns_config_path(&c.cfg)).unwrap();
-            let ip = d.master.listen.ip().to_string();
-            let subnet = ip.rsplit_once('.').unwrap().0;
-            assert!(
-                seen.addr.starts_with(&format!("http://{subnet}.12:")),
-                "{seen:?}"
-            );
+            after_the_workers(&local::netns_config_path(&c.cfg), &seen.addr);
             let qdiscs = [("pi0", "eth0"), ("bridge", "vp0")].map(|(ns, dev)| {
                 let out = std::process::Command::new("tc")
                     .args(["-n", &format!("{prefix}{ns}"), "qdisc", "show", "dev", dev])
@@ -245,15 +248,7 @@ async fn scenario(deploy: Deploy) {
                 assert!(q.contains("tbf") && q.contains("rate 80Mbit"), "{q}");
             }
         }
-        Deploy::Docker(_) => {
-            let d = ClusterConfig::load(docker::config_path(&c.cfg)).unwrap();
-            let ip = d.master.listen.ip().to_string();
-            let subnet = ip.rsplit_once('.').unwrap().0;
-            assert!(
-                seen.addr.starts_with(&format!("http://{subnet}.12:")),
-                "{seen:?}"
-            );
-        }
+        Deploy::Docker(_) => after_the_workers(&docker::config_path(&c.cfg), &seen.addr),
     }
     let r = client.wait_job(id).await.unwrap();
     assert_eq!(r.state, JobState::Succeeded, "{:?}", r.error);

@@ -282,11 +282,8 @@ impl Launcher for NetnsLauncher {
         }
     }
 
-    fn stop_all(&mut self) {
-        let names: Vec<String> = self.running.keys().cloned().collect();
-        for n in names {
-            self.stop(&n);
-        }
+    fn running(&self) -> Vec<String> {
+        self.running.keys().cloned().collect()
     }
 
     fn reap(&mut self) {
@@ -360,11 +357,8 @@ impl Launcher for DockerLauncher {
         }
     }
 
-    fn stop_all(&mut self) {
-        let names: Vec<String> = self.running.keys().cloned().collect();
-        for n in names {
-            self.stop(&n);
-        }
+    fn running(&self) -> Vec<String> {
+        self.running.keys().cloned().collect()
     }
 }
 

@@ -30,8 +30,14 @@ pub trait Launcher: Send {
     }
     /// Stops instance `name` (nothing if unknown) and frees what it held.
     fn stop(&mut self, name: &str);
+    /// The instances it runs, by name.
+    fn running(&self) -> Vec<String>;
     /// Stops every instance (the master is stopping).
-    fn stop_all(&mut self);
+    fn stop_all(&mut self) {
+        for name in self.running() {
+            self.stop(&name);
+        }
+    }
     /// Forgets instances that ended on their own.
     fn reap(&mut self) {}
 }
@@ -222,10 +228,8 @@ impl Launcher for ProcessLauncher {
         }
     }
 
-    fn stop_all(&mut self) {
-        for (_, mut c) in std::mem::take(&mut self.children) {
-            stop_child(&mut c);
-        }
+    fn running(&self) -> Vec<String> {
+        self.children.keys().cloned().collect()
     }
 
     fn reap(&mut self) {
