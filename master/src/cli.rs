@@ -915,7 +915,13 @@ pub fn sim_run(inst: &lab::Instance, seed: u64, algos: &[String], tick: f64) -> 
         "algorithm", "makespan", "remote", "locality%", "time_ms"
     );
     for a in &algos {
-        let (e, dt) = lab::timed_run(a, inst, seed, Measure::Makespan { tick })?;
+        let run = lab::timed_run(a, inst, seed, Measure::Makespan { tick }, None)?;
+        let (e, dt) = (run.eval.expect("no time limit"), run.time);
+        let phases: Vec<String> = run
+            .phases
+            .iter()
+            .map(|(n, d)| format!("{n} {:.3} ms", d.as_secs_f64() * 1e3))
+            .collect();
         println!(
             "{:<28} {:>12.3} {:>8} {:>10.1} {:>12.3}",
             a.label(),
@@ -924,6 +930,9 @@ pub fn sim_run(inst: &lab::Instance, seed: u64, algos: &[String], tick: f64) -> 
             e.locality() * 100.0,
             dt.as_secs_f64() * 1e3
         );
+        if !phases.is_empty() {
+            println!("{:<28} {}", "", phases.join(", "));
+        }
     }
     Ok(())
 }

@@ -7,8 +7,10 @@ use crate::model::{Assignment, Cost, Eval, Instance};
 use crate::offline::Offline;
 use crate::policy::build;
 use crate::sim::{add_as_job, assignment_of, simulate, SimError};
-use crate::view::{offer, ClusterView, Scheduler};
+use crate::view::{offer, ClusterView, PendingTask, Scheduler};
 use common::config::SchedulerConfig;
+use common::policy::Weights;
+use common::TaskRef;
 use common::{JobId, WorkerId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -24,6 +26,10 @@ pub enum LabError {
     NoIdleCore,
     #[error("{algo}: a wave placed nothing with {left} tasks left")]
     WaveStuck { algo: String, left: usize },
+    #[error("a fairness round needs at least one group")]
+    NoGroups,
+    #[error("stopped by its caller before it finished")]
+    Stopped,
     #[error(transparent)]
     Sim(#[from] SimError),
 }
@@ -151,7 +157,7 @@ impl Algo {
     /// returns the locality of the tasks launched (`tasks` = launched,
     /// `makespan` = NaN). Online policies only.
     pub fn run_round(&self, inst: &Instance, seed: u64) -> Result<Eval, LabError> {
-        self.rounds(inst, seed, false)
+        Ok(self.rounds(inst, seed, false, None)?.0)
     }
 
     /// Guo's waves (Fig 6): rounds as in [`Algo::run_round`] until every
@@ -160,10 +166,35 @@ impl Algo {
     /// drawn (seeded). Locality over all tasks; `makespan` = the number of
     /// waves.
     pub fn run_waves(&self, inst: &Instance, seed: u64) -> Result<Eval, LabError> {
-        self.rounds(inst, seed, true)
+        Ok(self.rounds(inst, seed, true, None)?.0)
     }
 
-    fn rounds(&self, inst: &Instance, seed: u64, waves: bool) -> Result<Eval, LabError> {
+    /// Guo's fairness round (Fig 5): one round as in [`Algo::run_round`],
+    /// with groups. Every busy core (initial load > 0) runs one task of a
+    /// group drawn at random, every pending task belongs to a group drawn
+    /// at random (seeded; uniform over `groups`), and the `fair` and
+    /// `lsap-fair` policies are given `groups` as their weights. Returns
+    /// the round's locality and its unfairness after the round:
+    /// sum over groups of |s_i - w_i|, s_i the group's share of the
+    /// occupied slots and w_i its normalised weight (0: every group at its
+    /// ration; at most 2).
+    pub fn run_fair_round(
+        &self,
+        inst: &Instance,
+        seed: u64,
+        groups: &Weights,
+    ) -> Result<(Eval, f64), LabError> {
+        let (e, u) = self.rounds(inst, seed, false, Some(groups))?;
+        Ok((e, u.expect("a round with groups measures fairness")))
+    }
+
+    fn rounds(
+        &self,
+        inst: &Instance,
+        seed: u64,
+        waves: bool,
+        groups: Option<&Weights>,
+    ) -> Result<(Eval, Option<f64>), LabError> {
         let Algo::Online {
             config,
             from_instance,
@@ -172,7 +203,15 @@ impl Algo {
         else {
             return Err(LabError::NotOnline { algo: self.label() });
         };
-        let config = &from_instance.apply(config, inst.cost);
+        let mut config = from_instance.apply(config, inst.cost);
+        if let (
+            Some(g),
+            SchedulerConfig::Fair { weights, .. } | SchedulerConfig::LsapFair { weights, .. },
+        ) = (groups, &mut config)
+        {
+            weights.clone_from(g);
+        }
+        let config = &config;
         let cores = inst.flat();
         let n_idle = cores.init.iter().filter(|l| **l == 0.0).count();
         if n_idle == 0 {
@@ -194,8 +233,11 @@ impl Algo {
         let first: Vec<usize> = (0..cores.init.len())
             .filter(|&p| cores.init[p] == 0.0)
             .collect();
+        match groups {
+            None => add_as_job(inst, &mut view, JobId(1)),
+            Some(g) => add_group_jobs(inst, &mut view, g, seed)?,
+        }
         set_idle(&mut view, &first);
-        add_as_job(inst, &mut view, JobId(1));
         // Guo's simulated dl-sched visits every idle slot for a data-local
         // task before it places the rest (otherwise one task and many idle
         // slots would go to the first slot, local or not): a local-only
@@ -238,12 +280,32 @@ impl Algo {
                 .collect();
             set_idle(&mut view, &idle);
         }
-        Ok(Eval {
-            makespan: if waves { rounds as f64 } else { f64::NAN },
-            remote,
-            tasks: launched,
-            sim_makespan: f64::NAN,
-        })
+        let unfairness = groups.map(|g| {
+            let total_w: f64 = g.values().sum();
+            let rt: Vec<f64> = g
+                .keys()
+                .map(|name| {
+                    view.jobs()
+                        .filter(|j| &j.group == name)
+                        .map(|j| j.running as f64)
+                        .sum()
+                })
+                .collect();
+            let occupied: f64 = rt.iter().sum::<f64>().max(1.0);
+            g.values()
+                .zip(&rt)
+                .map(|(w, r)| (r / occupied - w / total_w).abs())
+                .sum()
+        });
+        Ok((
+            Eval {
+                makespan: if waves { rounds as f64 } else { f64::NAN },
+                remote,
+                tasks: launched,
+                sim_makespan: f64::NAN,
+            },
+            unfairness,
+        ))
     }
 
     pub fn label(&self) -> String {
@@ -258,11 +320,25 @@ impl Algo {
     /// as they free and every `tick` units) and the simulated makespan.
     /// Callers that report running time time this call.
     pub fn plan(&self, inst: &Instance, seed: u64, tick: f64) -> Result<Planned, LabError> {
+        self.plan_probed(inst, seed, tick, &mut crate::offline::NoProbe)?
+            .ok_or(LabError::Stopped)
+    }
+
+    /// [`Algo::plan`] with an offline planner's phases reported to `probe`,
+    /// which may stop it (None). An online policy's simulated run does not
+    /// consult the probe.
+    pub fn plan_probed(
+        &self,
+        inst: &Instance,
+        seed: u64,
+        tick: f64,
+        probe: &mut dyn crate::offline::Probe,
+    ) -> Result<Option<Planned>, LabError> {
         match self {
-            Algo::Offline(o) => Ok(Planned {
-                assignment: o.run(inst),
+            Algo::Offline(o) => Ok(o.run_probed(inst, probe).map(|assignment| Planned {
+                assignment,
                 sim_makespan: None,
-            }),
+            })),
             Algo::Online {
                 config,
                 from_instance,
@@ -271,10 +347,10 @@ impl Algo {
                 let mut s = build(&from_instance.apply(config, inst.cost), seed);
                 let give_up = 1e9;
                 let out = simulate(s.as_mut(), inst, tick, give_up)?;
-                Ok(Planned {
+                Ok(Some(Planned {
                     assignment: assignment_of(inst, &out.placements),
                     sim_makespan: Some(out.makespan),
-                })
+                }))
             }
         }
     }
@@ -292,6 +368,64 @@ impl Algo {
     pub fn run(&self, inst: &Instance, seed: u64, tick: f64) -> Result<Eval, LabError> {
         Ok(Algo::evaluate(inst, &self.plan(inst, seed, tick)?))
     }
+}
+
+/// One job per group of `groups` (named after it): the instance's tasks,
+/// each in a group drawn at random, and one running task, in a group drawn
+/// at random, on every busy core (initial load > 0), launched there. The
+/// caller then marks the idle cores free.
+fn add_group_jobs(
+    inst: &Instance,
+    view: &mut ClusterView,
+    groups: &Weights,
+    seed: u64,
+) -> Result<(), LabError> {
+    use rand::Rng;
+    let names: Vec<&String> = groups.keys().collect();
+    if names.is_empty() {
+        return Err(LabError::NoGroups);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6a0f);
+    let cores = inst.flat();
+    let mut tasks: Vec<Vec<PendingTask>> = vec![Vec::new(); names.len()];
+    let mut running: Vec<(TaskRef, WorkerId)> = Vec::new();
+    let mut next = vec![0u32; names.len()];
+    let mut take = |g: usize| {
+        let index = next[g];
+        next[g] += 1;
+        TaskRef {
+            job: JobId(g as u32 + 1),
+            index,
+        }
+    };
+    for r in &inst.replicas {
+        let g = rng.gen_range(0..names.len());
+        tasks[g].push(PendingTask {
+            task: take(g),
+            len: 1,
+            replicas: r.iter().map(|&s| WorkerId(s)).collect(),
+        });
+    }
+    for p in (0..cores.init.len()).filter(|&p| cores.init[p] != 0.0) {
+        let g = rng.gen_range(0..names.len());
+        let srv = WorkerId(cores.server[p]);
+        let task = take(g);
+        tasks[g].push(PendingTask {
+            task,
+            len: 1,
+            replicas: vec![srv],
+        });
+        running.push((task, srv));
+    }
+    for (g, t) in tasks.into_iter().enumerate() {
+        view.add_job(JobId(g as u32 + 1), 0, names[g], t);
+    }
+    let mut ctx = crate::view::SchedContext::new(view);
+    for (task, srv) in running {
+        ctx.launch(task, srv, srv)
+            .expect("a busy core's slot is free until the idle ones are set");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -498,5 +632,124 @@ mod tests {
         };
         // Guo Fig 6(c): more slots per node, better locality.
         assert!(loc(10) > loc(1) + 0.05, "{} vs {}", loc(10), loc(1));
+    }
+
+    /// Guo Fig 5's setting: 60 nodes of 1 slot, half idle, replication 1,
+    /// 90 tasks to place, five groups weighted 1, 2, 4, 8, 16.
+    fn fig5(seed: u64) -> Instance {
+        GenParams {
+            servers: 60,
+            cores: 1,
+            tasks: 90,
+            replication: 1,
+            alpha: 0.0,
+            beta: 100.0,
+            cost: Cost::Dyndl { theta: 0.0 },
+            idle: Some(0.5),
+        }
+        .generate(seed)
+    }
+
+    #[test]
+    fn a_fair_round_trades_locality_for_fairness_as_alpha_grows() {
+        let groups: Weights = (0..5)
+            .map(|i| (format!("g{i}"), f64::from(1 << i)))
+            .collect();
+        let run = |algo: &str| {
+            let a: Algo = algo.parse().unwrap();
+            let (mut loc, mut unfair) = (0.0, 0.0);
+            for seed in 0..20 {
+                let (e, u) = a.run_fair_round(&fig5(seed), seed, &groups).unwrap();
+                // 30 idle slots, 90 tasks: every slot is filled.
+                assert_eq!(e.tasks, 30, "{algo} seed {seed}");
+                assert!((0.0..=2.0).contains(&u), "{u}");
+                loc += e.locality();
+                unfair += u;
+            }
+            (loc / 20.0, unfair / 20.0)
+        };
+        let lsap = run("lsap");
+        let fair = run("policy = 'lsap-fair', alpha = 5, beta = 3100");
+        let local = run("policy = 'lsap-fair', alpha = 100000, beta = 3100");
+        // A small data-locality cost buys fairness with locality; a large
+        // one gives lsap-sched's locality back.
+        assert!(fair.1 < lsap.1 - 0.1, "fair {fair:?} lsap {lsap:?}");
+        assert!(fair.0 < lsap.0, "fair {fair:?} lsap {lsap:?}");
+        assert!(
+            (local.0 - lsap.0).abs() < 1e-9,
+            "local {local:?} lsap {lsap:?}"
+        );
+        // Deterministic per seed.
+        let a: Algo = "policy = 'lsap-fair', alpha = 20".parse().unwrap();
+        let once = a.run_fair_round(&fig5(3), 3, &groups).unwrap();
+        let again = a.run_fair_round(&fig5(3), 3, &groups).unwrap();
+        assert_eq!((once.0.remote, once.1), (again.0.remote, again.1));
+        let e = a.run_fair_round(&fig5(3), 3, &Weights::new()).unwrap_err();
+        assert_eq!(e, LabError::NoGroups);
+    }
+
+    /// A probe that records phases and stops the planner after `allow`
+    /// questions.
+    struct Stopper {
+        allow: usize,
+        phases: Vec<&'static str>,
+    }
+
+    impl crate::offline::Probe for Stopper {
+        fn phase_done(&mut self, name: &'static str) {
+            self.phases.push(name);
+        }
+        fn go_on(&mut self) -> bool {
+            if self.allow == 0 {
+                return false;
+            }
+            self.allow -= 1;
+            true
+        }
+    }
+
+    #[test]
+    fn planners_report_their_phases_and_stop_when_told() {
+        let inst = GenParams {
+            servers: 20,
+            cores: 2,
+            tasks: 120,
+            replication: 3,
+            alpha: 0.0,
+            beta: 10.0,
+            cost: Cost::Dyndl { theta: 1.0 },
+            idle: None,
+        }
+        .generate(2);
+        for o in Offline::ALL {
+            let mut all = Stopper {
+                allow: usize::MAX,
+                phases: Vec::new(),
+            };
+            let a = o.run_probed(&inst, &mut all).expect("not stopped");
+            assert_eq!(a, o.run(&inst), "{o:?}");
+            assert_eq!(all.phases, o.phases(), "{o:?}");
+            let mut none = Stopper {
+                allow: 0,
+                phases: Vec::new(),
+            };
+            let stopped = o.run_probed(&inst, &mut none);
+            // The two-phase planners stop after their first phase, MB
+            // before its first iteration; LIST and LTFPA never ask.
+            match o {
+                Offline::Bar | Offline::DyndlOff => {
+                    assert_eq!(stopped, None, "{o:?}");
+                    assert_eq!(none.phases, &o.phases()[..1], "{o:?}");
+                }
+                Offline::MaxCover => assert_eq!(stopped, None),
+                Offline::List | Offline::Ltfpa => assert!(stopped.is_some()),
+            }
+        }
+        let mb = Algo::Offline(Offline::MaxCover);
+        let mut none = Stopper {
+            allow: 0,
+            phases: Vec::new(),
+        };
+        assert_eq!(mb.plan_probed(&inst, 1, 1.0, &mut none).unwrap(), None);
     }
 }

@@ -31,13 +31,24 @@ pub struct SweepSpec {
     pub tick: f64,
     /// `makespan` (default): run every algorithm to completion. `round`:
     /// Guo's one-round locality; `waves`: Guo's rounds until every task is
-    /// placed (online policies only; see [`Algo::run_round`],
-    /// [`Algo::run_waves`]).
+    /// placed; `fair-round`: one round with `groups` (Guo's Fig 5), its
+    /// locality and unfairness (online policies only; see
+    /// [`Algo::run_round`], [`Algo::run_waves`], [`Algo::run_fair_round`]).
     #[serde(default)]
     pub mode: Mode,
     /// The algorithm the summary's ratio column divides by (a label).
     #[serde(default)]
     pub ratio_to: Option<String>,
+    /// Groups and their weights for `mode = "fair-round"` (Guo's Fig 5:
+    /// `{ g1 = 1, g2 = 2, ... }`); the `fair` and `lsap-fair` policies get
+    /// them as their weights.
+    #[serde(default)]
+    pub groups: Option<common::policy::Weights>,
+    /// Wall-clock limit of one run in seconds (DynDL's 30-minute cut-off of
+    /// HTA): MaxCover-BalAssign is stopped at it, and any run that takes
+    /// longer is reported as over the limit instead of its figures.
+    #[serde(default)]
+    pub time_limit_s: Option<f64>,
     pub algorithms: Vec<AlgoEntry>,
     pub base: GenParams,
     #[serde(default)]
@@ -58,6 +69,7 @@ pub enum Mode {
     Makespan,
     Round,
     Waves,
+    FairRound,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -98,9 +110,15 @@ pub struct SweepRow {
     pub makespan: f64,
     /// Online policies: the makespan of the discrete-event run; else empty.
     pub sim_makespan: f64,
-    pub remote: usize,
+    pub remote: f64,
     pub locality_pct: f64,
     pub time_ms: f64,
+    /// `fair-round`: sum over groups of |share - weight| after the round.
+    pub unfairness: f64,
+    /// An offline planner's phases, `name=ms` separated by `;`.
+    pub phases: String,
+    /// The run passed `time_limit_s`: its figures are NaN.
+    pub over_limit: bool,
 }
 
 impl SweepSpec {
@@ -125,8 +143,39 @@ impl SweepSpec {
             if let Some((l, _)) = algos.iter().find(|(_, a)| matches!(a, Algo::Offline(_))) {
                 return Err(bad(
                     "algorithms",
-                    format!("{l}: mode = \"round\" or \"waves\" takes online policies only"),
+                    format!("{l}: mode = \"round\", \"waves\" or \"fair-round\" takes online policies only"),
                 ));
+            }
+        }
+        match (&self.groups, self.mode) {
+            (None, Mode::FairRound) => {
+                return Err(bad(
+                    "groups",
+                    "mode = \"fair-round\" needs groups = { name = weight, ... }".into(),
+                ))
+            }
+            (Some(_), m) if m != Mode::FairRound => {
+                return Err(bad(
+                    "groups",
+                    "groups are for mode = \"fair-round\" only".into(),
+                ))
+            }
+            (Some(g), _) => {
+                if g.is_empty() {
+                    return Err(bad("groups", "name at least one group".into()));
+                }
+                if let Some((n, w)) = g.iter().find(|(_, w)| !(w.is_finite() && **w > 0.0)) {
+                    return Err(bad(
+                        &format!("groups.{n}"),
+                        format!("a weight must be > 0 (got {w})"),
+                    ));
+                }
+            }
+            (None, _) => {}
+        }
+        if let Some(l) = self.time_limit_s {
+            if !(l.is_finite() && l > 0.0) {
+                return Err(bad("time_limit_s", format!("must be > 0 (got {l})")));
             }
         }
         if let Some(r) = &self.ratio_to {
@@ -239,11 +288,14 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
     let dir = ResultsDir::create(results, &spec.name, started)?;
     let algos = spec.algorithms().map_err(|e| e.in_file(spec_path))?;
     let points = spec.points();
+    let no_groups = Default::default();
     let measure = match spec.mode {
         Mode::Makespan => Measure::Makespan { tick: spec.tick },
         Mode::Round => Measure::Round,
         Mode::Waves => Measure::Waves,
+        Mode::FairRound => Measure::FairRound(spec.groups.as_ref().unwrap_or(&no_groups)),
     };
+    let limit = spec.time_limit_s.map(std::time::Duration::from_secs_f64);
     let mut meta = SweepMeta {
         experiment: &spec.name,
         spec_file: spec_path.display().to_string(),
@@ -260,8 +312,10 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
             let seed = spec.seed + i as u64;
             let inst = params.generate(seed);
             for (alabel, algo) in &algos {
-                let (e, dt) = timed_run(algo, &inst, seed, measure)
+                let run = timed_run(algo, &inst, seed, measure, limit)
                     .map_err(|e| anyhow::anyhow!("{label}, seed {seed}, {alabel}: {e}"))?;
+                let e = run.eval.as_ref();
+                let or_nan = |f: &dyn Fn(&sched::model::Eval) -> f64| e.map_or(f64::NAN, f);
                 rows.push(SweepRow {
                     point: label.clone(),
                     algorithm: alabel.clone(),
@@ -269,12 +323,28 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
                     servers: params.servers,
                     cores: params.cores,
                     tasks: params.tasks,
-                    makespan: e.makespan,
-                    sim_makespan: e.sim_makespan,
-                    remote: e.remote,
-                    locality_pct: e.locality() * 100.0,
-                    time_ms: dt.as_secs_f64() * 1e3,
+                    makespan: or_nan(&|e| e.makespan),
+                    sim_makespan: or_nan(&|e| e.sim_makespan),
+                    remote: or_nan(&|e| e.remote as f64),
+                    locality_pct: or_nan(&|e| e.locality() * 100.0),
+                    time_ms: run.time.as_secs_f64() * 1e3,
+                    unfairness: run.unfairness.unwrap_or(f64::NAN),
+                    phases: run
+                        .phases
+                        .iter()
+                        .map(|(n, d)| format!("{n}={:.3}", d.as_secs_f64() * 1e3))
+                        .collect::<Vec<_>>()
+                        .join(";"),
+                    over_limit: e.is_none(),
                 });
+                if e.is_none() {
+                    eprintln!(
+                        "[{}] {label}, seed {seed}, {alabel}: over the {} s limit ({:.1} s)",
+                        spec.name,
+                        spec.time_limit_s.unwrap_or_default(),
+                        run.time.as_secs_f64()
+                    );
+                }
             }
         }
         dir.write_runs(&rows)?;
@@ -283,7 +353,7 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
     let labels: Vec<String> = algos.iter().map(|(l, _)| l.clone()).collect();
     let point_labels: Vec<String> = points.iter().map(|(l, _)| l.clone()).collect();
     let means = means(&rows);
-    dir.write_summary(&summary(&spec, &point_labels, &labels, &means))?;
+    dir.write_summary(&summary(&spec, &points, &labels, &means))?;
     write_plots(dir.path(), &point_labels, &labels, &means)?;
     meta.provenance.finish();
     meta.runs = rows.len();
@@ -291,49 +361,132 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
     Ok(dir.path().to_path_buf())
 }
 
-/// Mean makespan, remote tasks, locality and time per (point, algorithm).
-#[derive(Clone, Copy, Debug, Default)]
+/// Mean, min and max of one figure over a point's instances.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stat {
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Stat {
+    /// Over the finite values; None if there is none.
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<Stat> {
+        let v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        Some(Stat {
+            mean: v.iter().sum::<f64>() / v.len() as f64,
+            min: v.iter().copied().fold(f64::INFINITY, f64::min),
+            max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+
+    /// `mean (min-max)`, or the mean alone when min = max.
+    fn show(&self, digits: usize) -> String {
+        let f = |v: f64| format!("{v:.digits$}");
+        if f(self.min) == f(self.max) {
+            f(self.mean)
+        } else {
+            format!("{} ({}-{})", f(self.mean), f(self.min), f(self.max))
+        }
+    }
+
+    fn bar(&self) -> crate::results::plot::Bar {
+        crate::results::plot::Bar {
+            value: self.mean,
+            spread: Some((self.min, self.max)),
+        }
+    }
+}
+
+/// The figures of one (point, algorithm) over its instances: runs over
+/// the time limit count in `over` and in none of the figures.
+#[derive(Clone, Debug, Default)]
 pub struct Mean {
     pub n: usize,
-    pub makespan: f64,
-    pub sim_makespan: f64,
-    pub remote: f64,
-    pub locality_pct: f64,
-    pub time_ms: f64,
+    pub over: usize,
+    pub makespan: Option<Stat>,
+    pub sim_makespan: Option<Stat>,
+    pub remote: Option<Stat>,
+    pub locality_pct: Option<Stat>,
+    /// Over every run, the stopped ones included.
+    pub time_ms: Option<Stat>,
+    pub unfairness: Option<Stat>,
+    /// Each phase's time, in the planner's order.
+    pub phases: Vec<(String, Stat)>,
 }
 
 pub fn means(rows: &[SweepRow]) -> BTreeMap<(String, String), Mean> {
-    let mut m: BTreeMap<(String, String), Mean> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, String), Vec<&SweepRow>> = BTreeMap::new();
     for r in rows {
-        let e = m.entry((r.point.clone(), r.algorithm.clone())).or_default();
-        e.n += 1;
-        e.makespan += r.makespan;
-        e.sim_makespan += r.sim_makespan;
-        e.remote += r.remote as f64;
-        e.locality_pct += r.locality_pct;
-        e.time_ms += r.time_ms;
+        groups
+            .entry((r.point.clone(), r.algorithm.clone()))
+            .or_default()
+            .push(r);
     }
-    for e in m.values_mut() {
-        let n = e.n.max(1) as f64;
-        e.makespan /= n;
-        e.sim_makespan /= n;
-        e.remote /= n;
-        e.locality_pct /= n;
-        e.time_ms /= n;
-    }
-    m
+    groups
+        .into_iter()
+        .map(|(k, rs)| {
+            let done: Vec<&&SweepRow> = rs.iter().filter(|r| !r.over_limit).collect();
+            let st = |f: fn(&SweepRow) -> f64| Stat::of(done.iter().map(|r| f(r)));
+            let mut phase_names: Vec<String> = Vec::new();
+            let mut phase_ms: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+            for r in &done {
+                for part in r.phases.split(';').filter(|p| !p.is_empty()) {
+                    if let Some((n, v)) = part.split_once('=') {
+                        if !phase_names.iter().any(|x| x == n) {
+                            phase_names.push(n.to_owned());
+                        }
+                        phase_ms
+                            .entry(n.to_owned())
+                            .or_default()
+                            .push(v.parse().unwrap_or(f64::NAN));
+                    }
+                }
+            }
+            let m = Mean {
+                n: rs.len(),
+                over: rs.len() - done.len(),
+                makespan: st(|r| r.makespan),
+                sim_makespan: st(|r| r.sim_makespan),
+                remote: st(|r| r.remote),
+                locality_pct: st(|r| r.locality_pct),
+                time_ms: Stat::of(rs.iter().map(|r| r.time_ms)),
+                unfairness: st(|r| r.unfairness),
+                phases: phase_names
+                    .into_iter()
+                    .filter_map(|n| {
+                        let s = Stat::of(phase_ms[&n].iter().copied())?;
+                        Some((n, s))
+                    })
+                    .collect(),
+            };
+            (k, m)
+        })
+        .collect()
 }
 
-/// The text of summary.md: means per point.
+/// Idle slots (cores of initial load 0) per task at a point of a
+/// `round`, `waves` or `fair-round` sweep: Guo's x-axis in Fig 6 (g, h).
+fn idle_per_task(p: &GenParams) -> Option<f64> {
+    let idle = p.idle?;
+    let slots = (idle * (p.servers * p.cores) as f64).round();
+    (p.tasks > 0).then(|| slots / p.tasks as f64)
+}
+
+/// The text of summary.md: per point, each algorithm's mean (min-max)
+/// over the instances.
 fn summary(
     spec: &SweepSpec,
-    points: &[String],
+    points: &[(String, GenParams)],
     algos: &[String],
     means: &BTreeMap<(String, String), Mean>,
 ) -> String {
     let mut s = format!("# {}\n\n{}\n\n", spec.name, spec.description.trim());
     s += &format!(
-        "Base: {} servers x {} cores, {} tasks, replication {}, α {}, β {}, cost {:?}; {} seeded instances per point (seeds {}..{}).\n\n",
+        "Base: {} servers x {} cores, {} tasks, replication {}, α {}, β {}, cost {:?}; {} seeded instances per point (seeds {}..{}). Cells: mean (min-max) over the instances.\n\n",
         spec.base.servers,
         spec.base.cores,
         spec.base.tasks,
@@ -345,52 +498,105 @@ fn summary(
         spec.seed,
         spec.seed + spec.instances as u64 - 1
     );
+    if let Some(g) = &spec.groups {
+        let total: f64 = g.values().sum();
+        let list: Vec<String> = g
+            .iter()
+            .map(|(n, w)| format!("{n} {:.3}", w / total))
+            .collect();
+        s += &format!("Groups (normalised weights): {}.\n\n", list.join(", "));
+    }
+    if let Some(l) = spec.time_limit_s {
+        s += &format!("Time limit per run: {l} s.\n\n");
+    }
     if !spec.notes.trim().is_empty() {
         s += &format!("{}\n\n", spec.notes.trim());
     }
-    for p in points {
+    let fair = spec.mode == Mode::FairRound;
+    for (p, params) in points {
         s += &format!("## {p}\n\n");
+        if let Some(r) = idle_per_task(params) {
+            s += &format!(
+                "{} servers x {} slots, {} tasks; idle slots / tasks = {r:.3}\n\n",
+                params.servers, params.cores, params.tasks
+            );
+        }
         let ratio_col = spec.ratio_to.as_deref();
-        s += "| algorithm | mean makespan | simulated makespan | data-remote tasks | locality % | time (ms) |";
+        let any_phases = algos.iter().any(|a| {
+            means
+                .get(&(p.clone(), a.clone()))
+                .is_some_and(|m| !m.phases.is_empty())
+        });
+        s += "| algorithm | makespan | simulated makespan | data-remote tasks | locality % | time (ms) |";
+        let mut cols = 6;
+        if fair {
+            s += " unfairness |";
+            cols += 1;
+        }
+        if any_phases {
+            s += " phases (ms) |";
+            cols += 1;
+        }
         if let Some(r) = ratio_col {
             s += &format!(" makespan / {r} |");
+            cols += 1;
         }
-        s += "\n|---|---|---|---|---|---|";
-        if ratio_col.is_some() {
-            s += "---|";
-        }
-        s += "\n";
+        s += &format!("\n|{}\n", "---|".repeat(cols));
         let base = ratio_col
             .and_then(|r| means.get(&(p.clone(), r.to_owned())))
-            .map(|m| m.makespan);
+            .and_then(|m| m.makespan)
+            .map(|m| m.mean);
+        let cell = |x: &Option<Stat>, d: usize| x.map_or("-".to_owned(), |x| x.show(d));
         for a in algos {
             let Some(m) = means.get(&(p.clone(), a.clone())) else {
                 continue;
             };
+            let makespan = if m.over == m.n {
+                format!("over the limit ({} of {})", m.over, m.n)
+            } else if m.over > 0 {
+                format!(
+                    "{} ({} of {} over the limit)",
+                    cell(&m.makespan, 3),
+                    m.over,
+                    m.n
+                )
+            } else {
+                cell(&m.makespan, 3)
+            };
             s += &format!(
-                "| {a} | {} | {} | {:.1} | {:.1} | {:.3} |",
-                num(m.makespan),
-                num(m.sim_makespan),
-                m.remote,
-                m.locality_pct,
-                m.time_ms
+                "| {a} | {makespan} | {} | {} | {} | {} |",
+                cell(&m.sim_makespan, 3),
+                cell(&m.remote, 1),
+                cell(&m.locality_pct, 1),
+                cell(&m.time_ms, 3),
             );
+            if fair {
+                s += &format!(" {} |", cell(&m.unfairness, 3));
+            }
+            if any_phases {
+                let ph: Vec<String> = m
+                    .phases
+                    .iter()
+                    .map(|(n, st)| format!("{n} {}", st.show(3)))
+                    .collect();
+                s += &format!(
+                    " {} |",
+                    if ph.is_empty() {
+                        "-".into()
+                    } else {
+                        ph.join("; ")
+                    }
+                );
+            }
             if let Some(b) = base {
-                s += &format!(" {} |", num2(m.makespan / b));
+                let r = m.makespan.map_or(f64::NAN, |m| m.mean / b);
+                s += &format!(" {} |", num2(r));
             }
             s += "\n";
         }
         s += "\n";
     }
     s
-}
-
-fn num(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.3}")
-    } else {
-        "-".into()
-    }
 }
 
 fn num2(v: f64) -> String {
@@ -407,12 +613,12 @@ fn write_plots(
     algos: &[String],
     means: &BTreeMap<(String, String), Mean>,
 ) -> anyhow::Result<()> {
-    type Get = fn(&Mean) -> f64;
-    let metrics: [(Chart, Get); 4] = [
+    type Get = fn(&Mean) -> Option<Stat>;
+    let metrics: [(Chart, Get); 5] = [
         (
             Chart {
                 file: "makespan",
-                title: "Mean makespan",
+                title: "Mean makespan (min-max)",
                 y: "makespan (time units)",
             },
             |m| m.makespan,
@@ -420,7 +626,7 @@ fn write_plots(
         (
             Chart {
                 file: "remote_tasks",
-                title: "Data-remote tasks",
+                title: "Data-remote tasks (min-max)",
                 y: "data-remote tasks",
             },
             |m| m.remote,
@@ -428,7 +634,7 @@ fn write_plots(
         (
             Chart {
                 file: "locality",
-                title: "Data locality",
+                title: "Data locality (min-max)",
                 y: "data-local tasks (%)",
             },
             |m| m.locality_pct,
@@ -436,16 +642,24 @@ fn write_plots(
         (
             Chart {
                 file: "time_ms",
-                title: "Running time",
+                title: "Running time (min-max)",
                 y: "ms",
             },
             |m| m.time_ms,
+        ),
+        (
+            Chart {
+                file: "unfairness",
+                title: "Unfairness after the round (min-max)",
+                y: "sum over groups of |share - weight|",
+            },
+            |m| m.unfairness,
         ),
     ];
     let list: Vec<Chart> = metrics.iter().map(|m| m.0).collect();
     charts(out, points, algos, &list, |c, p, a| {
         let m = means.get(&(points[p].clone(), algos[a].clone()))?;
-        Some((metrics[c].1)(m).into())
+        Some((metrics[c].1)(m)?.bar())
     })
 }
 
@@ -535,12 +749,112 @@ beta = 50
             ("beta = 5\n", "beta = 5\ngamma = 1\n", "gamma"),
             ("beta = 50", "beta = -1", "points[1].beta"),
             ("tasks = 20", "tasks = \"many\"", "base.tasks"),
+            (
+                "instances = 2",
+                "instances = 2\ntime_limit_s = 0",
+                "time_limit_s",
+            ),
+            (
+                "instances = 2",
+                "instances = 2\ngroups = { a = 1 }",
+                "groups",
+            ),
+            (
+                "instances = 2",
+                "instances = 2\nmode = \"fair-round\"\ngroups = { a = 1 }",
+                "online policies only",
+            ),
         ] {
             let t = SPEC.replacen(from, to, 1);
             assert_ne!(t, SPEC, "{from}");
             let e = parse(&t).unwrap_err();
             assert!(e.contains(key), "{key}: {e}");
         }
+    }
+
+    #[test]
+    fn phases_spread_and_the_time_limit_reach_the_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("t.toml");
+        // A limit MaxCover-BalAssign cannot meet: it is stopped before its
+        // first iteration, and only its row is over the limit.
+        let text = SPEC
+            .replacen("instances = 2", "instances = 2\ntime_limit_s = 1e-9", 1)
+            .replacen("\"bar\"]", "\"bar\", \"mb\"]", 1);
+        std::fs::write(&spec, text).unwrap();
+        let out = run(&spec, &dir.path().join("results")).unwrap();
+        let mut r = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+        let rows: Vec<SweepRow> = r.deserialize().map(Result::unwrap).collect();
+        for r in &rows {
+            // Every run here is over 1 ns; the ones that cannot be stopped
+            // midway finished and are over the limit all the same.
+            assert!(r.over_limit && r.makespan.is_nan(), "{r:?}");
+        }
+        let bar = rows.iter().find(|r| r.algorithm == "BAR").unwrap();
+        assert!(bar.phases.starts_with("balance="), "{}", bar.phases);
+        let s = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(s.contains("over the limit (2 of 2)"), "{s}");
+        assert!(s.contains("Time limit per run: 0.000000001 s"), "{s}");
+
+        // Without a limit: phases per planner, spreads in the cells.
+        std::fs::write(&spec, SPEC).unwrap();
+        let out = run(&spec, &dir.path().join("results2")).unwrap();
+        let s = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        let row = |a: &str| {
+            s.lines()
+                .find(|l| l.starts_with(&format!("| {a} |")))
+                .unwrap()
+                .to_owned()
+        };
+        assert!(row("DynDLOff").contains("phase I ") && row("DynDLOff").contains("phase II "));
+        assert!(row("BAR").contains("balance ") && row("BAR").contains("reduce "));
+        // Two instances of different loads: the makespan cell shows a range.
+        assert!(row("BAR").split('|').nth(2).unwrap().contains('-'), "{s}");
+        let m = means(
+            &csv::Reader::from_path(out.join("runs.csv"))
+                .unwrap()
+                .deserialize()
+                .map(Result::unwrap)
+                .collect::<Vec<SweepRow>>(),
+        );
+        let b = m[&("b50".to_owned(), "BAR".to_owned())].makespan.unwrap();
+        assert!(b.min <= b.mean && b.mean <= b.max && b.min < b.max, "{b:?}");
+    }
+
+    #[test]
+    fn a_fair_round_sweep_reports_unfairness() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("t.toml");
+        std::fs::write(
+            &spec,
+            r#"
+name = "f"
+instances = 3
+mode = "fair-round"
+groups = { g1 = 1, g2 = 2, g3 = 4 }
+algorithms = ["lsap", { label = "fair", algo = "policy = 'lsap-fair', alpha = 5, beta = 1000" }]
+[base]
+servers = 30
+cores = 1
+tasks = 40
+replication = 1
+beta = 10
+idle = 0.5
+cost = { model = "dyndl", theta = 0 }
+"#,
+        )
+        .unwrap();
+        let out = run(&spec, &dir.path().join("results")).unwrap();
+        let mut r = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+        let rows: Vec<SweepRow> = r.deserialize().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 6);
+        assert!(rows
+            .iter()
+            .all(|r| r.unfairness.is_finite() && r.remote <= 15.0 && !r.over_limit));
+        let s = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(s.contains("| unfairness |"), "{s}");
+        assert!(s.contains("idle slots / tasks = 0.375"), "{s}");
+        assert!(s.contains("g1 0.143, g2 0.286, g3 0.571"), "{s}");
     }
 
     #[test]

@@ -126,6 +126,9 @@ pub fn balance(inst: &Instance, cores: &Cores) -> Assignment {
     at
 }
 
+/// BAR's two phases, as [`super::Probe`] hears of them.
+pub const PHASES: [&str; 2] = ["balance", "reduce"];
+
 /// BAR: balance, then reduce.
 pub fn assign(inst: &Instance) -> Assignment {
     let cores = inst.flat();

@@ -262,11 +262,25 @@ pub fn phase1(inst: &Instance) -> Assignment {
     Balanced::build(inst, &cores).assignment().0
 }
 
+/// DynDLOff's two phases, as [`super::Probe`] hears of them.
+pub const PHASES: [&str; 2] = ["phase I", "phase II"];
+
 /// DynDLOff: Phase I, then Phase II.
 pub fn assign(inst: &Instance) -> Assignment {
+    assign_probed(inst, &mut super::NoProbe).expect("NoProbe never stops a planner")
+}
+
+/// [`assign`], telling `probe` where each phase ends.
+pub fn assign_probed(inst: &Instance, probe: &mut dyn super::Probe) -> Option<Assignment> {
     let cores = inst.flat();
     let (b, f) = Balanced::build(inst, &cores).assignment();
-    Phase2::new(inst, &cores, b, f).run()
+    probe.phase_done(PHASES[0]);
+    if !probe.go_on() {
+        return None;
+    }
+    let a = Phase2::new(inst, &cores, b, f).run();
+    probe.phase_done(PHASES[1]);
+    Some(a)
 }
 
 struct Phase2<'a> {

@@ -192,9 +192,17 @@ fn bal_assign(inst: &Instance, cores: &Cores, pref: &[Vec<u32>], cover: &Cover) 
 }
 
 pub fn assign(inst: &Instance) -> Assignment {
+    assign_probed(inst, &mut super::NoProbe).expect("NoProbe never stops a planner")
+}
+
+/// [`assign`], asking `probe` before each threshold τ whether to go on
+/// (Fischer et al.'s algorithm is the one whose running time grows past
+/// any practical limit: BAR's paper reports 203 s at 12,800 tasks and
+/// DynDL's a cut-off at 30 minutes for 20,000).
+pub fn assign_probed(inst: &Instance, probe: &mut dyn super::Probe) -> Option<Assignment> {
     let m = inst.tasks();
     if m == 0 {
-        return Vec::new();
+        return Some(Vec::new());
     }
     let cores = inst.flat();
     let lc = inst.cost.local();
@@ -205,6 +213,9 @@ pub fn assign(inst: &Instance) -> Assignment {
     let mut best: Option<(f64, Assignment)> = None;
     let mut covered_before = usize::MAX;
     for tau in 1..=last {
+        if !probe.go_on() {
+            return None;
+        }
         // Capacities at threshold τ·w_loc.
         for (s, c) in cover.cap.iter_mut().enumerate() {
             *c = cores
@@ -230,7 +241,7 @@ pub fn assign(inst: &Instance) -> Assignment {
             break;
         }
     }
-    best.expect("the last iteration covers every task").1
+    Some(best.expect("the last iteration covers every task").1)
 }
 
 #[cfg(test)]

@@ -60,15 +60,60 @@ impl Offline {
     }
 
     pub fn run(self, inst: &Instance) -> Assignment {
+        self.run_probed(inst, &mut NoProbe)
+            .expect("NoProbe never stops a planner")
+    }
+
+    /// The names of the phases [`Offline::run_probed`] reports, in order
+    /// (empty for a one-phase planner).
+    pub fn phases(self) -> &'static [&'static str] {
         match self {
-            Offline::Bar => bar::assign(inst),
-            Offline::DyndlOff => dyndl_off::assign(inst),
-            Offline::List => list::assign(inst),
-            Offline::Ltfpa => ltfpa::assign(inst, ltfpa::DEFAULT_THRESHOLD),
-            Offline::MaxCover => maxcover::assign(inst),
+            Offline::Bar => &bar::PHASES,
+            Offline::DyndlOff => &dyndl_off::PHASES,
+            Offline::List | Offline::Ltfpa | Offline::MaxCover => &[],
+        }
+    }
+
+    /// [`Offline::run`], telling `probe` where each phase ends and asking
+    /// it between phases (and between MaxCover-BalAssign's iterations)
+    /// whether to go on; None if it said no.
+    pub fn run_probed(self, inst: &Instance, probe: &mut dyn Probe) -> Option<Assignment> {
+        match self {
+            Offline::Bar => {
+                let cores = inst.flat();
+                let b = bar::balance(inst, &cores);
+                probe.phase_done(bar::PHASES[0]);
+                if !probe.go_on() {
+                    return None;
+                }
+                let a = bar::reduce(inst, &cores, b);
+                probe.phase_done(bar::PHASES[1]);
+                Some(a)
+            }
+            Offline::DyndlOff => dyndl_off::assign_probed(inst, probe),
+            Offline::List => Some(list::assign(inst)),
+            Offline::Ltfpa => Some(ltfpa::assign(inst, ltfpa::DEFAULT_THRESHOLD)),
+            Offline::MaxCover => maxcover::assign_probed(inst, probe),
         }
     }
 }
+
+/// What a planner tells its caller while it runs, and asks it. The planners
+/// hold no clock: a caller that times phases or enforces a time limit (the
+/// lab's sweeps) does it here.
+pub trait Probe {
+    /// The phase `name` (one of [`Offline::phases`]) has just ended.
+    fn phase_done(&mut self, _name: &'static str) {}
+    /// Whether the planner may go on; false stops it without a result.
+    fn go_on(&mut self) -> bool {
+        true
+    }
+}
+
+/// A probe that records nothing and never stops a planner.
+pub struct NoProbe;
+
+impl Probe for NoProbe {}
 
 /// Not the name of an offline planner.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
