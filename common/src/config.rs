@@ -163,18 +163,28 @@ pub enum Role {
     /// Runs maps and holds no data: every block it reads crosses its link
     /// (public instances; compute nodes apart from storage).
     Compute,
+    /// Runs maps and reduces and holds no data: a TaskTracker without a
+    /// DataNode (Guo et al.'s HPC-style compute nodes).
+    ComputeAll,
+    /// Holds data and runs no task: a DataNode only (HPC-style storage).
+    Storage,
+    /// Runs nothing and holds nothing: a node a layout leaves out.
+    Spare,
 }
 
 impl Role {
     pub fn runs_maps(self) -> bool {
-        self != Role::Reduce
+        matches!(
+            self,
+            Role::Both | Role::Map | Role::Compute | Role::ComputeAll
+        )
     }
     pub fn runs_reduces(self) -> bool {
-        matches!(self, Role::Both | Role::Reduce)
+        matches!(self, Role::Both | Role::Reduce | Role::ComputeAll)
     }
     /// Whether input blocks are placed (and re-replicated) here.
     pub fn holds_data(self) -> bool {
-        matches!(self, Role::Both | Role::Map)
+        matches!(self, Role::Both | Role::Map | Role::Storage)
     }
 }
 

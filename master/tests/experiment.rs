@@ -343,3 +343,99 @@ replication = 2
         assert_eq!(on_reduce_machine, &r[at("kind")] == "reduce", "{r:?}");
     }
 }
+
+/// Guo's Fig 9 layouts on a real cluster: co-located, the storage workers
+/// are left out; separate, the compute workers hold nothing and every map
+/// reads from a storage worker, whose NIC cap the point sets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_and_compute_apart_read_every_block_across() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("layout.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "layout"
+seed = 3
+timeout_s = 120
+schedulers = ["hadoop"]
+[cluster]
+workers = 4
+storage_workers = 2
+slots = 2
+replication = 2
+heartbeat_ms = 50
+[data]
+files = 1
+blocks = 6
+block_size = "256KiB"
+[jobs]
+count = 2
+workload = "wordcount"
+reduces = 2
+arrival_s = [0, 0]
+[[points]]
+label = "together"
+layout = "co-located"
+[[points]]
+label = "apart"
+layout = "separate"
+storage_nic_mbps = 40
+"#,
+    )
+    .unwrap();
+    let out = master::experiment::run::run(&master::experiment::run::Options {
+        spec,
+        results: tmp.path().join("results"),
+        work: tmp.path().join("work"),
+        keep_data: false,
+        bin: bin.to_owned(),
+        deployment: Default::default(),
+    })
+    .await
+    .unwrap();
+    let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+    let h = runs.headers().unwrap().clone();
+    for r in runs.records().map(Result::unwrap) {
+        let status = &r[h.iter().position(|x| x == "status").unwrap()];
+        assert_eq!(status, "ok", "{r:?}");
+    }
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let at = |name: &str| th.iter().position(|x| x == name).unwrap();
+    let mut maps = [0, 0];
+    for t in tasks.records().map(Result::unwrap) {
+        if &t[at("ok")] != "true" {
+            continue;
+        }
+        let apart = &t[at("point")] == "apart";
+        let (w, src) = (&t[at("worker")], &t[at("source")]);
+        // Tasks only on w1, w2 in both layouts.
+        assert!(["w1", "w2"].contains(&w), "{t:?}");
+        if &t[at("kind")] == "map" {
+            maps[usize::from(apart)] += 1;
+            if apart {
+                assert!(["w3", "w4"].contains(&src), "{t:?}");
+                assert_eq!(&t[at("locality")], "remote", "{t:?}");
+            } else {
+                assert!(["w1", "w2"].contains(&src), "{t:?}");
+            }
+        }
+    }
+    assert_eq!(maps, [12, 12]);
+    // The storage workers' NIC cap reached them: nic.csv reports each
+    // worker's cap per sample.
+    let nic = std::fs::read_to_string(out.join("nic.csv")).unwrap();
+    let mut lines = nic.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|x| *x == n).unwrap();
+    let mut seen = false;
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[col("point")] == "apart" && ["w3", "w4"].contains(&f[col("worker")]) {
+            assert_eq!(f[col("cap_mbps")].parse::<f64>().unwrap(), 40.0, "{l}");
+            seen = true;
+        }
+    }
+    assert!(seen, "no sample of a storage worker at the separate point");
+}

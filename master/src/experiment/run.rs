@@ -511,16 +511,14 @@ impl RunEnv<'_> {
                     name: format!("w{}", i + 1),
                     listen: addr(i + 1),
                     slots: None,
-                    nic_mbps: None,
+                    nic_mbps: if shaped {
+                        self.spec.nic_mbps(&self.point, i as u32)
+                    } else {
+                        None
+                    },
                     slot_rate_mbs: None,
                     disk_mbs: None,
-                    role: (c.reduce_workers > 0).then(|| {
-                        if i >= (c.workers - c.reduce_workers) as usize {
-                            common::config::Role::Reduce
-                        } else {
-                            common::config::Role::Map
-                        }
-                    }),
+                    role: self.spec.role(&self.point, i as u32),
                     data_dir: None,
                     host: None,
                     ssh_user: None,

@@ -111,6 +111,24 @@ pub struct ClusterSpec {
     /// `policy`: EAS's Algorithm 3 for `eas`, `spread` for the others.
     #[serde(default, skip_serializing_if = "ReducePlacement::is_policy")]
     pub reduce_placement: ReducePlacement,
+    /// The last this many workers are storage nodes for the points'
+    /// `layout`: with `separate` they hold every block and run no task
+    /// while the others run every task and hold nothing (Guo et al.'s
+    /// HPC-style deployment); with `co-located` they are left out (role
+    /// `spare`) and the others both hold the data and run the tasks.
+    #[serde(default)]
+    pub storage_workers: u32,
+}
+
+/// Where a point's data lives relative to its tasks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// The workers that run tasks hold the data (Hadoop's usual layout).
+    #[default]
+    CoLocated,
+    /// Compute workers hold nothing; `cluster.storage_workers` hold it all.
+    Separate,
 }
 
 fn default_heartbeat() -> u64 {
@@ -224,6 +242,12 @@ pub struct PointSpec {
     pub out_of_band_heartbeat: Option<bool>,
     /// Overrides `cluster.disk_mbs`; 0 = no emulated disk at this point.
     pub disk_mbs: Option<f64>,
+    /// Where the data lives (needs `cluster.storage_workers`).
+    pub layout: Option<Layout>,
+    /// NIC rate of each storage worker, Mbit/s, with `layout =
+    /// "separate"`: the link between storage and compute (a cross-cluster
+    /// link); absent = `nic_mbps` like every worker.
+    pub storage_nic_mbps: Option<f64>,
 }
 
 /// One fully resolved parameter point.
@@ -243,6 +267,8 @@ pub struct Point {
     pub out_of_band_heartbeat: bool,
     /// The emulated disk per worker, MB/s; `None` = none.
     pub disk_mbs: Option<f64>,
+    pub layout: Layout,
+    pub storage_nic_mbps: Option<f64>,
 }
 
 /// A scheduler to compare, with the label tables and plots show.
@@ -325,7 +351,39 @@ impl Spec {
                 ),
             ));
         }
-        let map_workers = c.workers - c.reduce_workers;
+        if c.storage_workers > 0 {
+            if c.reduce_workers > 0 {
+                return Err(bad(
+                    "cluster.storage_workers",
+                    "not with cluster.reduce_workers: a layout's compute workers run maps and reduces".into(),
+                ));
+            }
+            if c.storage_workers >= c.workers {
+                return Err(bad(
+                    "cluster.storage_workers",
+                    format!(
+                        "must leave at least one compute worker: 0..{} (got {})",
+                        c.workers, c.storage_workers
+                    ),
+                ));
+            }
+        }
+        for (i, p) in self.points.iter().enumerate() {
+            if p.layout.is_some() && c.storage_workers == 0 {
+                return Err(bad(
+                    &format!("points[{i}].layout"),
+                    "needs cluster.storage_workers".into(),
+                ));
+            }
+        }
+        // Workers holding data: under either layout as many as the
+        // smaller side (co-located: the compute workers; separate: the
+        // storage workers).
+        let map_workers = if c.storage_workers > 0 {
+            c.storage_workers.min(c.workers - c.storage_workers)
+        } else {
+            c.workers - c.reduce_workers
+        };
         if c.replication == 0 || c.replication > map_workers {
             return Err(bad(
                 "cluster.replication",
@@ -502,15 +560,51 @@ impl Spec {
     }
 
     /// The workers' names that run maps and that run reduces (every worker
-    /// does both unless `cluster.reduce_workers` dedicates the last ones).
+    /// does both unless `cluster.reduce_workers` dedicates the last ones,
+    /// or `cluster.storage_workers` sets the last ones apart).
     pub fn machines(&self) -> (Vec<String>, Vec<String>) {
         let c = &self.cluster;
         let all: Vec<String> = (1..=c.workers).map(|i| format!("w{i}")).collect();
+        if c.storage_workers > 0 {
+            let compute = all[..(c.workers - c.storage_workers) as usize].to_vec();
+            return (compute.clone(), compute);
+        }
         if c.reduce_workers == 0 {
             return (all.clone(), all);
         }
         let split = (c.workers - c.reduce_workers) as usize;
         (all[..split].to_vec(), all[split..].to_vec())
+    }
+
+    /// The role of worker `i` (0-based) at `point`.
+    pub fn role(&self, point: &Point, i: u32) -> Option<common::config::Role> {
+        use common::config::Role;
+        let c = &self.cluster;
+        if c.storage_workers > 0 {
+            let storage = i >= c.workers - c.storage_workers;
+            return Some(match (point.layout, storage) {
+                (Layout::CoLocated, false) => Role::Both,
+                (Layout::CoLocated, true) => Role::Spare,
+                (Layout::Separate, false) => Role::ComputeAll,
+                (Layout::Separate, true) => Role::Storage,
+            });
+        }
+        (c.reduce_workers > 0).then(|| {
+            if i >= c.workers - c.reduce_workers {
+                Role::Reduce
+            } else {
+                Role::Map
+            }
+        })
+    }
+
+    /// The NIC cap of worker `i` (0-based) at `point` where it differs
+    /// from the point's `nic_mbps`.
+    pub fn nic_mbps(&self, point: &Point, i: u32) -> Option<f64> {
+        let c = &self.cluster;
+        (c.storage_workers > 0 && i >= c.workers - c.storage_workers)
+            .then_some(point.storage_nic_mbps)
+            .flatten()
     }
 
     /// The schedulers with their labels.
@@ -567,6 +661,8 @@ impl Spec {
             heartbeat_ms: self.cluster.heartbeat_ms,
             out_of_band_heartbeat: self.cluster.out_of_band_heartbeat,
             disk_mbs: self.cluster.disk_mbs,
+            layout: Layout::CoLocated,
+            storage_nic_mbps: None,
         };
         if self.points.is_empty() {
             return Ok(vec![base]);
@@ -587,6 +683,23 @@ impl Spec {
                 },
                 blocks: p.blocks.unwrap_or(base.blocks),
                 files: p.files.unwrap_or(base.files),
+                layout: p.layout.unwrap_or(base.layout),
+                storage_nic_mbps: match p.storage_nic_mbps {
+                    None => None,
+                    Some(_) if p.layout != Some(Layout::Separate) => {
+                        return Err(KeyError::new(
+                            format!("points[{i}].storage_nic_mbps"),
+                            "goes with layout = \"separate\" (the storage workers' link)",
+                        ))
+                    }
+                    Some(m) if m.is_finite() && m > 0.0 => Some(m),
+                    Some(m) => {
+                        return Err(KeyError::new(
+                            format!("points[{i}].storage_nic_mbps"),
+                            format!("must be > 0 (got {m})"),
+                        ))
+                    }
+                },
                 jobs: p.jobs.unwrap_or(base.jobs),
                 nic_mbps: p.nic_mbps.or(base.nic_mbps),
                 slot_rate_mbs: p.slot_rate_mbs.or(base.slot_rate_mbs),
@@ -738,6 +851,78 @@ jobs = 8
         assert!(e.contains("bogus"), "{e}");
         let e = parse(&SPEC.replace("label = \"big\"", "label = \"small\"")).unwrap_err();
         assert!(e.contains("points[1].label"), "{e}");
+    }
+
+    #[test]
+    fn layouts_give_roles_and_refuse_what_does_not_fit() {
+        use common::config::Role;
+        let t = SPEC
+            .replace("workers = 3", "workers = 5\nstorage_workers = 2")
+            .replace(
+                "label = \"small\"",
+                "label = \"small\"\nlayout = \"co-located\"",
+            )
+            .replace(
+                "jobs = 8\n",
+                "jobs = 8\nlayout = \"separate\"\nstorage_nic_mbps = 5\n",
+            );
+        let s = parse(&t).unwrap();
+        let p = s.points().unwrap();
+        let roles = |p: &Point| (0..5).map(|i| s.role(p, i).unwrap()).collect::<Vec<_>>();
+        use Role::*;
+        assert_eq!(roles(&p[0]), [Both, Both, Both, Spare, Spare]);
+        assert_eq!(
+            roles(&p[1]),
+            [ComputeAll, ComputeAll, ComputeAll, Storage, Storage]
+        );
+        assert_eq!(s.nic_mbps(&p[1], 4), Some(5.0));
+        assert_eq!((s.nic_mbps(&p[1], 2), s.nic_mbps(&p[0], 4)), (None, None));
+        assert_eq!(s.machines().0, ["w1", "w2", "w3"]);
+        for (from, to, key) in [
+            (
+                "storage_workers = 2",
+                "storage_workers = 5",
+                "cluster.storage_workers",
+            ),
+            (
+                "storage_workers = 2",
+                "storage_workers = 2\nreduce_workers = 1",
+                "cluster.storage_workers",
+            ),
+            (
+                "storage_workers = 2",
+                "storage_workers = 0",
+                "points[0].layout",
+            ),
+            // Replication 2 needs two storage workers.
+            (
+                "storage_workers = 2",
+                "storage_workers = 1",
+                "cluster.replication",
+            ),
+            (
+                "storage_nic_mbps = 5",
+                "storage_nic_mbps = -1",
+                "points[1].storage_nic_mbps",
+            ),
+            ("layout = \"separate\"", "layout = \"apart\"", "layout"),
+        ] {
+            let bad = t.replace(from, to);
+            assert_ne!(bad, t, "{from}");
+            let e = match parse(&bad) {
+                Err(e) => e,
+                Ok(s) => s.points().unwrap_err().to_string(),
+            };
+            assert!(e.contains(key), "{key}: {e}");
+        }
+        let co = t.replace("layout = \"separate\"", "layout = \"co-located\"");
+        let e = parse(&co)
+            .map(|s| s.points().unwrap_err().to_string())
+            .unwrap_or_else(|e| e);
+        assert!(
+            e.contains("storage_nic_mbps") && e.contains("separate"),
+            "{e}"
+        );
     }
 
     #[test]
