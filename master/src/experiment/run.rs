@@ -512,13 +512,13 @@ impl RunEnv<'_> {
                     listen: addr(i + 1),
                     slots: None,
                     nic_mbps: if shaped {
-                        self.spec.nic_mbps(&self.point, i as u32)
+                        self.spec.nic_mbps(self.point, i as u32)
                     } else {
                         None
                     },
                     slot_rate_mbs: None,
                     disk_mbs: None,
-                    role: self.spec.role(&self.point, i as u32),
+                    role: self.spec.role(self.point, i as u32),
                     data_dir: None,
                     host: None,
                     ssh_user: None,
