@@ -2,7 +2,21 @@
 //! processes for every run, then the result files checked against what the
 //! spec asked for.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Runs `spec` with the binaries in `bin`, results and scratch space under
+/// `dir`.
+async fn run_in(dir: &Path, spec: PathBuf, bin: &Path) -> anyhow::Result<PathBuf> {
+    master::experiment::run::run(&master::experiment::run::Options {
+        spec,
+        results: dir.join("results"),
+        work: dir.join("work"),
+        keep_data: false,
+        bin: bin.to_owned(),
+        deployment: Default::default(),
+    })
+    .await
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_spec_runs_every_scheduler_and_writes_results() {
@@ -15,16 +29,7 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     );
     let tmp = tempfile::tempdir().unwrap();
     let spec = root.join("experiments/smoke.toml");
-    let out = master::experiment::run::run(&master::experiment::run::Options {
-        spec: spec.clone(),
-        results: tmp.path().join("results"),
-        work: tmp.path().join("work"),
-        keep_data: false,
-        bin: bin.to_owned(),
-        deployment: Default::default(),
-    })
-    .await
-    .unwrap();
+    let out = run_in(tmp.path(), spec.clone(), bin).await.unwrap();
     assert!(out.starts_with(tmp.path().join("results/smoke")));
     let (parsed, _) = master::experiment::spec::Spec::load(&spec).unwrap();
     let schedulers = parsed.schedulers().unwrap();
@@ -208,16 +213,7 @@ count = 1
     // No worker binary here: every cluster start fails with a clear error.
     let empty = tmp.path().join("nobin");
     std::fs::create_dir_all(&empty).unwrap();
-    let out = master::experiment::run::run(&master::experiment::run::Options {
-        spec,
-        results: tmp.path().join("results"),
-        work: tmp.path().join("work"),
-        keep_data: false,
-        bin: empty,
-        deployment: Default::default(),
-    })
-    .await
-    .unwrap();
+    let out = run_in(tmp.path(), spec, &empty).await.unwrap();
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     assert_eq!(runs.lines().count(), 3, "{runs}");
     assert!(runs.contains("loading the data failed"), "{runs}");
@@ -267,16 +263,7 @@ replication = 2
 "#,
     )
     .unwrap();
-    let out = master::experiment::run::run(&master::experiment::run::Options {
-        spec,
-        results: tmp.path().join("results"),
-        work: tmp.path().join("work"),
-        keep_data: false,
-        bin: bin.to_owned(),
-        deployment: Default::default(),
-    })
-    .await
-    .unwrap();
+    let out = run_in(tmp.path(), spec, bin).await.unwrap();
     let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
     let h = runs.headers().unwrap().clone();
     let rows: Vec<csv::StringRecord> = runs.records().map(Result::unwrap).collect();
@@ -384,16 +371,7 @@ storage_nic_mbps = 40
 "#,
     )
     .unwrap();
-    let out = master::experiment::run::run(&master::experiment::run::Options {
-        spec,
-        results: tmp.path().join("results"),
-        work: tmp.path().join("work"),
-        keep_data: false,
-        bin: bin.to_owned(),
-        deployment: Default::default(),
-    })
-    .await
-    .unwrap();
+    let out = run_in(tmp.path(), spec, bin).await.unwrap();
     let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
     let h = runs.headers().unwrap().clone();
     for r in runs.records().map(Result::unwrap) {
