@@ -288,12 +288,11 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
     let dir = ResultsDir::create(results, &spec.name, started)?;
     let algos = spec.algorithms().map_err(|e| e.in_file(spec_path))?;
     let points = spec.points();
-    let no_groups = Default::default();
     let measure = match spec.mode {
         Mode::Makespan => Measure::Makespan { tick: spec.tick },
         Mode::Round => Measure::Round,
         Mode::Waves => Measure::Waves,
-        Mode::FairRound => Measure::FairRound(spec.groups.as_ref().unwrap_or(&no_groups)),
+        Mode::FairRound => Measure::FairRound(spec.groups.as_ref().expect("validated")),
     };
     let limit = spec.time_limit_s.map(std::time::Duration::from_secs_f64);
     let mut meta = SweepMeta {

@@ -131,9 +131,20 @@ pub const PHASES: [&str; 2] = ["balance", "reduce"];
 
 /// BAR: balance, then reduce.
 pub fn assign(inst: &Instance) -> Assignment {
+    assign_probed(inst, &mut super::NoProbe).expect("NoProbe never stops a planner")
+}
+
+/// [`assign`], telling `probe` where each phase ends.
+pub fn assign_probed(inst: &Instance, probe: &mut dyn super::Probe) -> Option<Assignment> {
     let cores = inst.flat();
     let b = balance(inst, &cores);
-    reduce(inst, &cores, b)
+    probe.phase_done(PHASES[0]);
+    if !probe.go_on() {
+        return None;
+    }
+    let a = reduce(inst, &cores, b);
+    probe.phase_done(PHASES[1]);
+    Some(a)
 }
 
 /// Reduce phase (Algorithm 2).

@@ -79,17 +79,7 @@ impl Offline {
     /// whether to go on; None if it said no.
     pub fn run_probed(self, inst: &Instance, probe: &mut dyn Probe) -> Option<Assignment> {
         match self {
-            Offline::Bar => {
-                let cores = inst.flat();
-                let b = bar::balance(inst, &cores);
-                probe.phase_done(bar::PHASES[0]);
-                if !probe.go_on() {
-                    return None;
-                }
-                let a = bar::reduce(inst, &cores, b);
-                probe.phase_done(bar::PHASES[1]);
-                Some(a)
-            }
+            Offline::Bar => bar::assign_probed(inst, probe),
             Offline::DyndlOff => dyndl_off::assign_probed(inst, probe),
             Offline::List => Some(list::assign(inst)),
             Offline::Ltfpa => Some(ltfpa::assign(inst, ltfpa::DEFAULT_THRESHOLD)),
