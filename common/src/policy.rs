@@ -171,6 +171,15 @@ pub enum WaitFrom {
     /// that has not launched for `threshold_s` takes the next free slot
     /// whether or not its data is there, and each launch restarts the clock.
     LastLaunch,
+    /// Hadoop 1.x fair scheduler's accounting (`updateLocalityWaitTimes`):
+    /// at every heartbeat, a job that was offered a slot and skipped at the
+    /// previous heartbeat (from any worker) adds the time between the two to
+    /// its wait; any launch resets the wait. Time in which the job is not
+    /// offered a slot (every slot busy, or taken by a job ahead of it) does
+    /// not count. After a remote launch it may launch remote tasks at once
+    /// until it next launches a data-local one (Hadoop's rack level, all
+    /// workers being on one rack).
+    SkippedHeartbeats,
 }
 
 impl WaitFrom {
@@ -205,8 +214,9 @@ pub enum SchedulerConfig {
         /// sharing), labelled `delayN(fifo)`.
         #[serde(default = "defaults::fair", skip_serializing_if = "JobOrder::is_fair")]
         order: JobOrder,
-        /// Where the wait is measured from: `first-skip` (default) or
-        /// `last-launch`, labelled `delayN(last-launch)`.
+        /// Where the wait is measured from: `first-skip` (default),
+        /// `last-launch` or `skipped-heartbeats` (Hadoop 1.x's fair
+        /// scheduler), labelled `delayN(last-launch)` and so on.
         #[serde(default, skip_serializing_if = "WaitFrom::is_first_skip")]
         wait_from: WaitFrom,
     },
@@ -458,8 +468,10 @@ impl SchedulerConfig {
                 wait_from,
             } => {
                 let mut extra: Vec<&str> = Vec::new();
-                if *wait_from == WaitFrom::LastLaunch {
-                    extra.push("last-launch");
+                match wait_from {
+                    WaitFrom::FirstSkip => {}
+                    WaitFrom::LastLaunch => extra.push("last-launch"),
+                    WaitFrom::SkippedHeartbeats => extra.push("skipped-heartbeats"),
                 }
                 if *pick == RemotePick::Oldest {
                     extra.push("oldest");
@@ -743,6 +755,15 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(d.label(), "delay3(last-launch)");
+        let d: SchedulerConfig =
+            "policy = 'delay', threshold_s = 1.5, wait_from = 'skipped-heartbeats'"
+                .parse()
+                .unwrap();
+        assert_eq!(d.label(), "delay1.5(skipped-heartbeats)");
+        let e = "policy = 'delay', threshold_s = 3, wait_from = 'heartbeats'"
+            .parse::<SchedulerConfig>()
+            .unwrap_err();
+        assert!(e.contains("heartbeats"), "{e}");
         let d: SchedulerConfig = "policy = 'strict', fair = true, head_only = true"
             .parse()
             .unwrap();

@@ -6,7 +6,7 @@ use crate::view::{ClusterView, JobView, Millis};
 use common::policy::{RemotePick, WaitFrom};
 use common::{JobId, TaskRef, WorkerId};
 use rand_chacha::ChaCha8Rng;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A pending task of `job` for `worker` when locality is given up: a
 /// uniformly random one read from a random replica, or with
@@ -61,8 +61,24 @@ pub struct LocalityWait {
     pick: RemotePick,
     from: WaitFrom,
     /// `first-skip`: jobs being skipped, and since when; `last-launch`:
-    /// each job's last launch.
+    /// each job's last launch; `skipped-heartbeats`: each job's wait so far.
     since: FxHashMap<JobId, Millis>,
+    /// `skipped-heartbeats` only: the heartbeat accounting.
+    hb: Heartbeats,
+}
+
+/// Hadoop 1.x fair scheduler's wait accounting (`skipped-heartbeats`).
+#[derive(Default)]
+struct Heartbeats {
+    /// The previous heartbeat, from any worker.
+    last: Option<Millis>,
+    /// Jobs offered a slot and skipped at the previous heartbeat.
+    skipped: FxHashSet<JobId>,
+    /// This heartbeat's visited jobs, and those of them that launched.
+    visited: FxHashSet<JobId>,
+    launched: FxHashSet<JobId>,
+    /// Jobs whose last launch was remote: they may go remote at once.
+    remote_level: FxHashSet<JobId>,
 }
 
 impl LocalityWait {
@@ -72,6 +88,7 @@ impl LocalityWait {
             pick,
             from: WaitFrom::FirstSkip,
             since: FxHashMap::default(),
+            hb: Heartbeats::default(),
         }
     }
 
@@ -122,7 +139,61 @@ impl LocalityWait {
                 }
                 choice
             }
+            WaitFrom::SkippedHeartbeats => {
+                self.hb.visited.insert(job.id);
+                let choice = match job.local_task(worker) {
+                    Some(t) => {
+                        self.hb.remote_level.remove(&job.id);
+                        Some((t.task, worker))
+                    }
+                    None => {
+                        let waited = self.since.get(&job.id).copied().unwrap_or(0);
+                        if waited >= self.threshold || self.hb.remote_level.contains(&job.id) {
+                            let c = random_task(rng, job, worker, self.pick);
+                            if let Some((_, src)) = c {
+                                if src == worker {
+                                    self.hb.remote_level.remove(&job.id);
+                                } else {
+                                    self.hb.remote_level.insert(job.id);
+                                }
+                            }
+                            c
+                        } else {
+                            None
+                        }
+                    }
+                };
+                if choice.is_some() {
+                    self.since.insert(job.id, 0);
+                    self.hb.launched.insert(job.id);
+                }
+                choice
+            }
         }
+    }
+
+    /// A heartbeat from any worker at `now`, before its offer (Hadoop's
+    /// `updateLocalityWaitTimes`): jobs skipped at the previous heartbeat
+    /// add the time since it to their wait. Only `skipped-heartbeats` keeps
+    /// this account; the other rules ignore it.
+    pub fn heartbeat(&mut self, now: Millis) {
+        if self.from != WaitFrom::SkippedHeartbeats {
+            return;
+        }
+        let dt = self.hb.last.map_or(0, |t| now.saturating_sub(t));
+        self.hb.last = Some(now);
+        for j in self.hb.skipped.drain() {
+            *self.since.entry(j).or_insert(0) += dt;
+        }
+    }
+
+    /// The end of one offer: the jobs it visited that launched nothing are
+    /// the ones skipped at this heartbeat.
+    pub fn offer_done(&mut self) {
+        let hb = &mut self.hb;
+        hb.skipped = hb.visited.difference(&hb.launched).copied().collect();
+        hb.visited.clear();
+        hb.launched.clear();
     }
 
     /// How long a job waits before it may read remotely.
@@ -138,6 +209,8 @@ impl LocalityWait {
     /// Forgets jobs that left the view.
     pub fn retain(&mut self, alive: impl Fn(JobId) -> bool) {
         self.since.retain(|j, _| alive(*j));
+        self.hb.skipped.retain(|j| alive(*j));
+        self.hb.remote_level.retain(|j| alive(*j));
     }
 }
 

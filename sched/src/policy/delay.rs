@@ -18,6 +18,12 @@
 //! launch restarts the clock (a reading of delay scheduling under which a
 //! job's wait grows while other jobs hold the slots, tested by dyndl-real).
 //!
+//! `wait_from = "skipped-heartbeats"` keeps Hadoop 1.x fair scheduler's
+//! account: at each heartbeat (from any worker, free slot or not), a job
+//! that was offered a slot and skipped at the previous heartbeat adds the
+//! time between the two to its wait, and any launch resets it; time in which
+//! the job is not offered a slot does not count.
+//!
 //! `order = "fifo"` visits jobs in submission order instead: an ablation
 //! (labelled `delayN(fifo)`) that tells the locality wait from fair sharing.
 //!
@@ -55,6 +61,10 @@ impl Delay {
 }
 
 impl Scheduler for Delay {
+    fn plan(&mut self, now: Millis, _ctx: &mut crate::view::PlanContext<'_>) {
+        self.wait.heartbeat(now);
+    }
+
     fn name(&self) -> String {
         common::policy::SchedulerConfig::Delay {
             threshold_s: self.wait.threshold() as f64 / 1000.0,
@@ -73,6 +83,7 @@ impl Scheduler for Delay {
             let order = job_order(view, order);
             first_choice(wait, rng, now, worker, view, &order)
         });
+        self.wait.offer_done();
         let view = ctx.view();
         self.wait.retain(|j| view.job(j).is_some());
     }

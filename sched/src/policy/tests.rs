@@ -46,6 +46,7 @@ const SUITE: &[&str] = &[
     "policy = \"dyndl-on\", wait = \"core\", order = \"fair\"",
     "policy = \"delay\", threshold_s = 1, order = \"fifo\"",
     "policy = \"delay\", threshold_s = 1, wait_from = \"last-launch\"",
+    "policy = \"delay\", threshold_s = 1, wait_from = \"skipped-heartbeats\"",
     "policy = \"strict\", fair = true, head_only = true",
     "policy = \"rand\", randomness = 0.5",
     "policy = \"rand\", randomness = 1",
@@ -321,6 +322,48 @@ fn delay_from_last_launch_counts_the_time_the_job_did_not_run() {
     assert_eq!(offer(s.as_mut(), 2_999, w(0), &mut v), vec![]);
     assert_eq!(offer(s.as_mut(), 3_000, w(0), &mut v), vec![]);
     assert_eq!(offer(s.as_mut(), 5_999, w(0), &mut v).len(), 1);
+}
+
+#[test]
+fn delay_from_skipped_heartbeats_counts_only_the_heartbeats_after_a_skip() {
+    // One job whose data is on w1 only; w0 asks, w1 is busy.
+    let mut v = view(2, 1);
+    v.add_job(
+        JobId(1),
+        0,
+        "default",
+        (0..4).map(|i| task(1, i, &[1])).collect(),
+    );
+    v.set_free(w(1), 0);
+    let mut s = build_str("policy = 'delay', threshold_s = 1.5, wait_from = 'skipped-heartbeats'");
+    // Skipped at w0's heartbeat (t = 0); w1's heartbeat 1 s later adds 1 s.
+    assert_eq!(offer(s.as_mut(), 0, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 1_000, w(1), &mut v), vec![]);
+    // w1 had no free slot, so the job was not skipped there: the 4 s until
+    // w0's next heartbeat do not count (first-skip would launch now).
+    assert_eq!(offer(s.as_mut(), 5_000, w(0), &mut v), vec![]);
+    // Skipped again at 5 s: w1's heartbeat at 5.5 s brings the wait to 1.5 s.
+    assert_eq!(offer(s.as_mut(), 5_500, w(1), &mut v), vec![]);
+    let a = offer(s.as_mut(), 5_600, w(0), &mut v);
+    assert!(a.len() == 1 && !a[0].is_local(), "{a:?}");
+    // After a remote launch it may go remote again at once.
+    v.task_ended(JobId(1), w(0), true);
+    let a = offer(s.as_mut(), 5_700, w(0), &mut v);
+    assert!(a.len() == 1 && !a[0].is_local(), "{a:?}");
+    // A local launch brings it back to waiting.
+    v.task_ended(JobId(1), w(0), true);
+    v.set_free(w(1), 1);
+    let a = offer(s.as_mut(), 5_800, w(1), &mut v);
+    assert!(a.len() == 1 && a[0].is_local(), "{a:?}");
+    assert_eq!(offer(s.as_mut(), 5_900, w(0), &mut v), vec![]);
+    // The first-skip rule on the same sequence launches at 5 s.
+    let mut v = view(2, 1);
+    v.add_job(JobId(1), 0, "default", vec![task(1, 0, &[1])]);
+    v.set_free(w(1), 0);
+    let mut s = build_str("policy = 'delay', threshold_s = 1.5");
+    assert_eq!(offer(s.as_mut(), 0, w(0), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 1_000, w(1), &mut v), vec![]);
+    assert_eq!(offer(s.as_mut(), 5_000, w(0), &mut v).len(), 1);
 }
 
 #[test]
