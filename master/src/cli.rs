@@ -233,6 +233,11 @@ pub enum SimCmd {
         /// schedulers' runs only (writes DIR/calibration-hold-out/).
         #[arg(long)]
         hold_out: bool,
+        /// Delay each simulated heartbeat by up to this many ms (seeded per
+        /// run, worker and heartbeat), so the workers' heartbeats reach the
+        /// scheduler in varying order; writes DIR/calibration[-hold-out]-jitterMS/.
+        #[arg(long, default_value_t = 0)]
+        heartbeat_jitter_ms: u64,
     },
     /// Generate a seeded instance and write it as JSON.
     Gen {
@@ -849,8 +854,13 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
 pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
     match cmd {
         SimCmd::Gen { gen, seed, out } => sim_gen(&gen.params()?, *seed, out),
-        SimCmd::Calibrate { dir, hold_out } => {
-            let out = crate::experiment::calibrate::calibrate(dir, *hold_out)?;
+        SimCmd::Calibrate {
+            dir,
+            hold_out,
+            heartbeat_jitter_ms,
+        } => {
+            let out =
+                crate::experiment::calibrate::calibrate(dir, *hold_out, *heartbeat_jitter_ms)?;
             print!("{}", std::fs::read_to_string(out.join("summary.md"))?);
             println!("\nwrote {}", out.display());
             Ok(())

@@ -163,7 +163,7 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     std::io::Write::write_all(&mut gz, &tasks_csv).unwrap();
     gz.finish().unwrap();
     std::fs::remove_file(out.join("tasks.csv")).unwrap();
-    let cal = master::experiment::calibrate::calibrate(&out, false).unwrap();
+    let cal = master::experiment::calibrate::calibrate(&out, false, 0).unwrap();
     let preds: Vec<master::experiment::calibrate::Prediction> =
         master::results::read_csv(&cal.join("predictions.csv")).unwrap();
     assert_eq!(preds.len(), 3 * schedulers.len());
@@ -314,7 +314,7 @@ replication = 2
     assert!(summary.contains("3 x wordcount 1/1"), "{summary}");
     // The calibrated simulator runs the reduce phase too: every job's
     // reduces, on the reduce machines only, after the job's last map.
-    let cal = master::experiment::calibrate::calibrate(&out, false).unwrap();
+    let cal = master::experiment::calibrate::calibrate(&out, false, 0).unwrap();
     let text = std::fs::read_to_string(cal.join("predicted-tasks.csv")).unwrap();
     let mut rd = csv::Reader::from_reader(text.as_bytes());
     let h = rd.headers().unwrap().clone();

@@ -52,6 +52,12 @@ pub struct ReplayCluster {
     /// both.
     pub runs_maps: Vec<bool>,
     pub runs_reduces: Vec<bool>,
+    /// Each regular heartbeat comes up to this many ms late, drawn per
+    /// worker and heartbeat from `jitter_seed` (0: on time). Real workers'
+    /// heartbeats reach the master in an order that varies from round to
+    /// round; this lets the replay vary it too.
+    pub jitter_ms: u64,
+    pub jitter_seed: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -222,8 +228,17 @@ pub fn replay(
             .filter(|p| p.is_finite() && *p >= 1.0)
             .unwrap_or(hb as f64)
     };
+    let jitter = |w: usize, k: u64| {
+        if cluster.jitter_ms == 0 {
+            return 0;
+        }
+        let h = common::wire::splitmix64(
+            cluster.jitter_seed ^ common::wire::splitmix64(((w as u64) << 40) ^ k),
+        );
+        h % (cluster.jitter_ms + 1)
+    };
     let mut beats: BinaryHeap<Reverse<(u64, u32, Option<u64>)>> = (0..n)
-        .map(|w| Reverse((phase(w).round() as u64, w as u32, Some(0))))
+        .map(|w| Reverse((phase(w).round() as u64 + jitter(w, 0), w as u32, Some(0))))
         .collect();
     if cluster.out_of_band {
         // A job's arrival wakes every worker (one with no free slot takes
@@ -347,7 +362,8 @@ pub fn replay(
         let Reverse((t, w, regular)) = beats.pop().expect("peeked");
         let wid = WorkerId(w);
         if let Some(k) = regular {
-            let next = (phase(w as usize) + (k + 1) as f64 * period(w as usize)).round() as u64;
+            let next = (phase(w as usize) + (k + 1) as f64 * period(w as usize)).round() as u64
+                + jitter(w as usize, k + 1);
             beats.push(Reverse((next.max(t + 1), w, Some(k + 1))));
         }
         while next_job < order.len() && jobs[order[next_job]].arrival_ms <= t {

@@ -51,12 +51,7 @@ impl MapTask for SortMap {
                 )),
             );
         }
-        // Sort by the key read as big-endian integers (the same order as its
-        // bytes), whole records only on equal keys: LC_ALL=C sort's order.
-        let mut recs: Vec<((u64, u16), &[u8])> =
-            data.chunks_exact(RECORD).map(|r| (prefix(r), r)).collect();
-        recs.sort_unstable();
-        let recs: Vec<&[u8]> = recs.into_iter().map(|(_, r)| r).collect();
+        let recs = sorted_records(&data);
         let n = recs.len();
         let k = SAMPLES_PER_MAP.min(n);
         let sample: Vec<Vec<u8>> = (0..k)
@@ -76,6 +71,38 @@ impl MapTask for SortMap {
             MapOutput::SortedRun { run, sample },
         )
     }
+}
+
+/// The whole records of `data` in LC_ALL=C sort's order: by the key read as
+/// big-endian integers (the same order as its bytes), whole records only on
+/// equal keys. A key-prefix sort: one counting pass distributes the records
+/// by their first two key bytes (65,536 buckets, in order), then each bucket,
+/// a few dozen records, is sorted by cached integer keys.
+fn sorted_records(data: &[u8]) -> Vec<&[u8]> {
+    const BUCKETS: usize = 1 << 16;
+    let bucket = |r: &[u8]| u16::from_be_bytes([r[0], r[1]]) as usize;
+    let mut start = vec![0usize; BUCKETS + 1];
+    for r in data.chunks_exact(RECORD) {
+        start[bucket(r) + 1] += 1;
+    }
+    for b in 0..BUCKETS {
+        start[b + 1] += start[b];
+    }
+    let n = start[BUCKETS];
+    let mut at = start.clone();
+    let mut keyed: Vec<((u64, u16), &[u8])> = vec![((0, 0), &[][..]); n];
+    for r in data.chunks_exact(RECORD) {
+        let b = bucket(r);
+        keyed[at[b]] = (prefix(r), r);
+        at[b] += 1;
+    }
+    for b in 0..BUCKETS {
+        let (s, e) = (start[b], start[b + 1]);
+        if e - s > 1 {
+            keyed[s..e].sort_unstable();
+        }
+    }
+    keyed.into_iter().map(|(_, r)| r).collect()
 }
 
 /// R - 1 split keys at the quantiles of the merged samples.
@@ -387,6 +414,32 @@ mod tests {
             assert_eq!(s.records as usize, all.len());
             assert_eq!(out, all.concat(), "trial {trial}");
         }
+    }
+
+    #[test]
+    fn the_key_prefix_sort_equals_a_comparison_sort() {
+        // Keys sharing their first two bytes (one bucket), equal keys with
+        // different records, and keys that differ only past byte 8.
+        let mut x: u64 = 11;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u32
+        };
+        let mut data = Vec::new();
+        for i in 0..3000u32 {
+            let key = match i % 3 {
+                0 => format!("ab{:08}", next() % 50),
+                1 => format!("{:010}", next() % 1000),
+                _ => format!("zzzzzzzzz{}", next() % 3),
+            };
+            data.extend(rec(&key, next() % 7));
+        }
+        let mut want: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
+        want.sort_unstable();
+        assert_eq!(sorted_records(&data), want);
+        assert!(sorted_records(&[]).is_empty());
     }
 
     #[test]

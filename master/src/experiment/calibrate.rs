@@ -212,7 +212,12 @@ type Sample = (f64, f64, f64);
 /// Calibrates on `dir` and writes `dir/calibration/`; returns that folder.
 /// With `hold_out`, each scheduler's runs are predicted by a model fitted
 /// on the other schedulers' runs only.
-pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
+///
+/// `jitter_ms` > 0 delays each simulated heartbeat by up to that much (drawn
+/// per run, worker and heartbeat), so the order in which the workers'
+/// near-simultaneous heartbeats reach the scheduler varies as on the real
+/// cluster; the results go to `calibration[-hold-out]-jitter<ms>/`.
+pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<PathBuf> {
     // The commit and tree state of the code that runs, taken now.
     let mut prov = Provenance::capture(common::unix_ms());
     let (results, meta, spec, schedulers, points) = super::run::open_results(dir)?;
@@ -334,6 +339,8 @@ pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
                     out_of_band: p.out_of_band_heartbeat,
                     runs_maps: runs_maps.clone(),
                     runs_reduces: runs_reduces.clone(),
+                    jitter_ms,
+                    jitter_seed: run.seed,
                 },
                 bg,
             });
@@ -423,11 +430,15 @@ pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
             dir.display()
         );
     }
-    let out = dir.join(if hold_out {
-        "calibration-hold-out"
+    let mut name = if hold_out {
+        "calibration-hold-out".to_owned()
     } else {
-        "calibration"
-    });
+        "calibration".to_owned()
+    };
+    if jitter_ms > 0 {
+        name.push_str(&format!("-jitter{jitter_ms}"));
+    }
+    let out = dir.join(name);
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let cal = ResultsDir::open(&out);
     cal.write_csv("predictions.csv", &predictions)?;
@@ -445,6 +456,7 @@ pub fn calibrate(dir: &Path, hold_out: bool) -> anyhow::Result<PathBuf> {
     cal.write_meta(&serde_json::json!({
         "calibrated_on": dir.display().to_string(),
         "hold_out": hold_out,
+        "heartbeat_jitter_ms": jitter_ms,
         "source_meta": meta,
         "models": models,
         "provenance": prov,

@@ -32,6 +32,8 @@ fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster
         out_of_band,
         runs_maps: Vec::new(),
         runs_reduces: Vec::new(),
+        jitter_ms: 0,
+        jitter_seed: 0,
     }
 }
 
@@ -233,4 +235,38 @@ fn an_arriving_job_wakes_idle_workers_if_out_of_band() {
     assert_eq!(starts(false), [10_000, 10_000]);
     // With them, the master wakes both idle workers when the job arrives.
     assert_eq!(starts(true), [1_200, 1_200]);
+}
+
+#[test]
+fn heartbeat_jitter_delays_each_beat_within_its_bound_and_reorders_workers() {
+    // Two workers with one slot, both heartbeating at the same phase; a long
+    // stream of 1 ms tasks that either may run, so each heartbeat launches
+    // one: the launch times are the heartbeat times.
+    let tasks: Vec<(u32, u64)> = (0..400).map(|i| (i % 2, 1)).collect();
+    let mut j = job(1, 0, &tasks);
+    for t in &mut j.tasks {
+        t.replicas = vec![w(0), w(1)];
+    }
+    let starts = |jitter_ms: u64| {
+        let mut c = cluster(&[1, 1], 1_000, false);
+        c.jitter_ms = jitter_ms;
+        c.jitter_seed = 7;
+        let o = run(&c, std::slice::from_ref(&j), &[], RemoteCost::default());
+        o.runs
+            .iter()
+            .map(|r| (r.start_ms, r.worker.0))
+            .collect::<Vec<_>>()
+    };
+    let on_time = starts(0);
+    assert!(on_time.iter().all(|&(t, _)| t % 1_000 == 0), "{on_time:?}");
+    let late = starts(50);
+    assert_eq!(late.len(), on_time.len());
+    assert!(late.iter().all(|&(t, _)| t % 1_000 <= 50), "{late:?}");
+    // Which worker's heartbeat comes first in a round varies.
+    let first: std::collections::BTreeSet<u32> = late
+        .chunks(2)
+        .filter(|c| c.len() == 2 && c[0].0 != c[1].0)
+        .map(|c| c[0].1)
+        .collect();
+    assert_eq!(first.len(), 2, "{late:?}");
 }
