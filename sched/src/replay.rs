@@ -10,7 +10,10 @@
 //! - a worker is offered its free slots only at its heartbeats (every
 //!   `heartbeat_ms`, from its `phase_ms`), and also at once when one of its
 //!   tasks ends and when a job arrives (the master wakes idle workers) if
-//!   `out_of_band`; launches start at the heartbeat;
+//!   `out_of_band`; launches start at the heartbeat. Without `out_of_band`
+//!   the master learns of a map's end at its worker's next heartbeat, as
+//!   the real one does: until then the job counts it running (the fair
+//!   order sees it), and a job whose last map it was ends at that report;
 //! - free slots = slots - running tasks - background processes running;
 //! - a data-local task lasts its `local_ms`; a data-remote one first reads
 //!   its block, by one of two [`RemoteModel`]s: a fixed extra when it starts
@@ -265,6 +268,43 @@ pub fn replay(
     let mut transfers: Vec<Transfer> = Vec::new();
     let mut xfer_out = vec![0u32; n];
     let mut xfer_in = vec![0u32; n];
+    // Maps ended whose worker has not heartbeated since.
+    let mut unreported: Vec<Vec<(TaskRef, u32)>> = vec![Vec::new(); n];
+    // The master learns at `at` that `task` ended on worker `w`.
+    macro_rules! report {
+        ($at:expr, $w:expr, $task:expr, $src:expr, $reduce:expr) => {{
+            let (at, w, task, src, reduce): (u64, u32, TaskRef, u32, bool) =
+                ($at, $w, $task, $src, $reduce);
+            let job = task.job;
+            if reduce {
+                view.reduce_ended(task, WorkerId(w));
+            } else {
+                view.task_ended(job, WorkerId(w), w != src);
+            }
+            finished += 1;
+            let e = left.get_mut(&job).expect("running job");
+            if reduce {
+                e.2 -= 1;
+            } else {
+                e.1 -= 1;
+                *e.3.entry(WorkerId(w)).or_default() += 1;
+                if e.1 == 0 && e.2 > 0 {
+                    // The reduces wait; map output counted one unit a map.
+                    let j = &jobs[e.0];
+                    view.add_reduces(
+                        job,
+                        j.reduces.iter().map(|r| r.index),
+                        j.reduce_load,
+                        std::mem::take(&mut e.3),
+                    );
+                }
+            }
+            if e.1 == 0 && e.2 == 0 {
+                done_at[e.0] = Some(at);
+                view.remove_job(job);
+            }
+        }};
+    }
     let mut clock = 0.0f64;
     while finished < total {
         let next_end = ends.peek().map(|Reverse(e)| e.0);
@@ -319,11 +359,6 @@ pub fn replay(
                 end_ms: end,
                 reduce,
             });
-            if reduce {
-                view.reduce_ended(task, WorkerId(w));
-            } else {
-                view.task_ended(job, WorkerId(w), w != src);
-            }
             if let Some(p) = running[w as usize].iter().position(|s| *s == start) {
                 running[w as usize].swap_remove(p);
             }
@@ -331,28 +366,14 @@ pub fn replay(
                 remote_in[w as usize] -= 1;
                 remote_out[src as usize] -= 1;
             }
-            finished += 1;
             last_progress = end;
-            let e = left.get_mut(&job).expect("running job");
-            if reduce {
-                e.2 -= 1;
+            if reduce || cluster.out_of_band {
+                report!(end, w, task, src, reduce);
             } else {
-                e.1 -= 1;
-                *e.3.entry(WorkerId(w)).or_default() += 1;
-                if e.1 == 0 && e.2 > 0 {
-                    // The reduces wait; map output counted one unit a map.
-                    let j = &jobs[e.0];
-                    view.add_reduces(
-                        job,
-                        j.reduces.iter().map(|r| r.index),
-                        j.reduce_load,
-                        std::mem::take(&mut e.3),
-                    );
-                }
-            }
-            if e.1 == 0 && e.2 == 0 {
-                done_at[e.0] = Some(end);
-                view.remove_job(job);
+                // Without out-of-band heartbeats the master learns of a
+                // map's end at the worker's next heartbeat (a reduce's
+                // worker heartbeats once its output is stored).
+                unreported[w as usize].push((task, src));
             }
             if cluster.out_of_band {
                 beats.push(Reverse((t_end, w, None)));
@@ -361,6 +382,9 @@ pub fn replay(
         }
         let Reverse((t, w, regular)) = beats.pop().expect("peeked");
         let wid = WorkerId(w);
+        for (task, src) in std::mem::take(&mut unreported[w as usize]) {
+            report!(t, w, task, src, false);
+        }
         if let Some(k) = regular {
             let next = (phase(w as usize) + (k + 1) as f64 * period(w as usize)).round() as u64
                 + jitter(w as usize, k + 1);

@@ -70,7 +70,10 @@ fn slots_free_up_at_heartbeats_unless_out_of_band() {
     );
     let starts: Vec<u64> = o.runs.iter().map(|r| r.start_ms).collect();
     assert_eq!(starts, [0, 1_500]);
-    assert_eq!(o.jobs, [(JobId(1), 0, 2_500)]);
+    // The master learns of the last map's end (2.5 s) at the worker's next
+    // heartbeat (3 s): the job ends then, as its report says on the real
+    // master.
+    assert_eq!(o.jobs, [(JobId(1), 0, 3_000)]);
     // Out-of-band: it starts when the first ends.
     let o = run(
         &cluster(&[1], 1_500, true),
@@ -269,4 +272,30 @@ fn heartbeat_jitter_delays_each_beat_within_its_bound_and_reorders_workers() {
         .map(|c| c[0].1)
         .collect();
     assert_eq!(first.len(), 2, "{late:?}");
+}
+
+#[test]
+fn without_out_of_band_heartbeats_a_map_counts_running_until_its_worker_reports() {
+    // Job 1's map on w0 ends at 0.1 s. When w1 heartbeats at 0.5 s, fair
+    // order sees job 1 still running it unless w0 has reported since: then
+    // job 2 (none running) goes first; once w0 has reported (w0 heartbeating
+    // every 0.4 s), job 1 (older, equal share) does.
+    let jobs = [job(1, 0, &[(0, 100), (1, 100)]), job(2, 0, &[(1, 100)])];
+    let config: common::policy::SchedulerConfig =
+        "policy = 'delay', threshold_s = 100".parse().unwrap();
+    let on_w1_at_500 = |w0_period_ms: f64| {
+        let mut c = cluster(&[1, 1], 1_500, false);
+        c.phase_ms = vec![0, 500];
+        c.period_ms = vec![w0_period_ms, 1_500.0];
+        let mut s = build(&config, 1);
+        let mut p = ReducePlacer::new(Default::default(), &config);
+        let remote = RemoteModel::Static(RemoteCost::default());
+        let o = replay(s.as_mut(), &mut p, &c, &jobs, &[], remote, 60_000).unwrap();
+        o.runs
+            .iter()
+            .find(|r| r.worker == w(1) && r.start_ms == 500)
+            .map(|r| r.task.job)
+    };
+    assert_eq!(on_w1_at_500(1_500.0), Some(JobId(2)));
+    assert_eq!(on_w1_at_500(400.0), Some(JobId(1)));
 }
