@@ -190,8 +190,13 @@ impl LocalityWait {
     /// The end of one offer: the jobs it visited that launched nothing are
     /// the ones skipped at this heartbeat.
     pub fn offer_done(&mut self) {
+        if self.from != WaitFrom::SkippedHeartbeats {
+            return;
+        }
         let hb = &mut self.hb;
-        hb.skipped = hb.visited.difference(&hb.launched).copied().collect();
+        hb.skipped.clear();
+        hb.skipped
+            .extend(hb.visited.difference(&hb.launched).copied());
         hb.visited.clear();
         hb.launched.clear();
     }

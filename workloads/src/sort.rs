@@ -332,6 +332,17 @@ mod tests {
     use super::*;
     use crate::Workload;
 
+    /// A seeded stream of pseudo-random u32s (a 64-bit LCG's high bits).
+    fn lcg(seed: u64) -> impl FnMut() -> u32 {
+        let mut x = seed;
+        move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u32
+        }
+    }
+
     fn rec(key: &str, n: u32) -> Vec<u8> {
         let mut r = format!("{key:<10} {n:016x} ").into_bytes();
         r.resize(RECORD - 1, b'x');
@@ -389,13 +400,7 @@ mod tests {
     fn two_thread_merge_equals_a_full_sort() {
         // Many runs with duplicate keys, some empty: the split at a pivot
         // must neither lose nor reorder records.
-        let mut x: u64 = 7;
-        let mut next = move || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) as u32
-        };
+        let mut next = lcg(7);
         for trial in 0..29 {
             let mut r = Workload::Sort.reduce_task().unwrap();
             let mut all: Vec<Vec<u8>> = Vec::new();
@@ -420,13 +425,7 @@ mod tests {
     fn the_key_prefix_sort_equals_a_comparison_sort() {
         // Keys sharing their first two bytes (one bucket), equal keys with
         // different records, and keys that differ only past byte 8.
-        let mut x: u64 = 11;
-        let mut next = move || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) as u32
-        };
+        let mut next = lcg(11);
         let mut data = Vec::new();
         for i in 0..3000u32 {
             let key = match i % 3 {
