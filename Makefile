@@ -72,11 +72,13 @@ test:
 	$(CARGO) test --workspace -- --test-threads=2
 
 ## Run an experiment spec; results in results/<name>/<timestamp>/. Specs named
-## sim-* are simulator sweeps (`master sim sweep`), the others real clusters.
+## sim-* are simulator sweeps (`master sim sweep`), the others real clusters
+## (DEPLOYMENT=netns or docker for namespaces or containers; default processes).
+DEPLOYMENT ?= processes
 experiment: build
 	@case "$(EXP)" in \
 	  sim-*) $(BIN)/master sim sweep experiments/$(EXP).toml ;; \
-	  *) $(BIN)/master experiment experiments/$(EXP).toml ;; \
+	  *) $(BIN)/master experiment experiments/$(EXP).toml --deployment $(DEPLOYMENT) ;; \
 	esac
 
 ## The chaos run: jobs on a 5-worker local cluster under kills, stops and

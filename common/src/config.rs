@@ -86,6 +86,12 @@ pub struct ClusterSection {
     /// Seeds replica placement and the schedulers' random choices.
     #[serde(default = "defaults::seed")]
     pub seed: u64,
+    /// Each rack's link to the core switch (the master's), Mbit/s per
+    /// direction, shared by all traffic of the rack's workers with other
+    /// racks and the master; absent = unlimited. Needs the netns mode
+    /// (`master up --netns`), which builds one bridge per rack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack_link_mbps: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -246,6 +252,11 @@ pub struct WorkerEntry {
     pub disk_mbs: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
+    /// The worker's rack, as HDFS's topology names it (`/dc1/rack2`);
+    /// absent = `/default-rack`. The `hadoop` policy prefers a task with a
+    /// replica in the worker's rack, read from there, to a remote one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack: Option<String>,
     /// This worker's block store (default `<cluster.data_dir>/<name>`);
     /// relative to cluster.toml's directory on the worker's machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -336,7 +347,12 @@ pub struct WorkerSettings {
     /// Emulated disk in bytes per second; `None` = off.
     pub disk_bytes_per_sec: Option<f64>,
     pub role: Role,
+    /// Its rack (`/default-rack` when the config names none).
+    pub rack: String,
 }
+
+/// The rack of a worker whose config names none (HDFS's).
+pub const DEFAULT_RACK: &str = "/default-rack";
 
 impl ClusterConfig {
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
@@ -430,6 +446,7 @@ impl ClusterConfig {
         check_rate(self, "workers.slot_rate_mbs", self.workers.slot_rate_mbs)?;
         check_rate(self, "workers.scrub_mbps", self.workers.scrub_mbps)?;
         check_rate(self, "workers.disk_mbs", self.workers.disk_mbs)?;
+        check_rate(self, "cluster.rack_link_mbps", self.cluster.rack_link_mbps)?;
         if let Some(b) = &self.background {
             b.validate().map_err(|(k, p)| self.invalid(k, p))?;
         }
@@ -475,6 +492,19 @@ impl ClusterConfig {
             check_rate(self, &format!("worker[{i}].nic_mbps"), w.nic_mbps)?;
             check_rate(self, &format!("worker[{i}].slot_rate_mbs"), w.slot_rate_mbs)?;
             check_rate(self, &format!("worker[{i}].disk_mbs"), w.disk_mbs)?;
+            if let Some(r) = &w.rack {
+                let ok = r.starts_with('/')
+                    && r.len() > 1
+                    && r.len() <= 100
+                    && r.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c));
+                if !ok {
+                    return Err(self.invalid(
+                        format!("worker[{i}].rack"),
+                        format!("{r:?} must be a path like \"/dc1/rack2\" (a leading '/', then ASCII letters, digits, '/', '.', '_' or '-')"),
+                    ));
+                }
+            }
             if let Some(h) = &w.host {
                 let ok = !h.is_empty()
                     && h.len() <= 253
@@ -540,8 +570,20 @@ impl ClusterConfig {
                     .map(|r| r * 1e6),
                 disk_bytes_per_sec: w.disk_mbs.or(self.workers.disk_mbs).map(|r| r * 1e6),
                 role: w.role.unwrap_or(self.workers.role),
+                rack: w.rack.clone().unwrap_or_else(|| DEFAULT_RACK.into()),
             })
             .collect()
+    }
+
+    /// The racks of the workers, in order of first appearance.
+    pub fn racks(&self) -> Vec<String> {
+        let mut racks: Vec<String> = Vec::new();
+        for w in self.worker_settings() {
+            if !racks.contains(&w.rack) {
+                racks.push(w.rack);
+            }
+        }
+        racks
     }
 
     pub fn worker_by_name(&self, name: &str) -> Option<WorkerSettings> {
@@ -635,6 +677,7 @@ impl crate::public::PublicType {
             slot_rate_bytes: slot_rate_mbs.map(|r| r * 1e6 * ty.speed),
             disk_bytes_per_sec: None,
             role: Role::Compute,
+            rack: DEFAULT_RACK.into(),
         }
     }
 }
@@ -711,6 +754,26 @@ nic_mbps = 100
 
     fn parse(t: &str) -> Result<ClusterConfig, String> {
         ClusterConfig::parse(t, Path::new("conf/cluster.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn racks_default_to_hadoops_and_bad_ones_are_named() {
+        let c = parse(GOOD).unwrap();
+        assert_eq!(c.racks(), [DEFAULT_RACK]);
+        let t = GOOD.replace(
+            "name = \"w2\"",
+            "name = \"w2\"\nrack = \"/dc1/r2\"",
+        );
+        let c = parse(&t).unwrap();
+        assert_eq!(c.racks(), [DEFAULT_RACK, "/dc1/r2"]);
+        assert_eq!(c.worker_settings()[1].rack, "/dc1/r2");
+        for bad in ["\"r2\"", "\"/\"", "\"/a b\""] {
+            let t = GOOD.replace("name = \"w2\"", &format!("name = \"w2\"\nrack = {bad}"));
+            let e = parse(&t).unwrap_err();
+            assert!(e.contains("worker[1].rack"), "{bad}: {e}");
+        }
+        let t = GOOD.replace("replication = 2", "replication = 2\nrack_link_mbps = 0");
+        assert!(parse(&t).unwrap_err().contains("cluster.rack_link_mbps"));
     }
 
     /// A property test of the loader: thousands of seeded mutations of a

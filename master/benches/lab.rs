@@ -42,6 +42,8 @@ fn cases() -> Vec<Case> {
         beta: 1000.0,
         cost: Cost::Dyndl { theta: 1.0 },
         idle: None,
+        racks: None,
+        placement: Default::default(),
     };
     // BAR's running-time experiment at its largest point.
     let bar = GenParams {
@@ -56,6 +58,8 @@ fn cases() -> Vec<Case> {
             q: 10.0,
         },
         idle: None,
+        racks: None,
+        placement: Default::default(),
     };
     // One lsap round: 2000 tasks, 2000 idle slots.
     let lsap = GenParams {
@@ -67,6 +71,8 @@ fn cases() -> Vec<Case> {
         beta: 0.0,
         cost: Cost::Dyndl { theta: 1.0 },
         idle: Some(1.0),
+        racks: None,
+        placement: Default::default(),
     };
     vec![
         Case {

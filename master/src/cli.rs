@@ -312,6 +312,12 @@ pub struct GenArgs {
     c_loc: f64,
     #[arg(long, default_value_t = 1.0)]
     q: f64,
+    /// Racks of consecutive servers (default one).
+    #[arg(long)]
+    racks: Option<u32>,
+    /// Replica placement: random, or HDFS's rack-aware (needs --racks >= 2).
+    #[arg(long, default_value = "random", value_parser = ["random", "rack-aware"])]
+    placement: String,
 }
 
 impl GenArgs {
@@ -332,6 +338,12 @@ impl GenArgs {
                 Cost::Dyndl { theta: self.theta }
             },
             idle: None,
+            racks: self.racks,
+            placement: if self.placement == "rack-aware" {
+                sched::model::gen::Placement::RackAware
+            } else {
+                sched::model::gen::Placement::Random
+            },
         };
         p.validate()
             .with_context(|| format!("--{}", p.validate().unwrap_err().key()))?;

@@ -239,6 +239,131 @@ fn netns_cluster_runs_jobs_through_shaped_links_and_cleans_up() {
     );
 }
 
+/// Racks in the netns mode: each rack's bridge joined to the core by a link
+/// tc shapes at `cluster.rack_link_mbps` in both directions; everything the
+/// loader sends a rack's workers crosses it; a job runs; `master down`
+/// removes it all. Without root: the layout only.
+#[test]
+fn racks_get_their_own_bridge_and_a_shaped_shared_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(config(dir.path(), "data"))
+        .unwrap()
+        .replace("seed = 5\n", "seed = 5\nrack_link_mbps = 40\n")
+        .replace("listen = \"127.0.0.1:7300\"", "listen = \"127.0.0.1:7310\"")
+        .replace(
+            "name = \"a\"\nlisten = \"127.0.0.1:7301\"",
+            "name = \"a\"\nlisten = \"127.0.0.1:7311\"\nrack = \"/east\"",
+        )
+        .replace(
+            "name = \"b\"\nlisten = \"127.0.0.1:7302\"",
+            "name = \"b\"\nlisten = \"127.0.0.1:7312\"\nrack = \"/west\"",
+        )
+        .replace(
+            "name = \"c\"\nlisten = \"127.0.0.1:7303\"",
+            "name = \"c\"\nlisten = \"127.0.0.1:7313\"\nrack = \"/west\"",
+        );
+    let cfg_path = dir.path().join("cluster.toml");
+    std::fs::write(&cfg_path, &text).unwrap();
+    let cfg = ClusterConfig::load(&cfg_path).unwrap();
+    assert_eq!(cfg.racks(), ["/east", "/west"]);
+    let l = netns::Layout::plan("t-", &cfg).unwrap();
+    let racks: Vec<(&str, &str, Option<u64>)> = l
+        .racks
+        .iter()
+        .map(|r| (r.name.as_str(), r.bridge.as_str(), r.rate_bits))
+        .collect();
+    assert_eq!(
+        racks,
+        [
+            ("/east", "br1", Some(40_000_000)),
+            ("/west", "br2", Some(40_000_000))
+        ]
+    );
+    let bridges: Vec<&str> = l.workers.iter().map(|w| w.bridge.as_str()).collect();
+    assert_eq!(bridges, ["br1", "br2", "br2"]);
+    assert_eq!(l.master.bridge, netns::CORE_BRIDGE);
+    // The processes mode cannot shape a rack link: it says so.
+    let e = master::ops::local::refuse_rack_links(&cfg, "local processes").unwrap_err();
+    assert!(e.to_string().contains("cluster.rack_link_mbps = 40"), "{e}");
+
+    if !is_root() {
+        eprintln!("skipping the rack links in namespaces: it needs root");
+        return;
+    }
+    let prefix = format!("mr{}-", std::process::id() % 100_000);
+    let _cleanup = Cleanup(prefix.clone());
+    let master = bin("master");
+    let _ = bin("worker");
+    let (ok, out, err) = run(Command::new(&master).args([
+        "--config",
+        cfg_path.to_str().unwrap(),
+        "up",
+        "--fresh",
+        "--netns",
+        "--netns-prefix",
+        &prefix,
+    ]));
+    assert!(ok, "up --netns failed:\n{out}\n{err}");
+    let layout = netns::Layout::plan(&prefix, &cfg).unwrap();
+    for r in &layout.racks {
+        for end in [&r.up, &r.down] {
+            assert_eq!(
+                netns::bridge_rate_bits(&layout, end).unwrap(),
+                Some(40_000_000),
+                "{end}"
+            );
+        }
+    }
+    let derived = dir.path().join("run/netns/cluster.toml");
+    let cli = |args: &[&str]| {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &format!("{prefix}master")])
+            .arg(&master)
+            .args(["--config", derived.to_str().unwrap()])
+            .args(args);
+        run(&mut c)
+    };
+    let (ok, out, err) = cli(&[
+        "load",
+        "--name",
+        "t",
+        "--generate",
+        "text",
+        "--blocks",
+        "4",
+        "--block-size",
+        "1MiB",
+    ]);
+    assert!(ok, "load failed:\n{out}\n{err}");
+    // 4 blocks x 2 replicas of 1 MiB went from the master (on the core) to
+    // the workers, each through its rack's link.
+    let into: u64 = layout
+        .racks
+        .iter()
+        .map(|r| netns::rack_link_bytes(&layout, r).unwrap().0)
+        .sum();
+    assert!(
+        into >= 8 << 20,
+        "the rack links carried only {into} bytes in"
+    );
+    let (ok, out, err) = cli(&[
+        "submit",
+        "--workload",
+        "input-sink",
+        "--input",
+        "t",
+        "--wait",
+        "--json",
+    ]);
+    assert!(ok, "submit failed:\n{out}\n{err}");
+    let reports: Vec<JobReport> = serde_json::from_str(&out).unwrap();
+    assert_eq!(reports[0].state, JobState::Succeeded, "{:?}", reports[0]);
+    let (ok, out, err) =
+        run(Command::new(&master).args(["--config", cfg_path.to_str().unwrap(), "down"]));
+    assert!(ok, "down failed:\n{out}\n{err}");
+    assert!(netns::list(&prefix).unwrap().is_empty());
+}
+
 /// The experiment runner on the netns deployment: two schedulers of a small
 /// spec, each run's cluster in fresh namespaces with tc-shaped links, the
 /// runner reaching them through a host link; every job done, `deployment`

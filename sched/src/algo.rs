@@ -7,7 +7,7 @@ use crate::model::{Assignment, Cost, Eval, Instance};
 use crate::offline::Offline;
 use crate::policy::build;
 use crate::sim::{add_as_job, assignment_of, simulate, SimError};
-use crate::view::{offer, ClusterView, PendingTask, Scheduler};
+use crate::view::{offer, ClusterView, Millis, PendingTask, SchedContext, Scheduler};
 use common::config::SchedulerConfig;
 use common::policy::Weights;
 use common::TaskRef;
@@ -229,6 +229,9 @@ impl Algo {
         };
         for (srv, loads) in inst.cores.iter().enumerate() {
             view.upsert_worker(WorkerId(srv as u32), loads.len() as u32);
+            if !inst.racks.is_empty() {
+                view.set_rack(WorkerId(srv as u32), inst.rack(srv as u32));
+            }
         }
         let first: Vec<usize> = (0..cores.init.len())
             .filter(|&p| cores.init[p] == 0.0)
@@ -241,7 +244,8 @@ impl Algo {
         // Guo's simulated dl-sched visits every idle slot for a data-local
         // task before it places the rest (otherwise one task and many idle
         // slots would go to the first slot, local or not): a local-only
-        // pass first, then the policy itself.
+        // pass first, then (on several racks) a rack-local-only pass for
+        // the same reason one level up, then the policy itself.
         let mut passes: Vec<Box<dyn Scheduler>> = Vec::new();
         if matches!(config, SchedulerConfig::Hadoop { .. }) {
             passes.push(build(
@@ -251,10 +255,13 @@ impl Algo {
                 },
                 seed,
             ));
+            if view.has_racks() {
+                passes.push(Box::new(RackLocalOnly));
+            }
         }
         passes.push(build(config, seed));
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9a7e);
-        let (mut launched, mut remote, mut rounds) = (0, 0, 0usize);
+        let (mut launched, mut remote, mut rack_local, mut rounds) = (0, 0, 0, 0usize);
         loop {
             rounds += 1;
             let before = launched;
@@ -263,6 +270,8 @@ impl Algo {
                     for a in offer(pass.as_mut(), 0, WorkerId(srv), &mut view) {
                         launched += 1;
                         remote += usize::from(!a.is_local());
+                        rack_local +=
+                            usize::from(inst.is_rack_local(a.task.index as usize, a.worker.0));
                     }
                 }
             }
@@ -301,6 +310,7 @@ impl Algo {
             Eval {
                 makespan: if waves { rounds as f64 } else { f64::NAN },
                 remote,
+                rack_local,
                 tasks: launched,
                 sim_makespan: f64::NAN,
             },
@@ -367,6 +377,22 @@ impl Algo {
     /// [`Algo::plan`], then [`Algo::evaluate`].
     pub fn run(&self, inst: &Instance, seed: u64, tick: f64) -> Result<Eval, LabError> {
         Ok(Algo::evaluate(inst, &self.plan(inst, seed, tick)?))
+    }
+}
+
+/// The lab's rack-local pass of dl-sched: the head job's rack-local task
+/// for each free slot, nothing otherwise.
+struct RackLocalOnly;
+
+impl Scheduler for RackLocalOnly {
+    fn name(&self) -> String {
+        "rack-local-only".into()
+    }
+
+    fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        ctx.fill(worker, |view| {
+            view.rack_local_task(view.head_job()?, worker)
+        });
     }
 }
 
@@ -562,6 +588,8 @@ mod tests {
                 beta: 4.0,
                 cost: Cost::Dyndl { theta: 4.0 },
                 idle: None,
+                racks: None,
+                placement: Default::default(),
             }
             .generate(seed);
             let derived = on.plan(&inst, seed, 0.5).unwrap();
@@ -587,6 +615,8 @@ mod tests {
                 beta: 10.0,
                 cost: Cost::Dyndl { theta: 1.0 },
                 idle: Some(rng.gen_range(0.3..1.0)),
+                racks: None,
+                placement: Default::default(),
             };
             let p = GenParams {
                 replication: rng.gen_range(1..=p.servers.min(3)),
@@ -623,6 +653,8 @@ mod tests {
                 beta: 1000.0,
                 cost: Cost::Dyndl { theta: 0.0 },
                 idle: Some(0.1),
+                racks: None,
+                placement: Default::default(),
             };
             let inst = p.generate(4);
             let e = dl.run_waves(&inst, 4).unwrap();
@@ -632,6 +664,55 @@ mod tests {
         };
         // Guo Fig 6(c): more slots per node, better locality.
         assert!(loc(10) > loc(1) + 0.05, "{} vs {}", loc(10), loc(1));
+    }
+
+    #[test]
+    fn waves_on_racks_reach_the_rack_before_going_anywhere() {
+        // Guo Fig 7's shape, small: 200 nodes x 2 slots in 10 racks, 1%
+        // idle, HDFS placement. A small job rarely finds its node but often
+        // its rack; rand-sched ignores both levels.
+        let p = GenParams {
+            servers: 200,
+            cores: 2,
+            tasks: 20,
+            replication: 3,
+            alpha: 0.0,
+            beta: 1000.0,
+            cost: Cost::Dyndl { theta: 0.0 },
+            idle: Some(0.01),
+            racks: Some(10),
+            placement: crate::model::gen::Placement::RackAware,
+        };
+        let (mut dl_rack, mut rand_rack, mut node) = (0.0, 0.0, 0.0);
+        for seed in 0..10 {
+            let inst = p.generate(seed);
+            let dl: Algo = "hadoop".parse().unwrap();
+            let e = dl.run_waves(&inst, seed).unwrap();
+            assert_eq!(e.tasks, 20);
+            assert!(e.rack_local <= e.remote);
+            dl_rack += e.rack_locality();
+            node += e.locality();
+            let r: Algo = "policy = 'rand', randomness = 1".parse().unwrap();
+            rand_rack += r.run_waves(&inst, seed).unwrap().rack_locality();
+        }
+        // 4 idle slots per wave in 10 racks: a slot finds one of the
+        // pending tasks in its rack far more often than on its node.
+        // (Measured: 16.5% node, 77.5% node or rack; rand-sched 17%.)
+        assert!(node / 10.0 < 0.3, "node locality {}", node / 10.0);
+        assert!(dl_rack / 10.0 > 0.5, "rack locality {}", dl_rack / 10.0);
+        assert!(dl_rack > rand_rack + 3.0, "{dl_rack} vs rand {rand_rack}");
+        // On one rack the rack level is absent: rack locality = locality.
+        let one = GenParams {
+            racks: None,
+            placement: Default::default(),
+            ..p
+        };
+        let e = "hadoop"
+            .parse::<Algo>()
+            .unwrap()
+            .run_waves(&one.generate(1), 1)
+            .unwrap();
+        assert_eq!((e.rack_local, e.rack_locality()), (0, e.locality()));
     }
 
     /// Guo Fig 5's setting: 60 nodes of 1 slot, half idle, replication 1,
@@ -646,6 +727,8 @@ mod tests {
             beta: 100.0,
             cost: Cost::Dyndl { theta: 0.0 },
             idle: Some(0.5),
+            racks: None,
+            placement: Default::default(),
         }
         .generate(seed)
     }
@@ -719,6 +802,8 @@ mod tests {
             beta: 10.0,
             cost: Cost::Dyndl { theta: 1.0 },
             idle: None,
+            racks: None,
+            placement: Default::default(),
         }
         .generate(2);
         for o in Offline::ALL {

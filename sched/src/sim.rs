@@ -80,6 +80,9 @@ pub fn simulate(
     let mut free_at: Vec<(f64, u32)> = Vec::new();
     for (s, loads) in inst.cores.iter().enumerate() {
         view.upsert_worker(WorkerId(s as u32), loads.len() as u32);
+        if !inst.racks.is_empty() {
+            view.set_rack(WorkerId(s as u32), inst.rack(s as u32));
+        }
         view.set_free(WorkerId(s as u32), 0);
         for &l in loads {
             free_at.push((l, s as u32));
@@ -328,6 +331,7 @@ mod tests {
             cores: vec![vec![0.0, 0.0], vec![5.0]],
             replicas: vec![vec![1], vec![1]],
             cost: Cost::Dyndl { theta: 0.5 },
+            racks: Vec::new(),
         };
         let mut s = build(&"hadoop".parse().unwrap(), 1);
         let o = simulate(s.as_mut(), &inst, 0.05, 100.0).unwrap();

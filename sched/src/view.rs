@@ -187,6 +187,10 @@ pub struct ClusterView {
     running_reduces: FxHashMap<TaskRef, (WorkerId, u64)>,
     /// Public instances and task-time estimates (empty on a private cluster).
     hybrid: crate::hybrid::HybridView,
+    /// Each worker's rack (HDFS's topology; none set = one rack), and the
+    /// workers of each rack in id order.
+    rack_of: FxHashMap<WorkerId, u32>,
+    rack_members: FxHashMap<u32, Vec<WorkerId>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -340,6 +344,32 @@ impl ClusterView {
     }
 
     /// The oldest job with a pending task (FIFO's head of queue).
+    /// The rack of `w`, if the owner set one.
+    pub fn rack_of(&self, w: WorkerId) -> Option<u32> {
+        self.rack_of.get(&w).copied()
+    }
+
+    /// Whether the workers span more than one rack.
+    pub fn has_racks(&self) -> bool {
+        self.rack_members.len() > 1
+    }
+
+    /// Hadoop's rack level: `job`'s first pending task (lowest index) with
+    /// a replica on another worker of `w`'s rack, and that worker (the
+    /// replica to read). None without racks, or if no such task exists.
+    /// Costs one lookup per worker of the rack.
+    pub fn rack_local_task(&self, job: &JobView, w: WorkerId) -> Option<(TaskRef, WorkerId)> {
+        if !self.has_racks() {
+            return None;
+        }
+        let members = self.rack_members.get(&self.rack_of(w)?)?;
+        members
+            .iter()
+            .filter(|&&m| m != w)
+            .filter_map(|&m| job.local_task(m).map(|t| (t.task, m)))
+            .min_by_key(|(t, _)| t.index)
+    }
+
     pub fn head_job(&self) -> Option<&JobView> {
         self.jobs.values().find(|j| j.has_pending())
     }
@@ -393,6 +423,22 @@ impl ClusterView {
             w.alive = true;
             w.slots = slots;
         });
+    }
+
+    /// Puts `w` on `rack` (moving it if it was on another).
+    pub fn set_rack(&mut self, w: WorkerId, rack: u32) {
+        if let Some(old) = self.rack_of.insert(w, rack) {
+            if let Some(m) = self.rack_members.get_mut(&old) {
+                m.retain(|x| *x != w);
+                if m.is_empty() {
+                    self.rack_members.remove(&old);
+                }
+            }
+        }
+        let m = self.rack_members.entry(rack).or_default();
+        if let Err(i) = m.binary_search(&w) {
+            m.insert(i, w);
+        }
     }
 
     /// Sets a worker's free slots as it reported them.

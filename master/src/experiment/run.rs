@@ -73,6 +73,15 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     let (spec, text) = Spec::load(&opts.spec)?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(&opts.spec))?;
     let points = spec.points().map_err(|e| e.in_file(&opts.spec))?;
+    if !matches!(opts.deployment, Deployment::Netns { .. }) {
+        if let Some(p) = points.iter().find(|p| p.rack_link_mbps.is_some()) {
+            anyhow::bail!(
+                "{}: point {:?} has a rack link (rack_link_mbps), which only the netns deployment shapes: run with --deployment netns (root)",
+                opts.spec.display(),
+                p.label
+            );
+        }
+    }
     let started = common::unix_ms();
     let dir = ResultsDir::create(&opts.results, &spec.name, started)?;
     let out = dir.path().to_path_buf();
@@ -485,6 +494,11 @@ impl RunEnv<'_> {
                 seed: self.seed,
                 reduce_placement: reduces,
                 output_replication: c.output_replication,
+                rack_link_mbps: if shaped {
+                    self.point.rack_link_mbps
+                } else {
+                    None
+                },
             },
             master: MasterSection {
                 listen: addr(0),
@@ -519,6 +533,7 @@ impl RunEnv<'_> {
                     slot_rate_mbs: None,
                     disk_mbs: None,
                     role: self.spec.role(self.point, i as u32),
+                    rack: self.point.rack(i as u32, c.workers),
                     data_dir: None,
                     host: None,
                     ssh_user: None,

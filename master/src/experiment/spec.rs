@@ -118,6 +118,18 @@ pub struct ClusterSpec {
     /// `spare`) and the others both hold the data and run the tasks.
     #[serde(default)]
     pub storage_workers: u32,
+    /// Racks of consecutive workers (w1.. first), sizes differing by at
+    /// most one, named `/r1`, `/r2`, ...; 1 (default) = no rack set.
+    #[serde(default = "one_rack")]
+    pub racks: u32,
+    /// Each rack's link to the core, Mbit/s per direction (cluster.toml's
+    /// `rack_link_mbps`; needs racks >= 2 and `--deployment netns`).
+    #[serde(default)]
+    pub rack_link_mbps: Option<f64>,
+}
+
+fn one_rack() -> u32 {
+    1
 }
 
 /// Where a point's data lives relative to its tasks.
@@ -248,6 +260,9 @@ pub struct PointSpec {
     /// "separate"`: the link between storage and compute (a cross-cluster
     /// link); absent = `nic_mbps` like every worker.
     pub storage_nic_mbps: Option<f64>,
+    /// Override `cluster.racks` / `cluster.rack_link_mbps` (0 = unlimited).
+    pub racks: Option<u32>,
+    pub rack_link_mbps: Option<f64>,
 }
 
 /// One fully resolved parameter point.
@@ -269,6 +284,18 @@ pub struct Point {
     pub disk_mbs: Option<f64>,
     pub layout: Layout,
     pub storage_nic_mbps: Option<f64>,
+    pub racks: u32,
+    pub rack_link_mbps: Option<f64>,
+}
+
+impl Point {
+    /// The rack of worker `i` (0-based) of `workers`; None on one rack.
+    pub fn rack(&self, i: u32, workers: u32) -> Option<String> {
+        (self.racks > 1).then(|| {
+            let k = i as u64 * self.racks as u64 / workers as u64;
+            format!("/r{}", k + 1)
+        })
+    }
 }
 
 /// A scheduler to compare, with the label tables and plots show.
@@ -663,8 +690,11 @@ impl Spec {
             disk_mbs: self.cluster.disk_mbs,
             layout: Layout::CoLocated,
             storage_nic_mbps: None,
+            racks: self.cluster.racks,
+            rack_link_mbps: self.cluster.rack_link_mbps,
         };
         if self.points.is_empty() {
+            check_racks(&base, self.cluster.workers, "cluster")?;
             return Ok(vec![base]);
         }
         let mut out: Vec<Point> = Vec::new();
@@ -699,6 +729,12 @@ impl Spec {
                             format!("must be > 0 (got {m})"),
                         ))
                     }
+                },
+                racks: p.racks.unwrap_or(base.racks),
+                rack_link_mbps: match p.rack_link_mbps {
+                    None => base.rack_link_mbps,
+                    Some(0.0) => None,
+                    Some(m) => Some(m),
                 },
                 jobs: p.jobs.unwrap_or(base.jobs),
                 nic_mbps: p.nic_mbps.or(base.nic_mbps),
@@ -739,9 +775,53 @@ impl Spec {
                     }
                 },
             });
+            let at = |k: &str| {
+                if self.points[i].racks.is_some() && k == "racks"
+                    || self.points[i].rack_link_mbps.is_some() && k == "rack_link_mbps"
+                {
+                    format!("points[{i}]")
+                } else {
+                    "cluster".into()
+                }
+            };
+            check_racks(out.last().expect("pushed"), self.cluster.workers, "")
+                .map_err(|e| KeyError::new(format!("{}.{}", at(&e.key), e.key), e.problem))?;
         }
         Ok(out)
     }
+}
+
+/// A point's racks: 1..=workers, and a rack link only across racks. The
+/// error's key is the field alone (the caller says where).
+fn check_racks(p: &Point, workers: u32, under: &str) -> Result<(), KeyError> {
+    let key = |k: &str| {
+        if under.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{under}.{k}")
+        }
+    };
+    if p.racks == 0 || p.racks > workers {
+        return Err(KeyError::new(
+            key("racks"),
+            format!("must be 1..={workers}, the workers (got {})", p.racks),
+        ));
+    }
+    if let Some(m) = p.rack_link_mbps {
+        if !(m.is_finite() && m > 0.0) {
+            return Err(KeyError::new(
+                key("rack_link_mbps"),
+                format!("must be > 0, or 0 for none at a point (got {m})"),
+            ));
+        }
+        if p.racks < 2 {
+            return Err(KeyError::new(
+                key("rack_link_mbps"),
+                "a rack link needs racks >= 2".to_owned(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl TomlFile for Spec {
@@ -778,6 +858,30 @@ jobs = 8
 
     fn parse(t: &str) -> Result<Spec, String> {
         Spec::parse(t, Path::new("experiments/t.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn racks_and_rack_links_resolve_per_point_and_bad_ones_are_named() {
+        let t = SPEC
+            .replace("replication = 2\n", "replication = 2\nracks = 2\nrack_link_mbps = 10\n")
+            .replace("jobs = 8\n", "jobs = 8\nracks = 3\nrack_link_mbps = 0\n");
+        let p = parse(&t).unwrap().points().unwrap();
+        assert_eq!((p[0].racks, p[0].rack_link_mbps), (2, Some(10.0)));
+        assert_eq!((p[1].racks, p[1].rack_link_mbps), (3, None));
+        let r: Vec<Option<String>> = (0..3).map(|i| p[0].rack(i, 3)).collect();
+        assert_eq!(r, [Some("/r1".into()), Some("/r1".into()), Some("/r2".into())]);
+        assert_eq!(p[1].rack(2, 3).as_deref(), Some("/r3"));
+        let one = parse(SPEC).unwrap().points().unwrap();
+        assert_eq!(one[0].rack(0, 3), None);
+        for (from, to, key) in [
+            ("jobs = 8\n", "jobs = 8\nracks = 4\n", "points[1].racks"),
+            ("jobs = 8\n", "jobs = 8\nracks = 1\nrack_link_mbps = 5\n", "points[1].rack_link_mbps"),
+            ("replication = 2\n", "replication = 2\nracks = 2\nrack_link_mbps = -1\n", "cluster.rack_link_mbps"),
+            ("replication = 2\n", "replication = 2\nrack_link_mbps = 10\n", "cluster.rack_link_mbps"),
+        ] {
+            let e = parse(&SPEC.replace(from, to)).unwrap_err();
+            assert!(e.contains(key), "{key}: {e}");
+        }
     }
 
     #[test]

@@ -134,6 +134,8 @@ mod tests {
             beta: 3.0,
             cost: Cost::Dyndl { theta: 0.5 },
             idle: None,
+            racks: Some(2),
+            placement: sched::model::gen::Placement::RackAware,
         }
         .generate(1);
         write_instance(&inst, &f).unwrap();

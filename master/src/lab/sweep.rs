@@ -95,6 +95,7 @@ pub struct PointOverride {
     pub q: Option<f64>,
     pub c_loc: Option<f64>,
     pub idle: Option<f64>,
+    pub racks: Option<u32>,
 }
 
 /// One row of runs.csv.
@@ -112,6 +113,8 @@ pub struct SweepRow {
     pub sim_makespan: f64,
     pub remote: f64,
     pub locality_pct: f64,
+    /// Node-local or rack-local tasks, % (= locality_pct on one rack).
+    pub rack_locality_pct: f64,
     pub time_ms: f64,
     /// `fair-round`: sum over groups of |share - weight| after the round.
     pub unfairness: f64,
@@ -253,6 +256,8 @@ impl SweepSpec {
             beta: p.beta.unwrap_or(b.beta),
             cost,
             idle: p.idle.or(b.idle),
+            racks: p.racks.or(b.racks),
+            placement: b.placement,
         })
     }
 
@@ -326,6 +331,7 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
                     sim_makespan: or_nan(&|e| e.sim_makespan),
                     remote: or_nan(&|e| e.remote as f64),
                     locality_pct: or_nan(&|e| e.locality() * 100.0),
+                    rack_locality_pct: or_nan(&|e| e.rack_locality() * 100.0),
                     time_ms: run.time.as_secs_f64() * 1e3,
                     unfairness: run.unfairness.unwrap_or(f64::NAN),
                     phases: run
@@ -353,7 +359,8 @@ pub fn run(spec_path: &Path, results: &Path) -> anyhow::Result<PathBuf> {
     let point_labels: Vec<String> = points.iter().map(|(l, _)| l.clone()).collect();
     let means = means(&rows);
     dir.write_summary(&summary(&spec, &points, &labels, &means))?;
-    write_plots(dir.path(), &point_labels, &labels, &means)?;
+    let racked = points.iter().any(|(_, p)| p.racks.unwrap_or(1) > 1);
+    write_plots(dir.path(), &point_labels, &labels, &means, racked)?;
     meta.provenance.finish();
     meta.runs = rows.len();
     dir.write_meta(&meta)?;
@@ -410,6 +417,7 @@ pub struct Mean {
     pub sim_makespan: Option<Stat>,
     pub remote: Option<Stat>,
     pub locality_pct: Option<Stat>,
+    pub rack_locality_pct: Option<Stat>,
     /// Over every run, the stopped ones included.
     pub time_ms: Option<Stat>,
     pub unfairness: Option<Stat>,
@@ -452,6 +460,7 @@ pub fn means(rows: &[SweepRow]) -> BTreeMap<(String, String), Mean> {
                 sim_makespan: st(|r| r.sim_makespan),
                 remote: st(|r| r.remote),
                 locality_pct: st(|r| r.locality_pct),
+                rack_locality_pct: st(|r| r.rack_locality_pct),
                 time_ms: Stat::of(rs.iter().map(|r| r.time_ms)),
                 unfairness: st(|r| r.unfairness),
                 phases: phase_names
@@ -484,8 +493,12 @@ fn summary(
     means: &BTreeMap<(String, String), Mean>,
 ) -> String {
     let mut s = format!("# {}\n\n{}\n\n", spec.name, spec.description.trim());
+    let racks = match spec.base.racks {
+        Some(n) if n > 1 => format!(", {n} racks ({} placement)", spec.base.placement.name()),
+        _ => String::new(),
+    };
     s += &format!(
-        "Base: {} servers x {} cores, {} tasks, replication {}, α {}, β {}, cost {:?}; {} seeded instances per point (seeds {}..{}). Cells: mean (min-max) over the instances.\n\n",
+        "Base: {} servers x {} cores, {} tasks, replication {}, α {}, β {}, cost {:?}{racks}; {} seeded instances per point (seeds {}..{}). Cells: mean (min-max) over the instances.\n\n",
         spec.base.servers,
         spec.base.cores,
         spec.base.tasks,
@@ -526,8 +539,13 @@ fn summary(
                 .get(&(p.clone(), a.clone()))
                 .is_some_and(|m| !m.phases.is_empty())
         });
+        let racked = params.racks.unwrap_or(1) > 1;
         s += "| algorithm | makespan | simulated makespan | data-remote tasks | locality % | time (ms) |";
         let mut cols = 6;
+        if racked {
+            s += " node- or rack-local % |";
+            cols += 1;
+        }
         if fair {
             s += " unfairness |";
             cols += 1;
@@ -569,6 +587,9 @@ fn summary(
                 cell(&m.locality_pct, 1),
                 cell(&m.time_ms, 3),
             );
+            if racked {
+                s += &format!(" {} |", cell(&m.rack_locality_pct, 1));
+            }
             if fair {
                 s += &format!(" {} |", cell(&m.unfairness, 3));
             }
@@ -611,9 +632,10 @@ fn write_plots(
     points: &[String],
     algos: &[String],
     means: &BTreeMap<(String, String), Mean>,
+    racked: bool,
 ) -> anyhow::Result<()> {
     type Get = fn(&Mean) -> Option<Stat>;
-    let metrics: [(Chart, Get); 5] = [
+    let metrics: [(Chart, Get); 6] = [
         (
             Chart {
                 file: "makespan",
@@ -640,6 +662,14 @@ fn write_plots(
         ),
         (
             Chart {
+                file: "rack_locality",
+                title: "Node- or rack-local tasks (min-max)",
+                y: "node- or rack-local tasks (%)",
+            },
+            |m| m.rack_locality_pct,
+        ),
+        (
+            Chart {
                 file: "time_ms",
                 title: "Running time (min-max)",
                 y: "ms",
@@ -655,6 +685,12 @@ fn write_plots(
             |m| m.unfairness,
         ),
     ];
+    // The rack chart only when some point has racks (else it repeats
+    // the locality chart).
+    let metrics: Vec<&(Chart, Get)> = metrics
+        .iter()
+        .filter(|(c, _)| racked || c.file != "rack_locality")
+        .collect();
     let list: Vec<Chart> = metrics.iter().map(|m| m.0).collect();
     charts(out, points, algos, &list, |c, p, a| {
         let m = means.get(&(points[p].clone(), algos[a].clone()))?;
@@ -763,6 +799,13 @@ beta = 50
                 "instances = 2\nmode = \"fair-round\"\ngroups = { a = 1 }",
                 "online policies only",
             ),
+            ("beta = 5\n", "beta = 5\nracks = 7\n", "base.racks"),
+            (
+                "beta = 5\n",
+                "beta = 5\nplacement = \"rack-aware\"\n",
+                "base.placement",
+            ),
+            ("beta = 50", "racks = 0", "points[1].racks"),
         ] {
             let t = SPEC.replacen(from, to, 1);
             assert_ne!(t, SPEC, "{from}");
@@ -854,6 +897,51 @@ cost = { model = "dyndl", theta = 0 }
         assert!(s.contains("| unfairness |"), "{s}");
         assert!(s.contains("idle slots / tasks = 0.375"), "{s}");
         assert!(s.contains("g1 0.143, g2 0.286, g3 0.571"), "{s}");
+    }
+
+    #[test]
+    fn a_sweep_on_racks_reports_rack_locality() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("t.toml");
+        std::fs::write(
+            &spec,
+            r#"
+name = "r"
+instances = 3
+mode = "waves"
+algorithms = ["hadoop"]
+[base]
+servers = 40
+cores = 2
+tasks = 10
+replication = 3
+beta = 10
+idle = 0.05
+racks = 4
+placement = "rack-aware"
+cost = { model = "dyndl", theta = 0 }
+[[points]]
+label = "racks"
+[[points]]
+label = "one"
+racks = 1
+"#,
+        )
+        .unwrap();
+        // One rack and rack-aware placement do not go together.
+        let e = format!("{:#}", run(&spec, &dir.path().join("results")).unwrap_err());
+        assert!(e.contains("points[1]") && e.contains("placement"), "{e}");
+        let text = std::fs::read_to_string(&spec).unwrap();
+        std::fs::write(&spec, text.replace("racks = 1", "racks = 2")).unwrap();
+        let out = run(&spec, &dir.path().join("results")).unwrap();
+        let mut r = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+        let rows: Vec<SweepRow> = r.deserialize().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 6);
+        assert!(rows.iter().all(|r| r.rack_locality_pct >= r.locality_pct));
+        assert!(rows.iter().any(|r| r.rack_locality_pct > r.locality_pct));
+        let s = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(s.contains("| node- or rack-local % |"), "{s}");
+        assert!(s.contains("4 racks (rack-aware placement)"), "{s}");
     }
 
     #[test]

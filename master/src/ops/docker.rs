@@ -324,6 +324,7 @@ pub async fn up(
     subnet_third: u8,
     bin: &Path,
 ) -> anyhow::Result<()> {
+    crate::ops::local::refuse_rack_links(cfg, "containers")?;
     if !engine_answers() {
         bail!("no Docker engine answers here (`docker info` fails)");
     }

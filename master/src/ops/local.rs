@@ -329,6 +329,18 @@ where
     }
 }
 
+/// Fails if `cfg` sets `cluster.rack_link_mbps`, which only the netns mode
+/// shapes (`mode` names the one refused).
+pub fn refuse_rack_links(cfg: &ClusterConfig, mode: &str) -> anyhow::Result<()> {
+    if let Some(m) = cfg.cluster.rack_link_mbps {
+        bail!(
+            "cluster.rack_link_mbps = {m}: rack links are shaped by tc in the netns mode only \
+             (`master up --netns`, or `--deployment netns`); {mode} cannot shape them"
+        );
+    }
+    Ok(())
+}
+
 /// Starts the master and every worker of `cfg` as local processes.
 pub async fn up(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
     let stopped = stop_previous(cfg, fresh)?;
@@ -352,6 +364,7 @@ pub async fn start(cfg: &ClusterConfig) -> anyhow::Result<()> {
 
 /// [`start`] with the `master` and `worker` binaries taken from `bin`.
 pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
+    refuse_rack_links(cfg, "local processes")?;
     let run = run_dir(cfg);
     let config = cfg.path.to_string_lossy().into_owned();
     let mut specs = vec![Spawn {

@@ -11,7 +11,14 @@
 //!   worker i at 10.77.0.(10 + i), its end named `eth0`.
 //!
 //! Worker transmit is shaped on its `eth0` (in its namespace), receive on the
-//! bridge end of its veth (egress towards the worker). Nothing is added to the
+//! bridge end of its veth (egress towards the worker).
+//!
+//! Racks: when the workers name more than one rack, rack k (1-based, in the
+//! order the config first names them) gets its own bridge `br<k>` in the
+//! bridge namespace, its workers attach there, and a veth pair `ru<k>` (on
+//! `br<k>`) / `rd<k>` (on `br0`, with the master) is the rack's link to the
+//! core, shaped by `tbf` at `cluster.rack_link_mbps` in both directions when
+//! set: all traffic between racks, or with the master, shares it. Nothing is added to the
 //! root namespace: no address, no route, no interface, so nothing here can
 //! reach or be reached from any other network. [`teardown`] removes every
 //! namespace with the prefix, after stopping the processes inside, whatever
@@ -40,6 +47,22 @@ pub struct Node {
     pub ip: Ipv4Addr,
     /// Shaping rate in bits per second, both directions; None = unshaped.
     pub rate_bits: Option<u64>,
+    /// The bridge its veth joins (`br0`, or its rack's).
+    pub bridge: String,
+}
+
+/// A rack's bridge and its link to the core bridge `br0`.
+#[derive(Clone, Debug)]
+pub struct RackNet {
+    /// As the config names it.
+    pub name: String,
+    pub bridge: String,
+    /// Link ends: `up` on the rack's bridge (its egress leaves the rack),
+    /// `down` on `br0` (its egress enters the rack).
+    pub up: String,
+    pub down: String,
+    /// Shaping rate in bits per second, both directions; None = unshaped.
+    pub rate_bits: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -57,7 +80,13 @@ pub struct Layout {
     /// config has `[[public_type]]`, else 0): each is a node the master adds
     /// when it starts one, at the addresses after the workers'.
     pub instances: u32,
+    /// One per rack when the workers span several; else empty (all on `br0`).
+    pub racks: Vec<RackNet>,
 }
+
+/// The core bridge: the master's, the host link's, and (without racks)
+/// every worker's.
+pub const CORE_BRIDGE: &str = "br0";
 
 /// The interface name inside each node's namespace.
 pub const NODE_IF: &str = "eth0";
@@ -88,6 +117,32 @@ impl Layout {
             bridge_end: "vm".into(),
             ip: Ipv4Addr::new(10, 77, third, 1),
             rate_bits: None,
+            bridge: CORE_BRIDGE.into(),
+        };
+        let rack_names = cfg.racks();
+        let racks: Vec<RackNet> = if rack_names.len() > 1 {
+            rack_names
+                .iter()
+                .enumerate()
+                .map(|(k, name)| RackNet {
+                    name: name.clone(),
+                    bridge: format!("br{}", k + 1),
+                    up: format!("ru{}", k + 1),
+                    down: format!("rd{}", k + 1),
+                    rate_bits: cfg
+                        .cluster
+                        .rack_link_mbps
+                        .map(|m| (common::config::mbps_to_bytes(m) * 8.0).round() as u64),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let bridge_of = |rack: &str| {
+            racks
+                .iter()
+                .find(|r| r.name == rack)
+                .map_or(CORE_BRIDGE.to_owned(), |r| r.bridge.clone())
         };
         let workers: Vec<Node> = cfg
             .worker_settings()
@@ -95,6 +150,7 @@ impl Layout {
             .enumerate()
             .map(|(i, w)| Node {
                 ns: worker_ns(prefix, &w.name, i),
+                bridge: bridge_of(&w.rack),
                 name: w.name,
                 bridge_end: format!("vw{i}"),
                 ip: Ipv4Addr::new(10, 77, third, 10 + i as u8),
@@ -121,6 +177,7 @@ impl Layout {
             workers,
             host_link: None,
             instances,
+            racks,
         })
     }
 
@@ -205,6 +262,7 @@ pub fn instance_node(
         bridge_end: format!("vp{port_offset}"),
         ip,
         rate_bits: Some(rate_bits),
+        bridge: CORE_BRIDGE.into(),
     }
 }
 
@@ -247,8 +305,33 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
     let br = l.bridge_ns.as_str();
     sh("ip", &["netns", "add", br])?;
     sh("ip", &["-n", br, "link", "set", "lo", "up"])?;
-    sh("ip", &["-n", br, "link", "add", "br0", "type", "bridge"])?;
-    sh("ip", &["-n", br, "link", "set", "br0", "up"])?;
+    sh(
+        "ip",
+        &["-n", br, "link", "add", CORE_BRIDGE, "type", "bridge"],
+    )?;
+    sh("ip", &["-n", br, "link", "set", CORE_BRIDGE, "up"])?;
+    for r in &l.racks {
+        sh(
+            "ip",
+            &["-n", br, "link", "add", &r.bridge, "type", "bridge"],
+        )?;
+        sh("ip", &["-n", br, "link", "set", &r.bridge, "up"])?;
+        sh(
+            "ip",
+            &[
+                "-n", br, "link", "add", &r.up, "type", "veth", "peer", "name", &r.down,
+            ],
+        )?;
+        for (end, bridge) in [(&r.up, &r.bridge), (&r.down, &CORE_BRIDGE.to_owned())] {
+            sh("ip", &["-n", br, "link", "set", end, "master", bridge])?;
+            sh("ip", &["-n", br, "link", "set", end, "up"])?;
+            if let Some(bits) = r.rate_bits {
+                // Each end's egress: `down` (on br0) carries core -> rack,
+                // `up` (on the rack's bridge) rack -> core.
+                tbf(br, end, bits)?;
+            }
+        }
+    }
     for n in l.nodes() {
         add_node(br, n)?;
     }
@@ -262,7 +345,10 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
                 "link", "add", name, "type", "veth", "peer", "name", "vhost", "netns", br,
             ],
         )?;
-        sh("ip", &["-n", br, "link", "set", "vhost", "master", "br0"])?;
+        sh(
+            "ip",
+            &["-n", br, "link", "set", "vhost", "master", CORE_BRIDGE],
+        )?;
         sh("ip", &["-n", br, "link", "set", "vhost", "up"])?;
         sh("ip", &["addr", "add", &format!("{ip}/24"), "dev", name])?;
         sh("ip", &["link", "set", name, "up"])?;
@@ -270,8 +356,33 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Shapes `dev`'s egress in namespace `ns` to `bits` per second.
+fn tbf(ns: &str, dev: &str, bits: u64) -> anyhow::Result<()> {
+    let rate = format!("{bits}bit");
+    sh(
+        "tc",
+        &[
+            "-n",
+            ns,
+            "qdisc",
+            "add",
+            "dev",
+            dev,
+            "root",
+            "tbf",
+            "rate",
+            &rate,
+            "burst",
+            TBF_BURST,
+            "latency",
+            TBF_LATENCY,
+        ],
+    )?;
+    Ok(())
+}
+
 /// Adds one node to a running layout: its namespace, a veth pair with its
-/// end `eth0` at `n.ip`/24 and the other on bridge `br0` of namespace `br`,
+/// end `eth0` at `n.ip`/24 and the other on bridge `n.bridge` of namespace `br`,
 /// and the tbf qdiscs of `n.rate_bits` in both directions.
 pub fn add_node(br: &str, n: &Node) -> anyhow::Result<()> {
     let ns = n.ns.as_str();
@@ -296,36 +407,16 @@ pub fn add_node(br: &str, n: &Node) -> anyhow::Result<()> {
     )?;
     sh(
         "ip",
-        &["-n", br, "link", "set", &n.bridge_end, "master", "br0"],
+        &["-n", br, "link", "set", &n.bridge_end, "master", &n.bridge],
     )?;
     sh("ip", &["-n", br, "link", "set", &n.bridge_end, "up"])?;
     let cidr = format!("{}/24", n.ip);
     sh("ip", &["-n", ns, "addr", "add", &cidr, "dev", NODE_IF])?;
     sh("ip", &["-n", ns, "link", "set", NODE_IF, "up"])?;
     if let Some(bits) = n.rate_bits {
-        let rate = format!("{bits}bit");
         // Transmit: the node's own end. Receive: the bridge end's egress.
-        for (ns, dev) in [(ns, NODE_IF), (br, n.bridge_end.as_str())] {
-            sh(
-                "tc",
-                &[
-                    "-n",
-                    ns,
-                    "qdisc",
-                    "add",
-                    "dev",
-                    dev,
-                    "root",
-                    "tbf",
-                    "rate",
-                    &rate,
-                    "burst",
-                    TBF_BURST,
-                    "latency",
-                    TBF_LATENCY,
-                ],
-            )?;
-        }
+        tbf(ns, NODE_IF, bits)?;
+        tbf(br, &n.bridge_end, bits)?;
     }
     Ok(())
 }
@@ -424,21 +515,58 @@ pub fn exec_in(cmd: &mut Command, ns: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Bytes sent by the qdisc of `dev` in namespace `ns` (`tc -s`).
+fn qdisc_sent(ns: &str, dev: &str) -> anyhow::Result<u64> {
+    let out = sh("tc", &["-n", ns, "-s", "qdisc", "show", "dev", dev])?;
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("Sent "))
+        .with_context(|| format!("no statistics for {dev} in {ns}: {out}"))?;
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("cannot parse tc statistics line {line:?}"))
+}
+
 /// Bytes a node's qdiscs have sent: (transmit, receive), from `tc -s`.
 pub fn shaped_bytes(layout: &Layout, node: &Node) -> anyhow::Result<(u64, u64)> {
-    let parse = |ns: &str, dev: &str| -> anyhow::Result<u64> {
-        let out = sh("tc", &["-n", ns, "-s", "qdisc", "show", "dev", dev])?;
-        let line = out
-            .lines()
-            .find(|l| l.trim_start().starts_with("Sent "))
-            .with_context(|| format!("no statistics for {dev} in {ns}: {out}"))?;
-        line.split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse().ok())
-            .with_context(|| format!("cannot parse tc statistics line {line:?}"))
-    };
     Ok((
-        parse(&node.ns, NODE_IF)?,
-        parse(&layout.bridge_ns, &node.bridge_end)?,
+        qdisc_sent(&node.ns, NODE_IF)?,
+        qdisc_sent(&layout.bridge_ns, &node.bridge_end)?,
     ))
+}
+
+/// Bytes a rack's link has carried: (into the rack, out of it), from `tc -s`.
+pub fn rack_link_bytes(layout: &Layout, rack: &RackNet) -> anyhow::Result<(u64, u64)> {
+    Ok((
+        qdisc_sent(&layout.bridge_ns, &rack.down)?,
+        qdisc_sent(&layout.bridge_ns, &rack.up)?,
+    ))
+}
+
+/// The shaping rate of `dev`'s root qdisc in the bridge namespace, bits
+/// per second, as tc reports it; None if it has no tbf.
+pub fn bridge_rate_bits(layout: &Layout, dev: &str) -> anyhow::Result<Option<u64>> {
+    let out = sh(
+        "tc",
+        &["-n", &layout.bridge_ns, "qdisc", "show", "dev", dev],
+    )?;
+    let Some(rate) = out.split_whitespace().skip_while(|w| *w != "rate").nth(1) else {
+        return Ok(None);
+    };
+    let (num, unit) = rate.split_at(
+        rate.find(|c: char| c.is_ascii_alphabetic())
+            .unwrap_or(rate.len()),
+    );
+    let v: f64 = num
+        .parse()
+        .with_context(|| format!("cannot parse tc rate {rate:?}"))?;
+    let mult = match unit {
+        "bit" | "" => 1.0,
+        "Kbit" => 1e3,
+        "Mbit" => 1e6,
+        "Gbit" => 1e9,
+        other => anyhow::bail!("unknown tc rate unit {other:?} in {rate:?}"),
+    };
+    Ok(Some((v * mult).round() as u64))
 }

@@ -77,6 +77,7 @@ pub async fn start_cluster_roles(
                 slot_rate_bytes: None,
                 disk_bytes_per_sec: None,
                 role: roles[i as usize],
+                rack: common::config::DEFAULT_RACK.into(),
             })
             .collect(),
     };

@@ -41,6 +41,8 @@ pub enum InstanceError {
     },
     #[error("replicas[{task}]: server {server} is listed twice")]
     DuplicateReplica { task: usize, server: u32 },
+    #[error("racks: {got} entries for {servers} servers (one rack per server, or none)")]
+    RackCount { got: usize, servers: usize },
     #[error("cost.theta must be finite and >= 0 (got {theta})")]
     BadTheta { theta: f64 },
     #[error("cost: c_loc must be > 0 and q >= 0 (got c_loc {c_loc}, q {q})")]
@@ -86,6 +88,11 @@ pub struct Instance {
     /// Per task, the distinct servers holding its input block.
     pub replicas: Vec<Vec<u32>>,
     pub cost: Cost,
+    /// Per server, its rack; empty = one rack. A remote task whose block
+    /// has a replica in its server's rack is rack-local (counted apart;
+    /// the cost models charge it as remote).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub racks: Vec<u32>,
 }
 
 /// Where each task runs: a global core index (cores numbered server by
@@ -98,6 +105,9 @@ pub struct Eval {
     /// Under the instance's (static) cost model, as the papers define it.
     pub makespan: f64,
     pub remote: usize,
+    /// Of the remote tasks, those with a replica in their server's rack
+    /// (0 on one rack).
+    pub rack_local: usize,
     pub tasks: usize,
     /// For online policies, the makespan the discrete-event simulation
     /// reached (remote costs following the remote tasks running *at the
@@ -111,6 +121,15 @@ impl Eval {
             1.0
         } else {
             1.0 - self.remote as f64 / self.tasks as f64
+        }
+    }
+
+    /// Node-local or rack-local tasks over all tasks.
+    pub fn rack_locality(&self) -> f64 {
+        if self.tasks == 0 {
+            1.0
+        } else {
+            1.0 - (self.remote - self.rack_local) as f64 / self.tasks as f64
         }
     }
 }
@@ -187,6 +206,12 @@ impl Instance {
                 }
             }
         }
+        if !self.racks.is_empty() && self.racks.len() != self.cores.len() {
+            return Err(InstanceError::RackCount {
+                got: self.racks.len(),
+                servers: self.cores.len(),
+            });
+        }
         let ok = |v: f64| v.is_finite() && v >= 0.0;
         match self.cost {
             Cost::Dyndl { theta } if !ok(theta) => Err(InstanceError::BadTheta { theta }),
@@ -228,6 +253,21 @@ impl Instance {
         self.replicas[task].contains(&server)
     }
 
+    /// The rack of `server` (0 when the instance has one rack).
+    pub fn rack(&self, server: u32) -> u32 {
+        self.racks.get(server as usize).copied().unwrap_or(0)
+    }
+
+    /// Whether `task` run on `server` is rack-local: not node-local, with
+    /// a replica on another server of the same rack (never on one rack).
+    pub fn is_rack_local(&self, task: usize, server: u32) -> bool {
+        !self.racks.is_empty()
+            && !self.is_local(task, server)
+            && self.replicas[task]
+                .iter()
+                .any(|&r| self.rack(r) == self.rack(server))
+    }
+
     /// Makespan and locality of `a` under this instance's cost model.
     pub fn evaluate(&self, a: &[u32]) -> Eval {
         let cores = self.flat();
@@ -246,6 +286,11 @@ impl Instance {
             }
         }
         let r_total: usize = r_server.iter().sum();
+        let rack_local = a
+            .iter()
+            .enumerate()
+            .filter(|&(t, &p)| self.is_rack_local(t, cores.server[p as usize]))
+            .count();
         let mut load = cores.init.clone();
         let mut active = vec![false; load.len()];
         for (t, &p) in a.iter().enumerate() {
@@ -266,6 +311,7 @@ impl Instance {
         Eval {
             makespan,
             remote: r_total,
+            rack_local,
             tasks: a.len(),
             sim_makespan: f64::NAN,
         }
@@ -306,6 +352,7 @@ pub(crate) mod fixtures {
             ],
             replicas: vec![vec![0, 1], vec![1, 3], vec![1, 2], vec![1, 2], vec![2, 3]],
             cost: Cost::Dyndl { theta: 0.5 },
+            racks: Vec::new(),
         }
     }
 
@@ -324,6 +371,7 @@ pub(crate) mod fixtures {
                 vec![0, 1],
             ],
             cost: Cost::Bar { c_loc: 1.0, q: 0.1 },
+            racks: Vec::new(),
         }
     }
 
@@ -339,6 +387,8 @@ pub(crate) mod fixtures {
             beta: rng.gen_range(0.0..6.0),
             cost,
             idle: None,
+            racks: None,
+            placement: Default::default(),
         };
         let p = GenParams {
             replication: rng.gen_range(1..=p.servers.min(3)),
@@ -370,6 +420,7 @@ mod tests {
             cores: vec![vec![0.0, 0.0], vec![0.0]],
             replicas: vec![vec![1], vec![1], vec![1]],
             cost: Cost::Dyndl { theta: 1.0 },
+            racks: Vec::new(),
         };
         // Three remote tasks on server 0 (2 cores): g = 1 + min(3, 2) = 3.
         let e = inst.evaluate(&[0, 0, 1]);

@@ -112,6 +112,7 @@ mod tests {
             cores: vec![vec![0.0], vec![0.0]],
             replicas: vec![vec![0], vec![0], vec![0]],
             cost: Cost::Dyndl { theta: 1.0 },
+            racks: Vec::new(),
         };
         let a = assign(&inst, 0);
         assert_eq!(a, vec![0, 0, 1]);

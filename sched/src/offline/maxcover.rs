@@ -321,6 +321,7 @@ mod tests {
             cores: vec![vec![0.0]; 6],
             replicas: vec![vec![0]; 6],
             cost: Cost::Bar { c_loc: 1.0, q: 0.1 },
+            racks: Vec::new(),
         };
         let e = inst.evaluate(&assign(&inst));
         assert!(e.remote > 0 && e.makespan < 6.0, "{e:?}");

@@ -1,11 +1,14 @@
 //! `hadoop`: Hadoop's default FIFO scheduler with best-effort locality
-//! (Guo et al.'s dl-sched on a single rack).
+//! (Guo et al.'s dl-sched).
 //!
 //! Jobs run in submission order. For each free slot of the offered worker,
 //! the head job (oldest with a pending task) launches a data-local task if it
-//! has one for this worker; otherwise a uniformly random pending task of the
-//! head job, read from a uniformly random replica (`pick = "oldest"`: the
-//! oldest pending task, from its first replica).
+//! has one for this worker; otherwise, when the workers span several racks,
+//! its first pending task with a replica in this worker's rack, read from
+//! that rack; otherwise a uniformly random pending task of the head job,
+//! read from a uniformly random replica (`pick = "oldest"`: the oldest
+//! pending task, from its first replica). On one rack (no rack set) the
+//! rack level never applies.
 
 use crate::pick::dl_choice;
 use crate::view::{Millis, SchedContext, Scheduler};
@@ -36,7 +39,13 @@ impl Scheduler for Hadoop {
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let (rng, pick) = (&mut self.rng, self.pick);
         ctx.fill(worker, |view| {
-            dl_choice(rng, view.head_job()?, worker, pick)
+            let job = view.head_job()?;
+            if job.local_task(worker).is_none() {
+                if let Some(choice) = view.rack_local_task(job, worker) {
+                    return Some(choice);
+                }
+            }
+            dl_choice(rng, job, worker, pick)
         });
     }
 }

@@ -160,6 +160,7 @@ impl Planned {
             cores,
             replicas,
             cost: self.cost,
+            racks: Vec::new(),
         };
         let flat = inst.flat();
         let assignment = self.algo.run(&inst);

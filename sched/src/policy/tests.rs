@@ -704,6 +704,47 @@ fn hadoop_goes_remote_when_head_job_has_nothing_local() {
 }
 
 #[test]
+fn hadoop_prefers_a_rack_local_task_read_from_its_rack_then_goes_anywhere() {
+    // Racks {w0, w1} and {w2, w3}. Job 1: t0 on w3 only, t1 on w1 and w3,
+    // t2 on w3 only. w0 has nothing node-local: t1 is rack-local (from w1),
+    // although t0 comes first; then nothing is left in the rack and t0 goes
+    // remote (from w3).
+    let mut v = view(4, 2);
+    for (i, r) in [(0, 0), (1, 0), (2, 1), (3, 1)] {
+        v.set_rack(w(i), r);
+    }
+    assert!(v.has_racks());
+    let tasks = vec![task(1, 0, &[3]), task(1, 1, &[1, 3]), task(1, 2, &[3])];
+    v.add_job(JobId(1), 0, "default", tasks.clone());
+    let mut s = hadoop::Hadoop::new(RemotePick::Oldest, 7);
+    let a = offer(&mut s, 0, w(0), &mut v);
+    assert_eq!(a.len(), 2);
+    assert_eq!((a[0].task, a[0].source), (tref(1, 1), w(1)));
+    assert_eq!((a[1].task, a[1].source), (tref(1, 0), w(3)));
+    // The same cluster on one rack: the rack level never applies, so the
+    // oldest task goes first.
+    let mut one = view(4, 2);
+    for i in 0..4 {
+        one.set_rack(w(i), 5);
+    }
+    assert!(!one.has_racks());
+    one.add_job(JobId(1), 0, "default", tasks);
+    let a = offer(&mut s, 0, w(0), &mut one);
+    assert_eq!(a[0].task, tref(1, 0));
+    // Moving a worker between racks updates both: w0 is alone in rack 0.
+    v.set_rack(w(1), 1);
+    assert_eq!(v.rack_of(w(1)), Some(1));
+    let job = v.job(JobId(1)).unwrap();
+    assert_eq!(v.rack_local_task(job, w(0)), None);
+    assert_eq!(v.rack_local_task(job, w(1)), Some((tref(1, 2), w(3))));
+    assert_eq!(
+        v.rack_local_task(job, w(3)),
+        None,
+        "node-local is not rack-local"
+    );
+}
+
+#[test]
 fn fill_launches_until_the_worker_is_full_or_the_choice_runs_out() {
     let mut v = view(2, 3);
     v.add_job(

@@ -406,6 +406,9 @@ pub struct Master {
     provision: Vec<public::Provision>,
     /// The latest time the master was given (for live costs in reports).
     clock: Millis,
+    /// The workers' racks in order of first appearance; a worker's rack in
+    /// the view is its index here.
+    racks: Vec<String>,
 }
 
 impl Master {
@@ -421,7 +424,14 @@ impl Master {
             .iter()
             .map(|w| WorkerState::new(&w.name, w.slots))
             .collect();
+        let mut racks: Vec<String> = Vec::new();
+        for w in &settings.workers {
+            if !racks.contains(&w.rack) {
+                racks.push(w.rack.clone());
+            }
+        }
         let mut m = Master {
+            racks,
             settings,
             workers,
             catalog: Catalog::default(),

@@ -32,6 +32,7 @@ fn settings(workers: u32, slots: u32) -> MasterSettings {
                 slot_rate_bytes: None,
                 disk_bytes_per_sec: None,
                 role: common::config::Role::Both,
+                rack: common::config::DEFAULT_RACK.into(),
             })
             .collect(),
     }

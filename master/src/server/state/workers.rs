@@ -50,6 +50,10 @@ impl Master {
         w.free_slots = req.slots;
         self.view.upsert_worker(id, req.slots);
         self.view.set_free(id, req.slots);
+        let rack = &self.settings.workers[idx].rack;
+        if let Some(k) = self.racks.iter().position(|r| r == rack) {
+            self.view.set_rack(id, k as u32);
+        }
         let role = self.settings.workers[idx].role;
         self.view.set_runs_maps(id, role.runs_maps());
         self.view.set_runs_reduces(id, role.runs_reduces());
