@@ -760,10 +760,7 @@ nic_mbps = 100
     fn racks_default_to_hadoops_and_bad_ones_are_named() {
         let c = parse(GOOD).unwrap();
         assert_eq!(c.racks(), [DEFAULT_RACK]);
-        let t = GOOD.replace(
-            "name = \"w2\"",
-            "name = \"w2\"\nrack = \"/dc1/r2\"",
-        );
+        let t = GOOD.replace("name = \"w2\"", "name = \"w2\"\nrack = \"/dc1/r2\"");
         let c = parse(&t).unwrap();
         assert_eq!(c.racks(), [DEFAULT_RACK, "/dc1/r2"]);
         assert_eq!(c.worker_settings()[1].rack, "/dc1/r2");

@@ -863,21 +863,39 @@ jobs = 8
     #[test]
     fn racks_and_rack_links_resolve_per_point_and_bad_ones_are_named() {
         let t = SPEC
-            .replace("replication = 2\n", "replication = 2\nracks = 2\nrack_link_mbps = 10\n")
+            .replace(
+                "replication = 2\n",
+                "replication = 2\nracks = 2\nrack_link_mbps = 10\n",
+            )
             .replace("jobs = 8\n", "jobs = 8\nracks = 3\nrack_link_mbps = 0\n");
         let p = parse(&t).unwrap().points().unwrap();
         assert_eq!((p[0].racks, p[0].rack_link_mbps), (2, Some(10.0)));
         assert_eq!((p[1].racks, p[1].rack_link_mbps), (3, None));
         let r: Vec<Option<String>> = (0..3).map(|i| p[0].rack(i, 3)).collect();
-        assert_eq!(r, [Some("/r1".into()), Some("/r1".into()), Some("/r2".into())]);
+        assert_eq!(
+            r,
+            [Some("/r1".into()), Some("/r1".into()), Some("/r2".into())]
+        );
         assert_eq!(p[1].rack(2, 3).as_deref(), Some("/r3"));
         let one = parse(SPEC).unwrap().points().unwrap();
         assert_eq!(one[0].rack(0, 3), None);
         for (from, to, key) in [
             ("jobs = 8\n", "jobs = 8\nracks = 4\n", "points[1].racks"),
-            ("jobs = 8\n", "jobs = 8\nracks = 1\nrack_link_mbps = 5\n", "points[1].rack_link_mbps"),
-            ("replication = 2\n", "replication = 2\nracks = 2\nrack_link_mbps = -1\n", "cluster.rack_link_mbps"),
-            ("replication = 2\n", "replication = 2\nrack_link_mbps = 10\n", "cluster.rack_link_mbps"),
+            (
+                "jobs = 8\n",
+                "jobs = 8\nracks = 1\nrack_link_mbps = 5\n",
+                "points[1].rack_link_mbps",
+            ),
+            (
+                "replication = 2\n",
+                "replication = 2\nracks = 2\nrack_link_mbps = -1\n",
+                "cluster.rack_link_mbps",
+            ),
+            (
+                "replication = 2\n",
+                "replication = 2\nrack_link_mbps = 10\n",
+                "cluster.rack_link_mbps",
+            ),
         ] {
             let e = parse(&SPEC.replace(from, to)).unwrap_err();
             assert!(e.contains(key), "{key}: {e}");

@@ -230,6 +230,39 @@ fn remote_launch_names_the_replica_holder() {
 }
 
 #[test]
+fn a_rack_local_map_reads_the_replica_in_its_rack() {
+    // w0, w1 on /a; w2, w3 on /b. Six blocks, each on w1 and w3; w0 asks
+    // first and reads every one from w1, its rack, never from w3 (a random
+    // replica would be w1 six times with probability 1/64).
+    let mut s = settings(4, 6);
+    for (w, r) in s.workers.iter_mut().zip(["/a", "/a", "/b", "/b"]) {
+        w.rack = r.into();
+    }
+    let mut m = Master::new(s);
+    register_all(&mut m, 4, 6, |w| {
+        if w % 2 == 1 {
+            (0..6).map(|b| block("f", b, 6)).collect()
+        } else {
+            vec![]
+        }
+    });
+    assert_eq!(m.view().rack_of(WorkerId(0)), m.view().rack_of(WorkerId(1)));
+    assert_ne!(m.view().rack_of(WorkerId(0)), m.view().rack_of(WorkerId(3)));
+    submit(&mut m);
+    let r = m.heartbeat(5, hb(0, 6, vec![], vec![]));
+    assert_eq!(r.launches.len(), 6);
+    for l in &r.launches {
+        assert_eq!(
+            *map_of(l).0,
+            ReplicaSource::Remote {
+                worker: WorkerId(1),
+                addr: "http://w1".into()
+            }
+        );
+    }
+}
+
+#[test]
 fn failed_attempts_retry_then_fail_the_job() {
     let mut m = cluster(1, 1, 1);
     let job = submit(&mut m);
