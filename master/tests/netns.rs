@@ -73,6 +73,31 @@ fn run(cmd: &mut Command) -> (bool, String, String) {
     )
 }
 
+/// `master up --fresh --netns` of `cfg` under `prefix`.
+fn up_netns(master: &Path, cfg: &Path, prefix: &str) -> (bool, String, String) {
+    run(Command::new(master).args([
+        "--config",
+        cfg.to_str().unwrap(),
+        "up",
+        "--fresh",
+        "--netns",
+        "--netns-prefix",
+        prefix,
+    ]))
+}
+
+/// The CLI inside the master's namespace, with the derived config that
+/// `up --netns` wrote under `dir` (nothing is reachable from here).
+fn cli_in_ns(master: &Path, dir: &Path, prefix: &str, args: &[&str]) -> (bool, String, String) {
+    let derived = dir.join("run/netns/cluster.toml");
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &format!("{prefix}master")])
+        .arg(master)
+        .args(["--config", derived.to_str().unwrap()])
+        .args(args);
+    run(&mut c)
+}
+
 #[test]
 fn layout_addresses_rates_and_derived_config() {
     let dir = tempfile::tempdir().unwrap();
@@ -138,29 +163,13 @@ fn netns_cluster_runs_jobs_through_shaped_links_and_cleans_up() {
     let master = bin("master");
     let _ = bin("worker");
 
-    let (ok, out, err) = run(Command::new(&master).args([
-        "--config",
-        cfg_path.to_str().unwrap(),
-        "up",
-        "--fresh",
-        "--netns",
-        "--netns-prefix",
-        &prefix,
-    ]));
+    let (ok, out, err) = up_netns(&master, &cfg_path, &prefix);
     assert!(ok, "up --netns failed:\n{out}\n{err}");
     let names = netns::list(&prefix).unwrap();
     assert_eq!(names.len(), 5, "{names:?}");
 
     // The CLI reaches the cluster from inside the master's namespace.
-    let derived = dir.path().join("run/netns/cluster.toml");
-    let cli = |args: &[&str]| {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &format!("{prefix}master")])
-            .arg(&master)
-            .args(["--config", derived.to_str().unwrap()])
-            .args(args);
-        run(&mut c)
-    };
+    let cli = |args: &[&str]| cli_in_ns(&master, dir.path(), &prefix, args);
     let (ok, out, err) = cli(&[
         "load",
         "--name",
@@ -294,15 +303,7 @@ fn racks_get_their_own_bridge_and_a_shaped_shared_link() {
     let _cleanup = Cleanup(prefix.clone());
     let master = bin("master");
     let _ = bin("worker");
-    let (ok, out, err) = run(Command::new(&master).args([
-        "--config",
-        cfg_path.to_str().unwrap(),
-        "up",
-        "--fresh",
-        "--netns",
-        "--netns-prefix",
-        &prefix,
-    ]));
+    let (ok, out, err) = up_netns(&master, &cfg_path, &prefix);
     assert!(ok, "up --netns failed:\n{out}\n{err}");
     let layout = netns::Layout::plan(&prefix, &cfg).unwrap();
     for r in &layout.racks {
@@ -314,15 +315,7 @@ fn racks_get_their_own_bridge_and_a_shaped_shared_link() {
             );
         }
     }
-    let derived = dir.path().join("run/netns/cluster.toml");
-    let cli = |args: &[&str]| {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &format!("{prefix}master")])
-            .arg(&master)
-            .args(["--config", derived.to_str().unwrap()])
-            .args(args);
-        run(&mut c)
-    };
+    let cli = |args: &[&str]| cli_in_ns(&master, dir.path(), &prefix, args);
     let (ok, out, err) = cli(&[
         "load",
         "--name",
