@@ -98,6 +98,24 @@ fn cli_in_ns(master: &Path, dir: &Path, prefix: &str, args: &[&str]) -> (bool, S
     run(&mut c)
 }
 
+/// `count` input-sink jobs over file `t` through `cli`, waited for; their reports.
+fn submit_sink(cli: &dyn Fn(&[&str]) -> (bool, String, String), count: u32) -> Vec<JobReport> {
+    let count = count.to_string();
+    let (ok, out, err) = cli(&[
+        "submit",
+        "--workload",
+        "input-sink",
+        "--input",
+        "t",
+        "--count",
+        &count,
+        "--wait",
+        "--json",
+    ]);
+    assert!(ok, "submit failed:\n{out}\n{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 #[test]
 fn layout_addresses_rates_and_derived_config() {
     let dir = tempfile::tempdir().unwrap();
@@ -182,19 +200,7 @@ fn netns_cluster_runs_jobs_through_shaped_links_and_cleans_up() {
         "2MiB",
     ]);
     assert!(ok, "load failed:\n{out}\n{err}");
-    let (ok, out, err) = cli(&[
-        "submit",
-        "--workload",
-        "input-sink",
-        "--input",
-        "t",
-        "--count",
-        "2",
-        "--wait",
-        "--json",
-    ]);
-    assert!(ok, "submit failed:\n{out}\n{err}");
-    let reports: Vec<JobReport> = serde_json::from_str(&out).unwrap();
+    let reports = submit_sink(&cli, 2);
     assert_eq!(reports.len(), 2);
     for r in &reports {
         assert_eq!(r.state, JobState::Succeeded, "{r:?}");
@@ -339,17 +345,7 @@ fn racks_get_their_own_bridge_and_a_shaped_shared_link() {
         into >= 8 << 20,
         "the rack links carried only {into} bytes in"
     );
-    let (ok, out, err) = cli(&[
-        "submit",
-        "--workload",
-        "input-sink",
-        "--input",
-        "t",
-        "--wait",
-        "--json",
-    ]);
-    assert!(ok, "submit failed:\n{out}\n{err}");
-    let reports: Vec<JobReport> = serde_json::from_str(&out).unwrap();
+    let reports = submit_sink(&cli, 1);
     assert_eq!(reports[0].state, JobState::Succeeded, "{:?}", reports[0]);
     let (ok, out, err) =
         run(Command::new(&master).args(["--config", cfg_path.to_str().unwrap(), "down"]));

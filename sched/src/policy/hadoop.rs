@@ -10,7 +10,7 @@
 //! pending task, from its first replica). On one rack (no rack set) the
 //! rack level never applies.
 
-use crate::pick::dl_choice;
+use crate::pick::random_task;
 use crate::view::{Millis, SchedContext, Scheduler};
 use common::policy::{RemotePick, SchedulerConfig};
 use common::WorkerId;
@@ -40,12 +40,12 @@ impl Scheduler for Hadoop {
         let (rng, pick) = (&mut self.rng, self.pick);
         ctx.fill(worker, |view| {
             let job = view.head_job()?;
-            if job.local_task(worker).is_none() {
-                if let Some(choice) = view.rack_local_task(job, worker) {
-                    return Some(choice);
-                }
+            match job.local_task(worker) {
+                Some(t) => Some((t.task, worker)),
+                None => view
+                    .rack_local_task(job, worker)
+                    .or_else(|| random_task(rng, job, worker, pick)),
             }
-            dl_choice(rng, job, worker, pick)
         });
     }
 }
