@@ -64,7 +64,10 @@ impl Drop for Cleanup {
     }
 }
 
-fn run(cmd: &mut Command) -> (bool, String, String) {
+/// A command's success, stdout and stderr.
+type Output = (bool, String, String);
+
+fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap();
     (
         out.status.success(),
@@ -74,7 +77,7 @@ fn run(cmd: &mut Command) -> (bool, String, String) {
 }
 
 /// `master up --fresh --netns` of `cfg` under `prefix`.
-fn up_netns(master: &Path, cfg: &Path, prefix: &str) -> (bool, String, String) {
+fn up_netns(master: &Path, cfg: &Path, prefix: &str) -> Output {
     run(Command::new(master).args([
         "--config",
         cfg.to_str().unwrap(),
@@ -88,7 +91,7 @@ fn up_netns(master: &Path, cfg: &Path, prefix: &str) -> (bool, String, String) {
 
 /// The CLI inside the master's namespace, with the derived config that
 /// `up --netns` wrote under `dir` (nothing is reachable from here).
-fn cli_in_ns(master: &Path, dir: &Path, prefix: &str, args: &[&str]) -> (bool, String, String) {
+fn cli_in_ns(master: &Path, dir: &Path, prefix: &str, args: &[&str]) -> Output {
     let derived = dir.join("run/netns/cluster.toml");
     let mut c = Command::new("ip");
     c.args(["netns", "exec", &format!("{prefix}master")])
@@ -99,7 +102,7 @@ fn cli_in_ns(master: &Path, dir: &Path, prefix: &str, args: &[&str]) -> (bool, S
 }
 
 /// `count` input-sink jobs over file `t` through `cli`, waited for; their reports.
-fn submit_sink(cli: &dyn Fn(&[&str]) -> (bool, String, String), count: u32) -> Vec<JobReport> {
+fn submit_sink(cli: &dyn Fn(&[&str]) -> Output, count: u32) -> Vec<JobReport> {
     let count = count.to_string();
     let (ok, out, err) = cli(&[
         "submit",
