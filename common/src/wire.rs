@@ -12,6 +12,9 @@ pub const BLOCK_DIGEST_HEADER: &str = "x-block-digest";
 pub const BLOCK_FILE_HEADER: &str = "x-block-file";
 pub const BLOCK_INDEX_HEADER: &str = "x-block-index";
 pub const BLOCK_FILE_BLOCKS_HEADER: &str = "x-block-file-blocks";
+/// Optional header on upload: `keep` (the default) leaves the block in the
+/// receiver's page cache, `drop-behind` writes it around it (job output).
+pub const BLOCK_CACHE_HEADER: &str = "x-block-cache";
 
 /// Most blocks one file may have (bounds every count taken from a block
 /// report or an upload header).

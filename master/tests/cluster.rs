@@ -308,6 +308,26 @@ async fn bad_requests_get_clear_errors() {
         e.contains("x-block-file-blocks") && e.contains("1000000"),
         "{e}"
     );
+    // A caching mode it does not know is named, not ignored.
+    let r = http
+        .put(format!("{w}/blocks/cached.b00000"))
+        .bearer_auth(TOKEN)
+        .header("x-block-digest", "00".repeat(32))
+        .header("x-block-file", "cached")
+        .header("x-block-index", "0")
+        .header("x-block-file-blocks", "1")
+        .header("x-block-cache", "drop")
+        .body(vec![7u8; 10])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: serde_json::Value = r.json().await.unwrap();
+    let e = body["error"].as_str().unwrap();
+    assert!(
+        e.contains("x-block-cache") && e.contains("drop-behind") && e.contains("\"drop\""),
+        "{e}"
+    );
     // An upload whose digest does not match is rejected and leaves nothing.
     let before = c.workers[0].ctx.store.list().len();
     let r = http

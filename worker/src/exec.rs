@@ -370,7 +370,7 @@ async fn read_and_map(
         if let workloads::MapOutput::Invalid(e) = &out {
             return Err(TaskOutcome::Failed { error: e.clone() });
         }
-        summary.output_bytes = crate::shuffle::write_map_output(&shuffle_root, attempt, &out)
+        summary.output_bytes = crate::shuffle::write_map_output(&shuffle_root, attempt, out)
             .map_err(|e| {
                 let error = format!("writing map output: {e}");
                 if e.kind() == std::io::ErrorKind::StorageFull {

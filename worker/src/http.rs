@@ -22,7 +22,7 @@
 //! | POST | /v1/heartbeat-now | | 204: heartbeats at once (with out-of-band heartbeats) |
 //! | GET | /v1/openapi.json | | this API's OpenAPI description (no token) |
 
-use crate::store::{BlockReader, BlockTarget, StoreError};
+use crate::store::{BlockReader, BlockTarget, Caching, StoreError};
 use crate::WorkerCtx;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -33,8 +33,8 @@ use bytes::Bytes;
 use common::http::{require_token, ApiError, BearerSecurity, Token};
 use common::wire::ErrorBody;
 use common::wire::{
-    BlockInfo, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER,
-    BLOCK_INDEX_HEADER, MAX_BLOCK_BYTES, MAX_FILE_BLOCKS,
+    BlockInfo, BLOCK_CACHE_HEADER, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER,
+    BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER, MAX_BLOCK_BYTES, MAX_FILE_BLOCKS,
 };
 use common::BlockId;
 use futures_util::StreamExt;
@@ -299,7 +299,8 @@ fn parse_header<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Result<T, Ap
         ("x-block-digest" = String, Header, description = "hex SHA-256 of the block's chunk digests"),
         ("x-block-file" = String, Header, description = "the file the block belongs to"),
         ("x-block-index" = u32, Header, description = "its index in the file"),
-        ("x-block-file-blocks" = u32, Header, description = "the file's block count")),
+        ("x-block-file-blocks" = u32, Header, description = "the file's block count"),
+        ("x-block-cache" = Option<String>, Header, description = "keep (default): the block stays in the page cache; drop-behind: written around it (O_DIRECT), for output read rarely")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the block, at most 4 GiB"),
     responses((status = 201, description = "stored, visible once its digest verified", body = BlockInfo),
         (status = 400, description = "a bad header, named", body = ErrorBody),
@@ -343,7 +344,20 @@ async fn put_block(
         index,
         file_blocks,
     };
-    let writer = ctx.store.writer(target, digest).map_err(store_error)?;
+    let caching = match headers.get(BLOCK_CACHE_HEADER).map(|v| v.to_str()) {
+        None | Some(Ok("keep")) => Caching::Keep,
+        Some(Ok("drop-behind")) => Caching::DropBehind,
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "header {BLOCK_CACHE_HEADER}: expected keep or drop-behind, got {:?}",
+                v.unwrap_or("(not ASCII)")
+            )))
+        }
+    };
+    let writer = ctx
+        .store
+        .writer_caching(target, digest, caching)
+        .map_err(store_error)?;
     // Hashing and writing run on a blocking thread, fed as the body
     // arrives: the runtime's threads keep serving, and the hash of one
     // piece overlaps the receipt of the next.

@@ -64,6 +64,9 @@ async fn register(ctx: &WorkerCtx) -> WorkerId {
     }
 }
 
+/// How long a free task buffer stays in the pool (`workloads::pool`).
+const POOL_IDLE: Duration = Duration::from_secs(30);
+
 /// Runs forever: registration, then heartbeats.
 pub async fn run(ctx: Arc<WorkerCtx>) {
     let interval = Duration::from_millis(ctx.heartbeat_ms);
@@ -75,6 +78,8 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
         loop {
             // Wait for the interval or an early wake-up (task ended, block stored).
             let _ = tokio::time::timeout(interval, ctx.heartbeat_now.notified()).await;
+            // Task buffers nobody reused for a while go back to the system.
+            workloads::pool::trim_idle(POOL_IDLE);
             let generation = ctx.store.generation();
             let (free_slots, running, results, busy, progress) = {
                 let mut book = ctx.book.lock().unwrap();

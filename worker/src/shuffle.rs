@@ -21,8 +21,8 @@ use common::checksum::BlockChecksums;
 use common::http::{bearer, ApiError};
 use common::http_client::check;
 use common::wire::{
-    KeyRange, LostOutput, ReduceLaunch, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER,
-    BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
+    KeyRange, LostOutput, ReduceLaunch, BLOCK_CACHE_HEADER, BLOCK_DIGEST_HEADER,
+    BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
 };
 use common::{AttemptId, JobId};
 use futures_util::StreamExt;
@@ -42,12 +42,23 @@ fn map_dir(root: &std::path::Path, a: AttemptId) -> PathBuf {
         .join(format!("m{}.a{}", a.task.index, a.attempt))
 }
 
-/// Writes a finished map's output; returns the bytes written.
+/// Writes a finished map's output; returns the bytes written. The map's
+/// buffers go back to the pool (`workloads::pool`) for the next task.
 pub fn write_map_output(
     root: &std::path::Path,
     a: AttemptId,
-    out: &MapOutput,
+    out: MapOutput,
 ) -> std::io::Result<u64> {
+    let written = write_map_files(root, a, &out);
+    match out {
+        MapOutput::Partitions(parts) => parts.into_iter().for_each(workloads::pool::give),
+        MapOutput::SortedRun { run, .. } => workloads::pool::give(run.into_buffer()),
+        MapOutput::None | MapOutput::Invalid(_) => {}
+    }
+    written
+}
+
+fn write_map_files(root: &std::path::Path, a: AttemptId, out: &MapOutput) -> std::io::Result<u64> {
     let dir = map_dir(root, a);
     let parent = dir.parent().expect("map dir has a parent");
     std::fs::create_dir_all(parent)?;
@@ -63,7 +74,8 @@ pub fn write_map_output(
             }
         }
         MapOutput::SortedRun { run, .. } => {
-            std::fs::write(tmp.path().join("run"), run)?;
+            let mut f = std::fs::File::create(tmp.path().join("run"))?;
+            run.write_to(&mut f)?;
             n += run.len() as u64;
         }
         MapOutput::None | MapOutput::Invalid(_) => return Ok(0),
@@ -246,7 +258,9 @@ async fn read_local(
             None => (None, None),
         };
         let (file, start, end) = open_output(&root, &want, lo, hi)?;
-        let mut v = vec![0u8; (end - start) as usize];
+        let n = (end - start) as usize;
+        let mut v = workloads::pool::take(n);
+        v.resize(n, 0);
         file.read_exact_at(&mut v, start)?;
         Ok(v)
     })
@@ -336,7 +350,7 @@ async fn fetch(
         .await
         .map_err(|e| e.to_string())?;
     // The whole body is kept: reserve it once rather than grow by copies.
-    let mut out = Vec::with_capacity(resp.content_length().unwrap_or(0).min(1 << 32) as usize);
+    let mut out = workloads::pool::take(resp.content_length().unwrap_or(0).min(1 << 32) as usize);
     let mut stream = resp.bytes_stream();
     while let Some(piece) = stream.next().await {
         let piece = piece.map_err(|e| {
@@ -382,6 +396,8 @@ pub(crate) async fn upload(
         .header(BLOCK_FILE_HEADER, &target.file)
         .header(BLOCK_INDEX_HEADER, target.index.to_string())
         .header(BLOCK_FILE_BLOCKS_HEADER, target.file_blocks.to_string())
+        // Job output: written around the receiver's page cache.
+        .header(BLOCK_CACHE_HEADER, "drop-behind")
         .body(reqwest::Body::wrap_stream(paced))
         .send()
         .await
@@ -562,19 +578,21 @@ pub async fn run_reduce(
         let data = out.clone();
         // The job's output is written through the (emulated) disk.
         ctx.disk.acquire_all(out.len() as u64).await;
-        let res = tokio::task::spawn_blocking(move || store.put_hashed(target, &data, sums))
-            .await
-            .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
-            .map_err(|e| {
-                let full = matches!(&e, crate::store::StoreError::Io { source, .. }
+        let res = tokio::task::spawn_blocking(move || {
+            store.put_hashed(target, &data, sums, crate::store::Caching::DropBehind)
+        })
+        .await
+        .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
+        .map_err(|e| {
+            let full = matches!(&e, crate::store::StoreError::Io { source, .. }
                     if source.kind() == std::io::ErrorKind::StorageFull);
-                let error = format!("storing output block: {e}");
-                if full {
-                    ReduceError::NoSpace(error)
-                } else {
-                    ReduceError::Failed(error)
-                }
-            });
+            let error = format!("storing output block: {e}");
+            if full {
+                ReduceError::NoSpace(error)
+            } else {
+                ReduceError::Failed(error)
+            }
+        });
         progress.add(out.len() as u64);
         res.map(|_| t0.elapsed())
     };
@@ -590,6 +608,12 @@ pub async fn run_reduce(
         }
     }));
     let (stored, _) = tokio::join!(store_here, replicate);
+    // The output's buffer goes back to the pool once nothing holds it.
+    tokio::task::spawn_blocking(move || {
+        if out.is_unique() {
+            workloads::pool::give(Vec::from(out));
+        }
+    });
     let stored = stored.map_err(|e| (local, remote, e))?;
     ctx.wake_heartbeat();
     let ms = |d: std::time::Duration| d.as_millis() as u64;

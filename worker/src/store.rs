@@ -207,15 +207,35 @@ impl BlockStore {
         info: BlockTarget,
         expected_digest: Sha,
     ) -> Result<BlockWriter, StoreError> {
+        self.writer_caching(info, expected_digest, Caching::Keep)
+    }
+
+    /// A writer that keeps the block in the page cache or not (`caching`).
+    pub fn writer_caching(
+        self: &Arc<Self>,
+        info: BlockTarget,
+        expected_digest: Sha,
+        caching: Caching,
+    ) -> Result<BlockWriter, StoreError> {
         let seq = self.tmp_seq.fetch_add(1, Ordering::SeqCst);
         let tmp = self
             .tmp_dir
             .join(format!("{}.{}.{seq}.part", info.id, std::process::id()));
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(io_err("creating", &tmp))?;
+        let file = match caching {
+            Caching::Keep => None,
+            Caching::DropBehind => DirectSink::create(&tmp),
+        };
+        let file = match file {
+            Some(direct) => Sink::Direct(direct),
+            None => Sink::Buffered(io::BufWriter::with_capacity(
+                1 << 20,
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&tmp)
+                    .map_err(io_err("creating", &tmp))?,
+            )),
+        };
         Ok(BlockWriter {
             store: self.clone(),
             target: info,
@@ -224,7 +244,7 @@ impl BlockStore {
             hasher: ChunkHasher::new(),
             known: None,
             written: 0,
-            file: Some(io::BufWriter::with_capacity(1 << 20, file)),
+            file: Some(file),
             tmp,
         })
     }
@@ -250,9 +270,10 @@ impl BlockStore {
         target: BlockTarget,
         data: &[u8],
         sums: BlockChecksums,
+        caching: Caching,
     ) -> Result<BlockInfo, StoreError> {
         assert_eq!(sums.len, data.len() as u64, "checksums of other bytes");
-        let mut w = self.writer(target, [0; 32])?;
+        let mut w = self.writer_caching(target, [0; 32], caching)?;
         w.verify = false;
         w.known = Some(sums);
         w.write(data)?;
@@ -334,8 +355,119 @@ pub struct BlockWriter {
     /// Checksums computed by the caller (`put_hashed`): nothing to hash.
     known: Option<BlockChecksums>,
     written: u64,
-    file: Option<io::BufWriter<File>>,
+    file: Option<Sink>,
     tmp: PathBuf,
+}
+
+/// Whether a block written here stays in the page cache. Job output is
+/// written once and rarely read soon: HDFS lets its writer drop it behind
+/// (`FSDataOutputStream.setDropBehind`, `dfs.datanode.drop.cache.behind.writes`).
+/// Here `DropBehind` writes it with O_DIRECT, around the page cache: no
+/// page is allocated, filled and later evicted for it. A file system that
+/// refuses O_DIRECT gets cached writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Caching {
+    Keep,
+    DropBehind,
+}
+
+/// Where a writer's bytes go: the page cache, or the disk directly.
+enum Sink {
+    Buffered(io::BufWriter<File>),
+    Direct(DirectSink),
+}
+
+impl Sink {
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::Buffered(w) => w.write_all(data),
+            Sink::Direct(d) => d.write_all(data),
+        }
+    }
+
+    /// The file with every byte written to it.
+    fn finish(self) -> io::Result<File> {
+        match self {
+            Sink::Buffered(w) => w.into_inner().map_err(|e| e.into_error()),
+            Sink::Direct(d) => d.finish(),
+        }
+    }
+}
+
+/// O_DIRECT writes from an aligned buffer: whole buffers while the block
+/// arrives, then the tail padded to the alignment and the file cut back to
+/// its length.
+struct DirectSink {
+    file: File,
+    /// `ALIGN` bytes more than a buffer, to find an aligned one in.
+    raw: Vec<u8>,
+    /// Bytes filled in the aligned buffer.
+    filled: usize,
+    len: u64,
+}
+
+impl DirectSink {
+    /// Disk writes are aligned to this (the largest common logical block).
+    const ALIGN: usize = 4096;
+    const BUF: usize = 4 << 20;
+
+    /// None if the file system refuses O_DIRECT (or the file cannot be
+    /// created: the cached path then says why).
+    fn create(path: &Path) -> Option<DirectSink> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(nix::fcntl::OFlag::O_DIRECT.bits())
+            .open(path)
+            .ok()?;
+        Some(DirectSink {
+            file,
+            raw: vec![0; Self::BUF + Self::ALIGN],
+            filled: 0,
+            len: 0,
+        })
+    }
+
+    fn buf(&mut self) -> &mut [u8] {
+        let off = self.raw.as_ptr().align_offset(Self::ALIGN);
+        &mut self.raw[off..off + Self::BUF]
+    }
+
+    fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let at = self.filled;
+            let n = (Self::BUF - at).min(data.len());
+            self.buf()[at..at + n].copy_from_slice(&data[..n]);
+            self.filled += n;
+            self.len += n as u64;
+            data = &data[n..];
+            if self.filled == Self::BUF {
+                self.flush(Self::BUF)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the buffer's first `n` bytes (a multiple of `ALIGN`).
+    fn flush(&mut self, n: usize) -> io::Result<()> {
+        let mut file = &self.file;
+        let off = self.raw.as_ptr().align_offset(Self::ALIGN);
+        file.write_all(&self.raw[off..off + n])?;
+        self.filled = 0;
+        Ok(())
+    }
+
+    fn finish(mut self) -> io::Result<File> {
+        if self.filled > 0 {
+            let n = self.filled.next_multiple_of(Self::ALIGN);
+            let at = self.filled;
+            self.buf()[at..n].fill(0);
+            self.flush(n)?;
+            self.file.set_len(self.len)?;
+        }
+        Ok(self.file)
+    }
 }
 
 impl BlockWriter {
@@ -378,10 +510,7 @@ impl BlockWriter {
             });
         }
         let file = self.file.take().expect("commit twice");
-        let file = file
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .map_err(io_err("writing", &self.tmp))?;
+        let file = file.finish().map_err(io_err("writing", &self.tmp))?;
         file.sync_all().map_err(io_err("syncing", &self.tmp))?;
         drop(file);
         let meta = BlockMeta {
@@ -568,6 +697,46 @@ mod tests {
         let s = Arc::new(BlockStore::open(dir.path()).unwrap());
         assert_eq!(s.list().len(), 1);
         assert_eq!(s.list()[0].file, "f");
+    }
+
+    /// Drop-behind (O_DIRECT) writes: any length, in pieces that do not
+    /// line up with the aligned buffer, reads back exactly, and the file
+    /// is cut back to the block's length.
+    #[test]
+    fn drop_behind_blocks_of_any_length_read_back_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        let buf = DirectSink::BUF;
+        for (k, n) in [0, 1, 4095, 4096, buf, buf + 3, 2 * CHUNK_BYTES + 10]
+            .into_iter()
+            .enumerate()
+        {
+            let d = data(n);
+            let id = format!("d.b{k:05}");
+            let mut w = s
+                .writer_caching(target(&id), [0; 32], Caching::DropBehind)
+                .unwrap();
+            if k == 0 {
+                // Where the file system takes O_DIRECT (ext4, xfs), it is used.
+                let probe = dir.path().join("probe");
+                if DirectSink::create(&probe).is_some() {
+                    assert!(matches!(w.file, Some(Sink::Direct(_))));
+                }
+            }
+            w.verify = false;
+            for piece in d.chunks(777_777) {
+                w.write(piece).unwrap();
+            }
+            let info = w.commit().unwrap();
+            assert_eq!(info.len, n as u64);
+            assert_eq!(fs::metadata(s.data_path(&info.id)).unwrap().len(), n as u64);
+            let mut r = s.reader(&info.id).unwrap();
+            let mut all = Vec::new();
+            for i in 0..r.chunk_count() {
+                all.extend_from_slice(&r.read_chunk(i).unwrap());
+            }
+            assert!(all == d, "{n} bytes");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! worker over HTTP) is not its concern.
 
 pub mod input_sink;
+pub mod pool;
 pub mod sort;
 pub mod wordcount;
 
@@ -91,7 +92,10 @@ pub enum MapOutput {
     /// One encoded partition per reduce (hash partitioning).
     Partitions(Vec<Vec<u8>>),
     /// Whole sorted records, served by key range once splits are known.
-    SortedRun { run: Vec<u8>, sample: Vec<Vec<u8>> },
+    SortedRun {
+        run: sort::SortedRun,
+        sample: Vec<Vec<u8>>,
+    },
     /// The input is not what this workload reads (the task fails with this).
     Invalid(String),
 }

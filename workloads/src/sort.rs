@@ -27,8 +27,8 @@ pub struct SortMap {
 impl MapTask for SortMap {
     fn expect_input(&mut self, bytes: u64) {
         // A hint: a length beyond any block is not reserved.
-        if bytes <= 1 << 32 {
-            self.data.reserve_exact(bytes as usize);
+        if bytes <= 1 << 32 && self.data.capacity() == 0 {
+            self.data = crate::pool::take(bytes as usize);
         }
     }
 
@@ -39,33 +39,31 @@ impl MapTask for SortMap {
     fn finish(self: Box<Self>) -> (MapSummary, MapOutput) {
         let data = self.data;
         if !data.len().is_multiple_of(RECORD) {
+            let len = data.len();
+            crate::pool::give(data);
             return (
                 MapSummary {
-                    input_bytes: data.len() as u64,
+                    input_bytes: len as u64,
                     ..Default::default()
                 },
                 MapOutput::Invalid(format!(
-                    "sort input must be whole {RECORD}-byte records; this block has {} bytes ({} left over)",
-                    data.len(),
-                    data.len() % RECORD
+                    "sort input must be whole {RECORD}-byte records; this block has {len} bytes ({} left over)",
+                    len % RECORD
                 )),
             );
         }
-        let recs = sorted_records(&data);
-        let n = recs.len();
+        let order = sorted_order(&data);
+        let run = SortedRun { data, order };
+        let n = run.order.len();
         let k = SAMPLES_PER_MAP.min(n);
         let sample: Vec<Vec<u8>> = (0..k)
-            .map(|i| recs[(i * n) / k.max(1)][..KEY].to_vec())
+            .map(|i| run.record((i * n) / k.max(1))[..KEY].to_vec())
             .collect();
-        let mut run = Vec::with_capacity(data.len());
-        for r in &recs {
-            run.extend_from_slice(r);
-        }
         (
             MapSummary {
-                input_bytes: data.len() as u64,
+                input_bytes: run.data.len() as u64,
                 records: n as u64,
-                output_bytes: run.len() as u64,
+                output_bytes: run.data.len() as u64,
                 sample: sample.clone(),
             },
             MapOutput::SortedRun { run, sample },
@@ -73,13 +71,72 @@ impl MapTask for SortMap {
     }
 }
 
-/// The whole records of `data` in LC_ALL=C sort's order: by the key read as
-/// big-endian integers (the same order as its bytes), whole records only on
-/// equal keys. A key-prefix sort: one counting pass distributes the records
-/// by their first two key bytes (65,536 buckets, in order), then each bucket,
-/// a few dozen records, is sorted by cached integer keys.
-fn sorted_records(data: &[u8]) -> Vec<&[u8]> {
+/// A map's records in sorted order, not yet laid out: the input block as
+/// read and the order of its records. Written once, straight from the
+/// block, in the form the reduces fetch ([`SortedRun::write_to`]): no
+/// sorted copy of the block is built in memory.
+pub struct SortedRun {
+    data: Vec<u8>,
+    order: Vec<u32>,
+}
+
+impl SortedRun {
+    /// The run's size in bytes.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The `i`-th record in sorted order.
+    pub fn record(&self, i: usize) -> &[u8] {
+        let at = self.order[i] as usize * RECORD;
+        &self.data[at..at + RECORD]
+    }
+
+    /// Writes the records in sorted order, gathered through a buffer that
+    /// stays in the cache.
+    pub fn write_to(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        const BUF: usize = 2621 * RECORD; // 256 KiB
+        let mut buf = Vec::with_capacity(BUF);
+        for &i in &self.order {
+            let at = i as usize * RECORD;
+            buf.extend_from_slice(&self.data[at..at + RECORD]);
+            if buf.len() == BUF {
+                w.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+        w.write_all(&buf)
+    }
+
+    /// The run laid out in memory.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len());
+        self.write_to(&mut v).expect("writing to memory");
+        v
+    }
+
+    /// The input block's buffer, to reuse (see [`crate::pool`]).
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.data
+    }
+}
+
+/// The order of `data`'s whole records in LC_ALL=C sort's order: by the
+/// key read as big-endian integers (the same order as its bytes), whole
+/// records only on equal keys. A key-prefix sort: one counting pass
+/// distributes the records by their first two key bytes (65,536 buckets,
+/// in order), then each bucket, a few dozen records, is sorted by cached
+/// integer keys.
+fn sorted_order(data: &[u8]) -> Vec<u32> {
     const BUCKETS: usize = 1 << 16;
+    assert!(
+        data.len() / RECORD <= u32::MAX as usize,
+        "a sort map's block holds at most 2^32 records"
+    );
     let bucket = |r: &[u8]| u16::from_be_bytes([r[0], r[1]]) as usize;
     let mut start = vec![0usize; BUCKETS + 1];
     for r in data.chunks_exact(RECORD) {
@@ -90,19 +147,21 @@ fn sorted_records(data: &[u8]) -> Vec<&[u8]> {
     }
     let n = start[BUCKETS];
     let mut at = start.clone();
-    let mut keyed: Vec<((u64, u16), &[u8])> = vec![((0, 0), &[][..]); n];
-    for r in data.chunks_exact(RECORD) {
+    let mut keyed: Vec<((u64, u16), u32)> = vec![((0, 0), 0); n];
+    for (i, r) in data.chunks_exact(RECORD).enumerate() {
         let b = bucket(r);
-        keyed[at[b]] = (prefix(r), r);
+        keyed[at[b]] = (prefix(r), i as u32);
         at[b] += 1;
     }
+    let rec = |i: u32| &data[i as usize * RECORD..(i as usize + 1) * RECORD];
     for b in 0..BUCKETS {
         let (s, e) = (start[b], start[b + 1]);
         if e - s > 1 {
-            keyed[s..e].sort_unstable();
+            keyed[s..e]
+                .sort_unstable_by(|(ka, a), (kb, b)| ka.cmp(kb).then_with(|| rec(*a).cmp(rec(*b))));
         }
     }
-    keyed.into_iter().map(|(_, r)| r).collect()
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// R - 1 split keys at the quantiles of the merged samples.
@@ -182,7 +241,8 @@ impl ReduceTask for SortReduce {
     fn finish(self: Box<Self>) -> (ReduceSummary, Vec<u8>) {
         let input: usize = self.runs.iter().map(Vec::len).sum();
         let runs: Vec<&[u8]> = self.runs.iter().map(Vec::as_slice).collect();
-        let mut out = vec![0u8; input];
+        let mut out = crate::pool::take(input);
+        out.resize(input, 0);
         // Two threads: cut every run at the same record (the longest run's
         // median; equal records go to the upper half) and merge the halves.
         let pivot: Option<&[u8]> = runs
@@ -214,6 +274,9 @@ impl ReduceTask for SortReduce {
                 });
             }
             None => merge(&runs, &mut out),
+        }
+        for r in self.runs {
+            crate::pool::give(r);
         }
         (
             ReduceSummary {
@@ -372,6 +435,7 @@ mod tests {
         let MapOutput::SortedRun { run, sample } = out else {
             panic!("sort maps produce a sorted run")
         };
+        let run = run.to_vec();
         assert_eq!(&run[..KEY], b"aaaaaaaaaa");
         assert_eq!(sample.len(), 5);
         let (a, b) = range_in_run(&run, Some(b"cccccccccc"), Some(b"mmmmmmmmmm"));
@@ -437,8 +501,16 @@ mod tests {
         }
         let mut want: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
         want.sort_unstable();
-        assert_eq!(sorted_records(&data), want);
-        assert!(sorted_records(&[]).is_empty());
+        let order = sorted_order(&data);
+        let run = SortedRun {
+            data: data.clone(),
+            order,
+        };
+        let got: Vec<&[u8]> = (0..run.order.len()).map(|i| run.record(i)).collect();
+        assert_eq!(got, want);
+        // Written out: the same records, laid end to end, across buffers.
+        assert_eq!(run.to_vec(), want.concat());
+        assert!(sorted_order(&[]).is_empty());
     }
 
     #[test]

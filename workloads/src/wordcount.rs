@@ -145,24 +145,9 @@ pub struct WordcountReduce {
 
 impl ReduceTask for WordcountReduce {
     fn consume(&mut self, input: Vec<u8>) -> Result<(), String> {
-        self.input_bytes += input.len() as u64;
-        let mut i = 0;
-        while i < input.len() {
-            let bad = || format!("corrupt wordcount partition at byte {i}");
-            let len = u32::from_le_bytes(input.get(i..i + 4).ok_or_else(bad)?.try_into().unwrap())
-                as usize;
-            let w = input.get(i + 4..i + 4 + len).ok_or_else(bad)?;
-            let c = u64::from_le_bytes(
-                input
-                    .get(i + 4 + len..i + 12 + len)
-                    .ok_or_else(bad)?
-                    .try_into()
-                    .unwrap(),
-            );
-            *self.counts.entry(w.to_vec()).or_default() += c;
-            i += 12 + len;
-        }
-        Ok(())
+        let added = self.add(&input);
+        crate::pool::give(input);
+        added
     }
 
     fn finish(self: Box<Self>) -> (ReduceSummary, Vec<u8>) {
@@ -181,6 +166,30 @@ impl ReduceTask for WordcountReduce {
             },
             out,
         )
+    }
+}
+
+impl WordcountReduce {
+    /// Adds one map's encoded partition to the counts.
+    fn add(&mut self, input: &[u8]) -> Result<(), String> {
+        self.input_bytes += input.len() as u64;
+        let mut i = 0;
+        while i < input.len() {
+            let bad = || format!("corrupt wordcount partition at byte {i}");
+            let len = u32::from_le_bytes(input.get(i..i + 4).ok_or_else(bad)?.try_into().unwrap())
+                as usize;
+            let w = input.get(i + 4..i + 4 + len).ok_or_else(bad)?;
+            let c = u64::from_le_bytes(
+                input
+                    .get(i + 4 + len..i + 12 + len)
+                    .ok_or_else(bad)?
+                    .try_into()
+                    .unwrap(),
+            );
+            *self.counts.entry(w.to_vec()).or_default() += c;
+            i += 12 + len;
+        }
+        Ok(())
     }
 }
 

@@ -39,9 +39,11 @@ impl Master {
         // least loaded go first (HDFS's considerLoad avoids busy datanodes
         // the same way).
         let mut incoming = vec![0u32; self.workers.len()];
+        let mut reducing = vec![false; self.workers.len()];
         for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
             for t in &j.tasks[(j.maps as usize).min(j.tasks.len())..] {
-                if matches!(t.status, TaskStatus::Running(_)) {
+                if let TaskStatus::Running(ra) = &t.status {
+                    reducing[ra.worker.0 as usize] = true;
                     for w in &t.out_targets {
                         incoming[w.0 as usize] += 1;
                     }
@@ -55,23 +57,15 @@ impl Master {
         let attempt = task.next_attempt;
         task.next_attempt += 1;
         task.status = TaskStatus::Running(RunningAttempt::new(attempt, worker, worker, now));
-        // Output replicas: the reducer, then the live workers receiving the
-        // fewest other output replicas, ties in a rotation that differs per
-        // job and partition.
-        let start = alive.iter().position(|w| *w == worker).unwrap_or(0);
         let shift = (jid.0 as usize + r as usize) % alive.len().max(1);
-        let mut others: Vec<(u32, usize, WorkerId)> = (0..alive.len())
-            .map(|k| alive[(start + shift + k) % alive.len()])
-            .enumerate()
-            .filter(|(_, w)| *w != worker)
-            .map(|(k, w)| (incoming[w.0 as usize], k, w))
-            .collect();
-        others.sort_unstable();
-        let others: Vec<WorkerId> = others
-            .into_iter()
-            .map(|(_, _, w)| w)
-            .take(replication.saturating_sub(1))
-            .collect();
+        let others = output_targets(
+            &alive,
+            worker,
+            replication.saturating_sub(1),
+            &incoming,
+            &reducing,
+            shift,
+        );
         task.out_targets = others.clone();
         let inputs = job
             .map_out
@@ -233,5 +227,94 @@ impl Master {
             let n = self.rerun_maps(jid, lost);
             tracing::warn!(job = %jid, worker = %self.worker_name(id), maps = n, "map output lost with its worker; maps run again");
         }
+    }
+}
+
+/// A reduce's output replica targets besides its own worker (`count` of
+/// them, from `alive`): the workers receiving the fewest output replicas
+/// (`incoming`), then those not running a reduce themselves (`reducing`),
+/// ties in a rotation that starts `shift` places after the reducer.
+///
+/// The second rule keeps the receive links of workers that will run the
+/// next reduces busy first: a reducer can never take its own replica, so
+/// when reduces start one after another on every worker, the last one
+/// still finds a worker receiving nothing (with only the first rule, 4
+/// reduces on 4 workers could leave the last one's only idle receiver
+/// itself, and send two replicas through one link).
+pub(crate) fn output_targets(
+    alive: &[WorkerId],
+    worker: WorkerId,
+    count: usize,
+    incoming: &[u32],
+    reducing: &[bool],
+    shift: usize,
+) -> Vec<WorkerId> {
+    let start = alive.iter().position(|w| *w == worker).unwrap_or(0);
+    let mut others: Vec<(u32, bool, usize, WorkerId)> = (0..alive.len())
+        .map(|k| alive[(start + shift + k) % alive.len()])
+        .enumerate()
+        .filter(|(_, w)| *w != worker)
+        .map(|(k, w)| (incoming[w.0 as usize], reducing[w.0 as usize], k, w))
+        .collect();
+    others.sort_unstable();
+    others.into_iter().map(|(.., w)| w).take(count).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every order of `n` workers.
+    fn orders(n: u32) -> Vec<Vec<u32>> {
+        if n == 0 {
+            return vec![vec![]];
+        }
+        let mut out = Vec::new();
+        for o in orders(n - 1) {
+            for at in 0..=o.len() {
+                let mut v = o.clone();
+                v.insert(at, n - 1);
+                out.push(v);
+            }
+        }
+        out
+    }
+
+    /// Reduces starting one after another on every worker, in `order`, each
+    /// with one replica: how many replicas each worker receives.
+    fn received(order: &[u32], knows_reducers: bool) -> Vec<u32> {
+        let n = order.len();
+        let alive: Vec<WorkerId> = (0..n as u32).map(WorkerId).collect();
+        let (mut incoming, mut reducing) = (vec![0u32; n], vec![false; n]);
+        for (r, &w) in order.iter().enumerate() {
+            let seen = if knows_reducers {
+                reducing.clone()
+            } else {
+                vec![false; n]
+            };
+            let t = output_targets(&alive, WorkerId(w), 1, &incoming, &seen, r % n);
+            assert_eq!(t.len(), 1);
+            assert_ne!(t[0], WorkerId(w), "never the reducer itself");
+            incoming[t[0].0 as usize] += 1;
+            reducing[w as usize] = true;
+        }
+        incoming
+    }
+
+    #[test]
+    fn reduces_on_every_worker_send_each_worker_one_replica_in_any_order() {
+        for n in [2, 3, 4, 6] {
+            for order in orders(n) {
+                let got = received(&order, true);
+                assert!(got.iter().all(|&k| k == 1), "order {order:?}: {got:?}");
+            }
+        }
+        // The fewest-incoming rule alone fails some orders (in the 1 GiB
+        // sort bench, two replicas went through one worker's link).
+        let bad = orders(4)
+            .into_iter()
+            .filter(|o| received(o, false).iter().any(|&k| k != 1))
+            .count();
+        assert!(bad > 0);
     }
 }
