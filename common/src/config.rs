@@ -136,6 +136,11 @@ pub struct WorkerDefaults {
     /// `mapred.local.dir.minspacestart`); 0 = until writes fail.
     #[serde(default = "defaults::min_free_mb")]
     pub min_free_mb: u64,
+    /// Map output a worker keeps in memory, in MB (10^6 bytes), served from
+    /// there to the reduces; what does not fit is written to its disk, as
+    /// all of it is with 0. Either way it lives until its job ends.
+    #[serde(default = "defaults::shuffle_memory_mb")]
+    pub shuffle_memory_mb: u64,
     /// ssh/scp options for every worker with a `host`, e.g.
     /// `["-i", "/home/me/.ssh/testbed"]` (BatchMode is always on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -152,6 +157,7 @@ impl Default for WorkerDefaults {
             role: Role::Both,
             scrub_mbps: None,
             min_free_mb: defaults::min_free_mb(),
+            shuffle_memory_mb: defaults::shuffle_memory_mb(),
             ssh_options: Vec::new(),
         }
     }
@@ -296,6 +302,9 @@ mod defaults {
     use std::path::PathBuf;
     pub fn min_free_mb() -> u64 {
         64
+    }
+    pub fn shuffle_memory_mb() -> u64 {
+        1024
     }
 
     pub fn replication() -> u32 {

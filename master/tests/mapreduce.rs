@@ -61,7 +61,15 @@ async fn run(
 async fn wordcount_and_sort_match_coreutils() {
     let dir = tempfile::tempdir().unwrap();
     let nic = Some(common::config::mbps_to_bytes(400.0));
-    let c = support::start_cluster(dir.path(), TOKEN, 2, &[nic, nic, nic], 50).await;
+    // w0 keeps no map output in memory (all of it goes to its disk), the
+    // others keep all of theirs: reduces read both kinds, locally and over
+    // HTTP.
+    let c = support::start_cluster_with(dir.path(), TOKEN, 2, &[nic, nic, nic], 50, |o| {
+        if o.name == "w0" {
+            o.shuffle_memory_bytes = 0;
+        }
+    })
+    .await;
 
     // wordcount, 3 reduces, against tr | sort | uniq -c.
     load(&c, "text", Generator::Text, 6, 150_000).await;

@@ -355,7 +355,7 @@ async fn read_and_map(
 ) -> ReadResult {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
     let workload = launch.workload;
-    let shuffle_root = ctx.shuffle_root.clone();
+    let writer = ctx.clone();
     let attempt = launch.attempt;
     let mapped = progress.clone();
     // The map runs, then writes its output for the reduces, off the runtime.
@@ -370,8 +370,8 @@ async fn read_and_map(
         if let workloads::MapOutput::Invalid(e) = &out {
             return Err(TaskOutcome::Failed { error: e.clone() });
         }
-        summary.output_bytes = crate::shuffle::write_map_output(&shuffle_root, attempt, out)
-            .map_err(|e| {
+        summary.output_bytes =
+            crate::shuffle::write_map_output(&writer, attempt, out).map_err(|e| {
                 let error = format!("writing map output: {e}");
                 if e.kind() == std::io::ErrorKind::StorageFull {
                     TaskOutcome::NoSpace { error }

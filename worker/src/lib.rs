@@ -56,6 +56,8 @@ pub struct WorkerOptions {
     /// With less than this free on the data directory's disk, the worker
     /// asks for no new task (Hadoop's `mapred.local.dir.minspacestart`).
     pub min_free_bytes: u64,
+    /// Map output kept in memory (`workers.shuffle_memory_mb`).
+    pub shuffle_memory_bytes: u64,
 }
 
 impl WorkerOptions {
@@ -106,6 +108,7 @@ impl WorkerOptions {
             scrub_bytes_per_sec: None,
             http_timeouts: Default::default(),
             min_free_bytes: cfg.workers.min_free_mb * 1_000_000,
+            shuffle_memory_bytes: cfg.workers.shuffle_memory_mb.saturating_mul(1_000_000),
         }
     }
 }
@@ -161,8 +164,10 @@ pub struct WorkerCtx {
     pub min_free_bytes: u64,
     pub data_dir: std::path::PathBuf,
     pub store: Arc<store::BlockStore>,
-    /// Map output for the reduces (see `shuffle`).
+    /// Map output for the reduces (see `shuffle`): on disk under the
+    /// root, and kept in memory up to its budget.
     pub shuffle_root: std::path::PathBuf,
+    pub kept: shuffle::KeptOutputs,
     pub nic: nic::Nic,
     /// The emulated disk (unlimited when off): one link that local map
     /// reads, blocks and map output served, and blocks written all share.
@@ -312,6 +317,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         slot_rate_bytes: opts.slot_rate_bytes,
         store,
         shuffle_root,
+        kept: shuffle::KeptOutputs::new(opts.shuffle_memory_bytes),
         nic: nic::Nic::new(opts.nic_bytes_per_sec),
         disk: nic::Link::new(opts.disk_bytes_per_sec),
         book: Mutex::new(exec::TaskBook::new(opts.slots)),

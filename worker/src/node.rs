@@ -118,8 +118,8 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                         crate::exec::kill(&ctx, a);
                     }
                     for job in reply.forget_jobs {
-                        let root = ctx.shuffle_root.clone();
-                        tokio::task::spawn_blocking(move || crate::shuffle::forget_job(&root, job));
+                        let ctx = ctx.clone();
+                        tokio::task::spawn_blocking(move || crate::shuffle::forget_job(&ctx, job));
                     }
                     for l in reply.launches {
                         crate::exec::launch(&ctx, l);

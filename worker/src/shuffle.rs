@@ -1,9 +1,14 @@
-//! The shuffle: map output on the mapper's local disk, served to reducers
-//! over HTTP through this worker's NIC (transmit), fetched by reducers
-//! through theirs (receive); and the reduce attempt itself, which writes its
-//! output as a replicated block of the job's output file.
+//! The shuffle: map output kept by the mapper, served to reducers over HTTP
+//! through this worker's NIC (transmit), fetched by reducers through theirs
+//! (receive); and the reduce attempt itself, which writes its output as a
+//! replicated block of the job's output file.
 //!
-//! Layout: `<data_dir>/shuffle/<job>/m<map>.a<attempt>/` holding `p<r>`
+//! A map's output is kept in memory while the worker's budget
+//! (`workers.shuffle_memory_mb`) allows ([`KeptOutputs`]), else on its local
+//! disk. Either way it lives until its job ends or the worker stops: the
+//! master forgets a worker's map outputs when it restarts.
+//!
+//! Disk layout: `<data_dir>/shuffle/<job>/m<map>.a<attempt>/` holding `p<r>`
 //! (hash-partitioned output, one file per reduce) or `run` (sort: the sorted
 //! records, served by key range). A map's directory is written under a
 //! temporary name and renamed, so a reducer never sees half of it. Job
@@ -42,19 +47,104 @@ fn map_dir(root: &std::path::Path, a: AttemptId) -> PathBuf {
         .join(format!("m{}.a{}", a.task.index, a.attempt))
 }
 
-/// Writes a finished map's output; returns the bytes written. The map's
-/// buffers go back to the pool (`workloads::pool`) for the next task.
-pub fn write_map_output(
-    root: &std::path::Path,
-    a: AttemptId,
-    out: MapOutput,
-) -> std::io::Result<u64> {
-    let written = write_map_files(root, a, &out);
+/// Map outputs kept in memory, by (job, map, attempt), within a budget.
+pub struct KeptOutputs {
+    budget: u64,
+    inner: std::sync::Mutex<Kept>,
+}
+
+#[derive(Default)]
+struct Kept {
+    bytes: u64,
+    outputs: std::collections::HashMap<(u32, u32, u32), Arc<MapOutput>>,
+}
+
+fn output_bytes(out: &MapOutput) -> u64 {
+    match out {
+        MapOutput::Partitions(parts) => parts.iter().map(|p| p.len() as u64).sum(),
+        MapOutput::SortedRun { run, .. } => run.len() as u64,
+        MapOutput::None | MapOutput::Invalid(_) => 0,
+    }
+}
+
+fn key(a: AttemptId) -> (u32, u32, u32) {
+    (a.task.job.0, a.task.index, a.attempt)
+}
+
+impl KeptOutputs {
+    pub fn new(budget: u64) -> Self {
+        KeptOutputs {
+            budget,
+            inner: Default::default(),
+        }
+    }
+
+    /// Bytes kept now.
+    pub fn bytes(&self) -> u64 {
+        self.lock().bytes
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Keeps `out` if it fits the budget; gives it back if not.
+    fn keep(&self, a: AttemptId, out: MapOutput) -> Result<(), MapOutput> {
+        let n = output_bytes(&out);
+        let mut k = self.lock();
+        if k.bytes + n > self.budget {
+            return Err(out);
+        }
+        k.bytes += n;
+        if let Some(old) = k.outputs.insert(key(a), Arc::new(out)) {
+            k.bytes -= output_bytes(&old);
+        }
+        Ok(())
+    }
+
+    fn get(&self, job: u32, map: u32, attempt: u32) -> Option<Arc<MapOutput>> {
+        self.lock().outputs.get(&(job, map, attempt)).cloned()
+    }
+
+    /// Drops a job's outputs; their buffers go back to the pool unless a
+    /// read still holds them.
+    fn forget(&self, job: JobId) {
+        let gone: Vec<Arc<MapOutput>> = {
+            let mut k = self.lock();
+            let keys: Vec<_> = k.outputs.keys().filter(|x| x.0 == job.0).copied().collect();
+            let gone: Vec<_> = keys.iter().filter_map(|x| k.outputs.remove(x)).collect();
+            k.bytes -= gone.iter().map(|o| output_bytes(o)).sum::<u64>();
+            gone
+        };
+        for o in gone {
+            if let Ok(out) = Arc::try_unwrap(o) {
+                recycle(out);
+            }
+        }
+    }
+}
+
+/// A map output's buffers back to the pool (`workloads::pool`).
+fn recycle(out: MapOutput) {
     match out {
         MapOutput::Partitions(parts) => parts.into_iter().for_each(workloads::pool::give),
         MapOutput::SortedRun { run, .. } => workloads::pool::give(run.into_buffer()),
         MapOutput::None | MapOutput::Invalid(_) => {}
     }
+}
+
+/// Keeps a finished map's output in memory, or writes it to disk when the
+/// budget is spent; returns its bytes.
+pub fn write_map_output(ctx: &WorkerCtx, a: AttemptId, out: MapOutput) -> std::io::Result<u64> {
+    if matches!(out, MapOutput::None | MapOutput::Invalid(_)) {
+        return Ok(0);
+    }
+    let n = output_bytes(&out);
+    let Err(out) = ctx.kept.keep(a, out) else {
+        return Ok(n);
+    };
+    let written = write_map_files(&ctx.shuffle_root, a, &out);
+    recycle(out);
     written
 }
 
@@ -85,9 +175,10 @@ fn write_map_files(root: &std::path::Path, a: AttemptId, out: &MapOutput) -> std
     Ok(n)
 }
 
-/// Deletes a job's map output.
-pub fn forget_job(root: &std::path::Path, job: JobId) {
-    let _ = std::fs::remove_dir_all(root.join(job.0.to_string()));
+/// Deletes a job's map output, kept and on disk.
+pub fn forget_job(ctx: &WorkerCtx, job: JobId) {
+    ctx.kept.forget(job);
+    let _ = std::fs::remove_dir_all(ctx.shuffle_root.join(job.0.to_string()));
 }
 
 #[derive(Deserialize)]
@@ -137,20 +228,19 @@ pub async fn serve(
             .transpose()
     };
     let (lo, hi) = (unhex(&q.lo, "lo")?, unhex(&q.hi, "hi")?);
-    let root = ctx.shuffle_root.clone();
     let want = OutputPart {
         job,
         map,
         attempt,
         part: part.clone(),
     };
+    let opener = ctx.clone();
     let opened = tokio::task::spawn_blocking(move || {
-        open_output(&root, &want, lo.as_deref(), hi.as_deref())
-            .map(|(file, start, end)| (Arc::new(file), start, end))
+        open_output(&opener, &want, lo.as_deref(), hi.as_deref()).map(Arc::new)
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?;
-    let (file, start, end) = opened.map_err(|e| {
+    let file = opened.map_err(|e| {
         let code = if e.kind() == std::io::ErrorKind::NotFound {
             StatusCode::NOT_FOUND
         } else {
@@ -161,6 +251,7 @@ pub async fn serve(
             format!("map output job {job} map {map} attempt {attempt} {part}: {e}"),
         )
     })?;
+    let (start, end) = (file.start, file.end);
     let len = end - start;
     // Read ahead in large reads (one blocking call each), sent in NIC
     // pieces so concurrent streams interleave on the links.
@@ -175,9 +266,8 @@ pub async fn serve(
                 let n = READ.min(end - at);
                 let f = file.clone();
                 let read = tokio::task::spawn_blocking(move || {
-                    use std::os::unix::fs::FileExt;
                     let mut v = vec![0u8; n as usize];
-                    f.read_exact_at(&mut v, at).map(|_| v)
+                    f.read_at(at, &mut v).map(|_| v)
                 })
                 .await
                 .map_err(std::io::Error::other)
@@ -215,15 +305,76 @@ struct OutputPart {
     part: String,
 }
 
+/// A map output part kept here, memory or file, and the byte range of it
+/// asked for.
+struct Opened {
+    src: Source,
+    start: u64,
+    end: u64,
+}
+
+enum Source {
+    File(std::fs::File),
+    /// A kept output; for hash partitions, the partition's index.
+    Kept(Arc<MapOutput>, usize),
+}
+
+impl Opened {
+    /// Fills `buf` from byte `at` of the part (within `start..end`).
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        match &self.src {
+            Source::File(f) => f.read_exact_at(buf, at),
+            Source::Kept(out, part) => {
+                match &**out {
+                    MapOutput::SortedRun { run, .. } => run.read_at(at as usize, buf),
+                    MapOutput::Partitions(parts) => {
+                        let at = at as usize;
+                        buf.copy_from_slice(&parts[*part][at..at + buf.len()])
+                    }
+                    MapOutput::None | MapOutput::Invalid(_) => {
+                        return Err(std::io::Error::other("an empty map output is never kept"))
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Opens a map output part kept here and finds the bytes asked for: the
 /// whole partition, or a sorted run's key range `lo <= key < hi`.
 fn open_output(
-    root: &std::path::Path,
+    ctx: &WorkerCtx,
     want: &OutputPart,
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
-) -> std::io::Result<(std::fs::File, u64, u64)> {
-    let path = root
+) -> std::io::Result<Opened> {
+    let not_found = || std::io::Error::new(std::io::ErrorKind::NotFound, "not kept here");
+    if let Some(out) = ctx.kept.get(want.job, want.map, want.attempt) {
+        let (part, start, end) = match (&*out, want.part.as_str()) {
+            (MapOutput::SortedRun { run, .. }, "run") => {
+                let (s, e) = run.range(lo, hi);
+                (0, s as u64, e as u64)
+            }
+            (MapOutput::Partitions(parts), p) => {
+                let r: usize = p
+                    .strip_prefix('p')
+                    .and_then(|r| r.parse().ok())
+                    .filter(|r| *r < parts.len())
+                    .ok_or_else(not_found)?;
+                (r, 0, parts[r].len() as u64)
+            }
+            _ => return Err(not_found()),
+        };
+        return Ok(Opened {
+            src: Source::Kept(out, part),
+            start,
+            end,
+        });
+    }
+    let path = ctx
+        .shuffle_root
         .join(want.job.to_string())
         .join(format!("m{}.a{}", want.map, want.attempt))
         .join(&want.part);
@@ -234,7 +385,11 @@ fn open_output(
     } else {
         (0, len)
     };
-    Ok((file, start, end))
+    Ok(Opened {
+        src: Source::File(file),
+        start,
+        end,
+    })
 }
 
 /// Reads a map output part kept on this worker straight from its disk (a
@@ -246,22 +401,21 @@ async fn read_local(
     range: Option<KeyRange>,
     progress: &crate::exec::Progress,
 ) -> Result<Vec<u8>, String> {
-    let root = ctx.shuffle_root.clone();
     let what = format!(
         "map output job {} map {} attempt {} {} (local)",
         want.job, want.map, want.attempt, want.part
     );
+    let opener = ctx.clone();
     let data = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
-        use std::os::unix::fs::FileExt;
         let (lo, hi) = match &range {
             Some(r) => (r.lo.as_deref(), r.hi.as_deref()),
             None => (None, None),
         };
-        let (file, start, end) = open_output(&root, &want, lo, hi)?;
-        let n = (end - start) as usize;
+        let out = open_output(&opener, &want, lo, hi)?;
+        let n = (out.end - out.start) as usize;
         let mut v = workloads::pool::take(n);
         v.resize(n, 0);
-        file.read_exact_at(&mut v, start)?;
+        out.read_at(out.start, &mut v)?;
         Ok(v)
     })
     .await
@@ -626,6 +780,39 @@ pub async fn run_reduce(
 mod tests {
     use super::*;
     use workloads::sort::{range_in_run, RECORD};
+
+    fn attempt(job: u32, map: u32, attempt: u32) -> AttemptId {
+        AttemptId {
+            task: common::TaskRef {
+                job: JobId(job),
+                index: map,
+            },
+            attempt,
+        }
+    }
+
+    #[test]
+    fn kept_outputs_stay_within_their_budget_until_the_job_is_forgotten() {
+        let kept = KeptOutputs::new(250);
+        let parts = |n: usize| MapOutput::Partitions(vec![vec![1; n], vec![2; 10]]);
+        assert!(kept.keep(attempt(1, 0, 0), parts(90)).is_ok());
+        assert!(kept.keep(attempt(2, 0, 0), parts(90)).is_ok());
+        assert_eq!(kept.bytes(), 200);
+        // 60 more would pass the budget: given back, to go to disk.
+        let back = kept.keep(attempt(1, 1, 0), parts(50)).unwrap_err();
+        assert!(matches!(back, MapOutput::Partitions(p) if p[0].len() == 50));
+        // The same attempt kept again replaces, not adds.
+        assert!(kept.keep(attempt(1, 0, 0), parts(40)).is_ok());
+        assert_eq!(kept.bytes(), 150);
+        assert!(kept.get(1, 0, 0).is_some() && kept.get(1, 1, 0).is_none());
+        kept.forget(JobId(1));
+        assert_eq!(kept.bytes(), 100);
+        assert!(kept.get(1, 0, 0).is_none() && kept.get(2, 0, 0).is_some());
+        // Nothing is kept with no budget.
+        assert!(KeptOutputs::new(0)
+            .keep(attempt(1, 0, 0), parts(1))
+            .is_err());
+    }
 
     #[test]
     fn reduces_fetch_from_each_source_in_turn_starting_apart() {

@@ -112,6 +112,30 @@ impl SortedRun {
         w.write_all(&buf)
     }
 
+    /// Fills `buf` with the laid-out run's bytes from byte `at` on (any
+    /// offset; `at + buf.len()` at most [`SortedRun::len`]).
+    pub fn read_at(&self, at: usize, buf: &mut [u8]) {
+        assert!(at + buf.len() <= self.len(), "read past the run's end");
+        let (mut i, mut off, mut w) = (at / RECORD, at % RECORD, 0);
+        while w < buf.len() {
+            let r = self.record(i);
+            let n = (RECORD - off).min(buf.len() - w);
+            buf[w..w + n].copy_from_slice(&r[off..off + n]);
+            (w, off, i) = (w + n, 0, i + 1);
+        }
+    }
+
+    /// The byte range of the records `lo <= key < hi` (see [`range_by_key`]).
+    pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> (usize, usize) {
+        let key = |i: u64| -> Result<[u8; KEY], std::convert::Infallible> {
+            Ok(self.record(i as usize)[..KEY]
+                .try_into()
+                .expect("KEY bytes"))
+        };
+        let Ok((s, e)) = range_by_key(self.order.len() as u64, key, lo, hi);
+        (s as usize, e as usize)
+    }
+
     /// The run laid out in memory.
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(self.len());
@@ -509,7 +533,20 @@ mod tests {
         let got: Vec<&[u8]> = (0..run.order.len()).map(|i| run.record(i)).collect();
         assert_eq!(got, want);
         // Written out: the same records, laid end to end, across buffers.
-        assert_eq!(run.to_vec(), want.concat());
+        let laid = want.concat();
+        assert_eq!(run.to_vec(), laid);
+        // Read at any offset, across records.
+        for (at, n) in [(0, 1), (99, 2), (150, 1000), (laid.len() - 7, 7), (5, 0)] {
+            let mut buf = vec![0; n];
+            run.read_at(at, &mut buf);
+            assert_eq!(buf, laid[at..at + n], "{at}+{n}");
+        }
+        let (lo, hi): (&[u8], &[u8]) = (b"1", b"ab00000025");
+        assert_eq!(
+            run.range(Some(lo), Some(hi)),
+            range_in_run(&laid, Some(lo), Some(hi))
+        );
+        assert_eq!(run.range(None, None), (0, laid.len()));
         assert!(sorted_order(&[]).is_empty());
     }
 

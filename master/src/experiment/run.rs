@@ -518,6 +518,7 @@ impl RunEnv<'_> {
                 // Experiments measure schedulers: no scanner reads the disks.
                 scrub_mbps: None,
                 min_free_mb: common::config::WorkerDefaults::default().min_free_mb,
+                shuffle_memory_mb: common::config::WorkerDefaults::default().shuffle_memory_mb,
                 ssh_options: Vec::new(),
             },
             worker: (0..c.workers as usize)

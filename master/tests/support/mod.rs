@@ -103,6 +103,7 @@ pub async fn start_cluster_roles(
             scrub_bytes_per_sec: None,
             http_timeouts: Default::default(),
             min_free_bytes: 0,
+            shuffle_memory_bytes: 1 << 30,
         };
         tune(&mut opts);
         workers.push(worker::start(opts).await.unwrap());
