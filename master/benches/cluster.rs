@@ -352,8 +352,8 @@ const VERSUS: [(Generator, &str, Workload, &str, f64); 2] = [
     ),
 ];
 
-/// Loads `blocks` blocks of `block_size` with each generator of [`VERSUS`],
-/// runs the job (best of `rounds`, `reduces` reduces) and the coreutils
+/// Loads `blocks` blocks of `block_size` with each generator of [`VERSUS`]
+/// (`replication` replicas each), runs the job (best of `rounds`, `reduces` reduces) and the coreutils
 /// command on the same bytes, and prints both and their ratio.
 async fn versus_coreutils(
     cl: &support::LocalCluster,
@@ -362,6 +362,7 @@ async fn versus_coreutils(
     block_size: u64,
     reduces: u32,
     rounds: u32,
+    replication: u32,
 ) {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     // `BENCH_WORKLOAD=sort|wordcount` runs one of the two.
@@ -376,7 +377,7 @@ async fn versus_coreutils(
                 name: name.into(),
                 source: Source::Generate { kind, blocks },
                 block_size,
-                replication: 2,
+                replication,
                 seed: 9,
                 placement: Default::default(),
             },
@@ -446,7 +447,8 @@ async fn mapreduce_bench() {
         "4. map and reduce vs coreutils (a map machine and a reduce machine, 2 slots each, 2 reduces; output stored durably with checksums)"
     );
     // The reduce machine has 2 slots: 2 reduces use both cores.
-    versus_coreutils(&cl, dir.path(), 16, 8_000_000, 2, 2).await;
+    // One worker holds data: one replica.
+    versus_coreutils(&cl, dir.path(), 16, 8_000_000, 2, 2, 1).await;
 }
 
 /// Section 5: 1 GiB on 2 workers x 1 slot (both map and reduce), output
@@ -457,7 +459,7 @@ async fn gib_bench() {
     println!(
         "5. 1 GiB (16 x 64 MiB blocks) on 2 workers x 1 slot, unlimited NICs, 2 reduces, output and its replica written"
     );
-    versus_coreutils(&cl, dir.path(), 16, 64 << 20, 2, 1).await;
+    versus_coreutils(&cl, dir.path(), 16, 64 << 20, 2, 1, 2).await;
 }
 
 /// Section 6: a 1 GiB sort on `make cluster`'s shape.
