@@ -392,9 +392,9 @@ fn open_output(
     })
 }
 
-/// Reads a map output part kept on this worker straight from its disk (a
-/// reduce's own worker's outputs cross no network, as in Hadoop), paced by
-/// the emulated disk.
+/// Reads a map output part kept on this worker straight from its memory or
+/// disk (a reduce's own worker's outputs cross no network, as in Hadoop),
+/// paced by the emulated disk.
 async fn read_local(
     ctx: &Arc<WorkerCtx>,
     want: OutputPart,
