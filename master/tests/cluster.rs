@@ -846,6 +846,14 @@ async fn prometheus_metrics_follow_the_job() {
             wm[&format!("mrtb_worker_slots{{worker=\"{name}\",state=\"free\"}}")],
             1.0
         );
+        // input-sink leaves no map output to keep.
+        assert_eq!(
+            wm[&format!("mrtb_worker_shuffle_kept_bytes{{worker=\"{name}\"}}")],
+            0.0
+        );
+        assert!(wm.contains_key(&format!(
+            "mrtb_worker_buffer_pool_free_bytes{{worker=\"{name}\"}}"
+        )));
     }
     assert_eq!(succeeded, 12.0);
     assert!(sent >= r.bytes_remote as f64, "{sent} < {}", r.bytes_remote);

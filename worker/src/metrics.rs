@@ -143,6 +143,22 @@ pub fn encode(ctx: &WorkerCtx) -> String {
     let blocks = Gauge::<i64>::default();
     blocks.set(ctx.store.list().len() as i64);
     r.register("blocks_stored", "Block replicas stored here", blocks);
+    let kept = Gauge::<i64>::default();
+    kept.set(ctx.kept.bytes() as i64);
+    r.register_with_unit(
+        "shuffle_kept",
+        "Map output kept in memory for running jobs (workers.shuffle_memory_mb)",
+        Unit::Bytes,
+        kept,
+    );
+    let pooled = Gauge::<i64>::default();
+    pooled.set(workloads::pool::held() as i64);
+    r.register_with_unit(
+        "buffer_pool_free",
+        "Free task buffers this worker's process keeps for reuse",
+        Unit::Bytes,
+        pooled,
+    );
     let scrubbed = Counter::<u64>::default();
     scrubbed.inc_by(ctx.scrubbed_bytes.load(Ordering::Relaxed));
     r.register_with_unit(
