@@ -574,7 +574,7 @@ impl Drop for Tmpfs {
 /// against its task, the job succeeds with the coreutils output, the full
 /// worker gets no task and no replica until its disk has room again, and
 /// then it works again. Root (CI): w2's data directory is a real 6 MiB tmpfs,
-/// filled to 200 KiB. Elsewhere: w2 asks for no task at all because its
+/// filled to 200 KiB, and map output is written to disk. Elsewhere: w2 asks for no task at all because its
 /// `min_free_mb` is above any disk (Hadoop's minspacestart), and the jobs
 /// run on w1.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -587,7 +587,9 @@ async fn a_full_disk_costs_the_attempt_not_the_job() {
         TOKEN,
         2,
         "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nmax_task_attempts = 2\nseed = 7",
-        "slots = 2\nmin_free_mb = 0",
+        // Map output goes to disk (none is kept in memory), so a map on w2
+        // meets the full disk too, not only a reduce's output.
+        "slots = 2\nmin_free_mb = 0\nshuffle_memory_mb = 0",
     )
     .unwrap();
     let w2_dir = cfg.worker_data_dir("w2");
