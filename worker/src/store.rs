@@ -399,8 +399,10 @@ impl Sink {
 /// its length.
 struct DirectSink {
     file: File,
-    /// `ALIGN` bytes more than a buffer, to find an aligned one in.
+    /// `ALIGN` bytes more than a buffer, to find an aligned one in: the
+    /// buffer is `raw[off..off + BUF]` (the heap block never moves).
     raw: Vec<u8>,
+    off: usize,
     /// Bytes filled in the aligned buffer.
     filled: usize,
     len: u64,
@@ -421,17 +423,19 @@ impl DirectSink {
             .custom_flags(nix::fcntl::OFlag::O_DIRECT.bits())
             .open(path)
             .ok()?;
+        let raw = vec![0; Self::BUF + Self::ALIGN];
+        let off = raw.as_ptr().align_offset(Self::ALIGN);
         Some(DirectSink {
             file,
-            raw: vec![0; Self::BUF + Self::ALIGN],
+            raw,
+            off,
             filled: 0,
             len: 0,
         })
     }
 
     fn buf(&mut self) -> &mut [u8] {
-        let off = self.raw.as_ptr().align_offset(Self::ALIGN);
-        &mut self.raw[off..off + Self::BUF]
+        &mut self.raw[self.off..self.off + Self::BUF]
     }
 
     fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
@@ -452,8 +456,7 @@ impl DirectSink {
     /// Writes the buffer's first `n` bytes (a multiple of `ALIGN`).
     fn flush(&mut self, n: usize) -> io::Result<()> {
         let mut file = &self.file;
-        let off = self.raw.as_ptr().align_offset(Self::ALIGN);
-        file.write_all(&self.raw[off..off + n])?;
+        file.write_all(&self.raw[self.off..self.off + n])?;
         self.filled = 0;
         Ok(())
     }
