@@ -348,6 +348,99 @@ async fn bad_requests_get_clear_errors() {
     assert!(!dir.join("blocks/new.b00000.blk").exists());
 }
 
+/// A reduce streams its output to the replica workers while producing it,
+/// so the block's digest comes after the data, as a chunked-encoding
+/// trailer: checked like the header, and an upload without it keeps
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_may_send_their_digest_as_a_trailer() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let c = cluster(1, 1, None).await;
+    let addr = c.workers[0].addr;
+    let data: Vec<u8> = (0..(1u32 << 20) + 4321)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect();
+    let digest = common::checksum::BlockChecksums::of(&data).block_digest_hex();
+    // Sends `data` chunked (in 3 chunks), then `trailer` (if any), and
+    // returns the response's status and body.
+    let put = |name: &'static str, announce: bool, trailer: Option<String>| {
+        let data = data.clone();
+        async move {
+            let id = common::BlockId::for_file(name, 0).unwrap();
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let mut head = format!(
+                "PUT /blocks/{id} HTTP/1.1\r\nHost: w0\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Connection: close\r\nTransfer-Encoding: chunked\r\n\
+                 {}: {name}\r\n{}: 0\r\n{}: 1\r\n{}: drop-behind\r\n",
+                common::wire::BLOCK_FILE_HEADER,
+                common::wire::BLOCK_INDEX_HEADER,
+                common::wire::BLOCK_FILE_BLOCKS_HEADER,
+                common::wire::BLOCK_CACHE_HEADER,
+            );
+            if announce {
+                head += &format!("Trailer: {}\r\n", common::wire::BLOCK_DIGEST_HEADER);
+            }
+            head += "\r\n";
+            s.write_all(head.as_bytes()).await.unwrap();
+            for part in data.chunks(400_000) {
+                s.write_all(format!("{:x}\r\n", part.len()).as_bytes())
+                    .await
+                    .unwrap();
+                s.write_all(part).await.unwrap();
+                s.write_all(b"\r\n").await.unwrap();
+            }
+            s.write_all(b"0\r\n").await.unwrap();
+            if let Some(t) = trailer {
+                s.write_all(format!("{}: {t}\r\n", common::wire::BLOCK_DIGEST_HEADER).as_bytes())
+                    .await
+                    .unwrap();
+            }
+            s.write_all(b"\r\n").await.unwrap();
+            let mut got = String::new();
+            s.read_to_string(&mut got).await.unwrap();
+            let status: u16 = got[9..12].parse().unwrap();
+            (status, got)
+        }
+    };
+    let (status, got) = put("trailed", true, Some(digest.clone())).await;
+    assert_eq!(status, 201, "{got}");
+    let id = common::BlockId::for_file("trailed", 0).unwrap();
+    let back = std::fs::read(c.workers[0].ctx.store.data_path(&id)).unwrap();
+    assert!(back == data, "the block read back differs");
+    let sums = &c.workers[0].ctx.store.get(&id).unwrap().sums;
+    assert_eq!(sums.block_digest_hex(), digest);
+    // A wrong digest, a missing trailer, a digest that is not hex, and no
+    // digest announced at all: each refused by name, nothing kept.
+    let wrong = "00".repeat(32);
+    let (status, got) = put("wrong", true, Some(wrong)).await;
+    assert_eq!(status, 422, "{got}");
+    let (status, got) = put("untrailed", true, None).await;
+    assert_eq!(status, 400, "{got}");
+    assert!(
+        got.contains("ended without its x-block-digest trailer"),
+        "{got}"
+    );
+    let (status, got) = put("nothex", true, Some("xyz".into())).await;
+    assert_eq!(status, 400, "{got}");
+    assert!(
+        got.contains("trailer x-block-digest: expected 64 hex digits"),
+        "{got}"
+    );
+    let (status, got) = put("unannounced", false, Some(digest)).await;
+    assert_eq!(status, 400, "{got}");
+    assert!(got.contains("missing header x-block-digest"), "{got}");
+    let stored: Vec<String> = c.workers[0]
+        .ctx
+        .store
+        .list()
+        .iter()
+        .map(|b| b.id.to_string())
+        .collect();
+    assert_eq!(stored, ["trailed.b00000"]);
+    let dir = c._dir.path().join("w0");
+    assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_remote_reads_share_the_nic() {
     // Every worker's NIC at 40 MB/s; two remote tasks on one worker must take

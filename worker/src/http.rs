@@ -37,7 +37,6 @@ use common::wire::{
     BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER, MAX_BLOCK_BYTES, MAX_FILE_BLOCKS,
 };
 use common::BlockId;
-use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -288,6 +287,27 @@ fn required_header<'a>(h: &'a HeaderMap, name: &str) -> Result<&'a str, ApiError
         .map_err(|_| ApiError::bad_request(format!("header {name} is not ASCII")))
 }
 
+/// A block digest sent as a header or a trailer (`what`).
+fn parse_digest(what: &str, hex_digits: &str) -> Result<[u8; 32], ApiError> {
+    hex::decode(hex_digits)
+        .ok()
+        .and_then(|v| v.try_into().ok())
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "{what} {BLOCK_DIGEST_HEADER}: expected 64 hex digits, got {hex_digits:?}"
+            ))
+        })
+}
+
+/// The request's `trailer` header names `name`.
+fn announces_trailer(h: &HeaderMap, name: &str) -> bool {
+    h.get_all(axum::http::header::TRAILER)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|n| n.trim().eq_ignore_ascii_case(name))
+}
+
 fn parse_header<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Result<T, ApiError> {
     let v = required_header(h, name)?;
     v.parse()
@@ -314,15 +334,20 @@ async fn put_block(
     body: Body,
 ) -> Result<(StatusCode, Json<BlockInfo>), ApiError> {
     let id = block_id(raw)?;
-    let digest_hex = required_header(&headers, BLOCK_DIGEST_HEADER)?;
-    let digest: [u8; 32] = hex::decode(digest_hex)
-        .ok()
-        .and_then(|v| v.try_into().ok())
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "header {BLOCK_DIGEST_HEADER}: expected 64 hex digits, got {digest_hex:?}"
-            ))
-        })?;
+    // The digest comes first, as a header, or after the data, as a trailer
+    // the uploader announced (it sends the block while producing it).
+    let digest = match headers.get(BLOCK_DIGEST_HEADER) {
+        Some(_) => Some(parse_digest(
+            "header",
+            required_header(&headers, BLOCK_DIGEST_HEADER)?,
+        )?),
+        None if announces_trailer(&headers, BLOCK_DIGEST_HEADER) => None,
+        None => {
+            return Err(ApiError::bad_request(format!(
+                "missing header {BLOCK_DIGEST_HEADER} (send it as a header, or after the data as a trailer announced by `trailer: {BLOCK_DIGEST_HEADER}`)"
+            )))
+        }
+    };
     let file = required_header(&headers, BLOCK_FILE_HEADER)?.to_owned();
     common::ids::validate_file_name(&file)
         .map_err(|e| ApiError::bad_request(format!("header {BLOCK_FILE_HEADER}: {e}")))?;
@@ -356,7 +381,7 @@ async fn put_block(
     };
     let writer = ctx
         .store
-        .writer_caching(target, digest, caching)
+        .writer_caching(target, digest.unwrap_or([0; 32]), caching)
         .map_err(store_error)?;
     // Hashing and writing run on a blocking thread, fed as the body
     // arrives: the runtime's threads keep serving, and the hash of one
@@ -369,11 +394,21 @@ async fn put_block(
         }
         Ok::<_, StoreError>(writer)
     });
-    let mut stream = body.into_data_stream();
+    let mut body = body;
     let mut received = 0u64;
-    while let Some(piece) = stream.next().await {
-        let piece = piece
+    let mut trailers = None;
+    while let Some(frame) = http_body_util::BodyExt::frame(&mut body).await {
+        let frame = frame
             .map_err(|e| ApiError::bad_request(format!("upload of block {id} broke off: {e}")))?;
+        let piece = match frame.into_data() {
+            Ok(piece) => piece,
+            Err(frame) => {
+                if let Ok(t) = frame.into_trailers() {
+                    trailers = Some(t);
+                }
+                continue;
+            }
+        };
         received += piece.len() as u64;
         if received > MAX_BLOCK_BYTES {
             return Err(ApiError::new(
@@ -392,10 +427,25 @@ async fn put_block(
     drop(tx);
     // A failure drops the writer, which deletes its temp file (as does an
     // upload that broke off above: the writer ends when `tx` is dropped).
-    let writer = writing
+    let mut writer = writing
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?
         .map_err(store_error)?;
+    if digest.is_none() {
+        let value = trailers
+            .as_ref()
+            .and_then(|t| t.get(BLOCK_DIGEST_HEADER))
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "upload of block {id} ended without its {BLOCK_DIGEST_HEADER} trailer"
+                ))
+            })?
+            .to_str()
+            .map_err(|_| {
+                ApiError::bad_request(format!("trailer {BLOCK_DIGEST_HEADER} is not ASCII"))
+            })?;
+        writer.expect_digest(parse_digest("trailer", value)?);
+    }
     // fsync and rename off the async threads.
     let info = tokio::task::spawn_blocking(move || writer.commit())
         .await

@@ -36,12 +36,20 @@ pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Resu
         file_blocks: stored.info.file_blocks,
         replicas: Vec::new(),
     };
-    crate::shuffle::upload(
+    let (pieces, rx) = tokio::sync::mpsc::channel(1);
+    let (digest, digest_rx) = tokio::sync::oneshot::channel();
+    pieces
+        .send(Bytes::from(data))
+        .await
+        .expect("the receiver is held below");
+    drop(pieces);
+    let _ = digest.send(stored.sums.block_digest_hex());
+    crate::shuffle::upload_streamed(
         ctx,
         to,
         &target,
-        Bytes::from(data),
-        &stored.sums.block_digest_hex(),
+        rx,
+        digest_rx,
         &crate::exec::Progress::default(),
     )
     .await

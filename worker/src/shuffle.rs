@@ -22,7 +22,6 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use common::checksum::BlockChecksums;
 use common::http::{bearer, ApiError};
 use common::http_client::check;
 use common::wire::{
@@ -265,9 +264,13 @@ pub async fn serve(
                 }
                 let n = READ.min(end - at);
                 let f = file.clone();
+                // Read into a pooled buffer, which goes back to the pool
+                // once the last piece of it is sent.
                 let read = tokio::task::spawn_blocking(move || {
-                    let mut v = vec![0u8; n as usize];
-                    f.read_at(at, &mut v).map(|_| v)
+                    let mut v = workloads::pool::take(n as usize);
+                    v.resize(n as usize, 0);
+                    f.read_at(at, &mut v)
+                        .map(|_| Bytes::from_owner(workloads::pool::Pooled::new(v)))
                 })
                 .await
                 .map_err(std::io::Error::other)
@@ -275,7 +278,7 @@ pub async fn serve(
                 match read {
                     Ok(v) => {
                         at += n;
-                        buf = Bytes::from(v);
+                        buf = v;
                     }
                     Err(e) => return Some((Err(e), (Bytes::new(), end, file, ctx))),
                 }
@@ -325,19 +328,9 @@ impl Opened {
         use std::os::unix::fs::FileExt;
         match &self.src {
             Source::File(f) => f.read_exact_at(buf, at),
-            Source::Kept(out, part) => {
-                match &**out {
-                    MapOutput::SortedRun { run, .. } => run.read_at(at as usize, buf),
-                    MapOutput::Partitions(parts) => {
-                        let at = at as usize;
-                        buf.copy_from_slice(&parts[*part][at..at + buf.len()])
-                    }
-                    MapOutput::None | MapOutput::Invalid(_) => {
-                        return Err(std::io::Error::other("an empty map output is never kept"))
-                    }
-                }
-                Ok(())
-            }
+            Source::Kept(out, part) => out
+                .read_at(*part, at as usize, buf)
+                .map_err(std::io::Error::other),
         }
     }
 }
@@ -392,31 +385,63 @@ fn open_output(
     })
 }
 
-/// Reads a map output part kept on this worker straight from its memory or
-/// disk (a reduce's own worker's outputs cross no network, as in Hadoop),
-/// paced by the emulated disk.
+/// A reduce's input from one map: bytes fetched (or read from this
+/// worker's disk), or a map output this worker keeps in memory, which the
+/// reduce reads where it lies.
+enum Input {
+    Fetched(Vec<u8>),
+    Kept(workloads::KeptInput),
+}
+
+impl Input {
+    fn len(&self) -> usize {
+        match self {
+            Input::Fetched(v) => v.len(),
+            Input::Kept(k) => k.len(),
+        }
+    }
+}
+
+/// Reads a map output part kept on this worker from its memory (handed
+/// over as it lies, no copy) or its disk (a reduce's own worker's outputs
+/// cross no network, as in Hadoop), paced by the emulated disk.
 async fn read_local(
     ctx: &Arc<WorkerCtx>,
     want: OutputPart,
     range: Option<KeyRange>,
     progress: &crate::exec::Progress,
-) -> Result<Vec<u8>, String> {
+) -> Result<Input, String> {
     let what = format!(
         "map output job {} map {} attempt {} {} (local)",
         want.job, want.map, want.attempt, want.part
     );
     let opener = ctx.clone();
-    let data = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
+    let data = tokio::task::spawn_blocking(move || -> std::io::Result<Input> {
         let (lo, hi) = match &range {
             Some(r) => (r.lo.as_deref(), r.hi.as_deref()),
             None => (None, None),
         };
         let out = open_output(&opener, &want, lo, hi)?;
-        let n = (out.end - out.start) as usize;
-        let mut v = workloads::pool::take(n);
-        v.resize(n, 0);
-        out.read_at(out.start, &mut v)?;
-        Ok(v)
+        let (start, end) = (out.start as usize, out.end as usize);
+        match out.src {
+            Source::Kept(output, part) => Ok(Input::Kept(workloads::KeptInput {
+                output,
+                part,
+                start,
+                end,
+            })),
+            src @ Source::File(_) => {
+                let mut v = workloads::pool::take(end - start);
+                v.resize(end - start, 0);
+                Opened {
+                    src,
+                    start: 0,
+                    end: 0,
+                }
+                .read_at(start as u64, &mut v)?;
+                Ok(Input::Fetched(v))
+            }
+        }
     })
     .await
     .map_err(|e| format!("{what}: {e}"))?
@@ -520,42 +545,82 @@ async fn fetch(
     Ok(out)
 }
 
-/// PUTs a block to another worker, paced by this worker's transmit link.
-pub(crate) async fn upload(
+/// An HTTP body fed frame by frame through a channel: the data, then the
+/// trailers (or an error, which aborts the request).
+struct FrameBody(tokio::sync::mpsc::Receiver<Result<http_body::Frame<Bytes>, std::io::Error>>);
+
+impl http_body::Body for FrameBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+/// PUTs an output block to a replica worker while it is produced: the
+/// pieces as they come from `pieces`, paced by this worker's transmit
+/// link, then the block's digest as the `x-block-digest` trailer once
+/// `digest` gives it. If `digest` is dropped instead (the output failed
+/// here), the upload is broken off and the receiver keeps nothing.
+pub(crate) async fn upload_streamed(
     ctx: &Arc<WorkerCtx>,
     addr: &str,
     target: &common::wire::OutputTarget,
-    data: Bytes,
-    digest: &str,
+    mut pieces: tokio::sync::mpsc::Receiver<Bytes>,
+    digest: tokio::sync::oneshot::Receiver<String>,
     progress: &crate::exec::Progress,
 ) -> Result<(), String> {
     let url = format!("{addr}/blocks/{}", target.block);
-    let paced = futures_util::stream::unfold(
-        (data, ctx.clone(), progress.clone()),
-        |(mut rest, ctx, progress)| async move {
-            if rest.is_empty() {
-                return None;
-            }
-            let piece = rest.split_to(rest.len().min(crate::nic::PIECE));
-            ctx.nic.tx.acquire(piece.len()).await;
-            progress.add(piece.len() as u64);
-            Some((Ok::<Bytes, std::io::Error>(piece), (rest, ctx, progress)))
-        },
-    );
-    let resp = ctx
+    let (frames, body) = tokio::sync::mpsc::channel(4);
+    let request = ctx
         .http
         .put(&url)
         .header(AUTHORIZATION, bearer(&ctx.token))
-        .header(BLOCK_DIGEST_HEADER, digest)
+        .header(header::TRAILER, BLOCK_DIGEST_HEADER)
         .header(BLOCK_FILE_HEADER, &target.file)
         .header(BLOCK_INDEX_HEADER, target.index.to_string())
         .header(BLOCK_FILE_BLOCKS_HEADER, target.file_blocks.to_string())
         // Job output: written around the receiver's page cache.
         .header(BLOCK_CACHE_HEADER, "drop-behind")
-        .body(reqwest::Body::wrap_stream(paced))
-        .send()
-        .await
-        .map_err(|e| format!("replicating output to {url}: {e}"))?;
+        .body(reqwest::Body::wrap(FrameBody(body)))
+        .send();
+    let feed = async move {
+        while let Some(mut rest) = pieces.recv().await {
+            while !rest.is_empty() {
+                let piece = rest.split_to(rest.len().min(crate::nic::PIECE));
+                ctx.nic.tx.acquire(piece.len()).await;
+                progress.add(piece.len() as u64);
+                if frames
+                    .send(Ok(http_body::Frame::data(piece)))
+                    .await
+                    .is_err()
+                {
+                    // The request ended: it says why.
+                    return;
+                }
+            }
+        }
+        let last = match digest.await {
+            Ok(d) => {
+                let mut t = axum::http::HeaderMap::new();
+                t.insert(
+                    BLOCK_DIGEST_HEADER,
+                    d.parse().expect("a hex digest is a header value"),
+                );
+                Ok(http_body::Frame::trailers(t))
+            }
+            Err(_) => Err(std::io::Error::other(
+                "the output block was not completed on the reduce's worker",
+            )),
+        };
+        let _ = frames.send(last).await;
+    };
+    let (resp, ()) = tokio::join!(request, feed);
+    let resp = resp.map_err(|e| format!("replicating output to {url}: {}", error_chain(&e)))?;
     check(resp, format!("replicating output to {url}"))
         .await
         .map_err(|e| e.to_string())?;
@@ -640,7 +705,9 @@ pub async fn run_reduce(
                     }
                     None => format!("{base}/{part}"),
                 };
-                fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url, &progress).await
+                fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url, &progress)
+                    .await
+                    .map(Input::Fetched)
             };
             got.map(|d| (own, d)).map_err(|e| (i, e))
         }
@@ -675,7 +742,10 @@ pub async fn run_reduce(
         let consumed = progress.clone();
         let (data, t) = tokio::task::spawn_blocking(move || {
             let n = data.len() as u64;
-            let res = task.consume(data);
+            let res = match data {
+                Input::Fetched(v) => task.consume(v),
+                Input::Kept(k) => task.consume_kept(k),
+            };
             consumed.add(n);
             (res, task)
         })
@@ -691,89 +761,132 @@ pub async fn run_reduce(
         data.map_err(|e| (local, remote, ReduceError::Failed(e)))?;
     }
     let fetched = t0.elapsed();
-    let (summary, out) = tokio::task::spawn_blocking(move || task.finish())
-        .await
-        .map_err(|e| {
-            (
-                local,
-                remote,
-                ReduceError::Failed(format!("reduce panicked: {e}")),
-            )
-        })?;
-    let reduced = t0.elapsed();
-    progress.add(out.len() as u64);
-    let out = Bytes::from(out);
+    // The output, streamed: the reduce hands on pieces as they fill; each
+    // is hashed and written here and sent to the replica workers at the
+    // same time (HDFS pipelines a block's write the same way). No copy of
+    // the whole output is ever held. The replicas get the block's digest
+    // as a trailer once the last piece is hashed.
     let target = crate::store::BlockTarget {
         id: r.output.block.clone(),
         file: r.output.file.clone(),
         index: r.output.index,
         file_blocks: r.output.file_blocks,
     };
-    // Hashed once, for this copy and the replicas; then stored here and
-    // sent to the replica workers at the same time (HDFS pipelines a
-    // block's write the same way).
-    let hashed = out.clone();
-    let sums = tokio::task::spawn_blocking(move || {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        BlockChecksums::of_parallel(&hashed, threads)
+    let store = ctx.store.clone();
+    let writer = tokio::task::spawn_blocking(move || {
+        store.output_writer(target, crate::store::Caching::DropBehind)
     })
     .await
     .map_err(|e| {
         (
             local,
             remote,
-            ReduceError::Failed(format!("hashing output panicked: {e}")),
+            ReduceError::Failed(format!("storing output panicked: {e}")),
         )
-    })?;
-    let digest = sums.block_digest_hex();
-    let hashed_at = t0.elapsed();
-    let store_here = async {
-        let store = ctx.store.clone();
-        let data = out.clone();
-        // The job's output is written through the (emulated) disk.
-        ctx.disk.acquire_all(out.len() as u64).await;
-        let res = tokio::task::spawn_blocking(move || {
-            store.put_hashed(target, &data, sums, crate::store::Caching::DropBehind)
+    })?
+    .map_err(|e| (local, remote, store_failure(e)))?;
+    let (piece_tx, mut piece_rx) = tokio::sync::mpsc::channel::<Bytes>(2);
+    let merging = tokio::task::spawn_blocking(move || {
+        task.finish_into(&mut |piece| {
+            piece_tx
+                .blocking_send(Bytes::from_owner(workloads::pool::Pooled::new(piece)))
+                .is_ok()
         })
-        .await
-        .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
-        .map_err(|e| {
-            let full = matches!(&e, crate::store::StoreError::Io { source, .. }
-                    if source.kind() == std::io::ErrorKind::StorageFull);
-            let error = format!("storing output block: {e}");
-            if full {
-                ReduceError::NoSpace(error)
-            } else {
-                ReduceError::Failed(error)
-            }
-        });
-        progress.add(out.len() as u64);
-        res.map(|_| t0.elapsed())
-    };
-    // A replica target that fails is left out, as HDFS's write pipeline
-    // drops a failed datanode: the block is stored here, and the master's
-    // re-replication makes up the factor once the job is done.
-    let replicate = futures_util::future::join_all(r.output.replicas.iter().map(|addr| {
-        let (out, digest) = (out.clone(), &digest);
+    });
+    let (write_tx, mut write_rx) = tokio::sync::mpsc::channel::<Bytes>(2);
+    let writing = tokio::task::spawn_blocking(move || {
+        let mut writer = writer;
+        while let Some(piece) = write_rx.blocking_recv() {
+            writer.write(&piece)?;
+        }
+        let sums = writer.checksums();
+        Ok::<_, crate::store::StoreError>((writer, sums))
+    });
+    let mut feeds = Vec::new();
+    let mut digests = Vec::new();
+    let uploads = futures_util::future::join_all(r.output.replicas.iter().map(|addr| {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(2);
+        let (dtx, drx) = tokio::sync::oneshot::channel::<String>();
+        feeds.push(Some(tx));
+        digests.push(dtx);
         async move {
-            if let Err(e) = upload(ctx, addr, &r.output, out, digest, progress).await {
+            // A replica target that fails is left out, as HDFS's write
+            // pipeline drops a failed datanode: the block is stored here,
+            // and the master's re-replication makes up the factor once the
+            // job is done.
+            if let Err(e) = upload_streamed(ctx, addr, &r.output, rx, drx, progress).await {
                 tracing::warn!(block = %r.output.block, error = %e, "output replica skipped");
             }
+            t0.elapsed()
         }
     }));
-    let (stored, _) = tokio::join!(store_here, replicate);
-    // The output's buffer goes back to the pool once nothing holds it.
-    tokio::task::spawn_blocking(move || {
-        if out.is_unique() {
-            workloads::pool::give(Vec::from(out));
+    let store_here = async {
+        while let Some(piece) = piece_rx.recv().await {
+            let n = piece.len() as u64;
+            progress.add(n);
+            // The job's output is written through the (emulated) disk.
+            ctx.disk.acquire_all(n).await;
+            for feed in feeds.iter_mut() {
+                if let Some(tx) = feed {
+                    if tx.send(piece.clone()).await.is_err() {
+                        // That upload ended; it logs why.
+                        *feed = None;
+                    }
+                }
+            }
+            if write_tx.send(piece).await.is_err() {
+                // The writer stopped on an error: it says which below.
+                break;
+            }
+            progress.add(n);
         }
-    });
-    let stored = stored.map_err(|e| (local, remote, e))?;
+        // The merge stops at its next piece if it is not done.
+        drop(piece_rx);
+        let merged_at = t0.elapsed();
+        drop(write_tx);
+        drop(feeds);
+        let (writer, sums) = writing
+            .await
+            .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
+            .map_err(store_failure)?;
+        let digest = sums.block_digest_hex();
+        for d in digests {
+            let _ = d.send(digest.clone());
+        }
+        tokio::task::spawn_blocking(move || writer.commit())
+            .await
+            .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
+            .map_err(store_failure)?;
+        Ok::<_, ReduceError>((merged_at, t0.elapsed()))
+    };
+    let (stored, replicated) = tokio::join!(store_here, uploads);
+    let summary = merging.await.map_err(|e| {
+        (
+            local,
+            remote,
+            ReduceError::Failed(format!("reduce panicked: {e}")),
+        )
+    })?;
+    let (merged, stored) = stored.map_err(|e| (local, remote, e))?;
     ctx.wake_heartbeat();
     let ms = |d: std::time::Duration| d.as_millis() as u64;
-    tracing::debug!(%attempt, fetched_ms = ms(fetched), reduced_ms = ms(reduced), hashed_ms = ms(hashed_at),
-        stored_ms = ms(stored), replicated_ms = ms(t0.elapsed()), "reduce phases (ms from its start)");
+    let replicated = replicated.into_iter().max().unwrap_or(stored);
+    tracing::debug!(%attempt, fetched_ms = ms(fetched), merged_ms = ms(merged),
+        stored_ms = ms(stored), replicated_ms = ms(replicated), "reduce phases (ms from its start)");
     Ok((summary, local, remote))
+}
+
+/// A store error as the reduce's failure: a full disk runs the reduce
+/// again elsewhere without counting.
+fn store_failure(e: crate::store::StoreError) -> ReduceError {
+    let full = matches!(&e, crate::store::StoreError::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::StorageFull);
+    let error = format!("storing output block: {e}");
+    if full {
+        ReduceError::NoSpace(error)
+    } else {
+        ReduceError::Failed(error)
+    }
 }
 
 #[cfg(test)]

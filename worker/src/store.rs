@@ -262,22 +262,18 @@ impl BlockStore {
         w.commit()
     }
 
-    /// [`BlockStore::put`] of bytes whose checksums the caller computed
-    /// from these very bytes in this process (a reduce hashes its output
-    /// once, for this copy and the replicas it sends).
-    pub fn put_hashed(
+    /// A writer for bytes made in this process (a reduce's output): hashed
+    /// as they are written, nothing to verify them against. Its
+    /// [`BlockWriter::checksums`] name the block for the replicas sent at
+    /// the same time.
+    pub fn output_writer(
         self: &Arc<Self>,
         target: BlockTarget,
-        data: &[u8],
-        sums: BlockChecksums,
         caching: Caching,
-    ) -> Result<BlockInfo, StoreError> {
-        assert_eq!(sums.len, data.len() as u64, "checksums of other bytes");
+    ) -> Result<BlockWriter, StoreError> {
         let mut w = self.writer_caching(target, [0; 32], caching)?;
         w.verify = false;
-        w.known = Some(sums);
-        w.write(data)?;
-        w.commit()
+        Ok(w)
     }
 
     pub fn delete(&self, id: &BlockId) -> Result<(), StoreError> {
@@ -352,7 +348,7 @@ pub struct BlockWriter {
     /// bytes never left this process.
     verify: bool,
     hasher: ChunkHasher,
-    /// Checksums computed by the caller (`put_hashed`): nothing to hash.
+    /// The checksums, once [`BlockWriter::checksums`] has finished them.
     known: Option<BlockChecksums>,
     written: u64,
     file: Option<Sink>,
@@ -475,9 +471,11 @@ impl DirectSink {
 
 impl BlockWriter {
     pub fn write(&mut self, data: &[u8]) -> Result<(), StoreError> {
-        if self.known.is_none() {
-            self.hasher.update(data);
-        }
+        assert!(
+            self.known.is_none(),
+            "written after its checksums were taken"
+        );
+        self.hasher.update(data);
         self.written += data.len() as u64;
         let f = self.file.as_mut().expect("writer used after commit");
         f.write_all(data).map_err(io_err("writing", &self.tmp))
@@ -485,6 +483,22 @@ impl BlockWriter {
 
     pub fn written(&self) -> u64 {
         self.written
+    }
+
+    /// The checksums of everything written: the block's content is final
+    /// (writing more is a bug), and `commit` stores these.
+    pub fn checksums(&mut self) -> BlockChecksums {
+        if self.known.is_none() {
+            self.known = Some(std::mem::take(&mut self.hasher).finish());
+        }
+        self.known.clone().expect("just set")
+    }
+
+    /// The digest the data must hash to, learnt after the data (an upload
+    /// that sends it as a trailer): checked at commit.
+    pub fn expect_digest(&mut self, digest: Sha) {
+        self.expected_digest = digest;
+        self.verify = true;
     }
 
     /// Verifies the digest, makes the block durable, then visible.

@@ -100,6 +100,59 @@ pub enum MapOutput {
     Invalid(String),
 }
 
+impl MapOutput {
+    /// Fills `buf` from byte `at` of part `part` (a partition's index; 0
+    /// for a sorted run, laid out in key order).
+    pub fn read_at(&self, part: usize, at: usize, buf: &mut [u8]) -> Result<(), String> {
+        let end = at + buf.len();
+        match self {
+            MapOutput::SortedRun { run, .. } if part == 0 && end <= run.len() => {
+                run.read_at(at, buf);
+                Ok(())
+            }
+            MapOutput::Partitions(parts) if parts.get(part).is_some_and(|p| end <= p.len()) => {
+                buf.copy_from_slice(&parts[part][at..end]);
+                Ok(())
+            }
+            MapOutput::SortedRun { .. } | MapOutput::Partitions(_) => Err(format!(
+                "bytes {at}..{end} of part {part} are not in this map output"
+            )),
+            MapOutput::None | MapOutput::Invalid(_) => {
+                Err("this map output holds nothing to read".into())
+            }
+        }
+    }
+}
+
+/// Bytes `start..end` of part `part` of a map output this process keeps in
+/// memory, handed to a reduce as they are: the reduce reads them where
+/// they lie instead of from a copy.
+#[derive(Clone)]
+pub struct KeptInput {
+    pub output: std::sync::Arc<MapOutput>,
+    pub part: usize,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl KeptInput {
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// The bytes copied out, laid out as a fetch would have brought them.
+    pub fn to_vec(&self) -> Result<Vec<u8>, String> {
+        let mut v = pool::take(self.len());
+        v.resize(self.len(), 0);
+        self.output.read_at(self.part, self.start, &mut v)?;
+        Ok(v)
+    }
+}
+
 /// One running map task. `consume` is called with consecutive pieces of the
 /// input block, in order; `finish` once after the last piece.
 pub trait MapTask: Send {
@@ -120,9 +173,36 @@ pub struct ReduceSummary {
     pub output_bytes: u64,
 }
 
-/// One running reduce task: `consume` once per mapper's partition, then
-/// `finish` returns the output bytes of this reduce's partition.
+/// One running reduce task: `consume` (or `consume_kept`) once per
+/// mapper's partition, then `finish_into` hands the output of this
+/// reduce's partition on in pieces, as it is produced.
 pub trait ReduceTask: Send {
     fn consume(&mut self, input: Vec<u8>) -> Result<(), String>;
-    fn finish(self: Box<Self>) -> (ReduceSummary, Vec<u8>);
+
+    /// A map output kept in this process's memory; by default read from a
+    /// copy.
+    fn consume_kept(&mut self, input: KeptInput) -> Result<(), String> {
+        self.consume(input.to_vec()?)
+    }
+
+    /// Produces the output in order, one piece (a buffer from [`pool`]) at
+    /// a time, to `emit`; stops early when `emit` returns false (whoever
+    /// takes the output gave up).
+    fn finish_into(self: Box<Self>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> ReduceSummary;
+
+    /// The whole output in one buffer.
+    fn finish(self: Box<Self>) -> (ReduceSummary, Vec<u8>) {
+        let mut out = Vec::new();
+        let summary = self.finish_into(&mut |piece| {
+            out.extend_from_slice(&piece);
+            pool::give(piece);
+            true
+        });
+        (summary, out)
+    }
 }
+
+/// Size of the output pieces reduces hand on: large enough that each costs
+/// little to pass between threads, small enough that a few in flight use
+/// little memory.
+pub const OUTPUT_PIECE: usize = 4 << 20;

@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 pub const MIN_POOLED: usize = 1 << 20;
 /// Free bytes the pool keeps unless told otherwise ([`set_limit`]).
 pub const DEFAULT_LIMIT: usize = 1 << 30;
+/// A free buffer serves a request at most this many times smaller.
+pub const FIT_SLACK: usize = 4;
 
 struct Pool {
     /// Free buffers, oldest first, each with when it came back.
@@ -42,8 +44,10 @@ fn pool() -> std::sync::MutexGuard<'static, Pool> {
 }
 
 /// An empty buffer with room for at least `min` bytes: the smallest free
-/// one that holds them, else the largest grown to them (a grown mapping
-/// keeps its pages), else a new one.
+/// one that holds them (at most [`FIT_SLACK`] times `min`: a 4 MiB piece
+/// does not take a 512 MiB buffer another task will want), else the
+/// largest of those too small grown to them (a grown mapping keeps its
+/// pages), else a new one.
 pub fn take(min: usize) -> Vec<u8> {
     if min < MIN_POOLED {
         return Vec::with_capacity(min);
@@ -54,13 +58,14 @@ pub fn take(min: usize) -> Vec<u8> {
             .free
             .iter()
             .enumerate()
-            .filter(|(_, (b, _))| b.capacity() >= min)
+            .filter(|(_, (b, _))| b.capacity() >= min && b.capacity() / FIT_SLACK <= min)
             .min_by_key(|(_, (b, _))| b.capacity())
             .map(|(i, _)| i);
         let pick = fits.or_else(|| {
             p.free
                 .iter()
                 .enumerate()
+                .filter(|(_, (b, _))| b.capacity() < min)
                 .max_by_key(|(_, (b, _))| b.capacity())
                 .map(|(i, _)| i)
         });
@@ -93,6 +98,28 @@ pub fn give(b: Vec<u8>) {
     };
     // Unmapped outside the lock.
     drop(evicted);
+}
+
+/// A buffer from the pool that goes back to it when dropped: the owner of
+/// bytes shared with another thread or an HTTP body (`Bytes::from_owner`).
+pub struct Pooled(Vec<u8>);
+
+impl Pooled {
+    pub fn new(b: Vec<u8>) -> Self {
+        Pooled(b)
+    }
+}
+
+impl AsRef<[u8]> for Pooled {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        give(std::mem::take(&mut self.0));
+    }
 }
 
 /// Drops the buffers returned more than `age` ago.
@@ -198,6 +225,29 @@ mod tests {
         let grown = take(3 << 20);
         assert!(grown.capacity() >= 3 << 20);
         assert_eq!(held(), 0);
+        set_limit(DEFAULT_LIMIT);
+    }
+
+    #[test]
+    fn a_small_request_leaves_a_much_larger_buffer_and_pooled_returns() {
+        let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        set_limit(0);
+        set_limit(64 << 20);
+        let big = take(32 << 20);
+        let big_at = big.as_ptr();
+        give(big);
+        // 32 MiB is more than FIT_SLACK times 2 MiB: a new buffer.
+        let small = take(2 << 20);
+        assert_ne!(small.as_ptr(), big_at);
+        assert_eq!(held(), 32 << 20);
+        // 16 MiB: within the slack, the big one serves it.
+        let b = take(16 << 20);
+        assert_eq!(b.as_ptr(), big_at);
+        assert_eq!(held(), 0);
+        // A Pooled buffer goes back when dropped.
+        drop(Pooled::new(b));
+        assert_eq!(held(), 32 << 20);
+        drop(small);
         set_limit(DEFAULT_LIMIT);
     }
 }

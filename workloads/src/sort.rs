@@ -247,7 +247,54 @@ pub fn range_by_key<E>(
 
 #[derive(Default)]
 pub struct SortReduce {
-    runs: Vec<Vec<u8>>,
+    runs: Vec<Run>,
+}
+
+/// A sorted run a reduce merges: fetched into a buffer, or a map output
+/// kept in this process, read where it lies.
+enum Run {
+    Fetched(Vec<u8>),
+    Kept(crate::KeptInput),
+}
+
+/// Records `0..n` of a run in key order: `data`'s records in place, or
+/// through `order` (a kept map output's order over its block).
+struct View<'a> {
+    data: &'a [u8],
+    order: Option<&'a [u32]>,
+    n: usize,
+}
+
+impl<'a> View<'a> {
+    fn of(run: &'a Run) -> View<'a> {
+        match run {
+            Run::Fetched(v) => View {
+                data: v,
+                order: None,
+                n: v.len() / RECORD,
+            },
+            Run::Kept(k) => {
+                let MapOutput::SortedRun { run, .. } = &*k.output else {
+                    unreachable!("checked by consume_kept")
+                };
+                let (s, e) = (k.start / RECORD, k.end / RECORD);
+                View {
+                    data: &run.data,
+                    order: Some(&run.order[s..e]),
+                    n: e - s,
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn record(&self, i: usize) -> &'a [u8] {
+        let at = match self.order {
+            Some(o) => o[i] as usize,
+            None => i,
+        } * RECORD;
+        &self.data[at..at + RECORD]
+    }
 }
 
 impl ReduceTask for SortReduce {
@@ -258,66 +305,58 @@ impl ReduceTask for SortReduce {
                 input.len()
             ));
         }
-        self.runs.push(input);
+        self.runs.push(Run::Fetched(input));
         Ok(())
     }
 
-    fn finish(self: Box<Self>) -> (ReduceSummary, Vec<u8>) {
-        let input: usize = self.runs.iter().map(Vec::len).sum();
-        let runs: Vec<&[u8]> = self.runs.iter().map(Vec::as_slice).collect();
-        let mut out = crate::pool::take(input);
-        out.resize(input, 0);
-        // Two threads: cut every run at the same record (the longest run's
-        // median; equal records go to the upper half) and merge the halves.
-        let pivot: Option<&[u8]> = runs
-            .iter()
-            .max_by_key(|r| r.len())
-            .filter(|r| r.len() >= 2 * RECORD)
-            .map(|r| &r[(r.len() / RECORD / 2) * RECORD..][..RECORD]);
-        match pivot {
-            Some(p) => {
-                let cut = |r: &[u8]| -> usize {
-                    let (mut a, mut b) = (0, r.len() / RECORD);
-                    while a < b {
-                        let m = (a + b) / 2;
-                        if &r[m * RECORD..(m + 1) * RECORD] < p {
-                            a = m + 1;
-                        } else {
-                            b = m;
-                        }
-                    }
-                    a * RECORD
-                };
-                let cuts: Vec<usize> = runs.iter().map(|r| cut(r)).collect();
-                let lo: Vec<&[u8]> = runs.iter().zip(&cuts).map(|(r, &c)| &r[..c]).collect();
-                let hi: Vec<&[u8]> = runs.iter().zip(&cuts).map(|(r, &c)| &r[c..]).collect();
-                let (a, b) = out.split_at_mut(cuts.iter().sum());
-                std::thread::scope(|s| {
-                    s.spawn(|| merge(&lo, a));
-                    merge(&hi, b);
-                });
-            }
-            None => merge(&runs, &mut out),
+    fn consume_kept(&mut self, input: crate::KeptInput) -> Result<(), String> {
+        let MapOutput::SortedRun { run, .. } = &*input.output else {
+            return Err("a sort reduce reads sorted runs, not this map output".into());
+        };
+        if !input.start.is_multiple_of(RECORD)
+            || !input.end.is_multiple_of(RECORD)
+            || input.start > input.end
+            || input.end > run.len()
+        {
+            return Err(format!(
+                "bytes {}..{} of a {}-byte sorted run are not whole {RECORD}-byte records of it",
+                input.start,
+                input.end,
+                run.len()
+            ));
         }
+        self.runs.push(Run::Kept(input));
+        Ok(())
+    }
+
+    fn finish_into(self: Box<Self>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> ReduceSummary {
+        let views: Vec<View<'_>> = self.runs.iter().map(View::of).collect();
+        let records: usize = views.iter().map(|v| v.n).sum();
+        merge(&views, emit);
+        drop(views);
         for r in self.runs {
-            crate::pool::give(r);
+            if let Run::Fetched(v) = r {
+                crate::pool::give(v);
+            }
         }
-        (
-            ReduceSummary {
-                input_bytes: input as u64,
-                records: (out.len() / RECORD) as u64,
-                output_bytes: out.len() as u64,
-            },
-            out,
-        )
+        let bytes = (records * RECORD) as u64;
+        ReduceSummary {
+            input_bytes: bytes,
+            records: records as u64,
+            output_bytes: bytes,
+        }
     }
 }
 
-/// K-way merge of sorted runs of whole records into `out` (exactly their
-/// size), with a tree of losers: each record costs log2(k) comparisons of
-/// cached integer keys on the path from its run's leaf to the root, and
-/// none of the heap's sifting down and up.
-fn merge(runs: &[&[u8]], out: &mut [u8]) {
+/// Records per output piece: whole records, about [`crate::OUTPUT_PIECE`].
+const PIECE_RECORDS: usize = crate::OUTPUT_PIECE / RECORD;
+
+/// K-way merge of sorted runs, handed to `emit` in pieces of whole records
+/// as they fill; stops when `emit` returns false. A tree of losers: each
+/// record costs log2(k) comparisons of cached integer keys on the path
+/// from its run's leaf to the root, and none of the heap's sifting down
+/// and up.
+fn merge(runs: &[View<'_>], emit: &mut dyn FnMut(Vec<u8>) -> bool) {
     let k = runs.len();
     if k == 0 {
         return;
@@ -328,12 +367,18 @@ fn merge(runs: &[&[u8]], out: &mut [u8]) {
         pos: vec![0; k],
         keys: runs
             .iter()
-            .map(|r| if r.is_empty() { (0, 0) } else { prefix(r) })
+            .map(|r| {
+                if r.n == 0 {
+                    (0, 0)
+                } else {
+                    prefix(r.record(0))
+                }
+            })
             .collect(),
     };
     // tree[node] for node in 1..n: the loser of the match played there.
     let mut tree = vec![usize::MAX; n];
-    fn play(node: usize, n: usize, heads: &Heads<'_>, tree: &mut [usize]) -> usize {
+    fn play(node: usize, n: usize, heads: &Heads<'_, '_>, tree: &mut [usize]) -> usize {
         if node >= n {
             return node - n;
         }
@@ -348,15 +393,21 @@ fn merge(runs: &[&[u8]], out: &mut [u8]) {
         }
     }
     let mut winner = play(1, n, &heads, &mut tree);
-    let mut at = 0;
+    let piece_bytes = PIECE_RECORDS * RECORD;
+    let mut out = crate::pool::take(piece_bytes);
     while !heads.done(winner) {
         let p = heads.pos[winner];
-        let run = heads.runs[winner];
-        out[at..at + RECORD].copy_from_slice(&run[p..p + RECORD]);
-        at += RECORD;
-        heads.pos[winner] = p + RECORD;
-        if p + RECORD < run.len() {
-            heads.keys[winner] = prefix(&run[p + RECORD..]);
+        let run = &heads.runs[winner];
+        out.extend_from_slice(run.record(p));
+        if out.len() == piece_bytes {
+            let next = crate::pool::take(piece_bytes);
+            if !emit(std::mem::replace(&mut out, next)) {
+                return;
+            }
+        }
+        heads.pos[winner] = p + 1;
+        if p + 1 < run.n {
+            heads.keys[winner] = prefix(run.record(p + 1));
         }
         // Replay the winner's path: it meets the losers stored there.
         let mut node = (winner + n) / 2;
@@ -367,21 +418,24 @@ fn merge(runs: &[&[u8]], out: &mut [u8]) {
             node /= 2;
         }
     }
-    debug_assert_eq!(at, out.len());
+    if !out.is_empty() {
+        emit(out);
+    }
 }
 
-/// The merge's runs, where each stands, and the key of its next record.
-struct Heads<'a> {
-    runs: &'a [&'a [u8]],
+/// The merge's runs, where each stands (in records), and the key of its
+/// next record.
+struct Heads<'r, 'a> {
+    runs: &'r [View<'a>],
     pos: Vec<usize>,
     keys: Vec<(u64, u16)>,
 }
 
-impl Heads<'_> {
+impl Heads<'_, '_> {
     /// Run `i` has no record left (`i` may be a padding leaf, always done).
     #[inline]
     fn done(&self, i: usize) -> bool {
-        i >= self.runs.len() || self.pos[i] >= self.runs[i].len()
+        i >= self.runs.len() || self.pos[i] >= self.runs[i].n
     }
 
     /// Run `a`'s next record sorts before run `b`'s (a done run never
@@ -396,8 +450,8 @@ impl Heads<'_> {
                 if ka != kb {
                     return ka < kb;
                 }
-                let ra = &self.runs[a][self.pos[a]..self.pos[a] + RECORD];
-                let rb = &self.runs[b][self.pos[b]..self.pos[b] + RECORD];
+                let ra = self.runs[a].record(self.pos[a]);
+                let rb = self.runs[b].record(self.pos[b]);
                 (ra, a) < (rb, b)
             }
         }
@@ -485,28 +539,105 @@ mod tests {
     }
 
     #[test]
-    fn two_thread_merge_equals_a_full_sort() {
-        // Many runs with duplicate keys, some empty: the split at a pivot
-        // must neither lose nor reorder records.
+    fn merging_fetched_and_kept_runs_equals_a_full_sort() {
+        // Many runs with duplicate keys, some empty, every other one kept
+        // in memory (a map's block and its order, cut to a key range):
+        // the merge must neither lose nor reorder records.
         let mut next = lcg(7);
-        for trial in 0..29 {
+        for trial in 0..30 {
             let mut r = Workload::Sort.reduce_task().unwrap();
             let mut all: Vec<Vec<u8>> = Vec::new();
-            // 0-6 runs, then 9-17 (trees of losers over 16 and 32 leaves).
+            // 0-6 runs, then 9-17 (trees of losers over 16 and 32 leaves);
+            // the last trial's runs fill several output pieces.
             let runs = if trial < 20 { trial % 7 } else { trial - 11 };
-            for _ in 0..runs {
-                let mut run: Vec<Vec<u8>> = (0..(next() % 50))
+            let per = if trial == 29 { 30_000 } else { 50 };
+            for i in 0..runs {
+                let run: Vec<Vec<u8>> = (0..(next() % per))
                     .map(|_| rec(&format!("k{:02}", next() % 20), next()))
                     .collect();
-                run.sort();
-                all.extend(run.iter().cloned());
-                r.consume(run.concat()).unwrap();
+                if i % 2 == 0 {
+                    let mut sorted = run.clone();
+                    sorted.sort();
+                    all.extend(sorted.iter().cloned());
+                    r.consume(sorted.concat()).unwrap();
+                } else {
+                    let mut m = Workload::Sort.map_task(1);
+                    m.consume(&run.concat());
+                    let (_, out) = m.finish();
+                    let MapOutput::SortedRun { run: sorted, .. } = &out else {
+                        panic!("sort maps make runs")
+                    };
+                    // Keys k05 <= key < k15 of it.
+                    let (lo, hi) = (rec("k05", 0), rec("k15", 0));
+                    let (start, end) = sorted.range(Some(&lo[..KEY]), Some(&hi[..KEY]));
+                    all.extend(
+                        run.iter()
+                            .filter(|x| x[..KEY] >= lo[..KEY] && x[..KEY] < hi[..KEY])
+                            .cloned(),
+                    );
+                    let kept = crate::KeptInput {
+                        output: std::sync::Arc::new(out),
+                        part: 0,
+                        start,
+                        end,
+                    };
+                    r.consume_kept(kept).unwrap();
+                }
             }
             all.sort();
-            let (s, out) = r.finish();
+            let mut pieces = 0;
+            let mut out = Vec::new();
+            let s = r.finish_into(&mut |p| {
+                assert!(p.len().is_multiple_of(RECORD) && !p.is_empty());
+                pieces += 1;
+                out.extend_from_slice(&p);
+                true
+            });
             assert_eq!(s.records as usize, all.len());
             assert_eq!(out, all.concat(), "trial {trial}");
+            assert_eq!(
+                pieces,
+                (out.len()).div_ceil(PIECE_RECORDS * RECORD),
+                "trial {trial}"
+            );
+            if trial == 29 {
+                assert!(pieces >= 3, "{pieces} pieces");
+            }
         }
+    }
+
+    #[test]
+    fn a_merge_stops_when_its_output_is_refused_and_kept_input_is_checked() {
+        let mut r = Workload::Sort.reduce_task().unwrap();
+        let run: Vec<u8> = (0..3 * PIECE_RECORDS as u32)
+            .flat_map(|i| rec(&format!("{i:09}"), i))
+            .collect();
+        r.consume(run).unwrap();
+        let mut calls = 0;
+        r.finish_into(&mut |_| {
+            calls += 1;
+            false
+        });
+        assert_eq!(calls, 1);
+        // A kept range that cuts a record, and a partition, are refused.
+        let mut m = Workload::Sort.map_task(1);
+        m.consume(&[rec("a", 0), rec("b", 1)].concat());
+        let out = std::sync::Arc::new(m.finish().1);
+        let mut r = Workload::Sort.reduce_task().unwrap();
+        let cut = crate::KeptInput {
+            output: out.clone(),
+            part: 0,
+            start: 0,
+            end: 150,
+        };
+        assert!(r.consume_kept(cut).unwrap_err().contains("0..150"));
+        let parts = crate::KeptInput {
+            output: std::sync::Arc::new(MapOutput::Partitions(vec![vec![0; 100]])),
+            part: 0,
+            start: 0,
+            end: 100,
+        };
+        assert!(r.consume_kept(parts).unwrap_err().contains("sorted runs"));
     }
 
     #[test]

@@ -150,22 +150,52 @@ impl ReduceTask for WordcountReduce {
         added
     }
 
-    fn finish(self: Box<Self>) -> (ReduceSummary, Vec<u8>) {
-        let mut out = Vec::new();
+    fn consume_kept(&mut self, input: crate::KeptInput) -> Result<(), String> {
+        match &*input.output {
+            MapOutput::Partitions(parts) => {
+                let bytes = parts
+                    .get(input.part)
+                    .and_then(|p| p.get(input.start..input.end))
+                    .ok_or_else(|| {
+                        format!(
+                            "bytes {}..{} of partition {} are not in this map output",
+                            input.start, input.end, input.part
+                        )
+                    })?;
+                self.add(bytes)
+            }
+            _ => Err("a wordcount reduce reads hash partitions, not this map output".into()),
+        }
+    }
+
+    fn finish_into(self: Box<Self>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> ReduceSummary {
+        let mut out = crate::pool::take(crate::OUTPUT_PIECE);
+        let mut written = 0u64;
+        let mut going = true;
         for (w, c) in &self.counts {
             out.extend_from_slice(w);
             out.push(b'\t');
             out.extend_from_slice(c.to_string().as_bytes());
             out.push(b'\n');
+            // Handed on before a line would outgrow the piece's buffer.
+            if out.len() + (64 << 10) >= crate::OUTPUT_PIECE {
+                written += out.len() as u64;
+                let next = crate::pool::take(crate::OUTPUT_PIECE);
+                going = emit(std::mem::replace(&mut out, next));
+                if !going {
+                    break;
+                }
+            }
         }
-        (
-            ReduceSummary {
-                input_bytes: self.input_bytes,
-                records: self.counts.len() as u64,
-                output_bytes: out.len() as u64,
-            },
-            out,
-        )
+        if going && !out.is_empty() {
+            written += out.len() as u64;
+            emit(out);
+        }
+        ReduceSummary {
+            input_bytes: self.input_bytes,
+            records: self.counts.len() as u64,
+            output_bytes: written,
+        }
     }
 }
 
