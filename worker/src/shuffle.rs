@@ -56,6 +56,8 @@ pub struct KeptOutputs {
 struct Kept {
     bytes: u64,
     outputs: std::collections::HashMap<(u32, u32, u32), Arc<MapOutput>>,
+    /// Jobs that had an output go to disk (said once per job in the log).
+    spilled: std::collections::HashSet<u32>,
 }
 
 fn output_bytes(out: &MapOutput) -> u64 {
@@ -92,6 +94,11 @@ impl KeptOutputs {
         let n = output_bytes(&out);
         let mut k = self.lock();
         if k.bytes + n > self.budget {
+            if k.spilled.insert(a.task.job.0) {
+                tracing::info!(job = %a.task.job, kept_bytes = k.bytes, output_bytes = n,
+                    budget_bytes = self.budget,
+                    "map output beyond workers.shuffle_memory_mb goes to disk (said once per job)");
+            }
             return Err(out);
         }
         k.bytes += n;
@@ -112,6 +119,7 @@ impl KeptOutputs {
             let mut k = self.lock();
             let keys: Vec<_> = k.outputs.keys().filter(|x| x.0 == job.0).copied().collect();
             let gone: Vec<_> = keys.iter().filter_map(|x| k.outputs.remove(x)).collect();
+            k.spilled.remove(&job.0);
             k.bytes -= gone.iter().map(|o| output_bytes(o)).sum::<u64>();
             gone
         };
@@ -840,8 +848,13 @@ pub async fn run_reduce(
             }
             progress.add(n);
         }
-        // The merge stops at its next piece if it is not done.
+        // The merge stops at its next piece if it is not done; nothing is
+        // committed (here, or by the replicas, which get no digest) unless
+        // it ended well and every byte it made was written.
         drop(piece_rx);
+        let summary = merging
+            .await
+            .map_err(|e| ReduceError::Failed(format!("reduce panicked: {e}")))?;
         let merged_at = t0.elapsed();
         drop(write_tx);
         drop(feeds);
@@ -849,6 +862,12 @@ pub async fn run_reduce(
             .await
             .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
             .map_err(store_failure)?;
+        if sums.len != summary.output_bytes {
+            return Err(ReduceError::Failed(format!(
+                "the reduce made {} bytes of output but {} were written",
+                summary.output_bytes, sums.len
+            )));
+        }
         let digest = sums.block_digest_hex();
         for d in digests {
             let _ = d.send(digest.clone());
@@ -857,17 +876,10 @@ pub async fn run_reduce(
             .await
             .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
             .map_err(store_failure)?;
-        Ok::<_, ReduceError>((merged_at, t0.elapsed()))
+        Ok::<_, ReduceError>((summary, merged_at, t0.elapsed()))
     };
     let (stored, replicated) = tokio::join!(store_here, uploads);
-    let summary = merging.await.map_err(|e| {
-        (
-            local,
-            remote,
-            ReduceError::Failed(format!("reduce panicked: {e}")),
-        )
-    })?;
-    let (merged, stored) = stored.map_err(|e| (local, remote, e))?;
+    let (summary, merged, stored) = stored.map_err(|e| (local, remote, e))?;
     ctx.wake_heartbeat();
     let ms = |d: std::time::Duration| d.as_millis() as u64;
     let replicated = replicated.into_iter().max().unwrap_or(stored);

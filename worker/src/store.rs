@@ -744,7 +744,12 @@ mod tests {
             for piece in d.chunks(777_777) {
                 w.write(piece).unwrap();
             }
+            // The checksums taken before commit (a streamed output's, sent
+            // on as the replicas' trailer) are the stored ones.
+            let sums = w.checksums();
+            assert_eq!(sums, BlockChecksums::of(&d));
             let info = w.commit().unwrap();
+            assert_eq!(s.get(&info.id).unwrap().sums, sums);
             assert_eq!(info.len, n as u64);
             assert_eq!(fs::metadata(s.data_path(&info.id)).unwrap().len(), n as u64);
             let mut r = s.reader(&info.id).unwrap();

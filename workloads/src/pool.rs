@@ -7,8 +7,9 @@
 //! testbed's machines), it also costs the host's fault on first touch:
 //! writing 1 GiB into new memory took 1.06 s there, into memory just freed
 //! 0.24 s. A map reads its 64 MiB block into a buffer from here, the reduce
-//! fetches its inputs into them and merges into one, and each goes back
-//! when its task is done with it.
+//! fetches its inputs into them and hands its output on in pieces taken
+//! from here ([`Pooled`] gives a piece back once its last reader is done),
+//! and each goes back when its task is done with it.
 //!
 //! The pool is process-wide and holds at most [`limit`] bytes of free
 //! buffers (the least recently returned go first); a worker drops buffers
