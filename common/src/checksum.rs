@@ -34,31 +34,6 @@ impl BlockChecksums {
     }
 
     /// SHA-256 of the chunk digests: one name for the whole content.
-    /// [`BlockChecksums::of`] on `threads` threads: the chunks are hashed
-    /// independently, so each thread takes a run of whole chunks.
-    pub fn of_parallel(data: &[u8], threads: usize) -> Self {
-        let chunks = data.len().div_ceil(CHUNK_BYTES);
-        let per = chunks.div_ceil(threads.max(1)).max(1) * CHUNK_BYTES;
-        if threads <= 1 || data.len() <= per {
-            return Self::of(data);
-        }
-        let parts: Vec<Vec<Sha>> = std::thread::scope(|s| {
-            let handles: Vec<_> = data
-                .chunks(per)
-                .map(|part| s.spawn(move || Self::of(part).chunks))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("hashing thread panicked"))
-                .collect()
-        });
-        BlockChecksums {
-            len: data.len() as u64,
-            chunk_bytes: CHUNK_BYTES as u32,
-            chunks: parts.concat(),
-        }
-    }
-
     pub fn block_digest(&self) -> Sha {
         let mut h = Sha256::new();
         for c in &self.chunks {
@@ -167,20 +142,6 @@ mod tests {
             whole.chunk_range(2),
             (2 * CHUNK_BYTES as u64, data.len() as u64)
         );
-    }
-
-    #[test]
-    fn parallel_hashing_equals_one_thread() {
-        for len in [0, 1, CHUNK_BYTES, 3 * CHUNK_BYTES + 5, 5 * CHUNK_BYTES] {
-            let data: Vec<u8> = (0..len).map(|i| (i * 13 % 251) as u8).collect();
-            for threads in [1, 2, 3, 8] {
-                assert_eq!(
-                    BlockChecksums::of_parallel(&data, threads),
-                    BlockChecksums::of(&data),
-                    "{len} bytes on {threads} threads"
-                );
-            }
-        }
     }
 
     #[test]

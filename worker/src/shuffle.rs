@@ -438,15 +438,11 @@ async fn read_local(
                 start,
                 end,
             })),
-            src @ Source::File(_) => {
+            Source::File(f) => {
+                use std::os::unix::fs::FileExt;
                 let mut v = workloads::pool::take(end - start);
                 v.resize(end - start, 0);
-                Opened {
-                    src,
-                    start: 0,
-                    end: 0,
-                }
-                .read_at(start as u64, &mut v)?;
+                f.read_exact_at(&mut v, start as u64)?;
                 Ok(Input::Fetched(v))
             }
         }
