@@ -247,6 +247,37 @@ async fn scenario(deploy: Deploy) {
             for q in qdiscs {
                 assert!(q.contains("tbf") && q.contains("rate 80Mbit"), "{q}");
             }
+            // It resolves the master and the workers by permanent entries,
+            // as they resolve it (see netns's module doc): no ARP.
+            let master_ip = ClusterConfig::load(local::netns_config_path(&c.cfg))
+                .unwrap()
+                .master
+                .listen
+                .ip();
+            let std::net::IpAddr::V4(master_ip) = master_ip else {
+                panic!("{master_ip}")
+            };
+            let subnet = netns::subnet_addresses(master_ip, 3);
+            for (ns, peer) in [
+                ("pi0", subnet[0]),
+                ("pi0", subnet[1]),
+                ("master", subnet[3]),
+            ] {
+                let out = std::process::Command::new("ip")
+                    .args([
+                        "-4",
+                        "-n",
+                        &format!("{prefix}{ns}"),
+                        "neigh",
+                        "show",
+                        &peer.to_string(),
+                    ])
+                    .output()
+                    .unwrap();
+                let table = String::from_utf8_lossy(&out.stdout);
+                let want = format!("lladdr {} PERMANENT", netns::mac_of(peer));
+                assert!(table.contains(&want), "{ns} -> {peer}: {table}");
+            }
         }
         Deploy::Docker(_) => after_the_workers(&docker::config_path(&c.cfg), &seen.addr),
     }

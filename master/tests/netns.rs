@@ -160,6 +160,27 @@ fn layout_addresses_rates_and_derived_config() {
     };
     let l = netns::Layout::plan("t-", &with_public(4)).unwrap();
     assert_eq!(l.instances, 4);
+    // Every address a node of it can have, for the static neighbours: the
+    // master, 3 workers, 4 instances and the host link, each with its own MAC.
+    let addresses: Vec<String> = l.addresses().iter().map(|a| a.to_string()).collect();
+    assert_eq!(
+        addresses,
+        [
+            "10.77.0.1",
+            "10.77.0.10",
+            "10.77.0.11",
+            "10.77.0.12",
+            "10.77.0.13",
+            "10.77.0.14",
+            "10.77.0.15",
+            "10.77.0.16",
+            "10.77.0.254"
+        ]
+    );
+    assert_eq!(netns::mac_of(l.workers[2].ip), "02:6d:0a:4d:00:0c");
+    let macs: std::collections::HashSet<String> =
+        l.addresses().into_iter().map(netns::mac_of).collect();
+    assert_eq!(macs.len(), 9);
     match l.instance_backend(Path::new("/logs")) {
         master::ops::instances::Backend::Netns { first_ip, .. } => {
             assert_eq!(first_ip.to_string(), "10.77.0.13")
@@ -224,6 +245,32 @@ fn netns_cluster_runs_jobs_through_shaped_links_and_cleans_up() {
         rx_total >= 2 * (6 << 21),
         "the receive qdiscs saw only {rx_total} bytes"
     );
+    // No node resolves another by ARP: each eth0 has its address's MAC and
+    // a permanent entry for every other address of the layout, and after the
+    // jobs' traffic the table holds nothing else (learned entries count
+    // against the kernel's shared gc_thresh3, permanent ones do not).
+    let addresses = layout.addresses();
+    for n in layout.nodes() {
+        let (ok, link, err) = run(Command::new("ip").args(["-n", &n.ns, "link", "show", "eth0"]));
+        assert!(ok, "{err}");
+        assert!(link.contains(&netns::mac_of(n.ip)), "{}: {link}", n.ns);
+        let (ok, table, err) = run(Command::new("ip").args(["-4", "-n", &n.ns, "neigh", "show"]));
+        assert!(ok, "{err}");
+        let lines: Vec<&str> = table
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), addresses.len() - 1, "{}: {table}", n.ns);
+        for a in addresses.iter().filter(|a| **a != n.ip) {
+            let want = format!("{a} dev eth0 lladdr {} PERMANENT", netns::mac_of(*a));
+            assert!(
+                lines.contains(&want.as_str()),
+                "{}: no {want:?} in\n{table}",
+                n.ns
+            );
+        }
+    }
     // Nothing leaks into the root namespace.
     let (_, links, _) = run(Command::new("ip").args(["-o", "link", "show"]));
     for w in &layout.workers {

@@ -87,6 +87,12 @@ impl Backend {
                 let mut settings = ProvisionSettings::from_config(cfg)
                     .context("cannot find this binary's directory (the worker is beside it)")?;
                 settings.log_dir = log_dir;
+                // The layout's addresses, as `netns::Layout::addresses`
+                // gives them to the master and workers.
+                let addresses = netns::subnet_addresses(
+                    first_ip,
+                    cfg.worker.len() + max_instances(cfg) as usize,
+                );
                 let what = format!("network namespaces {prefix}pi*");
                 Ok(Provisioning::custom(what, move || {
                     netns::require_root()?;
@@ -96,6 +102,7 @@ impl Backend {
                         prefix: prefix.clone(),
                         bridge_ns: bridge_ns.clone(),
                         first_ip,
+                        addresses: addresses.clone(),
                         port,
                         running: BTreeMap::new(),
                     }) as _)
@@ -129,17 +136,23 @@ impl Backend {
     }
 }
 
+/// Public instances alive at once: `public.max_instances`, or 0 without
+/// `[[public_type]]`.
+fn max_instances(cfg: &ClusterConfig) -> u32 {
+    if cfg.public_type.is_empty() {
+        0
+    } else {
+        cfg.public_section().max_instances
+    }
+}
+
 /// The instances a deployment on a /24 (`mode`, `subnet` for the message)
 /// must give addresses to after its `workers` (which start at .10):
 /// `public.max_instances` with `[[public_type]]`, else 0; refused when they
 /// do not fit.
 pub fn reserve(cfg: &ClusterConfig, mode: &str, subnet: &str) -> anyhow::Result<u32> {
     let n = cfg.worker.len();
-    let instances = if cfg.public_type.is_empty() {
-        0
-    } else {
-        cfg.public_section().max_instances
-    };
+    let instances = max_instances(cfg);
     if 10 + n + instances as usize > 254 {
         bail!(
             "the {mode} mode gives every worker and public instance an address in {subnet}.10-254: \
@@ -164,6 +177,9 @@ struct NetnsLauncher {
     prefix: String,
     bridge_ns: String,
     first_ip: Ipv4Addr,
+    /// Every address of the layout (each instance gets a permanent
+    /// neighbour entry for each).
+    addresses: Vec<Ipv4Addr>,
     port: u16,
     running: BTreeMap<String, (Child, netns::Node)>,
 }
@@ -192,7 +208,7 @@ impl NetnsLauncher {
         if Path::new("/var/run/netns").join(&node.ns).exists() {
             netns::remove_node(&node)?;
         }
-        netns::add_node(&self.bridge_ns, &node).inspect_err(|_| {
+        netns::add_node(&self.bridge_ns, &node, &self.addresses).inspect_err(|_| {
             let _ = netns::remove_node(&node);
         })?;
         Ok((node, t.nic_mbps))

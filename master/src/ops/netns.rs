@@ -13,6 +13,17 @@
 //! Worker transmit is shaped on its `eth0` (in its namespace), receive on the
 //! bridge end of its veth (egress towards the worker).
 //!
+//! Neighbours: every node's `eth0` has the MAC [`mac_of`] its address, and
+//! every namespace (and the host link) holds a permanent neighbour entry for
+//! every address of the layout, public instances' included, so no node ever
+//! resolves another by ARP. The kernel keeps one neighbour table for all
+//! namespaces and, past `gc_thresh3` (1024 by default) learned entries
+//! counted over all of them, drops the packets that would need a new one
+//! ("neighbor table overflow"): 10 workers whose reduces fetch from 60
+//! rented instances need more than that, and their connections, and the
+//! runner's to the master, timed out. Permanent entries are not counted
+//! (Linux 4.20 and later).
+//!
 //! Racks: when the workers name more than one rack, rack k (1-based, in the
 //! order the config first names them) gets its own bridge `br<k>` in the
 //! bridge namespace, its workers attach there, and a veth pair `ru<k>` (on
@@ -90,6 +101,24 @@ pub const CORE_BRIDGE: &str = "br0";
 
 /// The interface name inside each node's namespace.
 pub const NODE_IF: &str = "eth0";
+
+/// The MAC address of the node at `ip` (locally administered, unicast): one
+/// per address, so a namespace can be given any node's before it exists.
+pub fn mac_of(ip: Ipv4Addr) -> String {
+    let o = ip.octets();
+    format!("02:6d:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3])
+}
+
+/// Every address a layout on `any`'s /24 can use: the master (.1), `hosts`
+/// workers and public instances from .10, and the host link (.254).
+pub fn subnet_addresses(any: Ipv4Addr, hosts: usize) -> Vec<Ipv4Addr> {
+    let [a, b, c, _] = any.octets();
+    std::iter::once(1)
+        .chain((10..=253).take(hosts))
+        .chain(std::iter::once(254))
+        .map(|d| Ipv4Addr::new(a, b, c, d))
+        .collect()
+}
 
 impl Layout {
     /// The layout for `cfg`'s workers under `prefix`.
@@ -205,6 +234,13 @@ impl Layout {
 
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
         std::iter::once(&self.master).chain(self.workers.iter())
+    }
+
+    /// Every address of the layout: master, workers, public instances (alive
+    /// or not) and host link; each namespace gets a permanent neighbour
+    /// entry for each (see the module's doc).
+    pub fn addresses(&self) -> Vec<Ipv4Addr> {
+        subnet_addresses(self.master.ip, self.workers.len() + self.instances as usize)
     }
 
     pub fn worker(&self, name: &str) -> Option<&Node> {
@@ -332,8 +368,9 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
             }
         }
     }
+    let addresses = l.addresses();
     for n in l.nodes() {
-        add_node(br, n)?;
+        add_node(br, n, &addresses)?;
     }
     if let Some((name, ip)) = &l.host_link {
         if name.len() > 15 {
@@ -350,8 +387,10 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
             &["-n", br, "link", "set", "vhost", "master", CORE_BRIDGE],
         )?;
         sh("ip", &["-n", br, "link", "set", "vhost", "up"])?;
+        sh("ip", &["link", "set", name, "address", &mac_of(*ip)])?;
         sh("ip", &["addr", "add", &format!("{ip}/24"), "dev", name])?;
         sh("ip", &["link", "set", name, "up"])?;
+        static_neighbors(None, name, *ip, &addresses)?;
     }
     Ok(())
 }
@@ -382,9 +421,11 @@ fn tbf(ns: &str, dev: &str, bits: u64) -> anyhow::Result<()> {
 }
 
 /// Adds one node to a running layout: its namespace, a veth pair with its
-/// end `eth0` at `n.ip`/24 and the other on bridge `n.bridge` of namespace `br`,
-/// and the tbf qdiscs of `n.rate_bits` in both directions.
-pub fn add_node(br: &str, n: &Node) -> anyhow::Result<()> {
+/// end `eth0` at `n.ip`/24 (MAC [`mac_of`] it) and the other on bridge
+/// `n.bridge` of namespace `br`, a permanent neighbour entry for each of
+/// `addresses` (the layout's, [`Layout::addresses`]) but its own, and the
+/// tbf qdiscs of `n.rate_bits` in both directions.
+pub fn add_node(br: &str, n: &Node, addresses: &[Ipv4Addr]) -> anyhow::Result<()> {
     let ns = n.ns.as_str();
     sh("ip", &["netns", "add", ns])?;
     sh("ip", &["-n", ns, "link", "set", "lo", "up"])?;
@@ -411,14 +452,71 @@ pub fn add_node(br: &str, n: &Node) -> anyhow::Result<()> {
     )?;
     sh("ip", &["-n", br, "link", "set", &n.bridge_end, "up"])?;
     let cidr = format!("{}/24", n.ip);
+    sh(
+        "ip",
+        &["-n", ns, "link", "set", NODE_IF, "address", &mac_of(n.ip)],
+    )?;
     sh("ip", &["-n", ns, "addr", "add", &cidr, "dev", NODE_IF])?;
     sh("ip", &["-n", ns, "link", "set", NODE_IF, "up"])?;
+    static_neighbors(Some(ns), NODE_IF, n.ip, addresses)?;
     if let Some(bits) = n.rate_bits {
         // Transmit: the node's own end. Receive: the bridge end's egress.
         tbf(ns, NODE_IF, bits)?;
         tbf(br, &n.bridge_end, bits)?;
     }
     Ok(())
+}
+
+/// Permanent neighbour entries on `dev` (in namespace `ns`, or the root
+/// one) for every address of `addresses` but `own`, each at its [`mac_of`],
+/// in one `ip -batch`.
+fn static_neighbors(
+    ns: Option<&str>,
+    dev: &str,
+    own: Ipv4Addr,
+    addresses: &[Ipv4Addr],
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let batch: String = addresses
+        .iter()
+        .filter(|a| **a != own)
+        .map(|a| {
+            format!(
+                "neigh replace {a} lladdr {} dev {dev} nud permanent\n",
+                mac_of(*a)
+            )
+        })
+        .collect();
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let mut cmd = Command::new("ip");
+    if let Some(ns) = ns {
+        cmd.args(["-n", ns]);
+    }
+    let mut child = cmd
+        .args(["-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running `ip -batch` for the static neighbours")?;
+    let written = child
+        .stdin
+        .take()
+        .context("no stdin for `ip -batch`")?
+        .write_all(batch.as_bytes());
+    let out = child
+        .wait_with_output()
+        .context("waiting for `ip -batch`")?;
+    let place = ns.unwrap_or("the root namespace");
+    if !out.status.success() {
+        bail!(
+            "static neighbours on {dev} in {place}: `ip -batch` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    written.with_context(|| format!("writing the static neighbours of {dev} in {place}"))
 }
 
 /// Removes a node [`add_node`] made (its veth pair goes with its
