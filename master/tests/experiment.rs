@@ -222,6 +222,57 @@ count = 1
     assert!(summary.contains("## Failed runs"), "{summary}");
 }
 
+/// A run that started its cluster and then failed (here: it exceeds
+/// timeout_s) keeps its nodes' logs with the results, the next run's cluster
+/// overwriting them; a run that succeeds keeps none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_keeps_its_nodes_logs() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("slow.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "slow"
+schedulers = ["hadoop"]
+timeout_s = 1.5
+[cluster]
+workers = 2
+slots = 1
+replication = 1
+heartbeat_ms = 50
+slot_rate_mbs = 0.01
+[data]
+files = 1
+blocks = 2
+block_size = "64KiB"
+[jobs]
+count = 1
+[[points]]
+label = "slow"
+[[points]]
+label = "fast"
+slot_rate_mbs = 100
+"#,
+    )
+    .unwrap();
+    let out = run_in(tmp.path(), spec, bin).await.unwrap();
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert!(runs.contains("run exceeded timeout_s = 1.5"), "{runs}");
+    let kept: Vec<String> = std::fs::read_dir(out.join("failed-runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(kept, ["slow-hadoop-r0"], "only the failed run's logs");
+    let dir = out.join("failed-runs").join("slow-hadoop-r0");
+    let master = std::fs::read_to_string(dir.join("master.log")).unwrap();
+    assert!(master.contains("master starting"), "{master}");
+    let logs = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(logs, 3, "the master's and both workers' logs");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("failed-runs/"), "{summary}");
+}
+
 /// A job mix on dedicated map and reduce machines (the shape of EAS Table 1,
 /// in miniature): every job succeeds, maps run only on map machines and
 /// reduces only on reduce machines, strict-locality policies never read

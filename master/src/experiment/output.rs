@@ -774,7 +774,7 @@ pub fn summary(
         for r in failures {
             s += &format!("- {} rep {} {}: {}\n", r.point, r.rep, r.scheduler, r.error);
         }
-        s += "\n";
+        s += "\nThe nodes' logs of a failed run that started a cluster are in `failed-runs/<point>-<scheduler>-r<rep>/`.\n\n";
     }
     s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/` (whiskers: min-max over repetitions), \
           `timelines/` (per run: a Gantt chart of every slot above each worker's NIC rates), `nic.csv` and `background.csv` \

@@ -140,6 +140,28 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                         _ => break,
                     }
                 }
+                // A failed run's node logs are kept with the results (the
+                // next run's cluster overwrites them): jobs that failed, a
+                // master that stopped answering.
+                let failed = match &result {
+                    Ok((reports, ..)) => reports.iter().any(|r| r.state != JobState::Succeeded),
+                    Err(_) => true,
+                };
+                let kept = failed.then(|| {
+                    let dest = out.join("failed-runs").join(format!(
+                        "{}-{}-r{rep}",
+                        timeline::slug(&point.label),
+                        timeline::slug(&s.label)
+                    ));
+                    match env.keep_logs(&dest) {
+                        Ok(n) if n > 0 => Some(dest),
+                        Ok(_) => None,
+                        Err(e) => {
+                            tracing::warn!(error = %format!("{e:#}"), "cannot keep the failed run's logs");
+                            None
+                        }
+                    }
+                });
                 env.stop();
                 let wall = t0.elapsed().as_secs_f64();
                 let (record, rows) = match result {
@@ -196,10 +218,14 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 };
                 // A hidden bar (no terminal, e.g. CI or a log file) drops
                 // println; progress must still reach the log.
+                let mut line = record.one_line();
+                if let Some(dir) = kept.flatten() {
+                    line += &format!(" (node logs in {})", dir.display());
+                }
                 if pb.is_hidden() {
-                    println!("[{}/{total}] {}", runs.len() + 1, record.one_line());
+                    println!("[{}/{total}] {line}", runs.len() + 1);
                 } else {
-                    pb.println(record.one_line());
+                    pb.println(line);
                 }
                 tasks_csv.write(&rows)?;
                 runs.push(record);
@@ -376,6 +402,46 @@ impl RunEnv<'_> {
                 local::up_netns_layout(cfg, fresh, &layout, self.bin).await?;
                 Ok(ClusterConfig::load(derived)?)
             }
+        }
+    }
+
+    /// Copies the logs of the run's nodes into `dest` (each process's log
+    /// file; the containers' logs in one file); returns how many files.
+    fn keep_logs(&self, dest: &Path) -> anyhow::Result<usize> {
+        let run = self.cluster_dir().join("run");
+        let mkdir = || {
+            std::fs::create_dir_all(dest).with_context(|| format!("creating {}", dest.display()))
+        };
+        match self.deployment {
+            Deployment::Processes | Deployment::Netns { .. } => {
+                let logs = run.join("logs");
+                let Ok(entries) = std::fs::read_dir(&logs) else {
+                    return Ok(0);
+                };
+                let mut n = 0;
+                for e in entries {
+                    let path = e?.path();
+                    if path.extension().is_some_and(|x| x == "log") {
+                        mkdir()?;
+                        let to = dest.join(path.file_name().expect("a file name"));
+                        std::fs::copy(&path, &to).with_context(|| {
+                            format!("copying {} to {}", path.display(), to.display())
+                        })?;
+                        n += 1;
+                    }
+                }
+                Ok(n)
+            }
+            Deployment::Docker { .. } => match crate::ops::docker::logs(&run)? {
+                Some(text) => {
+                    mkdir()?;
+                    let to = dest.join("containers.log");
+                    std::fs::write(&to, text)
+                        .with_context(|| format!("writing {}", to.display()))?;
+                    Ok(1)
+                }
+                None => Ok(0),
+            },
         }
     }
 

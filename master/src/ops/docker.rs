@@ -419,6 +419,19 @@ fn compose_run(r: &Record, args: &[&str]) -> anyhow::Result<String> {
     run(&r.compose[0], &all, Some(&r.dir))
 }
 
+/// Every container's log of the cluster recorded under `run` (`docker
+/// compose logs`, each line prefixed with its service), or `None` when no
+/// cluster is recorded there.
+pub fn logs(run: &Path) -> anyhow::Result<Option<String>> {
+    let path = record_path(run);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let r: Record =
+        serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Some(compose_run(&r, &["logs", "--no-color"])?))
+}
+
 /// Stops the container cluster recorded under `run` (if any) and removes
 /// its containers and network, and with `volumes` its volumes (the block
 /// stores) and the record; without, the record stays so that a later

@@ -90,13 +90,17 @@ impl AppState {
 
     /// Runs `f` on the master and wakes long-polls if a job ended meanwhile.
     fn with<R>(&self, f: impl FnOnce(&mut Master, Millis) -> R) -> R {
-        let now = self.now();
         // A panic in an earlier request must not make every later one fail:
         // take the state as it is (each change to it is one step).
         let mut m = self
             .master
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The time is read under the lock, so the steps the master takes see
+        // non-decreasing times in the order they take them (read before it,
+        // a request that waited for the lock would step back in time: a task
+        // launched before its job was submitted).
+        let now = self.now();
         let before = m.finished_jobs;
         let r = f(&mut m, now);
         // Journal under the lock, so entries land in the order they happened.
@@ -582,4 +586,37 @@ pub async fn start_with(
         server,
         reaper,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request that waits for the master's lock steps at the time it
+    /// takes the lock, not at the time it arrived: otherwise a heartbeat
+    /// that arrived just before a submission, and took the lock just after
+    /// it, launched the new job's task before the job was submitted (its
+    /// report's start then went below zero).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn steps_see_the_time_they_take_the_lock_at() {
+        let settings = crate::server::state::tests::settings(1, 1);
+        let m = start("127.0.0.1:0".parse().unwrap(), "t", settings)
+            .await
+            .unwrap();
+        let state = m.state.clone();
+        let held = state.master.lock().unwrap();
+        let waiter = {
+            let state = state.clone();
+            std::thread::spawn(move || state.with(|_, now| now))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        let released = state.now();
+        drop(held);
+        let stepped = waiter.join().unwrap();
+        assert!(
+            stepped >= released,
+            "the waiting step saw {stepped} ms, the lock was released at {released} ms"
+        );
+        m.abort();
+    }
 }

@@ -493,4 +493,4 @@ mod submit;
 mod workers;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -30,7 +30,7 @@ impl Master {
             return Ok(r);
         };
         let finish_ms = match j.state {
-            JobState::Succeeded => j.finished.map(|f| f - j.submitted),
+            JobState::Succeeded => j.finished.map(|f| f.saturating_sub(j.submitted)),
             _ => None,
         };
         let deadline_ms = j.spec.deadline_s.map(|d| (d * 1000.0).round() as u64);
@@ -56,7 +56,7 @@ impl Master {
                 .iter()
                 .map(|r| r.start_ms)
                 .min()
-                .or(j.first_launch.map(|f| f - j.submitted)),
+                .or(j.first_launch.map(|f| f.saturating_sub(j.submitted))),
             finish_ms,
             jct_ms: finish_ms,
             tasks: j.maps,

@@ -7,7 +7,7 @@ use common::wire::{
 };
 use workloads::{MapSummary, Workload};
 
-fn settings(workers: u32, slots: u32) -> MasterSettings {
+pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
     MasterSettings {
         journal: None,
         public_types: Vec::new(),
@@ -1330,4 +1330,33 @@ fn output_replicas_go_to_the_workers_receiving_fewest() {
     }
     assert_eq!(receiving.len(), 4, "{receiving:?}");
     assert!(receiving.values().all(|n| *n == 1), "{receiving:?}");
+}
+
+/// A report never panics or wraps on a launch stamped before its job's
+/// submission (the master's HTTP layer orders steps by time, this is the
+/// state's own guard): the job's start is then 0.
+#[test]
+fn a_launch_stamped_before_the_submission_reports_start_zero() {
+    let mut m = cluster(1, 1, 1);
+    let job = m
+        .submit(
+            10,
+            1_000_000,
+            JobSubmit {
+                workload: Workload::InputSink,
+                input: "f".into(),
+                name: None,
+                group: None,
+                reduces: None,
+                output: None,
+                compute: None,
+                deadline_s: None,
+                budget: None,
+            },
+        )
+        .unwrap();
+    let r = m.heartbeat(5, hb(0, 1, vec![], vec![]));
+    assert_eq!(r.launches.len(), 1);
+    let rep = m.report(job).unwrap();
+    assert_eq!(rep.start_ms, Some(0));
 }
