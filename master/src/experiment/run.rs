@@ -119,9 +119,15 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 deployment: &opts.deployment,
             };
             pb.set_message(format!("{} rep {rep}: loading data", point.label));
+            let load_started = std::time::SystemTime::now();
             let loaded = load_data(&env).await;
-            for s in &schedulers {
+            for (i, s) in schedulers.iter().enumerate() {
                 pb.set_message(format!("{} rep {rep}: {}", point.label, s.label));
+                // Logs older than this are an earlier run's.
+                let since = match &loaded {
+                    Ok(()) => std::time::SystemTime::now(),
+                    Err(_) => load_started,
+                };
                 let t0 = Instant::now();
                 let mut result = match &loaded {
                     Ok(()) => run_once(&env, s).await,
@@ -142,10 +148,11 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 }
                 // A failed run's node logs are kept with the results (the
                 // next run's cluster overwrites them): jobs that failed, a
-                // master that stopped answering.
+                // master that stopped answering. Data that failed to load
+                // fails every scheduler's run of it: its logs once.
                 let failed = match &result {
                     Ok((reports, ..)) => reports.iter().any(|r| r.state != JobState::Succeeded),
-                    Err(_) => true,
+                    Err(_) => loaded.is_ok() || i == 0,
                 };
                 let kept = failed.then(|| {
                     let dest = out.join("failed-runs").join(format!(
@@ -153,7 +160,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                         timeline::slug(&point.label),
                         timeline::slug(&s.label)
                     ));
-                    match env.keep_logs(&dest) {
+                    match env.keep_logs(&dest, since) {
                         Ok(n) if n > 0 => Some(dest),
                         Ok(_) => None,
                         Err(e) => {
@@ -406,8 +413,9 @@ impl RunEnv<'_> {
     }
 
     /// Copies the logs of the run's nodes into `dest` (each process's log
-    /// file; the containers' logs in one file); returns how many files.
-    fn keep_logs(&self, dest: &Path) -> anyhow::Result<usize> {
+    /// file written `since`, others being an earlier run's; the containers'
+    /// logs in one file); returns how many files.
+    fn keep_logs(&self, dest: &Path, since: std::time::SystemTime) -> anyhow::Result<usize> {
         let run = self.cluster_dir().join("run");
         let mkdir = || {
             std::fs::create_dir_all(dest).with_context(|| format!("creating {}", dest.display()))
@@ -420,8 +428,10 @@ impl RunEnv<'_> {
                 };
                 let mut n = 0;
                 for e in entries {
-                    let path = e?.path();
-                    if path.extension().is_some_and(|x| x == "log") {
+                    let e = e?;
+                    let path = e.path();
+                    let fresh = e.metadata()?.modified()? >= since;
+                    if fresh && path.extension().is_some_and(|x| x == "log") {
                         mkdir()?;
                         let to = dest.join(path.file_name().expect("a file name"));
                         std::fs::copy(&path, &to).with_context(|| {
