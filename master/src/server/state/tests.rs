@@ -132,8 +132,13 @@ fn failed(l: &Launch) -> TaskResult {
 }
 
 fn submit(m: &mut Master) -> JobId {
+    submit_at(m, 0)
+}
+
+/// An input-sink job over file "f", submitted at `now`.
+fn submit_at(m: &mut Master, now: Millis) -> JobId {
     m.submit(
-        0,
+        now,
         1_000_000,
         JobSubmit {
             workload: Workload::InputSink,
@@ -1338,23 +1343,7 @@ fn output_replicas_go_to_the_workers_receiving_fewest() {
 #[test]
 fn a_launch_stamped_before_the_submission_reports_start_zero() {
     let mut m = cluster(1, 1, 1);
-    let job = m
-        .submit(
-            10,
-            1_000_000,
-            JobSubmit {
-                workload: Workload::InputSink,
-                input: "f".into(),
-                name: None,
-                group: None,
-                reduces: None,
-                output: None,
-                compute: None,
-                deadline_s: None,
-                budget: None,
-            },
-        )
-        .unwrap();
+    let job = submit_at(&mut m, 10);
     let r = m.heartbeat(5, hb(0, 1, vec![], vec![]));
     assert_eq!(r.launches.len(), 1);
     let rep = m.report(job).unwrap();
