@@ -241,11 +241,11 @@ workers = 2
 slots = 1
 replication = 1
 heartbeat_ms = 50
-slot_rate_mbs = 0.004
+slot_rate_mbs = 0.01
 [data]
 files = 1
 blocks = 2
-block_size = "64KiB"
+block_size = "256KiB"
 [jobs]
 count = 1
 [[points]]

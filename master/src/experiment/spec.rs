@@ -571,14 +571,22 @@ impl Spec {
                     format!("must be 1..={map_workers} (got {})", p.replication),
                 ));
             }
+            // The cluster config's own range, so a spec that would fail at
+            // every run's start fails here, before any run.
+            use common::config::{MAX_RATE, MIN_RATE};
             for (k, v) in [
                 ("nic_mbps", p.nic_mbps),
                 ("slot_rate_mbs", p.slot_rate_mbs),
                 ("disk_mbs", p.disk_mbs),
+                ("storage_nic_mbps", p.storage_nic_mbps),
+                ("rack_link_mbps", p.rack_link_mbps),
             ] {
                 if let Some(v) = v {
-                    if !(v.is_finite() && v > 0.0) {
-                        return Err(bad(&key(k), format!("must be > 0 (got {v})")));
+                    if !(v.is_finite() && (MIN_RATE..=MAX_RATE).contains(&v)) {
+                        return Err(bad(
+                            &key(k),
+                            format!("must be a number in [{MIN_RATE}, {MAX_RATE}] (got {v})"),
+                        ));
                     }
                 }
             }
@@ -973,6 +981,15 @@ jobs = 8
         assert!(e.contains("bogus"), "{e}");
         let e = parse(&SPEC.replace("label = \"big\"", "label = \"small\"")).unwrap_err();
         assert!(e.contains("points[1].label"), "{e}");
+        // Rates outside the cluster config's range fail here, not at every
+        // run's start.
+        let e = parse(&SPEC.replace("jobs = 8", "jobs = 8\nslot_rate_mbs = 0.004")).unwrap_err();
+        assert!(
+            e.contains("points[1].slot_rate_mbs") && e.contains("[0.01, 1000000]"),
+            "{e}"
+        );
+        let e = parse(&SPEC.replace("slots = 2", "slots = 2\nnic_mbps = 2e6")).unwrap_err();
+        assert!(e.contains("points[0].nic_mbps"), "{e}");
     }
 
     #[test]
