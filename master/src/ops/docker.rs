@@ -423,13 +423,20 @@ fn compose_run(r: &Record, args: &[&str]) -> anyhow::Result<String> {
 /// compose logs`, each line prefixed with its service), or `None` when no
 /// cluster is recorded there.
 pub fn logs(run: &Path) -> anyhow::Result<Option<String>> {
+    match read_record(run)? {
+        Some(r) => Ok(Some(compose_run(&r, &["logs", "--no-color"])?)),
+        None => Ok(None),
+    }
+}
+
+/// The container cluster recorded under `run`, if any.
+fn read_record(run: &Path) -> anyhow::Result<Option<Record>> {
     let path = record_path(run);
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(None);
     };
-    let r: Record =
-        serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
-    Ok(Some(compose_run(&r, &["logs", "--no-color"])?))
+    let r = serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Some(r))
 }
 
 /// Stops the container cluster recorded under `run` (if any) and removes
@@ -437,12 +444,9 @@ pub fn logs(run: &Path) -> anyhow::Result<Option<String>> {
 /// stores) and the record; without, the record stays so that a later
 /// `down_with(.., true)` still finds the volumes. True if there was one.
 pub fn down_with(run: &Path, volumes: bool) -> anyhow::Result<bool> {
-    let path = record_path(run);
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Some(r) = read_record(run)? else {
         return Ok(false);
     };
-    let r: Record =
-        serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
     // Instances the master started (and could not stop: it is stopped
     // first, or was killed): they hold the network.
     remove_instances(&r.layout.project)?;
@@ -452,7 +456,7 @@ pub fn down_with(run: &Path, volumes: bool) -> anyhow::Result<bool> {
     }
     compose_run(&r, &args)?;
     if volumes {
-        std::fs::remove_file(&path)?;
+        std::fs::remove_file(record_path(run))?;
     }
     Ok(true)
 }
