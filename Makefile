@@ -92,7 +92,7 @@ clean: stop
 
 bench: build
 	$(CARGO) bench -p sched --bench sched
-	$(CARGO) bench -p master --bench lab
-	$(CARGO) bench -p master --bench cluster
-	$(CARGO) bench -p master --bench map
-	$(CARGO) bench -p master --bench scale
+	$(CARGO) bench -p ctl --bench lab
+	$(CARGO) bench -p ctl --bench cluster
+	$(CARGO) bench -p ctl --bench map
+	$(CARGO) bench -p ctl --bench scale

@@ -6,6 +6,7 @@
 use crate::policy::ReducePlacement;
 pub use crate::policy::SchedulerConfig;
 use crate::tomlfile::{KeyError, TomlFile};
+pub use crate::units::{mbps_to_bytes, MAX_RATE, MAX_SLOTS, MIN_RATE};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -691,13 +692,6 @@ impl crate::public::PublicType {
     }
 }
 
-/// Most slots a worker may have.
-pub const MAX_SLOTS: u32 = 1024;
-/// Rates (`nic_mbps` in Mbit/s, `slot_rate_mbs` in MB/s) must lie in
-/// this range: below it a task or a transfer would last for days.
-pub const MIN_RATE: f64 = 0.01;
-pub const MAX_RATE: f64 = 1e6;
-
 fn check_rate(cfg: &ClusterConfig, key: &str, v: Option<f64>) -> Result<(), KeyError> {
     match v {
         Some(r) if !(r.is_finite() && (MIN_RATE..=MAX_RATE).contains(&r)) => Err(cfg.invalid(
@@ -731,11 +725,6 @@ impl TomlFile for ClusterConfig {
             .map(Path::to_owned)
             .unwrap_or_else(|| PathBuf::from("."));
     }
-}
-
-/// Mbit/s (10^6 bits) to bytes per second.
-pub fn mbps_to_bytes(mbps: f64) -> f64 {
-    mbps * 1e6 / 8.0
 }
 
 #[cfg(test)]

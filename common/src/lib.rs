@@ -14,6 +14,7 @@ pub mod ids;
 pub mod policy;
 pub mod public;
 pub mod tomlfile;
+pub mod units;
 pub mod wire;
 
 pub use ids::{AttemptId, BlockId, IdError, JobId, TaskRef, WorkerId};

@@ -84,7 +84,7 @@ impl PublicType {
 
     /// Link rate in bytes per second.
     pub fn nic_bytes_per_sec(&self) -> f64 {
-        crate::config::mbps_to_bytes(self.nic_mbps)
+        crate::units::mbps_to_bytes(self.nic_mbps)
     }
 
     /// Checks the values; the error names `public_type[i].<key>`.
@@ -99,12 +99,12 @@ impl PublicType {
                 ),
             ));
         }
-        if !(1..=crate::config::MAX_SLOTS).contains(&self.slots) {
+        if !(1..=crate::units::MAX_SLOTS).contains(&self.slots) {
             return Err(KeyError::new(
                 key("slots"),
                 format!(
                     "must be 1..={} (got {})",
-                    crate::config::MAX_SLOTS,
+                    crate::units::MAX_SLOTS,
                     self.slots
                 ),
             ));
@@ -124,13 +124,13 @@ impl PublicType {
             }
         };
         positive("speed", self.speed)?;
-        if !(crate::config::MIN_RATE..=crate::config::MAX_RATE).contains(&self.nic_mbps) {
+        if !(crate::units::MIN_RATE..=crate::units::MAX_RATE).contains(&self.nic_mbps) {
             return Err(KeyError::new(
                 key("nic_mbps"),
                 format!(
                     "must be in [{}, {}] Mbit/s (got {})",
-                    crate::config::MIN_RATE,
-                    crate::config::MAX_RATE,
+                    crate::units::MIN_RATE,
+                    crate::units::MAX_RATE,
                     self.nic_mbps
                 ),
             ));

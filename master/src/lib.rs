@@ -1,21 +1,15 @@
-//! The master of the testbed, and everything around it that is not pure
-//! scheduling (that is the `sched` crate). Modules, lowest first; each uses
-//! only those above it in this list:
-//! - [`server`]: the running master: cluster state (`server::state`), the
-//!   block catalog, the HTTP API;
-//! - [`ops`]: operating a cluster from outside: the typed API client, the
-//!   loader, local processes, network namespaces, report formatting;
-//! - [`results`]: the results directory writer shared by experiments and sweeps;
-//! - [`experiment`]: real-cluster experiment specs and their runner;
-//! - [`lab`]: instance files, timed runs and sweeps of the `sched` crate's
-//!   algorithms;
-//! - [`chaos`]: the chaos run, a cluster under injected faults;
-//! - [`cli`]: the `master` command line, one function per subcommand.
+//! The master daemon: [`state`] owns the cluster (workers, jobs, tasks)
+//! and drives a `sched::Scheduler`; [`catalog`] is the block catalog rebuilt
+//! from block reports; [`http`] is a thin axum layer over the state;
+//! [`dashboard`] the page it serves; [`metrics`] its Prometheus metrics;
+//! [`provision`] starts and stops public instances as processes.
+//!
+//! This crate is only the daemon: the command line that serves it, and
+//! everything that drives a cluster from outside, are the `ctl` crate.
 
-pub mod chaos;
-pub mod cli;
-pub mod experiment;
-pub mod lab;
-pub mod ops;
-pub mod results;
-pub mod server;
+pub mod catalog;
+pub mod dashboard;
+pub mod http;
+pub mod metrics;
+pub mod provision;
+pub mod state;

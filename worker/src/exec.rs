@@ -4,6 +4,7 @@
 //! that is neither running nor finished.
 
 use crate::fetch::fetch_block_from;
+use crate::progress::Progress;
 use crate::WorkerCtx;
 use bytes::Bytes;
 use common::wire::{
@@ -11,29 +12,9 @@ use common::wire::{
 };
 use common::{unix_ms, AttemptId};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use workloads::MapSummary;
-
-/// A running attempt's progress: a count that grows with every piece read,
-/// processed or written and every second of emulated compute or pacing. It
-/// stops growing only when the attempt is stuck (a hung disk read, a
-/// deadlocked map function), which is what the master's
-/// `cluster.task_timeout_ms` looks for, as Hadoop's `mapreduce.task.timeout`
-/// looks for a task that neither reads, writes nor reports status.
-#[derive(Clone, Debug, Default)]
-pub struct Progress(Arc<AtomicU64>);
-
-impl Progress {
-    pub fn add(&self, units: u64) {
-        self.0.fetch_add(units.max(1), Ordering::Relaxed);
-    }
-
-    pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-}
 
 /// Sleeps until `until`, counting progress every second meanwhile (the
 /// emulated compute and pacing of a task are work, not a stall).

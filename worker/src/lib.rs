@@ -10,6 +10,7 @@ pub mod http;
 pub mod metrics;
 pub mod nic;
 pub mod node;
+pub mod progress;
 pub mod replicate;
 pub mod scrub;
 pub mod shuffle;

@@ -50,7 +50,7 @@ pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Resu
         &target,
         rx,
         digest_rx,
-        &crate::exec::Progress::default(),
+        &crate::progress::Progress::default(),
     )
     .await
 }

@@ -417,7 +417,7 @@ async fn read_local(
     ctx: &Arc<WorkerCtx>,
     want: OutputPart,
     range: Option<KeyRange>,
-    progress: &crate::exec::Progress,
+    progress: &crate::progress::Progress,
 ) -> Result<Input, String> {
     let what = format!(
         "map output job {} map {} attempt {} {} (local)",
@@ -521,7 +521,7 @@ async fn fetch(
     rx: &Link,
     token: &str,
     url: &str,
-    progress: &crate::exec::Progress,
+    progress: &crate::progress::Progress,
 ) -> Result<Vec<u8>, String> {
     let resp = http
         .get(url)
@@ -576,7 +576,7 @@ pub(crate) async fn upload_streamed(
     target: &common::wire::OutputTarget,
     mut pieces: tokio::sync::mpsc::Receiver<Bytes>,
     digest: tokio::sync::oneshot::Receiver<String>,
-    progress: &crate::exec::Progress,
+    progress: &crate::progress::Progress,
 ) -> Result<(), String> {
     let url = format!("{addr}/blocks/{}", target.block);
     let (frames, body) = tokio::sync::mpsc::channel(4);
@@ -654,7 +654,7 @@ pub async fn run_reduce(
     attempt: AttemptId,
     workload: Workload,
     r: &ReduceLaunch,
-    progress: &crate::exec::Progress,
+    progress: &crate::progress::Progress,
 ) -> Result<(ReduceSummary, u64, u64), (u64, u64, ReduceError)> {
     let Some(mut task) = workload.reduce_task() else {
         return Err((

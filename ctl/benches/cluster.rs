@@ -1,0 +1,571 @@
+//! `make bench`: the backbone's benchmarks, each printing ratios measured in
+//! this one run (the machine is shared and noisy; compare ratios, not times).
+//! 1. remote fetch into a worker whose NIC is capped at C = 400 Mbit/s, with
+//!    1, 2 and 4 concurrent readers: aggregate / C and each reader / (C/k);
+//! 2. local input-sink of a 256 MB block (checksums verified) vs `sha256sum`;
+//! 3. a 64-task input-sink job over 1 MB blocks on 4 workers x 4 slots, submit to report;
+//! 4. a sort and a wordcount job against `LC_ALL=C sort` and the coreutils
+//!    wordcount pipeline on the same bytes;
+//! 5. the same at 1 GiB on 2 workers x 1 slot, unlimited NICs (the setting
+//!    the Spark and coreutils figures of the README were measured in);
+//! 6. a 1 GiB sort on the default `make cluster` shape (4 workers x 4 slots,
+//!    NICs at 400 Mbit/s, 4 reduces): its time and on how many workers the
+//!    reduces ran;
+//! 7. 100 tiny map tasks on 2 workers x 1 slot, submit to done.
+
+use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaSource};
+use common::{AttemptId, BlockId, JobId, TaskRef};
+use ctl::ops::loader::{self, Generator, LoadSpec, Source};
+use std::time::Instant;
+use workloads::Workload;
+
+const TOKEN: &str = "bench";
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+/// Starts `k` concurrent fetches of `size` bytes (fetch(i) returns the
+/// seconds reader i took) and prints aggregate / C and each reader / (C/k).
+async fn nic_round<F, Fut>(k: usize, size: usize, cap: f64, fetch: F)
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = f64>,
+{
+    let t0 = Instant::now();
+    let per: Vec<f64> = futures_util::future::join_all((0..k).map(&fetch))
+        .await
+        .into_iter()
+        .map(|secs| size as f64 / secs)
+        .collect();
+    let agg = (k * size) as f64 / t0.elapsed().as_secs_f64();
+    let each: Vec<String> = per
+        .iter()
+        .map(|r| format!("{:.2}", r / (cap / k as f64)))
+        .collect();
+    println!(
+        "   k={k}: aggregate {:.1} MB/s = {:.2} x C (target >= 0.90); each reader / (C/k): [{}] (target 0.85..1.15)",
+        agg / 1e6,
+        agg / cap,
+        each.join(", ")
+    );
+}
+
+const NIC_MBPS: f64 = 400.0;
+const NIC_BLOCK: usize = 25_000_000;
+
+async fn nic_bench() {
+    let cap = common::config::mbps_to_bytes(NIC_MBPS);
+    let dir = tempfile::tempdir().unwrap();
+    // w0 reads (capped); w1 serves (unlimited).
+    let cl = support::start_cluster(dir.path(), TOKEN, 4, &[Some(cap), None], 100).await;
+    let ws = &cl.workers;
+    let size = NIC_BLOCK;
+    upload_nic_blocks(&ws[1].url()).await;
+    println!(
+        "1. remote fetch into a worker with an emulated NIC C = {NIC_MBPS} Mbit/s, {} MB per reader",
+        size / 1_000_000
+    );
+    for k in [1usize, 2, 4] {
+        nic_round(k, size, cap, |i| {
+            let ctx = ws[0].ctx.clone();
+            let url = ws[1].url();
+            async move {
+                let id = BlockId::for_file("nic", i as u32).unwrap();
+                let s = Instant::now();
+                worker::fetch::fetch_block(
+                    &ctx.http,
+                    &ctx.nic.rx,
+                    TOKEN,
+                    &url,
+                    &id,
+                    size as u64,
+                    |_| async { Ok(()) },
+                )
+                .await
+                .unwrap();
+                s.elapsed().as_secs_f64()
+            }
+        })
+        .await;
+    }
+}
+
+async fn upload_nic_blocks(url: &str) {
+    let data = bytes::Bytes::from(vec![b'n'; NIC_BLOCK]);
+    for i in 0..4u32 {
+        let id = BlockId::for_file("nic", i).unwrap();
+        loader::upload_block(
+            &reqwest::Client::new(),
+            TOKEN,
+            url,
+            &id,
+            "nic",
+            i,
+            4,
+            data.clone(),
+        )
+        .await
+        .unwrap();
+    }
+}
+
+/// The same measurement in the netns mode (root only): worker `r` shaped by
+/// tc to C in both directions, worker `s` unshaped; the readers run in r's
+/// namespace (the emulated NIC off) and fetch from s's server process.
+async fn nic_netns_bench() {
+    if !nix::unistd::Uid::effective().is_root() {
+        println!("1b. netns variant skipped: needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg_path = dir.path().join("cluster.toml");
+    std::fs::write(
+        &cfg_path,
+        format!(
+            "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 1\ndata_dir = \"data\"\n\
+             [master]\nlisten = \"127.0.0.1:7400\"\n\
+             [[worker]]\nname = \"r\"\nlisten = \"127.0.0.1:7401\"\nnic_mbps = {NIC_MBPS}\n\
+             [[worker]]\nname = \"s\"\nlisten = \"127.0.0.1:7402\"\n"
+        ),
+    )
+    .unwrap();
+    let cfg = common::config::ClusterConfig::load(&cfg_path).unwrap();
+    let prefix = "mrtbench-";
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_master"))
+        .parent()
+        .unwrap();
+    if let Err(e) = ctl::ops::local::up_netns_with(&cfg, true, prefix, bin).await {
+        println!("1b. netns variant failed to start: {e:#}");
+        return;
+    }
+    let layout = ctl::ops::netns::Layout::plan(prefix, &cfg).unwrap();
+    let derived = layout.derive_config(&cfg);
+    let s_url = format!("http://{}", derived.worker[1].listen);
+    let cap = common::config::mbps_to_bytes(NIC_MBPS);
+    let ns = layout.worker("r").unwrap().ns.clone();
+    println!(
+        "1b. the same with netns + tc tbf at C = {NIC_MBPS} Mbit/s (kernel TCP, emulated NIC off)"
+    );
+    let r = tokio::task::spawn_blocking(move || {
+        ctl::ops::netns::in_ns(&ns, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                upload_nic_blocks(&s_url).await;
+                let http = reqwest::Client::new();
+                let unlimited = worker::nic::Link::new(None);
+                for k in [1usize, 2, 4] {
+                    nic_round(k, NIC_BLOCK, cap, |i| {
+                        let (http, url, link) = (&http, &s_url, &unlimited);
+                        async move {
+                            let id = BlockId::for_file("nic", i as u32).unwrap();
+                            let s = Instant::now();
+                            worker::fetch::fetch_block(
+                                http,
+                                link,
+                                TOKEN,
+                                url,
+                                &id,
+                                NIC_BLOCK as u64,
+                                |_| async { Ok(()) },
+                            )
+                            .await
+                            .unwrap();
+                            s.elapsed().as_secs_f64()
+                        }
+                    })
+                    .await;
+                }
+            })
+        })
+    })
+    .await
+    .unwrap();
+    if let Err(e) = r {
+        println!("1b. netns variant failed: {e:#}");
+    }
+    let _ = ctl::ops::local::down(&ctl::ops::local::run_dir(&cfg));
+}
+
+async fn local_sink_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None], 100).await;
+    let ws = &cl.workers;
+    let size = 256usize << 20;
+    let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    let id = BlockId::for_file("local", 0).unwrap();
+    let target = worker::store::BlockTarget {
+        id: id.clone(),
+        file: "local".into(),
+        index: 0,
+        file_blocks: 1,
+    };
+    ws[0].ctx.store.put(target, &data).unwrap();
+    drop(data);
+    let path = ws[0].ctx.store.data_path(&id);
+    // Warm the page cache for both.
+    let _ = std::process::Command::new("cat")
+        .arg(&path)
+        .stdout(std::process::Stdio::null())
+        .status();
+    let mut best_sha = f64::MAX;
+    let mut best_sink = f64::MAX;
+    for round in 0..3u32 {
+        let t = Instant::now();
+        let st = std::process::Command::new("sha256sum")
+            .arg(&path)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        best_sha = best_sha.min(t.elapsed().as_secs_f64());
+        let launch = Launch {
+            attempt: AttemptId {
+                task: TaskRef {
+                    job: JobId(1),
+                    index: 0,
+                },
+                attempt: round,
+            },
+            workload: Workload::InputSink,
+            task: LaunchTask::Map {
+                block: id.clone(),
+                len: size as u64,
+                source: ReplicaSource::Local,
+                reduces: 0,
+                alternates: Vec::new(),
+                compute_ms: 0,
+            },
+        };
+        let t = Instant::now();
+        let r = worker::exec::run(&ws[0].ctx, launch, 0, &Default::default()).await;
+        assert!(
+            matches!(r.outcome, common::wire::TaskOutcome::Succeeded { .. }),
+            "{r:?}"
+        );
+        best_sink = best_sink.min(t.elapsed().as_secs_f64());
+    }
+    let mb = size as f64 / 1e6;
+    println!(
+        "2. local input-sink of a 256 MiB block: {:.0} MB/s; sha256sum {:.0} MB/s; ratio {:.2} (target >= 0.70)",
+        mb / best_sink,
+        mb / best_sha,
+        best_sha / best_sink
+    );
+}
+
+/// Loads `blocks` text blocks of `block_size` bytes as `name` and runs 5
+/// input-sink jobs over it, one after another: each one's seconds from
+/// submission to its report, sorted.
+async fn sink_job_times(
+    c: &ctl::ops::client::MasterClient,
+    name: &str,
+    blocks: u32,
+    block_size: u64,
+) -> Vec<f64> {
+    loader::load(
+        c,
+        &LoadSpec {
+            name: name.into(),
+            source: Source::Generate {
+                kind: Generator::Text,
+                blocks,
+            },
+            block_size,
+            replication: 2,
+            seed: 5,
+            placement: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let id = c
+            .submit(&JobSubmit::new(Workload::InputSink, name))
+            .await
+            .unwrap();
+        let r = c.wait_job(id).await.unwrap();
+        assert!(r.state == common::wire::JobState::Succeeded);
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    times
+}
+
+async fn overhead_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_cluster(dir.path(), TOKEN, 4, &[None; 4], 100).await;
+    let times = sink_job_times(&cl.client, "small", 64, 1 << 20).await;
+    println!(
+        "3. 64 x 1 MiB input-sink tasks on 4 workers x 4 slots, submit to report: median {:.3} s over 5 jobs (target <= 0.5 s; ratio {:.2})",
+        times[2],
+        times[2] / 0.5
+    );
+}
+
+/// Concatenates a loaded file's blocks (read from the worker holding them)
+/// into `path`; returns its size.
+async fn dump_file(cl: &support::LocalCluster, name: &str, path: &std::path::Path) -> u64 {
+    let f = cl.client.file(name).await.unwrap();
+    let mut out = Vec::new();
+    for (i, reps) in f.replicas.iter().enumerate() {
+        let w = cl.workers.iter().find(|w| w.ctx.name == reps[0]).unwrap();
+        let id = BlockId::for_file(name, i as u32).unwrap();
+        let target = w.ctx.store.data_path(&id);
+        out.extend_from_slice(&std::fs::read(target).unwrap());
+    }
+    std::fs::write(path, &out).unwrap();
+    out.len() as u64
+}
+
+/// Wall time of a shell pipeline over `input` (LC_ALL=C), its output written
+/// to a file next to the input (as the job writes its output file).
+fn time_shell(cmd: &str, input: &std::path::Path) -> f64 {
+    let out = input.with_extension("reference-out");
+    let t = Instant::now();
+    let st = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("( {cmd} ) < '{}' > '{}'", input.display(), out.display()),
+        ])
+        .env("LC_ALL", "C")
+        .status()
+        .unwrap();
+    assert!(st.success(), "{cmd} failed");
+    t.elapsed().as_secs_f64()
+}
+
+/// The sort and the wordcount (name, generator, workload, the coreutils
+/// command doing the same on the same bytes, the target ratio).
+const VERSUS: [(Generator, &str, Workload, &str, f64); 2] = [
+    (Generator::Records, "recs", Workload::Sort, "sort", 2.0),
+    (
+        Generator::Text,
+        "words",
+        Workload::Wordcount,
+        "tr -s '[:space:]' '\\n' | sort | uniq -c",
+        5.0,
+    ),
+];
+
+/// Loads `blocks` blocks of `block_size` with each generator of [`VERSUS`]
+/// (`replication` replicas each), runs the job (best of `rounds`, `reduces` reduces) and the coreutils
+/// command on the same bytes, and prints both and their ratio.
+async fn versus_coreutils(
+    cl: &support::LocalCluster,
+    dir: &std::path::Path,
+    blocks: u32,
+    block_size: u64,
+    reduces: u32,
+    rounds: u32,
+    replication: u32,
+) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    // `BENCH_WORKLOAD=sort|wordcount` runs one of the two.
+    let only = std::env::var("BENCH_WORKLOAD").ok();
+    for (kind, name, workload, cmd, target) in VERSUS {
+        if only.as_deref().is_some_and(|o| o != workload.name()) {
+            continue;
+        }
+        loader::load(
+            &cl.client,
+            &LoadSpec {
+                name: name.into(),
+                source: Source::Generate { kind, blocks },
+                block_size,
+                replication,
+                seed: 9,
+                placement: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+        let file = dir.join(format!("{name}.input"));
+        let bytes = dump_file(cl, name, &file).await as f64;
+        let mut ours = f64::MAX;
+        for round in 0..rounds {
+            let mut job = JobSubmit::new(workload, name);
+            job.reduces = Some(reduces);
+            job.output = Some(format!("{name}-out{round}"));
+            let t = Instant::now();
+            let id = cl.client.submit(&job).await.unwrap();
+            let r = cl.client.wait_job(id).await.unwrap();
+            assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
+            ours = ours.min(t.elapsed().as_secs_f64());
+            if std::env::var_os("BENCH_DETAIL").is_some() {
+                for a in &r.attempts {
+                    println!(
+                        "      {:?} task {} on {}: {} -> {} ms",
+                        a.kind, a.task, a.worker, a.start_ms, a.end_ms
+                    );
+                }
+            }
+            cl.client
+                .delete_file(&format!("{name}-out{round}"))
+                .await
+                .unwrap();
+        }
+        let theirs = time_shell(cmd, &file);
+        let _ = std::fs::remove_file(&file);
+        let _ = std::fs::remove_file(file.with_extension("reference-out"));
+        cl.client.delete_file(name).await.unwrap();
+        let (a, b) = (bytes / 1e6 / ours, bytes / 1e6 / theirs);
+        println!(
+            "   {workload} of {:.0} MB: job {:.2} s = {:.1} MB/s ({:.1} MB/s per core); `LC_ALL=C {cmd}` {:.2} s = {:.1} MB/s ({:.1} per core); ratio {:.2} (target >= {target})",
+            bytes / 1e6,
+            ours,
+            a,
+            a / cores,
+            theirs,
+            b,
+            b / cores,
+            a / b
+        );
+    }
+}
+
+/// Section 4: sort and wordcount jobs (a map machine and a reduce machine,
+/// unlimited NIC) against coreutils on the same bytes.
+async fn mapreduce_bench() {
+    use common::config::Role;
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_cluster_roles(
+        dir.path(),
+        TOKEN,
+        2,
+        &[None, None],
+        &[Role::Map, Role::Reduce],
+        50,
+        |_| {},
+    )
+    .await;
+    println!(
+        "4. map and reduce vs coreutils (a map machine and a reduce machine, 2 slots each, 2 reduces; output stored durably with checksums)"
+    );
+    // The reduce machine has 2 slots: 2 reduces use both cores.
+    // One worker holds data: one replica.
+    versus_coreutils(&cl, dir.path(), 16, 8_000_000, 2, 2, 1).await;
+}
+
+/// Section 5: 1 GiB on 2 workers x 1 slot (both map and reduce), output
+/// and its replica written.
+async fn gib_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
+    println!(
+        "5. 1 GiB (16 x 64 MiB blocks) on 2 workers x 1 slot, unlimited NICs, 2 reduces, output and its replica written"
+    );
+    versus_coreutils(&cl, dir.path(), 16, 64 << 20, 2, 1, 2).await;
+}
+
+/// Section 6: a 1 GiB sort on `make cluster`'s shape.
+async fn default_cluster_sort_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = Some(common::config::mbps_to_bytes(400.0));
+    let cl = support::start_cluster(dir.path(), TOKEN, 4, &[cap; 4], 100).await;
+    loader::load(
+        &cl.client,
+        &LoadSpec {
+            name: "recs".into(),
+            source: Source::Generate {
+                kind: Generator::Records,
+                blocks: 16,
+            },
+            block_size: 64 << 20,
+            replication: 2,
+            seed: 9,
+            placement: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+    let mut job = JobSubmit::new(Workload::Sort, "recs");
+    job.reduces = Some(4);
+    job.output = Some("recs-sorted".into());
+    let t = Instant::now();
+    let id = cl.client.submit(&job).await.unwrap();
+    let r = cl.client.wait_job(id).await.unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
+    let reduce_workers: std::collections::BTreeSet<&str> = r
+        .attempts
+        .iter()
+        .filter(|a| a.kind == common::wire::TaskKind::Reduce)
+        .map(|a| a.worker.as_str())
+        .collect();
+    let maps_end = r
+        .attempts
+        .iter()
+        .filter(|a| a.kind == common::wire::TaskKind::Map)
+        .map(|a| a.end_ms)
+        .max()
+        .unwrap_or(0);
+    println!(
+        "6. 1 GiB sort on 4 workers x 4 slots, NICs 400 Mbit/s, 4 reduces: {secs:.2} s (target <= 20 s; ratio {:.2}); maps done at {:.2} s; reduces on {} workers ({})",
+        secs / 20.0,
+        maps_end as f64 / 1e3,
+        reduce_workers.len(),
+        reduce_workers.into_iter().collect::<Vec<_>>().join(", ")
+    );
+}
+
+/// Section 7: 100 tiny map tasks (1 KiB blocks, input-sink) on 2 workers x
+/// 1 slot: what a task costs beyond its work.
+async fn tiny_tasks_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
+    let times = sink_job_times(&cl.client, "tiny", 100, 1024).await;
+    println!(
+        "7. 100 tiny map tasks on 2 workers x 1 slot, submit to done: median {:.3} s over 5 jobs (min {:.3}; target <= 0.05 s; ratio {:.2})",
+        times[2],
+        times[0],
+        times[2] / 0.05
+    );
+}
+
+fn main() {
+    // `cargo bench` passes --bench; nothing to parse. RUST_LOG shows the
+    // cluster's logs (e.g. `worker::shuffle=debug` for the reduce phases).
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .init();
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny` runs one part.
+    let only = std::env::var("BENCH_ONLY").ok();
+    let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    rt.block_on(async {
+        if run("nic") {
+            nic_bench().await;
+        }
+        if run("netns") {
+            nic_netns_bench().await;
+        }
+        if run("sink") {
+            local_sink_bench().await;
+        }
+        if run("overhead") {
+            overhead_bench().await;
+        }
+        if run("mapreduce") {
+            mapreduce_bench().await;
+        }
+        if run("gib") {
+            gib_bench().await;
+        }
+        if run("default") {
+            default_cluster_sort_bench().await;
+        }
+        if run("tiny") {
+            tiny_tasks_bench().await;
+        }
+    });
+}

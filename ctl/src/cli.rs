@@ -1,0 +1,959 @@
+//! The `master` command line: one enum of subcommands, parsed by clap, and
+//! one function per subcommand. The binary (`src/bin/master.rs`) only
+//! installs logging and calls [`run`].
+
+use crate::experiment;
+use crate::lab::{self, Algo, Cost, GenParams, Measure};
+use crate::ops::client::MasterClient;
+use crate::ops::loader::{self, Generator, LoadSpec, Source};
+use crate::ops::{local, report};
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use common::config::{ClusterConfig, SchedulerConfig};
+use common::wire::JobSubmit;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use workloads::Workload;
+
+#[derive(Parser)]
+#[command(about = "Master of the mini-MapReduce testbed, and its command line")]
+pub struct Cli {
+    /// Cluster description.
+    #[arg(long, global = true, default_value = "cluster.toml")]
+    pub config: PathBuf,
+    /// Master URL instead of http://<master.listen> from cluster.toml.
+    #[arg(long, global = true)]
+    pub master: Option<String>,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Run the master.
+    Serve {
+        /// Listen here instead of master.listen.
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+        /// Scheduler instead of [scheduler]: a name (`hadoop`) or `policy = "...", key = value`.
+        #[arg(long)]
+        scheduler: Option<SchedulerConfig>,
+        /// Start public instances as this file says (network-namespace hosts
+        /// or containers; written by `up --netns` and `up --docker`) instead
+        /// of as local processes.
+        #[arg(long)]
+        instances: Option<PathBuf>,
+    },
+    /// Start the master and all workers as local processes; returns when all registered.
+    Up {
+        /// Delete the workers' block stores first.
+        #[arg(long)]
+        fresh: bool,
+        /// Linux netns mode (root): each node in its own network namespace,
+        /// links shaped by tc at nic_mbps; see README.
+        #[arg(long)]
+        netns: bool,
+        /// Name prefix of the namespaces (netns mode).
+        #[arg(long, default_value = crate::ops::netns::DEFAULT_PREFIX, requires = "netns")]
+        netns_prefix: String,
+        /// Container mode: every node in its own Docker container on a
+        /// private network (see README); needs static binaries (make docker-bins).
+        #[arg(long, conflicts_with = "netns")]
+        docker: bool,
+        /// Compose project name (container mode).
+        #[arg(long, default_value = crate::ops::docker::DEFAULT_PROJECT, requires = "docker")]
+        docker_project: String,
+        /// Third octet of the private subnet 10.78.N.0/24 (container mode).
+        #[arg(long, default_value_t = crate::ops::docker::DEFAULT_SUBNET_THIRD, requires = "docker")]
+        docker_subnet: u8,
+        /// Where the static `master` and `worker` binaries are (container mode).
+        #[arg(long, default_value = crate::ops::docker::DEFAULT_BIN, requires = "docker")]
+        docker_bin: PathBuf,
+    },
+    /// Stop the local cluster started by `up`.
+    Down,
+    /// Generate or split a file into blocks and upload its replicas.
+    Load {
+        /// Name of the file in the cluster.
+        #[arg(long)]
+        name: String,
+        /// Generate synthetic data of this kind...
+        #[arg(long, conflicts_with = "file", requires = "blocks")]
+        generate: Option<Generator>,
+        /// ...with this many blocks.
+        #[arg(long)]
+        blocks: Option<u32>,
+        /// Or split this local file.
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Block size, e.g. 8MiB, 64MB.
+        #[arg(long, value_parser = loader::parse_size)]
+        block_size: u64,
+        /// Replicas per block (default: cluster.replication).
+        #[arg(long)]
+        replication: Option<u32>,
+        /// Seed of data and placement (default: cluster.seed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Replica placement: `random` (each block's replicas on random
+        /// distinct workers) or `even` (every worker the same share).
+        #[arg(long, value_enum, default_value_t = loader::Placement::Random)]
+        placement: loader::Placement,
+    },
+    /// Submit jobs; with --wait, print their reports when they end.
+    Submit {
+        #[arg(long, value_enum)]
+        workload: Workload,
+        #[arg(long)]
+        input: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Submit this many identical jobs.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        /// Fair-share group (pool) for `fair` and `lsap-fair`.
+        #[arg(long)]
+        group: Option<String>,
+        /// Reduce tasks (wordcount, sort; default 1).
+        #[arg(long)]
+        reduces: Option<u32>,
+        /// Output file name (default `<job name>.out`; with --count, `-<i>` is appended).
+        #[arg(long)]
+        output: Option<String>,
+        /// Emulated compute per map task on top of reading, drawn per task
+        /// uniformly from MIN:MAX milliseconds (seeded by cluster.seed and
+        /// the job's number), e.g. `2000:12000`.
+        #[arg(long, value_parser = parse_compute)]
+        compute_ms: Option<(u64, u64)>,
+        /// Spread the jobs' arrivals uniformly over this many seconds
+        /// (seeded by cluster.seed); default: all at once.
+        #[arg(long, default_value_t = 0.0)]
+        spread_s: f64,
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: print only a JSON array of the reports on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Seconds after submission by which the job should be done
+        /// (`mrosa` and `coshic` rent public instances to meet it).
+        #[arg(long)]
+        deadline_s: Option<f64>,
+        /// Most the job may spend on public instances.
+        #[arg(long)]
+        budget: Option<f64>,
+    },
+    /// List jobs.
+    Jobs,
+    /// Show one job's report.
+    Report {
+        job: String,
+        #[arg(long)]
+        json: bool,
+        /// Wait for the job to end first.
+        #[arg(long)]
+        wait: bool,
+    },
+    /// List workers.
+    Workers,
+    /// Run an experiment spec (experiments/<name>.toml) on fresh local
+    /// clusters; results in <results>/<name>/<timestamp>/. Needs no cluster.toml.
+    Experiment {
+        spec: PathBuf,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Scratch space for block stores and logs (removed afterwards).
+        #[arg(long, default_value = "run/experiments")]
+        work: PathBuf,
+        /// Keep the scratch space (block stores, configs, logs).
+        #[arg(long)]
+        keep_data: bool,
+        /// Where each run's cluster runs: `processes` (loopback), `netns`
+        /// (network namespaces with tc-shaped links; root) or `docker`
+        /// (containers on a private network; needs make docker-bins).
+        #[arg(long, default_value = "processes", value_parser = ["processes", "netns", "docker"])]
+        deployment: String,
+        /// The static binaries for `--deployment docker`.
+        #[arg(long, default_value = crate::ops::docker::DEFAULT_BIN)]
+        docker_bin: PathBuf,
+    },
+    /// The chaos run: a 5-worker cluster of local processes runs a seeded job
+    /// mix while workers are killed, stopped and their replicas corrupted;
+    /// checks every job, every output and the healing, and writes
+    /// <results>/chaos/<timestamp>/. Needs no cluster.toml; fails if the
+    /// cluster did not survive.
+    Chaos {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 30)]
+        jobs: u32,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Scratch space (cluster config, block stores, logs).
+        #[arg(long, default_value = "run/chaos")]
+        work: PathBuf,
+    },
+    /// Rewrite an experiment's summary.md and plots from its runs.csv and
+    /// meta.json (no runs are repeated).
+    Replot { dir: PathBuf },
+    /// List files and where their blocks are.
+    Files,
+    /// Read a file back from its live replicas, block by block in order,
+    /// each block's digest checked; to stdout, or with -o to a file
+    /// (written whole or not at all).
+    Get {
+        file: String,
+        /// Write here instead of stdout (replaced only once complete).
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+    /// `get` to stdout.
+    Cat { file: String },
+    /// Delete a file: its replicas on every worker (refused while a job
+    /// reads or writes it); returns once no live worker holds one.
+    Rm { file: String },
+    /// The scheduling lab: generate instances, run the offline planners and
+    /// the online policies (in the discrete-event simulator) on them, sweep
+    /// the papers' simulations. Needs no cluster.
+    Sim {
+        #[command(subcommand)]
+        cmd: SimCmd,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum SimCmd {
+    /// Calibrate the simulator on a real run's results folder (map-only
+    /// jobs): fit task times, background and the remote-read cost, simulate
+    /// every run and write predicted against measured to DIR/calibration/.
+    Calibrate {
+        /// A results folder of `master experiment` (results/<name>/<stamp>).
+        dir: PathBuf,
+        /// Predict each scheduler's runs with a model fitted on the other
+        /// schedulers' runs only (writes DIR/calibration-hold-out/).
+        #[arg(long)]
+        hold_out: bool,
+        /// Delay each simulated heartbeat by up to this many ms (seeded per
+        /// run, worker and heartbeat), so the workers' heartbeats reach the
+        /// scheduler in varying order; writes DIR/calibration[-hold-out]-jitterMS/.
+        #[arg(long, default_value_t = 0)]
+        heartbeat_jitter_ms: u64,
+    },
+    /// Generate a seeded instance and write it as JSON.
+    Gen {
+        #[command(flatten)]
+        gen: GenArgs,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run algorithms on an instance (a file, or generated from the
+    /// parameters) and print makespan, locality and running time.
+    Run {
+        /// Instance file (JSON, from `sim gen`); else one is generated.
+        #[arg(long)]
+        instance: Option<PathBuf>,
+        #[command(flatten)]
+        gen: GenArgs,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Algorithms: bar, dyndl-off, list, ltfpa, mb (MaxCover-BalAssign), or any scheduler
+        /// (hadoop, delay3, dyndl-on, rand, lsap, ...). Repeatable.
+        #[arg(long = "algo", default_values_t = ["hadoop".to_string(), "delay3".into(), "policy = 'dyndl-on', w_s = 3".into(), "list".into(), "ltfpa".into(), "bar".into(), "dyndl-off".into()])]
+        algos: Vec<String>,
+        /// Re-offer period of the simulator (time units).
+        #[arg(long, default_value_t = 0.1)]
+        tick: f64,
+    },
+    /// Run an experiment spec with public instance types
+    /// (experiments/mrosa-*.toml) in the hybrid-cloud simulator and print
+    /// each point's JCT, deadlines met, cost and instances per scheduler.
+    Hybrid {
+        spec: PathBuf,
+        /// Private workers instead of the spec's (e.g. thousands).
+        #[arg(long)]
+        workers: Option<u32>,
+    },
+    /// Run a sweep spec (experiments/sim-*.toml); results in
+    /// <results>/<name>/<timestamp>/.
+    Sweep {
+        spec: PathBuf,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct GenArgs {
+    /// |S|.
+    #[arg(long, default_value_t = 50)]
+    servers: u32,
+    /// Cores per server.
+    #[arg(long, default_value_t = 40)]
+    cores: u32,
+    /// |T|.
+    #[arg(long, default_value_t = 100)]
+    tasks: u32,
+    #[arg(long, default_value_t = 3)]
+    replication: u32,
+    /// Load skew α.
+    #[arg(long, default_value_t = 0.0)]
+    alpha: f64,
+    /// Initial loads in [0, α·server + β] (BAR's W).
+    #[arg(long, default_value_t = 100.0)]
+    beta: f64,
+    /// Cost model: dyndl (uses --theta) or bar (uses --c-loc, --q).
+    #[arg(long, default_value = "dyndl", value_parser = ["dyndl", "bar"])]
+    model: String,
+    #[arg(long, default_value_t = 1.0)]
+    theta: f64,
+    #[arg(long, default_value_t = 20.0)]
+    c_loc: f64,
+    #[arg(long, default_value_t = 1.0)]
+    q: f64,
+    /// Racks of consecutive servers (default one).
+    #[arg(long)]
+    racks: Option<u32>,
+    /// Replica placement: random, or HDFS's rack-aware (needs --racks >= 2).
+    #[arg(long, default_value = "random", value_parser = ["random", "rack-aware"])]
+    placement: String,
+}
+
+impl GenArgs {
+    fn params(&self) -> anyhow::Result<GenParams> {
+        let p = GenParams {
+            servers: self.servers,
+            cores: self.cores,
+            tasks: self.tasks,
+            replication: self.replication,
+            alpha: self.alpha,
+            beta: self.beta,
+            cost: if self.model == "bar" {
+                Cost::Bar {
+                    c_loc: self.c_loc,
+                    q: self.q,
+                }
+            } else {
+                Cost::Dyndl { theta: self.theta }
+            },
+            idle: None,
+            racks: self.racks,
+            placement: if self.placement == "rack-aware" {
+                sched::model::gen::Placement::RackAware
+            } else {
+                sched::model::gen::Placement::Random
+            },
+        };
+        p.validate()
+            .with_context(|| format!("--{}", p.validate().unwrap_err().key()))?;
+        Ok(p)
+    }
+}
+
+/// Runs one command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    // Commands that need no cluster.toml.
+    match &cli.cmd {
+        Cmd::Sim { cmd } => return sim(cmd),
+        Cmd::Replot { dir } => return replot(dir),
+        Cmd::Chaos {
+            seed,
+            jobs,
+            results,
+            work,
+        } => return chaos(*seed, *jobs, results, work).await,
+        Cmd::Experiment {
+            spec,
+            results,
+            work,
+            keep_data,
+            deployment,
+            docker_bin,
+        } => {
+            let deployment = match deployment.as_str() {
+                "docker" => experiment::run::Deployment::Docker {
+                    bin: docker_bin.clone(),
+                    project: format!("mrtbexp{}", std::process::id()),
+                },
+                "netns" => experiment::run::Deployment::Netns {
+                    prefix: "mrx-".into(),
+                },
+                _ => experiment::run::Deployment::Processes,
+            };
+            return run_experiment(spec, results, work, *keep_data, deployment).await;
+        }
+        _ => {}
+    }
+    let cfg = ClusterConfig::load(&cli.config)?;
+    let client = MasterClient::new(
+        cli.master.clone().unwrap_or_else(|| cfg.master_url()),
+        &cfg.cluster.token,
+    );
+    match cli.cmd {
+        Cmd::Serve {
+            listen,
+            scheduler,
+            instances,
+        } => serve(&cfg, listen, scheduler, instances.as_deref()).await,
+        Cmd::Up {
+            fresh,
+            docker: true,
+            docker_project,
+            docker_subnet,
+            docker_bin,
+            ..
+        } => {
+            crate::ops::docker::up(&cfg, fresh, &docker_project, docker_subnet, &docker_bin)
+                .await?;
+            let d = ClusterConfig::load(crate::ops::docker::config_path(&cfg))?;
+            println!(
+                "cluster up in containers (project {docker_project}): master at {}, {} workers; \
+                 CLI: master --config {} ...",
+                d.master_url(),
+                d.worker.len(),
+                crate::ops::docker::config_path(&cfg).display()
+            );
+            Ok(())
+        }
+        Cmd::Up {
+            fresh,
+            netns: false,
+            ..
+        } => local::up(&cfg, fresh).await,
+        Cmd::Up {
+            fresh,
+            netns: true,
+            netns_prefix,
+            ..
+        } => local::up_netns(&cfg, fresh, &netns_prefix).await,
+        Cmd::Down => down(&cfg),
+        Cmd::Load {
+            name,
+            generate,
+            blocks,
+            file,
+            block_size,
+            replication,
+            seed,
+            placement,
+        } => {
+            let source = match (generate, file) {
+                (Some(kind), None) => Source::Generate {
+                    kind,
+                    blocks: blocks.unwrap_or(0),
+                },
+                (None, Some(p)) => Source::File(p),
+                _ => anyhow::bail!("give either --generate KIND --blocks N or --file PATH"),
+            };
+            let spec = LoadSpec {
+                name,
+                source,
+                block_size,
+                replication: replication.unwrap_or(cfg.cluster.replication),
+                seed: seed.unwrap_or(cfg.cluster.seed),
+                placement,
+            };
+            load(&client, &spec).await
+        }
+        Cmd::Submit {
+            workload,
+            input,
+            name,
+            count,
+            group,
+            reduces,
+            output,
+            compute_ms,
+            spread_s,
+            wait,
+            json,
+            deadline_s,
+            budget,
+        } => {
+            let job = JobSubmit {
+                workload,
+                input,
+                name,
+                group,
+                reduces,
+                output,
+                compute: compute_ms.map(|(min_ms, max_ms)| common::wire::TaskCompute {
+                    min_ms,
+                    max_ms,
+                    seed: cfg.cluster.seed,
+                }),
+                deadline_s,
+                budget,
+            };
+            let how = Submission {
+                count,
+                spread_s,
+                seed: cfg.cluster.seed,
+                wait,
+                json,
+            };
+            submit(&client, &job, &how).await
+        }
+        Cmd::Jobs => {
+            print!("{}", report::jobs_table(&client.jobs().await?));
+            Ok(())
+        }
+        Cmd::Report { job, json, wait } => show_report(&client, &job, json, wait).await,
+        Cmd::Workers => workers(&client).await,
+        Cmd::Files => files(&client).await,
+        Cmd::Get { file, output } => get(&client, &file, output.as_deref()).await,
+        Cmd::Cat { file } => get(&client, &file, None).await,
+        Cmd::Rm { file } => {
+            let d = crate::ops::files::remove(&client, &file, std::time::Duration::from_secs(60))
+                .await?;
+            println!(
+                "deleted {}: {} blocks, {} replicas",
+                d.name, d.blocks, d.replicas
+            );
+            Ok(())
+        }
+        Cmd::Experiment { .. } | Cmd::Sim { .. } | Cmd::Replot { .. } | Cmd::Chaos { .. } => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// `master get` and `master cat`.
+async fn get(client: &MasterClient, file: &str, output: Option<&Path>) -> anyhow::Result<()> {
+    match output {
+        Some(path) => {
+            let n = crate::ops::files::get_to_path(client, file, path).await?;
+            eprintln!("{file}: {n} bytes to {}", path.display());
+        }
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
+            if let Err(e) = crate::ops::files::get(client, file, &mut out).await {
+                // `master cat f | head`: the reader stopped; not an error.
+                let closed = e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                });
+                if !closed {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `master serve`: the master alone, until Ctrl-C.
+pub async fn serve(
+    cfg: &ClusterConfig,
+    listen: Option<SocketAddr>,
+    scheduler: Option<SchedulerConfig>,
+    instances: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let mut settings = master::state::MasterSettings::from_config(cfg);
+    if let Some(s) = scheduler {
+        settings.scheduler = s;
+    }
+    if let Some(path) = instances {
+        let p = crate::ops::instances::Backend::load(path)?.provisioning(cfg)?;
+        tracing::info!(instances = %p.describe(), "public instances start as");
+        settings.provision = Some(p);
+    }
+    let h = master::http::start(
+        listen.unwrap_or(cfg.master.listen),
+        &cfg.cluster.token,
+        settings,
+    )
+    .await?;
+    tokio::signal::ctrl_c().await?;
+    h.abort();
+    Ok(())
+}
+
+/// `master down`: stops the local cluster of either mode.
+pub fn down(cfg: &ClusterConfig) -> anyhow::Result<()> {
+    if crate::ops::docker::down_with(&local::run_dir(cfg), true)? {
+        println!("stopped the container cluster; removed its containers, network and volumes");
+    }
+    let s = local::down(&local::run_dir(cfg))?;
+    println!(
+        "stopped {} processes, removed {} network namespaces",
+        s.processes,
+        s.namespaces.len()
+    );
+    Ok(())
+}
+
+/// `master load`.
+pub async fn load(client: &MasterClient, spec: &LoadSpec) -> anyhow::Result<()> {
+    let pb = progress_bar(
+        "{bar:30} {bytes}/{total_bytes} uploaded ({bytes_per_sec}), ETA {eta}",
+        0,
+    );
+    let info = loader::load_showing(client, spec, &pb).await;
+    pb.finish_and_clear();
+    let info = info?;
+    println!(
+        "loaded {}: {} blocks, {:.1} MB, replication {}",
+        info.name,
+        info.blocks,
+        info.bytes as f64 / 1e6,
+        spec.replication
+    );
+    Ok(())
+}
+
+/// How `master submit` submits its jobs.
+pub struct Submission {
+    /// Identical jobs (names and outputs get `-<i>`).
+    pub count: u32,
+    /// Arrivals spread uniformly over this many seconds, seeded by `seed`.
+    pub spread_s: f64,
+    pub seed: u64,
+    /// Print the reports when the jobs end.
+    pub wait: bool,
+    /// With `wait`: only a JSON array of the reports on stdout.
+    pub json: bool,
+}
+
+/// A progress bar on stderr when stdout is a terminal; hidden otherwise
+/// (plain lines in logs and pipes).
+fn progress_bar(template: &str, len: u64) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let pb = indicatif::ProgressBar::new(len);
+    pb.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template"));
+    pb
+}
+
+/// `--compute-ms MIN:MAX`.
+fn parse_compute(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("expected MIN:MAX milliseconds such as 2000:12000 (got {s:?})");
+    let (a, b) = s.split_once(':').ok_or_else(bad)?;
+    let (a, b) = (
+        a.trim().parse().map_err(|_| bad())?,
+        b.trim().parse().map_err(|_| bad())?,
+    );
+    common::wire::TaskCompute {
+        min_ms: a,
+        max_ms: b,
+        seed: 0,
+    }
+    .validate()?;
+    Ok((a, b))
+}
+
+/// `master submit`.
+pub async fn submit(
+    client: &MasterClient,
+    job: &JobSubmit,
+    how: &Submission,
+) -> anyhow::Result<()> {
+    let Submission {
+        count,
+        spread_s,
+        seed,
+        wait,
+        json,
+    } = *how;
+    if !(spread_s.is_finite() && spread_s >= 0.0) {
+        anyhow::bail!("--spread-s must be a number of seconds >= 0 (got {spread_s})");
+    }
+    let at = experiment::run::arrivals(seed, count, [0.0, spread_s]);
+    let t0 = tokio::time::Instant::now();
+    let mut ids = Vec::new();
+    for (i, ms) in at.into_iter().enumerate() {
+        tokio::time::sleep_until(t0 + std::time::Duration::from_millis(ms)).await;
+        let numbered = |n: &String| {
+            if count > 1 {
+                format!("{n}-{i}")
+            } else {
+                n.clone()
+            }
+        };
+        let id = client
+            .submit(&JobSubmit {
+                workload: job.workload,
+                input: job.input.clone(),
+                name: job.name.as_ref().map(numbered),
+                group: job.group.clone(),
+                reduces: job.reduces,
+                output: job.output.as_ref().map(numbered),
+                // Job i of a batch draws its own task lengths.
+                compute: job.compute.map(|c| common::wire::TaskCompute {
+                    seed: common::wire::splitmix64(c.seed ^ i as u64),
+                    ..c
+                }),
+                deadline_s: job.deadline_s,
+                budget: job.budget,
+            })
+            .await?;
+        if json {
+            eprintln!("submitted {id}");
+        } else {
+            println!("submitted {id}");
+        }
+        ids.push(id);
+    }
+    if wait {
+        // Tasks done over all the jobs, while they run (on a terminal only).
+        let pb = progress_bar(
+            "{bar:30} {pos}/{len} tasks done, elapsed {elapsed}: {msg}",
+            0,
+        );
+        let watcher = (!pb.is_hidden() && !json).then(|| {
+            let (client, pb, ids) = (client.clone(), pb.clone(), ids.clone());
+            tokio::spawn(async move {
+                loop {
+                    if let Ok(jobs) = client.jobs().await {
+                        let mine: Vec<_> = jobs.iter().filter(|j| ids.contains(&j.job)).collect();
+                        pb.set_length(mine.iter().map(|j| (j.tasks + j.reduces) as u64).sum());
+                        pb.set_position(
+                            mine.iter()
+                                .map(|j| (j.tasks_done + j.reduces_done) as u64)
+                                .sum(),
+                        );
+                        let done = mine.iter().filter(|j| j.state.is_done()).count();
+                        pb.set_message(format!("{done} of {} jobs ended", ids.len()));
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+            })
+        });
+        let mut reports = Vec::new();
+        let mut pending = Vec::new();
+        for id in ids {
+            pending.push(client.wait_job(id).await);
+        }
+        if let Some(w) = watcher {
+            w.abort();
+        }
+        pb.finish_and_clear();
+        for r in pending {
+            let r = r?;
+            if !json {
+                println!("{}", report::job_report(&r));
+            }
+            reports.push(r);
+        }
+        if json {
+            println!("{}", serde_json::to_string_pretty(&reports)?);
+        } else {
+            println!("{}", report::jobs_table(&client.jobs().await?));
+        }
+    }
+    Ok(())
+}
+
+/// `master report`.
+pub async fn show_report(
+    client: &MasterClient,
+    job: &str,
+    json: bool,
+    wait: bool,
+) -> anyhow::Result<()> {
+    let id = master::http::parse_job_id(job).map_err(anyhow::Error::msg)?;
+    let r = if wait {
+        client.wait_job(id).await?
+    } else {
+        client.job(id, None).await?
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", report::job_report(&r));
+    }
+    Ok(())
+}
+
+/// `master workers`.
+pub async fn workers(client: &MasterClient) -> anyhow::Result<()> {
+    println!(
+        "{:<4} {:<10} {:<24} {:>5} {:>5} {:>7} {:>7} alive",
+        "id", "name", "addr", "slots", "free", "blocks", "running"
+    );
+    for w in client.workers().await? {
+        println!(
+            "{:<4} {:<10} {:<24} {:>5} {:>5} {:>7} {:>7} {}",
+            w.id.0, w.name, w.addr, w.slots, w.free_slots, w.blocks, w.running, w.alive
+        );
+    }
+    Ok(())
+}
+
+/// `master files`.
+pub async fn files(client: &MasterClient) -> anyhow::Result<()> {
+    for f in client.files().await.context("listing files")? {
+        let under = f.under_replicated();
+        println!(
+            "{} {} blocks {:.1} MB complete={} replication={} under-replicated={}",
+            f.name,
+            f.blocks,
+            f.bytes as f64 / 1e6,
+            f.complete,
+            f.replication.map_or("-".into(), |r| r.to_string()),
+            under.len()
+        );
+        for (i, r) in f.replicas.iter().enumerate() {
+            let mark = if under.contains(&(i as u32)) {
+                format!(
+                    "  (under-replicated: {} of {})",
+                    r.len(),
+                    f.replication.unwrap_or(0)
+                )
+            } else {
+                String::new()
+            };
+            println!("  block {i:>5}: {}{mark}", r.join(" "));
+        }
+    }
+    Ok(())
+}
+
+/// `master experiment`.
+pub async fn run_experiment(
+    spec: &Path,
+    results: &Path,
+    work: &Path,
+    keep_data: bool,
+    deployment: experiment::run::Deployment,
+) -> anyhow::Result<()> {
+    experiment::run::run(&experiment::run::Options {
+        spec: spec.into(),
+        results: results.into(),
+        work: work.into(),
+        keep_data,
+        bin: local::bin_dir()?,
+        deployment,
+    })
+    .await?;
+    Ok(())
+}
+
+/// `master chaos`.
+pub async fn chaos(seed: u64, jobs: u32, results: &Path, work: &Path) -> anyhow::Result<()> {
+    if jobs < 3 {
+        anyhow::bail!("--jobs must be at least 3 (one of each workload; got {jobs})");
+    }
+    let (dir, figures) = crate::chaos::run(&crate::chaos::ChaosOptions {
+        results: results.into(),
+        work: work.into(),
+        bin: local::bin_dir()?,
+        seed,
+        jobs,
+    })
+    .await?;
+    println!("{}", serde_json::to_string_pretty(&figures)?);
+    println!("results in {}", dir.display());
+    let problems = figures.problems();
+    if !problems.is_empty() {
+        anyhow::bail!("the cluster did not survive: {}", problems.join("; "));
+    }
+    Ok(())
+}
+
+/// `master replot`.
+pub fn replot(dir: &Path) -> anyhow::Result<()> {
+    experiment::run::replot(dir)?;
+    println!("rewrote {}/summary.md and plots", dir.display());
+    Ok(())
+}
+
+/// `master sim ...`.
+pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
+    match cmd {
+        SimCmd::Gen { gen, seed, out } => sim_gen(&gen.params()?, *seed, out),
+        SimCmd::Calibrate {
+            dir,
+            hold_out,
+            heartbeat_jitter_ms,
+        } => {
+            let out =
+                crate::experiment::calibrate::calibrate(dir, *hold_out, *heartbeat_jitter_ms)?;
+            print!("{}", std::fs::read_to_string(out.join("summary.md"))?);
+            println!("\nwrote {}", out.display());
+            Ok(())
+        }
+        SimCmd::Run {
+            instance,
+            gen,
+            seed,
+            algos,
+            tick,
+        } => {
+            let inst = match instance {
+                Some(p) => lab::read_instance(p)?,
+                None => gen.params()?.generate(*seed),
+            };
+            sim_run(&inst, *seed, algos, *tick)
+        }
+        SimCmd::Hybrid { spec, workers } => {
+            print!("{}", lab::hybrid::run_file(spec, *workers)?);
+            Ok(())
+        }
+        SimCmd::Sweep { spec, results } => {
+            let out = lab::sweep::run(spec, results)?;
+            println!("results in {}", out.display());
+            Ok(())
+        }
+    }
+}
+
+/// `master sim gen`.
+pub fn sim_gen(params: &GenParams, seed: u64, out: &Path) -> anyhow::Result<()> {
+    let inst = params.generate(seed);
+    lab::write_instance(&inst, out)?;
+    println!(
+        "wrote {}: {} servers, {} cores, {} tasks",
+        out.display(),
+        inst.servers(),
+        inst.flat().init.len(),
+        inst.tasks()
+    );
+    Ok(())
+}
+
+/// `master sim run`: every algorithm on one instance, a line each.
+pub fn sim_run(inst: &lab::Instance, seed: u64, algos: &[String], tick: f64) -> anyhow::Result<()> {
+    if !(tick.is_finite() && tick > 0.0) {
+        anyhow::bail!("--tick must be > 0 (got {tick})");
+    }
+    let algos: Vec<Algo> = algos
+        .iter()
+        .map(|a| a.parse().context("--algo"))
+        .collect::<anyhow::Result<_>>()?;
+    println!(
+        "{} servers, {} cores, {} tasks, cost {:?}, seed {seed}",
+        inst.servers(),
+        inst.flat().init.len(),
+        inst.tasks(),
+        inst.cost
+    );
+    println!(
+        "{:<28} {:>12} {:>8} {:>10} {:>12}",
+        "algorithm", "makespan", "remote", "locality%", "time_ms"
+    );
+    for a in &algos {
+        let run = lab::timed_run(a, inst, seed, Measure::Makespan { tick }, None)?;
+        let (e, dt) = (run.eval.expect("no time limit"), run.time);
+        let phases: Vec<String> = run
+            .phases
+            .iter()
+            .map(|(n, d)| format!("{n} {:.3} ms", d.as_secs_f64() * 1e3))
+            .collect();
+        println!(
+            "{:<28} {:>12.3} {:>8} {:>10.1} {:>12.3}",
+            a.label(),
+            e.makespan,
+            e.remote,
+            e.locality() * 100.0,
+            dt.as_secs_f64() * 1e3
+        );
+        if !phases.is_empty() {
+            println!("{:<28} {}", "", phases.join(", "));
+        }
+    }
+    Ok(())
+}

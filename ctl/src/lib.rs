@@ -1,0 +1,20 @@
+//! `ctl`: everything that drives a testbed cluster from outside the daemon,
+//! and the `master` command line (its `serve` subcommand runs the daemon of
+//! the `master` crate). Modules, lowest first; each uses only those above
+//! it in this list:
+//! - [`ops`]: operating a cluster: the typed API client, the loader, local
+//!   processes, network namespaces, containers, ssh hosts, public instances
+//!   as hosts, report formatting;
+//! - [`results`]: the results directory writer shared by experiments and sweeps;
+//! - [`experiment`]: real-cluster experiment specs and their runner;
+//! - [`lab`]: instance files, timed runs and sweeps of the `sched` crate's
+//!   algorithms;
+//! - [`chaos`]: the chaos run, a cluster under injected faults;
+//! - [`cli`]: the `master` command line, one function per subcommand.
+
+pub mod chaos;
+pub mod cli;
+pub mod experiment;
+pub mod lab;
+pub mod ops;
+pub mod results;

@@ -1,0 +1,472 @@
+//! The experiment runner end to end on `experiments/smoke.toml`: real local
+//! processes for every run, then the result files checked against what the
+//! spec asked for.
+
+use std::path::{Path, PathBuf};
+
+/// Runs `spec` with the binaries in `bin`, results and scratch space under
+/// `dir`.
+async fn run_in(dir: &Path, spec: PathBuf, bin: &Path) -> anyhow::Result<PathBuf> {
+    ctl::experiment::run::run(&ctl::experiment::run::Options {
+        spec,
+        results: dir.join("results"),
+        work: dir.join("work"),
+        keep_data: false,
+        bin: bin.to_owned(),
+        deployment: Default::default(),
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_spec_runs_every_scheduler_and_writes_results() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    assert!(
+        bin.join("worker").exists(),
+        "{} is missing: build the binaries first (`cargo build --bins`; make test does)",
+        bin.join("worker").display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = root.join("experiments/smoke.toml");
+    let out = run_in(tmp.path(), spec.clone(), bin).await.unwrap();
+    assert!(out.starts_with(tmp.path().join("results/smoke")));
+    let (parsed, _) = ctl::experiment::spec::Spec::load(&spec).unwrap();
+    let schedulers = parsed.schedulers().unwrap();
+
+    // runs.csv: one successful row per scheduler, all jobs done, all tasks counted.
+    let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = runs.records().map(Result::unwrap).collect();
+    let h = runs.headers().unwrap().clone();
+    let col = |r: &csv::StringRecord, name: &str| -> String {
+        r[h.iter().position(|x| x == name).unwrap()].to_owned()
+    };
+    assert_eq!(rows.len(), schedulers.len());
+    let tasks_per_run = parsed.jobs.count * parsed.data.blocks.unwrap();
+    for (r, s) in rows.iter().zip(&schedulers) {
+        assert_eq!(col(r, "scheduler"), s.label);
+        assert_eq!(col(r, "status"), "ok", "{r:?}");
+        assert_eq!(col(r, "jobs"), parsed.jobs.count.to_string());
+        let local: u32 = col(r, "data_local").parse().unwrap();
+        let remote: u32 = col(r, "data_remote").parse().unwrap();
+        assert_eq!(local + remote, tasks_per_run, "{r:?}");
+        let mean: f64 = col(r, "mean_jct_s").parse().unwrap();
+        let makespan: f64 = col(r, "makespan_s").parse().unwrap();
+        assert!(mean > 0.0 && makespan >= mean, "{r:?}");
+    }
+    // tasks.csv: every successful attempt of every run.
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let ok_col = th.iter().position(|x| x == "ok").unwrap();
+    let ok = tasks
+        .records()
+        .map(Result::unwrap)
+        .filter(|r| &r[ok_col] == "true")
+        .count();
+    assert_eq!(ok as u32, tasks_per_run * schedulers.len() as u32);
+    // Every run's jobs are job-1..job-N: no run inherits another's history
+    // (the master's journal starts afresh with each run).
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let (sched_col, job_col) = (
+        th.iter().position(|x| x == "scheduler").unwrap(),
+        th.iter().position(|x| x == "job").unwrap(),
+    );
+    let jobs = parsed.jobs.count as usize;
+    for s in &schedulers {
+        let mut ids: Vec<String> = tasks
+            .records()
+            .map(Result::unwrap)
+            .filter(|r| r[sched_col] == s.label)
+            .map(|r| r[job_col].to_owned())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        let want: Vec<String> = (1..=jobs).map(|i| format!("job-{i}")).collect();
+        let mut want_sorted = want.clone();
+        want_sorted.sort();
+        assert_eq!(ids, want_sorted, "{}", s.label);
+        tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    }
+    // summary, plots and metadata.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for s in &schedulers {
+        assert!(summary.contains(&format!("| {} |", s.label)), "{summary}");
+    }
+    for m in ["mean_jct", "slowdown", "remote_tasks", "makespan"] {
+        for ext in ["svg", "png"] {
+            let p = out.join("plots").join(format!("{m}.{ext}"));
+            assert!(
+                std::fs::metadata(&p).map(|m| m.len() > 0).unwrap_or(false),
+                "{}",
+                p.display()
+            );
+        }
+    }
+    // Per-run timelines: a chart per run, and the workers' samples behind them.
+    let points = parsed.points().unwrap();
+    for p in &points {
+        for s in &schedulers {
+            for ext in ["svg", "png"] {
+                let file = format!(
+                    "{}-{}-r0.{ext}",
+                    ctl::experiment::timeline::slug(&p.label),
+                    ctl::experiment::timeline::slug(&s.label)
+                );
+                let f = out.join("timelines").join(&file);
+                assert!(
+                    std::fs::metadata(&f).map(|m| m.len() > 0).unwrap_or(false),
+                    "{}",
+                    f.display()
+                );
+            }
+        }
+    }
+    let series =
+        ctl::experiment::timeline::read_series(&out, parsed.cluster.workers, parsed.cluster.slots)
+            .unwrap();
+    assert_eq!(series.len(), points.len() * schedulers.len());
+    for workers in series.values() {
+        assert_eq!(workers.len(), parsed.cluster.workers as usize);
+        assert!(workers.iter().all(|w| !w.rates.is_empty()), "{workers:?}");
+    }
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["experiment"], "smoke");
+    assert_eq!(meta["seeds"], serde_json::json!([parsed.seed]));
+    assert_eq!(meta["runs"], schedulers.len());
+    assert!(meta["git_commit"].as_str().unwrap().len() >= 7, "{meta}");
+    assert!(meta["spec_text"]
+        .as_str()
+        .unwrap()
+        .contains("name = \"smoke\""));
+    // The scratch space is gone.
+    assert!(!tmp.path().join("work/smoke").exists());
+    // Tables and plots can be rewritten from runs.csv and meta.json alone.
+    std::fs::remove_file(out.join("summary.md")).unwrap();
+    std::fs::remove_dir_all(out.join("plots")).unwrap();
+    ctl::experiment::run::replot(&out).unwrap();
+    let again = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert_eq!(again, summary);
+    assert!(out.join("plots/flowtime.svg").exists());
+
+    // The simulator calibrated on these runs predicts every run under both
+    // cost models, from tasks.csv gzipped as committed results keep it.
+    let tasks_csv = std::fs::read(out.join("tasks.csv")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(out.join("tasks.csv.gz")).unwrap(),
+        flate2::Compression::fast(),
+    );
+    std::io::Write::write_all(&mut gz, &tasks_csv).unwrap();
+    gz.finish().unwrap();
+    std::fs::remove_file(out.join("tasks.csv")).unwrap();
+    let cal = ctl::experiment::calibrate::calibrate(&out, false, 0).unwrap();
+    let preds: Vec<ctl::experiment::calibrate::Prediction> =
+        ctl::results::read_csv(&cal.join("predictions.csv")).unwrap();
+    assert_eq!(preds.len(), 3 * schedulers.len());
+    for p in &preds {
+        assert!(
+            p.predicted_mean_jct_s > 0.0
+                && p.predicted_makespan_s >= p.predicted_mean_jct_s
+                && p.predicted_remote <= tasks_per_run,
+            "{p:?}"
+        );
+    }
+    let predicted_tasks = std::fs::read_to_string(cal.join("predicted-tasks.csv")).unwrap();
+    assert_eq!(
+        predicted_tasks.lines().count() as u32,
+        1 + 3 * tasks_per_run * schedulers.len() as u32
+    );
+    assert!(std::fs::read_to_string(cal.join("summary.md"))
+        .unwrap()
+        .contains("Within 10% of the measured mean JCT"));
+}
+
+/// A run whose cluster cannot start is recorded as failed; the rest go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_run_is_recorded_and_the_others_still_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("bad.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "bad"
+schedulers = ["hadoop", "lsap"]
+timeout_s = 30
+[cluster]
+workers = 2
+slots = 1
+replication = 1
+heartbeat_ms = 50
+[data]
+files = 1
+blocks = 2
+block_size = "64KiB"
+[jobs]
+count = 1
+"#,
+    )
+    .unwrap();
+    // No worker binary here: every cluster start fails with a clear error.
+    let empty = tmp.path().join("nobin");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = run_in(tmp.path(), spec, &empty).await.unwrap();
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(runs.lines().count(), 3, "{runs}");
+    assert!(runs.contains("loading the data failed"), "{runs}");
+    assert!(runs.contains("cannot start master"), "{runs}");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("## Failed runs"), "{summary}");
+}
+
+/// A run that started its cluster and then failed (here: it exceeds
+/// timeout_s) keeps its nodes' logs with the results, the next run's cluster
+/// overwriting them; a run that succeeds keeps none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_keeps_its_nodes_logs() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("slow.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "slow"
+schedulers = ["hadoop"]
+timeout_s = 5
+[cluster]
+workers = 2
+slots = 1
+replication = 1
+heartbeat_ms = 50
+slot_rate_mbs = 0.01
+[data]
+files = 1
+blocks = 2
+block_size = "256KiB"
+[jobs]
+count = 1
+[[points]]
+label = "slow"
+[[points]]
+label = "fast"
+slot_rate_mbs = 100
+"#,
+    )
+    .unwrap();
+    let out = run_in(tmp.path(), spec, bin).await.unwrap();
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert!(runs.contains("run exceeded timeout_s = 5"), "{runs}");
+    assert!(
+        runs.lines()
+            .any(|l| l.starts_with("fast,") && l.contains(",ok,")),
+        "{runs}"
+    );
+    let kept: Vec<String> = std::fs::read_dir(out.join("failed-runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(kept, ["slow-hadoop-r0"], "only the failed run's logs");
+    let dir = out.join("failed-runs").join("slow-hadoop-r0");
+    let master = std::fs::read_to_string(dir.join("master.log")).unwrap();
+    assert!(master.contains("master starting"), "{master}");
+    let logs = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(logs, 3, "the master's and both workers' logs");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("failed-runs/"), "{summary}");
+}
+
+/// A job mix on dedicated map and reduce machines (the shape of EAS Table 1,
+/// in miniature): every job succeeds, maps run only on map machines and
+/// reduces only on reduce machines, strict-locality policies never read
+/// remotely, and the EAS metrics are filled in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_mix_runs_on_dedicated_map_and_reduce_machines() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("mix.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "mix"
+seed = 5
+timeout_s = 120
+schedulers = [
+    { label = "FIFO-BE", scheduler = "fifo-be" },
+    { label = "FIFO-S", scheduler = "fifo-s" },
+    { label = "EAS", scheduler = "eas" },
+]
+[cluster]
+workers = 5
+reduce_workers = 2
+slots = 2
+replication = 1
+heartbeat_ms = 50
+[data]
+block_size = "256KiB"
+[jobs]
+count = 4
+arrival_s = [0, 0.5]
+mix = [
+    { workload = "wordcount", count = 3, maps = 1, reduces = 1 },
+    { workload = "sort", count = 1, maps = 4, reduces = 2 },
+]
+[[points]]
+label = "r2"
+replication = 2
+"#,
+    )
+    .unwrap();
+    let out = run_in(tmp.path(), spec, bin).await.unwrap();
+    let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+    let h = runs.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = runs.records().map(Result::unwrap).collect();
+    let col = |r: &csv::StringRecord, name: &str| -> String {
+        r[h.iter().position(|x| x == name).unwrap()].to_owned()
+    };
+    let num = |r: &csv::StringRecord, name: &str| -> f64 { col(r, name).parse().unwrap() };
+    assert_eq!(rows.len(), 3);
+    for r in &rows {
+        assert_eq!(col(r, "status"), "ok", "{r:?}");
+        assert_eq!(col(r, "jobs"), "4");
+        // 3 wordcount maps + 4 sort maps.
+        assert_eq!(num(r, "data_local") + num(r, "data_remote"), 7.0, "{r:?}");
+        assert!(num(r, "map_throughput_mbs") > 0.0, "{r:?}");
+        assert!(num(r, "reduce_throughput_mbs") > 0.0, "{r:?}");
+        let lb = num(r, "load_balance");
+        assert!(lb.is_finite() && lb >= 0.0, "{r:?}");
+        assert!(
+            num(r, "total_jct_s") >= 4.0 * num(r, "mean_jct_s") - 1e-6,
+            "{r:?}"
+        );
+        if col(r, "scheduler") != "FIFO-BE" {
+            assert_eq!(num(r, "data_remote"), 0.0, "strict locality: {r:?}");
+        }
+    }
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let at = |name: &str| th.iter().position(|x| x == name).unwrap();
+    let (kind, worker, ok) = (at("kind"), at("worker"), at("ok"));
+    let mut reduces = 0;
+    for t in tasks.records().map(Result::unwrap) {
+        if &t[ok] != "true" {
+            continue;
+        }
+        let w = &t[worker];
+        match &t[kind] {
+            "map" => assert!(["w1", "w2", "w3"].contains(&w), "{t:?}"),
+            "reduce" => {
+                reduces += 1;
+                assert!(["w4", "w5"].contains(&w), "{t:?}")
+            }
+            k => panic!("unknown kind {k}"),
+        }
+    }
+    // 3 x 1 + 1 x 2 reduces in each of 3 runs.
+    assert_eq!(reduces, 15);
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("3 x wordcount 1/1"), "{summary}");
+    // The calibrated simulator runs the reduce phase too: every job's
+    // reduces, on the reduce machines only, after the job's last map.
+    let cal = ctl::experiment::calibrate::calibrate(&out, false, 0).unwrap();
+    let text = std::fs::read_to_string(cal.join("predicted-tasks.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let at = |name: &str| h.iter().position(|x| x == name).unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    let per_model = rows.len() / 3;
+    // 7 maps and 5 reduces a run, 3 runs.
+    assert_eq!(per_model, 3 * (7 + 5), "{rows:?}");
+    let reduces = rows.iter().filter(|r| &r[at("kind")] == "reduce").count();
+    assert_eq!(reduces, 3 * 3 * 5, "every model, run and reduce");
+    for r in &rows {
+        let on_reduce_machine = ["w4", "w5"].contains(&&r[at("worker")]);
+        assert_eq!(on_reduce_machine, &r[at("kind")] == "reduce", "{r:?}");
+    }
+}
+
+/// Guo's Fig 9 layouts on a real cluster: co-located, the storage workers
+/// are left out; separate, the compute workers hold nothing and every map
+/// reads from a storage worker, whose NIC cap the point sets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_and_compute_apart_read_every_block_across() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("layout.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "layout"
+seed = 3
+timeout_s = 120
+schedulers = ["hadoop"]
+[cluster]
+workers = 4
+storage_workers = 2
+slots = 2
+replication = 2
+heartbeat_ms = 50
+[data]
+files = 1
+blocks = 6
+block_size = "256KiB"
+[jobs]
+count = 2
+workload = "wordcount"
+reduces = 2
+arrival_s = [0, 0]
+[[points]]
+label = "together"
+layout = "co-located"
+[[points]]
+label = "apart"
+layout = "separate"
+storage_nic_mbps = 40
+"#,
+    )
+    .unwrap();
+    let out = run_in(tmp.path(), spec, bin).await.unwrap();
+    let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+    let h = runs.headers().unwrap().clone();
+    for r in runs.records().map(Result::unwrap) {
+        let status = &r[h.iter().position(|x| x == "status").unwrap()];
+        assert_eq!(status, "ok", "{r:?}");
+    }
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let at = |name: &str| th.iter().position(|x| x == name).unwrap();
+    let mut maps = [0, 0];
+    for t in tasks.records().map(Result::unwrap) {
+        if &t[at("ok")] != "true" {
+            continue;
+        }
+        let apart = &t[at("point")] == "apart";
+        let (w, src) = (&t[at("worker")], &t[at("source")]);
+        // Tasks only on w1, w2 in both layouts.
+        assert!(["w1", "w2"].contains(&w), "{t:?}");
+        if &t[at("kind")] == "map" {
+            maps[usize::from(apart)] += 1;
+            if apart {
+                assert!(["w3", "w4"].contains(&src), "{t:?}");
+                assert_eq!(&t[at("locality")], "remote", "{t:?}");
+            } else {
+                assert!(["w1", "w2"].contains(&src), "{t:?}");
+            }
+        }
+    }
+    assert_eq!(maps, [12, 12]);
+    // The storage workers' NIC cap reached them: nic.csv reports each
+    // worker's cap per sample.
+    let nic = std::fs::read_to_string(out.join("nic.csv")).unwrap();
+    let mut lines = nic.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|x| *x == n).unwrap();
+    let mut seen = false;
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[col("point")] == "apart" && ["w3", "w4"].contains(&f[col("worker")]) {
+            assert_eq!(f[col("cap_mbps")].parse::<f64>().unwrap(), 40.0, "{l}");
+            seen = true;
+        }
+    }
+    assert!(seen, "no sample of a storage worker at the separate point");
+}

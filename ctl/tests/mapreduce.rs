@@ -1,0 +1,282 @@
+//! Map and reduce end to end on loopback: wordcount and sort jobs on real
+//! workers (contended emulated NICs, replicated output), their output checked
+//! against tools nobody here wrote: `tr -s '[:space:]' '\n' | LC_ALL=C sort |
+//! uniq -c` for wordcount and `LC_ALL=C sort` for sort, on the same input.
+
+use common::wire::{JobReport, JobState, JobSubmit, TaskKind};
+use ctl::ops::loader::{self, Generator, LoadSpec, Source};
+use ctl::ops::{files, verify};
+use workloads::Workload;
+
+const TOKEN: &str = "mr-token";
+
+mod support;
+
+async fn load(c: &support::LocalCluster, name: &str, kind: Generator, blocks: u32, size: u64) {
+    loader::load(
+        &c.client,
+        &LoadSpec {
+            name: name.into(),
+            source: Source::Generate { kind, blocks },
+            block_size: size,
+            replication: 2,
+            seed: 21,
+            placement: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+}
+
+/// A file's contents, block by block in index order, read from the workers.
+async fn read_file(c: &support::LocalCluster, name: &str) -> Vec<u8> {
+    files::read_file(&c.client, name).await.unwrap()
+}
+
+async fn run(
+    c: &support::LocalCluster,
+    workload: Workload,
+    input: &str,
+    reduces: u32,
+    output: &str,
+) -> JobReport {
+    let mut job = JobSubmit::new(workload, input);
+    job.reduces = Some(reduces);
+    job.output = Some(output.into());
+    let id = c.client.submit(&job).await.unwrap();
+    let r = c.client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    assert_eq!((r.reduces, r.reduces_done), (reduces, reduces));
+    assert_eq!(r.output.as_deref(), Some(output));
+    let reduce_ok = r
+        .attempts
+        .iter()
+        .filter(|a| a.ok && a.kind == TaskKind::Reduce)
+        .count();
+    assert_eq!(reduce_ok, reduces as usize);
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wordcount_and_sort_match_coreutils() {
+    let dir = tempfile::tempdir().unwrap();
+    let nic = Some(common::config::mbps_to_bytes(400.0));
+    // w0 keeps no map output in memory (all of it goes to its disk), the
+    // others keep all of theirs: reduces read both kinds, locally and over
+    // HTTP.
+    let c = support::start_cluster_with(dir.path(), TOKEN, 2, &[nic, nic, nic], 50, |o| {
+        if o.name == "w0" {
+            o.shuffle_memory_bytes = 0;
+        }
+    })
+    .await;
+
+    // wordcount, 3 reduces, against tr | sort | uniq -c.
+    load(&c, "text", Generator::Text, 6, 150_000).await;
+    let r = run(&c, Workload::Wordcount, "text", 3, "counts").await;
+    assert!(r.shuffle_bytes > 0);
+    let input = read_file(&c, "text").await;
+    let ours = read_file(&c, "counts").await;
+    let got = verify::wordcount_pairs(&ours).unwrap();
+    let want = verify::wordcount_reference(&input).unwrap();
+    assert!(want.len() > 100, "the text has a real vocabulary");
+    assert_eq!(got, want);
+
+    // The output is a replicated file, usable as another job's input.
+    let f = c.client.file("counts").await.unwrap();
+    assert_eq!(f.blocks, 3);
+    assert!(f.replicas.iter().all(|r| r.len() == 2), "{f:?}");
+    let id = c
+        .client
+        .submit(&JobSubmit::new(Workload::InputSink, "counts"))
+        .await
+        .unwrap();
+    assert_eq!(
+        c.client.wait_job(id).await.unwrap().state,
+        JobState::Succeeded
+    );
+
+    // sort, 4 reduces, against LC_ALL=C sort, byte for byte.
+    load(&c, "recs", Generator::Records, 5, 60_000).await;
+    let r = run(&c, Workload::Sort, "recs", 4, "sorted").await;
+    assert_eq!(r.shuffle_bytes, 5 * 60_000);
+    let input = read_file(&c, "recs").await;
+    let ours = read_file(&c, "sorted").await;
+    let reference = verify::sort_reference(&input).unwrap();
+    assert_eq!(ours.len(), reference.len());
+    assert!(ours == reference, "sort output differs from LC_ALL=C sort");
+    // Every partition got some of the records (the splits came from samples).
+    let f = c.client.file("sorted").await.unwrap();
+    assert_eq!(f.blocks, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_reduce_requests_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 50).await;
+    // 10,050-byte blocks: not whole 100-byte records.
+    load(&c, "t", Generator::Text, 2, 10_050).await;
+    let try_submit = |w: Workload, reduces: Option<u32>, output: Option<&str>| {
+        let mut j = JobSubmit::new(w, "t");
+        j.reduces = reduces;
+        j.output = output.map(str::to_owned);
+        let client = c.client.clone();
+        async move { client.submit(&j).await.map_err(|e| e.to_string()) }
+    };
+    let e = try_submit(Workload::InputSink, Some(2), None)
+        .await
+        .unwrap_err();
+    assert!(e.contains("map-only") && e.contains("400"), "{e}");
+    let e = try_submit(Workload::Wordcount, Some(0), None)
+        .await
+        .unwrap_err();
+    assert!(e.contains("reduces"), "{e}");
+    let e = try_submit(Workload::Wordcount, None, Some("t"))
+        .await
+        .unwrap_err();
+    assert!(e.contains("already exists"), "{e}");
+    let e = try_submit(Workload::Wordcount, None, Some("../x"))
+        .await
+        .unwrap_err();
+    assert!(e.contains("output file name"), "{e}");
+    // Sort input that is not whole 100-byte records fails with a clear error.
+    let id = try_submit(Workload::Sort, None, None).await.unwrap();
+    let r = c.client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Failed);
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("100-byte records"),
+        "{r:?}"
+    );
+}
+
+/// Runs the `master` binary against cluster `c` (its token from a
+/// cluster.toml in `dir`); its exit status, stdout and stderr.
+fn cli(c: &support::LocalCluster, dir: &std::path::Path, args: &[&str]) -> (bool, Vec<u8>, String) {
+    let cfg = ctl::ops::local::write_loopback_config(dir, TOKEN, 1, "replication = 1", "").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_master"))
+        .arg("--config")
+        .arg(&cfg.path)
+        .args(["--master", c.client.base()])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `master cat`, `master get -o` and `master rm` against a real cluster:
+/// the wordcount output read back through the CLI equals the coreutils
+/// pipeline's; a read with every replica of a block damaged fails and
+/// leaves no file; a file in use is not deleted; a deleted file is gone
+/// from the catalog and from every worker's disk, and a new file of the
+/// same name is not mixed with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_are_read_back_and_deleted_through_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = support::start_cluster(dir.path(), TOKEN, 2, &[None, None, None], 50).await;
+    load(&c, "text", Generator::Text, 4, 100_000).await;
+    run(&c, Workload::Wordcount, "text", 2, "counts").await;
+    let input = read_file(&c, "text").await;
+
+    // cat: what `master cat counts | sort -k2,2nr -k1,1 | head` shows is
+    // the coreutils pipeline's top ten.
+    let (ok, out, err) = cli(&c, dir.path(), &["cat", "counts"]);
+    assert!(ok, "{err}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "no colour codes off a terminal: {err}"
+    );
+    let top = |text: &[u8]| verify::pipe("sort -k2,2nr -k1,1 | head -10", text).unwrap();
+    let reference = verify::pipe(
+        "tr -s '[:space:]' '\\n' | grep -v '^$' | sort | uniq -c | awk '{print $2 \"\\t\" $1}'",
+        &input,
+    )
+    .unwrap();
+    assert_eq!(top(&out), top(&reference));
+    assert_eq!(
+        verify::wordcount_pairs(&out).unwrap(),
+        verify::wordcount_reference(&input).unwrap()
+    );
+
+    // get -o: the same bytes, in a file.
+    let path = dir.path().join("text.copy");
+    let (ok, _, err) = cli(
+        &c,
+        dir.path(),
+        &["get", "text", "-o", path.to_str().unwrap()],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), input);
+
+    // Every replica of block 1 damaged: the read fails naming the block,
+    // and no file is left under the name.
+    let f = c.client.file("text").await.unwrap();
+    let id = common::BlockId::for_file("text", 1).unwrap();
+    for w in &f.replicas[1] {
+        let blk = dir.path().join(w).join("blocks").join(format!("{id}.blk"));
+        let mut data = std::fs::read(&blk).unwrap();
+        data[10] ^= 1;
+        std::fs::write(&blk, data).unwrap();
+    }
+    let bad = dir.path().join("text.bad");
+    let (ok, _, err) = cli(
+        &c,
+        dir.path(),
+        &["get", "text", "-o", bad.to_str().unwrap()],
+    );
+    assert!(!ok);
+    assert!(err.contains("block 1"), "{err}");
+    assert!(!bad.exists());
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".master-get"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // rm of a file a running job reads: refused, the file stays.
+    load(&c, "big", Generator::Text, 4, 100_000).await;
+    let mut slow = JobSubmit::new(Workload::InputSink, "big");
+    slow.compute = Some(common::wire::TaskCompute {
+        min_ms: 1500,
+        max_ms: 1500,
+        seed: 1,
+    });
+    let id = c.client.submit(&slow).await.unwrap();
+    let (ok, _, err) = cli(&c, dir.path(), &["rm", "big"]);
+    assert!(!ok && err.contains("in use"), "{err}");
+    assert!(c.client.file("big").await.is_ok());
+    assert_eq!(
+        c.client.wait_job(id).await.unwrap().state,
+        JobState::Succeeded
+    );
+
+    // rm once it ended: gone from the catalog and from every disk.
+    let (ok, out, err) = cli(&c, dir.path(), &["rm", "big"]);
+    assert!(ok, "{err}");
+    assert!(String::from_utf8_lossy(&out).contains("4 blocks, 8 replicas"));
+    assert!(c.client.file("big").await.is_err());
+    for w in ["w0", "w1", "w2"] {
+        let blocks = dir.path().join(w).join("blocks");
+        let left: Vec<_> = std::fs::read_dir(&blocks)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("big."))
+            .collect();
+        assert!(left.is_empty(), "{w}: {left:?}");
+    }
+    // A new file under the name is itself only.
+    load(&c, "big", Generator::Records, 2, 10_000).await;
+    let f = c.client.file("big").await.unwrap();
+    assert_eq!((f.blocks, f.bytes), (2, 20_000));
+    assert_eq!(read_file(&c, "big").await.len(), 20_000);
+    // rm of a file that is not there: an error that says so.
+    let (ok, _, err) = cli(&c, dir.path(), &["rm", "nothing"]);
+    assert!(!ok && err.contains("no file named"), "{err}");
+}

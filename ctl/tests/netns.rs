@@ -1,0 +1,469 @@
+//! The netns mode through the real command line: `master up --netns`, the
+//! loader and an input-sink job from inside the master's namespace, traffic
+//! through the tc qdiscs, `master down` removing every namespace, and a
+//! failed start cleaning up after itself. Needs root (CI runs as root);
+//! elsewhere it says so and checks only the layout.
+
+use common::config::ClusterConfig;
+use common::wire::{JobReport, JobState};
+use ctl::ops::netns;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: build the binaries first (`cargo build --bins`; make test does)",
+        p.display()
+    );
+    p
+}
+
+fn is_root() -> bool {
+    nix::unistd::Uid::effective().is_root()
+}
+
+fn config(dir: &Path, data_dir: &str) -> PathBuf {
+    let text = format!(
+        r#"
+[cluster]
+token = "netns-test"
+replication = 2
+heartbeat_ms = 50
+data_dir = "{data_dir}"
+seed = 5
+[master]
+listen = "127.0.0.1:7300"
+[workers]
+slots = 2
+nic_mbps = 200
+[[worker]]
+name = "a"
+listen = "127.0.0.1:7301"
+[[worker]]
+name = "b"
+listen = "127.0.0.1:7302"
+[[worker]]
+name = "c"
+listen = "127.0.0.1:7303"
+nic_mbps = 100
+"#
+    );
+    let p = dir.join("cluster.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Removes the test's namespaces however the test ends.
+struct Cleanup(String);
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = netns::teardown(&self.0);
+    }
+}
+
+/// A command's success, stdout and stderr.
+type Output = (bool, String, String);
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `master up --fresh --netns` of `cfg` under `prefix`.
+fn up_netns(master: &Path, cfg: &Path, prefix: &str) -> Output {
+    run(Command::new(master).args([
+        "--config",
+        cfg.to_str().unwrap(),
+        "up",
+        "--fresh",
+        "--netns",
+        "--netns-prefix",
+        prefix,
+    ]))
+}
+
+/// The CLI inside the master's namespace, with the derived config that
+/// `up --netns` wrote under `dir` (nothing is reachable from here).
+fn cli_in_ns(master: &Path, dir: &Path, prefix: &str, args: &[&str]) -> Output {
+    let derived = dir.join("run/netns/cluster.toml");
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &format!("{prefix}master")])
+        .arg(master)
+        .args(["--config", derived.to_str().unwrap()])
+        .args(args);
+    run(&mut c)
+}
+
+/// `count` input-sink jobs over file `t` through `cli`, waited for; their reports.
+fn submit_sink(cli: &dyn Fn(&[&str]) -> Output, count: u32) -> Vec<JobReport> {
+    let count = count.to_string();
+    let (ok, out, err) = cli(&[
+        "submit",
+        "--workload",
+        "input-sink",
+        "--input",
+        "t",
+        "--count",
+        &count,
+        "--wait",
+        "--json",
+    ]);
+    assert!(ok, "submit failed:\n{out}\n{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn layout_addresses_rates_and_derived_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = ClusterConfig::load(config(dir.path(), "data")).unwrap();
+    let l = netns::Layout::plan("t-", &cfg).unwrap();
+    assert_eq!(l.master.ns, "t-master");
+    assert_eq!(l.bridge_ns, "t-bridge");
+    let ns: Vec<&str> = l.workers.iter().map(|w| w.ns.as_str()).collect();
+    assert_eq!(ns, ["t-a", "t-b", "t-c"]);
+    let rates: Vec<Option<u64>> = l.workers.iter().map(|w| w.rate_bits).collect();
+    assert_eq!(
+        rates,
+        [Some(200_000_000), Some(200_000_000), Some(100_000_000)]
+    );
+    assert_eq!(l.master.rate_bits, None);
+    // The derived config is a valid cluster.toml at the namespace addresses.
+    let d = l.derive_config(&cfg);
+    let text = toml::to_string(&d).unwrap();
+    let back = ClusterConfig::parse(&text, &dir.path().join("x/cluster.toml")).unwrap();
+    assert_eq!(back.master.listen.to_string(), "10.77.0.1:7300");
+    let listens: Vec<String> = back.worker.iter().map(|w| w.listen.to_string()).collect();
+    assert_eq!(
+        listens,
+        ["10.77.0.10:7301", "10.77.0.11:7302", "10.77.0.12:7303"]
+    );
+    assert_eq!(back.worker_data_dir("a"), dir.path().join("data").join("a"));
+    assert!(netns::Layout::plan("bad/prefix", &cfg).is_err());
+    assert_eq!(l.instances, 0);
+
+    // Public instances get the addresses after the workers'; too many to
+    // fit the /24 are refused, naming the key.
+    let with_public = |max: u32| {
+        let text = std::fs::read_to_string(dir.path().join("cluster.toml")).unwrap()
+            + &format!(
+                "[public]\nmax_instances = {max}\n[[public_type]]\nname = \"p\"\nslots = 1\n\
+                 nic_mbps = 50\nstart_s = 0\nprice_per_s = 0\n"
+            );
+        ClusterConfig::parse(&text, &dir.path().join("cluster.toml")).unwrap()
+    };
+    let l = netns::Layout::plan("t-", &with_public(4)).unwrap();
+    assert_eq!(l.instances, 4);
+    // Every address a node of it can have, for the static neighbours: the
+    // master, 3 workers, 4 instances and the host link, each with its own MAC.
+    let addresses: Vec<String> = l.addresses().iter().map(|a| a.to_string()).collect();
+    assert_eq!(
+        addresses,
+        [
+            "10.77.0.1",
+            "10.77.0.10",
+            "10.77.0.11",
+            "10.77.0.12",
+            "10.77.0.13",
+            "10.77.0.14",
+            "10.77.0.15",
+            "10.77.0.16",
+            "10.77.0.254"
+        ]
+    );
+    assert_eq!(netns::mac_of(l.workers[2].ip), "02:6d:0a:4d:00:0c");
+    let macs: std::collections::HashSet<String> =
+        l.addresses().into_iter().map(netns::mac_of).collect();
+    assert_eq!(macs.len(), 9);
+    match ctl::ops::instances::Backend::for_netns(&l, Path::new("/logs")) {
+        ctl::ops::instances::Backend::Netns { first_ip, .. } => {
+            assert_eq!(first_ip.to_string(), "10.77.0.13")
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = netns::Layout::plan("t-", &with_public(242)).unwrap_err();
+    assert!(e.to_string().contains("public.max_instances = 242"), "{e}");
+}
+
+#[test]
+fn netns_cluster_runs_jobs_through_shaped_links_and_cleans_up() {
+    if !is_root() {
+        eprintln!("skipping the netns cluster test: it needs root");
+        return;
+    }
+    netns::require_root().unwrap();
+    let prefix = format!("mt{}-", std::process::id() % 100_000);
+    let _cleanup = Cleanup(prefix.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let cfg_path = config(dir.path(), "data");
+    let master = bin("master");
+    let _ = bin("worker");
+
+    let (ok, out, err) = up_netns(&master, &cfg_path, &prefix);
+    assert!(ok, "up --netns failed:\n{out}\n{err}");
+    let names = netns::list(&prefix).unwrap();
+    assert_eq!(names.len(), 5, "{names:?}");
+
+    // The CLI reaches the cluster from inside the master's namespace.
+    let cli = |args: &[&str]| cli_in_ns(&master, dir.path(), &prefix, args);
+    let (ok, out, err) = cli(&[
+        "load",
+        "--name",
+        "t",
+        "--generate",
+        "text",
+        "--blocks",
+        "6",
+        "--block-size",
+        "2MiB",
+    ]);
+    assert!(ok, "load failed:\n{out}\n{err}");
+    let reports = submit_sink(&cli, 2);
+    assert_eq!(reports.len(), 2);
+    for r in &reports {
+        assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+        assert_eq!((r.tasks, r.tasks_done), (6, 6));
+        assert_eq!(r.data_local + r.data_remote, 6);
+        assert_eq!(r.bytes_local + r.bytes_remote, 6 << 21);
+    }
+
+    // Every upload crossed a worker's receive qdisc: 6 blocks x 2 replicas.
+    let cfg = ClusterConfig::load(&cfg_path).unwrap();
+    let layout = netns::Layout::plan(&prefix, &cfg).unwrap();
+    let mut rx_total = 0;
+    for w in &layout.workers {
+        let (_tx, rx) = netns::shaped_bytes(&layout, w).unwrap();
+        rx_total += rx;
+    }
+    assert!(
+        rx_total >= 2 * (6 << 21),
+        "the receive qdiscs saw only {rx_total} bytes"
+    );
+    // No node resolves another by ARP: each eth0 has its address's MAC and
+    // a permanent entry for every other address of the layout, and after the
+    // jobs' traffic the table holds nothing else (learned entries count
+    // against the kernel's shared gc_thresh3, permanent ones do not).
+    let addresses = layout.addresses();
+    for n in layout.nodes() {
+        let (ok, link, err) = run(Command::new("ip").args(["-n", &n.ns, "link", "show", "eth0"]));
+        assert!(ok, "{err}");
+        assert!(link.contains(&netns::mac_of(n.ip)), "{}: {link}", n.ns);
+        let (ok, table, err) = run(Command::new("ip").args(["-4", "-n", &n.ns, "neigh", "show"]));
+        assert!(ok, "{err}");
+        let lines: Vec<&str> = table
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lines.len(), addresses.len() - 1, "{}: {table}", n.ns);
+        for a in addresses.iter().filter(|a| **a != n.ip) {
+            let want = format!("{a} dev eth0 lladdr {} PERMANENT", netns::mac_of(*a));
+            assert!(
+                lines.contains(&want.as_str()),
+                "{}: no {want:?} in\n{table}",
+                n.ns
+            );
+        }
+    }
+    // Nothing leaks into the root namespace.
+    let (_, links, _) = run(Command::new("ip").args(["-o", "link", "show"]));
+    for w in &layout.workers {
+        assert!(!links.contains(&format!(" {}@", w.bridge_end)), "{links}");
+    }
+
+    let (ok, out, err) =
+        run(Command::new(&master).args(["--config", cfg_path.to_str().unwrap(), "down"]));
+    assert!(ok, "down failed:\n{out}\n{err}");
+    assert!(out.contains("removed 5 network namespaces"), "{out}");
+    assert!(netns::list(&prefix).unwrap().is_empty());
+
+    // A start that fails (the data directory is a regular file, so no
+    // worker can open its store) removes every namespace it created.
+    let dir2 = tempfile::tempdir().unwrap();
+    std::fs::write(dir2.path().join("blocked"), b"not a directory").unwrap();
+    let cfg2 = config(dir2.path(), "blocked");
+    let (ok, out, err) = run(Command::new(&master).args([
+        "--config",
+        cfg2.to_str().unwrap(),
+        "up",
+        "--netns",
+        "--netns-prefix",
+        &prefix,
+    ]));
+    assert!(!ok, "up should have failed:\n{out}\n{err}");
+    assert!(err.contains("exited during start-up"), "{err}");
+    assert!(
+        netns::list(&prefix).unwrap().is_empty(),
+        "namespaces left behind after a failed start"
+    );
+}
+
+/// Racks in the netns mode: each rack's bridge joined to the core by a link
+/// tc shapes at `cluster.rack_link_mbps` in both directions; everything the
+/// loader sends a rack's workers crosses it; a job runs; `master down`
+/// removes it all. Without root: the layout only.
+#[test]
+fn racks_get_their_own_bridge_and_a_shaped_shared_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(config(dir.path(), "data"))
+        .unwrap()
+        .replace("seed = 5\n", "seed = 5\nrack_link_mbps = 40\n")
+        .replace("listen = \"127.0.0.1:7300\"", "listen = \"127.0.0.1:7310\"")
+        .replace(
+            "name = \"a\"\nlisten = \"127.0.0.1:7301\"",
+            "name = \"a\"\nlisten = \"127.0.0.1:7311\"\nrack = \"/east\"",
+        )
+        .replace(
+            "name = \"b\"\nlisten = \"127.0.0.1:7302\"",
+            "name = \"b\"\nlisten = \"127.0.0.1:7312\"\nrack = \"/west\"",
+        )
+        .replace(
+            "name = \"c\"\nlisten = \"127.0.0.1:7303\"",
+            "name = \"c\"\nlisten = \"127.0.0.1:7313\"\nrack = \"/west\"",
+        );
+    let cfg_path = dir.path().join("cluster.toml");
+    std::fs::write(&cfg_path, &text).unwrap();
+    let cfg = ClusterConfig::load(&cfg_path).unwrap();
+    assert_eq!(cfg.racks(), ["/east", "/west"]);
+    let l = netns::Layout::plan("t-", &cfg).unwrap();
+    let racks: Vec<(&str, &str, Option<u64>)> = l
+        .racks
+        .iter()
+        .map(|r| (r.name.as_str(), r.bridge.as_str(), r.rate_bits))
+        .collect();
+    assert_eq!(
+        racks,
+        [
+            ("/east", "br1", Some(40_000_000)),
+            ("/west", "br2", Some(40_000_000))
+        ]
+    );
+    let bridges: Vec<&str> = l.workers.iter().map(|w| w.bridge.as_str()).collect();
+    assert_eq!(bridges, ["br1", "br2", "br2"]);
+    assert_eq!(l.master.bridge, netns::CORE_BRIDGE);
+    // The processes mode cannot shape a rack link: it says so.
+    let e = ctl::ops::local::refuse_rack_links(&cfg, "local processes").unwrap_err();
+    assert!(e.to_string().contains("cluster.rack_link_mbps = 40"), "{e}");
+
+    if !is_root() {
+        eprintln!("skipping the rack links in namespaces: it needs root");
+        return;
+    }
+    let prefix = format!("mr{}-", std::process::id() % 100_000);
+    let _cleanup = Cleanup(prefix.clone());
+    let master = bin("master");
+    let _ = bin("worker");
+    let (ok, out, err) = up_netns(&master, &cfg_path, &prefix);
+    assert!(ok, "up --netns failed:\n{out}\n{err}");
+    let layout = netns::Layout::plan(&prefix, &cfg).unwrap();
+    for r in &layout.racks {
+        for end in [&r.up, &r.down] {
+            assert_eq!(
+                netns::bridge_rate_bits(&layout, end).unwrap(),
+                Some(40_000_000),
+                "{end}"
+            );
+        }
+    }
+    let cli = |args: &[&str]| cli_in_ns(&master, dir.path(), &prefix, args);
+    let (ok, out, err) = cli(&[
+        "load",
+        "--name",
+        "t",
+        "--generate",
+        "text",
+        "--blocks",
+        "4",
+        "--block-size",
+        "1MiB",
+    ]);
+    assert!(ok, "load failed:\n{out}\n{err}");
+    // 4 blocks x 2 replicas of 1 MiB went from the master (on the core) to
+    // the workers, each through its rack's link.
+    let into: u64 = layout
+        .racks
+        .iter()
+        .map(|r| netns::rack_link_bytes(&layout, r).unwrap().0)
+        .sum();
+    assert!(
+        into >= 8 << 20,
+        "the rack links carried only {into} bytes in"
+    );
+    let reports = submit_sink(&cli, 1);
+    assert_eq!(reports[0].state, JobState::Succeeded, "{:?}", reports[0]);
+    let (ok, out, err) =
+        run(Command::new(&master).args(["--config", cfg_path.to_str().unwrap(), "down"]));
+    assert!(ok, "down failed:\n{out}\n{err}");
+    assert!(netns::list(&prefix).unwrap().is_empty());
+}
+
+/// The experiment runner on the netns deployment: two schedulers of a small
+/// spec, each run's cluster in fresh namespaces with tc-shaped links, the
+/// runner reaching them through a host link; every job done, `deployment`
+/// recorded, and no namespace or host link left afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_experiment_runner_runs_a_spec_in_namespaces() {
+    if !is_root() {
+        eprintln!("SKIPPED: the netns deployment needs root");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("ns.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "ns"
+description = "Two schedulers in namespaces."
+seed = 3
+repetitions = 1
+timeout_s = 60
+schedulers = ["hadoop", "fair"]
+[cluster]
+workers = 3
+slots = 2
+nic_mbps = 100
+replication = 2
+heartbeat_ms = 50
+[data]
+kind = "text"
+files = 1
+blocks = 6
+block_size = "512KiB"
+[jobs]
+count = 3
+workload = "input-sink"
+arrival_s = [0, 0.5]
+"#,
+    )
+    .unwrap();
+    let prefix = format!("mrx{}-", std::process::id() % 10_000);
+    let _cleanup = Cleanup(prefix.clone());
+    let out = ctl::experiment::run::run(&ctl::experiment::run::Options {
+        spec,
+        results: tmp.path().join("results"),
+        work: tmp.path().join("work"),
+        keep_data: false,
+        bin: bin("master").parent().unwrap().to_owned(),
+        deployment: ctl::experiment::run::Deployment::Netns {
+            prefix: prefix.clone(),
+        },
+    })
+    .await
+    .unwrap();
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let rows: Vec<&str> = runs.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{runs}");
+    assert!(rows.iter().all(|r| r.contains(",ok,")), "{runs}");
+    let meta = std::fs::read_to_string(out.join("meta.json")).unwrap();
+    assert!(meta.contains(r#""deployment": "netns""#), "{meta}");
+    assert!(netns::list(&prefix).unwrap().is_empty());
+    assert!(!Path::new("/sys/class/net")
+        .join(format!("{prefix}host"))
+        .exists());
+}

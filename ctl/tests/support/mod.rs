@@ -1,0 +1,124 @@
+//! A whole cluster in this process, on loopback with port 0: one master and
+//! `nic.len()` workers, shared by the end-to-end tests and `make bench`.
+
+use common::config::{SchedulerConfig, WorkerSettings};
+use ctl::ops::client::MasterClient;
+use master::state::MasterSettings;
+use std::path::Path;
+use std::time::Duration;
+
+pub struct LocalCluster {
+    /// Held so the master runs as long as the cluster value lives.
+    pub _master: master::http::MasterHandle,
+    #[allow(dead_code)] // not every including crate reads it
+    pub workers: Vec<worker::WorkerHandle>,
+    pub client: MasterClient,
+}
+
+/// Starts a master and one worker per entry of `nic` (its NIC rate in
+/// bytes/s, `None` = unlimited), block stores under `dir`, and waits until
+/// every worker has registered.
+pub async fn start_cluster(
+    dir: &Path,
+    token: &str,
+    slots: u32,
+    nic: &[Option<f64>],
+    heartbeat_ms: u64,
+) -> LocalCluster {
+    start_cluster_with(dir, token, slots, nic, heartbeat_ms, |_| {}).await
+}
+
+/// [`start_cluster`], with `tune` adjusting each worker's options first.
+#[allow(dead_code)] // not every including crate uses it
+pub async fn start_cluster_with(
+    dir: &Path,
+    token: &str,
+    slots: u32,
+    nic: &[Option<f64>],
+    heartbeat_ms: u64,
+    tune: impl Fn(&mut worker::WorkerOptions),
+) -> LocalCluster {
+    let roles = vec![common::config::Role::Both; nic.len()];
+    start_cluster_roles(dir, token, slots, nic, &roles, heartbeat_ms, tune).await
+}
+
+/// [`start_cluster_with`], worker i having role `roles[i]`.
+pub async fn start_cluster_roles(
+    dir: &Path,
+    token: &str,
+    slots: u32,
+    nic: &[Option<f64>],
+    roles: &[common::config::Role],
+    heartbeat_ms: u64,
+    tune: impl Fn(&mut worker::WorkerOptions),
+) -> LocalCluster {
+    let n = nic.len() as u32;
+    let settings = MasterSettings {
+        journal: None,
+        public_types: Vec::new(),
+        public: Default::default(),
+        slot_rate_mbs: None,
+        provision: None,
+        heartbeat_ms,
+        worker_timeout_ms: 100 * heartbeat_ms,
+        max_task_attempts: 2,
+        task_timeout_ms: 0,
+        scheduler: SchedulerConfig::hadoop(),
+        reduce_placement: Default::default(),
+        seed: 3,
+        replication: 2,
+        workers: (0..n)
+            .map(|i| WorkerSettings {
+                index: i,
+                name: format!("w{i}"),
+                listen: "127.0.0.1:0".parse().unwrap(),
+                slots,
+                nic_bytes_per_sec: nic[i as usize],
+                slot_rate_bytes: None,
+                disk_bytes_per_sec: None,
+                role: roles[i as usize],
+                rack: common::config::DEFAULT_RACK.into(),
+            })
+            .collect(),
+    };
+    let m = master::http::start("127.0.0.1:0".parse().unwrap(), token, settings)
+        .await
+        .unwrap();
+    let mut workers = Vec::new();
+    for i in 0..n {
+        let mut opts = worker::WorkerOptions {
+            name: format!("w{i}"),
+            listen: "127.0.0.1:0".parse().unwrap(),
+            advertise: None,
+            slots,
+            nic_bytes_per_sec: nic[i as usize],
+            data_dir: dir.join(format!("w{i}")),
+            master_url: m.url(),
+            token: token.into(),
+            heartbeat_ms,
+            out_of_band_heartbeat: true,
+            slot_rate_bytes: None,
+            disk_bytes_per_sec: None,
+            background: None,
+            scrub_bytes_per_sec: None,
+            http_timeouts: Default::default(),
+            min_free_bytes: 0,
+            shuffle_memory_bytes: 1 << 30,
+        };
+        tune(&mut opts);
+        workers.push(worker::start(opts).await.unwrap());
+    }
+    let client = MasterClient::new(m.url(), token);
+    for _ in 0..250 {
+        if client.cluster().await.unwrap().workers_alive == n as usize {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(client.cluster().await.unwrap().workers_alive, n as usize);
+    LocalCluster {
+        _master: m,
+        workers,
+        client,
+    }
+}

@@ -1,0 +1,634 @@
+//! The master's HTTP API: a thin layer over [`Master`]. Every route but the
+//! dashboard's page and the API description needs the cluster token; every
+//! error is JSON. `GET /v1/openapi.json` describes every route below,
+//! generated from the handlers and the Rust types (a test checks that this
+//! table, the description and the routes agree).
+//!
+//! | method | path | body / query | answer |
+//! |---|---|---|---|
+//! | POST | /v1/workers/register | RegisterRequest | RegisterReply |
+//! | POST | /v1/workers/heartbeat | Heartbeat | HeartbeatReply |
+//! | GET | /v1/workers | | [WorkerInfo] |
+//! | GET | /v1/files | | [FileInfo] |
+//! | GET | /v1/files/{name} | | FileInfo (409 while being deleted) |
+//! | DELETE | /v1/files/{name} | | FileDeleted (409 while a job uses it) |
+//! | PUT | /v1/files/{name}/replication | FileReplication | 204 |
+//! | POST | /v1/jobs | JobSubmit | 201 JobSubmitted |
+//! | GET | /v1/jobs | | [JobReport] (without attempts) |
+//! | GET | /v1/jobs/{id} | ?wait_ms=N | JobReport, after waiting up to N ms for it to end |
+//! | GET | /v1/cluster | | ClusterSummary |
+//! | GET | /metrics | | Prometheus metrics (OpenMetrics text; see `metrics`) |
+//! | GET | /v1/events | | server-sent events: `state` = DashboardState every 0.5 s |
+//! | GET | /v1/openapi.json | | this API's OpenAPI description (no token) |
+//! | GET | / | | the dashboard (no token; see `dashboard`) |
+//! | GET | /ui | | the dashboard |
+//! | GET | /ui/app.js | | the dashboard's code |
+//! | GET | /ui/style.css | | the dashboard's style |
+
+use crate::metrics::{JobStateName, Snapshot};
+use crate::provision::Provision;
+use crate::state::{journal, Master, MasterError, MasterSettings};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+
+use axum::{Json, Router};
+use common::http::{require_token, ApiError, ApiJson, BearerSecurity, ServerTimeouts, Token};
+use common::wire::ErrorBody;
+use common::wire::{
+    ClusterSummary, FileDeleted, FileInfo, FileReplication, Heartbeat, HeartbeatReply, JobReport,
+    JobSubmit, JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
+};
+use common::wire::{DashboardState, JobState};
+use common::JobId;
+use sched::Millis;
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt};
+use utoipa_axum::routes;
+
+pub struct AppState {
+    pub master: Mutex<Master>,
+    /// The job journal's file, if any.
+    journal: Option<std::path::PathBuf>,
+    started: Instant,
+    /// Notified whenever a job reaches a final state.
+    job_ended: Notify,
+    /// Asks workers to heartbeat now (`POST /v1/heartbeat-now`).
+    wake: WakeClient,
+}
+
+/// Sends workers `POST /v1/heartbeat-now`, fire and forget: a worker that
+/// does not answer heartbeats at its interval as before.
+struct WakeClient {
+    http: reqwest::Client,
+    token: String,
+}
+
+impl WakeClient {
+    fn send(&self, addrs: Vec<String>) {
+        for addr in addrs {
+            let req = self.http.post(format!("{addr}/v1/heartbeat-now")).header(
+                reqwest::header::AUTHORIZATION,
+                common::http::bearer(&self.token),
+            );
+            tokio::spawn(async move {
+                if let Err(e) = req.send().await {
+                    tracing::debug!(%addr, error = %e, "heartbeat-now not delivered");
+                }
+            });
+        }
+    }
+}
+
+impl AppState {
+    pub fn now(&self) -> Millis {
+        self.started.elapsed().as_millis() as Millis
+    }
+
+    /// Runs `f` on the master and wakes long-polls if a job ended meanwhile.
+    fn with<R>(&self, f: impl FnOnce(&mut Master, Millis) -> R) -> R {
+        // A panic in an earlier request must not make every later one fail:
+        // take the state as it is (each change to it is one step).
+        let mut m = self
+            .master
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The time is read under the lock, so the steps the master takes see
+        // non-decreasing times in the order they take them (read before it,
+        // a request that waited for the lock would step back in time: a task
+        // launched before its job was submitted).
+        let now = self.now();
+        let before = m.finished_jobs;
+        let r = f(&mut m, now);
+        // Journal under the lock, so entries land in the order they happened.
+        if let Some(path) = &self.journal {
+            let entries = m.take_journal();
+            if let Err(e) = journal::append(path, &entries) {
+                tracing::error!(path = %path.display(), error = %e, "cannot append to the job journal");
+            }
+        }
+        let ended = m.finished_jobs != before;
+        drop(m);
+        if ended {
+            self.job_ended.notify_waiters();
+        }
+        r
+    }
+}
+
+fn api_error(e: MasterError) -> ApiError {
+    let status = match e {
+        MasterError::UnknownFile { .. } | MasterError::UnknownJob(_) => StatusCode::NOT_FOUND,
+        MasterError::IncompleteFile { .. }
+        | MasterError::FileInUse { .. }
+        | MasterError::FileBeingDeleted { .. } => StatusCode::CONFLICT,
+        MasterError::UnknownWorker { .. } => StatusCode::FORBIDDEN,
+        MasterError::BadRequest(_) => StatusCode::BAD_REQUEST,
+    };
+    ApiError::new(status, e.to_string())
+}
+
+/// The largest registration or heartbeat body: a block report of about a
+/// million blocks (axum's default of 2 MB holds only some 20,000).
+pub const MAX_REPORT_BYTES: usize = 256 << 20;
+
+/// The master's API description (`GET /v1/openapi.json`): the routes
+/// below, each from its handler's `#[utoipa::path]`, with the wire types'
+/// schemas derived from the Rust types.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    info(
+        title = "mini-MapReduce testbed: master",
+        description = "The master's HTTP API. Every route but the dashboard's page and this description needs the cluster token as a bearer token."
+    ),
+    modifiers(&BearerSecurity),
+    security(("token" = []))
+)]
+struct ApiDoc;
+
+/// The master's routes and their OpenAPI description, one list.
+pub fn api(token: &str) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
+    let reports = axum::extract::DefaultBodyLimit::max(MAX_REPORT_BYTES);
+    let (api, mut doc) = OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
+        .routes(routes!(register).layer(reports))
+        .routes(routes!(heartbeat).layer(reports))
+        .routes(routes!(workers))
+        .routes(routes!(files))
+        .routes(routes!(file, delete_file))
+        .routes(routes!(file_replication))
+        .routes(routes!(submit, jobs))
+        .routes(routes!(job))
+        .routes(routes!(cluster))
+        .routes(routes!(metrics))
+        .routes(routes!(events))
+        .split_for_parts();
+    let api = api
+        .fallback(|| async {
+            ApiError::not_found(
+                "no such endpoint; see GET /v1/openapi.json or the API table in master/src/http.rs",
+            )
+        })
+        .layer(axum::middleware::from_fn_with_state(
+            Token(token.into()),
+            require_token,
+        ));
+    // The dashboard's page and code hold no data: served without the
+    // token, which the page keeps in the URL fragment or the tab's
+    // session storage and sends only as a header.
+    let (public, public_doc) = crate::dashboard::routes()
+        .routes(routes!(openapi))
+        .split_for_parts();
+    doc.merge(public_doc);
+    (api.merge(public), doc)
+}
+
+pub fn router(state: Arc<AppState>, token: &str) -> Router {
+    api(token).0.with_state(state)
+}
+
+/// The master's OpenAPI description as JSON (built once).
+pub fn openapi_json() -> &'static str {
+    static DOC: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DOC.get_or_init(|| {
+        serde_json::to_string_pretty(&api("").1).expect("the description serialises")
+    })
+}
+
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "cluster", security(()),
+    responses((status = 200, description = "this API's OpenAPI 3.1 description", content_type = "application/json")))]
+/// The API's description, generated from the routes and the Rust types.
+async fn openapi() -> impl axum::response::IntoResponse {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        openapi_json(),
+    )
+}
+
+/// How often `/v1/events` sends the dashboard's state.
+pub const EVENTS_EVERY: Duration = Duration::from_millis(500);
+
+/// `GET /v1/events`: server-sent events, one `state` event
+/// ([`DashboardState`]) every [`EVENTS_EVERY`], for as long as the client
+/// stays.
+#[utoipa::path(get, path = "/v1/events", tag = "cluster",
+    responses((status = 200, description = "server-sent events: a `state` event with a DashboardState every 0.5 s", content_type = "text/event-stream", body = DashboardState), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+async fn events(
+    State(s): State<Arc<AppState>>,
+) -> axum::response::sse::Sse<
+    impl futures_util::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let mut tick = tokio::time::interval(EVENTS_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let stream = futures_util::stream::unfold((s, tick), |(s, mut tick)| async move {
+        tick.tick().await;
+        let state = s.with(|m, _| dashboard_state(m));
+        let event = Event::default()
+            .event("state")
+            .json_data(&state)
+            .unwrap_or_else(|e| Event::default().event("error").data(e.to_string()));
+        Some((Ok(event), (s, tick)))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+fn dashboard_state(m: &Master) -> DashboardState {
+    let mut jobs = m.reports();
+    jobs.reverse();
+    DashboardState {
+        unix_ms: common::unix_ms(),
+        cluster: cluster_summary(m),
+        scheduler: m.scheduler_config().clone(),
+        workers: m.workers(),
+        jobs,
+    }
+}
+
+#[utoipa::path(post, path = "/v1/workers/register", tag = "workers",
+    request_body = RegisterRequest,
+    responses((status = 200, body = RegisterReply),
+        (status = 403, description = "no [[worker]] of that name", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// A worker announces itself with its full block report.
+async fn register(
+    State(s): State<Arc<AppState>>,
+    ApiJson(req): ApiJson<RegisterRequest>,
+) -> Result<Json<RegisterReply>, ApiError> {
+    s.with(|m, now| m.register(now, req))
+        .map(Json)
+        .map_err(api_error)
+}
+
+#[utoipa::path(post, path = "/v1/workers/heartbeat", tag = "workers",
+    request_body = Heartbeat,
+    responses((status = 200, description = "launches, kills, copies and drops for the worker", body = HeartbeatReply), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// A worker's heartbeat: free slots, running attempts and their progress,
+/// results, block report when it changed.
+async fn heartbeat(
+    State(s): State<Arc<AppState>>,
+    ApiJson(hb): ApiJson<Heartbeat>,
+) -> Json<HeartbeatReply> {
+    let t0 = Instant::now();
+    let (reply, metrics) = s.with(|m, now| (m.heartbeat(now, hb), m.metrics.clone()));
+    metrics.heartbeat_handled(t0.elapsed().as_secs_f64());
+    Json(reply)
+}
+
+#[utoipa::path(get, path = "/metrics", tag = "cluster",
+    responses((status = 200, description = "Prometheus metrics", content_type = "application/openmetrics-text", body = String), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Prometheus metrics (OpenMetrics text).
+async fn metrics(State(s): State<Arc<AppState>>) -> impl axum::response::IntoResponse {
+    let (snap, metrics) = s.with(|m, _| {
+        let reports = m.reports();
+        let snap = Snapshot {
+            jobs: [
+                JobState::Pending,
+                JobState::Running,
+                JobState::Succeeded,
+                JobState::Failed,
+            ]
+            .into_iter()
+            .map(|st| {
+                let n = reports.iter().filter(|r| r.state == st).count();
+                (JobStateName(st), n)
+            })
+            .collect(),
+            workers: m.workers(),
+            pending_tasks: m.view().pending_total(),
+            maps_rerun: m.maps_rerun,
+            blocks_copied: m.blocks_copied,
+        };
+        (snap, m.metrics.clone())
+    });
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        metrics.encode(&snap),
+    )
+}
+
+#[utoipa::path(get, path = "/v1/workers", tag = "workers",
+    responses((status = 200, body = [WorkerInfo]), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Every configured worker, alive or not, with slots, NIC rates and blocks.
+async fn workers(State(s): State<Arc<AppState>>) -> Json<Vec<WorkerInfo>> {
+    Json(s.with(|m, _| m.workers()))
+}
+
+#[utoipa::path(get, path = "/v1/files", tag = "files",
+    responses((status = 200, body = [FileInfo]), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Every file of the catalog and where its blocks are.
+async fn files(State(s): State<Arc<AppState>>) -> Json<Vec<FileInfo>> {
+    Json(s.with(|m, _| m.files()))
+}
+
+#[utoipa::path(get, path = "/v1/files/{name}", tag = "files",
+    params(("name" = String, Path, description = "file name")),
+    responses((status = 200, body = FileInfo),
+        (status = 404, description = "no such file", body = ErrorBody),
+        (status = 409, description = "being deleted", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// One file and where its blocks are.
+async fn file(
+    State(s): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<FileInfo>, ApiError> {
+    s.with(|m, _| m.file(&name)).map(Json).map_err(api_error)
+}
+
+#[utoipa::path(delete, path = "/v1/files/{name}", tag = "files",
+    params(("name" = String, Path, description = "file name")),
+    responses((status = 200, body = FileDeleted),
+        (status = 404, description = "no such file", body = ErrorBody),
+        (status = 409, description = "a job that has not ended reads or writes it", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Deletes a file: every holder drops its replicas at its next heartbeat.
+async fn delete_file(
+    State(s): State<Arc<AppState>>,
+    Path(name): Path<String>,
+) -> Result<Json<FileDeleted>, ApiError> {
+    s.with(|m, _| m.delete_file(&name))
+        .map(Json)
+        .map_err(api_error)
+}
+
+#[utoipa::path(put, path = "/v1/files/{name}/replication", tag = "files",
+    params(("name" = String, Path, description = "file name")),
+    request_body = FileReplication,
+    responses((status = 204, description = "kept at that factor from now on"),
+        (status = 400, description = "factor out of range", body = ErrorBody),
+        (status = 404, description = "no such file", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// The replication factor the master keeps a file at.
+async fn file_replication(
+    State(s): State<Arc<AppState>>,
+    Path(name): Path<String>,
+    ApiJson(r): ApiJson<FileReplication>,
+) -> Result<StatusCode, ApiError> {
+    s.with(|m, _| m.set_file_replication(&name, r.replication))
+        .map(|()| StatusCode::NO_CONTENT)
+        .map_err(api_error)
+}
+
+#[utoipa::path(post, path = "/v1/jobs", tag = "jobs",
+    request_body = JobSubmit,
+    responses((status = 201, body = JobSubmitted),
+        (status = 400, description = "a bad field, named", body = ErrorBody),
+        (status = 404, description = "no such input file", body = ErrorBody),
+        (status = 409, description = "the input is incomplete", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Submits a job.
+async fn submit(
+    State(s): State<Arc<AppState>>,
+    ApiJson(spec): ApiJson<JobSubmit>,
+) -> Result<(StatusCode, Json<JobSubmitted>), ApiError> {
+    let unix = common::unix_ms();
+    let (job, wake) = s.with(|m, now| {
+        let job = m.submit(now, unix, spec);
+        (job, m.to_wake())
+    });
+    // Free slots take the new tasks now, not at their next heartbeat.
+    s.wake.send(wake);
+    job.map(|job| (StatusCode::CREATED, Json(JobSubmitted { job })))
+        .map_err(api_error)
+}
+
+#[utoipa::path(get, path = "/v1/jobs", tag = "jobs",
+    responses((status = 200, description = "every job, oldest first, without attempts", body = [JobReport]), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Every job of this master and its earlier incarnations (the journal).
+async fn jobs(State(s): State<Arc<AppState>>) -> Json<Vec<JobReport>> {
+    Json(s.with(|m, _| m.reports()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WaitQuery {
+    #[serde(default)]
+    wait_ms: u64,
+}
+
+pub fn parse_job_id(raw: &str) -> Result<JobId, String> {
+    raw.strip_prefix("job-")
+        .unwrap_or(raw)
+        .parse::<u32>()
+        .map(JobId)
+        .map_err(|_| format!("{raw:?} is not a job id (expected job-N or N)"))
+}
+
+#[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
+    params(("id" = String, Path, description = "job-N or N"),
+        ("wait_ms" = Option<u64>, Query, description = "wait up to this long (at most 600000) for the job to end")),
+    responses((status = 200, body = JobReport),
+        (status = 400, description = "not a job id", body = ErrorBody),
+        (status = 404, description = "no such job", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// One job's report with every attempt; a long-poll with `wait_ms`.
+async fn job(
+    State(s): State<Arc<AppState>>,
+    Path(raw): Path<String>,
+    Query(q): Query<WaitQuery>,
+) -> Result<Json<JobReport>, ApiError> {
+    let id = parse_job_id(&raw).map_err(ApiError::bad_request)?;
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(q.wait_ms.min(600_000));
+    loop {
+        let notified = s.job_ended.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let report = s.with(|m, _| m.report(id)).map_err(api_error)?;
+        if report.state.is_done() || tokio::time::Instant::now() >= deadline {
+            return Ok(Json(report));
+        }
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep_until(deadline) => {}
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/v1/cluster", tag = "cluster",
+    responses((status = 200, body = ClusterSummary), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Scheduler, workers alive, slots, pending maps, re-runs and copies.
+async fn cluster(State(s): State<Arc<AppState>>) -> Json<ClusterSummary> {
+    Json(s.with(|m, _| cluster_summary(m)))
+}
+
+fn cluster_summary(m: &Master) -> ClusterSummary {
+    let ws = m.workers();
+    ClusterSummary {
+        scheduler: m.scheduler_name(),
+        reduce_placement: m.reduce_placement().name().into(),
+        workers_configured: ws.len(),
+        workers_alive: ws.iter().filter(|w| w.alive).count(),
+        slots_alive: ws.iter().filter(|w| w.alive).map(|w| w.slots).sum(),
+        pending_tasks: m.view().pending_total(),
+        maps_rerun: m.maps_rerun,
+        blocks_copied: m.blocks_copied,
+    }
+}
+
+/// A running master.
+pub struct MasterHandle {
+    pub addr: SocketAddr,
+    pub state: Arc<AppState>,
+    server: tokio::task::JoinHandle<()>,
+    reaper: tokio::task::JoinHandle<()>,
+}
+
+impl MasterHandle {
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn abort(&self) {
+        self.server.abort();
+        self.reaper.abort();
+    }
+}
+
+impl Drop for MasterHandle {
+    fn drop(&mut self) {
+        self.abort();
+    }
+}
+
+/// Binds `listen` and serves the API; a background task declares silent workers lost.
+pub async fn start(
+    listen: SocketAddr,
+    token: &str,
+    settings: MasterSettings,
+) -> anyhow::Result<MasterHandle> {
+    start_with(listen, token, settings, ServerTimeouts::DEFAULT).await
+}
+
+/// [`start`] with the HTTP server's timeouts (tests shorten them).
+pub async fn start_with(
+    listen: SocketAddr,
+    token: &str,
+    settings: MasterSettings,
+    timeouts: ServerTimeouts,
+) -> anyhow::Result<MasterHandle> {
+    let heartbeat = Duration::from_millis(settings.heartbeat_ms);
+    let journal_path = settings.journal.clone();
+    let provision = settings.provision.clone();
+    let mut master = Master::new(settings);
+    if let Some(path) = &journal_path {
+        let entries = journal::read(path)?;
+        master.restore(entries, common::unix_ms());
+        journal::append(path, &master.take_journal())?;
+    }
+    tracing::info!(scheduler = %master.scheduler_name(), reduces = master.reduce_placement().name(), "master starting");
+    let state = Arc::new(AppState {
+        master: Mutex::new(master),
+        journal: journal_path,
+        started: Instant::now(),
+        job_ended: Notify::new(),
+        wake: WakeClient {
+            http: reqwest::Client::builder()
+                .tcp_nodelay(true)
+                .connect_timeout(Duration::from_secs(2))
+                .timeout(Duration::from_secs(5))
+                .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
+                .build()
+                .expect("HTTP client builds"),
+            token: token.to_owned(),
+        },
+    });
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("master: cannot listen on {listen}: {e}"))?;
+    let addr = listener.local_addr()?;
+    let app = router(state.clone(), token);
+    let server = tokio::spawn(async move {
+        if let Err(e) = common::http::serve(listener, app, timeouts).await {
+            tracing::error!(error = %e, "master HTTP server stopped");
+        }
+    });
+    let st = state.clone();
+    let reaper = tokio::spawn(async move {
+        let mut tick = tokio::time::interval(heartbeat);
+        // The instances' launcher runs on a thread of its own, for the
+        // master's whole life: it runs commands and waits (off the runtime),
+        // and it is the parent of the instance processes, whose parent-death
+        // signal fires when that thread ends (a pool thread would end when
+        // idle). Made at the first order: a master with no public types
+        // never starts it. It stops every instance when the reaper ends.
+        let mut to_launcher: Option<std::sync::mpsc::Sender<Vec<Provision>>> = None;
+        loop {
+            tick.tick().await;
+            let orders = st.with(|m, now| {
+                m.check_workers(now);
+                m.take_provisioning()
+            });
+            if orders.is_empty() {
+                continue;
+            }
+            if to_launcher.is_none() {
+                let Some(p) = provision.clone() else {
+                    tracing::warn!(?orders, "no provisioner: public instances are not started");
+                    continue;
+                };
+                let (tx, rx) = std::sync::mpsc::channel::<Vec<Provision>>();
+                let spawned = std::thread::Builder::new()
+                    .name("instances".into())
+                    .spawn(move || match p.launcher() {
+                        Ok(mut launcher) => {
+                            while let Ok(orders) = rx.recv() {
+                                launcher.apply(orders);
+                            }
+                        }
+                        Err(e) => {
+                            tracing::error!(error = %format!("{e:#}"), "cannot make the instance launcher")
+                        }
+                    });
+                if let Err(e) = spawned {
+                    tracing::error!(error = %e, "cannot start the instance launcher's thread");
+                    continue;
+                }
+                to_launcher = Some(tx);
+            }
+            if let Some(tx) = &to_launcher {
+                if tx.send(orders).is_err() {
+                    tracing::error!("the instance launcher has stopped; instances are not started");
+                }
+            }
+        }
+    });
+    tracing::info!(%addr, "master listening");
+    Ok(MasterHandle {
+        addr,
+        state,
+        server,
+        reaper,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request that waits for the master's lock steps at the time it
+    /// takes the lock, not at the time it arrived: otherwise a heartbeat
+    /// that arrived just before a submission, and took the lock just after
+    /// it, launched the new job's task before the job was submitted (its
+    /// report's start then went below zero).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn steps_see_the_time_they_take_the_lock_at() {
+        let settings = crate::state::tests::settings(1, 1);
+        let m = start("127.0.0.1:0".parse().unwrap(), "t", settings)
+            .await
+            .unwrap();
+        let state = m.state.clone();
+        let held = state.master.lock().unwrap();
+        let waiter = {
+            let state = state.clone();
+            std::thread::spawn(move || state.with(|_, now| now))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        let released = state.now();
+        drop(held);
+        let stepped = waiter.join().unwrap();
+        assert!(
+            stepped >= released,
+            "the waiting step saw {stepped} ms, the lock was released at {released} ms"
+        );
+        m.abort();
+    }
+}

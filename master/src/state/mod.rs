@@ -1,0 +1,497 @@
+//! `Master`: the cluster's state and the rules that change it. Synchronous
+//! and clock-free (every call is given the time), so tests drive it with
+//! fake workers exactly as the HTTP layer drives it with real ones.
+//!
+//! Task life: Pending -> Running(attempt n on worker w, reading from s) ->
+//! Done, or back to Pending as attempt n+1 when the attempt failed (counted),
+//! was rejected, lost in transit or its worker was lost (not counted).
+//! Results are accepted only from the current attempt on the worker it was
+//! sent to (fencing).
+//!
+//! Jobs with reduces (wordcount, sort): when the last map succeeds, the
+//! reduce tasks are created (sort: with split keys from the maps' samples)
+//! and take free slots before any map, on whichever worker heartbeats next
+//! (like Hadoop's reduce slots, they have no input locality). Each fetches
+//! its partition from every map's worker. A map output that cannot be
+//! fetched (the reduce says which, `FetchFailed`), or that sat on a worker
+//! that was lost or restarted while the job's reduces still need it, is
+//! rebuilt: the map runs again (its counters taken back), and the reduces
+//! wait until every map is done again, retrying without a failure counted.
+//!
+//! One file per concern: `workers.rs` (registration, heartbeats, loss, the
+//! catalog's replicas), `submit.rs` (jobs in, map launches), `attempts.rs`
+//! (results, retries, job end), `reduce.rs` (the reduce phase), `report.rs`.
+
+use crate::catalog::Catalog;
+use common::config::{ClusterConfig, SchedulerConfig, WorkerSettings};
+use common::policy::ReducePlacement;
+use common::wire::{JobReport, JobState, JobSubmit, Launch, TaskRecord};
+use common::{AttemptId, BlockId, JobId, WorkerId};
+use sched::{self, ClusterView, Millis, ReducePlacer, Scheduler};
+use std::collections::{BTreeMap, HashMap};
+
+/// Upper bound on a job's reduce tasks.
+pub const MAX_REDUCES: u32 = 10_000;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MasterError {
+    #[error("no [[worker]] named {name:?} in cluster.toml (known: {known})")]
+    UnknownWorker { name: String, known: String },
+    #[error("no file named {name:?}; load it first (files: {known})")]
+    UnknownFile { name: String, known: String },
+    #[error("file {name:?} is incomplete: blocks {missing:?} have no live replica")]
+    IncompleteFile { name: String, missing: Vec<u32> },
+    #[error("no job {0}")]
+    UnknownJob(JobId),
+    #[error("file {name:?} is in use by {job} ({how}); try again once it ended")]
+    FileInUse {
+        name: String,
+        job: JobId,
+        how: &'static str,
+    },
+    #[error("file {name:?} is being deleted: {pending} replicas on live workers still to go")]
+    FileBeingDeleted { name: String, pending: usize },
+    #[error("{0}")]
+    BadRequest(String),
+}
+
+/// What the master takes from cluster.toml.
+#[derive(Clone, Debug)]
+pub struct MasterSettings {
+    pub heartbeat_ms: u64,
+    pub worker_timeout_ms: u64,
+    /// See `cluster.task_timeout_ms`; 0 = never.
+    pub task_timeout_ms: u64,
+    pub max_task_attempts: u32,
+    pub scheduler: SchedulerConfig,
+    /// Where reduces run (`policy` resolves for the scheduler).
+    pub reduce_placement: ReducePlacement,
+    pub seed: u64,
+    /// Replicas of every reduce output block (`cluster.output_replication`,
+    /// else `cluster.replication`; capped by live workers).
+    pub replication: u32,
+    pub workers: Vec<WorkerSettings>,
+    /// The job journal's file; `None` = no journal (tests).
+    pub journal: Option<std::path::PathBuf>,
+    /// Public instance types the scheduler may rent, and `[public]`.
+    pub public_types: Vec<common::public::PublicType>,
+    pub public: common::public::PublicSection,
+    /// The private workers' compute pacing (`workers.slot_rate_mbs`),
+    /// which an instance's speed scales.
+    pub slot_rate_mbs: Option<f64>,
+    /// How instances are started; `None`: nobody starts them (tests of
+    /// the state alone).
+    pub provision: Option<crate::provision::Provisioning>,
+}
+
+impl MasterSettings {
+    pub fn from_config(cfg: &ClusterConfig) -> Self {
+        MasterSettings {
+            heartbeat_ms: cfg.cluster.heartbeat_ms,
+            worker_timeout_ms: cfg.cluster.worker_timeout_ms,
+            task_timeout_ms: cfg.cluster.task_timeout_ms,
+            max_task_attempts: cfg.cluster.max_task_attempts,
+            scheduler: cfg.scheduler.clone(),
+            reduce_placement: cfg.cluster.reduce_placement,
+            seed: cfg.cluster.seed,
+            replication: cfg
+                .cluster
+                .output_replication
+                .unwrap_or(cfg.cluster.replication),
+            workers: cfg.worker_settings(),
+            journal: Some(cfg.resolve(&cfg.master.journal)),
+            public_types: cfg.public_type.clone(),
+            public: cfg.public_section(),
+            slot_rate_mbs: cfg.workers.slot_rate_mbs,
+            provision: crate::provision::ProvisionSettings::from_config(cfg)
+                .map(crate::provision::Provisioning::processes),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct WorkerState {
+    name: String,
+    addr: String,
+    slots: u32,
+    registered: bool,
+    alive: bool,
+    last_seen: Millis,
+    /// Heartbeats received since registration.
+    hb_seq: u64,
+    /// It heartbeats at once when asked (see `Master::to_wake`).
+    out_of_band: bool,
+    /// Asked to heartbeat now, and has not yet: not asked again.
+    woken: bool,
+    /// Attempts sent to this worker, with the heartbeat whose reply carried them.
+    running: HashMap<AttemptId, u64>,
+    /// Launches decided for this worker, awaiting its next heartbeat.
+    outbox: Vec<Launch>,
+    /// Ended jobs whose map output this worker may delete.
+    forget: Vec<JobId>,
+    /// Re-replication orders for this worker's next heartbeat reply.
+    copy_out: Vec<common::wire::CopyOrder>,
+    /// Free bytes on its disk, as its last heartbeat said.
+    disk_free: Option<u64>,
+    /// An attempt there ran out of disk when it had this much free: it gets
+    /// no task and no replica until it reports more.
+    full_at: Option<u64>,
+    drop_out: Vec<BlockId>,
+    blocks: usize,
+    free_slots: u32,
+    /// Slots its background processes hold, as its last heartbeat said.
+    background: u32,
+    nic: NicState,
+}
+
+impl WorkerState {
+    fn new(name: &str, slots: u32) -> Self {
+        WorkerState {
+            name: name.to_owned(),
+            addr: String::new(),
+            slots,
+            registered: false,
+            alive: false,
+            last_seen: 0,
+            hb_seq: 0,
+            out_of_band: false,
+            woken: false,
+            running: HashMap::new(),
+            outbox: Vec::new(),
+            forget: Vec::new(),
+            copy_out: Vec::new(),
+            disk_free: None,
+            full_at: None,
+            drop_out: Vec::new(),
+            blocks: 0,
+            free_slots: 0,
+            background: 0,
+            nic: NicState::default(),
+        }
+    }
+}
+
+/// A worker's NIC as its heartbeats tell it: byte counters, and rates over
+/// windows of at least [`NIC_RATE_WINDOW_MS`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NicState {
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+    pub rx_rate: f64,
+    pub tx_rate: f64,
+    /// Start of the current rate window and the counters then.
+    since: Option<(Millis, u64, u64)>,
+}
+
+/// Shortest window a NIC rate is measured over.
+pub const NIC_RATE_WINDOW_MS: Millis = 1000;
+
+impl NicState {
+    fn update(&mut self, now: Millis, rx: u64, tx: u64) {
+        self.rx_bytes = rx;
+        self.tx_bytes = tx;
+        match self.since {
+            // A restarted worker's counters start again: a new window.
+            Some((t0, rx0, tx0)) if rx >= rx0 && tx >= tx0 => {
+                if now >= t0 + NIC_RATE_WINDOW_MS {
+                    let dt = (now - t0) as f64 / 1000.0;
+                    self.rx_rate = (rx - rx0) as f64 / dt;
+                    self.tx_rate = (tx - tx0) as f64 / dt;
+                    self.since = Some((now, rx, tx));
+                }
+            }
+            _ => self.since = Some((now, rx, tx)),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct RunningAttempt {
+    attempt: u32,
+    worker: WorkerId,
+    source: WorkerId,
+    /// When it was launched.
+    started: Millis,
+    /// The highest progress count its worker reported, and when it last
+    /// grew (the launch until the first report): for the task timeout.
+    progress: u64,
+    progressed: Millis,
+    /// The slot its worker runs it in, once a heartbeat said.
+    slot: Option<u32>,
+}
+
+impl RunningAttempt {
+    /// Data-remote when it reads from another worker than its own.
+    fn locality(&self) -> common::wire::Locality {
+        if self.worker != self.source {
+            common::wire::Locality::DataRemote
+        } else {
+            common::wire::Locality::DataLocal
+        }
+    }
+
+    fn new(attempt: u32, worker: WorkerId, source: WorkerId, now: Millis) -> Self {
+        RunningAttempt {
+            attempt,
+            worker,
+            source,
+            started: now,
+            progress: 0,
+            progressed: now,
+            slot: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum TaskStatus {
+    Pending,
+    Running(RunningAttempt),
+    Done,
+}
+
+#[derive(Debug)]
+struct Task {
+    /// The input block of a map; the output block of a reduce.
+    block: BlockId,
+    /// `Some(r)` for the reduce of partition r.
+    reduce: Option<u32>,
+    len: u64,
+    /// Number the next attempt gets.
+    next_attempt: u32,
+    /// Failed attempts (rejections and losses do not count).
+    failures: u32,
+    status: TaskStatus,
+    /// Workers where an attempt of this map stalled (no progress for
+    /// `task_timeout_ms`): their replicas of its block are not used for it
+    /// again while another is live, as Hadoop keeps a task off the trackers
+    /// it failed on.
+    stalled_on: Vec<WorkerId>,
+    /// A reduce: the workers its running attempt sends output replicas to.
+    out_targets: Vec<WorkerId>,
+}
+
+impl Task {
+    fn kind(&self) -> common::wire::TaskKind {
+        if self.reduce.is_some() {
+            common::wire::TaskKind::Reduce
+        } else {
+            common::wire::TaskKind::Map
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Job {
+    id: JobId,
+    name: String,
+    spec: JobSubmit,
+    scheduler: String,
+    submitted: Millis,
+    submit_unix_ms: u64,
+    first_launch: Option<Millis>,
+    finished: Option<Millis>,
+    state: JobState,
+    error: Option<String>,
+    /// Maps first (index = block index), then the reduces once created.
+    tasks: Vec<Task>,
+    maps: u32,
+    reduces: u32,
+    /// Output file of a job with reduces.
+    output: Option<String>,
+    /// Where each map's successful attempt left its output.
+    map_out: Vec<Option<MapOut>>,
+    /// sort: keys sampled by the maps, then the reduces' split keys.
+    samples: Vec<Vec<u8>>,
+    splits: Vec<Vec<u8>>,
+    /// Every finished attempt, for the report.
+    records: Vec<TaskRecord>,
+    counts: JobCounters,
+}
+
+/// Where a map's successful attempt left its output, and what it counted
+/// (taken back if the output is lost and the map runs again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MapOut {
+    worker: WorkerId,
+    attempt: u32,
+    remote: bool,
+    local_bytes: u64,
+    remote_bytes: u64,
+    /// Map output bytes it left for the reduces.
+    output_bytes: u64,
+}
+
+/// What a job's successful attempts add up to (the report's counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct JobCounters {
+    maps_done: u32,
+    reduces_done: u32,
+    /// Map output bytes the reduces fetched.
+    shuffle_bytes: u64,
+    data_local: u32,
+    data_remote: u32,
+    bytes_local: u64,
+    bytes_remote: u64,
+}
+
+impl JobCounters {
+    fn map_done(&mut self, remote: bool, local_bytes: u64, remote_bytes: u64) {
+        self.maps_done += 1;
+        if remote {
+            self.data_remote += 1;
+        } else {
+            self.data_local += 1;
+        }
+        self.bytes_local += local_bytes;
+        self.bytes_remote += remote_bytes;
+    }
+
+    /// A map's output was lost: it will run again and count again.
+    fn map_lost(&mut self, out: &MapOut) {
+        self.maps_done -= 1;
+        if out.remote {
+            self.data_remote -= 1;
+        } else {
+            self.data_local -= 1;
+        }
+        self.bytes_local -= out.local_bytes;
+        self.bytes_remote -= out.remote_bytes;
+    }
+
+    fn reduce_done(&mut self, fetched_bytes: u64) {
+        self.reduces_done += 1;
+        self.shuffle_bytes += fetched_bytes;
+    }
+}
+
+pub struct Master {
+    settings: MasterSettings,
+    workers: Vec<WorkerState>,
+    catalog: Catalog,
+    jobs: HashMap<JobId, Job>,
+    next_job: u32,
+    view: ClusterView,
+    /// Places the reduces (a pure state machine, like `scheduler`).
+    reducer: ReducePlacer,
+    scheduler: Box<dyn Scheduler>,
+    /// Bumped whenever a job reaches a final state (wakes long-polls).
+    pub finished_jobs: u64,
+    /// Maps run again because their output was lost (a dead worker, a
+    /// failed shuffle fetch).
+    pub maps_rerun: u64,
+    /// Block copies ordered and not yet seen in the target's block report.
+    copies: Vec<replication::CopyInFlight>,
+    /// Replicas ordered deleted and not yet gone from the holder's report.
+    trims: Vec<(BlockId, WorkerId)>,
+    /// Re-replication copies ordered since the master started.
+    pub blocks_copied: u64,
+    /// The replication factor each file is kept at, once declared (by the
+    /// loader when its placement is complete; by the master for job output).
+    /// Journal entries not yet written (the HTTP layer appends them).
+    journal_out: Vec<journal::JournalEntry>,
+    /// Jobs of earlier incarnations of the master, from the journal.
+    archived: std::collections::BTreeMap<JobId, JobReport>,
+    /// Each declared file's factor, and since when it is kept there.
+    file_replication: HashMap<String, (u32, replication::Kept)>,
+    /// Replicas of deleted files not yet gone from their workers, by worker
+    /// (with the file's name): a block report listing one is not taken into
+    /// the catalog, and the worker is told again to drop it.
+    deleting: HashMap<WorkerId, BTreeMap<BlockId, String>>,
+    /// Counted as results are applied (`GET /metrics`).
+    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    /// Public instances asked for since the master started.
+    instances: Vec<public::Instance>,
+    /// Instances to start or stop (the HTTP layer takes them).
+    provision: Vec<crate::provision::Provision>,
+    /// The latest time the master was given (for live costs in reports).
+    clock: Millis,
+    /// The workers' racks in order of first appearance; a worker's rack in
+    /// the view is its index here.
+    racks: Vec<String>,
+}
+
+impl Master {
+    pub fn new(settings: MasterSettings) -> Self {
+        let scheduler = sched::build(&settings.scheduler, settings.seed);
+        Self::with_scheduler(settings, scheduler)
+    }
+
+    pub fn with_scheduler(settings: MasterSettings, scheduler: Box<dyn Scheduler>) -> Self {
+        let reducer = ReducePlacer::new(settings.reduce_placement, &settings.scheduler);
+        let workers = settings
+            .workers
+            .iter()
+            .map(|w| WorkerState::new(&w.name, w.slots))
+            .collect();
+        let mut racks: Vec<String> = Vec::new();
+        for w in &settings.workers {
+            if !racks.contains(&w.rack) {
+                racks.push(w.rack.clone());
+            }
+        }
+        let mut m = Master {
+            racks,
+            settings,
+            workers,
+            catalog: Catalog::default(),
+            jobs: HashMap::new(),
+            next_job: 1,
+            view: ClusterView::new(),
+            reducer,
+            scheduler,
+            finished_jobs: 0,
+            maps_rerun: 0,
+            copies: Vec::new(),
+            trims: Vec::new(),
+            blocks_copied: 0,
+            file_replication: HashMap::new(),
+            deleting: HashMap::new(),
+            metrics: Default::default(),
+            journal_out: Vec::new(),
+            archived: Default::default(),
+            instances: Vec::new(),
+            provision: Vec::new(),
+            clock: 0,
+        };
+        m.init_public();
+        m
+    }
+
+    pub fn scheduler_name(&self) -> String {
+        self.scheduler.name()
+    }
+
+    /// The scheduler's configuration (policy and parameters).
+    pub fn scheduler_config(&self) -> &SchedulerConfig {
+        &self.settings.scheduler
+    }
+
+    /// The reduce placement in use (`policy` resolved).
+    pub fn reduce_placement(&self) -> ReducePlacement {
+        self.reducer.placement()
+    }
+
+    pub fn view(&self) -> &ClusterView {
+        &self.view
+    }
+
+    fn worker_name(&self, w: WorkerId) -> String {
+        self.workers
+            .get(w.0 as usize)
+            .map_or_else(|| w.to_string(), |s| s.name.clone())
+    }
+}
+
+mod attempts;
+pub mod journal;
+pub mod public;
+mod reduce;
+mod replication;
+mod report;
+mod restore;
+mod submit;
+mod workers;
+
+#[cfg(test)]
+pub(crate) mod tests;
