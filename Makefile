@@ -63,13 +63,18 @@ cluster-docker: build docker-bins
 stop:
 	-$(MASTER) down
 
+## Tests that cannot run here (no root, no chromium, no Docker engine, ...)
+## say so in the last lines, with the package that would run them
+## (scripts/test-deps install installs the same list as CI).
 test:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --release --bins
 	$(CARGO) build --bins
 	$(MAKE) docker-bins
+	rm -f target/tmp/skipped-tests.txt
 	$(CARGO) test --workspace -- --test-threads=2
+	@scripts/test-deps report
 
 ## Run an experiment spec; results in results/<name>/<timestamp>/. Specs named
 ## sim-* are simulator sweeps (`master sim sweep`), the others real clusters

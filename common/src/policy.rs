@@ -1,7 +1,7 @@
 //! The scheduling policy and its parameters: one enum, read by serde from
 //! `[scheduler]` in cluster.toml and from experiment specs, and by clap from
-//! `--scheduler` (see [`FromStr`]). The implementations live in
-//! `master/src/sched/`, one file each, documented there.
+//! `--scheduler` (see [`FromStr`]). The implementations live in the `sched`
+//! crate, `sched/src/policy/`, one file each, documented there.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -50,14 +50,14 @@ pub enum Cmd {
         #[arg(long)]
         fresh: bool,
         /// Linux netns mode (root): each node in its own network namespace,
-        /// links shaped by tc at nic_mbps; see README.
+        /// links shaped by tc at nic_mbps; see docs/deployments.md.
         #[arg(long)]
         netns: bool,
         /// Name prefix of the namespaces (netns mode).
         #[arg(long, default_value = crate::ops::netns::DEFAULT_PREFIX, requires = "netns")]
         netns_prefix: String,
         /// Container mode: every node in its own Docker container on a
-        /// private network (see README); needs static binaries (make docker-bins).
+        /// private network (docs/deployments.md); needs static binaries (make docker-bins).
         #[arg(long, conflicts_with = "netns")]
         docker: bool,
         /// Compose project name (container mode).

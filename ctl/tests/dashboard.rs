@@ -5,6 +5,7 @@
 //! the job shown as succeeded, its timeline drawn with one bar per attempt.
 //! A screenshot is kept as `target/tmp/dashboard.png`.
 
+mod skip;
 use common::wire::{JobState, JobSubmit};
 use ctl::ops::loader::{self, Generator, LoadSpec, Source};
 use futures_util::{SinkExt, StreamExt};
@@ -177,7 +178,7 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
             std::env::var_os("CI").is_none(),
             "CI must run the dashboard test: install chromium (.ci/run does)"
         );
-        eprintln!("SKIPPED: no chromium on PATH (apt-get install chromium)");
+        skip::skipped("no chromium on PATH (package chromium)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -6,6 +6,7 @@
 //! `master down` must leave no container, network or volume behind. Skipped
 //! with a message where no engine answers.
 
+mod skip;
 use common::wire::{JobState, JobSubmit};
 use ctl::ops::client::MasterClient;
 use ctl::ops::docker;
@@ -59,7 +60,9 @@ async fn containers(
     worker_keys: &str,
 ) -> Option<Containers> {
     if !docker::engine_answers() {
-        eprintln!("SKIPPED: no Docker engine answers here");
+        skip::skipped(
+            "no Docker engine answers here (package docker.io or Docker Engine, started)",
+        );
         return None;
     }
     let Some(bin) = static_bins() else {
@@ -67,7 +70,7 @@ async fn containers(
             std::env::var_os("CI").is_none(),
             "CI builds the static binaries first (make docker-bins)"
         );
-        eprintln!("SKIPPED: no static binaries; run make docker-bins");
+        skip::skipped("no static binaries; run make docker-bins");
         return None;
     };
     let dir = tempfile::tempdir().unwrap();

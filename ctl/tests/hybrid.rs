@@ -10,6 +10,7 @@
 //! and the static binaries (CI has all three); elsewhere they say so and
 //! return.
 
+mod skip;
 use common::config::ClusterConfig;
 use common::wire::{JobState, JobSubmit};
 use ctl::ops::client::MasterClient;
@@ -99,7 +100,7 @@ async fn start(deploy: Deploy, idle_stop_s: f64) -> Option<(Cluster, MasterClien
         }
         Deploy::Netns(prefix) => {
             if !nix::unistd::Uid::effective().is_root() {
-                eprintln!("SKIPPED: the netns deployment needs root");
+                skip::skipped("the netns deployment needs root");
                 return None;
             }
             // Reached from here through a host link, on a subnet of its own.
@@ -115,7 +116,9 @@ async fn start(deploy: Deploy, idle_stop_s: f64) -> Option<(Cluster, MasterClien
         }
         Deploy::Docker(project) => {
             if !docker::engine_answers() {
-                eprintln!("SKIPPED: no Docker engine answers here");
+                skip::skipped(
+                    "no Docker engine answers here (package docker.io or Docker Engine, started)",
+                );
                 return None;
             }
             let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -128,7 +131,7 @@ async fn start(deploy: Deploy, idle_stop_s: f64) -> Option<(Cluster, MasterClien
                     std::env::var_os("CI").is_none(),
                     "CI builds the static binaries first (make docker-bins)"
                 );
-                eprintln!("SKIPPED: no static binaries; run make docker-bins");
+                skip::skipped("no static binaries; run make docker-bins");
                 return None;
             }
             let third = 100 + ((pid + 40) % 150) as u8;

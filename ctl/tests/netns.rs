@@ -4,6 +4,7 @@
 //! failed start cleaning up after itself. Needs root (CI runs as root);
 //! elsewhere it says so and checks only the layout.
 
+mod skip;
 use common::config::ClusterConfig;
 use common::wire::{JobReport, JobState};
 use ctl::ops::netns;
@@ -194,7 +195,7 @@ fn layout_addresses_rates_and_derived_config() {
 #[test]
 fn netns_cluster_runs_jobs_through_shaped_links_and_cleans_up() {
     if !is_root() {
-        eprintln!("skipping the netns cluster test: it needs root");
+        skip::skipped("the netns cluster test needs root");
         return;
     }
     netns::require_root().unwrap();
@@ -352,7 +353,7 @@ fn racks_get_their_own_bridge_and_a_shaped_shared_link() {
     assert!(e.to_string().contains("cluster.rack_link_mbps = 40"), "{e}");
 
     if !is_root() {
-        eprintln!("skipping the rack links in namespaces: it needs root");
+        skip::skipped("the rack links in namespaces need root");
         return;
     }
     let prefix = format!("mr{}-", std::process::id() % 100_000);
@@ -410,7 +411,7 @@ fn racks_get_their_own_bridge_and_a_shaped_shared_link() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_experiment_runner_runs_a_spec_in_namespaces() {
     if !is_root() {
-        eprintln!("SKIPPED: the netns deployment needs root");
+        skip::skipped("the netns deployment needs root");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

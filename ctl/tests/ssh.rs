@@ -6,6 +6,7 @@
 //! them (output checked against coreutils), `down` stops them, and a second
 //! `up` finds nothing stale to copy. Needs root; elsewhere it says so.
 
+mod skip;
 use ctl::ops::netns;
 use ctl::ops::verify;
 use std::path::{Path, PathBuf};
@@ -92,7 +93,7 @@ fn worker_pids(ns: &str) -> Vec<i32> {
 #[test]
 fn master_up_starts_copies_and_stops_workers_over_ssh_on_three_hosts() {
     if !is_root() {
-        eprintln!("SKIPPED: the ssh test needs root (network namespaces)");
+        skip::skipped("the ssh test needs root (network namespaces)");
         return;
     }
     let Some(sshd) = sshd() else {
@@ -100,7 +101,7 @@ fn master_up_starts_copies_and_stops_workers_over_ssh_on_three_hosts() {
             std::env::var_os("CI").is_none(),
             "CI installs openssh-server (.ci/run)"
         );
-        eprintln!("SKIPPED: no sshd (apt-get install openssh-server)");
+        skip::skipped("no sshd (package openssh-server)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
