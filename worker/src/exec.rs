@@ -266,26 +266,29 @@ pub async fn run(
             reduces,
             alternates,
             ..
-        } => match read_and_map(
-            ctx, &launch, block, *len, source, alternates, *reduces, progress,
-        )
-        .await
-        {
-            Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
-            Err((local, remote, outcome)) => (local, remote, outcome),
-        },
+        } => {
+            let read = MapRead {
+                block,
+                len: *len,
+                source,
+                alternates,
+            };
+            match read_and_map(ctx, &launch, read, *reduces, progress).await {
+                Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
+                Err((local, remote, outcome)) => (local, remote, outcome),
+            }
+        }
         LaunchTask::Reduce(r) => {
-            match crate::shuffle::run_reduce(ctx, launch.attempt, launch.workload, r, progress)
-                .await
+            match crate::reduce::run_reduce(ctx, launch.attempt, launch.workload, r, progress).await
             {
                 Ok((summary, local, remote)) => (local, remote, TaskOutcome::Reduced { summary }),
-                Err((local, remote, crate::shuffle::ReduceError::Failed(error))) => {
+                Err((local, remote, crate::reduce::ReduceError::Failed(error))) => {
                     (local, remote, TaskOutcome::Failed { error })
                 }
-                Err((local, remote, crate::shuffle::ReduceError::NoSpace(error))) => {
+                Err((local, remote, crate::reduce::ReduceError::NoSpace(error))) => {
                     (local, remote, TaskOutcome::NoSpace { error })
                 }
-                Err((local, remote, crate::shuffle::ReduceError::FetchFailed { lost, error })) => {
+                Err((local, remote, crate::reduce::ReduceError::FetchFailed { lost, error })) => {
                     (local, remote, TaskOutcome::FetchFailed { lost, error })
                 }
             }
@@ -323,23 +326,47 @@ pub async fn run(
 /// fit on the disk).
 type ReadResult = Result<(u64, u64, MapSummary), (u64, u64, TaskOutcome)>;
 
-#[allow(clippy::too_many_arguments)]
+/// What a map reads: its block, the block's length, the source the master
+/// chose and the other replica holders.
+struct MapRead<'a> {
+    block: &'a common::BlockId,
+    len: u64,
+    source: &'a ReplicaSource,
+    alternates: &'a [ReplicaAddr],
+}
+
+/// A map attempt: the map function runs off the runtime
+/// (`spawn_mapper`) while its block is read into it (`read_block`), then
+/// the read is checked against the block's length (`map_outcome`).
 async fn read_and_map(
     ctx: &Arc<WorkerCtx>,
     launch: &Launch,
-    block_id: &common::BlockId,
-    len: u64,
-    source: &ReplicaSource,
-    alternates: &[ReplicaAddr],
+    read: MapRead<'_>,
     reduces: u32,
     progress: &Progress,
 ) -> ReadResult {
+    let (tx, mapper) = spawn_mapper(ctx, launch, read.len, reduces, progress);
+    let (local, remote, problems) = read_block(ctx, &read, tx, progress).await;
+    map_outcome(&read, local, remote, problems, mapper.await)
+}
+
+/// The map function, off the runtime: it consumes the pieces sent to it,
+/// then writes its output for the reduces.
+fn spawn_mapper(
+    ctx: &Arc<WorkerCtx>,
+    launch: &Launch,
+    len: u64,
+    reduces: u32,
+    progress: &Progress,
+) -> (
+    tokio::sync::mpsc::Sender<Bytes>,
+    tokio::task::JoinHandle<Result<MapSummary, TaskOutcome>>,
+) {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
     let workload = launch.workload;
     let writer = ctx.clone();
     let attempt = launch.attempt;
     let mapped = progress.clone();
-    // The map runs, then writes its output for the reduces, off the runtime.
     let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, TaskOutcome> {
         let mut task = workload.map_task(reduces);
         task.expect_input(len);
@@ -363,130 +390,152 @@ async fn read_and_map(
         mapped.add(summary.output_bytes);
         Ok(summary)
     });
-    // The source the master chose, then the other replicas: a checksum
-    // error or a dead peer costs a switch, not the attempt; each source
-    // continues where the last one stopped.
-    let mut sources: Vec<Option<&str>> = vec![match source {
+    (tx, mapper)
+}
+
+/// Reads the block into the map: from the source the master chose, then
+/// the other replicas; a checksum error or a dead peer costs a switch, not
+/// the attempt, and each source continues where the last one stopped.
+/// Returns the bytes read locally and remotely and what went wrong.
+async fn read_block(
+    ctx: &Arc<WorkerCtx>,
+    read: &MapRead<'_>,
+    tx: tokio::sync::mpsc::Sender<Bytes>,
+    progress: &Progress,
+) -> (u64, u64, Vec<String>) {
+    let mut sources: Vec<Option<&str>> = vec![match read.source {
         ReplicaSource::Local => None,
         ReplicaSource::Remote { addr, .. } => Some(addr.as_str()),
     }];
-    sources.extend(alternates.iter().map(|a| Some(a.addr.as_str())));
+    sources.extend(read.alternates.iter().map(|a| Some(a.addr.as_str())));
     let (mut local, mut remote) = (0u64, 0u64);
     let mut problems: Vec<String> = Vec::new();
     for src in sources {
         let from = local + remote;
-        if from >= len && len > 0 || tx.is_closed() {
+        if from >= read.len && read.len > 0 || tx.is_closed() {
             break;
         }
         match src {
-            None => {
-                let ctx = ctx.clone();
-                let block = block_id.clone();
-                let tx = tx.clone();
-                let read = progress.clone();
-                let rt = tokio::runtime::Handle::current();
-                let res = tokio::task::spawn_blocking(move || -> Result<u64, (u64, String)> {
-                    let damaged = |e: crate::store::StoreError| {
-                        ctx.drop_if_damaged(&e);
-                        e.to_string()
-                    };
-                    let mut reader = ctx.store.reader(&block).map_err(|e| (0, damaged(e)))?;
-                    let cb = reader.chunk_bytes().max(1);
-                    let mut n = 0u64;
-                    for i in (from / cb) as usize..reader.chunk_count() {
-                        let chunk = reader.read_chunk(i).map_err(|e| (n, damaged(e)))?;
-                        let skip = (from.saturating_sub(i as u64 * cb) as usize).min(chunk.len());
-                        let piece = chunk.slice(skip..);
-                        // The read takes its share of the (emulated) disk.
-                        rt.block_on(ctx.disk.acquire_all(piece.len() as u64));
-                        n += piece.len() as u64;
-                        read.add(piece.len() as u64);
-                        if tx.blocking_send(piece).is_err() {
-                            return Err((n, "map function stopped early".to_owned()));
-                        }
-                    }
-                    Ok(n)
-                })
-                .await
-                .unwrap_or_else(|e| Err((0, format!("reader panicked: {e}"))));
-                match res {
-                    Ok(n) => local += n,
-                    Err((n, e)) => {
-                        local += n;
-                        problems.push(format!("local replica: {e}"));
-                    }
+            None => match read_local_replica(ctx, read.block, from, &tx, progress).await {
+                Ok(n) => local += n,
+                Err((n, e)) => {
+                    local += n;
+                    problems.push(format!("local replica: {e}"));
                 }
-            }
+            },
             Some(addr) => {
-                let mut got = 0u64;
-                let res = fetch_block_from(
-                    &ctx.http,
-                    &ctx.nic.rx,
-                    &ctx.token,
-                    addr,
-                    block_id,
-                    len,
-                    from,
-                    |piece| {
-                        got += piece.len() as u64;
-                        progress.add(piece.len() as u64);
-                        let tx = tx.clone();
-                        async move {
-                            tx.send(piece)
-                                .await
-                                .map_err(|_| "map function stopped early".to_owned())
-                        }
-                    },
-                )
-                .await;
-                remote += got;
-                if let Err(e) = res {
-                    problems.push(e.to_string());
-                }
+                let (n, problem) = read_remote_replica(ctx, addr, read, from, &tx, progress).await;
+                remote += n;
+                problems.extend(problem);
             }
         }
-        if !problems.is_empty() && local + remote < len {
-            tracing::warn!(block = %block_id, problem = %problems.last().expect("pushed"), read = local + remote, "replica failed mid-read; trying the next");
+        if !problems.is_empty() && local + remote < read.len {
+            tracing::warn!(block = %read.block, problem = %problems.last().expect("pushed"), read = local + remote, "replica failed mid-read; trying the next");
         }
     }
-    drop(tx);
-    // Short of the block after every source: the problems say why (a
-    // short block without any is the length check's below).
-    let read: Result<(u64, u64), (u64, u64, TaskOutcome)> =
-        if local + remote != len && !problems.is_empty() {
-            Err((
-                local,
-                remote,
-                TaskOutcome::Failed {
-                    error: problems.join("; "),
-                },
-            ))
-        } else {
-            Ok((local, remote))
+    (local, remote, problems)
+}
+
+/// This worker's replica from byte `from` on, chunk by chunk through the
+/// (emulated) disk; a damaged replica is dropped. The bytes sent, or those
+/// and why it stopped.
+async fn read_local_replica(
+    ctx: &Arc<WorkerCtx>,
+    block: &common::BlockId,
+    from: u64,
+    tx: &tokio::sync::mpsc::Sender<Bytes>,
+    progress: &Progress,
+) -> Result<u64, (u64, String)> {
+    let ctx = ctx.clone();
+    let block = block.clone();
+    let tx = tx.clone();
+    let read = progress.clone();
+    let rt = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || -> Result<u64, (u64, String)> {
+        let damaged = |e: crate::store::StoreError| {
+            ctx.drop_if_damaged(&e);
+            e.to_string()
         };
-    let summary = mapper.await;
-    let (local, remote) = read?;
-    if local + remote != len {
-        return Err((
-            local,
-            remote,
-            TaskOutcome::Failed {
-                error: format!(
-                    "block {block_id} has {} bytes, the master expected {len}",
-                    local + remote,
-                ),
-            },
+        let mut reader = ctx.store.reader(&block).map_err(|e| (0, damaged(e)))?;
+        let cb = reader.chunk_bytes().max(1);
+        let mut n = 0u64;
+        for i in (from / cb) as usize..reader.chunk_count() {
+            let chunk = reader.read_chunk(i).map_err(|e| (n, damaged(e)))?;
+            let skip = (from.saturating_sub(i as u64 * cb) as usize).min(chunk.len());
+            let piece = chunk.slice(skip..);
+            // The read takes its share of the (emulated) disk.
+            rt.block_on(ctx.disk.acquire_all(piece.len() as u64));
+            n += piece.len() as u64;
+            read.add(piece.len() as u64);
+            if tx.blocking_send(piece).is_err() {
+                return Err((n, "map function stopped early".to_owned()));
+            }
+        }
+        Ok(n)
+    })
+    .await
+    .unwrap_or_else(|e| Err((0, format!("reader panicked: {e}"))))
+}
+
+/// The replica at `addr` from byte `from` on, through this worker's
+/// receive link. The bytes sent, and why it stopped short if it did.
+async fn read_remote_replica(
+    ctx: &Arc<WorkerCtx>,
+    addr: &str,
+    read: &MapRead<'_>,
+    from: u64,
+    tx: &tokio::sync::mpsc::Sender<Bytes>,
+    progress: &Progress,
+) -> (u64, Option<String>) {
+    let mut got = 0u64;
+    let res = fetch_block_from(
+        &ctx.http,
+        &ctx.nic.rx,
+        &ctx.token,
+        addr,
+        read.block,
+        read.len,
+        from,
+        |piece| {
+            got += piece.len() as u64;
+            progress.add(piece.len() as u64);
+            let tx = tx.clone();
+            async move {
+                tx.send(piece)
+                    .await
+                    .map_err(|_| "map function stopped early".to_owned())
+            }
+        },
+    )
+    .await;
+    (got, res.err().map(|e| e.to_string()))
+}
+
+/// The attempt's outcome once the read is over and the map has ended:
+/// short of the block after every source, the problems say why (a short
+/// block without any is the length check's); else the map's own.
+fn map_outcome(
+    read: &MapRead<'_>,
+    local: u64,
+    remote: u64,
+    problems: Vec<String>,
+    mapped: Result<Result<MapSummary, TaskOutcome>, tokio::task::JoinError>,
+) -> ReadResult {
+    let failed = |error: String| Err((local, remote, TaskOutcome::Failed { error }));
+    if local + remote != read.len {
+        if !problems.is_empty() {
+            return failed(problems.join("; "));
+        }
+        return failed(format!(
+            "block {} has {} bytes, the master expected {}",
+            read.block,
+            local + remote,
+            read.len
         ));
     }
-    match summary {
+    match mapped {
         Ok(Ok(s)) => Ok((local, remote, s)),
         Ok(Err(e)) => Err((local, remote, e)),
-        Err(e) => Err((
-            local,
-            remote,
-            TaskOutcome::Failed {
-                error: format!("map function panicked: {e}"),
-            },
-        )),
+        Err(e) => failed(format!("map function panicked: {e}")),
     }
 }

@@ -9,6 +9,16 @@ use common::BlockId;
 use futures_util::StreamExt;
 use reqwest::header::AUTHORIZATION;
 
+/// What a transfer with a peer needs: the HTTP client, the cluster token,
+/// and the link of this worker's NIC it is paced by (receive for a fetch,
+/// transmit for an upload). `WorkerCtx::downlink` and `uplink` make one.
+#[derive(Clone, Copy)]
+pub struct PeerLink<'a> {
+    pub http: &'a reqwest::Client,
+    pub token: &'a str,
+    pub link: &'a Link,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
     #[error("fetching block {block} from {addr}: {message}")]
@@ -101,4 +111,15 @@ where
         });
     }
     Ok(got)
+}
+
+/// `e` with the causes below it (reqwest's own text omits them).
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s += &format!(": {c}");
+        cur = c.source();
+    }
+    s
 }

@@ -11,11 +11,13 @@ pub mod metrics;
 pub mod nic;
 pub mod node;
 pub mod progress;
+pub mod reduce;
 pub mod replicate;
 pub mod scrub;
 pub mod shuffle;
 pub mod store;
 pub mod timeline;
+pub mod upload;
 
 use common::config::ClusterConfig;
 use std::net::SocketAddr;
@@ -200,6 +202,24 @@ impl WorkerCtx {
             u64::from(s.fragment_size()),
         );
         Some(blocks.saturating_mul(size))
+    }
+
+    /// Transfers from peers, paced by this worker's receive link.
+    pub fn downlink(&self) -> fetch::PeerLink<'_> {
+        fetch::PeerLink {
+            http: &self.http,
+            token: &self.token,
+            link: &self.nic.rx,
+        }
+    }
+
+    /// Transfers to peers, paced by this worker's transmit link.
+    pub fn uplink(&self) -> fetch::PeerLink<'_> {
+        fetch::PeerLink {
+            http: &self.http,
+            token: &self.token,
+            link: &self.nic.tx,
+        }
     }
 
     pub fn wake_heartbeat(&self) {

@@ -44,8 +44,8 @@ pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Resu
         .expect("the receiver is held below");
     drop(pieces);
     let _ = digest.send(stored.sums.block_digest_hex());
-    crate::shuffle::upload_streamed(
-        ctx,
+    crate::upload::upload_streamed(
+        ctx.uplink(),
         to,
         &target,
         rx,

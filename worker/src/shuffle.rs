@@ -1,7 +1,7 @@
-//! The shuffle: map output kept by the mapper, served to reducers over HTTP
-//! through this worker's NIC (transmit), fetched by reducers through theirs
-//! (receive); and the reduce attempt itself, which writes its output as a
-//! replicated block of the job's output file.
+//! The shuffle's map side: map output kept by the mapper, served to
+//! reducers over HTTP through this worker's NIC (transmit), and read in
+//! place by a reduce on this worker. The reduce attempt itself is
+//! `reduce`.
 //!
 //! A map's output is kept in memory while the worker's budget
 //! (`workers.shuffle_memory_mb`) allows ([`KeptOutputs`]), else on its local
@@ -15,26 +15,19 @@
 //! directories are deleted when the master says the job ended, and the whole
 //! tree when the worker starts (the master forgets earlier attempts then).
 
-use crate::nic::Link;
 use crate::WorkerCtx;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
-use common::http::{bearer, ApiError};
-use common::http_client::check;
-use common::wire::{
-    KeyRange, LostOutput, ReduceLaunch, BLOCK_CACHE_HEADER, BLOCK_DIGEST_HEADER,
-    BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
-};
+use common::http::ApiError;
+use common::wire::KeyRange;
 use common::{AttemptId, JobId};
-use futures_util::StreamExt;
-use reqwest::header::AUTHORIZATION;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
-use workloads::{MapOutput, ReduceSummary, Workload};
+use workloads::MapOutput;
 
 /// Root of this worker's map output.
 pub fn root(data_dir: &std::path::Path) -> PathBuf {
@@ -309,11 +302,11 @@ pub async fn serve(
 
 /// One map attempt's output part: `p<r>` or `run`.
 #[derive(Clone, Debug)]
-struct OutputPart {
-    job: u32,
-    map: u32,
-    attempt: u32,
-    part: String,
+pub(crate) struct OutputPart {
+    pub job: u32,
+    pub map: u32,
+    pub attempt: u32,
+    pub part: String,
 }
 
 /// A map output part kept here, memory or file, and the byte range of it
@@ -396,13 +389,13 @@ fn open_output(
 /// A reduce's input from one map: bytes fetched (or read from this
 /// worker's disk), or a map output this worker keeps in memory, which the
 /// reduce reads where it lies.
-enum Input {
+pub(crate) enum Input {
     Fetched(Vec<u8>),
     Kept(workloads::KeptInput),
 }
 
 impl Input {
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Input::Fetched(v) => v.len(),
             Input::Kept(k) => k.len(),
@@ -413,7 +406,7 @@ impl Input {
 /// Reads a map output part kept on this worker from its memory (handed
 /// over as it lies, no copy) or its disk (a reduce's own worker's outputs
 /// cross no network, as in Hadoop), paced by the emulated disk.
-async fn read_local(
+pub(crate) async fn read_local(
     ctx: &Arc<WorkerCtx>,
     want: OutputPart,
     range: Option<KeyRange>,
@@ -455,32 +448,6 @@ async fn read_local(
     Ok(data)
 }
 
-/// The order a reduce fetches its inputs in: one from each source worker
-/// in turn, and each reduce starting at another worker (by its partition),
-/// so concurrent reduces do not all fetch from one worker's uplink at once
-/// (Hadoop's and Spark's reducers randomise their fetch order for this).
-fn fetch_order(addrs: &[&str], partition: u32) -> Vec<usize> {
-    let mut by_source: std::collections::BTreeMap<&str, std::collections::VecDeque<usize>> =
-        Default::default();
-    for (i, a) in addrs.iter().enumerate() {
-        by_source.entry(a).or_default().push_back(i);
-    }
-    let mut queues: Vec<_> = by_source.into_values().collect();
-    if !queues.is_empty() {
-        let k = partition as usize % queues.len();
-        queues.rotate_left(k);
-    }
-    let mut order = Vec::with_capacity(addrs.len());
-    while order.len() < addrs.len() {
-        for q in queues.iter_mut() {
-            if let Some(i) = q.pop_front() {
-                order.push(i);
-            }
-        }
-    }
-    order
-}
-
 /// The byte range of a stored sorted run (`len` bytes) holding the keys
 /// `lo <= key < hi`, reading only the keys its binary search visits.
 fn range_in_file(
@@ -502,399 +469,6 @@ fn range_in_file(
         file.read_exact_at(&mut k, i * RECORD as u64).map(|_| k)
     };
     workloads::sort::range_by_key(len / RECORD as u64, key, lo, hi)
-}
-
-/// `e` with the causes below it (reqwest's own text omits them).
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s += &format!(": {c}");
-        cur = c.source();
-    }
-    s
-}
-
-/// GETs `url` whole, paced by `rx`.
-async fn fetch(
-    http: &reqwest::Client,
-    rx: &Link,
-    token: &str,
-    url: &str,
-    progress: &crate::progress::Progress,
-) -> Result<Vec<u8>, String> {
-    let resp = http
-        .get(url)
-        .header(AUTHORIZATION, bearer(token))
-        .send()
-        .await
-        .map_err(|e| format!("fetching {url}: {}", error_chain(&e)))?;
-    let resp = check(resp, format!("fetching {url}"))
-        .await
-        .map_err(|e| e.to_string())?;
-    // The whole body is kept: reserve it once rather than grow by copies.
-    let mut out = workloads::pool::take(resp.content_length().unwrap_or(0).min(1 << 32) as usize);
-    let mut stream = resp.bytes_stream();
-    while let Some(piece) = stream.next().await {
-        let piece = piece.map_err(|e| {
-            format!(
-                "fetching {url}: stream broke after {} bytes: {e}",
-                out.len()
-            )
-        })?;
-        rx.acquire(piece.len()).await;
-        progress.add(piece.len() as u64);
-        out.extend_from_slice(&piece);
-    }
-    Ok(out)
-}
-
-/// An HTTP body fed frame by frame through a channel: the data, then the
-/// trailers (or an error, which aborts the request).
-struct FrameBody(tokio::sync::mpsc::Receiver<Result<http_body::Frame<Bytes>, std::io::Error>>);
-
-impl http_body::Body for FrameBody {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, std::io::Error>>> {
-        self.0.poll_recv(cx)
-    }
-}
-
-/// PUTs an output block to a replica worker while it is produced: the
-/// pieces as they come from `pieces`, paced by this worker's transmit
-/// link, then the block's digest as the `x-block-digest` trailer once
-/// `digest` gives it. If `digest` is dropped instead (the output failed
-/// here), the upload is broken off and the receiver keeps nothing.
-pub(crate) async fn upload_streamed(
-    ctx: &Arc<WorkerCtx>,
-    addr: &str,
-    target: &common::wire::OutputTarget,
-    mut pieces: tokio::sync::mpsc::Receiver<Bytes>,
-    digest: tokio::sync::oneshot::Receiver<String>,
-    progress: &crate::progress::Progress,
-) -> Result<(), String> {
-    let url = format!("{addr}/blocks/{}", target.block);
-    let (frames, body) = tokio::sync::mpsc::channel(4);
-    let request = ctx
-        .http
-        .put(&url)
-        .header(AUTHORIZATION, bearer(&ctx.token))
-        .header(header::TRAILER, BLOCK_DIGEST_HEADER)
-        .header(BLOCK_FILE_HEADER, &target.file)
-        .header(BLOCK_INDEX_HEADER, target.index.to_string())
-        .header(BLOCK_FILE_BLOCKS_HEADER, target.file_blocks.to_string())
-        // Job output: written around the receiver's page cache.
-        .header(BLOCK_CACHE_HEADER, "drop-behind")
-        .body(reqwest::Body::wrap(FrameBody(body)))
-        .send();
-    let feed = async move {
-        while let Some(mut rest) = pieces.recv().await {
-            while !rest.is_empty() {
-                let piece = rest.split_to(rest.len().min(crate::nic::PIECE));
-                ctx.nic.tx.acquire(piece.len()).await;
-                progress.add(piece.len() as u64);
-                if frames
-                    .send(Ok(http_body::Frame::data(piece)))
-                    .await
-                    .is_err()
-                {
-                    // The request ended: it says why.
-                    return;
-                }
-            }
-        }
-        let last = match digest.await {
-            Ok(d) => {
-                let mut t = axum::http::HeaderMap::new();
-                t.insert(
-                    BLOCK_DIGEST_HEADER,
-                    d.parse().expect("a hex digest is a header value"),
-                );
-                Ok(http_body::Frame::trailers(t))
-            }
-            Err(_) => Err(std::io::Error::other(
-                "the output block was not completed on the reduce's worker",
-            )),
-        };
-        let _ = frames.send(last).await;
-    };
-    let (resp, ()) = tokio::join!(request, feed);
-    let resp = resp.map_err(|e| format!("replicating output to {url}: {}", error_chain(&e)))?;
-    check(resp, format!("replicating output to {url}"))
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(())
-}
-
-/// Why a reduce attempt ended without output.
-#[derive(Debug)]
-pub enum ReduceError {
-    /// Counts against the reduce's attempts.
-    Failed(String),
-    /// The output block did not fit on this worker's disk: runs again
-    /// elsewhere without counting.
-    NoSpace(String),
-    /// Map outputs could not be fetched: they run again, the reduce retries.
-    FetchFailed {
-        lost: Vec<LostOutput>,
-        error: String,
-    },
-}
-
-/// Runs one reduce attempt: fetch this partition from every map, reduce,
-/// store the output block here and copy it to the replica workers.
-/// Returns (summary, bytes fetched from this worker, bytes fetched remotely).
-pub async fn run_reduce(
-    ctx: &Arc<WorkerCtx>,
-    attempt: AttemptId,
-    workload: Workload,
-    r: &ReduceLaunch,
-    progress: &crate::progress::Progress,
-) -> Result<(ReduceSummary, u64, u64), (u64, u64, ReduceError)> {
-    let Some(mut task) = workload.reduce_task() else {
-        return Err((
-            0,
-            0,
-            ReduceError::Failed(format!("{workload} has no reduce phase")),
-        ));
-    };
-    let job = attempt.task.job;
-    let t0 = std::time::Instant::now();
-    let (mut local, mut remote) = (0u64, 0u64);
-    // Fetch a few inputs at once; remote ones share this worker's receive
-    // link, its own are read from its disk.
-    let addrs: Vec<&str> = r.inputs.iter().map(|i| i.addr.as_str()).collect();
-    let order = fetch_order(&addrs, r.partition);
-    let part = if r.range.is_some() {
-        "run".to_owned()
-    } else {
-        format!("p{}", r.partition)
-    };
-    let mut fetches = futures_util::stream::iter(order.into_iter().map(|i| {
-        let input = &r.inputs[i];
-        let own = input.addr == ctx.advertise;
-        let want = OutputPart {
-            job: job.0,
-            map: input.map,
-            attempt: input.attempt,
-            part: part.clone(),
-        };
-        let ctx = ctx.clone();
-        let progress = progress.clone();
-        let range = r.range.clone();
-        let part = part.clone();
-        async move {
-            let got = if own {
-                read_local(&ctx, want, range, &progress).await
-            } else {
-                let base = format!(
-                    "{}/shuffle/{}/{}/{}",
-                    input.addr, job.0, input.map, input.attempt
-                );
-                let url = match &range {
-                    Some(KeyRange { lo, hi }) => {
-                        let mut q = Vec::new();
-                        if let Some(lo) = lo {
-                            q.push(format!("lo={}", hex::encode(lo)));
-                        }
-                        if let Some(hi) = hi {
-                            q.push(format!("hi={}", hex::encode(hi)));
-                        }
-                        format!("{base}/run?{}", q.join("&"))
-                    }
-                    None => format!("{base}/{part}"),
-                };
-                fetch(&ctx.http, &ctx.nic.rx, &ctx.token, &url, &progress)
-                    .await
-                    .map(Input::Fetched)
-            };
-            got.map(|d| (own, d)).map_err(|e| (i, e))
-        }
-    }))
-    .buffered(4);
-    while let Some(res) = fetches.next().await {
-        let (own, data) = match res {
-            Ok(v) => v,
-            Err((i, error)) => {
-                // Every output kept where the failing one is: that worker is
-                // most likely gone (the master fences by attempt, so outputs
-                // already run again elsewhere are not run a third time).
-                let addr = &r.inputs[i].addr;
-                let lost = r
-                    .inputs
-                    .iter()
-                    .filter(|x| x.addr == *addr)
-                    .map(|x| LostOutput {
-                        map: x.map,
-                        attempt: x.attempt,
-                        worker: x.worker,
-                    })
-                    .collect();
-                return Err((local, remote, ReduceError::FetchFailed { lost, error }));
-            }
-        };
-        if own {
-            local += data.len() as u64;
-        } else {
-            remote += data.len() as u64;
-        }
-        let consumed = progress.clone();
-        let (data, t) = tokio::task::spawn_blocking(move || {
-            let n = data.len() as u64;
-            let res = match data {
-                Input::Fetched(v) => task.consume(v),
-                Input::Kept(k) => task.consume_kept(k),
-            };
-            consumed.add(n);
-            (res, task)
-        })
-        .await
-        .map_err(|e| {
-            (
-                local,
-                remote,
-                ReduceError::Failed(format!("reduce panicked: {e}")),
-            )
-        })?;
-        task = t;
-        data.map_err(|e| (local, remote, ReduceError::Failed(e)))?;
-    }
-    let fetched = t0.elapsed();
-    // The output, streamed: the reduce hands on pieces as they fill; each
-    // is hashed and written here and sent to the replica workers at the
-    // same time (HDFS pipelines a block's write the same way). No copy of
-    // the whole output is ever held. The replicas get the block's digest
-    // as a trailer once the last piece is hashed.
-    let target = crate::store::BlockTarget {
-        id: r.output.block.clone(),
-        file: r.output.file.clone(),
-        index: r.output.index,
-        file_blocks: r.output.file_blocks,
-    };
-    let store = ctx.store.clone();
-    let writer = tokio::task::spawn_blocking(move || {
-        store.output_writer(target, crate::store::Caching::DropBehind)
-    })
-    .await
-    .map_err(|e| {
-        (
-            local,
-            remote,
-            ReduceError::Failed(format!("storing output panicked: {e}")),
-        )
-    })?
-    .map_err(|e| (local, remote, store_failure(e)))?;
-    let (piece_tx, mut piece_rx) = tokio::sync::mpsc::channel::<Bytes>(2);
-    let merging = tokio::task::spawn_blocking(move || {
-        task.finish_into(&mut |piece| {
-            piece_tx
-                .blocking_send(Bytes::from_owner(workloads::pool::Pooled::new(piece)))
-                .is_ok()
-        })
-    });
-    let (write_tx, mut write_rx) = tokio::sync::mpsc::channel::<Bytes>(2);
-    let writing = tokio::task::spawn_blocking(move || {
-        let mut writer = writer;
-        while let Some(piece) = write_rx.blocking_recv() {
-            writer.write(&piece)?;
-        }
-        let sums = writer.checksums();
-        Ok::<_, crate::store::StoreError>((writer, sums))
-    });
-    let mut feeds = Vec::new();
-    let mut digests = Vec::new();
-    let uploads = futures_util::future::join_all(r.output.replicas.iter().map(|addr| {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(2);
-        let (dtx, drx) = tokio::sync::oneshot::channel::<String>();
-        feeds.push(Some(tx));
-        digests.push(dtx);
-        async move {
-            // A replica target that fails is left out, as HDFS's write
-            // pipeline drops a failed datanode: the block is stored here,
-            // and the master's re-replication makes up the factor once the
-            // job is done.
-            if let Err(e) = upload_streamed(ctx, addr, &r.output, rx, drx, progress).await {
-                tracing::warn!(block = %r.output.block, error = %e, "output replica skipped");
-            }
-            t0.elapsed()
-        }
-    }));
-    let store_here = async {
-        while let Some(piece) = piece_rx.recv().await {
-            let n = piece.len() as u64;
-            progress.add(n);
-            // The job's output is written through the (emulated) disk.
-            ctx.disk.acquire_all(n).await;
-            for feed in feeds.iter_mut() {
-                if let Some(tx) = feed {
-                    if tx.send(piece.clone()).await.is_err() {
-                        // That upload ended; it logs why.
-                        *feed = None;
-                    }
-                }
-            }
-            if write_tx.send(piece).await.is_err() {
-                // The writer stopped on an error: it says which below.
-                break;
-            }
-            progress.add(n);
-        }
-        // The merge stops at its next piece if it is not done; nothing is
-        // committed (here, or by the replicas, which get no digest) unless
-        // it ended well and every byte it made was written.
-        drop(piece_rx);
-        let summary = merging
-            .await
-            .map_err(|e| ReduceError::Failed(format!("reduce panicked: {e}")))?;
-        let merged_at = t0.elapsed();
-        drop(write_tx);
-        drop(feeds);
-        let (writer, sums) = writing
-            .await
-            .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
-            .map_err(store_failure)?;
-        if sums.len != summary.output_bytes {
-            return Err(ReduceError::Failed(format!(
-                "the reduce made {} bytes of output but {} were written",
-                summary.output_bytes, sums.len
-            )));
-        }
-        let digest = sums.block_digest_hex();
-        for d in digests {
-            let _ = d.send(digest.clone());
-        }
-        tokio::task::spawn_blocking(move || writer.commit())
-            .await
-            .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
-            .map_err(store_failure)?;
-        Ok::<_, ReduceError>((summary, merged_at, t0.elapsed()))
-    };
-    let (stored, replicated) = tokio::join!(store_here, uploads);
-    let (summary, merged, stored) = stored.map_err(|e| (local, remote, e))?;
-    ctx.wake_heartbeat();
-    let ms = |d: std::time::Duration| d.as_millis() as u64;
-    let replicated = replicated.into_iter().max().unwrap_or(stored);
-    tracing::debug!(%attempt, fetched_ms = ms(fetched), merged_ms = ms(merged),
-        stored_ms = ms(stored), replicated_ms = ms(replicated), "reduce phases (ms from its start)");
-    Ok((summary, local, remote))
-}
-
-/// A store error as the reduce's failure: a full disk runs the reduce
-/// again elsewhere without counting.
-fn store_failure(e: crate::store::StoreError) -> ReduceError {
-    let full = matches!(&e, crate::store::StoreError::Io { source, .. }
-            if source.kind() == std::io::ErrorKind::StorageFull);
-    let error = format!("storing output block: {e}");
-    if full {
-        ReduceError::NoSpace(error)
-    } else {
-        ReduceError::Failed(error)
-    }
 }
 
 #[cfg(test)]
@@ -933,20 +507,6 @@ mod tests {
         assert!(KeptOutputs::new(0)
             .keep(attempt(1, 0, 0), parts(1))
             .is_err());
-    }
-
-    #[test]
-    fn reduces_fetch_from_each_source_in_turn_starting_apart() {
-        let addrs = ["a", "b", "a", "c", "b", "a"];
-        // a: 0 2 5, b: 1 4, c: 3.
-        assert_eq!(fetch_order(&addrs, 0), [0, 1, 3, 2, 4, 5]);
-        assert_eq!(fetch_order(&addrs, 1), [1, 3, 0, 4, 2, 5]);
-        assert_eq!(fetch_order(&addrs, 5), [3, 0, 1, 2, 4, 5]);
-        assert!(fetch_order(&[], 3).is_empty());
-        // Every input exactly once.
-        let mut o = fetch_order(&addrs, 7);
-        o.sort_unstable();
-        assert_eq!(o, [0, 1, 2, 3, 4, 5]);
     }
 
     #[test]

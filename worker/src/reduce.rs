@@ -1,0 +1,439 @@
+//! A reduce attempt, in the order it runs: fetch this partition of every
+//! map's output (`shuffle_in`: a few at once, its own worker's outputs read
+//! in place, the others through this worker's receive link) and consume
+//! each as it arrives; open the output block here (`open_output_block`);
+//! then merge, write and replicate at once (`merge_store_and_replicate`):
+//! the reduce hands on pieces as they fill, each is hashed and written
+//! here and sent to the replica workers, which get the block's digest as a
+//! trailer once the last piece is hashed (HDFS pipelines a block's write
+//! the same way). No copy of the whole output is held.
+
+use crate::fetch::{error_chain, PeerLink};
+use crate::progress::Progress;
+use crate::shuffle::{read_local, Input, OutputPart};
+use crate::store::{BlockTarget, BlockWriter, Caching, StoreError};
+use crate::upload::upload_streamed;
+use crate::WorkerCtx;
+use bytes::Bytes;
+use common::http::bearer;
+use common::http_client::check;
+use common::wire::{KeyRange, LostOutput, ReduceLaunch, ShuffleInput};
+use common::{AttemptId, JobId};
+use futures_util::StreamExt;
+use reqwest::header::AUTHORIZATION;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use workloads::{ReduceSummary, ReduceTask, Workload};
+
+/// Why a reduce attempt ended without output.
+#[derive(Debug)]
+pub enum ReduceError {
+    /// Counts against the reduce's attempts.
+    Failed(String),
+    /// The output block did not fit on this worker's disk: runs again
+    /// elsewhere without counting.
+    NoSpace(String),
+    /// Map outputs could not be fetched: they run again, the reduce retries.
+    FetchFailed {
+        lost: Vec<LostOutput>,
+        error: String,
+    },
+}
+
+/// A failed step: the bytes fetched locally and remotely until then, and why.
+type Failure = (u64, u64, ReduceError);
+
+/// Runs one reduce attempt: fetch this partition from every map, reduce,
+/// store the output block here and copy it to the replica workers.
+/// Returns (summary, bytes fetched from this worker, bytes fetched remotely).
+pub async fn run_reduce(
+    ctx: &Arc<WorkerCtx>,
+    attempt: AttemptId,
+    workload: Workload,
+    r: &ReduceLaunch,
+    progress: &Progress,
+) -> Result<(ReduceSummary, u64, u64), Failure> {
+    let Some(task) = workload.reduce_task() else {
+        return Err((
+            0,
+            0,
+            ReduceError::Failed(format!("{workload} has no reduce phase")),
+        ));
+    };
+    let t0 = Instant::now();
+    let (task, local, remote) = shuffle_in(ctx, attempt.task.job, r, task, progress).await?;
+    let fetched = t0.elapsed();
+    let phases = async {
+        let writer = open_output_block(ctx, r).await?;
+        merge_store_and_replicate(ctx, r, task, writer, progress, t0).await
+    };
+    let (summary, merged, stored, replicated) = phases.await.map_err(|e| (local, remote, e))?;
+    ctx.wake_heartbeat();
+    let ms = |d: Duration| d.as_millis() as u64;
+    tracing::debug!(%attempt, fetched_ms = ms(fetched), merged_ms = ms(merged),
+        stored_ms = ms(stored), replicated_ms = ms(replicated), "reduce phases (ms from its start)");
+    Ok((summary, local, remote))
+}
+
+/// The shuffle: every map's part for this reduce, a few at once (remote
+/// ones share this worker's receive link, its own are read from its memory
+/// or disk), each consumed by the reduce as it arrives. Returns the task
+/// and the bytes read locally and remotely; a part that cannot be had
+/// fails the attempt with every output kept where that one is.
+async fn shuffle_in(
+    ctx: &Arc<WorkerCtx>,
+    job: JobId,
+    r: &ReduceLaunch,
+    mut task: Box<dyn ReduceTask>,
+    progress: &Progress,
+) -> Result<(Box<dyn ReduceTask>, u64, u64), Failure> {
+    let (mut local, mut remote) = (0u64, 0u64);
+    let addrs: Vec<&str> = r.inputs.iter().map(|i| i.addr.as_str()).collect();
+    let order = fetch_order(&addrs, r.partition);
+    let mut fetches = futures_util::stream::iter(order.into_iter().map(|i| async move {
+        fetch_input(ctx, job, r, &r.inputs[i], progress)
+            .await
+            .map_err(|e| (i, e))
+    }))
+    .buffered(4);
+    while let Some(res) = fetches.next().await {
+        let (own, data) = match res {
+            Ok(v) => v,
+            Err((i, error)) => {
+                let lost = lost_with(r, &r.inputs[i].addr);
+                return Err((local, remote, ReduceError::FetchFailed { lost, error }));
+            }
+        };
+        if own {
+            local += data.len() as u64;
+        } else {
+            remote += data.len() as u64;
+        }
+        let consumed = progress.clone();
+        let (res, t) = tokio::task::spawn_blocking(move || {
+            let n = data.len() as u64;
+            let res = match data {
+                Input::Fetched(v) => task.consume(v),
+                Input::Kept(k) => task.consume_kept(k),
+            };
+            consumed.add(n);
+            (res, task)
+        })
+        .await
+        .map_err(|e| {
+            (
+                local,
+                remote,
+                ReduceError::Failed(format!("reduce panicked: {e}")),
+            )
+        })?;
+        task = t;
+        res.map_err(|e| (local, remote, ReduceError::Failed(e)))?;
+    }
+    Ok((task, local, remote))
+}
+
+/// One map's part for this reduce: read in place when the map ran here,
+/// else fetched from its worker. True with it when it was this worker's.
+async fn fetch_input(
+    ctx: &Arc<WorkerCtx>,
+    job: JobId,
+    r: &ReduceLaunch,
+    input: &ShuffleInput,
+    progress: &Progress,
+) -> Result<(bool, Input), String> {
+    let part = part_name(r);
+    if input.addr == ctx.advertise {
+        let want = OutputPart {
+            job: job.0,
+            map: input.map,
+            attempt: input.attempt,
+            part,
+        };
+        let got = read_local(ctx, want, r.range.clone(), progress).await?;
+        return Ok((true, got));
+    }
+    let url = shuffle_url(job, input, &part, r.range.as_ref());
+    let got = fetch_whole(ctx.downlink(), &url, progress).await?;
+    Ok((false, Input::Fetched(got)))
+}
+
+/// A reduce's part of a map output: its partition (`p<r>`), or sort's
+/// sorted run (`run`, asked for by key range).
+fn part_name(r: &ReduceLaunch) -> String {
+    if r.range.is_some() {
+        "run".to_owned()
+    } else {
+        format!("p{}", r.partition)
+    }
+}
+
+/// Where a map's part is served (`worker/src/http.rs`'s shuffle route).
+fn shuffle_url(job: JobId, input: &ShuffleInput, part: &str, range: Option<&KeyRange>) -> String {
+    let base = format!(
+        "{}/shuffle/{}/{}/{}",
+        input.addr, job.0, input.map, input.attempt
+    );
+    match range {
+        Some(KeyRange { lo, hi }) => {
+            let mut q = Vec::new();
+            if let Some(lo) = lo {
+                q.push(format!("lo={}", hex::encode(lo)));
+            }
+            if let Some(hi) = hi {
+                q.push(format!("hi={}", hex::encode(hi)));
+            }
+            format!("{base}/run?{}", q.join("&"))
+        }
+        None => format!("{base}/{part}"),
+    }
+}
+
+/// Every output kept at `addr`, whose part could not be had: that worker
+/// is most likely gone (the master fences by attempt, so outputs already
+/// run again elsewhere are not run a third time).
+fn lost_with(r: &ReduceLaunch, addr: &str) -> Vec<LostOutput> {
+    r.inputs
+        .iter()
+        .filter(|x| x.addr == addr)
+        .map(|x| LostOutput {
+            map: x.map,
+            attempt: x.attempt,
+            worker: x.worker,
+        })
+        .collect()
+}
+
+/// The writer of this reduce's output block in the local store, around the
+/// page cache (job output is read rarely).
+async fn open_output_block(ctx: &WorkerCtx, r: &ReduceLaunch) -> Result<BlockWriter, ReduceError> {
+    let target = BlockTarget {
+        id: r.output.block.clone(),
+        file: r.output.file.clone(),
+        index: r.output.index,
+        file_blocks: r.output.file_blocks,
+    };
+    let store = ctx.store.clone();
+    tokio::task::spawn_blocking(move || store.output_writer(target, Caching::DropBehind))
+        .await
+        .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
+        .map_err(store_failure)
+}
+
+/// The merge, the local write and the uploads to the replica workers, all
+/// at once, piece by piece. Nothing is committed (here, or by the replicas,
+/// which get no digest) unless the merge ended well and every byte it made
+/// was written. Returns the summary and when (from `t0`) the merge ended,
+/// the block was stored here, and the last replica was sent.
+async fn merge_store_and_replicate(
+    ctx: &Arc<WorkerCtx>,
+    r: &ReduceLaunch,
+    task: Box<dyn ReduceTask>,
+    writer: BlockWriter,
+    progress: &Progress,
+    t0: Instant,
+) -> Result<(ReduceSummary, Duration, Duration, Duration), ReduceError> {
+    let (mut pieces, merging) = spawn_merge(task);
+    let (write_tx, writing) = spawn_block_writer(writer);
+    let mut feeds = Vec::new();
+    let mut digests = Vec::new();
+    let uploads = futures_util::future::join_all(r.output.replicas.iter().map(|addr| {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(2);
+        let (dtx, drx) = tokio::sync::oneshot::channel::<String>();
+        feeds.push(Some(tx));
+        digests.push(dtx);
+        async move {
+            // A replica target that fails is left out, as HDFS's write
+            // pipeline drops a failed datanode: the block is stored here,
+            // and the master's re-replication makes up the factor once the
+            // job is done.
+            if let Err(e) = upload_streamed(ctx.uplink(), addr, &r.output, rx, drx, progress).await
+            {
+                tracing::warn!(block = %r.output.block, error = %e, "output replica skipped");
+            }
+            t0.elapsed()
+        }
+    }));
+    let store_here = async {
+        while let Some(piece) = pieces.recv().await {
+            let n = piece.len() as u64;
+            progress.add(n);
+            // The job's output is written through the (emulated) disk.
+            ctx.disk.acquire_all(n).await;
+            for feed in feeds.iter_mut() {
+                if let Some(tx) = feed {
+                    if tx.send(piece.clone()).await.is_err() {
+                        // That upload ended; it logs why.
+                        *feed = None;
+                    }
+                }
+            }
+            if write_tx.send(piece).await.is_err() {
+                // The writer stopped on an error: it says which below.
+                break;
+            }
+            progress.add(n);
+        }
+        // The merge stops at its next piece if it is not done.
+        drop(pieces);
+        let summary = merging
+            .await
+            .map_err(|e| ReduceError::Failed(format!("reduce panicked: {e}")))?;
+        let merged_at = t0.elapsed();
+        drop(write_tx);
+        drop(feeds);
+        let (writer, sums) = writing
+            .await
+            .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
+            .map_err(store_failure)?;
+        if sums.len != summary.output_bytes {
+            return Err(ReduceError::Failed(format!(
+                "the reduce made {} bytes of output but {} were written",
+                summary.output_bytes, sums.len
+            )));
+        }
+        let digest = sums.block_digest_hex();
+        for d in digests {
+            let _ = d.send(digest.clone());
+        }
+        tokio::task::spawn_blocking(move || writer.commit())
+            .await
+            .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
+            .map_err(store_failure)?;
+        Ok::<_, ReduceError>((summary, merged_at, t0.elapsed()))
+    };
+    let (stored, replicated) = tokio::join!(store_here, uploads);
+    let (summary, merged, stored) = stored?;
+    let replicated = replicated.into_iter().max().unwrap_or(stored);
+    Ok((summary, merged, stored, replicated))
+}
+
+/// The reduce's merge, off the runtime, handing on pooled pieces as they
+/// fill; it stops at its next piece once the receiver is dropped.
+fn spawn_merge(
+    task: Box<dyn ReduceTask>,
+) -> (
+    tokio::sync::mpsc::Receiver<Bytes>,
+    tokio::task::JoinHandle<ReduceSummary>,
+) {
+    let (piece_tx, piece_rx) = tokio::sync::mpsc::channel::<Bytes>(2);
+    let merging = tokio::task::spawn_blocking(move || {
+        task.finish_into(&mut |piece| {
+            piece_tx
+                .blocking_send(Bytes::from_owner(workloads::pool::Pooled::new(piece)))
+                .is_ok()
+        })
+    });
+    (piece_rx, merging)
+}
+
+/// The local write of the output block, off the runtime: every piece sent,
+/// then the writer and its checksums once the sender is dropped.
+#[allow(clippy::type_complexity)]
+fn spawn_block_writer(
+    mut writer: BlockWriter,
+) -> (
+    tokio::sync::mpsc::Sender<Bytes>,
+    tokio::task::JoinHandle<Result<(BlockWriter, common::checksum::BlockChecksums), StoreError>>,
+) {
+    let (write_tx, mut write_rx) = tokio::sync::mpsc::channel::<Bytes>(2);
+    let writing = tokio::task::spawn_blocking(move || {
+        while let Some(piece) = write_rx.blocking_recv() {
+            writer.write(&piece)?;
+        }
+        let sums = writer.checksums();
+        Ok::<_, StoreError>((writer, sums))
+    });
+    (write_tx, writing)
+}
+
+/// The order a reduce fetches its inputs in: one from each source worker
+/// in turn, and each reduce starting at another worker (by its partition),
+/// so concurrent reduces do not all fetch from one worker's uplink at once
+/// (Hadoop's and Spark's reducers randomise their fetch order for this).
+fn fetch_order(addrs: &[&str], partition: u32) -> Vec<usize> {
+    let mut by_source: std::collections::BTreeMap<&str, std::collections::VecDeque<usize>> =
+        Default::default();
+    for (i, a) in addrs.iter().enumerate() {
+        by_source.entry(a).or_default().push_back(i);
+    }
+    let mut queues: Vec<_> = by_source.into_values().collect();
+    if !queues.is_empty() {
+        let k = partition as usize % queues.len();
+        queues.rotate_left(k);
+    }
+    let mut order = Vec::with_capacity(addrs.len());
+    while order.len() < addrs.len() {
+        for q in queues.iter_mut() {
+            if let Some(i) = q.pop_front() {
+                order.push(i);
+            }
+        }
+    }
+    order
+}
+
+/// GETs `url` whole, paced by the peer link.
+async fn fetch_whole(
+    peer: PeerLink<'_>,
+    url: &str,
+    progress: &Progress,
+) -> Result<Vec<u8>, String> {
+    let resp = peer
+        .http
+        .get(url)
+        .header(AUTHORIZATION, bearer(peer.token))
+        .send()
+        .await
+        .map_err(|e| format!("fetching {url}: {}", error_chain(&e)))?;
+    let resp = check(resp, format!("fetching {url}"))
+        .await
+        .map_err(|e| e.to_string())?;
+    // The whole body is kept: reserve it once rather than grow by copies.
+    let mut out = workloads::pool::take(resp.content_length().unwrap_or(0).min(1 << 32) as usize);
+    let mut stream = resp.bytes_stream();
+    while let Some(piece) = stream.next().await {
+        let piece = piece.map_err(|e| {
+            format!(
+                "fetching {url}: stream broke after {} bytes: {e}",
+                out.len()
+            )
+        })?;
+        peer.link.acquire(piece.len()).await;
+        progress.add(piece.len() as u64);
+        out.extend_from_slice(&piece);
+    }
+    Ok(out)
+}
+
+/// A store error as the reduce's failure: a full disk runs the reduce
+/// again elsewhere without counting.
+fn store_failure(e: StoreError) -> ReduceError {
+    let full = matches!(&e, StoreError::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::StorageFull);
+    let error = format!("storing output block: {e}");
+    if full {
+        ReduceError::NoSpace(error)
+    } else {
+        ReduceError::Failed(error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduces_fetch_from_each_source_in_turn_starting_apart() {
+        let addrs = ["a", "b", "a", "c", "b", "a"];
+        // a: 0 2 5, b: 1 4, c: 3.
+        assert_eq!(fetch_order(&addrs, 0), [0, 1, 3, 2, 4, 5]);
+        assert_eq!(fetch_order(&addrs, 1), [1, 3, 0, 4, 2, 5]);
+        assert_eq!(fetch_order(&addrs, 5), [3, 0, 1, 2, 4, 5]);
+        assert!(fetch_order(&[], 3).is_empty());
+        // Every input exactly once.
+        let mut o = fetch_order(&addrs, 7);
+        o.sort_unstable();
+        assert_eq!(o, [0, 1, 2, 3, 4, 5]);
+    }
+}
