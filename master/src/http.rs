@@ -298,7 +298,7 @@ async fn metrics(State(s): State<Arc<AppState>>) -> impl axum::response::IntoRes
             workers: m.workers(),
             pending_tasks: m.view().pending_total(),
             maps_rerun: m.maps_rerun,
-            blocks_copied: m.blocks_copied,
+            blocks_copied: m.blocks_copied(),
         };
         (snap, m.metrics.clone())
     });
@@ -460,7 +460,7 @@ fn cluster_summary(m: &Master) -> ClusterSummary {
         slots_alive: ws.iter().filter(|w| w.alive).map(|w| w.slots).sum(),
         pending_tasks: m.view().pending_total(),
         maps_rerun: m.maps_rerun,
-        blocks_copied: m.blocks_copied,
+        blocks_copied: m.blocks_copied(),
     }
 }
 

@@ -327,9 +327,7 @@ impl Master {
         job.finished = Some(job.submitted + end);
         job.state = JobState::Succeeded;
         if let Some(out) = &job.output {
-            if let Some((_, kept)) = self.file_replication.get_mut(out) {
-                *kept = super::replication::Kept::Written;
-            }
+            self.storage.output_written(out);
         }
         self.finished_jobs += 1;
         self.view.remove_job(id);

@@ -95,15 +95,32 @@ pub fn append(path: &Path, entries: &[JournalEntry]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The entries the master's parts produced and the HTTP layer has not
+/// appended yet.
+#[derive(Debug, Default)]
+pub(super) struct Journal {
+    out: Vec<JournalEntry>,
+}
+
+impl Journal {
+    pub fn push(&mut self, entry: JournalEntry) {
+        self.out.push(entry);
+    }
+
+    pub fn take(&mut self) -> Vec<JournalEntry> {
+        std::mem::take(&mut self.out)
+    }
+}
+
 impl Master {
     /// Journal entries produced since the last call, to append.
     pub fn take_journal(&mut self) -> Vec<JournalEntry> {
-        std::mem::take(&mut self.journal_out)
+        self.journal.take()
     }
 
     pub(super) fn journal_ended(&mut self, id: JobId) {
         if let Ok(report) = self.report(id) {
-            self.journal_out.push(JournalEntry::Ended { report });
+            self.journal.push(JournalEntry::Ended { report });
         }
     }
 }

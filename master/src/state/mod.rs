@@ -18,17 +18,21 @@
 //! rebuilt: the map runs again (its counters taken back), and the reduces
 //! wait until every map is done again, retrying without a failure counted.
 //!
-//! One file per concern: `workers.rs` (registration, heartbeats, loss, the
-//! catalog's replicas), `submit.rs` (jobs in, map launches), `attempts.rs`
-//! (results, retries, job end), `reduce.rs` (the reduce phase), `report.rs`.
+//! One file per concern: `workers.rs` (registration, heartbeats, loss,
+//! routing storage's orders), `submit.rs` (jobs in, map launches),
+//! `attempts.rs` (results, retries, job end), `reduce.rs` (the reduce
+//! phase), `report.rs`. Composed parts that own their fields:
+//! `storage::Storage` (the catalog, files' factors, deletions, copies and
+//! trims; re-replication's planning in `replication.rs`) and
+//! `journal::Journal` (entries not yet appended); the rest of `Master`'s
+//! fields are still shared by the concerns above (issue 35, item 2).
 
-use crate::catalog::Catalog;
 use common::config::{ClusterConfig, SchedulerConfig, WorkerSettings};
 use common::policy::ReducePlacement;
 use common::wire::{JobReport, JobState, JobSubmit, Launch, TaskRecord};
 use common::{AttemptId, BlockId, JobId, WorkerId};
 use sched::{self, ClusterView, Millis, ReducePlacer, Scheduler};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Upper bound on a job's reduce tasks.
 pub const MAX_REDUCES: u32 = 10_000;
@@ -368,7 +372,8 @@ impl JobCounters {
 pub struct Master {
     settings: MasterSettings,
     workers: Vec<WorkerState>,
-    catalog: Catalog,
+    /// The catalog, files' factors, deletions, copies and trims.
+    storage: storage::Storage,
     jobs: HashMap<JobId, Job>,
     next_job: u32,
     view: ClusterView,
@@ -380,24 +385,10 @@ pub struct Master {
     /// Maps run again because their output was lost (a dead worker, a
     /// failed shuffle fetch).
     pub maps_rerun: u64,
-    /// Block copies ordered and not yet seen in the target's block report.
-    copies: Vec<replication::CopyInFlight>,
-    /// Replicas ordered deleted and not yet gone from the holder's report.
-    trims: Vec<(BlockId, WorkerId)>,
-    /// Re-replication copies ordered since the master started.
-    pub blocks_copied: u64,
-    /// The replication factor each file is kept at, once declared (by the
-    /// loader when its placement is complete; by the master for job output).
     /// Journal entries not yet written (the HTTP layer appends them).
-    journal_out: Vec<journal::JournalEntry>,
+    journal: journal::Journal,
     /// Jobs of earlier incarnations of the master, from the journal.
     archived: std::collections::BTreeMap<JobId, JobReport>,
-    /// Each declared file's factor, and since when it is kept there.
-    file_replication: HashMap<String, (u32, replication::Kept)>,
-    /// Replicas of deleted files not yet gone from their workers, by worker
-    /// (with the file's name): a block report listing one is not taken into
-    /// the catalog, and the worker is told again to drop it.
-    deleting: HashMap<WorkerId, BTreeMap<BlockId, String>>,
     /// Counted as results are applied (`GET /metrics`).
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
     /// Public instances asked for since the master started.
@@ -434,7 +425,7 @@ impl Master {
             racks,
             settings,
             workers,
-            catalog: Catalog::default(),
+            storage: Default::default(),
             jobs: HashMap::new(),
             next_job: 1,
             view: ClusterView::new(),
@@ -442,13 +433,8 @@ impl Master {
             scheduler,
             finished_jobs: 0,
             maps_rerun: 0,
-            copies: Vec::new(),
-            trims: Vec::new(),
-            blocks_copied: 0,
-            file_replication: HashMap::new(),
-            deleting: HashMap::new(),
             metrics: Default::default(),
-            journal_out: Vec::new(),
+            journal: Default::default(),
             archived: Default::default(),
             instances: Vec::new(),
             provision: Vec::new(),
@@ -456,6 +442,11 @@ impl Master {
         };
         m.init_public();
         m
+    }
+
+    /// Re-replication copies ordered since the master started.
+    pub fn blocks_copied(&self) -> u64 {
+        self.storage.blocks_copied()
     }
 
     pub fn scheduler_name(&self) -> String {
@@ -490,6 +481,7 @@ mod reduce;
 mod replication;
 mod report;
 mod restore;
+mod storage;
 mod submit;
 mod workers;
 

@@ -145,8 +145,7 @@ impl Master {
         tracing::info!(job = %id, reduces = job.reduces, "maps done; reduces created");
         self.release_reduces(id, indices);
         // Kept at the cluster's factor once written.
-        self.file_replication
-            .insert(output, (replication, super::replication::Kept::Writing));
+        self.storage.output_writing(output, replication);
     }
 
     /// The job's maps are all done: its reduces `indices` (and those already

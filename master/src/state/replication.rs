@@ -6,7 +6,8 @@
 //! are in flight per worker as source and as target, so a recovering
 //! cluster still runs its jobs.
 
-use super::{Master, MasterError};
+use super::journal::{Journal, JournalEntry};
+use super::storage::{CopyInFlight, Holder, Kept, Storage, StorageOrders};
 use common::wire::CopyOrder;
 use common::{BlockId, WorkerId};
 use sched::Millis;
@@ -21,72 +22,16 @@ pub const COPY_TIMEOUT_MS: Millis = 120_000;
 /// not take a report still in flight for a loss.
 pub const OUTPUT_GRACE_MS: Millis = 1000;
 
-/// Since when a declared file is kept at its factor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kept {
-    /// A job is writing it (a failed job's partial output stays so).
-    Writing,
-    /// Its job succeeded; the grace starts at the next check.
-    Written,
-    /// From this time on.
-    From(Millis),
-}
-
-/// An ordered copy, until the target reports the block.
-#[derive(Clone, Debug)]
-pub(super) struct CopyInFlight {
-    block: BlockId,
-    from: WorkerId,
-    to: WorkerId,
-    started: Millis,
-}
-
-impl Master {
-    /// Keeps every block of `file` at `replication` replicas from now on.
-    pub fn set_file_replication(
-        &mut self,
-        file: &str,
-        replication: u32,
-    ) -> Result<(), MasterError> {
-        if self.catalog.file(file).is_none() {
-            return Err(self.unknown_file(file));
-        }
-        let data = self
-            .settings
-            .workers
-            .iter()
-            .filter(|w| w.role.holds_data())
-            .count() as u32;
-        if replication == 0 || replication > data {
-            return Err(MasterError::BadRequest(format!(
-                "replication must be 1..={data} (the workers that hold data) (got {replication})"
-            )));
-        }
-        self.file_replication
-            .insert(file.to_owned(), (replication, Kept::From(0)));
-        self.journal_out
-            .push(super::journal::JournalEntry::Replication {
-                file: file.to_owned(),
-                replication,
-            });
-        Ok(())
-    }
-
-    /// Workers that hold data: alive, registered, and running maps.
-    fn data_workers(&self) -> Vec<WorkerId> {
-        (0..self.workers.len())
-            .filter(|&i| {
-                let w = &self.workers[i];
-                w.alive && w.registered && self.settings.workers[i].role.holds_data()
-            })
-            .map(|i| WorkerId(i as u32))
-            .collect()
-    }
-
+impl Storage {
     /// Plans copies of under-replicated blocks and trims of over-replicated
     /// ones; the orders leave with each worker's next heartbeat reply.
-    pub(super) fn plan_replication(&mut self, now: Millis) {
-        let alive = |m: &Master, w: WorkerId| m.workers[w.0 as usize].alive;
+    pub fn plan_replication(
+        &mut self,
+        now: Millis,
+        holders: &[Holder],
+        journal: &mut Journal,
+    ) -> StorageOrders {
+        let alive = |_: &Storage, w: WorkerId| holders[w.0 as usize].alive;
         // Copies that landed, timed out, or lost an end.
         let mut copies = std::mem::take(&mut self.copies);
         copies.retain(|c| {
@@ -101,15 +46,20 @@ impl Master {
         trims.retain(|(b, w)| alive(self, *w) && self.holds(b, *w));
         self.trims = trims;
 
-        let data = self.data_workers();
+        let data: Vec<WorkerId> = (0..holders.len() as u32)
+            .map(WorkerId)
+            .filter(|w| {
+                let h = &holders[w.0 as usize];
+                h.alive && h.takes_data
+            })
+            .collect();
         for (file, (factor, kept)) in self.file_replication.iter_mut() {
             if *kept == Kept::Written {
                 *kept = Kept::From(now + OUTPUT_GRACE_MS);
-                self.journal_out
-                    .push(super::journal::JournalEntry::Replication {
-                        file: file.clone(),
-                        replication: *factor,
-                    });
+                journal.push(JournalEntry::Replication {
+                    file: file.clone(),
+                    replication: *factor,
+                });
             }
         }
         let mut orders: Vec<(WorkerId, CopyOrder, CopyInFlight)> = Vec::new();
@@ -164,14 +114,14 @@ impl Master {
                             .copied()
                             .filter(|w| !taken(*w) && inc(*w) < MAX_COPIES_PER_WORKER)
                             // Not onto a disk that just ran out of room.
-                            .filter(|w| self.workers[w.0 as usize].full_at.is_none())
-                            .min_by_key(|w| (inc(*w), self.workers[w.0 as usize].blocks, w.0))
+                            .filter(|w| !holders[w.0 as usize].full)
+                            .min_by_key(|w| (inc(*w), holders[w.0 as usize].blocks, w.0))
                         else {
                             break;
                         };
                         let order = CopyOrder {
                             block: b.id.clone(),
-                            to: self.workers[to.0 as usize].addr.clone(),
+                            to: holders[to.0 as usize].addr.to_owned(),
                         };
                         let c = CopyInFlight {
                             block: b.id.clone(),
@@ -189,31 +139,25 @@ impl Master {
                             .iter()
                             .copied()
                             .filter(|w| !self.trims.iter().any(|t| t.0 == b.id && t.1 == *w))
-                            .max_by_key(|w| (self.workers[w.0 as usize].blocks, w.0))
+                            .max_by_key(|w| (holders[w.0 as usize].blocks, w.0))
                             .expect("more holders than the target");
                         drops.push((w, b.id.clone()));
                     }
                 }
             }
         }
+        let mut out = StorageOrders::default();
         for (from, order, c) in orders {
-            tracing::info!(block = %c.block, from = %self.worker_name(c.from), to = %self.worker_name(c.to), "re-replicating");
-            self.workers[from.0 as usize].copy_out.push(order);
+            tracing::info!(block = %c.block, from = %holders[c.from.0 as usize].name, to = %holders[c.to.0 as usize].name, "re-replicating");
+            out.copies.push((from, order));
             self.copies.push(c);
             self.blocks_copied += 1;
         }
         for (w, b) in drops {
-            tracing::info!(block = %b, worker = %self.worker_name(w), "trimming a replica above the replication factor");
-            self.workers[w.0 as usize].drop_out.push(b.clone());
+            tracing::info!(block = %b, worker = %holders[w.0 as usize].name, "trimming a replica above the replication factor");
+            out.drops.push((w, b.clone()));
             self.trims.push((b, w));
         }
-    }
-
-    /// Whether `w`'s last block report listed `block`.
-    fn holds(&self, block: &BlockId, w: WorkerId) -> bool {
-        self.catalog
-            .files()
-            .flat_map(|(_, f)| f.blocks.iter().flatten())
-            .any(|b| b.id == *block && b.replicas.contains(&w))
+        out
     }
 }

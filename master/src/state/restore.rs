@@ -2,14 +2,12 @@
 //! (`journal`): finished jobs and their reports are listed again, job ids
 //! go on from the highest seen, files keep their replication factors and
 //! pending deletions, and jobs that were running fail with a reason that
-//! says the master restarted. It writes the fields of several concerns
-//! (jobs, replication, deletion), so it sits above them all.
+//! says the master restarted. It replays into several parts (jobs,
+//! storage), so it sits above them all.
 
 use super::journal::JournalEntry;
-use super::replication::Kept;
 use super::Master;
 use common::wire::{JobReport, JobState};
-use common::{BlockId, WorkerId};
 
 impl Master {
     /// Takes back what an earlier incarnation journaled. Jobs it was
@@ -34,22 +32,11 @@ impl Master {
                     self.archived.insert(report.job, report);
                 }
                 JournalEntry::Replication { file, replication } => {
-                    for pending in self.deleting.values_mut() {
-                        pending.retain(|_, f| *f != file);
-                    }
-                    self.file_replication
-                        .insert(file, (replication, Kept::From(0)));
+                    self.storage.restore_replication(file, replication);
                 }
                 JournalEntry::Deleted { file, blocks } => {
-                    self.file_replication.remove(&file);
-                    for w in 0..self.workers.len() {
-                        let pending = self.deleting.entry(WorkerId(w as u32)).or_default();
-                        for i in 0..blocks.min(common::wire::MAX_FILE_BLOCKS) {
-                            if let Ok(id) = BlockId::for_file(&file, i) {
-                                pending.insert(id, file.clone());
-                            }
-                        }
-                    }
+                    self.storage
+                        .restore_deleted(file, blocks, self.workers.len());
                 }
             }
         }
@@ -87,7 +74,7 @@ impl Master {
                 budget: spec.budget,
                 public_cost: None,
             };
-            self.journal_out.push(JournalEntry::Ended {
+            self.journal.push(JournalEntry::Ended {
                 report: report.clone(),
             });
             self.archived.insert(job, report);

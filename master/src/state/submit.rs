@@ -62,14 +62,13 @@ impl Master {
                 reduces,
             },
         );
-        self.journal_out
-            .push(super::journal::JournalEntry::Submitted {
-                job: id,
-                name: name.clone(),
-                scheduler: self.scheduler.name(),
-                submit_unix_ms: unix_ms,
-                spec: spec.clone(),
-            });
+        self.journal.push(super::journal::JournalEntry::Submitted {
+            job: id,
+            name: name.clone(),
+            scheduler: self.scheduler.name(),
+            submit_unix_ms: unix_ms,
+            spec: spec.clone(),
+        });
         let maps = tasks.len() as u32;
         tracing::info!(job = %id, %name, workload = %spec.workload, input = %spec.input, tasks = tasks.len(), "job submitted");
         self.jobs.insert(
@@ -103,7 +102,8 @@ impl Master {
     /// have a live replica of each block.
     fn input_blocks(&self, input: &str) -> Result<Vec<(BlockId, u64)>, MasterError> {
         let file = self
-            .catalog
+            .storage
+            .catalog()
             .file(input)
             .ok_or_else(|| self.unknown_file(input))?;
         let missing: Vec<u32> = (0..file.blocks.len() as u32)
@@ -134,7 +134,7 @@ impl Master {
         let out = spec.output.clone().unwrap_or_else(|| format!("{name}.out"));
         common::ids::validate_file_name(&out)
             .map_err(|e| MasterError::BadRequest(format!("output file name {out:?}: {e}")))?;
-        let taken = self.catalog.file(&out).is_some()
+        let taken = self.storage.catalog().file(&out).is_some()
             || self
                 .jobs
                 .values()

@@ -839,7 +839,7 @@ fn lost_replicas_are_copied_back_and_excess_ones_trimmed() {
         }
     }
     assert_eq!(orders.len(), 4, "{orders:?}");
-    assert_eq!(m.blocks_copied, 4);
+    assert_eq!(m.blocks_copied(), 4);
     // Each copy goes to the other live worker, at most 2 per target.
     for (from, o) in &orders {
         let to = if *from == 0 { "http://w1" } else { "http://w0" };

@@ -1,12 +1,14 @@
 //! Workers: registration, heartbeats (results in, launches out), loss of
 //! a silent worker, and the block catalog's live replicas.
 
-use super::{Master, MasterError, TaskStatus};
+use super::storage::{Holder, StorageOrders};
+use super::{Master, MasterError, TaskStatus, WorkerState};
+use common::config::WorkerSettings;
 use common::wire::{
     AttemptProgress, BlockInfo, FileDeleted, FileInfo, Heartbeat, HeartbeatReply, RegisterReply,
     RegisterRequest, WorkerInfo,
 };
-use common::{AttemptId, BlockId, TaskRef, WorkerId};
+use common::{AttemptId, TaskRef, WorkerId};
 use sched::Millis;
 
 impl Master {
@@ -233,7 +235,7 @@ impl Master {
 
     pub(super) fn lose_worker(&mut self, id: WorkerId) {
         self.workers[id.0 as usize].alive = false;
-        self.catalog.drop_worker(id);
+        self.storage.worker_lost(id);
         let orphans = self.view.lose_worker(id);
         self.forget_attempts(id);
         self.rerun_outputs_on(id);
@@ -288,173 +290,110 @@ impl Master {
     }
 
     pub fn files(&self) -> Vec<FileInfo> {
-        self.catalog
+        self.storage
+            .catalog()
             .files()
-            .filter_map(|(n, _)| self.file_info(n))
+            .filter_map(|(n, _)| self.storage.file_info(n, |w| self.worker_name(w)))
             .collect()
     }
 
     pub fn file(&self, name: &str) -> Result<FileInfo, MasterError> {
-        if let Some(info) = self.file_info(name) {
-            return Ok(info);
-        }
-        match self.deleting_on_live(name) {
-            0 => Err(self.unknown_file(name)),
-            pending => Err(MasterError::FileBeingDeleted {
-                name: name.to_owned(),
-                pending,
-            }),
-        }
+        self.storage
+            .file(name, &|w| self.is_alive(w), |w| self.worker_name(w))
     }
 
-    /// Replicas of deleted file `name` that live workers still hold.
-    fn deleting_on_live(&self, name: &str) -> usize {
-        self.deleting
-            .iter()
-            .filter(|(w, _)| self.workers[w.0 as usize].alive)
-            .map(|(_, blocks)| blocks.values().filter(|f| *f == name).count())
-            .sum()
-    }
-
-    /// `DELETE /v1/files/{name}`: the file leaves the catalog at once and
-    /// every holder is told to delete its replicas (also a holder that is
-    /// down now, when it comes back); until a holder's block report no
-    /// longer lists them they are kept out of the catalog, so a deleted
-    /// file never comes back, even as blocks of a new file of the same
-    /// name. Refused while a job that has not ended reads or writes it.
+    /// `DELETE /v1/files/{name}`: refused while a job that has not ended
+    /// reads or writes it; else the file leaves the catalog at once and
+    /// every holder is told to delete its replicas (`Storage::delete_file`).
     pub fn delete_file(&mut self, name: &str) -> Result<FileDeleted, MasterError> {
-        let Some(entry) = self.catalog.file(name) else {
-            return Err(match self.deleting_on_live(name) {
-                0 => self.unknown_file(name),
-                pending => MasterError::FileBeingDeleted {
+        if self.storage.catalog().file(name).is_some() {
+            if let Some(job) = self.jobs.values().find(|j| {
+                !j.state.is_done() && (j.spec.input == name || j.output.as_deref() == Some(name))
+            }) {
+                return Err(MasterError::FileInUse {
                     name: name.to_owned(),
-                    pending,
-                },
-            });
-        };
-        if let Some(job) = self.jobs.values().find(|j| {
-            !j.state.is_done() && (j.spec.input == name || j.output.as_deref() == Some(name))
-        }) {
-            return Err(MasterError::FileInUse {
-                name: name.to_owned(),
-                job: job.id,
-                how: if job.spec.input == name {
-                    "its input"
-                } else {
-                    "its output"
-                },
-            });
-        }
-        let mut orders: Vec<(WorkerId, BlockId)> = Vec::new();
-        for b in entry.blocks.iter().flatten() {
-            for w in &b.replicas {
-                orders.push((*w, b.id.clone()));
+                    job: job.id,
+                    how: if job.spec.input == name {
+                        "its input"
+                    } else {
+                        "its output"
+                    },
+                });
             }
         }
-        let blocks = entry.blocks.len() as u32;
-        // Replicas on workers down now are not in the catalog: they are
-        // found when those workers report again (`apply_block_report`).
-        let ids: Vec<BlockId> = entry
-            .blocks
-            .iter()
-            .flatten()
-            .map(|b| b.id.clone())
-            .collect();
-        for (i, w) in self.workers.iter().enumerate() {
-            if !w.alive {
-                let pending = self.deleting.entry(WorkerId(i as u32)).or_default();
-                for id in &ids {
-                    pending.insert(id.clone(), name.to_owned());
-                }
-            }
-        }
-        self.catalog.remove(name);
-        self.file_replication.remove(name);
-        self.journal_out
-            .push(super::journal::JournalEntry::Deleted {
-                file: name.to_owned(),
-                blocks,
-            });
-        let replicas = orders.len() as u32;
-        for (w, id) in orders {
-            self.workers[w.0 as usize].drop_out.push(id.clone());
-            self.deleting
-                .entry(w)
-                .or_default()
-                .insert(id, name.to_owned());
-        }
+        let workers = &self.workers;
+        let alive = |w: WorkerId| workers[w.0 as usize].alive;
+        let (deleted, orders) =
+            self.storage
+                .delete_file(name, workers.len(), &alive, &mut self.journal)?;
+        self.send_storage_orders(orders);
         tracing::info!(
             file = name,
-            blocks,
-            replicas,
+            blocks = deleted.blocks,
+            replicas = deleted.replicas,
             "file deleted; its holders drop their replicas"
         );
-        Ok(FileDeleted {
-            name: name.to_owned(),
-            blocks,
-            replicas,
-        })
+        Ok(deleted)
     }
 
-    /// A worker's full block report into the catalog, without the replicas
-    /// of deleted files (those it is told, again, to drop; those it no
-    /// longer lists are gone).
+    /// A worker's full block report into the catalog; replicas of deleted
+    /// files it still lists it is told, again, to drop.
     fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) {
-        let Some(pending) = self.deleting.get_mut(&id) else {
-            self.catalog.apply_report(id, blocks);
-            return;
-        };
-        let listed: std::collections::HashSet<&BlockId> = blocks.iter().map(|b| &b.id).collect();
-        pending.retain(|b, _| listed.contains(b));
-        let kept: Vec<BlockInfo> = blocks
-            .iter()
-            .filter(|b| !pending.contains_key(&b.id))
-            .cloned()
-            .collect();
-        let again: Vec<BlockId> = pending.keys().cloned().collect();
-        if pending.is_empty() {
-            self.deleting.remove(&id);
-        }
+        let again = self.storage.apply_block_report(id, blocks);
         let w = &mut self.workers[id.0 as usize];
         for b in again {
             if !w.drop_out.contains(&b) {
                 w.drop_out.push(b);
             }
         }
-        self.catalog.apply_report(id, &kept);
     }
 
-    fn file_info(&self, name: &str) -> Option<FileInfo> {
-        let mut info = self.catalog.info(name, |w| self.worker_name(w))?;
-        info.replication = self.file_replication.get(name).map(|t| t.0);
-        Some(info)
-    }
-
-    pub(super) fn unknown_file(&self, name: &str) -> MasterError {
-        let known: Vec<&str> = self.catalog.files().map(|(n, _)| n.as_str()).collect();
-        MasterError::UnknownFile {
-            name: name.to_owned(),
-            known: if known.is_empty() {
-                "none".into()
-            } else {
-                known.join(", ")
-            },
+    /// Storage's orders into the workers' next heartbeat replies.
+    pub(super) fn send_storage_orders(&mut self, orders: StorageOrders) {
+        for (w, order) in orders.copies {
+            self.workers[w.0 as usize].copy_out.push(order);
+        }
+        for (w, block) in orders.drops {
+            self.workers[w.0 as usize].drop_out.push(block);
         }
     }
 
+    pub(super) fn is_alive(&self, w: WorkerId) -> bool {
+        self.workers[w.0 as usize].alive
+    }
+
+    /// Keeps every block of `file` at `replication` replicas from now on.
+    pub fn set_file_replication(
+        &mut self,
+        file: &str,
+        replication: u32,
+    ) -> Result<(), MasterError> {
+        let data = self
+            .settings
+            .workers
+            .iter()
+            .filter(|w| w.role.holds_data())
+            .count() as u32;
+        self.storage
+            .set_file_replication(file, replication, data, &mut self.journal)
+    }
+
+    /// Plans re-replication and trims (`Storage::plan_replication`).
+    pub(super) fn plan_replication(&mut self, now: Millis) {
+        let holders = holders(&self.workers, &self.settings.workers);
+        let orders = self
+            .storage
+            .plan_replication(now, &holders, &mut self.journal);
+        self.send_storage_orders(orders);
+    }
+
+    pub(super) fn unknown_file(&self, name: &str) -> MasterError {
+        self.storage.unknown_file(name)
+    }
+
     pub(super) fn live_replicas(&self, file: &str, index: u32) -> Vec<WorkerId> {
-        self.catalog
-            .file(file)
-            .and_then(|f| f.blocks.get(index as usize))
-            .and_then(|b| b.as_ref())
-            .map(|b| {
-                b.replicas
-                    .iter()
-                    .copied()
-                    .filter(|w| self.workers[w.0 as usize].alive)
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.storage
+            .live_replicas(file, index, &|w| self.is_alive(w))
     }
 
     /// The live replicas map `t` may read: all but those on workers where
@@ -493,4 +432,20 @@ impl Master {
             self.view.set_replicas(t, live);
         }
     }
+}
+
+/// What storage reads of the workers.
+fn holders<'a>(workers: &'a [WorkerState], settings: &[WorkerSettings]) -> Vec<Holder<'a>> {
+    workers
+        .iter()
+        .zip(settings)
+        .map(|(w, s)| Holder {
+            alive: w.alive,
+            takes_data: w.registered && s.role.holds_data(),
+            full: w.full_at.is_some(),
+            blocks: w.blocks,
+            addr: &w.addr,
+            name: &w.name,
+        })
+        .collect()
 }

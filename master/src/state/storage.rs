@@ -1,0 +1,462 @@
+//! The master's storage: the block catalog (rebuilt from block reports),
+//! each declared file's replication factor, the replicas of deleted files
+//! still to go, and the copies and trims in flight. `Storage` owns these
+//! fields and nothing else writes them; it reads what it needs of the
+//! workers as [`Holder`]s and returns the orders for them
+//! ([`StorageOrders`]), which the master's step puts in the workers'
+//! heartbeat replies. Re-replication's planning is `replication.rs`.
+
+use super::journal::{Journal, JournalEntry};
+use super::MasterError;
+use crate::catalog::Catalog;
+use common::wire::{BlockInfo, CopyOrder, FileDeleted, FileInfo};
+use common::{BlockId, WorkerId};
+use sched::Millis;
+use std::collections::{BTreeMap, HashMap};
+
+/// What storage knows of a worker, read from the workers' part at each
+/// step (storage never writes a worker's state).
+#[derive(Clone, Debug)]
+pub(super) struct Holder<'a> {
+    pub alive: bool,
+    /// Registered and its role holds data: a copy may go there.
+    pub takes_data: bool,
+    /// Its disk ran out of room and has not reported more since.
+    pub full: bool,
+    /// Blocks in its last report.
+    pub blocks: usize,
+    pub addr: &'a str,
+    pub name: &'a str,
+}
+
+/// Orders for the workers, by worker: blocks to copy to another worker,
+/// replicas to delete.
+#[derive(Debug, Default)]
+pub(super) struct StorageOrders {
+    pub copies: Vec<(WorkerId, CopyOrder)>,
+    pub drops: Vec<(WorkerId, BlockId)>,
+}
+
+/// Since when a declared file is kept at its factor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kept {
+    /// A job is writing it (a failed job's partial output stays so).
+    Writing,
+    /// Its job succeeded; the grace starts at the next check.
+    Written,
+    /// From this time on.
+    From(Millis),
+}
+
+/// An ordered copy, until the target reports the block.
+#[derive(Clone, Debug)]
+pub(super) struct CopyInFlight {
+    pub block: BlockId,
+    pub from: WorkerId,
+    pub to: WorkerId,
+    pub started: Millis,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Storage {
+    pub(super) catalog: Catalog,
+    /// The replication factor each file is kept at, once declared (by the
+    /// loader when its placement is complete; by the master for job
+    /// output), and since when it is kept there.
+    pub(super) file_replication: HashMap<String, (u32, Kept)>,
+    /// Replicas of deleted files not yet gone from their workers, by worker
+    /// (with the file's name): a block report listing one is not taken into
+    /// the catalog, and the worker is told again to drop it.
+    deleting: HashMap<WorkerId, BTreeMap<BlockId, String>>,
+    /// Block copies ordered and not yet seen in the target's block report.
+    pub(super) copies: Vec<CopyInFlight>,
+    /// Replicas ordered deleted and not yet gone from the holder's report.
+    pub(super) trims: Vec<(BlockId, WorkerId)>,
+    /// Re-replication copies ordered since the master started.
+    pub(super) blocks_copied: u64,
+}
+
+impl Storage {
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn blocks_copied(&self) -> u64 {
+        self.blocks_copied
+    }
+
+    /// Keeps every block of `file` at `replication` replicas from now on;
+    /// `data_workers` is how many workers hold data.
+    pub fn set_file_replication(
+        &mut self,
+        file: &str,
+        replication: u32,
+        data_workers: u32,
+        journal: &mut Journal,
+    ) -> Result<(), MasterError> {
+        if self.catalog.file(file).is_none() {
+            return Err(self.unknown_file(file));
+        }
+        if replication == 0 || replication > data_workers {
+            return Err(MasterError::BadRequest(format!(
+                "replication must be 1..={data_workers} (the workers that hold data) (got {replication})"
+            )));
+        }
+        self.file_replication
+            .insert(file.to_owned(), (replication, Kept::From(0)));
+        journal.push(JournalEntry::Replication {
+            file: file.to_owned(),
+            replication,
+        });
+        Ok(())
+    }
+
+    /// A job's output, while the job writes it: kept at `replication` once
+    /// written.
+    pub fn output_writing(&mut self, file: String, replication: u32) {
+        self.file_replication
+            .insert(file, (replication, Kept::Writing));
+    }
+
+    /// A job's output is complete: kept at its factor after the grace.
+    pub fn output_written(&mut self, file: &str) {
+        if let Some((_, kept)) = self.file_replication.get_mut(file) {
+            *kept = Kept::Written;
+        }
+    }
+
+    /// Replays a journaled factor (a restarted master).
+    pub fn restore_replication(&mut self, file: String, replication: u32) {
+        for pending in self.deleting.values_mut() {
+            pending.retain(|_, f| *f != file);
+        }
+        self.file_replication
+            .insert(file, (replication, Kept::From(0)));
+    }
+
+    /// Replays a journaled deletion: every worker may still hold the
+    /// file's `blocks` and is told to drop them when it reports them.
+    pub fn restore_deleted(&mut self, file: String, blocks: u32, workers: usize) {
+        self.file_replication.remove(&file);
+        for w in 0..workers {
+            let pending = self.deleting.entry(WorkerId(w as u32)).or_default();
+            for i in 0..blocks.min(common::wire::MAX_FILE_BLOCKS) {
+                if let Ok(id) = BlockId::for_file(&file, i) {
+                    pending.insert(id, file.clone());
+                }
+            }
+        }
+    }
+
+    /// A worker was lost: its replicas leave the catalog.
+    pub fn worker_lost(&mut self, id: WorkerId) {
+        self.catalog.drop_worker(id);
+    }
+
+    /// A worker's full block report into the catalog, without the replicas
+    /// of deleted files (those it is told, again, to drop: returned; those
+    /// it no longer lists are gone).
+    pub fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) -> Vec<BlockId> {
+        let Some(pending) = self.deleting.get_mut(&id) else {
+            self.catalog.apply_report(id, blocks);
+            return Vec::new();
+        };
+        let listed: std::collections::HashSet<&BlockId> = blocks.iter().map(|b| &b.id).collect();
+        pending.retain(|b, _| listed.contains(b));
+        let kept: Vec<BlockInfo> = blocks
+            .iter()
+            .filter(|b| !pending.contains_key(&b.id))
+            .cloned()
+            .collect();
+        let again: Vec<BlockId> = pending.keys().cloned().collect();
+        if pending.is_empty() {
+            self.deleting.remove(&id);
+        }
+        self.catalog.apply_report(id, &kept);
+        again
+    }
+
+    /// `file`, with each block's holders named by `name`.
+    pub fn file_info(&self, file: &str, name: impl Fn(WorkerId) -> String) -> Option<FileInfo> {
+        let mut info = self.catalog.info(file, name)?;
+        info.replication = self.file_replication.get(file).map(|t| t.0);
+        Some(info)
+    }
+
+    /// `file`'s information, or why there is none.
+    pub fn file(
+        &self,
+        file: &str,
+        alive: &dyn Fn(WorkerId) -> bool,
+        name: impl Fn(WorkerId) -> String,
+    ) -> Result<FileInfo, MasterError> {
+        if let Some(info) = self.file_info(file, name) {
+            return Ok(info);
+        }
+        match self.deleting_on_live(file, alive) {
+            0 => Err(self.unknown_file(file)),
+            pending => Err(MasterError::FileBeingDeleted {
+                name: file.to_owned(),
+                pending,
+            }),
+        }
+    }
+
+    /// Replicas of deleted file `name` that live workers still hold.
+    fn deleting_on_live(&self, name: &str, alive: &dyn Fn(WorkerId) -> bool) -> usize {
+        self.deleting
+            .iter()
+            .filter(|(w, _)| alive(**w))
+            .map(|(_, blocks)| blocks.values().filter(|f| *f == name).count())
+            .sum()
+    }
+
+    /// Deletes `name` (the caller checked no job uses it): the file leaves
+    /// the catalog at once and every holder is told to delete its replicas
+    /// (also a holder that is down now, when it comes back); until a
+    /// holder's block report no longer lists them they are kept out of the
+    /// catalog, so a deleted file never comes back, even as blocks of a new
+    /// file of the same name.
+    pub fn delete_file(
+        &mut self,
+        name: &str,
+        workers: usize,
+        alive: &dyn Fn(WorkerId) -> bool,
+        journal: &mut Journal,
+    ) -> Result<(FileDeleted, StorageOrders), MasterError> {
+        let Some(entry) = self.catalog.file(name) else {
+            return Err(match self.deleting_on_live(name, alive) {
+                0 => self.unknown_file(name),
+                pending => MasterError::FileBeingDeleted {
+                    name: name.to_owned(),
+                    pending,
+                },
+            });
+        };
+        let mut drops: Vec<(WorkerId, BlockId)> = Vec::new();
+        for b in entry.blocks.iter().flatten() {
+            for w in &b.replicas {
+                drops.push((*w, b.id.clone()));
+            }
+        }
+        let blocks = entry.blocks.len() as u32;
+        // Replicas on workers down now are not in the catalog: they are
+        // found when those workers report again (`apply_block_report`).
+        let ids: Vec<BlockId> = entry
+            .blocks
+            .iter()
+            .flatten()
+            .map(|b| b.id.clone())
+            .collect();
+        for w in (0..workers as u32).map(WorkerId) {
+            if !alive(w) {
+                let pending = self.deleting.entry(w).or_default();
+                for id in &ids {
+                    pending.insert(id.clone(), name.to_owned());
+                }
+            }
+        }
+        self.catalog.remove(name);
+        self.file_replication.remove(name);
+        journal.push(JournalEntry::Deleted {
+            file: name.to_owned(),
+            blocks,
+        });
+        let replicas = drops.len() as u32;
+        for (w, id) in &drops {
+            self.deleting
+                .entry(*w)
+                .or_default()
+                .insert(id.clone(), name.to_owned());
+        }
+        let deleted = FileDeleted {
+            name: name.to_owned(),
+            blocks,
+            replicas,
+        };
+        Ok((
+            deleted,
+            StorageOrders {
+                copies: Vec::new(),
+                drops,
+            },
+        ))
+    }
+
+    pub fn unknown_file(&self, name: &str) -> MasterError {
+        let known: Vec<&str> = self.catalog.files().map(|(n, _)| n.as_str()).collect();
+        MasterError::UnknownFile {
+            name: name.to_owned(),
+            known: if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            },
+        }
+    }
+
+    /// The holders of block `index` of `file` that are alive.
+    pub fn live_replicas(
+        &self,
+        file: &str,
+        index: u32,
+        alive: &dyn Fn(WorkerId) -> bool,
+    ) -> Vec<WorkerId> {
+        self.catalog
+            .file(file)
+            .and_then(|f| f.blocks.get(index as usize))
+            .and_then(|b| b.as_ref())
+            .map(|b| b.replicas.iter().copied().filter(|w| alive(*w)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether `w`'s last block report listed `block`.
+    pub(super) fn holds(&self, block: &BlockId, w: WorkerId) -> bool {
+        self.catalog
+            .files()
+            .flat_map(|(_, f)| f.blocks.iter().flatten())
+            .any(|b| b.id == *block && b.replicas.contains(&w))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Storage on its own: no master, no jobs; workers are `Holder`s.
+
+    use super::*;
+
+    fn info(file: &str, index: u32, n: u32) -> BlockInfo {
+        BlockInfo {
+            id: BlockId::for_file(file, index).unwrap(),
+            file: file.into(),
+            index,
+            file_blocks: n,
+            len: 10,
+        }
+    }
+
+    const NAMES: [&str; 4] = ["w0", "w1", "w2", "w3"];
+
+    fn holders(alive: [bool; 4]) -> Vec<Holder<'static>> {
+        (0..4)
+            .map(|i| Holder {
+                alive: alive[i],
+                takes_data: true,
+                full: false,
+                blocks: 1,
+                addr: NAMES[i],
+                name: NAMES[i],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_deleted_file_stays_out_of_the_catalog_until_its_holders_drop_it() {
+        let mut s = Storage::default();
+        let mut journal = Journal::default();
+        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)]);
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)]);
+        // w2 is down: it may hold a replica nobody knows of.
+        let alive = |w: WorkerId| w.0 != 2;
+        let (deleted, orders) = s.delete_file("f", 3, &alive, &mut journal).unwrap();
+        assert_eq!((deleted.blocks, deleted.replicas), (1, 2));
+        let mut drops: Vec<u32> = orders.drops.iter().map(|(w, _)| w.0).collect();
+        drops.sort();
+        assert_eq!(drops, [0, 1]);
+        assert!(matches!(
+            journal.take()[..],
+            [JournalEntry::Deleted { blocks: 1, .. }]
+        ));
+        // w0 still lists it: kept out, and told again.
+        let again = s.apply_block_report(WorkerId(0), &[info("f", 0, 1)]);
+        assert_eq!(again, [BlockId::for_file("f", 0).unwrap()]);
+        assert!(s.catalog().file("f").is_none());
+        assert!(matches!(
+            s.file("f", &alive, |w| w.to_string()),
+            Err(MasterError::FileBeingDeleted { pending: 2, .. })
+        ));
+        // w2 comes back listing it: told too.
+        assert_eq!(
+            s.apply_block_report(WorkerId(2), &[info("f", 0, 1)]).len(),
+            1
+        );
+        // Every holder dropped it: a new file of the same name is taken in.
+        for w in 0..3 {
+            assert!(s.apply_block_report(WorkerId(w), &[]).is_empty());
+        }
+        assert!(matches!(
+            s.file("f", &|_| true, |w| w.to_string()),
+            Err(MasterError::UnknownFile { .. })
+        ));
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)]);
+        assert!(s.catalog().file("f").is_some());
+    }
+
+    #[test]
+    fn a_factor_is_checked_journaled_and_replayed() {
+        let mut s = Storage::default();
+        let mut journal = Journal::default();
+        assert!(matches!(
+            s.set_file_replication("f", 2, 3, &mut journal),
+            Err(MasterError::UnknownFile { .. })
+        ));
+        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)]);
+        let e = s.set_file_replication("f", 4, 3, &mut journal).unwrap_err();
+        assert!(e.to_string().contains("1..=3"), "{e}");
+        s.set_file_replication("f", 2, 3, &mut journal).unwrap();
+        assert_eq!(journal.take().len(), 1);
+        assert_eq!(
+            s.file_info("f", |w| w.to_string()).unwrap().replication,
+            Some(2)
+        );
+        // Replayed after a deletion of the same name: the deletion's
+        // pending replicas are forgotten, the factor holds.
+        let mut r = Storage::default();
+        r.restore_deleted("f".into(), 1, 2);
+        assert_eq!(
+            r.apply_block_report(WorkerId(1), &[info("f", 0, 1)]).len(),
+            1
+        );
+        r.restore_replication("f".into(), 2);
+        assert!(r
+            .apply_block_report(WorkerId(1), &[info("f", 0, 1)])
+            .is_empty());
+        assert_eq!(
+            r.file_info("f", |w| w.to_string()).unwrap().replication,
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn lost_replicas_are_copied_back_and_extra_ones_trimmed() {
+        let mut s = Storage::default();
+        let mut journal = Journal::default();
+        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)]);
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)]);
+        s.set_file_replication("f", 2, 4, &mut journal).unwrap();
+        // Both holders alive: nothing to do.
+        let o = s.plan_replication(10, &holders([true; 4]), &mut journal);
+        assert!(o.copies.is_empty() && o.drops.is_empty());
+        // w1 lost: one copy from w0 to a data worker that does not hold it.
+        s.worker_lost(WorkerId(1));
+        let h = holders([true, false, true, true]);
+        let o = s.plan_replication(20, &h, &mut journal);
+        assert_eq!(o.copies.len(), 1, "{o:?}");
+        let (from, order) = &o.copies[0];
+        assert_eq!(from.0, 0);
+        assert!(order.to == "w2" || order.to == "w3", "{order:?}");
+        assert_eq!(s.blocks_copied(), 1);
+        // In flight: not ordered twice.
+        assert!(s.plan_replication(30, &h, &mut journal).copies.is_empty());
+        // The copy lands and w1 comes back: three replicas, one trimmed.
+        let to = if order.to == "w2" { 2 } else { 3 };
+        s.apply_block_report(WorkerId(to), &[info("f", 0, 1)]);
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)]);
+        let o = s.plan_replication(40, &holders([true; 4]), &mut journal);
+        assert!(o.copies.is_empty(), "{o:?}");
+        assert_eq!(o.drops.len(), 1, "{o:?}");
+        // Trimming it already: not twice.
+        let o = s.plan_replication(50, &holders([true; 4]), &mut journal);
+        assert!(o.drops.is_empty(), "{o:?}");
+    }
+}
