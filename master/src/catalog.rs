@@ -111,18 +111,24 @@ impl Catalog {
     }
 }
 
+/// Block `index` of `n` of `file`, `len` bytes, as a block report lists it.
+#[cfg(test)]
+pub(crate) fn reported_block(file: &str, index: u32, n: u32, len: u64) -> BlockInfo {
+    BlockInfo {
+        id: BlockId::for_file(file, index).unwrap(),
+        file: file.into(),
+        index,
+        file_blocks: n,
+        len,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn info(file: &str, index: u32, n: u32) -> BlockInfo {
-        BlockInfo {
-            id: BlockId::for_file(file, index).unwrap(),
-            file: file.into(),
-            index,
-            file_blocks: n,
-            len: 10,
-        }
+        reported_block(file, index, n, 10)
     }
 
     #[test]

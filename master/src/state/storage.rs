@@ -326,13 +326,7 @@ mod tests {
     use super::*;
 
     fn info(file: &str, index: u32, n: u32) -> BlockInfo {
-        BlockInfo {
-            id: BlockId::for_file(file, index).unwrap(),
-            file: file.into(),
-            index,
-            file_blocks: n,
-            len: 10,
-        }
+        crate::catalog::reported_block(file, index, n, 10)
     }
 
     const NAMES: [&str; 4] = ["w0", "w1", "w2", "w3"];

@@ -39,13 +39,7 @@ pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
 }
 
 fn block(file: &str, index: u32, n: u32) -> BlockInfo {
-    BlockInfo {
-        id: BlockId::for_file(file, index).unwrap(),
-        file: file.into(),
-        index,
-        file_blocks: n,
-        len: 1000,
-    }
+    crate::catalog::reported_block(file, index, n, 1000)
 }
 
 /// Registers `w0..w(workers-1)` of `m` at time 0, `slots` each; worker w
