@@ -364,7 +364,7 @@ fn spawn_mapper(
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
     let workload = launch.workload;
-    let writer = ctx.clone();
+    let outputs = ctx.shuffle.clone();
     let attempt = launch.attempt;
     let mapped = progress.clone();
     let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, TaskOutcome> {
@@ -378,15 +378,14 @@ fn spawn_mapper(
         if let workloads::MapOutput::Invalid(e) = &out {
             return Err(TaskOutcome::Failed { error: e.clone() });
         }
-        summary.output_bytes =
-            crate::shuffle::write_map_output(&writer, attempt, out).map_err(|e| {
-                let error = format!("writing map output: {e}");
-                if e.kind() == std::io::ErrorKind::StorageFull {
-                    TaskOutcome::NoSpace { error }
-                } else {
-                    TaskOutcome::Failed { error }
-                }
-            })?;
+        summary.output_bytes = outputs.write(attempt, out).map_err(|e| {
+            let error = format!("writing map output: {e}");
+            if e.kind() == std::io::ErrorKind::StorageFull {
+                TaskOutcome::NoSpace { error }
+            } else {
+                TaskOutcome::Failed { error }
+            }
+        })?;
         mapped.add(summary.output_bytes);
         Ok(summary)
     });

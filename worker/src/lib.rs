@@ -167,10 +167,9 @@ pub struct WorkerCtx {
     pub min_free_bytes: u64,
     pub data_dir: std::path::PathBuf,
     pub store: Arc<store::BlockStore>,
-    /// Map output for the reduces (see `shuffle`): on disk under the
-    /// root, and kept in memory up to its budget.
-    pub shuffle_root: std::path::PathBuf,
-    pub kept: shuffle::KeptOutputs,
+    /// Map output for the reduces (see `shuffle`): kept in memory up to
+    /// its budget, on disk beyond it.
+    pub shuffle: Arc<shuffle::MapOutputs>,
     pub nic: nic::Nic,
     /// The emulated disk (unlimited when off): one link that local map
     /// reads, blocks and map output served, and blocks written all share.
@@ -337,8 +336,10 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         out_of_band_heartbeat: opts.out_of_band_heartbeat,
         slot_rate_bytes: opts.slot_rate_bytes,
         store,
-        shuffle_root,
-        kept: shuffle::KeptOutputs::new(opts.shuffle_memory_bytes),
+        shuffle: Arc::new(shuffle::MapOutputs::new(
+            shuffle_root,
+            opts.shuffle_memory_bytes,
+        )),
         nic: nic::Nic::new(opts.nic_bytes_per_sec),
         disk: nic::Link::new(opts.disk_bytes_per_sec),
         book: Mutex::new(exec::TaskBook::new(opts.slots)),

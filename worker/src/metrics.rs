@@ -144,7 +144,7 @@ pub fn encode(ctx: &WorkerCtx) -> String {
     blocks.set(ctx.store.list().len() as i64);
     r.register("blocks_stored", "Block replicas stored here", blocks);
     let kept = Gauge::<i64>::default();
-    kept.set(ctx.kept.bytes() as i64);
+    kept.set(ctx.shuffle.kept_bytes() as i64);
     r.register_with_unit(
         "shuffle_kept",
         "Map output kept in memory for running jobs (workers.shuffle_memory_mb)",

@@ -119,7 +119,7 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                     }
                     for job in reply.forget_jobs {
                         let ctx = ctx.clone();
-                        tokio::task::spawn_blocking(move || crate::shuffle::forget_job(&ctx, job));
+                        tokio::task::spawn_blocking(move || ctx.shuffle.forget_job(job));
                     }
                     for l in reply.launches {
                         crate::exec::launch(&ctx, l);

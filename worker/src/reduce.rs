@@ -150,7 +150,7 @@ async fn fetch_input(
             attempt: input.attempt,
             part,
         };
-        let got = read_local(ctx, want, r.range.clone(), progress).await?;
+        let got = read_local(&ctx.shuffle, &ctx.disk, want, r.range.clone(), progress).await?;
         return Ok((true, got));
     }
     let url = shuffle_url(job, input, &part, r.range.as_ref());

@@ -39,6 +39,52 @@ fn map_dir(root: &std::path::Path, a: AttemptId) -> PathBuf {
         .join(format!("m{}.a{}", a.task.index, a.attempt))
 }
 
+/// This worker's map outputs: the shuffle service's store, kept in memory
+/// within the budget and on disk under `root` beyond it. The map executor
+/// writes into it, the shuffle server and a reduce on this worker read it,
+/// the heartbeat loop forgets finished jobs.
+pub struct MapOutputs {
+    root: PathBuf,
+    kept: KeptOutputs,
+}
+
+impl MapOutputs {
+    /// Outputs under `root` (see [`root`]), at most `memory_budget` bytes
+    /// of them in memory.
+    pub fn new(root: PathBuf, memory_budget: u64) -> Self {
+        MapOutputs {
+            root,
+            kept: KeptOutputs::new(memory_budget),
+        }
+    }
+
+    /// Bytes kept in memory now.
+    pub fn kept_bytes(&self) -> u64 {
+        self.kept.bytes()
+    }
+
+    /// Keeps a finished map's output in memory, or writes it to disk when
+    /// the budget is spent; returns its bytes.
+    pub fn write(&self, a: AttemptId, out: MapOutput) -> std::io::Result<u64> {
+        if matches!(out, MapOutput::None | MapOutput::Invalid(_)) {
+            return Ok(0);
+        }
+        let n = output_bytes(&out);
+        let Err(out) = self.kept.keep(a, out) else {
+            return Ok(n);
+        };
+        let written = write_map_files(&self.root, a, &out);
+        recycle(out);
+        written
+    }
+
+    /// Deletes a job's map output, kept and on disk.
+    pub fn forget_job(&self, job: JobId) {
+        self.kept.forget(job);
+        let _ = std::fs::remove_dir_all(self.root.join(job.0.to_string()));
+    }
+}
+
 /// Map outputs kept in memory, by (job, map, attempt), within a budget.
 pub struct KeptOutputs {
     budget: u64,
@@ -133,21 +179,6 @@ fn recycle(out: MapOutput) {
     }
 }
 
-/// Keeps a finished map's output in memory, or writes it to disk when the
-/// budget is spent; returns its bytes.
-pub fn write_map_output(ctx: &WorkerCtx, a: AttemptId, out: MapOutput) -> std::io::Result<u64> {
-    if matches!(out, MapOutput::None | MapOutput::Invalid(_)) {
-        return Ok(0);
-    }
-    let n = output_bytes(&out);
-    let Err(out) = ctx.kept.keep(a, out) else {
-        return Ok(n);
-    };
-    let written = write_map_files(&ctx.shuffle_root, a, &out);
-    recycle(out);
-    written
-}
-
 fn write_map_files(root: &std::path::Path, a: AttemptId, out: &MapOutput) -> std::io::Result<u64> {
     let dir = map_dir(root, a);
     let parent = dir.parent().expect("map dir has a parent");
@@ -173,12 +204,6 @@ fn write_map_files(root: &std::path::Path, a: AttemptId, out: &MapOutput) -> std
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::rename(tmp.keep(), &dir)?;
     Ok(n)
-}
-
-/// Deletes a job's map output, kept and on disk.
-pub fn forget_job(ctx: &WorkerCtx, job: JobId) {
-    ctx.kept.forget(job);
-    let _ = std::fs::remove_dir_all(ctx.shuffle_root.join(job.0.to_string()));
 }
 
 #[derive(Deserialize)]
@@ -234,9 +259,9 @@ pub async fn serve(
         attempt,
         part: part.clone(),
     };
-    let opener = ctx.clone();
+    let outputs = ctx.shuffle.clone();
     let opened = tokio::task::spawn_blocking(move || {
-        open_output(&opener, &want, lo.as_deref(), hi.as_deref()).map(Arc::new)
+        open_output(&outputs, &want, lo.as_deref(), hi.as_deref()).map(Arc::new)
     })
     .await
     .map_err(|e| ApiError::internal(e.to_string()))?;
@@ -339,13 +364,13 @@ impl Opened {
 /// Opens a map output part kept here and finds the bytes asked for: the
 /// whole partition, or a sorted run's key range `lo <= key < hi`.
 fn open_output(
-    ctx: &WorkerCtx,
+    outputs: &MapOutputs,
     want: &OutputPart,
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
 ) -> std::io::Result<Opened> {
     let not_found = || std::io::Error::new(std::io::ErrorKind::NotFound, "not kept here");
-    if let Some(out) = ctx.kept.get(want.job, want.map, want.attempt) {
+    if let Some(out) = outputs.kept.get(want.job, want.map, want.attempt) {
         let (part, start, end) = match (&*out, want.part.as_str()) {
             (MapOutput::SortedRun { run, .. }, "run") => {
                 let (s, e) = run.range(lo, hi);
@@ -367,8 +392,8 @@ fn open_output(
             end,
         });
     }
-    let path = ctx
-        .shuffle_root
+    let path = outputs
+        .root
         .join(want.job.to_string())
         .join(format!("m{}.a{}", want.map, want.attempt))
         .join(&want.part);
@@ -407,7 +432,8 @@ impl Input {
 /// over as it lies, no copy) or its disk (a reduce's own worker's outputs
 /// cross no network, as in Hadoop), paced by the emulated disk.
 pub(crate) async fn read_local(
-    ctx: &Arc<WorkerCtx>,
+    outputs: &Arc<MapOutputs>,
+    disk: &crate::nic::Link,
     want: OutputPart,
     range: Option<KeyRange>,
     progress: &crate::progress::Progress,
@@ -416,7 +442,7 @@ pub(crate) async fn read_local(
         "map output job {} map {} attempt {} {} (local)",
         want.job, want.map, want.attempt, want.part
     );
-    let opener = ctx.clone();
+    let opener = outputs.clone();
     let data = tokio::task::spawn_blocking(move || -> std::io::Result<Input> {
         let (lo, hi) = match &range {
             Some(r) => (r.lo.as_deref(), r.hi.as_deref()),
@@ -443,7 +469,7 @@ pub(crate) async fn read_local(
     .await
     .map_err(|e| format!("{what}: {e}"))?
     .map_err(|e| format!("{what}: {e}"))?;
-    ctx.disk.acquire_all(data.len() as u64).await;
+    disk.acquire_all(data.len() as u64).await;
     progress.add(data.len() as u64);
     Ok(data)
 }
