@@ -127,9 +127,13 @@ fn every_toml_format_survives_mutations() {
     let (ok, bad) = fuzz_toml(&mut rng, &cluster, &text, 3000, |t, p| {
         ClusterConfig::parse(t, p)
     });
-    // The mutations reach both sides: some still load, most do not.
+    // The mutations reach both sides, each in at least a quarter of the
+    // rounds. (The split is near half and half, and moves with the length
+    // of the file's comments, where a mutation changes nothing: "most are
+    // refused" failed on a reworded comment.)
+    let all = ok + bad;
     assert!(
-        ok > 0 && bad > ok,
+        ok * 4 > all && bad * 4 > all,
         "cluster.toml: {ok} loaded, {bad} refused"
     );
     let mut specs: Vec<PathBuf> = std::fs::read_dir(root.join("experiments"))
