@@ -3,10 +3,10 @@
 //! validated once by [`ClusterConfig::load`]; every error names the file and
 //! the key.
 
-use crate::policy::ReducePlacement;
-pub use crate::policy::SchedulerConfig;
 use crate::tomlfile::{KeyError, TomlFile};
 pub use crate::units::{mbps_to_bytes, MAX_RATE, MAX_SLOTS, MIN_RATE};
+use sched::policy::SchedulerConfig;
+use sched::reduce::ReducePlacement;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -78,7 +78,7 @@ pub struct ClusterSection {
     pub task_timeout_ms: u64,
     /// Where reduces run: `policy` (default: EAS's Algorithm 3 for `eas`,
     /// `spread` for the others), `first-free`, `spread`, `least-loaded` or
-    /// `most-output` (see `common::policy::ReducePlacement`).
+    /// `most-output` (see `sched::reduce::ReducePlacement`).
     #[serde(default, skip_serializing_if = "ReducePlacement::is_policy")]
     pub reduce_placement: ReducePlacement,
     /// Root of the workers' block stores; worker `w` uses `<data_dir>/<w>`.
@@ -622,7 +622,8 @@ impl ClusterConfig {
         port_offset: u32,
         ty: &crate::public::PublicType,
     ) -> WorkerSettings {
-        ty.worker_settings(
+        instance_worker_settings(
+            ty,
             &self.public_section(),
             self.workers.slot_rate_mbs,
             index,
@@ -664,31 +665,29 @@ impl ClusterConfig {
     }
 }
 
-impl crate::public::PublicType {
-    /// See [`ClusterConfig::instance_settings`]; `slot_rate_mbs` is the
-    /// private workers' pacing.
-    pub fn worker_settings(
-        &self,
-        public: &crate::public::PublicSection,
-        slot_rate_mbs: Option<f64>,
-        index: u32,
-        name: &str,
-        port_offset: u32,
-    ) -> WorkerSettings {
-        let ty = self;
-        let base = public.listen;
-        let port = base.port().saturating_add(port_offset as u16);
-        WorkerSettings {
-            index,
-            name: name.to_owned(),
-            listen: SocketAddr::new(base.ip(), port),
-            slots: ty.slots,
-            nic_bytes_per_sec: Some(ty.nic_bytes_per_sec()),
-            slot_rate_bytes: slot_rate_mbs.map(|r| r * 1e6 * ty.speed),
-            disk_bytes_per_sec: None,
-            role: Role::Compute,
-            rack: DEFAULT_RACK.into(),
-        }
+/// The settings of a public instance of type `ty`: see
+/// [`ClusterConfig::instance_settings`]; `slot_rate_mbs` is the private
+/// workers' pacing.
+pub fn instance_worker_settings(
+    ty: &crate::public::PublicType,
+    public: &crate::public::PublicSection,
+    slot_rate_mbs: Option<f64>,
+    index: u32,
+    name: &str,
+    port_offset: u32,
+) -> WorkerSettings {
+    let base = public.listen;
+    let port = base.port().saturating_add(port_offset as u16);
+    WorkerSettings {
+        index,
+        name: name.to_owned(),
+        listen: SocketAddr::new(base.ip(), port),
+        slots: ty.slots,
+        nic_bytes_per_sec: Some(ty.nic_bytes_per_sec()),
+        slot_rate_bytes: slot_rate_mbs.map(|r| r * 1e6 * ty.speed),
+        disk_bytes_per_sec: None,
+        role: Role::Compute,
+        rack: DEFAULT_RACK.into(),
     }
 }
 

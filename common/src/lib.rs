@@ -4,19 +4,17 @@
 //!
 //! Nothing here does I/O beyond reading `cluster.toml`.
 
-pub mod checksum;
 pub mod config;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "client")]
 pub mod http_client;
-pub mod ids;
-pub mod policy;
-pub mod public;
-pub mod tomlfile;
-pub mod units;
 pub mod wire;
 
+/// The lowest shared pieces live in the `base` crate, below `sched`;
+/// they are re-exported here so that every crate above names them
+/// `common::ids`, `common::checksum` and so on.
+pub use base::{checksum, hash, ids, public, tomlfile, units};
 pub use ids::{AttemptId, BlockId, IdError, JobId, TaskRef, WorkerId};
 
 /// Milliseconds since the Unix epoch, from the system clock.

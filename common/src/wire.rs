@@ -1,6 +1,7 @@
 //! The JSON bodies exchanged over HTTP: worker <-> master (registration,
 //! heartbeats, launches, task results) and client <-> master (jobs, files).
 
+use crate::hash::splitmix64;
 use crate::ids::{AttemptId, BlockId, JobId, WorkerId};
 use serde::{Deserialize, Serialize};
 use workloads::{MapSummary, ReduceSummary, Workload};
@@ -95,13 +96,8 @@ pub struct AttemptProgress {
     pub slot: u32,
 }
 
-/// One busy slot in a heartbeat.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct SlotBusy {
-    pub elapsed_ms: u64,
-    /// Known remaining time (background processes); None for tasks.
-    pub remaining_ms: Option<u64>,
-}
+/// One busy slot in a heartbeat (the scheduler's view reads it as is).
+pub use sched::view::SlotBusy;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HeartbeatReply {
@@ -381,14 +377,6 @@ impl TaskCompute {
     }
 }
 
-/// SplitMix64's finaliser: a well-mixed 64-bit hash of `x`.
-pub fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
@@ -666,7 +654,7 @@ pub struct DashboardState {
     pub unix_ms: u64,
     pub cluster: ClusterSummary,
     /// The scheduler in use with its parameters.
-    pub scheduler: crate::policy::SchedulerConfig,
+    pub scheduler: sched::policy::SchedulerConfig,
     pub workers: Vec<WorkerInfo>,
     /// Every job, newest first, without attempts.
     pub jobs: Vec<JobReport>,

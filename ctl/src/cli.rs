@@ -9,8 +9,9 @@ use crate::ops::loader::{self, Generator, LoadSpec, Source};
 use crate::ops::{local, report};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use common::config::{ClusterConfig, SchedulerConfig};
+use common::config::ClusterConfig;
 use common::wire::JobSubmit;
+use sched::policy::SchedulerConfig;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use workloads::Workload;
@@ -683,7 +684,7 @@ pub async fn submit(
                 output: job.output.as_ref().map(numbered),
                 // Job i of a batch draws its own task lengths.
                 compute: job.compute.map(|c| common::wire::TaskCompute {
-                    seed: common::wire::splitmix64(c.seed ^ i as u64),
+                    seed: common::hash::splitmix64(c.seed ^ i as u64),
                     ..c
                 }),
                 deadline_s: job.deadline_s,

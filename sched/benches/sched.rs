@@ -7,7 +7,7 @@
 //! they are measured the same way for reference (not held to 10 us).
 //! `SCHED_ONLY=<policy as listed>` runs one of them (for profiling).
 
-use common::{JobId, TaskRef, WorkerId};
+use base::{JobId, TaskRef, WorkerId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sched::{build, offer, ClusterView, PendingTask};
@@ -69,7 +69,7 @@ fn main() {
         if only.as_deref().is_some_and(|o| o != p) {
             continue;
         }
-        let cfg: common::config::SchedulerConfig = p.parse().unwrap();
+        let cfg: sched::policy::SchedulerConfig = p.parse().unwrap();
         let mut s = build(&cfg, 1);
         let mut v = view(9);
         let replicas: std::collections::HashMap<TaskRef, Vec<WorkerId>> = v

@@ -6,12 +6,13 @@
 use crate::model::{Assignment, Cost, Eval, Instance};
 use crate::offline::Offline;
 use crate::policy::build;
+use crate::policy::strict::StrictParams;
+use crate::policy::SchedulerConfig;
+use crate::policy::Weights;
 use crate::sim::{add_as_job, assignment_of, simulate, SimError};
 use crate::view::{offer, ClusterView, Millis, PendingTask, SchedContext, Scheduler};
-use common::config::SchedulerConfig;
-use common::policy::Weights;
-use common::TaskRef;
-use common::{JobId, WorkerId};
+use base::TaskRef;
+use base::{JobId, WorkerId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -80,27 +81,22 @@ impl FromInstance {
     pub fn apply(&self, config: &SchedulerConfig, cost: Cost) -> SchedulerConfig {
         let mut c = config.clone();
         match (&mut c, cost) {
-            (
-                SchedulerConfig::DyndlOn {
-                    remote_s, theta, ..
-                },
-                cost,
-            ) => {
+            (SchedulerConfig::DyndlOn(p), cost) => {
                 if self.remote_s {
-                    *remote_s = 1.0;
+                    p.remote_s = 1.0;
                 }
                 if self.theta {
-                    *theta = match cost {
+                    p.theta = match cost {
                         Cost::Dyndl { theta } => theta,
                         Cost::Bar { c_loc, q } => q / c_loc,
                     };
                 }
             }
-            (SchedulerConfig::DyndlOff { theta, .. }, Cost::Dyndl { theta: t }) if self.theta => {
-                *theta = t;
+            (SchedulerConfig::DyndlOff(p), Cost::Dyndl { theta: t }) if self.theta => {
+                p.theta = t;
             }
-            (SchedulerConfig::Bar { q, .. }, Cost::Bar { c_loc, q: bq }) if self.q => {
-                *q = bq / c_loc;
+            (SchedulerConfig::Bar(p), Cost::Bar { c_loc, q: bq }) if self.q => {
+                p.q = bq / c_loc;
             }
             _ => {}
         }
@@ -123,16 +119,16 @@ impl std::str::FromStr for Algo {
         let given = SchedulerConfig::keys_given(s);
         let free = |k: &str| !given.iter().any(|g| g == k);
         let from_instance = match config {
-            SchedulerConfig::DyndlOn { .. } => FromInstance {
+            SchedulerConfig::DyndlOn(_) => FromInstance {
                 remote_s: free("remote_s"),
                 theta: free("theta"),
                 q: false,
             },
-            SchedulerConfig::DyndlOff { .. } => FromInstance {
+            SchedulerConfig::DyndlOff(_) => FromInstance {
                 theta: free("theta"),
                 ..Default::default()
             },
-            SchedulerConfig::Bar { .. } => FromInstance {
+            SchedulerConfig::Bar(_) => FromInstance {
                 q: free("q"),
                 ..Default::default()
             },
@@ -204,12 +200,10 @@ impl Algo {
             return Err(LabError::NotOnline { algo: self.label() });
         };
         let mut config = from_instance.apply(config, inst.cost);
-        if let (
-            Some(g),
-            SchedulerConfig::Fair { weights, .. } | SchedulerConfig::LsapFair { weights, .. },
-        ) = (groups, &mut config)
-        {
-            weights.clone_from(g);
+        match (groups, &mut config) {
+            (Some(g), SchedulerConfig::Fair(p)) => p.weights.clone_from(g),
+            (Some(g), SchedulerConfig::LsapFair(p)) => p.weights.clone_from(g),
+            _ => {}
         }
         let config = &config;
         let cores = inst.flat();
@@ -247,12 +241,9 @@ impl Algo {
         // pass first, then (on several racks) a rack-local-only pass for
         // the same reason one level up, then the policy itself.
         let mut passes: Vec<Box<dyn Scheduler>> = Vec::new();
-        if matches!(config, SchedulerConfig::Hadoop { .. }) {
+        if matches!(config, SchedulerConfig::Hadoop(_)) {
             passes.push(build(
-                &SchedulerConfig::Strict {
-                    fair: false,
-                    head_only: false,
-                },
+                &SchedulerConfig::Strict(StrictParams::default()),
                 seed,
             ));
             if view.has_racks() {
@@ -512,9 +503,7 @@ mod tests {
         );
         assert!(label.contains("g=instance"), "{label}");
         match from_instance.apply(config, Cost::Dyndl { theta: 4.0 }) {
-            SchedulerConfig::DyndlOn {
-                remote_s, theta, ..
-            } => assert_eq!((remote_s, theta), (1.0, 4.0)),
+            SchedulerConfig::DyndlOn(p) => assert_eq!((p.remote_s, p.theta), (1.0, 4.0)),
             c => panic!("{c:?}"),
         }
         match from_instance.apply(
@@ -524,9 +513,7 @@ mod tests {
                 q: 10.0,
             },
         ) {
-            SchedulerConfig::DyndlOn {
-                remote_s, theta, ..
-            } => assert_eq!((remote_s, theta), (1.0, 0.5)),
+            SchedulerConfig::DyndlOn(p) => assert_eq!((p.remote_s, p.theta), (1.0, 0.5)),
             c => panic!("{c:?}"),
         }
         // Set on purpose: kept, and labelled with its values.
@@ -560,7 +547,7 @@ mod tests {
                 q: 10.0,
             },
         ) {
-            SchedulerConfig::Bar { q, .. } => assert_eq!(q, 0.5),
+            SchedulerConfig::Bar(p) => assert_eq!(p.q, 0.5),
             c => panic!("{c:?}"),
         }
 

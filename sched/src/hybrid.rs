@@ -11,8 +11,8 @@
 
 /// Scheduler time, ms (as `view::Millis`; this module sits below `view`).
 type Millis = u64;
-use common::public::PublicType;
-use common::{JobId, WorkerId};
+use base::public::PublicType;
+use base::{JobId, WorkerId};
 use std::collections::BTreeMap;
 
 /// An instance, named before it exists as a worker.

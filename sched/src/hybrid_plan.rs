@@ -6,8 +6,8 @@
 
 use crate::hybrid::{HybridView, InstanceId};
 use crate::view::{ClusterView, JobView, Millis, SchedContext};
-use common::public::PublicType;
-use common::{JobId, TaskRef, WorkerId};
+use base::public::PublicType;
+use base::{JobId, TaskRef, WorkerId};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 

@@ -20,8 +20,8 @@
 
 use crate::hybrid::{InstanceId, WorkerProfile};
 use crate::view::{offer, ClusterView, JobQos, Millis, PendingTask, Scheduler};
-use common::public::PublicType;
-use common::{JobId, TaskRef, WorkerId};
+use base::public::PublicType;
+use base::{JobId, TaskRef, WorkerId};
 use rand::seq::index::sample;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

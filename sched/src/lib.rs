@@ -3,8 +3,8 @@
 //!
 //! A [`Scheduler`] is a deterministic state machine: it is given the time
 //! and a [`ClusterView`] and answers through a [`SchedContext`]. No I/O, no
-//! clock, no async, no filesystem: this crate depends on `common` (without
-//! its HTTP feature) and small pure crates only, so the real master, the
+//! clock, no async, no filesystem: this crate depends on `base` (ids,
+//! public instance types) and small pure crates only, so the real master, the
 //! simulator and the tests run the same code, and a run repeats from its
 //! seed.
 //!
@@ -18,7 +18,8 @@
 //!   and the Hungarian algorithm, shared by the policies;
 //! - [`hybrid_plan`]: MROSA's estimates, slot book and plans, shared by
 //!   `mrosa` and `coshic`;
-//! - [`policy`]: one file per online policy, and [`build`];
+//! - [`policy`]: one file per online policy with its parameters, and
+//!   [`SchedulerConfig`](policy::SchedulerConfig), the list of them;
 //! - [`reduce`]: reduce placement (`ReducePlacer`, `offer_reduces`);
 //! - [`sim`]: the discrete-event simulator;
 //! - [`hybrid_sim`]: a hybrid cloud (private workers, public instances

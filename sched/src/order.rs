@@ -2,9 +2,34 @@
 //! shares, then running tasks, then submission) and group weights.
 
 use crate::view::{ClusterView, JobView};
-use common::policy::{JobOrder, Weights};
-use common::JobId;
+use base::JobId;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// Group weights for the fair policies: group name -> weight (any positive
+/// numbers; they are normalised). Jobs name their group at submission
+/// (`group`, default `default`); a group not listed has weight 1.
+pub type Weights = BTreeMap<String, f64>;
+
+/// The order in which an online policy visits jobs for a free slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobOrder {
+    /// Submission order (Hadoop's FIFO; DynDLOn's default).
+    Fifo,
+    /// Fewest running tasks first, ties by submission (Zaharia's fair
+    /// sharing; delay scheduling's default).
+    Fair,
+}
+
+impl JobOrder {
+    pub(crate) fn is_fifo(&self) -> bool {
+        *self == JobOrder::Fifo
+    }
+    pub(crate) fn is_fair(&self) -> bool {
+        *self == JobOrder::Fair
+    }
+}
 
 /// Jobs with pending tasks in fair-share order (`by_group`: weighted group
 /// shares first; without, every job is in one group).

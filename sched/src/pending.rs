@@ -7,7 +7,7 @@
 //! stays linear in the number of pending tasks. (An `IndexMap` with
 //! `shift_remove` is O(n) per launch, quadratic over a 20,000-task job.)
 
-use common::{TaskRef, WorkerId};
+use base::{TaskRef, WorkerId};
 use rustc_hash::FxHashMap;
 
 /// A task waiting for a slot.
@@ -145,7 +145,7 @@ impl PendingQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use common::{JobId, TaskRef};
+    use base::{JobId, TaskRef};
     use indexmap::IndexMap;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;

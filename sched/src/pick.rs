@@ -3,10 +3,65 @@
 //! and delay scheduling's per-job skip state.
 
 use crate::view::{ClusterView, JobView, Millis};
-use common::policy::{RemotePick, WaitFrom};
-use common::{JobId, TaskRef, WorkerId};
+use base::{JobId, TaskRef, WorkerId};
 use rand_chacha::ChaCha8Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
+use serde::{Deserialize, Serialize};
+
+/// Where delay scheduling measures a job's wait for a data-local slot from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitFrom {
+    /// From the first time the job was skipped since its last data-local
+    /// launch; once over the threshold it may launch remote tasks until it
+    /// next launches a data-local one (Zaharia's `j.skipped` / level rule).
+    #[default]
+    FirstSkip,
+    /// From the job's last launch of any task (or its submission): a job
+    /// that has not launched for `threshold_s` takes the next free slot
+    /// whether or not its data is there, and each launch restarts the clock.
+    LastLaunch,
+    /// Hadoop 1.x fair scheduler's accounting (`updateLocalityWaitTimes`):
+    /// at every heartbeat, a job that was offered a slot and skipped at the
+    /// previous heartbeat (from any worker) adds the time between the two to
+    /// its wait; any launch resets the wait. Time in which the job is not
+    /// offered a slot (every slot busy, or taken by a job ahead of it) does
+    /// not count. After a remote launch it may launch remote tasks at once
+    /// until it next launches a data-local one (Hadoop's rack level, all
+    /// workers being on one rack).
+    SkippedHeartbeats,
+}
+
+impl WaitFrom {
+    pub(crate) fn is_first_skip(&self) -> bool {
+        *self == WaitFrom::FirstSkip
+    }
+}
+
+/// Which pending task a data-remote launch takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RemotePick {
+    /// A uniformly random pending task, from a random replica (Guo's dl-sched).
+    #[default]
+    Random,
+    /// The oldest pending task, from its first replica (Hadoop 1.x's
+    /// non-local task list, and the tie-break of DynDL's worked example).
+    Oldest,
+}
+
+impl RemotePick {
+    pub(crate) fn is_random(&self) -> bool {
+        *self == RemotePick::Random
+    }
+
+    pub(crate) fn suffix(&self) -> &'static str {
+        match self {
+            RemotePick::Random => "",
+            RemotePick::Oldest => ",oldest",
+        }
+    }
+}
 
 /// A pending task of `job` for `worker` when locality is given up: a
 /// uniformly random one read from a random replica, or with

@@ -11,10 +11,93 @@
 //! `spread` (Hadoop 1.x), `least-loaded` (EAS's Algorithm 3) and
 //! `most-output` (Spark's reduce locality).
 
+use crate::policy::SchedulerConfig;
 use crate::view::{ClusterView, Millis, SchedContext};
-use common::policy::{ReducePlacement, SchedulerConfig};
-use common::{JobId, TaskRef, WorkerId};
+use base::{JobId, TaskRef, WorkerId};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::str::FromStr;
+
+/// Where a job's reduces run once its maps are done. Reduces have no input
+/// locality of their own (every reduce fetches from every map), so this
+/// decides how the shuffle loads the workers' receive links and slots.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReducePlacement {
+    /// The policy's own: `least-loaded` for EAS (its Algorithm 3),
+    /// `spread` for every other policy.
+    #[default]
+    Policy,
+    /// Every free slot of the worker that asks takes a waiting reduce,
+    /// oldest job first (the testbed before reduce placement was a policy:
+    /// one worker may take all of a job's reduces).
+    FirstFree,
+    /// At most one new reduce per worker per heartbeat, oldest job first,
+    /// as Hadoop 1.x's JobQueueTaskScheduler and the Fair Scheduler assign
+    /// them; and a worker that runs more reduces than another reduce-capable
+    /// worker takes none for 3 s (out-of-band heartbeats would otherwise
+    /// hand one worker every reduce): a job's reduces spread over the
+    /// reduce-capable workers.
+    Spread,
+    /// EAS's Algorithm 3: when a job's maps are done, each of its reduces
+    /// is pushed to the live reduce machine with the least reduce load
+    /// (the estimated input bytes of the reduces queued or running there),
+    /// and that load grows by the reduce's; each machine runs its queue in
+    /// order as its slots free up.
+    LeastLoaded,
+    /// Where the job's map output already sits (Spark's reduce locality):
+    /// a worker holding at least a fifth of the job's map output takes the
+    /// job's reduces first, one per heartbeat; after 3 s, or when no live
+    /// reduce-capable worker holds that much, any worker takes them.
+    MostOutput,
+}
+
+impl ReducePlacement {
+    pub const ALL: [ReducePlacement; 5] = [
+        ReducePlacement::Policy,
+        ReducePlacement::FirstFree,
+        ReducePlacement::Spread,
+        ReducePlacement::LeastLoaded,
+        ReducePlacement::MostOutput,
+    ];
+
+    pub fn is_policy(&self) -> bool {
+        *self == ReducePlacement::Policy
+    }
+
+    /// The kebab-case name, as cluster.toml and specs spell it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ReducePlacement::Policy => "policy",
+            ReducePlacement::FirstFree => "first-free",
+            ReducePlacement::Spread => "spread",
+            ReducePlacement::LeastLoaded => "least-loaded",
+            ReducePlacement::MostOutput => "most-output",
+        }
+    }
+
+    /// What `policy` means for `scheduler`; other values stand as they are.
+    pub fn resolve(self, scheduler: &SchedulerConfig) -> ReducePlacement {
+        match (self, scheduler) {
+            (ReducePlacement::Policy, SchedulerConfig::Eas(_)) => ReducePlacement::LeastLoaded,
+            (ReducePlacement::Policy, _) => ReducePlacement::Spread,
+            (other, _) => other,
+        }
+    }
+}
+
+impl FromStr for ReducePlacement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ReducePlacement::ALL
+            .into_iter()
+            .find(|p| p.name() == s.trim())
+            .ok_or_else(|| {
+                let known: Vec<&str> = ReducePlacement::ALL.iter().map(|p| p.name()).collect();
+                format!("reduce placement {s:?} is not one of {}", known.join(", "))
+            })
+    }
+}
 
 /// A worker preferred by `most-output` holds at least this share of its
 /// job's map output (Spark's `REDUCER_PREF_LOCS_FRACTION`).

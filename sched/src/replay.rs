@@ -31,9 +31,9 @@
 
 use crate::reduce::{offer_reduces, ReducePlacer};
 use crate::sim::SimError;
+use crate::view::SlotBusy;
 use crate::view::{offer, ClusterView, Millis, PendingTask, Scheduler};
-use common::wire::SlotBusy;
-use common::{JobId, TaskRef, WorkerId};
+use base::{JobId, TaskRef, WorkerId};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
@@ -235,8 +235,8 @@ pub fn replay(
         if cluster.jitter_ms == 0 {
             return 0;
         }
-        let h = common::wire::splitmix64(
-            cluster.jitter_seed ^ common::wire::splitmix64(((w as u64) << 40) ^ k),
+        let h = base::hash::splitmix64(
+            cluster.jitter_seed ^ base::hash::splitmix64(((w as u64) << 40) ^ k),
         );
         h % (cluster.jitter_ms + 1)
     };

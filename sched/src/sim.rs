@@ -19,7 +19,7 @@
 
 use crate::model::{Assignment, Instance, OrdF64};
 use crate::view::{offer, ClusterView, Millis, PendingTask, Scheduler};
-use common::{JobId, TaskRef, WorkerId};
+use base::{JobId, TaskRef, WorkerId};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 

@@ -16,7 +16,7 @@
 
 use crate::pending::PendingQueue;
 pub use crate::pending::PendingTask;
-use common::{JobId, TaskRef, WorkerId};
+use base::{JobId, TaskRef, WorkerId};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use std::collections::BTreeMap;
 
@@ -27,6 +27,16 @@ type IndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 /// Scheduler time: milliseconds since the master (or simulation) started.
 pub type Millis = u64;
+
+/// One busy slot, as a worker's heartbeat reports it.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+pub struct SlotBusy {
+    pub elapsed_ms: u64,
+    /// Known remaining time (background processes); None for tasks.
+    pub remaining_ms: Option<u64>,
+}
 
 /// One worker as the scheduler sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,7 +56,7 @@ pub struct WorkerView {
     /// Reduces running here.
     pub reduces_running: u32,
     /// Busy slots as the last heartbeat reported them, and when.
-    pub busy: Vec<common::wire::SlotBusy>,
+    pub busy: Vec<crate::view::SlotBusy>,
     pub busy_at: Millis,
 }
 
@@ -306,7 +316,7 @@ impl ClusterView {
     }
 
     /// A worker's busy slots as its heartbeat at `now` reported them.
-    pub fn set_busy(&mut self, id: WorkerId, now: Millis, busy: Vec<common::wire::SlotBusy>) {
+    pub fn set_busy(&mut self, id: WorkerId, now: Millis, busy: Vec<crate::view::SlotBusy>) {
         self.with_worker(id, |w| {
             w.busy = busy;
             w.busy_at = now;

@@ -28,7 +28,8 @@ use super::spec::Spec;
 use super::timeline::BackgroundRow;
 use crate::results::{read_csv, Provenance, ResultsDir};
 use anyhow::Context;
-use common::wire::{splitmix64, TaskCompute};
+use common::hash::splitmix64;
+use common::wire::TaskCompute;
 use common::{JobId, WorkerId};
 use sched::replay::{
     self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome,
@@ -145,8 +146,8 @@ pub struct PredictedTask {
 struct Setup<'a> {
     key: &'a (String, String, u32),
     run: &'a RunRecord,
-    config: &'a common::config::SchedulerConfig,
-    reduces: common::policy::ReducePlacement,
+    config: &'a sched::policy::SchedulerConfig,
+    reduces: sched::reduce::ReducePlacement,
     cluster: ReplayCluster,
     bg: Vec<BackgroundRun>,
 }

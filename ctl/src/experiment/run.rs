@@ -14,14 +14,14 @@ use crate::ops::loader::{self, Generator, LoadSpec, Source};
 use crate::ops::{files, local};
 use crate::results::ResultsDir;
 use anyhow::{bail, Context};
-use common::config::{
-    ClusterConfig, ClusterSection, MasterSection, SchedulerConfig, WorkerDefaults, WorkerEntry,
-};
-use common::policy::ReducePlacement;
-use common::wire::{splitmix64, JobReport, JobState, JobSubmit, TaskCompute};
+use common::config::{ClusterConfig, ClusterSection, MasterSection, WorkerDefaults, WorkerEntry};
+use common::hash::splitmix64;
+use common::wire::{JobReport, JobState, JobSubmit, TaskCompute};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use sched::policy::SchedulerConfig;
+use sched::reduce::ReducePlacement;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -5,9 +5,10 @@
 //! the key.
 
 use crate::ops::loader::{parse_size, Generator, Placement};
-use common::config::{BackgroundConfig, SchedulerConfig};
-use common::policy::ReducePlacement;
+use common::config::BackgroundConfig;
 use common::tomlfile::{self, FileError, KeyError, TomlFile};
+use sched::policy::SchedulerConfig;
+use sched::reduce::ReducePlacement;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use workloads::Workload;

@@ -39,7 +39,7 @@ pub enum Measure<'a> {
     /// Guo's waves ([`Algo::run_waves`]).
     Waves,
     /// Guo's fairness round with these groups ([`Algo::run_fair_round`]).
-    FairRound(&'a common::policy::Weights),
+    FairRound(&'a sched::policy::Weights),
 }
 
 /// A timed run of an algorithm.

@@ -43,7 +43,7 @@ pub struct SweepSpec {
     /// `{ g1 = 1, g2 = 2, ... }`); the `fair` and `lsap-fair` policies get
     /// them as their weights.
     #[serde(default)]
-    pub groups: Option<common::policy::Weights>,
+    pub groups: Option<sched::policy::Weights>,
     /// Wall-clock limit of one run in seconds (DynDL's 30-minute cut-off of
     /// HTA): MaxCover-BalAssign is stopped at it, and any run that takes
     /// longer is reported as over the limit instead of its figures.

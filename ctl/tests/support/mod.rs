@@ -1,9 +1,10 @@
 //! A whole cluster in this process, on loopback with port 0: one master and
 //! `nic.len()` workers, shared by the end-to-end tests and `make bench`.
 
-use common::config::{SchedulerConfig, WorkerSettings};
+use common::config::WorkerSettings;
 use ctl::ops::client::MasterClient;
 use master::state::MasterSettings;
+use sched::policy::SchedulerConfig;
 use std::path::Path;
 use std::time::Duration;
 

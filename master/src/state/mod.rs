@@ -27,10 +27,11 @@
 //! `journal::Journal` (entries not yet appended); the rest of `Master`'s
 //! fields are still shared by the concerns above (issue 35, item 2).
 
-use common::config::{ClusterConfig, SchedulerConfig, WorkerSettings};
-use common::policy::ReducePlacement;
+use common::config::{ClusterConfig, WorkerSettings};
 use common::wire::{JobReport, JobState, JobSubmit, Launch, TaskRecord};
 use common::{AttemptId, BlockId, JobId, WorkerId};
+use sched::policy::SchedulerConfig;
+use sched::reduce::ReducePlacement;
 use sched::{self, ClusterView, Millis, ReducePlacer, Scheduler};
 use std::collections::HashMap;
 

@@ -78,7 +78,8 @@ impl Master {
         };
         let name = format!("{}-{}", t.name, id.0);
         let index = self.workers.len() as u32;
-        let settings = t.worker_settings(
+        let settings = common::config::instance_worker_settings(
+            t,
             &self.settings.public,
             self.settings.slot_rate_mbs,
             index,

@@ -653,7 +653,10 @@ fn reduce_placement_follows_the_setting() {
         [1, 1, 1, 1]
     );
     assert_eq!(
-        workers_used(ReducePlacement::Policy, SchedulerConfig::Eas {}),
+        workers_used(
+            ReducePlacement::Policy,
+            SchedulerConfig::Eas(Default::default())
+        ),
         [1, 1, 1, 1]
     );
     let first_free = workers_used(ReducePlacement::FirstFree, SchedulerConfig::hadoop());

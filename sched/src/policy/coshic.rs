@@ -31,7 +31,33 @@ use crate::hybrid_plan::{
     map_deadline, map_parts_public, Book, InstanceBook, JobPlan, Plans, Target,
 };
 use crate::view::{ClusterView, JobView, Millis, PlanContext, SchedContext, Scheduler};
-use common::WorkerId;
+use base::WorkerId;
+use serde::{Deserialize, Serialize};
+
+/// `policy = "coshic"`: COSHIC (Van den Bossche et al., IEEE CLOUD 2010) as
+/// MROSA's paper uses it: a job runs wholly in the private cluster when it
+/// can meet its deadline there, else wholly on the cheapest set of
+/// instances of one type that meets it; earliest deadline first. No
+/// parameters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CoshicParams {}
+
+impl crate::policy::Policy for CoshicParams {
+    const EXAMPLES: &'static [&'static str] = &["coshic"];
+
+    fn name(&self) -> &'static str {
+        "coshic"
+    }
+
+    fn label(&self, _: bool) -> String {
+        "coshic".into()
+    }
+
+    fn build(&self, _seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Coshic::new())
+    }
+}
 
 #[derive(Default)]
 pub struct Coshic {

@@ -32,29 +32,116 @@
 
 use crate::order::job_order;
 use crate::pick::{first_choice, LocalityWait};
+use crate::policy::{fmt_num, nonneg, secs_to_ms, JobOrder, Policy, RemotePick, WaitFrom};
 use crate::view::{Millis, SchedContext, Scheduler};
-use common::policy::{JobOrder, RemotePick, WaitFrom};
-use common::WorkerId;
+use base::WorkerId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// `policy = "delay"`: jobs in fair-sharing order (fewest running tasks
+/// first); a job without a data-local task for the free slot is skipped
+/// until it has waited `threshold_s` seconds. Presets: `delay3`, `delay6`,
+/// `delay10`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DelayParams {
+    /// Seconds a job may be skipped before it launches remote tasks.
+    pub threshold_s: f64,
+    /// Which pending task a data-remote launch takes.
+    #[serde(default, skip_serializing_if = "RemotePick::is_random")]
+    pub pick: RemotePick,
+    /// Job order; `fifo` is an ablation (locality waits without fair
+    /// sharing), labelled `delayN(fifo)`.
+    #[serde(default = "fair_order", skip_serializing_if = "JobOrder::is_fair")]
+    pub order: JobOrder,
+    /// Where the wait is measured from: `first-skip` (default),
+    /// `last-launch` or `skipped-heartbeats` (Hadoop 1.x's fair
+    /// scheduler), labelled `delayN(last-launch)` and so on.
+    #[serde(default, skip_serializing_if = "WaitFrom::is_first_skip")]
+    pub wait_from: WaitFrom,
+}
+
+fn fair_order() -> JobOrder {
+    JobOrder::Fair
+}
+
+impl DelayParams {
+    /// `threshold_s`, random remote picks, fair order, first-skip waits.
+    pub fn new(threshold_s: f64) -> Self {
+        DelayParams {
+            threshold_s,
+            pick: RemotePick::Random,
+            order: JobOrder::Fair,
+            wait_from: WaitFrom::FirstSkip,
+        }
+    }
+}
+
+impl Policy for DelayParams {
+    const EXAMPLES: &'static [&'static str] = &[
+        "delay3",
+        "policy = \"delay\", threshold_s = 0.25",
+        "policy = \"delay\", threshold_s = 1, order = \"fifo\"",
+        "policy = \"delay\", threshold_s = 1, wait_from = \"last-launch\"",
+        "policy = \"delay\", threshold_s = 1, wait_from = \"skipped-heartbeats\"",
+    ];
+
+    fn name(&self) -> &'static str {
+        "delay"
+    }
+
+    fn label(&self, _: bool) -> String {
+        let mut extra: Vec<&str> = Vec::new();
+        match self.wait_from {
+            WaitFrom::FirstSkip => {}
+            WaitFrom::LastLaunch => extra.push("last-launch"),
+            WaitFrom::SkippedHeartbeats => extra.push("skipped-heartbeats"),
+        }
+        if self.pick == RemotePick::Oldest {
+            extra.push("oldest");
+        }
+        if self.order == JobOrder::Fifo {
+            extra.push("fifo");
+        }
+        if extra.is_empty() {
+            format!("delay{}", fmt_num(self.threshold_s))
+        } else {
+            format!("delay{}({})", fmt_num(self.threshold_s), extra.join(","))
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        nonneg("delay", "threshold_s", self.threshold_s)
+    }
+
+    fn presets() -> Vec<(&'static str, Self)> {
+        vec![
+            ("delay3", DelayParams::new(3.0)),
+            ("delay6", DelayParams::new(6.0)),
+            ("delay10", DelayParams::new(10.0)),
+        ]
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Delay::new(self.clone(), seed))
+    }
+}
 
 pub struct Delay {
+    params: DelayParams,
     wait: LocalityWait,
     order: JobOrder,
     rng: ChaCha8Rng,
 }
 
 impl Delay {
-    pub fn new(
-        threshold: Millis,
-        pick: RemotePick,
-        order: JobOrder,
-        wait_from: WaitFrom,
-        seed: u64,
-    ) -> Self {
+    pub fn new(params: DelayParams, seed: u64) -> Self {
         Delay {
-            wait: LocalityWait::new(threshold, pick).measured_from(wait_from),
-            order,
+            wait: LocalityWait::new(secs_to_ms(params.threshold_s), params.pick)
+                .measured_from(params.wait_from),
+            order: params.order,
+            params,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
     }
@@ -66,13 +153,7 @@ impl Scheduler for Delay {
     }
 
     fn name(&self) -> String {
-        common::policy::SchedulerConfig::Delay {
-            threshold_s: self.wait.threshold() as f64 / 1000.0,
-            pick: self.wait.pick(),
-            order: self.order,
-            wait_from: self.wait.wait_from(),
-        }
-        .label()
+        self.params.label(false)
     }
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {

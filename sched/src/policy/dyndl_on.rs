@@ -38,14 +38,143 @@
 
 use crate::order::job_order;
 use crate::pick::random_task;
+use crate::policy::{fmt_num, nonneg, secs_to_ms, JobOrder, Policy, RemotePick};
 use crate::view::{Millis, SchedContext, Scheduler, WorkerView};
-use common::policy::{JobOrder, RemotePick, SchedulerConfig, WaitClock};
-use common::WorkerId;
+use base::WorkerId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+/// `policy = "dyndl-on"`: DynDL's online algorithm (DynDLOn, Algorithm 1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DyndlOnParams {
+    /// W: the base delay in seconds a free slot waits for a data-local task.
+    #[serde(default = "defaults::w_s")]
+    pub w_s: f64,
+    /// Seconds a data-remote task takes when it is alone on its worker;
+    /// the data-remote cost is g(n) = remote_s * (1 + theta * min(n, slots)).
+    #[serde(default)]
+    pub remote_s: f64,
+    /// θ, the network factor of g(n).
+    #[serde(default = "defaults::theta")]
+    pub theta: f64,
+    /// The variant the paper ran for real: never start a second
+    /// data-remote task on a worker already running one.
+    #[serde(default = "defaults::yes")]
+    pub one_remote: bool,
+    /// Which pending task a data-remote launch takes.
+    #[serde(default, skip_serializing_if = "RemotePick::is_random")]
+    pub pick: RemotePick,
+    /// Where the wait is measured from: `worker` (default) or `core`
+    /// (Algorithm 1 as written).
+    #[serde(default, skip_serializing_if = "WaitClock::is_worker")]
+    pub wait: WaitClock,
+    /// Job order; `fair` is an ablation (DynDLOn's locality rule under
+    /// delay scheduling's fair sharing).
+    #[serde(default = "defaults::fifo", skip_serializing_if = "JobOrder::is_fifo")]
+    pub order: JobOrder,
+}
+
+mod defaults {
+    use super::JobOrder;
+    pub fn w_s() -> f64 {
+        3.0
+    }
+    pub fn theta() -> f64 {
+        1.0
+    }
+    pub fn yes() -> bool {
+        true
+    }
+    pub fn fifo() -> JobOrder {
+        JobOrder::Fifo
+    }
+}
+
+impl Default for DyndlOnParams {
+    fn default() -> Self {
+        DyndlOnParams {
+            w_s: defaults::w_s(),
+            remote_s: 0.0,
+            theta: defaults::theta(),
+            one_remote: true,
+            pick: RemotePick::Random,
+            wait: WaitClock::Worker,
+            order: JobOrder::Fifo,
+        }
+    }
+}
+
+impl Policy for DyndlOnParams {
+    const EXAMPLES: &'static [&'static str] = &[
+        "dyndl-on",
+        "policy = \"dyndl-on\", w_s = 0.2, remote_s = 0.3, theta = 1, one_remote = false",
+        "policy = \"dyndl-on\", wait = \"core\", order = \"fair\"",
+    ];
+
+    fn name(&self) -> &'static str {
+        "dyndl-on"
+    }
+
+    fn label(&self, cost_from_instance: bool) -> String {
+        format!(
+            "dyndl-on(W={}s,g={}{}{}{}{})",
+            fmt_num(self.w_s),
+            if cost_from_instance {
+                "instance".to_owned()
+            } else {
+                format!("{}s*(1+{}n)", fmt_num(self.remote_s), fmt_num(self.theta))
+            },
+            if self.one_remote { ",one-remote" } else { "" },
+            self.pick.suffix(),
+            if self.wait == WaitClock::Core {
+                ",per-core"
+            } else {
+                ""
+            },
+            if self.order == JobOrder::Fair {
+                ",fair"
+            } else {
+                ""
+            },
+        )
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        nonneg("dyndl-on", "w_s", self.w_s)?;
+        nonneg("dyndl-on", "remote_s", self.remote_s)?;
+        nonneg("dyndl-on", "theta", self.theta)
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(DyndlOn::new(self.clone(), seed))
+    }
+}
+
+/// Where DynDLOn's wait for a data-local task is measured from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitClock {
+    /// Per worker, from the first offer of a free slot that found no
+    /// data-local task since the worker's last launch.
+    #[default]
+    Worker,
+    /// Per core, from the core's last assignment, as Algorithm 1 writes it
+    /// (`p.wait <- currentTime` on every launch): a core freed by a task
+    /// that ran longer than the delay may go remote at once.
+    Core,
+}
+
+impl WaitClock {
+    pub(crate) fn is_worker(&self) -> bool {
+        *self == WaitClock::Worker
+    }
+}
+
 pub struct DyndlOn {
+    params: DyndlOnParams,
     delays: Delays,
     one_remote: bool,
     pick: RemotePick,
@@ -58,30 +187,19 @@ pub struct DyndlOn {
     cores: HashMap<WorkerId, Vec<Millis>>,
 }
 
-/// DynDLOn's parameters.
-#[derive(Clone, Copy, Debug)]
-pub struct DyndlOnParams {
-    pub w: Millis,
-    pub remote: Millis,
-    pub theta: f64,
-    pub one_remote: bool,
-    pub pick: RemotePick,
-    pub wait: WaitClock,
-    pub order: JobOrder,
-}
-
 impl DyndlOn {
     pub fn new(p: DyndlOnParams, seed: u64) -> Self {
         DyndlOn {
             delays: Delays {
-                w: p.w,
-                remote: p.remote,
+                w: secs_to_ms(p.w_s),
+                remote: secs_to_ms(p.remote_s),
                 theta: p.theta,
             },
             one_remote: p.one_remote,
             pick: p.pick,
             wait: p.wait,
             order: p.order,
+            params: p,
             rng: ChaCha8Rng::seed_from_u64(seed),
             waiting_since: HashMap::new(),
             cores: HashMap::new(),
@@ -151,16 +269,7 @@ pub(crate) fn free_cores(clocks: &[Millis], wv: &WorkerView) -> Vec<usize> {
 
 impl Scheduler for DyndlOn {
     fn name(&self) -> String {
-        SchedulerConfig::DyndlOn {
-            w_s: self.delays.w as f64 / 1000.0,
-            remote_s: self.delays.remote as f64 / 1000.0,
-            theta: self.delays.theta,
-            one_remote: self.one_remote,
-            pick: self.pick,
-            wait: self.wait,
-            order: self.order,
-        }
-        .label()
+        self.params.label(false)
     }
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {

@@ -19,8 +19,32 @@
 //! it was given (the scheduler is not told when a map ends).
 
 use crate::view::{ClusterView, Millis, SchedContext, Scheduler};
-use common::{JobId, TaskRef, WorkerId};
+use base::{JobId, TaskRef, WorkerId};
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet, VecDeque};
+
+/// `policy = "eas"`: EAS (IEICE 2013), load-balance-aware job selection; a
+/// selected job's maps are all placed at once on their least-loaded
+/// replica holder. No parameters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EasParams {}
+
+impl crate::policy::Policy for EasParams {
+    const EXAMPLES: &'static [&'static str] = &["eas"];
+
+    fn name(&self) -> &'static str {
+        "eas"
+    }
+
+    fn label(&self, _: bool) -> String {
+        "eas".into()
+    }
+
+    fn build(&self, _seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Eas::new())
+    }
+}
 
 /// A map placed on a machine: the task, its input bytes, the machine.
 type Placed = (TaskRef, u64, WorkerId);

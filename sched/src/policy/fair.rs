@@ -12,11 +12,58 @@
 
 use crate::order::fair_order;
 use crate::pick::{first_choice, LocalityWait};
+use crate::policy::{check_weights, fmt_num, nonneg, secs_to_ms, Policy, RemotePick, Weights};
 use crate::view::{Millis, SchedContext, Scheduler};
-use common::policy::{RemotePick, SchedulerConfig, Weights};
-use common::WorkerId;
+use base::WorkerId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// `policy = "fair"`: Hadoop Fair Scheduler style, max-min fair shares
+/// across groups (by weight), then across the group's jobs; optional delay
+/// scheduling. Preset `hfs-be` (EAS's HFS best-effort baseline).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FairParams {
+    /// Delay threshold in seconds; 0 launches remote tasks at once.
+    #[serde(default)]
+    pub delay_s: f64,
+    /// Group weights (group name -> weight).
+    #[serde(default)]
+    pub weights: Weights,
+}
+
+impl Policy for FairParams {
+    const EXAMPLES: &'static [&'static str] = &[
+        "fair",
+        "policy = \"fair\", delay_s = 1, weights = { default = 2 }",
+    ];
+
+    fn name(&self) -> &'static str {
+        "fair"
+    }
+
+    fn label(&self, _: bool) -> String {
+        format!("fair(delay={}s)", fmt_num(self.delay_s))
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        nonneg("fair", "delay_s", self.delay_s)?;
+        check_weights("fair", &self.weights)
+    }
+
+    fn presets() -> Vec<(&'static str, Self)> {
+        vec![("hfs-be", FairParams::default())]
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Fair::new(
+            secs_to_ms(self.delay_s),
+            self.weights.clone(),
+            seed,
+        ))
+    }
+}
 
 pub struct Fair {
     wait: LocalityWait,
@@ -38,11 +85,11 @@ impl Fair {
 
 impl Scheduler for Fair {
     fn name(&self) -> String {
-        SchedulerConfig::Fair {
+        FairParams {
             delay_s: self.delay as f64 / 1000.0,
             weights: self.weights.clone(),
         }
-        .label()
+        .label(false)
     }
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {

@@ -11,11 +11,46 @@
 //! rack level never applies.
 
 use crate::pick::random_task;
+use crate::policy::{Policy, RemotePick};
 use crate::view::{Millis, SchedContext, Scheduler};
-use common::policy::{RemotePick, SchedulerConfig};
-use common::WorkerId;
+use base::WorkerId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// `policy = "hadoop"`: FIFO jobs; a data-local task of the head job, else
+/// a random task of it read remotely. Preset `fifo-be` (EAS's FIFO
+/// best-effort baseline).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HadoopParams {
+    /// Which pending task a data-remote launch takes.
+    #[serde(default, skip_serializing_if = "RemotePick::is_random")]
+    pub pick: RemotePick,
+}
+
+impl Policy for HadoopParams {
+    const EXAMPLES: &'static [&'static str] = &["hadoop", "policy = \"hadoop\", pick = \"oldest\""];
+
+    fn name(&self) -> &'static str {
+        "hadoop"
+    }
+
+    fn label(&self, _: bool) -> String {
+        match self.pick {
+            RemotePick::Random => "hadoop".into(),
+            RemotePick::Oldest => "hadoop(oldest)".into(),
+        }
+    }
+
+    fn presets() -> Vec<(&'static str, Self)> {
+        vec![("fifo-be", HadoopParams::default())]
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Hadoop::new(self.pick, seed))
+    }
+}
 
 pub struct Hadoop {
     pick: RemotePick,
@@ -33,7 +68,7 @@ impl Hadoop {
 
 impl Scheduler for Hadoop {
     fn name(&self) -> String {
-        SchedulerConfig::Hadoop { pick: self.pick }.label()
+        HadoopParams { pick: self.pick }.label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {

@@ -14,10 +14,10 @@
 //!   0.6 s (cost 6), done at 0.8 s.
 
 use crate::hybrid::{InstanceRequest, WorkerProfile};
+use crate::policy::SchedulerConfig;
 use crate::view::*;
-use common::config::SchedulerConfig;
-use common::public::PublicType;
-use common::{JobId, TaskRef, WorkerId};
+use base::public::PublicType;
+use base::{JobId, TaskRef, WorkerId};
 
 const MB: u64 = 1_000_000;
 

@@ -18,10 +18,34 @@
 
 use crate::assign::max_matching;
 use crate::view::{ClusterView, Millis, SchedContext, Scheduler};
-use common::{TaskRef, WorkerId};
+use base::{TaskRef, WorkerId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+
+/// `policy = "lsap"`: every idle slot and pending task at once, an
+/// assignment with the fewest data-remote tasks (maximum matching). No
+/// parameters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LsapParams {}
+
+impl crate::policy::Policy for LsapParams {
+    const EXAMPLES: &'static [&'static str] = &["lsap"];
+
+    fn name(&self) -> &'static str {
+        "lsap"
+    }
+
+    fn label(&self, _: bool) -> String {
+        "lsap".into()
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Lsap::new(seed))
+    }
+}
 
 pub struct Lsap {
     rng: ChaCha8Rng,

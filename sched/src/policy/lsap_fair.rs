@@ -25,12 +25,71 @@
 
 use crate::assign::min_cost_assignment;
 use crate::order::group_weights;
+use crate::policy::{check_weights, fmt_num, nonneg, Policy, Weights};
 use crate::view::{ClusterView, Millis, PendingTask, SchedContext, Scheduler};
-use common::policy::{SchedulerConfig, Weights};
-use common::{TaskRef, WorkerId};
+use base::{TaskRef, WorkerId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+
+/// `policy = "lsap-fair"`: Guo's lsap-fair-sched, assignment cost =
+/// fairness cost + data-locality cost.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LsapFairParams {
+    /// α: the data-locality cost of a data-remote assignment.
+    #[serde(default = "default_alpha")]
+    pub alpha: f64,
+    /// β: a task beyond its group's slots-to-occupy costs β * w(group).
+    #[serde(default = "default_beta")]
+    pub beta: f64,
+    /// Group weights (group name -> weight).
+    #[serde(default)]
+    pub weights: Weights,
+}
+
+fn default_alpha() -> f64 {
+    50.0
+}
+
+fn default_beta() -> f64 {
+    200.0
+}
+
+impl Policy for LsapFairParams {
+    const EXAMPLES: &'static [&'static str] = &[
+        "lsap-fair",
+        "policy = \"lsap-fair\", alpha = 20, beta = 500",
+    ];
+
+    fn name(&self) -> &'static str {
+        "lsap-fair"
+    }
+
+    fn label(&self, _: bool) -> String {
+        format!(
+            "lsap-fair(a={},b={})",
+            fmt_num(self.alpha),
+            fmt_num(self.beta)
+        )
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        nonneg("lsap-fair", "alpha", self.alpha)?;
+        nonneg("lsap-fair", "beta", self.beta)?;
+        check_weights("lsap-fair", &self.weights)
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(LsapFair::new(
+            self.alpha,
+            self.beta,
+            self.weights.clone(),
+            seed,
+        ))
+    }
+}
 
 /// Upper end of the fairness cost range (Guo's Table II uses [0, 100]).
 pub const FC_MAX: f64 = 100.0;
@@ -55,12 +114,12 @@ impl LsapFair {
 
 impl Scheduler for LsapFair {
     fn name(&self) -> String {
-        SchedulerConfig::LsapFair {
+        LsapFairParams {
             alpha: self.alpha,
             beta: self.beta,
             weights: self.weights.clone(),
         }
-        .label()
+        .label(false)
     }
 
     fn offer(&mut self, _now: Millis, _worker: WorkerId, ctx: &mut SchedContext<'_>) {

@@ -47,10 +47,48 @@
 use crate::hybrid_plan::{
     map_cost, map_deadline, map_parts_public, priority, Book, InstanceBook, JobPlan, Plans, Target,
 };
+use crate::policy::{fmt_num, unit_interval, Policy};
 use crate::view::{
     ClusterView, JobView, Millis, PendingTask, PlanContext, SchedContext, Scheduler,
 };
-use common::WorkerId;
+use base::WorkerId;
+use serde::{Deserialize, Serialize};
+
+/// `policy = "mrosa"`: jobs by QoS priority (equation 8), maps placed by
+/// the improved Max-Min on estimated finish times, those that would miss
+/// the job's deadline sent to the cheapest public instance type that meets
+/// it; a job no type can finish in time is refused.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MrosaParams {
+    /// ρ, the weight of the budget against the deadline in the priority.
+    #[serde(default = "default_rho")]
+    pub rho: f64,
+}
+
+fn default_rho() -> f64 {
+    0.5
+}
+
+impl Policy for MrosaParams {
+    const EXAMPLES: &'static [&'static str] = &["mrosa", "policy = \"mrosa\", rho = 1"];
+
+    fn name(&self) -> &'static str {
+        "mrosa"
+    }
+
+    fn label(&self, _: bool) -> String {
+        format!("mrosa(rho={})", fmt_num(self.rho))
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        unit_interval("mrosa", "rho", self.rho)
+    }
+
+    fn build(&self, _seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Mrosa::new(self.rho))
+    }
+}
 
 pub struct Mrosa {
     rho: f64,
@@ -265,7 +303,7 @@ pub(crate) fn private(book: &mut Book, view: &ClusterView, t: &PendingTask, plan
 
 impl Scheduler for Mrosa {
     fn name(&self) -> String {
-        format!("mrosa(rho={})", self.rho)
+        MrosaParams { rho: self.rho }.label(false)
     }
 
     fn plan(&mut self, now: Millis, ctx: &mut PlanContext<'_>) {

@@ -18,11 +18,88 @@
 //! heartbeat or a finished task; in the simulator, a core freeing or a tick.
 
 use crate::pick::{dl_choice, random_task};
+use crate::policy::{fmt_num, unit_interval, Policy, RemotePick};
 use crate::view::{Millis, SchedContext, Scheduler};
-use common::policy::{RemotePick, SchedulerConfig};
-use common::WorkerId;
+use base::WorkerId;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// `policy = "ds"`: BAR's DS baseline, delay scheduling counted in
+/// scheduling opportunities: a free slot without a data-local task of the
+/// head job is skipped and a counter grows; once the counter exceeds
+/// `fraction` x the number of workers, the slot takes a random task
+/// remotely and the counter restarts. Presets `ds0.15`, `ds0.25`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DsParams {
+    /// In [0, 1]: skipped opportunities allowed, as a fraction of the workers.
+    pub fraction: f64,
+}
+
+impl Policy for DsParams {
+    const EXAMPLES: &'static [&'static str] = &["ds0.15", "ds0.25"];
+
+    fn name(&self) -> &'static str {
+        "ds"
+    }
+
+    fn label(&self, _: bool) -> String {
+        format!("ds{}", fmt_num(self.fraction))
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        unit_interval("ds", "fraction", self.fraction)
+    }
+
+    fn presets() -> Vec<(&'static str, Self)> {
+        vec![
+            ("ds0.15", DsParams { fraction: 0.15 }),
+            ("ds0.25", DsParams { fraction: 0.25 }),
+        ]
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Ds::new(self.fraction, seed))
+    }
+}
+
+/// `policy = "gcc"`: BAR's GCC baseline (Good Cache Compute, Raicu et
+/// al.): a free slot without a data-local task is skipped while fewer than
+/// `idle_fraction` of the workers have a free slot; otherwise it takes a
+/// random task remotely.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GccParams {
+    /// In [0, 1]: the share of workers with a free slot at which a slot may
+    /// go remote.
+    #[serde(default = "default_idle_fraction")]
+    pub idle_fraction: f64,
+}
+
+fn default_idle_fraction() -> f64 {
+    0.9
+}
+
+impl Policy for GccParams {
+    const EXAMPLES: &'static [&'static str] = &["gcc", "policy = \"gcc\", idle_fraction = 0.5"];
+
+    fn name(&self) -> &'static str {
+        "gcc"
+    }
+
+    fn label(&self, _: bool) -> String {
+        format!("gcc({})", fmt_num(self.idle_fraction))
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        unit_interval("gcc", "idle_fraction", self.idle_fraction)
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Gcc::new(self.idle_fraction, seed))
+    }
+}
 
 pub struct Ds {
     fraction: f64,
@@ -42,10 +119,10 @@ impl Ds {
 
 impl Scheduler for Ds {
     fn name(&self) -> String {
-        SchedulerConfig::Ds {
+        DsParams {
             fraction: self.fraction,
         }
-        .label()
+        .label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
@@ -89,10 +166,10 @@ impl Gcc {
 
 impl Scheduler for Gcc {
     fn name(&self) -> String {
-        SchedulerConfig::Gcc {
+        GccParams {
             idle_fraction: self.idle_fraction,
         }
-        .label()
+        .label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
@@ -114,7 +191,7 @@ impl Scheduler for Gcc {
 mod tests {
     use super::*;
     use crate::view::{offer, ClusterView, PendingTask};
-    use common::{JobId, TaskRef};
+    use base::{JobId, TaskRef};
 
     fn view(workers: u32) -> ClusterView {
         let mut v = ClusterView::new();
@@ -179,7 +256,7 @@ mod tests {
 #[cfg(test)]
 mod counter_tests {
     use crate::view::{offer, ClusterView, PendingTask};
-    use common::{JobId, TaskRef, WorkerId};
+    use base::{JobId, TaskRef, WorkerId};
     use rand::{Rng, SeedableRng};
 
     /// The O(1) worker counters agree with a recount after any sequence of

@@ -24,11 +24,124 @@
 
 use crate::model::{Cost, Instance};
 use crate::offline::Offline;
+use crate::policy::{fmt_num, nonneg, Policy};
 use crate::view::{ClusterView, Millis, PendingTask, SchedContext, Scheduler, WorkerView};
-use common::{TaskRef, WorkerId};
+use base::{TaskRef, WorkerId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet, VecDeque};
+
+/// `policy = "dyndl-off"`: DynDLOff as a live policy: each new batch of
+/// pending tasks is planned at once from every slot's estimated free time
+/// (heartbeats report how long each busy slot has been busy; the mean
+/// finished map task gives the expected length), then launched slot by
+/// slot as planned.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DyndlOffParams {
+    /// θ of g(n) = 1 + θ·min(n, slots), in units of one local task.
+    #[serde(default = "default_theta")]
+    pub theta: f64,
+    /// Plan again, from the slots as they are then, whenever a free slot
+    /// has nothing planned while other workers still have tasks queued
+    /// (at most every half task length). Off: a plan is fixed when made.
+    #[serde(default)]
+    pub replan: bool,
+}
+
+fn default_theta() -> f64 {
+    1.0
+}
+
+impl Policy for DyndlOffParams {
+    const EXAMPLES: &'static [&'static str] = &[
+        "dyndl-off",
+        "policy = \"dyndl-off\", theta = 0.5, replan = true",
+    ];
+
+    fn name(&self) -> &'static str {
+        "dyndl-off"
+    }
+
+    fn label(&self, cost_from_instance: bool) -> String {
+        format!(
+            "dyndl-off(theta={}{})",
+            if cost_from_instance {
+                "instance".to_owned()
+            } else {
+                fmt_num(self.theta)
+            },
+            if self.replan { ",replan" } else { "" }
+        )
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        nonneg("dyndl-off", "theta", self.theta)
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Planned::new(
+            Offline::DyndlOff,
+            Cost::Dyndl { theta: self.theta },
+            self.replan,
+            seed,
+        ))
+    }
+}
+
+/// `policy = "bar"`: BAR as a live policy, planned like `dyndl-off`; remote
+/// cost 1 + q·r in units of one local task, r = all remote tasks of the plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BarParams {
+    /// q of the remote cost 1 + q·r.
+    #[serde(default = "default_q")]
+    pub q: f64,
+    /// As for `dyndl-off`.
+    #[serde(default)]
+    pub replan: bool,
+}
+
+fn default_q() -> f64 {
+    0.1
+}
+
+impl Policy for BarParams {
+    const EXAMPLES: &'static [&'static str] = &["bar", "policy = \"bar\", q = 0.5, replan = true"];
+
+    fn name(&self) -> &'static str {
+        "bar"
+    }
+
+    fn label(&self, cost_from_instance: bool) -> String {
+        format!(
+            "bar(q={}{})",
+            if cost_from_instance {
+                "instance".to_owned()
+            } else {
+                fmt_num(self.q)
+            },
+            if self.replan { ",replan" } else { "" }
+        )
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        nonneg("bar", "q", self.q)
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(Planned::new(
+            Offline::Bar,
+            Cost::Bar {
+                c_loc: 1.0,
+                q: self.q,
+            },
+            self.replan,
+            seed,
+        ))
+    }
+}
 
 /// Task length assumed before any map task has finished.
 const DEFAULT_TASK_MS: f64 = 1000.0;
@@ -182,12 +295,8 @@ impl Scheduler for Planned {
     fn name(&self) -> String {
         let replan = self.replan;
         match (self.algo, self.cost) {
-            (Offline::Bar, Cost::Bar { q, .. }) => {
-                common::policy::SchedulerConfig::Bar { q, replan }.label()
-            }
-            (_, Cost::Dyndl { theta }) => {
-                common::policy::SchedulerConfig::DyndlOff { theta, replan }.label()
-            }
+            (Offline::Bar, Cost::Bar { q, .. }) => BarParams { q, replan }.label(false),
+            (_, Cost::Dyndl { theta }) => DyndlOffParams { theta, replan }.label(false),
             _ => self.algo.name().into(),
         }
     }
@@ -216,8 +325,8 @@ impl Scheduler for Planned {
 mod tests {
     use super::*;
     use crate::view::offer;
-    use common::wire::SlotBusy;
-    use common::JobId;
+    use crate::view::SlotBusy;
+    use base::JobId;
 
     fn view() -> ClusterView {
         let mut v = ClusterView::new();

@@ -8,11 +8,45 @@
 //! the head job if any, else a random one). r = 0 is exactly `hadoop`.
 
 use crate::pick::{dl_choice, random_task};
+use crate::policy::{fmt_num, unit_interval, Policy, RemotePick};
 use crate::view::{Millis, SchedContext, Scheduler};
-use common::policy::RemotePick;
-use common::WorkerId;
+use base::WorkerId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// `policy = "rand"`: Guo et al.'s rand-sched, with probability
+/// `randomness` a free slot gets a random pending task of the head job,
+/// otherwise dl-sched's choice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RandParams {
+    /// r in [0, 1]; 0 is `hadoop`.
+    pub randomness: f64,
+}
+
+impl Policy for RandParams {
+    const EXAMPLES: &'static [&'static str] = &[
+        "policy = \"rand\", randomness = 0.5",
+        "policy = \"rand\", randomness = 1",
+    ];
+
+    fn name(&self) -> &'static str {
+        "rand"
+    }
+
+    fn label(&self, _: bool) -> String {
+        format!("rand(r={})", fmt_num(self.randomness))
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        unit_interval("rand", "randomness", self.randomness)
+    }
+
+    fn build(&self, seed: u64) -> Box<dyn Scheduler> {
+        Box::new(RandSched::new(self.randomness, seed))
+    }
+}
 
 pub struct RandSched {
     randomness: f64,
@@ -34,10 +68,10 @@ impl RandSched {
 
 impl Scheduler for RandSched {
     fn name(&self) -> String {
-        common::policy::SchedulerConfig::Rand {
+        RandParams {
             randomness: self.randomness,
         }
-        .label()
+        .label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {

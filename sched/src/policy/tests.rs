@@ -4,9 +4,7 @@
 
 use crate::policy::*;
 use crate::view::*;
-use common::config::SchedulerConfig;
-use common::policy::RemotePick;
-use common::{JobId, TaskRef, WorkerId};
+use base::{JobId, TaskRef, WorkerId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -33,90 +31,92 @@ fn view(workers: u32, slots: u32) -> ClusterView {
     v
 }
 
-/// Configurations of every policy `build` knows: each variant of
-/// `SchedulerConfig` with its defaults and, where it has parameters that
+/// Configurations of every listed policy: each one's
+/// [`Policy::EXAMPLES`], its defaults and, where it has parameters that
 /// change its decisions, another setting.
-const SUITE: &[&str] = &[
-    "hadoop",
-    "policy = \"hadoop\", pick = \"oldest\"",
-    "delay3",
-    "policy = \"delay\", threshold_s = 0.25",
-    "dyndl-on",
-    "policy = \"dyndl-on\", w_s = 0.2, remote_s = 0.3, theta = 1, one_remote = false",
-    "policy = \"dyndl-on\", wait = \"core\", order = \"fair\"",
-    "policy = \"delay\", threshold_s = 1, order = \"fifo\"",
-    "policy = \"delay\", threshold_s = 1, wait_from = \"last-launch\"",
-    "policy = \"delay\", threshold_s = 1, wait_from = \"skipped-heartbeats\"",
-    "policy = \"strict\", fair = true, head_only = true",
-    "policy = \"rand\", randomness = 0.5",
-    "policy = \"rand\", randomness = 1",
-    "fair",
-    "policy = \"fair\", delay_s = 1, weights = { default = 2 }",
-    "lsap",
-    "lsap-fair",
-    "policy = \"lsap-fair\", alpha = 20, beta = 500",
-    "fifo-s",
-    "hfs-s",
-    "eas",
-    "ds0.15",
-    "ds0.25",
-    "gcc",
-    "policy = \"gcc\", idle_fraction = 0.5",
-    "dyndl-off",
-    "policy = \"dyndl-off\", theta = 0.5, replan = true",
-    "bar",
-    "policy = \"bar\", q = 0.5, replan = true",
-    "mrosa",
-    "policy = \"mrosa\", rho = 1",
-    "coshic",
-];
-
-/// The variants of `SchedulerConfig`. [`variant_index`] matches every one
-/// without a wildcard, so a new variant does not compile until it is given
-/// an index there; [`the_suite_covers_every_policy`] then fails until
-/// [`SUITE`] has a configuration of it.
-const VARIANTS: usize = 15;
-
-fn variant_index(c: &SchedulerConfig) -> usize {
-    match c {
-        SchedulerConfig::Hadoop { .. } => 0,
-        SchedulerConfig::Delay { .. } => 1,
-        SchedulerConfig::DyndlOn { .. } => 2,
-        SchedulerConfig::Rand { .. } => 3,
-        SchedulerConfig::Fair { .. } => 4,
-        SchedulerConfig::Lsap {} => 5,
-        SchedulerConfig::Strict { .. } => 6,
-        SchedulerConfig::Eas {} => 7,
-        SchedulerConfig::LsapFair { .. } => 8,
-        SchedulerConfig::Ds { .. } => 9,
-        SchedulerConfig::DyndlOff { .. } => 10,
-        SchedulerConfig::Bar { .. } => 11,
-        SchedulerConfig::Gcc { .. } => 12,
-        SchedulerConfig::Mrosa { .. } => 13,
-        SchedulerConfig::Coshic {} => 14,
-    }
-}
-
 fn suite_configs() -> Vec<SchedulerConfig> {
-    SUITE
-        .iter()
-        .map(|s| s.parse().unwrap_or_else(|e| panic!("{s}: {e}")))
+    SchedulerConfig::examples()
+        .into_iter()
+        .map(|(_, s)| s.parse().unwrap_or_else(|e| panic!("{s}: {e}")))
         .collect()
 }
 
 #[test]
-fn the_suite_covers_every_policy() {
-    let mut seen = [false; VARIANTS];
-    for c in suite_configs() {
-        let i = variant_index(&c);
-        assert!(i < VARIANTS, "{}: raise VARIANTS", c.label());
-        seen[i] = true;
+fn every_listed_policy_has_examples_of_its_own() {
+    let examples = SchedulerConfig::examples();
+    for policy in SchedulerConfig::POLICIES {
+        assert!(
+            examples.iter().any(|(p, _)| p == policy),
+            "{policy} has no EXAMPLES"
+        );
     }
-    let missing: Vec<usize> = (0..VARIANTS).filter(|&i| !seen[i]).collect();
-    assert!(missing.is_empty(), "variants {missing:?} are not in SUITE");
+    for (policy, text) in examples {
+        let c: SchedulerConfig = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(c.policy(), policy, "{text} is an example of {policy}");
+        // The listed name is the one serde writes and reads.
+        let json = serde_json::to_value(&c).unwrap();
+        assert_eq!(json["policy"], policy, "{json}");
+        let back: SchedulerConfig = serde_json::from_value(json).unwrap();
+        assert_eq!(back, c);
+    }
 }
 
-/// Every policy of [`SUITE`], with a fixed seed.
+/// The `impl Policy for X` of every file under `dir`, with the file.
+fn policy_impls(dir: &std::path::Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let impls = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("impl"))
+            .filter_map(|l| l.split_once("Policy for ").map(|(_, rest)| rest));
+        for rest in impls {
+            let ty: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            found.push((file, ty));
+        }
+    }
+    found
+}
+
+/// Types implementing [`Policy`] that [`SchedulerConfig::LISTED`] misses.
+fn unlisted(impls: &[(String, String)]) -> Vec<String> {
+    impls
+        .iter()
+        .filter(|(_, ty)| {
+            !SchedulerConfig::LISTED
+                .iter()
+                .any(|l| l.rsplit("::").next().map(str::trim) == Some(ty.as_str()))
+        })
+        .map(|(f, ty)| format!("{f}: {ty}"))
+        .collect()
+}
+
+#[test]
+fn every_policy_file_is_listed() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/policy");
+    let impls = policy_impls(&dir);
+    assert!(impls.len() >= SchedulerConfig::POLICIES.len(), "{impls:?}");
+    let missing = unlisted(&impls);
+    assert!(missing.is_empty(), "not in policies!'s list: {missing:?}");
+    // The check finds a policy file that is not listed.
+    let tmp = std::env::temp_dir().join(format!("unlisted-policy-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(
+        tmp.join("mine.rs"),
+        "impl Policy for MineParams {}\nimpl crate::policy::Policy for HadoopParams {}\n",
+    )
+    .unwrap();
+    let found = unlisted(&policy_impls(&tmp));
+    std::fs::remove_dir_all(&tmp).unwrap();
+    assert_eq!(found, vec!["mine.rs: MineParams".to_string()]);
+}
+
+/// Every policy of the suite, with a fixed seed.
 pub(crate) fn all_policies(seed: u64) -> Vec<Box<dyn Scheduler>> {
     suite_configs().iter().map(|c| build(c, seed)).collect()
 }
@@ -237,7 +237,7 @@ fn dyndl_on_per_core_waits_from_the_cores_last_assignment() {
 
 #[test]
 fn dyndl_on_tells_free_cores_from_busy_ones_by_the_heartbeats_ages() {
-    use common::wire::SlotBusy;
+    use crate::view::SlotBusy;
     let clocks = [0, 1_000, 2_000, 5_000];
     let busy = |starts: &[u64]| {
         starts
@@ -394,14 +394,14 @@ fn delay_with_fifo_order_serves_the_oldest_job_first() {
 
 #[test]
 fn dyndl_on_delay_is_max_of_g_and_w() {
-    let p = |w, remote, theta| dyndl_on::DyndlOnParams {
-        w,
-        remote,
+    let p = |w: u64, remote: u64, theta| dyndl_on::DyndlOnParams {
+        w_s: w as f64 / 1000.0,
+        remote_s: remote as f64 / 1000.0,
         theta,
         one_remote: false,
         pick: RemotePick::Random,
-        wait: common::policy::WaitClock::Worker,
-        order: common::policy::JobOrder::Fifo,
+        wait: crate::policy::WaitClock::Worker,
+        order: crate::policy::JobOrder::Fifo,
     };
     let d = dyndl_on::DyndlOn::new(p(3_000, 4_000, 0.5), 1);
     assert_eq!(d.delay(0, 4), 3_000); // no remote task: W

@@ -38,13 +38,19 @@ fn placer(p: ReducePlacement) -> ReducePlacer {
 
 #[test]
 fn policy_means_algorithm_3_for_eas_and_spread_for_the_rest() {
-    let eas = ReducePlacer::new(ReducePlacement::Policy, &SchedulerConfig::Eas {});
+    let eas = ReducePlacer::new(
+        ReducePlacement::Policy,
+        &SchedulerConfig::Eas(Default::default()),
+    );
     assert_eq!(eas.placement(), ReducePlacement::LeastLoaded);
     assert_eq!(
         placer(ReducePlacement::Policy).placement(),
         ReducePlacement::Spread
     );
-    let forced = ReducePlacer::new(ReducePlacement::FirstFree, &SchedulerConfig::Eas {});
+    let forced = ReducePlacer::new(
+        ReducePlacement::FirstFree,
+        &SchedulerConfig::Eas(Default::default()),
+    );
     assert_eq!(forced.placement(), ReducePlacement::FirstFree);
 }
 
@@ -206,4 +212,22 @@ fn most_output_prefers_the_workers_holding_the_output_then_gives_up() {
     reduces(&mut v, 1, 6, 1, 10, &thin);
     let mut p = placer(ReducePlacement::MostOutput);
     assert_eq!(offer_reduces(&mut p, 0, w(5), &mut v), vec![t(1, 6)]);
+}
+
+#[test]
+fn reduce_placements_read_back_by_name() {
+    for p in ReducePlacement::ALL {
+        assert_eq!(p.name().parse(), Ok(p));
+        let toml = format!("p = {:?}", p.name());
+        #[derive(serde::Deserialize)]
+        struct W {
+            p: ReducePlacement,
+        }
+        assert_eq!(toml::from_str::<W>(&toml).unwrap().p, p);
+    }
+    let e = "closest".parse::<ReducePlacement>().unwrap_err();
+    assert!(
+        e.contains("\"closest\"") && e.contains("least-loaded"),
+        "{e}"
+    );
 }

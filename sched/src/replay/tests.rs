@@ -52,7 +52,7 @@ fn run_with(
     bg: &[BackgroundRun],
     remote: RemoteModel,
 ) -> ReplayOutcome {
-    let config: common::policy::SchedulerConfig = "hadoop".parse().unwrap();
+    let config: crate::policy::SchedulerConfig = "hadoop".parse().unwrap();
     let mut s = build(&config, 1);
     let mut p = ReducePlacer::new(Default::default(), &config);
     replay(s.as_mut(), &mut p, c, jobs, bg, remote, 60_000).unwrap()
@@ -147,7 +147,7 @@ fn a_policy_that_never_launches_is_reported() {
         end_ms: u64::MAX,
     }];
     let jobs = [job(1, 0, &[(1, 1_000)])];
-    let config: common::policy::SchedulerConfig = "fifo-s".parse().unwrap();
+    let config: crate::policy::SchedulerConfig = "fifo-s".parse().unwrap();
     let mut s = build(&config, 1);
     let mut p = ReducePlacer::new(Default::default(), &config);
     let remote = RemoteModel::Static(RemoteCost::default());
@@ -204,7 +204,7 @@ fn reduces_wait_for_the_maps_and_go_where_the_placer_says() {
     let mut c = cluster(&[1, 1, 1, 1], 100, false);
     c.runs_maps = vec![true, true, false, false];
     c.runs_reduces = vec![false, false, true, true];
-    let config: common::policy::SchedulerConfig = "eas".parse().unwrap();
+    let config: crate::policy::SchedulerConfig = "eas".parse().unwrap();
     let mut s = build(&config, 1);
     // EAS's own placement (Algorithm 3): one reduce to each machine.
     let mut p = ReducePlacer::new(Default::default(), &config);
@@ -281,7 +281,7 @@ fn without_out_of_band_heartbeats_a_map_counts_running_until_its_worker_reports(
     // job 2 (none running) goes first; once w0 has reported (w0 heartbeating
     // every 0.4 s), job 1 (older, equal share) does.
     let jobs = [job(1, 0, &[(0, 100), (1, 100)]), job(2, 0, &[(1, 100)])];
-    let config: common::policy::SchedulerConfig =
+    let config: crate::policy::SchedulerConfig =
         "policy = 'delay', threshold_s = 100".parse().unwrap();
     let on_w1_at_500 = |w0_period_ms: f64| {
         let mut c = cluster(&[1, 1], 1_500, false);
