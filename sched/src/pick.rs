@@ -14,12 +14,15 @@ use serde::{Deserialize, Serialize};
 pub enum WaitFrom {
     /// From the first time the job was skipped since its last data-local
     /// launch; once over the threshold it may launch remote tasks until it
-    /// next launches a data-local one (Zaharia's `j.skipped` / level rule).
+    /// next launches a data-local one (Zaharia et al.'s Algorithm 2, the
+    /// `j.skipped` / level rule of the EuroSys 2010 paper).
     #[default]
     FirstSkip,
     /// From the job's last launch of any task (or its submission): a job
     /// that has not launched for `threshold_s` takes the next free slot
-    /// whether or not its data is there, and each launch restarts the clock.
+    /// whether or not its data is there, and each launch restarts the clock
+    /// (Spark before 3.1: `TaskSetManager` reset its locality timer on every
+    /// launch).
     LastLaunch,
     /// Hadoop 1.x fair scheduler's accounting (`updateLocalityWaitTimes`):
     /// at every heartbeat, a job that was offered a slot and skipped at the
@@ -30,6 +33,19 @@ pub enum WaitFrom {
     /// until it next launches a data-local one (Hadoop's rack level, all
     /// workers being on one rack).
     SkippedHeartbeats,
+    /// Spark 3.1 and later (SPARK-18886, apache/spark pull request 27207):
+    /// the wait runs from the job's submission or its last reset, and a
+    /// launch resets it only if the job declined no offer for locality
+    /// since the last reset. A job that keeps launching data-local tasks on
+    /// one worker while it declines the others' free slots therefore still
+    /// goes remote once `threshold_s` has passed (under `last-launch` it
+    /// would wait for ever). Once remote launches are allowed no offer is
+    /// declined, so the next launch resets the wait, and a data-local one
+    /// takes the job back to data-local launches. Spark also resets after a
+    /// round that offered all free resources without a decline; here every
+    /// offer is one worker's, and a launch while remote launches are
+    /// allowed plays that part.
+    Spark,
 }
 
 impl WaitFrom {
@@ -120,6 +136,10 @@ pub struct LocalityWait {
     since: FxHashMap<JobId, Millis>,
     /// `skipped-heartbeats` only: the heartbeat accounting.
     hb: Heartbeats,
+    /// `spark` only: jobs that declined an offer since their last reset.
+    declined: FxHashSet<JobId>,
+    /// `spark` only: jobs allowed to launch remote tasks.
+    any_level: FxHashSet<JobId>,
 }
 
 /// Hadoop 1.x fair scheduler's wait accounting (`skipped-heartbeats`).
@@ -144,6 +164,8 @@ impl LocalityWait {
             from: WaitFrom::FirstSkip,
             since: FxHashMap::default(),
             hb: Heartbeats::default(),
+            declined: FxHashSet::default(),
+            any_level: FxHashSet::default(),
         }
     }
 
@@ -191,6 +213,34 @@ impl LocalityWait {
                 };
                 if choice.is_some() {
                     self.since.insert(job.id, now);
+                }
+                choice
+            }
+            WaitFrom::Spark => {
+                let id = job.id;
+                let choice = match job.local_task(worker) {
+                    Some(t) => Some((t.task, worker)),
+                    None => {
+                        let since = self.since.get(&id).copied().unwrap_or(job.submitted_at);
+                        if now.saturating_sub(since) >= self.threshold {
+                            self.any_level.insert(id);
+                        }
+                        if self.any_level.contains(&id) {
+                            random_task(rng, job, worker, self.pick)
+                        } else {
+                            self.declined.insert(id);
+                            None
+                        }
+                    }
+                };
+                if let Some((_, src)) = choice {
+                    if !self.declined.contains(&id) || self.any_level.contains(&id) {
+                        self.since.insert(id, now);
+                        self.declined.remove(&id);
+                        if src == worker {
+                            self.any_level.remove(&id);
+                        }
+                    }
                 }
                 choice
             }
@@ -271,6 +321,8 @@ impl LocalityWait {
         self.since.retain(|j, _| alive(*j));
         self.hb.skipped.retain(|j| alive(*j));
         self.hb.remote_level.retain(|j| alive(*j));
+        self.declined.retain(|j| alive(*j));
+        self.any_level.retain(|j| alive(*j));
     }
 }
 

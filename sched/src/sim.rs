@@ -338,4 +338,50 @@ mod tests {
         assert!(o.placements.iter().all(|p| p.remote && p.server == 0));
         assert!((o.makespan - 2.0).abs() < 1e-6, "{o:?}");
     }
+
+    /// SPARK-18886's scenario, simulated: 100 workers with one slot each, 500
+    /// tasks whose input is all on worker 0, 5 s tasks (local or not), a 6 s
+    /// wait (Spark's two 3 s levels; one level here), offers to every free
+    /// worker each second (Spark's revive interval). Ok if the tasks spread
+    /// over the workers once the wait has passed.
+    fn spark_18886(wait_from: &str) -> Result<String, String> {
+        let inst = Instance {
+            cores: vec![vec![0.0]; 100],
+            replicas: vec![vec![0]; 500],
+            cost: Cost::Bar { c_loc: 5.0, q: 0.0 },
+            racks: Vec::new(),
+        };
+        let cfg: crate::policy::SchedulerConfig =
+            format!("policy = 'delay', threshold_s = 6, wait_from = '{wait_from}'")
+                .parse()
+                .unwrap();
+        let out =
+            simulate(build(&cfg, 1).as_mut(), &inst, 1.0, 5_000.0).map_err(|e| e.to_string())?;
+        let used: std::collections::BTreeSet<u32> =
+            out.placements.iter().map(|p| p.server).collect();
+        let what = format!(
+            "{}: {} workers ran tasks, makespan {} s",
+            cfg.label(),
+            used.len(),
+            out.makespan
+        );
+        // One worker alone needs 500 x 5 s = 2,500 s.
+        if used.len() >= 90 && out.makespan < 250.0 {
+            Ok(what)
+        } else {
+            Err(what)
+        }
+    }
+
+    #[test]
+    fn spark_18886_tasks_spread_under_the_new_rule_only() {
+        eprintln!("{}", spark_18886("spark").unwrap());
+        // Reset on every launch (Spark before 3.1), and Zaharia's first-skip
+        // rule: worker 0 launches a data-local task every 5 s, which restarts
+        // the 6 s wait, so it runs all 500 tasks while 99 workers stay idle.
+        for old in ["last-launch", "first-skip"] {
+            let e = spark_18886(old).unwrap_err();
+            assert!(e.contains(": 1 workers ran tasks, makespan 2500 s"), "{e}");
+        }
+    }
 }

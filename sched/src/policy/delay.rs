@@ -15,14 +15,22 @@
 //! `wait_from = "last-launch"` measures the wait from the job's last launch
 //! of any task (or its submission) instead: a job that has not launched for
 //! the threshold takes the next free slot wherever its data is, and every
-//! launch restarts the clock (a reading of delay scheduling under which a
-//! job's wait grows while other jobs hold the slots, tested by dyndl-real).
+//! launch restarts the clock (Spark's rule before 3.1, and a reading of
+//! delay scheduling under which a job's wait grows while other jobs hold
+//! the slots, tested by dyndl-real).
 //!
 //! `wait_from = "skipped-heartbeats"` keeps Hadoop 1.x fair scheduler's
 //! account: at each heartbeat (from any worker, free slot or not), a job
 //! that was offered a slot and skipped at the previous heartbeat adds the
 //! time between the two to its wait, and any launch resets it; time in which
 //! the job is not offered a slot does not count.
+//!
+//! `wait_from = "spark"` is Spark's rule since 3.1 (SPARK-18886): a launch
+//! resets the wait only if the job declined no offer for locality since the
+//! last reset, so a job whose data sits on one busy worker goes remote once
+//! the threshold has passed even though that worker keeps launching its
+//! data-local tasks (under `last-launch` it never would; the scenario of
+//! SPARK-18886 is a test in `sim.rs`).
 //!
 //! `order = "fifo"` visits jobs in submission order instead: an ablation
 //! (labelled `delayN(fifo)`) that tells the locality wait from fair sharing.
@@ -55,9 +63,10 @@ pub struct DelayParams {
     /// sharing), labelled `delayN(fifo)`.
     #[serde(default = "fair_order", skip_serializing_if = "JobOrder::is_fair")]
     pub order: JobOrder,
-    /// Where the wait is measured from: `first-skip` (default),
-    /// `last-launch` or `skipped-heartbeats` (Hadoop 1.x's fair
-    /// scheduler), labelled `delayN(last-launch)` and so on.
+    /// Where the wait is measured from: `first-skip` (default, Zaharia et
+    /// al.), `last-launch` (Spark before 3.1), `skipped-heartbeats` (Hadoop
+    /// 1.x's fair scheduler) or `spark` (Spark 3.1 and later), labelled
+    /// `delayN(last-launch)` and so on.
     #[serde(default, skip_serializing_if = "WaitFrom::is_first_skip")]
     pub wait_from: WaitFrom,
 }
@@ -85,6 +94,7 @@ impl Policy for DelayParams {
         "policy = \"delay\", threshold_s = 1, order = \"fifo\"",
         "policy = \"delay\", threshold_s = 1, wait_from = \"last-launch\"",
         "policy = \"delay\", threshold_s = 1, wait_from = \"skipped-heartbeats\"",
+        "policy = \"delay\", threshold_s = 1, wait_from = \"spark\"",
     ];
 
     fn name(&self) -> &'static str {
@@ -97,6 +107,7 @@ impl Policy for DelayParams {
             WaitFrom::FirstSkip => {}
             WaitFrom::LastLaunch => extra.push("last-launch"),
             WaitFrom::SkippedHeartbeats => extra.push("skipped-heartbeats"),
+            WaitFrom::Spark => extra.push("spark"),
         }
         if self.pick == RemotePick::Oldest {
             extra.push("oldest");
