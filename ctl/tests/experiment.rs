@@ -470,3 +470,26 @@ storage_nic_mbps = 40
     }
     assert!(seen, "no sample of a storage worker at the separate point");
 }
+
+/// Every experiment spec in `experiments/` (the `sim-` sweeps aside) loads,
+/// and its schedulers and points resolve: a grid whose policy takes no job
+/// order, or a label given twice, fails here rather than an hour into a run.
+#[test]
+fn every_spec_resolves_its_schedulers_and_points() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut checked = 0;
+    let mut grids = 0;
+    for e in std::fs::read_dir(root.join("experiments")).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".toml") || name.starts_with("sim-") {
+            continue;
+        }
+        let (spec, _) = ctl::experiment::spec::Spec::load(&p).unwrap_or_else(|e| panic!("{e}"));
+        let s = spec.schedulers().unwrap_or_else(|e| panic!("{name}: {e}"));
+        spec.points().unwrap_or_else(|e| panic!("{name}: {e}"));
+        grids += usize::from(s.iter().any(|n| n.grid.is_some()));
+        checked += 1;
+    }
+    assert!(checked > 20 && grids >= 2, "{checked} specs, {grids} grids");
+}

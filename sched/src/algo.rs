@@ -243,7 +243,7 @@ impl Algo {
         let mut passes: Vec<Box<dyn Scheduler>> = Vec::new();
         if matches!(config, SchedulerConfig::Hadoop(_)) {
             passes.push(build(
-                &SchedulerConfig::Strict(StrictParams::default()),
+                &SchedulerConfig::Strict(StrictParams::new(crate::policy::JobOrder::Fifo)),
                 seed,
             ));
             if view.has_racks() {

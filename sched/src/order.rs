@@ -1,5 +1,7 @@
-//! Job ordering shared by the online policies: fair-share order (by group
-//! shares, then running tasks, then submission) and group weights.
+//! Job ordering shared by the online policies: the orders a policy may
+//! visit jobs in ([`JobOrder`]: submission, fair sharing, shortest
+//! remaining, earliest deadline), fair-share order by group shares, and
+//! group weights.
 
 use crate::view::{ClusterView, JobView};
 use base::JobId;
@@ -11,8 +13,23 @@ use std::collections::BTreeMap;
 /// (`group`, default `default`); a group not listed has weight 1.
 pub type Weights = BTreeMap<String, f64>;
 
-/// The order in which an online policy visits jobs for a free slot.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+/// The order in which an online policy visits jobs for a free slot: a
+/// factor of its own, apart from where the policy places a job's tasks
+/// (each policy that visits jobs in an order takes `order`, defaulting to
+/// its paper's).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum JobOrder {
     /// Submission order (Hadoop's FIFO; DynDLOn's default).
@@ -20,9 +37,32 @@ pub enum JobOrder {
     /// Fewest running tasks first, ties by submission (Zaharia's fair
     /// sharing; delay scheduling's default).
     Fair,
+    /// Fewest tasks left (pending and running) first, ties by submission:
+    /// shortest remaining processing time counted in tasks.
+    ShortestRemaining,
+    /// Earliest deadline first (jobs submitted with `deadline_s`); jobs
+    /// without a deadline after those with one, in submission order.
+    Deadline,
 }
 
 impl JobOrder {
+    pub const ALL: [JobOrder; 4] = [
+        JobOrder::Fifo,
+        JobOrder::Fair,
+        JobOrder::ShortestRemaining,
+        JobOrder::Deadline,
+    ];
+
+    /// The kebab-case name, as TOML spells it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            JobOrder::Fifo => "fifo",
+            JobOrder::Fair => "fair",
+            JobOrder::ShortestRemaining => "shortest-remaining",
+            JobOrder::Deadline => "deadline",
+        }
+    }
+
     pub(crate) fn is_fifo(&self) -> bool {
         *self == JobOrder::Fifo
     }
@@ -76,17 +116,39 @@ pub fn fair_order(view: &ClusterView, weights: &Weights, by_group: bool) -> Vec<
     jobs.into_iter().map(|j| j.3).collect()
 }
 
-/// Jobs with pending tasks in `order`: submission order, or fair-sharing
-/// order in one group ([`fair_order`] without groups).
+/// Jobs with pending tasks in `order`: submission order, fair-sharing
+/// order in one group ([`fair_order`] without groups), fewest tasks left,
+/// or earliest deadline.
 pub fn job_order(view: &ClusterView, order: JobOrder) -> Vec<JobId> {
+    let pending = || view.jobs().filter(|j| j.has_pending());
     match order {
-        JobOrder::Fifo => view
-            .jobs()
-            .filter(|j| j.has_pending())
-            .map(|j| j.id)
-            .collect(),
+        JobOrder::Fifo => pending().map(|j| j.id).collect(),
         JobOrder::Fair => fair_order(view, &Weights::new(), false),
+        JobOrder::ShortestRemaining => {
+            by_key(pending(), |j| j.pending_len() as u64 + u64::from(j.running))
+        }
+        JobOrder::Deadline => by_key(pending(), |j| j.qos.deadline.unwrap_or(u64::MAX)),
     }
+}
+
+/// The first job of `order` with a pending task: [`ClusterView::head_job`]
+/// for FIFO, without building the whole order.
+pub fn first_job(view: &ClusterView, order: JobOrder) -> Option<&JobView> {
+    match order {
+        JobOrder::Fifo => view.head_job(),
+        _ => job_order(view, order).first().and_then(|&j| view.job(j)),
+    }
+}
+
+/// `jobs` (in submission order) sorted by `key`, ties kept in submission
+/// order.
+fn by_key<'a>(
+    jobs: impl Iterator<Item = &'a JobView>,
+    key: impl Fn(&JobView) -> u64,
+) -> Vec<JobId> {
+    let mut v: Vec<(u64, JobId)> = jobs.map(|j| (key(j), j.id)).collect();
+    v.sort_by_key(|(k, _)| *k);
+    v.into_iter().map(|(_, j)| j).collect()
 }
 
 /// Normalised weight of each group present among `jobs` (absent from

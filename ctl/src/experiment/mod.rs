@@ -5,6 +5,7 @@
 //! and metadata under `results/<name>/<timestamp>/`.
 
 pub mod calibrate;
+pub mod grid;
 pub mod output;
 pub mod plots;
 pub mod qos;

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One run's figures. Times in seconds; JCT = finish - arrival per job.
-#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct RunRecord {
     pub point: String,
     pub scheduler: String,

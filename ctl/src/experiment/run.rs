@@ -242,10 +242,12 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
         }
     }
     pb.finish_and_clear();
+    let point_labels: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
     dir.write_summary(&format!(
-        "{}{}",
+        "{}{}{}",
         output::summary(&spec, &schedulers, &points, &runs),
-        super::qos::summary(&spec, &schedulers, &points, &job_rows)
+        super::qos::summary(&spec, &schedulers, &points, &job_rows),
+        super::grid::section(&schedulers, &point_labels, &runs)
     ))?;
     plots::plot_all(&out, &schedulers, &points, &runs)?;
     meta.finish(&runs);
@@ -344,7 +346,12 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    results.write_summary(&output::summary(&spec, &schedulers, &points, &runs))?;
+    let point_labels: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
+    results.write_summary(&format!(
+        "{}{}",
+        output::summary(&spec, &schedulers, &points, &runs),
+        super::grid::section(&schedulers, &point_labels, &runs)
+    ))?;
     plots::plot_all(dir, &schedulers, &points, &runs)?;
     Ok(())
 }

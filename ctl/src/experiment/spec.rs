@@ -7,7 +7,7 @@
 use crate::ops::loader::{parse_size, Generator, Placement};
 use common::config::BackgroundConfig;
 use common::tomlfile::{self, FileError, KeyError, TomlFile};
-use sched::policy::SchedulerConfig;
+use sched::policy::{JobOrder, SchedulerConfig};
 use sched::reduce::ReducePlacement;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -32,6 +32,11 @@ pub struct Spec {
     /// the slowdown column): a name or inline TOML accepted by
     /// `--scheduler`, or `{ label = "...", scheduler = "..." }`.
     pub schedulers: Vec<SchedulerEntry>,
+    /// Job order as a factor apart from placement: every entry of
+    /// `schedulers` (a placement) runs once per order, labelled
+    /// `<label>/<order>`, and the summary separates the two main effects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<GridSpec>,
     pub cluster: ClusterSpec,
     #[serde(default)]
     pub background: Option<BackgroundConfig>,
@@ -75,7 +80,31 @@ pub enum SchedulerEntry {
         /// `reduce_placement`); absent = the spec's `cluster.reduce_placement`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reduces: Option<String>,
+        /// With `[grid]`: false runs this entry once, as written, beside
+        /// the grid (a policy's own order that no other placement has).
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        grid: bool,
     },
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// `[grid]`: the job orders every scheduler entry runs under.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GridSpec {
+    /// `fifo`, `fair`, `shortest-remaining`, `deadline`.
+    pub orders: Vec<JobOrder>,
+}
+
+/// Where a scheduler sits in the order x placement grid.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GridCell {
+    /// The entry's label: the placement.
+    pub placement: String,
+    pub order: JobOrder,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -306,6 +335,9 @@ pub struct NamedScheduler {
     pub config: SchedulerConfig,
     /// As the runs' cluster.toml gets it (may be `policy`).
     pub reduces: ReducePlacement,
+    /// Its cell, when the spec has `[grid]` and this is one of its runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grid: Option<GridCell>,
 }
 
 impl NamedScheduler {
@@ -646,16 +678,32 @@ impl Spec {
     /// The schedulers with their labels.
     /// An error names the entry (`schedulers[1]`).
     pub fn schedulers(&self) -> Result<Vec<NamedScheduler>, KeyError> {
+        if let Some(g) = &self.grid {
+            if g.orders.is_empty() {
+                return Err(KeyError::new("grid.orders", "names no order"));
+            }
+            let mut seen = Vec::new();
+            for o in &g.orders {
+                if seen.contains(o) {
+                    return Err(KeyError::new(
+                        "grid.orders",
+                        format!("names {} twice", o.name()),
+                    ));
+                }
+                seen.push(*o);
+            }
+        }
         let mut out: Vec<NamedScheduler> = Vec::new();
         for (i, e) in self.schedulers.iter().enumerate() {
             let key = || format!("schedulers[{i}]");
-            let (label, text, reduces) = match e {
-                SchedulerEntry::Plain(s) => (None, s, None),
+            let (label, text, reduces, in_grid) = match e {
+                SchedulerEntry::Plain(s) => (None, s, None, true),
                 SchedulerEntry::Labelled {
                     label,
                     scheduler,
                     reduces,
-                } => (Some(label.clone()), scheduler, reduces.as_deref()),
+                    grid,
+                } => (Some(label.clone()), scheduler, reduces.as_deref(), *grid),
             };
             let config: SchedulerConfig = text.parse().map_err(|e| KeyError::new(key(), e))?;
             let reduces = match reduces {
@@ -665,17 +713,37 @@ impl Spec {
                     .map_err(|e| KeyError::new(format!("{}.reduces", key()), e))?,
             };
             let label = label.unwrap_or_else(|| config.label());
-            if out.iter().any(|n| n.label == label) {
-                return Err(KeyError::new(
-                    key(),
-                    format!("two schedulers are labelled {label:?}"),
-                ));
+            let runs: Vec<(String, SchedulerConfig, Option<GridCell>)> = match &self.grid {
+                Some(g) if in_grid => g
+                    .orders
+                    .iter()
+                    .map(|&order| {
+                        let c = config
+                            .with_order(order)
+                            .map_err(|e| KeyError::new(key(), e))?;
+                        let cell = GridCell {
+                            placement: label.clone(),
+                            order,
+                        };
+                        Ok((format!("{label}/{}", order.name()), c, Some(cell)))
+                    })
+                    .collect::<Result<_, KeyError>>()?,
+                _ => vec![(label, config, None)],
+            };
+            for (label, config, grid) in runs {
+                if out.iter().any(|n| n.label == label) {
+                    return Err(KeyError::new(
+                        key(),
+                        format!("two schedulers are labelled {label:?}"),
+                    ));
+                }
+                out.push(NamedScheduler {
+                    label,
+                    config,
+                    reduces,
+                    grid,
+                });
             }
-            out.push(NamedScheduler {
-                label,
-                config,
-                reduces,
-            });
         }
         Ok(out)
     }
@@ -1163,5 +1231,61 @@ replication = 3
         // Without a mix, the data shape is required.
         let e = parse(&SPEC.replace("blocks = 3\n", "")).unwrap_err();
         assert!(e.contains("data.blocks"), "{e}");
+    }
+
+    #[test]
+    fn a_grid_runs_every_placement_under_every_order() {
+        let grid = |schedulers: &str, orders: &str| {
+            let t = SPEC.replace(
+                "schedulers = [\"hadoop\", { label = \"D3\", scheduler = \"delay3\" }]",
+                &format!("schedulers = {schedulers}\n[grid]\norders = {orders}"),
+            );
+            parse(&t).and_then(|s| s.schedulers().map_err(|e| e.to_string()))
+        };
+        let s = grid(
+            r#"[{ label = "D3", scheduler = "delay3" }, "dyndl-on", { label = "EAS", scheduler = "eas", grid = false }]"#,
+            r#"["fifo", "fair"]"#,
+        )
+        .unwrap();
+        let labels: Vec<&str> = s.iter().map(|n| n.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "D3/fifo",
+                "D3/fair",
+                "dyndl-on(W=3s,g=0s*(1+1n),one-remote)/fifo",
+                "dyndl-on(W=3s,g=0s*(1+1n),one-remote)/fair",
+                "EAS"
+            ]
+        );
+        assert_eq!(s[0].config.label(), "delay3(fifo)");
+        assert_eq!(s[1].config.label(), "delay3");
+        assert_eq!(
+            s[3].config.label(),
+            "dyndl-on(W=3s,g=0s*(1+1n),one-remote,fair)"
+        );
+        assert_eq!(
+            s[1].grid,
+            Some(GridCell {
+                placement: "D3".into(),
+                order: JobOrder::Fair
+            })
+        );
+        assert_eq!(
+            (s[4].grid.as_ref(), s[4].config.label().as_str()),
+            (None, "eas")
+        );
+        // A policy without a job order, an order twice, no order, an unknown one.
+        let e = grid(r#"["delay3", "lsap"]"#, r#"["fifo"]"#).unwrap_err();
+        assert!(
+            e.contains("schedulers[1]") && e.contains("lsap: takes no job order"),
+            "{e}"
+        );
+        let e = grid(r#"["delay3"]"#, r#"["fifo", "fifo"]"#).unwrap_err();
+        assert!(e.contains("grid.orders") && e.contains("fifo twice"), "{e}");
+        let e = grid(r#"["delay3"]"#, "[]").unwrap_err();
+        assert!(e.contains("grid.orders"), "{e}");
+        let e = grid(r#"["delay3"]"#, r#"["lifo"]"#).unwrap_err();
+        assert!(e.contains("lifo"), "{e}");
     }
 }

@@ -15,7 +15,8 @@ fn names_presets_and_parameters() {
     assert_eq!(
         "policy = \"hadoop\", pick = \"oldest\"".parse(),
         Ok(SchedulerConfig::Hadoop(HadoopParams {
-            pick: RemotePick::Oldest
+            pick: RemotePick::Oldest,
+            order: JobOrder::Fifo,
         }))
     );
     assert_eq!("delay6".parse(), Ok(SchedulerConfig::delay(6.0)));
@@ -25,12 +26,9 @@ fn names_presets_and_parameters() {
     );
     assert_eq!(
         "ds0.25".parse(),
-        Ok(SchedulerConfig::Ds(DsParams { fraction: 0.25 }))
+        Ok(SchedulerConfig::Ds(DsParams::new(0.25)))
     );
-    assert_eq!(
-        "gcc".parse(),
-        Ok(SchedulerConfig::Gcc(GccParams { idle_fraction: 0.9 }))
-    );
+    assert_eq!("gcc".parse(), Ok(SchedulerConfig::Gcc(GccParams::new(0.9))));
     assert_eq!(
         "dyndl-off".parse(),
         Ok(SchedulerConfig::DyndlOff(DyndlOffParams {
@@ -51,7 +49,10 @@ fn names_presets_and_parameters() {
     assert!(e.contains("ds") && e.contains("[0, 1]"), "{e}");
     assert_eq!(
         "policy = \"rand\", randomness = 0.3".parse(),
-        Ok(SchedulerConfig::Rand(RandParams { randomness: 0.3 }))
+        Ok(SchedulerConfig::Rand(RandParams {
+            randomness: 0.3,
+            order: JobOrder::Fifo,
+        }))
     );
     let d: SchedulerConfig = "dyndl-on".parse().unwrap();
     assert_eq!(
@@ -91,7 +92,7 @@ fn names_presets_and_parameters() {
         .parse::<SchedulerConfig>()
         .unwrap_err();
     assert!(e.contains("heartbeats"), "{e}");
-    let d: SchedulerConfig = "policy = 'strict', fair = true, head_only = true"
+    let d: SchedulerConfig = "policy = 'strict', order = 'fair', head_only = true"
         .parse()
         .unwrap();
     assert_eq!(d.label(), "hfs-s(head)");

@@ -112,8 +112,8 @@ impl Policy for DelayParams {
         if self.pick == RemotePick::Oldest {
             extra.push("oldest");
         }
-        if self.order == JobOrder::Fifo {
-            extra.push("fifo");
+        if self.order != JobOrder::Fair {
+            extra.push(self.order.name());
         }
         if extra.is_empty() {
             format!("delay{}", fmt_num(self.threshold_s))
@@ -124,6 +124,11 @@ impl Policy for DelayParams {
 
     fn validate(&self) -> Result<(), String> {
         nonneg("delay", "threshold_s", self.threshold_s)
+    }
+
+    fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
+        self.order = order;
+        Ok(())
     }
 
     fn presets() -> Vec<(&'static str, Self)> {

@@ -134,10 +134,10 @@ impl Policy for DyndlOnParams {
             } else {
                 ""
             },
-            if self.order == JobOrder::Fair {
-                ",fair"
+            if self.order == JobOrder::Fifo {
+                String::new()
             } else {
-                ""
+                format!(",{}", self.order.name())
             },
         )
     }
@@ -146,6 +146,11 @@ impl Policy for DyndlOnParams {
         nonneg("dyndl-on", "w_s", self.w_s)?;
         nonneg("dyndl-on", "remote_s", self.remote_s)?;
         nonneg("dyndl-on", "theta", self.theta)
+    }
+
+    fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
+        self.order = order;
+        Ok(())
     }
 
     fn build(&self, seed: u64) -> Box<dyn Scheduler> {
@@ -292,9 +297,9 @@ impl Scheduler for DyndlOn {
             }
         }
         ctx.fill(worker, |view| {
-            // FIFO walks the jobs in place; fair order is computed per slot.
-            let fair = (order == JobOrder::Fair).then(|| job_order(view, order));
-            let (local, head) = match &fair {
+            // FIFO walks the jobs in place; another order is computed per slot.
+            let ordered = (order != JobOrder::Fifo).then(|| job_order(view, order));
+            let (local, head) = match &ordered {
                 None => (
                     view.jobs().find_map(|j| j.local_task(worker)),
                     view.head_job(),

@@ -12,12 +12,19 @@
 //!   least-loaded live machine holding its input;
 //! - each machine then runs its queue in order as its slots free up.
 //!
+//! `order` replaces Algorithm 1's selection by a [`JobOrder`]: the first
+//! waiting job of that order with a map to place is selected, and placed by
+//! Algorithm 2 as before (EAS's placement under another job order, an
+//! ablation labelled `eas(fifo)` and so on).
+//!
 //! Reduces follow Algorithm 3 (pushed to the least-loaded reduce machine
 //! when the job's maps are done): `sched::reduce`'s `least-loaded`, which
 //! `cluster.reduce_placement = "policy"` gives `eas`. Running map bytes are
 //! estimated as the machine's busy slots times the mean input of the tasks
 //! it was given (the scheduler is not told when a map ends).
 
+use crate::order::{job_order, JobOrder};
+use crate::policy::Policy;
 use crate::view::{ClusterView, Millis, SchedContext, Scheduler};
 use base::{JobId, TaskRef, WorkerId};
 use serde::{Deserialize, Serialize};
@@ -25,24 +32,37 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 
 /// `policy = "eas"`: EAS (IEICE 2013), load-balance-aware job selection; a
 /// selected job's maps are all placed at once on their least-loaded
-/// replica holder. No parameters.
+/// replica holder.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EasParams {}
+pub struct EasParams {
+    /// Select jobs in this order instead of by Algorithm 1 (absent: EAS's
+    /// own selection, the paper's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<JobOrder>,
+}
 
-impl crate::policy::Policy for EasParams {
-    const EXAMPLES: &'static [&'static str] = &["eas"];
+impl Policy for EasParams {
+    const EXAMPLES: &'static [&'static str] = &["eas", "policy = \"eas\", order = \"fifo\""];
 
     fn name(&self) -> &'static str {
         "eas"
     }
 
     fn label(&self, _: bool) -> String {
-        "eas".into()
+        match self.order {
+            None => "eas".into(),
+            Some(o) => format!("eas({})", o.name()),
+        }
+    }
+
+    fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
+        self.order = Some(order);
+        Ok(())
     }
 
     fn build(&self, _seed: u64) -> Box<dyn Scheduler> {
-        Box::new(Eas::new())
+        Box::new(Eas::with_order(self.order))
     }
 }
 
@@ -64,11 +84,21 @@ pub struct Eas {
     /// pending map not in here is waiting (new, or a map came back after a
     /// failed or lost attempt).
     queued: HashSet<TaskRef>,
+    /// Job selection by this order instead of Algorithm 1.
+    order: Option<JobOrder>,
 }
 
 impl Eas {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Selecting jobs in `order` (None: Algorithm 1).
+    pub fn with_order(order: Option<JobOrder>) -> Self {
+        Eas {
+            order,
+            ..Self::default()
+        }
     }
 
     fn load(&self, view: &ClusterView, w: WorkerId) -> f64 {
@@ -116,7 +146,16 @@ impl Eas {
             .map(|w| (w.id, self.load(view, w.id)))
             .collect();
         let mut best: Option<(f64, JobId, Vec<Placed>)> = None;
-        for j in view.jobs().filter(|j| j.has_pending()) {
+        if let Some(order) = self.order {
+            best = job_order(view, order).into_iter().find_map(|j| {
+                let placed = self.place(view, j, &mut base.clone());
+                (!placed.is_empty()).then_some((0.0, j, placed))
+            });
+        }
+        for j in view
+            .jobs()
+            .filter(|j| self.order.is_none() && j.has_pending())
+        {
             let mut loads = base.clone();
             let placed = self.place(view, j.id, &mut loads);
             if placed.is_empty() {
@@ -177,7 +216,7 @@ impl Eas {
 
 impl Scheduler for Eas {
     fn name(&self) -> String {
-        "eas".into()
+        EasParams { order: self.order }.label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {

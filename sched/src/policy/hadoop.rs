@@ -8,10 +8,13 @@
 //! that rack; otherwise a uniformly random pending task of the head job,
 //! read from a uniformly random replica (`pick = "oldest"`: the oldest
 //! pending task, from its first replica). On one rack (no rack set) the
-//! rack level never applies.
+//! rack level never applies. `order` replaces submission order by another
+//! [`JobOrder`] (the head job is the first of that order): an ablation,
+//! labelled `hadoop(fair)` and so on.
 
+use crate::order::first_job;
 use crate::pick::random_task;
-use crate::policy::{Policy, RemotePick};
+use crate::policy::{JobOrder, Policy, RemotePick};
 use crate::view::{Millis, SchedContext, Scheduler};
 use base::WorkerId;
 use rand::SeedableRng;
@@ -21,26 +24,59 @@ use serde::{Deserialize, Serialize};
 /// `policy = "hadoop"`: FIFO jobs; a data-local task of the head job, else
 /// a random task of it read remotely. Preset `fifo-be` (EAS's FIFO
 /// best-effort baseline).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HadoopParams {
     /// Which pending task a data-remote launch takes.
     #[serde(default, skip_serializing_if = "RemotePick::is_random")]
     pub pick: RemotePick,
+    /// Job order: `fifo` (default, Hadoop's) or another, as an ablation.
+    #[serde(default = "fifo", skip_serializing_if = "JobOrder::is_fifo")]
+    pub order: JobOrder,
+}
+
+fn fifo() -> JobOrder {
+    JobOrder::Fifo
+}
+
+impl Default for HadoopParams {
+    fn default() -> Self {
+        HadoopParams {
+            pick: RemotePick::Random,
+            order: JobOrder::Fifo,
+        }
+    }
 }
 
 impl Policy for HadoopParams {
-    const EXAMPLES: &'static [&'static str] = &["hadoop", "policy = \"hadoop\", pick = \"oldest\""];
+    const EXAMPLES: &'static [&'static str] = &[
+        "hadoop",
+        "policy = \"hadoop\", pick = \"oldest\"",
+        "policy = \"hadoop\", order = \"shortest-remaining\"",
+    ];
 
     fn name(&self) -> &'static str {
         "hadoop"
     }
 
     fn label(&self, _: bool) -> String {
-        match self.pick {
-            RemotePick::Random => "hadoop".into(),
-            RemotePick::Oldest => "hadoop(oldest)".into(),
+        let mut extra = Vec::new();
+        if self.pick == RemotePick::Oldest {
+            extra.push("oldest");
         }
+        if self.order != JobOrder::Fifo {
+            extra.push(self.order.name());
+        }
+        if extra.is_empty() {
+            "hadoop".into()
+        } else {
+            format!("hadoop({})", extra.join(","))
+        }
+    }
+
+    fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
+        self.order = order;
+        Ok(())
     }
 
     fn presets() -> Vec<(&'static str, Self)> {
@@ -48,19 +84,19 @@ impl Policy for HadoopParams {
     }
 
     fn build(&self, seed: u64) -> Box<dyn Scheduler> {
-        Box::new(Hadoop::new(self.pick, seed))
+        Box::new(Hadoop::new(self.clone(), seed))
     }
 }
 
 pub struct Hadoop {
-    pick: RemotePick,
+    params: HadoopParams,
     rng: ChaCha8Rng,
 }
 
 impl Hadoop {
-    pub fn new(pick: RemotePick, seed: u64) -> Self {
+    pub fn new(params: HadoopParams, seed: u64) -> Self {
         Hadoop {
-            pick,
+            params,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
     }
@@ -68,13 +104,13 @@ impl Hadoop {
 
 impl Scheduler for Hadoop {
     fn name(&self) -> String {
-        HadoopParams { pick: self.pick }.label(false)
+        self.params.label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
-        let (rng, pick) = (&mut self.rng, self.pick);
+        let (rng, pick, order) = (&mut self.rng, self.params.pick, self.params.order);
         ctx.fill(worker, |view| {
-            let job = view.head_job()?;
+            let job = first_job(view, order)?;
             match job.local_task(worker) {
                 Some(t) => Some((t.task, worker)),
                 None => view

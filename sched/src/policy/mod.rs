@@ -51,6 +51,18 @@ pub trait Policy: Sized {
     fn validate(&self) -> Result<(), String> {
         Ok(())
     }
+    /// Sets the order in which the policy visits jobs, a factor apart from
+    /// where it places their tasks; an error for a policy whose decisions
+    /// have no job order (a batch matching, a plan of every task at once)
+    /// or whose order is what it is (fair shares by group weight, MROSA's
+    /// priority, COSHIC's deadlines).
+    fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
+        Err(format!(
+            "{}: takes no job order (asked for `{}`)",
+            self.name(),
+            order.name()
+        ))
+    }
     /// Names that stand for a setting of this policy (`delay3`, `fifo-s`).
     fn presets() -> Vec<(&'static str, Self)> {
         Vec::new()
@@ -126,6 +138,16 @@ macro_rules! policies {
                 match self {
                     $(SchedulerConfig::$variant(p) => p.validate(),)*
                 }
+            }
+
+            /// The same policy visiting jobs in `order` (see
+            /// [`Policy::set_order`]).
+            pub fn with_order(&self, order: JobOrder) -> Result<SchedulerConfig, String> {
+                let mut c = self.clone();
+                match &mut c {
+                    $(SchedulerConfig::$variant(p) => p.set_order(order)?,)*
+                }
+                Ok(c)
             }
 
             /// The running policy, seeded.

@@ -17,8 +17,9 @@
 //! An opportunity is one offer of one free slot: in the master, a
 //! heartbeat or a finished task; in the simulator, a core freeing or a tick.
 
+use crate::order::first_job;
 use crate::pick::{dl_choice, random_task};
-use crate::policy::{fmt_num, unit_interval, Policy, RemotePick};
+use crate::policy::{fmt_num, unit_interval, JobOrder, Policy, RemotePick};
 use crate::view::{Millis, SchedContext, Scheduler};
 use base::WorkerId;
 use rand::SeedableRng;
@@ -35,17 +36,51 @@ use serde::{Deserialize, Serialize};
 pub struct DsParams {
     /// In [0, 1]: skipped opportunities allowed, as a fraction of the workers.
     pub fraction: f64,
+    /// Job order: `fifo` (default, BAR's) or another, as an ablation.
+    #[serde(default = "fifo", skip_serializing_if = "JobOrder::is_fifo")]
+    pub order: JobOrder,
+}
+
+fn fifo() -> JobOrder {
+    JobOrder::Fifo
+}
+
+/// `name(x)`, or `name(x,order)` for an order other than FIFO.
+fn with_order(name: &str, x: f64, order: JobOrder) -> String {
+    match order {
+        JobOrder::Fifo => format!("{name}{}", fmt_num(x)),
+        o => format!("{name}{}({})", fmt_num(x), o.name()),
+    }
+}
+
+impl DsParams {
+    /// `fraction`, FIFO order.
+    pub fn new(fraction: f64) -> Self {
+        DsParams {
+            fraction,
+            order: JobOrder::Fifo,
+        }
+    }
 }
 
 impl Policy for DsParams {
-    const EXAMPLES: &'static [&'static str] = &["ds0.15", "ds0.25"];
+    const EXAMPLES: &'static [&'static str] = &[
+        "ds0.15",
+        "ds0.25",
+        "policy = \"ds\", fraction = 0.15, order = \"fair\"",
+    ];
 
     fn name(&self) -> &'static str {
         "ds"
     }
 
     fn label(&self, _: bool) -> String {
-        format!("ds{}", fmt_num(self.fraction))
+        with_order("ds", self.fraction, self.order)
+    }
+
+    fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
+        self.order = order;
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -54,13 +89,13 @@ impl Policy for DsParams {
 
     fn presets() -> Vec<(&'static str, Self)> {
         vec![
-            ("ds0.15", DsParams { fraction: 0.15 }),
-            ("ds0.25", DsParams { fraction: 0.25 }),
+            ("ds0.15", DsParams::new(0.15)),
+            ("ds0.25", DsParams::new(0.25)),
         ]
     }
 
     fn build(&self, seed: u64) -> Box<dyn Scheduler> {
-        Box::new(Ds::new(self.fraction, seed))
+        Box::new(Ds::new(self.clone(), seed))
     }
 }
 
@@ -75,6 +110,19 @@ pub struct GccParams {
     /// go remote.
     #[serde(default = "default_idle_fraction")]
     pub idle_fraction: f64,
+    /// Job order: `fifo` (default, BAR's) or another, as an ablation.
+    #[serde(default = "fifo", skip_serializing_if = "JobOrder::is_fifo")]
+    pub order: JobOrder,
+}
+
+impl GccParams {
+    /// `idle_fraction`, FIFO order.
+    pub fn new(idle_fraction: f64) -> Self {
+        GccParams {
+            idle_fraction,
+            order: JobOrder::Fifo,
+        }
+    }
 }
 
 fn default_idle_fraction() -> f64 {
@@ -89,7 +137,15 @@ impl Policy for GccParams {
     }
 
     fn label(&self, _: bool) -> String {
-        format!("gcc({})", fmt_num(self.idle_fraction))
+        match self.order {
+            JobOrder::Fifo => format!("gcc({})", fmt_num(self.idle_fraction)),
+            o => format!("gcc({},{})", fmt_num(self.idle_fraction), o.name()),
+        }
+    }
+
+    fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
+        self.order = order;
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -97,20 +153,20 @@ impl Policy for GccParams {
     }
 
     fn build(&self, seed: u64) -> Box<dyn Scheduler> {
-        Box::new(Gcc::new(self.idle_fraction, seed))
+        Box::new(Gcc::new(self.clone(), seed))
     }
 }
 
 pub struct Ds {
-    fraction: f64,
+    params: DsParams,
     counter: u64,
     rng: ChaCha8Rng,
 }
 
 impl Ds {
-    pub fn new(fraction: f64, seed: u64) -> Self {
+    pub fn new(params: DsParams, seed: u64) -> Self {
         Ds {
-            fraction,
+            params,
             counter: 0,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
@@ -119,18 +175,16 @@ impl Ds {
 
 impl Scheduler for Ds {
     fn name(&self) -> String {
-        DsParams {
-            fraction: self.fraction,
-        }
-        .label(false)
+        self.params.label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let live = ctx.view().live_map_workers() as f64;
-        let threshold = self.fraction * live;
+        let threshold = self.params.fraction * live;
+        let order = self.params.order;
         let (counter, rng) = (&mut self.counter, &mut self.rng);
         ctx.fill(worker, |view| {
-            let job = view.head_job()?;
+            let job = first_job(view, order)?;
             match job.local_task(worker) {
                 Some(t) => {
                     *counter = 0;
@@ -151,14 +205,14 @@ impl Scheduler for Ds {
 }
 
 pub struct Gcc {
-    idle_fraction: f64,
+    params: GccParams,
     rng: ChaCha8Rng,
 }
 
 impl Gcc {
-    pub fn new(idle_fraction: f64, seed: u64) -> Self {
+    pub fn new(params: GccParams, seed: u64) -> Self {
         Gcc {
-            idle_fraction,
+            params,
             rng: ChaCha8Rng::seed_from_u64(seed),
         }
     }
@@ -166,16 +220,14 @@ impl Gcc {
 
 impl Scheduler for Gcc {
     fn name(&self) -> String {
-        GccParams {
-            idle_fraction: self.idle_fraction,
-        }
-        .label(false)
+        self.params.label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
-        let (rng, idle_fraction) = (&mut self.rng, self.idle_fraction);
+        let (rng, idle_fraction, order) =
+            (&mut self.rng, self.params.idle_fraction, self.params.order);
         ctx.fill(worker, |view| {
-            let job = view.head_job()?;
+            let job = first_job(view, order)?;
             let live = view.live_map_workers() as f64;
             let idle = view.idle_map_workers() as f64;
             if job.local_task(worker).is_some() || idle >= idle_fraction * live {
@@ -219,7 +271,7 @@ mod tests {
     fn ds_skips_fraction_times_workers_opportunities() {
         // 10 workers, fraction 0.2: two skips, the third opportunity goes remote.
         let mut v = view(10);
-        let mut s = Ds::new(0.2, 1);
+        let mut s = Ds::new(DsParams::new(0.2), 1);
         assert!(offer(&mut s, 0, WorkerId(1), &mut v).is_empty());
         assert!(offer(&mut s, 0, WorkerId(2), &mut v).is_empty());
         let l = offer(&mut s, 0, WorkerId(3), &mut v);
@@ -239,7 +291,7 @@ mod tests {
     #[test]
     fn gcc_goes_remote_only_when_enough_workers_are_idle() {
         let mut v = view(10);
-        let mut s = Gcc::new(0.9, 1);
+        let mut s = Gcc::new(GccParams::new(0.9), 1);
         // All 10 idle: remote at once.
         let l = offer(&mut s, 0, WorkerId(1), &mut v);
         assert!(l.len() == 1 && !l[0].is_local());
@@ -278,7 +330,7 @@ mod counter_tests {
                 })
                 .collect(),
         );
-        let mut s = super::Gcc::new(0.5, 1);
+        let mut s = super::Gcc::new(super::GccParams::new(0.5), 1);
         for _ in 0..2000 {
             let w = WorkerId(rng.gen_range(0..8));
             match rng.gen_range(0..6) {

@@ -7,8 +7,9 @@
 //! from a random replica); otherwise dl-sched's choice (a data-local task of
 //! the head job if any, else a random one). r = 0 is exactly `hadoop`.
 
+use crate::order::first_job;
 use crate::pick::{dl_choice, random_task};
-use crate::policy::{fmt_num, unit_interval, Policy, RemotePick};
+use crate::policy::{fmt_num, unit_interval, JobOrder, Policy, RemotePick};
 use crate::view::{Millis, SchedContext, Scheduler};
 use base::WorkerId;
 use rand::{Rng, SeedableRng};
@@ -23,12 +24,20 @@ use serde::{Deserialize, Serialize};
 pub struct RandParams {
     /// r in [0, 1]; 0 is `hadoop`.
     pub randomness: f64,
+    /// Job order: `fifo` (default, Guo's) or another, as an ablation.
+    #[serde(default = "fifo", skip_serializing_if = "JobOrder::is_fifo")]
+    pub order: JobOrder,
+}
+
+fn fifo() -> JobOrder {
+    JobOrder::Fifo
 }
 
 impl Policy for RandParams {
     const EXAMPLES: &'static [&'static str] = &[
         "policy = \"rand\", randomness = 0.5",
         "policy = \"rand\", randomness = 1",
+        "policy = \"rand\", randomness = 0.5, order = \"fair\"",
     ];
 
     fn name(&self) -> &'static str {
@@ -36,7 +45,15 @@ impl Policy for RandParams {
     }
 
     fn label(&self, _: bool) -> String {
-        format!("rand(r={})", fmt_num(self.randomness))
+        match self.order {
+            JobOrder::Fifo => format!("rand(r={})", fmt_num(self.randomness)),
+            o => format!("rand(r={},{})", fmt_num(self.randomness), o.name()),
+        }
+    }
+
+    fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
+        self.order = order;
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -44,12 +61,12 @@ impl Policy for RandParams {
     }
 
     fn build(&self, seed: u64) -> Box<dyn Scheduler> {
-        Box::new(RandSched::new(self.randomness, seed))
+        Box::new(RandSched::new(self.clone(), seed))
     }
 }
 
 pub struct RandSched {
-    randomness: f64,
+    params: RandParams,
     rng: ChaCha8Rng,
     /// A separate stream for the coin, so that with r = 0 the task choices
     /// draw exactly what `hadoop`'s do.
@@ -57,9 +74,9 @@ pub struct RandSched {
 }
 
 impl RandSched {
-    pub fn new(randomness: f64, seed: u64) -> Self {
+    pub fn new(params: RandParams, seed: u64) -> Self {
         RandSched {
-            randomness,
+            params,
             rng: ChaCha8Rng::seed_from_u64(seed),
             coin: ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_c011),
         }
@@ -68,16 +85,14 @@ impl RandSched {
 
 impl Scheduler for RandSched {
     fn name(&self) -> String {
-        RandParams {
-            randomness: self.randomness,
-        }
-        .label(false)
+        self.params.label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
-        let (rng, coin, randomness) = (&mut self.rng, &mut self.coin, self.randomness);
+        let (rng, coin) = (&mut self.rng, &mut self.coin);
+        let (randomness, order) = (self.params.randomness, self.params.order);
         ctx.fill(worker, |view| {
-            let job = view.head_job()?;
+            let job = first_job(view, order)?;
             let random = randomness > 0.0 && coin.gen::<f64>() < randomness;
             if random {
                 random_task(rng, job, worker, RemotePick::Random)

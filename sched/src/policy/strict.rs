@@ -1,8 +1,9 @@
 //! `fifo-s` / `hfs-s`: strict data locality, the EAS paper's FIFO-S and
 //! HFS-S baselines. A map runs only where its input is: for each free slot of
-//! the offered worker, jobs are visited in FIFO order (`fair = false`) or
-//! fair-sharing order (`fair = true`: fewest running tasks first, as `delay`
-//! orders them), and the first one with a data-local task for this worker
+//! the offered worker, jobs are visited in FIFO order (`order = "fifo"`,
+//! FIFO-S) or fair-sharing order (`order = "fair"`, HFS-S: fewest running
+//! tasks first, as `delay` orders them; or any other [`JobOrder`]), and the
+//! first one with a data-local task for this worker
 //! launches it. No job ever reads remotely, so a worker without local work
 //! stays idle. With `head_only`, only the first job of the order is looked
 //! at, as the EAS paper's search does (its line 255): a slot whose head job
@@ -19,12 +20,12 @@ use serde::{Deserialize, Serialize};
 /// baselines): a free slot takes a data-local task of the first job that
 /// has one, in FIFO order or (`fair`) fair-sharing order; never a remote
 /// one. Presets `fifo-s`, `hfs-s`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StrictParams {
-    /// Fair-sharing job order (HFS-S); off: FIFO (FIFO-S).
-    #[serde(default)]
-    pub fair: bool,
+    /// Job order: `fifo` (default, FIFO-S), `fair` (HFS-S) or another.
+    #[serde(default = "fifo")]
+    pub order: JobOrder,
     /// Look only at the first job of the order (the EAS paper's search,
     /// its line 255): a slot whose head job has nothing local here stays
     /// idle. Off: the first job with a local task takes the slot.
@@ -32,74 +33,85 @@ pub struct StrictParams {
     pub head_only: bool,
 }
 
+fn fifo() -> JobOrder {
+    JobOrder::Fifo
+}
+
+impl StrictParams {
+    /// In `order`, looking at every job.
+    pub fn new(order: JobOrder) -> Self {
+        StrictParams {
+            order,
+            head_only: false,
+        }
+    }
+}
+
 impl Policy for StrictParams {
     const EXAMPLES: &'static [&'static str] = &[
         "fifo-s",
         "hfs-s",
-        "policy = \"strict\", fair = true, head_only = true",
+        "policy = \"strict\", order = \"fair\", head_only = true",
+        "policy = \"strict\", order = \"deadline\"",
     ];
 
     fn name(&self) -> &'static str {
-        if self.fair {
-            "hfs-s"
-        } else {
-            "fifo-s"
+        match self.order {
+            JobOrder::Fifo => "fifo-s",
+            JobOrder::Fair => "hfs-s",
+            _ => "strict",
         }
     }
 
     fn label(&self, _: bool) -> String {
-        format!(
-            "{}{}",
-            self.name(),
-            if self.head_only { "(head)" } else { "" }
-        )
+        let mut extra = Vec::new();
+        if !matches!(self.order, JobOrder::Fifo | JobOrder::Fair) {
+            extra.push(self.order.name());
+        }
+        if self.head_only {
+            extra.push("head");
+        }
+        if extra.is_empty() {
+            self.name().into()
+        } else {
+            format!("{}({})", self.name(), extra.join(","))
+        }
+    }
+
+    fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
+        self.order = order;
+        Ok(())
     }
 
     fn presets() -> Vec<(&'static str, Self)> {
         vec![
-            ("fifo-s", StrictParams::default()),
-            (
-                "hfs-s",
-                StrictParams {
-                    fair: true,
-                    head_only: false,
-                },
-            ),
+            ("fifo-s", StrictParams::new(JobOrder::Fifo)),
+            ("hfs-s", StrictParams::new(JobOrder::Fair)),
         ]
     }
 
     fn build(&self, _seed: u64) -> Box<dyn Scheduler> {
-        Box::new(Strict::new(self.fair, self.head_only))
+        Box::new(Strict::new(self.clone()))
     }
 }
 
 pub struct Strict {
-    fair: bool,
-    head_only: bool,
+    params: StrictParams,
 }
 
 impl Strict {
-    pub fn new(fair: bool, head_only: bool) -> Self {
-        Strict { fair, head_only }
+    pub fn new(params: StrictParams) -> Self {
+        Strict { params }
     }
 }
 
 impl Scheduler for Strict {
     fn name(&self) -> String {
-        StrictParams {
-            fair: self.fair,
-            head_only: self.head_only,
-        }
-        .label(false)
+        self.params.label(false)
     }
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
-        let order = if self.fair {
-            JobOrder::Fair
-        } else {
-            JobOrder::Fifo
-        };
-        let head_only = self.head_only;
+        let (order, head_only) = (self.params.order, self.params.head_only);
         ctx.fill(worker, |view| {
             let jobs = job_order(view, order);
             let looked_at = if head_only {

@@ -661,7 +661,7 @@ fn hadoop_prefers_local_task_of_head_job() {
         vec![task(1, 0, &[1]), task(1, 1, &[0, 2])],
     );
     v.add_job(JobId(2), 0, "default", vec![task(2, 0, &[0])]);
-    let mut s = hadoop::Hadoop::new(RemotePick::Random, 7);
+    let mut s = hadoop::Hadoop::new(hadoop::HadoopParams::default(), 7);
     let a = offer(&mut s, 0, w(0), &mut v);
     // Head job 1 has task 1 local on w0 (job 2's local task must wait).
     assert_eq!(a.len(), 1);
@@ -687,7 +687,7 @@ fn hadoop_goes_remote_when_head_job_has_nothing_local() {
         vec![task(1, 0, &[1]), task(1, 1, &[1])],
     );
     v.add_job(JobId(2), 0, "default", vec![task(2, 0, &[2])]);
-    let mut s = hadoop::Hadoop::new(RemotePick::Random, 7);
+    let mut s = hadoop::Hadoop::new(hadoop::HadoopParams::default(), 7);
     let a = offer(&mut s, 0, w(2), &mut v);
     // Both slots go to job 1, remotely from w1, although job 2 is local on w2.
     assert_eq!(a.len(), 2);
@@ -716,7 +716,13 @@ fn hadoop_prefers_a_rack_local_task_read_from_its_rack_then_goes_anywhere() {
     assert!(v.has_racks());
     let tasks = vec![task(1, 0, &[3]), task(1, 1, &[1, 3]), task(1, 2, &[3])];
     v.add_job(JobId(1), 0, "default", tasks.clone());
-    let mut s = hadoop::Hadoop::new(RemotePick::Oldest, 7);
+    let mut s = hadoop::Hadoop::new(
+        hadoop::HadoopParams {
+            pick: RemotePick::Oldest,
+            ..Default::default()
+        },
+        7,
+    );
     let a = offer(&mut s, 0, w(0), &mut v);
     assert_eq!(a.len(), 2);
     assert_eq!((a[0].task, a[0].source), (tref(1, 1), w(1)));
@@ -994,4 +1000,63 @@ fn strict_locality_never_reads_remotely() {
         let b = offer(s.as_mut(), 0, w(1), &mut v);
         assert!(b.len() == 2 && b.iter().all(Assignment::is_local), "{p}");
     }
+}
+
+/// Which job the first launch on a one-slot worker serves, for `cfg` in
+/// `order`: job 1 (oldest, three tasks, no deadline) or job 2 (one task,
+/// a deadline), both with every task local.
+fn first_served(cfg: &SchedulerConfig, order: JobOrder) -> Result<JobId, String> {
+    let cfg = cfg.with_order(order)?;
+    let mut v = view(1, 1);
+    v.add_job(
+        JobId(1),
+        0,
+        "default",
+        vec![task(1, 0, &[0]), task(1, 1, &[0]), task(1, 2, &[0])],
+    );
+    v.add_job(JobId(2), 5, "default", vec![task(2, 0, &[0])]);
+    v.set_job_qos(
+        JobId(2),
+        JobQos {
+            deadline: Some(60_000),
+            ..Default::default()
+        },
+    );
+    let mut s = build(&cfg, 1);
+    let launched = offer(s.as_mut(), 10, w(0), &mut v);
+    launched
+        .first()
+        .map(|a| a.task.job)
+        .ok_or_else(|| format!("{}: launched nothing", cfg.label()))
+}
+
+#[test]
+fn the_job_order_is_a_setting_of_its_own() {
+    let mut ordered = Vec::new();
+    for (_, text) in SchedulerConfig::examples() {
+        let cfg: SchedulerConfig = text.parse().unwrap();
+        let Ok(fifo) = first_served(&cfg, JobOrder::Fifo) else {
+            // Takes no order: says so, naming the policy and the order.
+            let e = cfg.with_order(JobOrder::Deadline).unwrap_err();
+            assert!(e.contains(cfg.name()) && e.contains("deadline"), "{e}");
+            continue;
+        };
+        ordered.push(cfg.policy());
+        assert_eq!(fifo, JobId(1), "{text} in FIFO order");
+        for order in [JobOrder::ShortestRemaining, JobOrder::Deadline] {
+            let first = first_served(&cfg, order).unwrap();
+            assert_eq!(first, JobId(2), "{text} in {order:?}");
+        }
+        // The label names a non-default order, and it reads back.
+        let c = cfg.with_order(JobOrder::ShortestRemaining).unwrap();
+        assert!(c.label().contains("shortest-remaining"), "{}", c.label());
+        let back: SchedulerConfig =
+            serde_json::from_value(serde_json::to_value(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+    }
+    ordered.dedup();
+    assert_eq!(
+        ordered,
+        ["hadoop", "delay", "dyndl-on", "rand", "strict", "eas", "ds", "gcc"]
+    );
 }
