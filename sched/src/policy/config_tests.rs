@@ -129,3 +129,31 @@ fn bad_parameters_are_named() {
     let e = "fifo".parse::<SchedulerConfig>().unwrap_err();
     assert!(e.contains("fifo"), "{e}");
 }
+
+#[test]
+fn strict_still_reads_its_old_fair_key() {
+    // Specs recorded in results before `order` existed say `fair = ...`.
+    for (old, new) in [
+        (
+            "policy = 'strict', fair = false, head_only = true",
+            "policy = 'strict', order = 'fifo', head_only = true",
+        ),
+        (
+            "policy = 'strict', fair = true",
+            "policy = 'strict', order = 'fair'",
+        ),
+    ] {
+        assert_eq!(
+            old.parse::<SchedulerConfig>(),
+            new.parse::<SchedulerConfig>()
+        );
+    }
+    let e = "policy = 'strict', fair = true, order = 'fair'"
+        .parse::<SchedulerConfig>()
+        .unwrap_err();
+    assert!(e.contains("old spelling"), "{e}");
+    let e = "policy = 'strict', fairness = true"
+        .parse::<SchedulerConfig>()
+        .unwrap_err();
+    assert!(e.contains("fairness"), "{e}");
+}

@@ -18,13 +18,14 @@ use serde::{Deserialize, Serialize};
 
 /// `policy = "strict"`: strict data locality (EAS's FIFO-S and HFS-S
 /// baselines): a free slot takes a data-local task of the first job that
-/// has one, in FIFO order or (`fair`) fair-sharing order; never a remote
-/// one. Presets `fifo-s`, `hfs-s`.
+/// has one, in FIFO order or (`order = "fair"`) fair-sharing order; never a
+/// remote one. Presets `fifo-s`, `hfs-s`. The earlier spelling `fair =
+/// true` / `false` (in the specs of results recorded before `order`) still
+/// reads as `order = "fair"` / `"fifo"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, try_from = "StrictToml")]
 pub struct StrictParams {
     /// Job order: `fifo` (default, FIFO-S), `fair` (HFS-S) or another.
-    #[serde(default = "fifo")]
     pub order: JobOrder,
     /// Look only at the first job of the order (the EAS paper's search,
     /// its line 255): a slot whose head job has nothing local here stays
@@ -33,8 +34,36 @@ pub struct StrictParams {
     pub head_only: bool,
 }
 
-fn fifo() -> JobOrder {
-    JobOrder::Fifo
+/// What `[scheduler] policy = "strict"` may say, the old `fair` included.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StrictToml {
+    #[serde(default)]
+    order: Option<JobOrder>,
+    #[serde(default)]
+    fair: Option<bool>,
+    #[serde(default)]
+    head_only: bool,
+}
+
+impl TryFrom<StrictToml> for StrictParams {
+    type Error = String;
+    fn try_from(t: StrictToml) -> Result<Self, String> {
+        let order = match (t.order, t.fair) {
+            (Some(_), Some(_)) => {
+                return Err(
+                    "strict: `fair` is the old spelling of `order`; give one of them".into(),
+                )
+            }
+            (Some(o), None) => o,
+            (None, Some(true)) => JobOrder::Fair,
+            (None, Some(false) | None) => JobOrder::Fifo,
+        };
+        Ok(StrictParams {
+            order,
+            head_only: t.head_only,
+        })
+    }
 }
 
 impl StrictParams {
