@@ -493,3 +493,46 @@ fn every_spec_resolves_its_schedulers_and_points() {
     }
     assert!(checked > 20 && grids >= 2, "{checked} specs, {grids} grids");
 }
+
+/// The specs recorded in the committed results (`meta.json`'s `spec_text`)
+/// still load and resolve, so `master replot` and `master sim calibrate`
+/// keep working on results made before a key was renamed (strict's `fair`,
+/// now `order`).
+#[test]
+fn recorded_specs_in_results_still_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut checked = 0;
+    for experiment in std::fs::read_dir(root.join("results")).unwrap() {
+        let experiment = experiment.unwrap().path();
+        let Ok(stamps) = std::fs::read_dir(&experiment) else {
+            continue;
+        };
+        for stamp in stamps {
+            let meta = stamp.unwrap().path().join("meta.json");
+            let Ok(text) = std::fs::read_to_string(&meta) else {
+                continue;
+            };
+            let meta_json: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let (Some(spec), Some(file)) = (
+                meta_json["spec_text"].as_str(),
+                meta_json["spec_file"].as_str(),
+            ) else {
+                continue;
+            };
+            if Path::new(file)
+                .file_name()
+                .is_some_and(|f| f.to_string_lossy().starts_with("sim-"))
+            {
+                continue;
+            }
+            let s = ctl::experiment::spec::Spec::parse(spec, Path::new(file))
+                .unwrap_or_else(|e| panic!("{}: {e}", meta.display()));
+            s.schedulers()
+                .unwrap_or_else(|e| panic!("{}: {e}", meta.display()));
+            s.points()
+                .unwrap_or_else(|e| panic!("{}: {e}", meta.display()));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked} recorded specs");
+}
