@@ -105,6 +105,12 @@ pub struct MasterSection {
     /// lists them and never reuses an id.
     #[serde(default = "defaults::journal")]
     pub journal: PathBuf,
+    /// Keep the decision record: every task launch and every declined
+    /// offer with the rule that allowed or declined it, the job's place in
+    /// the order and its locality wait (`GET /v1/decisions`, `master report
+    /// JOB --decisions`, `decisions.csv.gz` in experiment results).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub decisions: bool,
 }
 
 /// Values every `[[worker]]` inherits unless it sets its own.

@@ -628,6 +628,37 @@ fn default_group() -> String {
     "default".into()
 }
 
+/// `GET /v1/decisions`: the master's decision record (see
+/// `sched::decision`), all of it or one job's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DecisionLog {
+    /// Whether the master keeps the record (`master.decisions` in
+    /// cluster.toml); false: `decisions` is empty.
+    pub recording: bool,
+    /// The master's clock (the rows' `time_ms`) and the Unix time in ms,
+    /// read together, to place the rows in wall-clock time.
+    pub now_ms: u64,
+    pub now_unix_ms: u64,
+    /// Worker names by id: the rows' worker ids index this list.
+    pub workers: Vec<String>,
+    pub decisions: Vec<sched::decision::Decision>,
+}
+
+impl DecisionLog {
+    /// A worker id's name.
+    pub fn name(&self, w: crate::WorkerId) -> String {
+        self.workers
+            .get(w.0 as usize)
+            .cloned()
+            .unwrap_or_else(|| w.to_string())
+    }
+
+    /// A row's time in Unix ms.
+    pub fn unix_ms(&self, d: &sched::decision::Decision) -> u64 {
+        (self.now_unix_ms + d.time_ms).saturating_sub(self.now_ms)
+    }
+}
+
 /// `GET /v1/cluster`: the master's one-line view of the cluster.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClusterSummary {

@@ -153,6 +153,11 @@ pub enum Cmd {
         /// Wait for the job to end first.
         #[arg(long)]
         wait: bool,
+        /// Print the job's decision record instead: every launch and every
+        /// offer it declined, with the rule (needs `master.decisions = true`
+        /// in cluster.toml); with --json, the rows as JSON.
+        #[arg(long)]
+        decisions: bool,
     },
     /// List workers.
     Workers,
@@ -499,7 +504,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", report::jobs_table(&client.jobs().await?));
             Ok(())
         }
-        Cmd::Report { job, json, wait } => show_report(&client, &job, json, wait).await,
+        Cmd::Report {
+            job,
+            json,
+            wait,
+            decisions,
+        } => match decisions {
+            false => show_report(&client, &job, json, wait).await,
+            true => show_decisions(&client, &job, json, wait).await,
+        },
         Cmd::Workers => workers(&client).await,
         Cmd::Files => files(&client).await,
         Cmd::Get { file, output } => get(&client, &file, output.as_deref()).await,
@@ -765,6 +778,34 @@ pub async fn show_report(
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print!("{}", report::job_report(&r));
+    }
+    Ok(())
+}
+
+/// `master report JOB --decisions`: one line per decision, oldest first.
+pub async fn show_decisions(
+    client: &MasterClient,
+    job: &str,
+    json: bool,
+    wait: bool,
+) -> anyhow::Result<()> {
+    let id = master::http::parse_job_id(job).map_err(anyhow::Error::msg)?;
+    // The job must exist (a clear error, not an empty record).
+    if wait {
+        client.wait_job(id).await?;
+    } else {
+        client.job(id, None).await?;
+    }
+    let log = client.decisions(Some(id)).await?;
+    if !log.recording {
+        anyhow::bail!(
+            "the master keeps no decision record: set decisions = true under [master] in cluster.toml and restart it"
+        );
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&log)?);
+    } else {
+        print!("{}", report::decisions(&log));
     }
     Ok(())
 }

@@ -1060,3 +1060,115 @@ async fn the_openapi_descriptions_cover_every_route() {
     assert_eq!(events.status(), 200);
     assert_eq!(events.headers()["content-type"], "text/event-stream");
 }
+
+/// The decision record on a real cluster under delay scheduling: every map
+/// attempt the master launched has one row, a data-local row reads where it
+/// runs, and every remote launch names the rule that allowed it with the
+/// job's wait at or over the threshold; `?job=` filters, the report explains
+/// each row in words, and a master without the record says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_decision_record_explains_every_launch() {
+    let dir = tempfile::tempdir().unwrap();
+    let threshold_ms = 150;
+    let c = support::start_cluster_tuned(
+        dir.path(),
+        TOKEN,
+        1,
+        &[None; 3],
+        &[common::config::Role::Both; 3],
+        50,
+        |m| {
+            m.scheduler = sched::policy::SchedulerConfig::Delay(
+                sched::policy::delay::DelayParams::new(threshold_ms as f64 / 1000.0),
+            );
+            m.record_decisions = true;
+        },
+        |_| {},
+    )
+    .await;
+    let c = Cluster {
+        _master: c._master,
+        workers: c.workers,
+        client: c.client,
+        _dir: dir,
+    };
+    load(&c, "data", 12, 100_000, 1).await;
+    // Uneven placement (fixed by the loader's seed): the worker with the
+    // fewest blocks runs out of local tasks first and must go remote.
+    let f = c.client.file("data").await.unwrap();
+    let mut per_worker = std::collections::BTreeMap::<_, u32>::new();
+    for r in &f.replicas {
+        *per_worker.entry(r[0].clone()).or_default() += 1;
+    }
+    let counts: Vec<u32> = per_worker.values().copied().collect();
+    assert!(
+        counts.len() < 3 || counts.iter().max() != counts.iter().min(),
+        "{counts:?}"
+    );
+    let mut job = JobSubmit::new(Workload::InputSink, "data");
+    job.compute = Some(common::wire::TaskCompute {
+        min_ms: 300,
+        max_ms: 400,
+        seed: 5,
+    });
+    let id = c.client.submit(&job).await.unwrap();
+    let r = c.client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+
+    let log = c.client.decisions(Some(id)).await.unwrap();
+    assert!(log.recording);
+    let all = c.client.decisions(None).await.unwrap();
+    assert!(all.decisions.len() >= log.decisions.len());
+    use sched::decision::{Kind, Locality, Rule};
+    let maps: Vec<_> = log
+        .decisions
+        .iter()
+        .filter(|d| d.kind == Kind::Map)
+        .collect();
+    assert!(log.decisions.iter().all(|d| d.job == Some(id)));
+    // One row per attempt, with the attempt's worker and source.
+    assert_eq!(maps.len(), r.attempts.len(), "{:#?}", log.decisions);
+    for a in &r.attempts {
+        let d = maps
+            .iter()
+            .find(|d| d.task == Some(a.task))
+            .unwrap_or_else(|| panic!("no row for task {}", a.task));
+        assert_eq!(log.name(d.worker.unwrap()), a.worker);
+        assert_eq!(log.name(d.source.unwrap()), a.source);
+    }
+    let mut remote = 0;
+    for d in &maps {
+        assert!(d.replicas.contains(&d.source.unwrap()), "{d:?}");
+        assert_eq!(d.order.as_deref(), Some("fair"), "{d:?}");
+        match d.locality.unwrap() {
+            Locality::NodeLocal => assert_eq!(d.rule, Rule::DataLocal, "{d:?}"),
+            Locality::RackLocal => panic!("no racks here: {d:?}"),
+            Locality::Remote => {
+                remote += 1;
+                assert!(!d.replicas.contains(&d.worker.unwrap()), "{d:?}");
+                assert!(
+                    matches!(d.rule, Rule::WaitOver | Rule::RemoteLevel),
+                    "{d:?}"
+                );
+                assert_eq!(d.threshold_ms, Some(threshold_ms));
+                assert!(d.waited_ms.unwrap() >= threshold_ms, "{d:?}");
+            }
+        }
+    }
+    assert!(remote > 0, "no remote launch: {:#?}", maps);
+    assert_eq!(remote, r.data_remote as usize);
+    // Offers declined while the job waited: the wait below the threshold.
+    for d in log.decisions.iter().filter(|d| d.kind == Kind::Idle) {
+        if d.rule == Rule::Waiting {
+            assert!(d.waited_ms.unwrap() < threshold_ms, "{d:?}");
+        }
+    }
+    let text = ctl::ops::report::decisions(&log);
+    assert!(text.contains("remote by wait-over"), "{text}");
+    assert!(text.contains("(waited "), "{text}");
+
+    // A master that keeps no record says so.
+    let plain = cluster(1, 1, None).await;
+    let none = plain.client.decisions(None).await.unwrap();
+    assert!(!none.recording && none.decisions.is_empty());
+}

@@ -35,6 +35,7 @@ const SCHED: &[&str] = &[
     "offline",
     "pending",
     "hybrid",
+    "decision",
     "view",
     "order",
     "pick",

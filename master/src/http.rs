@@ -16,6 +16,7 @@
 //! | POST | /v1/jobs | JobSubmit | 201 JobSubmitted |
 //! | GET | /v1/jobs | | [JobReport] (without attempts) |
 //! | GET | /v1/jobs/{id} | ?wait_ms=N | JobReport, after waiting up to N ms for it to end |
+//! | GET | /v1/decisions | ?job=N | DecisionLog: the decision record (empty unless `master.decisions`) |
 //! | GET | /v1/cluster | | ClusterSummary |
 //! | GET | /metrics | | Prometheus metrics (OpenMetrics text; see `metrics`) |
 //! | GET | /v1/events | | server-sent events: `state` = DashboardState every 0.5 s |
@@ -35,8 +36,8 @@ use axum::{Json, Router};
 use common::http::{require_token, ApiError, ApiJson, BearerSecurity, ServerTimeouts, Token};
 use common::wire::ErrorBody;
 use common::wire::{
-    ClusterSummary, FileDeleted, FileInfo, FileReplication, Heartbeat, HeartbeatReply, JobReport,
-    JobSubmit, JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
+    ClusterSummary, DecisionLog, FileDeleted, FileInfo, FileReplication, Heartbeat, HeartbeatReply,
+    JobReport, JobSubmit, JobSubmitted, RegisterReply, RegisterRequest, WorkerInfo,
 };
 use common::wire::{DashboardState, JobState};
 use common::JobId;
@@ -161,6 +162,7 @@ pub fn api(token: &str) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(routes!(file_replication))
         .routes(routes!(submit, jobs))
         .routes(routes!(job))
+        .routes(routes!(decisions))
         .routes(routes!(cluster))
         .routes(routes!(metrics))
         .routes(routes!(events))
@@ -441,6 +443,40 @@ async fn job(
             _ = tokio::time::sleep_until(deadline) => {}
         }
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecisionsQuery {
+    #[serde(default)]
+    job: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/decisions", tag = "jobs",
+    params(("job" = Option<String>, Query, description = "only this job's rows (job-N or N)")),
+    responses((status = 200, body = DecisionLog),
+        (status = 400, description = "not a job id", body = ErrorBody),
+        (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// The decision record: every map and reduce launch and every declined
+/// offer, with the rule that allowed or declined it (empty unless
+/// cluster.toml sets `master.decisions = true`).
+async fn decisions(
+    State(s): State<Arc<AppState>>,
+    Query(q): Query<DecisionsQuery>,
+) -> Result<Json<DecisionLog>, ApiError> {
+    let job = q
+        .job
+        .as_deref()
+        .map(parse_job_id)
+        .transpose()
+        .map_err(ApiError::bad_request)?;
+    Ok(Json(s.with(|m, now| DecisionLog {
+        recording: m.recording_decisions(),
+        now_ms: now,
+        now_unix_ms: common::unix_ms(),
+        workers: m.worker_names(),
+        decisions: m.decisions(job),
+    })))
 }
 
 #[utoipa::path(get, path = "/v1/cluster", tag = "cluster",

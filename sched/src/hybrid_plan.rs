@@ -4,6 +4,7 @@
 //! plan (which task goes to which private worker or public instance), and
 //! the launch of planned tasks when slots are offered.
 
+use crate::decision::Rule;
 use crate::hybrid::{HybridView, InstanceId};
 use crate::view::{ClusterView, JobView, Millis, SchedContext};
 use base::public::PublicType;
@@ -281,7 +282,7 @@ impl Plans {
     /// of an instance that is gone).
     pub fn fill(&self, ctx: &mut SchedContext<'_>, worker: WorkerId, order: &[JobId], steal: bool) {
         let instance = ctx.view().hybrid().instance_of(worker);
-        ctx.fill(worker, |view| {
+        ctx.fill_by(worker, Rule::Plan, |view| {
             for j in order {
                 let (Some(job), Some(plan)) = (view.job(*j), self.jobs.get(j)) else {
                     continue;

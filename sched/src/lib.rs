@@ -12,6 +12,7 @@
 //! - [`model`]: instances, cost models, assignments, evaluation, generator;
 //! - [`offline`]: BAR, DynDLOff, LIST, LTFPA, MaxCover-BalAssign;
 //! - [`hybrid`]: public instance types, instances, task-time estimates;
+//! - [`decision`]: the decision record's rows and reasons;
 //! - [`view`]: `ClusterView`, `SchedContext`, the `Scheduler` trait
 //!   (with the pending-task queue, `pending`);
 //! - [`order`], [`pick`], [`assign`]: job ordering, task picking, matching
@@ -30,6 +31,7 @@
 
 pub mod algo;
 pub mod assign;
+pub mod decision;
 pub mod hybrid;
 pub mod hybrid_plan;
 pub mod hybrid_sim;

@@ -3,6 +3,7 @@
 //! remaining, earliest deadline), fair-share order by group shares, and
 //! group weights.
 
+use crate::decision::Why;
 use crate::view::{ClusterView, JobView};
 use base::JobId;
 use serde::{Deserialize, Serialize};
@@ -60,6 +61,27 @@ impl JobOrder {
             JobOrder::Fair => "fair",
             JobOrder::ShortestRemaining => "shortest-remaining",
             JobOrder::Deadline => "deadline",
+        }
+    }
+
+    /// `job`'s key in this order (smaller goes first): its submission time
+    /// (ms), running tasks, tasks left, or deadline (ms; none: infinite).
+    pub fn key(&self, job: &JobView) -> f64 {
+        match self {
+            JobOrder::Fifo => job.submitted_at as f64,
+            JobOrder::Fair => f64::from(job.running),
+            JobOrder::ShortestRemaining => job.pending_len() as f64 + f64::from(job.running),
+            JobOrder::Deadline => job.qos.deadline.map_or(f64::INFINITY, |d| d as f64),
+        }
+    }
+
+    /// `why` with `job`'s place `rank` in this order and its key.
+    pub fn ranked(&self, why: Why, job: &JobView, rank: usize) -> Why {
+        Why {
+            order: Some(self.name()),
+            rank: rank as u32,
+            key: Some(self.key(job)),
+            ..why
         }
     }
 

@@ -2,6 +2,8 @@
 //! job a free slot takes (a data-local one, a random one, dl-sched's choice)
 //! and delay scheduling's per-job skip state.
 
+use crate::decision::{Pick, Rule, Why};
+use crate::order::JobOrder;
 use crate::view::{ClusterView, JobView, Millis};
 use base::{JobId, TaskRef, WorkerId};
 use rand_chacha::ChaCha8Rng;
@@ -178,40 +180,71 @@ impl LocalityWait {
         self.from
     }
 
-    /// What `job` launches on `worker` now, if anything.
+    /// What `job` launches on `worker` now, with the rule that allows it,
+    /// or why it declines (its wait and threshold).
     pub fn choose(
         &mut self,
         rng: &mut ChaCha8Rng,
         now: Millis,
         worker: WorkerId,
         job: &JobView,
-    ) -> Option<(TaskRef, WorkerId)> {
+    ) -> Result<Pick, Why> {
+        let threshold = self.threshold;
+        let local = |t: &crate::view::PendingTask| Pick {
+            task: t.task,
+            source: worker,
+            why: Why::rule(Rule::DataLocal),
+        };
+        // A remote pick (or a local one, when the random task happens to
+        // have a replica here) allowed by `rule`.
+        let remote = |rng: &mut ChaCha8Rng, rule: Rule, waited: Millis| {
+            random_task(rng, job, worker, self.pick)
+                .map(|(task, source)| Pick {
+                    task,
+                    source,
+                    why: Why::rule(if source == worker {
+                        Rule::DataLocal
+                    } else {
+                        rule
+                    })
+                    .waited(waited, threshold),
+                })
+                .ok_or(Why::rule(Rule::NothingToRun).for_job(job.id))
+        };
+        let waiting = |waited: Millis| {
+            Err(Why::rule(Rule::Waiting)
+                .waited(waited, threshold)
+                .for_job(job.id))
+        };
         match self.from {
             WaitFrom::FirstSkip => {
                 if let Some(t) = job.local_task(worker) {
                     self.since.remove(&job.id);
-                    return Some((t.task, worker));
+                    return Ok(local(t));
                 }
-                let since = *self.since.entry(job.id).or_insert(now);
-                if now.saturating_sub(since) >= self.threshold {
-                    random_task(rng, job, worker, self.pick)
+                let waited = now.saturating_sub(*self.since.entry(job.id).or_insert(now));
+                if waited >= threshold {
+                    // Zaharia's `j.skipped`: over the threshold until the
+                    // next local launch.
+                    remote(rng, Rule::WaitOver, waited)
                 } else {
-                    None
+                    waiting(waited)
                 }
             }
             WaitFrom::LastLaunch => {
                 let choice = match job.local_task(worker) {
-                    Some(t) => Some((t.task, worker)),
+                    Some(t) => Ok(local(t)),
                     None => {
                         let since = self.since.get(&job.id).copied().unwrap_or(job.submitted_at);
-                        if now.saturating_sub(since) >= self.threshold {
-                            random_task(rng, job, worker, self.pick)
+                        let waited = now.saturating_sub(since);
+                        if waited >= threshold {
+                            remote(rng, Rule::WaitOver, waited)
                         } else {
-                            None
+                            waiting(waited)
                         }
                     }
                 };
-                if choice.is_some() {
+                if choice.is_ok() {
                     self.since.insert(job.id, now);
                 }
                 choice
@@ -219,25 +252,31 @@ impl LocalityWait {
             WaitFrom::Spark => {
                 let id = job.id;
                 let choice = match job.local_task(worker) {
-                    Some(t) => Some((t.task, worker)),
+                    Some(t) => Ok(local(t)),
                     None => {
                         let since = self.since.get(&id).copied().unwrap_or(job.submitted_at);
-                        if now.saturating_sub(since) >= self.threshold {
+                        let waited = now.saturating_sub(since);
+                        let rule = if self.any_level.contains(&id) {
+                            Rule::RemoteLevel
+                        } else {
+                            Rule::WaitOver
+                        };
+                        if waited >= threshold {
                             self.any_level.insert(id);
                         }
                         if self.any_level.contains(&id) {
-                            random_task(rng, job, worker, self.pick)
+                            remote(rng, rule, waited)
                         } else {
                             self.declined.insert(id);
-                            None
+                            waiting(waited)
                         }
                     }
                 };
-                if let Some((_, src)) = choice {
+                if let Ok(p) = &choice {
                     if !self.declined.contains(&id) || self.any_level.contains(&id) {
                         self.since.insert(id, now);
                         self.declined.remove(&id);
-                        if src == worker {
+                        if p.source == worker {
                             self.any_level.remove(&id);
                         }
                     }
@@ -249,14 +288,20 @@ impl LocalityWait {
                 let choice = match job.local_task(worker) {
                     Some(t) => {
                         self.hb.remote_level.remove(&job.id);
-                        Some((t.task, worker))
+                        Ok(local(t))
                     }
                     None => {
                         let waited = self.since.get(&job.id).copied().unwrap_or(0);
-                        if waited >= self.threshold || self.hb.remote_level.contains(&job.id) {
-                            let c = random_task(rng, job, worker, self.pick);
-                            if let Some((_, src)) = c {
-                                if src == worker {
+                        let level = self.hb.remote_level.contains(&job.id);
+                        if waited >= threshold || level {
+                            let rule = if level {
+                                Rule::RemoteLevel
+                            } else {
+                                Rule::WaitOver
+                            };
+                            let c = remote(rng, rule, waited);
+                            if let Ok(p) = &c {
+                                if p.source == worker {
                                     self.hb.remote_level.remove(&job.id);
                                 } else {
                                     self.hb.remote_level.insert(job.id);
@@ -264,11 +309,11 @@ impl LocalityWait {
                             }
                             c
                         } else {
-                            None
+                            waiting(waited)
                         }
                     }
                 };
-                if choice.is_some() {
+                if choice.is_ok() {
                     self.since.insert(job.id, 0);
                     self.hb.launched.insert(job.id);
                 }
@@ -328,7 +373,9 @@ impl LocalityWait {
 
 /// What the first job in `order` that launches something would launch on
 /// `worker` now, under the delay rule of `wait`: the choice of one free slot
-/// for [`crate::SchedContext::fill`].
+/// for [`crate::SchedContext::fill_why`], with the job's place in the order
+/// (`order_name` and each job's key by `key`); or why the first job
+/// visited declined.
 pub fn first_choice(
     wait: &mut LocalityWait,
     rng: &mut ChaCha8Rng,
@@ -336,9 +383,22 @@ pub fn first_choice(
     worker: WorkerId,
     view: &ClusterView,
     order: &[JobId],
-) -> Option<(TaskRef, WorkerId)> {
-    order.iter().find_map(|&id| {
-        let job = view.job(id).filter(|j| j.has_pending())?;
-        wait.choose(rng, now, worker, job)
-    })
+    job_order: JobOrder,
+) -> Result<Pick, Why> {
+    let mut first_decline = None;
+    for (rank, &id) in order.iter().enumerate() {
+        let Some(job) = view.job(id).filter(|j| j.has_pending()) else {
+            continue;
+        };
+        match wait.choose(rng, now, worker, job) {
+            Ok(mut p) => {
+                p.why = job_order.ranked(p.why, job, rank);
+                return Ok(p);
+            }
+            Err(why) => {
+                first_decline.get_or_insert(job_order.ranked(why, job, rank));
+            }
+        }
+    }
+    Err(first_decline.unwrap_or(Why::rule(Rule::NothingToRun)))
 }

@@ -325,6 +325,7 @@ pub fn offer_reduces(
     worker: WorkerId,
     view: &mut ClusterView,
 ) -> Vec<TaskRef> {
+    crate::view::begin_reduce_offer(view, now, worker);
     let mut ctx = SchedContext::new(view);
     placer.offer(now, worker, &mut ctx);
     ctx.into_reduces()

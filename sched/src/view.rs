@@ -14,6 +14,7 @@
 //! on any worker with free slots (the master delivers those launches at that
 //! worker's next heartbeat).
 
+use crate::decision::{Decision, Kind, Locality, Pick, Recorder, Rule, Why};
 use crate::pending::PendingQueue;
 pub use crate::pending::PendingTask;
 use base::{JobId, TaskRef, WorkerId};
@@ -201,6 +202,9 @@ pub struct ClusterView {
     /// workers of each rack in id order.
     rack_of: FxHashMap<WorkerId, u32>,
     rack_members: FxHashMap<u32, Vec<WorkerId>>,
+    /// The decision record, when its owner keeps one
+    /// ([`crate::decision`]).
+    record: Option<Box<Recorder>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -225,6 +229,63 @@ pub enum SchedError {
 impl ClusterView {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    // ---- the decision record ----
+
+    /// Starts (or stops, dropping what was kept) the decision record.
+    pub fn record_decisions(&mut self, on: bool) {
+        self.record = on.then(Box::default);
+    }
+
+    pub fn recording(&self) -> bool {
+        self.record.is_some()
+    }
+
+    /// The decisions recorded since the last call, oldest first.
+    pub fn take_decisions(&mut self) -> Vec<Decision> {
+        self.record
+            .as_mut()
+            .map(|r| std::mem::take(&mut r.rows))
+            .unwrap_or_default()
+    }
+
+    /// Where `source` is seen from `worker`.
+    pub fn locality(&self, worker: WorkerId, source: WorkerId) -> Locality {
+        if worker == source {
+            Locality::NodeLocal
+        } else if self.has_racks()
+            && self.rack_of(worker).is_some()
+            && self.rack_of(worker) == self.rack_of(source)
+        {
+            Locality::RackLocal
+        } else {
+            Locality::Remote
+        }
+    }
+
+    fn begin_offer(&mut self, now: Millis, worker: WorkerId) {
+        let free = self.free_slots(worker);
+        if let Some(r) = self.record.as_mut() {
+            r.begin(now, worker, free);
+        }
+    }
+
+    /// Records that the offer under way launched no map (when some job had
+    /// a pending one).
+    fn record_idle(&mut self) {
+        let Some(head) = self.head_job().map(|j| j.id) else {
+            return;
+        };
+        let Some(r) = self.record.as_mut() else {
+            return;
+        };
+        let why = r
+            .declined
+            .unwrap_or(Why::rule(Rule::Unexplained).for_job(head));
+        let mut d = Recorder::with_why(r.row(Kind::Idle, why.rule), &why);
+        d.job = why.job;
+        r.rows.push(d);
     }
 
     // ---- queries ----
@@ -718,16 +779,61 @@ impl<'a> SchedContext<'a> {
         worker: WorkerId,
         source: WorkerId,
     ) -> Result<(), SchedError> {
+        self.launch_why(task, worker, source, Why::default())
+    }
+
+    /// [`SchedContext::launch`], saying why for the decision record.
+    pub fn launch_why(
+        &mut self,
+        task: TaskRef,
+        worker: WorkerId,
+        source: WorkerId,
+        why: Why,
+    ) -> Result<(), SchedError> {
         let mut a = Assignment {
             task,
             worker,
             source,
             len: 0,
         };
+        // The replicas as the policy saw them (the launch removes the task).
+        let replicas = match self.view.record {
+            Some(_) => self
+                .view
+                .job(task.job)
+                .and_then(|j| j.pending_task(task.index))
+                .map(|t| t.replicas.clone()),
+            None => None,
+        };
         let t = self.view.apply(&a)?;
         a.len = t.len;
         self.launched.push(a);
+        let locality = replicas
+            .is_some()
+            .then(|| self.view.locality(worker, source));
+        if let (Some(r), Some(locality)) = (self.view.record.as_mut(), locality) {
+            let mut why = why;
+            if why.rule == Rule::Unexplained && locality == Locality::NodeLocal {
+                why.rule = Rule::DataLocal;
+            }
+            let mut d = Recorder::with_why(r.row(Kind::Map, why.rule), &why);
+            d.job = Some(task.job);
+            d.task = Some(task.index);
+            d.worker = Some(worker);
+            d.source = Some(source);
+            d.locality = Some(locality);
+            d.replicas = replicas.unwrap_or_default();
+            r.rows.push(d);
+        }
         Ok(())
+    }
+
+    /// Records that the policy declined the rest of this offer, and why
+    /// (a no-op unless the view records decisions).
+    pub fn decline(&mut self, why: Why) {
+        if let Some(r) = self.view.record.as_mut() {
+            r.declined = Some(why);
+        }
     }
 
     /// Gives `worker`'s free slots, one at a time, to `choose`, which names
@@ -740,12 +846,58 @@ impl<'a> SchedContext<'a> {
         worker: WorkerId,
         mut choose: impl FnMut(&ClusterView) -> Option<(TaskRef, WorkerId)>,
     ) -> u32 {
+        self.fill_why(worker, |view| {
+            choose(view)
+                .map(|(task, source)| Pick {
+                    task,
+                    source,
+                    why: Why::default(),
+                })
+                .ok_or_else(Why::default)
+        })
+    }
+
+    /// [`SchedContext::fill`], recording each launch under `rule` (a launch
+    /// that reads its input where it runs as data-local, unless the rule is
+    /// [`Rule::Plan`]).
+    pub fn fill_by(
+        &mut self,
+        worker: WorkerId,
+        rule: Rule,
+        mut choose: impl FnMut(&ClusterView) -> Option<(TaskRef, WorkerId)>,
+    ) -> u32 {
+        self.fill_why(worker, |view| {
+            choose(view)
+                .map(|(task, source)| Pick {
+                    task,
+                    source,
+                    why: Why::rule(if source == worker && rule != Rule::Plan {
+                        Rule::DataLocal
+                    } else {
+                        rule
+                    }),
+                })
+                .ok_or_else(Why::default)
+        })
+    }
+
+    /// [`SchedContext::fill`] with reasons: `choose` names a [`Pick`], or
+    /// says why it launches nothing (for the decision record).
+    pub fn fill_why(
+        &mut self,
+        worker: WorkerId,
+        mut choose: impl FnMut(&ClusterView) -> Result<Pick, Why>,
+    ) -> u32 {
         let mut launched = 0;
         while self.view.free_slots(worker) > 0 {
-            let Some((task, source)) = choose(self.view) else {
-                break;
+            let p = match choose(self.view) {
+                Ok(p) => p,
+                Err(why) => {
+                    self.decline(why);
+                    break;
+                }
             };
-            if self.launch(task, worker, source).is_err() {
+            if self.launch_why(p.task, worker, p.source, p.why).is_err() {
                 break;
             }
             launched += 1;
@@ -758,6 +910,13 @@ impl<'a> SchedContext<'a> {
     pub fn launch_reduce(&mut self, task: TaskRef, worker: WorkerId) -> Result<(), SchedError> {
         self.view.apply_reduce(task, worker)?;
         self.reduces.push(task);
+        if let Some(r) = self.view.record.as_mut() {
+            let mut d = r.row(Kind::Reduce, Rule::ReducePlacement);
+            d.job = Some(task.job);
+            d.task = Some(task.index);
+            d.worker = Some(worker);
+            r.rows.push(d);
+        }
         Ok(())
     }
 
@@ -834,7 +993,18 @@ pub fn offer(
     if view.free_slots(worker) == 0 {
         return Vec::new();
     }
+    view.begin_offer(now, worker);
     let mut ctx = SchedContext::new(view);
     sched.offer(now, worker, &mut ctx);
-    ctx.into_launched()
+    let launched = ctx.into_launched();
+    if launched.is_empty() && view.recording() {
+        view.record_idle();
+    }
+    launched
+}
+
+/// Begins a reduce offer in the decision record (see
+/// [`crate::offer_reduces`]).
+pub(crate) fn begin_reduce_offer(view: &mut ClusterView, now: Millis, worker: WorkerId) {
+    view.begin_offer(now, worker);
 }

@@ -172,7 +172,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 env.stop();
                 let wall = t0.elapsed().as_secs_f64();
                 let (record, rows) = match result {
-                    Ok((reports, t0_unix, timelines)) => {
+                    Ok((reports, t0_unix, timelines, decisions)) => {
                         let (map_workers, _) = spec.machines();
                         let mut rec = RunRecord::from_reports(
                             &point.label,
@@ -198,6 +198,13 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                             timeline::slug(&point.label),
                             timeline::slug(&s.label)
                         );
+                        if let Some(log) = &decisions {
+                            write_decisions(
+                                &out.join("decisions").join(format!("{file}.csv.gz")),
+                                log,
+                                t0_unix,
+                            )?;
+                        }
                         timeline::plot(
                             &out.join("timelines"),
                             &file,
@@ -586,6 +593,7 @@ impl RunEnv<'_> {
             master: MasterSection {
                 listen: addr(0),
                 journal: PathBuf::from("run/master/journal.jsonl"),
+                decisions: shaped && c.decisions,
             },
             scheduler: scheduler.clone(),
             workers: WorkerDefaults {
@@ -697,10 +705,7 @@ pub fn arrivals(seed: u64, count: u32, window_s: [f64; 2]) -> Vec<u64> {
 /// One run: a fresh cluster with `sched`, the jobs at their arrival times,
 /// until all end. Returns the reports, the run's start (unix ms) and the
 /// workers' timelines.
-async fn run_once(
-    env: &RunEnv<'_>,
-    sched: &NamedScheduler,
-) -> anyhow::Result<(Vec<JobReport>, u64, Vec<common::wire::WorkerTimeline>)> {
+async fn run_once(env: &RunEnv<'_>, sched: &NamedScheduler) -> anyhow::Result<RunOutcome> {
     let cfg = env.config(&sched.config, sched.reduces, true)?;
     // Same data, but no job history: every run's ids start at 1 (output
     // replicas rotate by job id), as they did before the journal.
@@ -813,7 +818,45 @@ async fn run_once(
         .map(|w| (w.name.clone(), format!("http://{}", w.listen)))
         .collect();
     let timelines = timeline::fetch(&client, &workers, t0_unix).await?;
-    Ok((reports, t0_unix, timelines))
+    let decisions = match env.spec.cluster.decisions {
+        true => Some(client.decisions(None).await?),
+        false => None,
+    };
+    Ok((reports, t0_unix, timelines, decisions))
+}
+
+/// A run's job reports, its start (Unix ms), the workers' timelines and,
+/// if the spec keeps it, the master's decision record.
+type RunOutcome = (
+    Vec<JobReport>,
+    u64,
+    Vec<common::wire::WorkerTimeline>,
+    Option<common::wire::DecisionLog>,
+);
+
+/// Writes a run's decision record as gzipped CSV, times in seconds since
+/// the run began (as tasks.csv's).
+pub fn write_decisions(
+    path: &Path,
+    log: &common::wire::DecisionLog,
+    t0_unix: u64,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    // Written aside and renamed: never a partial file under the real name.
+    let tmp = path.with_extension("gz.partial");
+    let f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let mut gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(f), Default::default());
+    writeln!(gz, "t_s,{}", sched::decision::Decision::CSV_HEADER)?;
+    for d in &log.decisions {
+        let t = (log.unix_ms(d) as f64 - t0_unix as f64) / 1000.0;
+        writeln!(gz, "{t:.3},{}", d.csv_row(|w| log.name(w)))?;
+    }
+    gz.finish()?.flush()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
 }
 
 /// `n` distinct free TCP ports on 127.0.0.1, below the kernel's ephemeral

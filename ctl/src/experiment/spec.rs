@@ -156,6 +156,10 @@ pub struct ClusterSpec {
     /// `rack_link_mbps`; needs racks >= 2 and `--deployment netns`).
     #[serde(default)]
     pub rack_link_mbps: Option<f64>,
+    /// Keep the master's decision record in every run (cluster.toml's
+    /// `master.decisions`): written as `decisions/<point>-<scheduler>-r<rep>.csv.gz`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub decisions: bool,
 }
 
 fn one_rack() -> u32 {

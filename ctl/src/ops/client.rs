@@ -113,6 +113,13 @@ impl MasterClient {
         .await
     }
 
+    /// The master's decision record, all of it or job `job`'s.
+    pub async fn decisions(&self, job: Option<JobId>) -> anyhow::Result<common::wire::DecisionLog> {
+        let q = job.map_or(String::new(), |j| format!("?job={}", j.0));
+        self.get(&format!("/v1/decisions{q}"), Duration::from_secs(60))
+            .await
+    }
+
     /// Waits until job `id` ends, however long that takes.
     pub async fn wait_job(&self, id: JobId) -> anyhow::Result<JobReport> {
         loop {

@@ -121,3 +121,37 @@ pub fn job_report(j: &JobReport) -> String {
     }
     s
 }
+
+/// A decision record as one sentence a row, with a count of launches by
+/// locality and rule first.
+pub fn decisions(log: &common::wire::DecisionLog) -> String {
+    use sched::decision::Kind;
+    let mut by_rule: std::collections::BTreeMap<(&str, &str), u32> = Default::default();
+    for d in log.decisions.iter().filter(|d| d.kind == Kind::Map) {
+        let l = d.locality.map_or("", |l| l.name());
+        *by_rule.entry((l, d.rule.name())).or_default() += 1;
+    }
+    let mut s = String::new();
+    let idle = log
+        .decisions
+        .iter()
+        .filter(|d| d.kind == Kind::Idle)
+        .count();
+    s += &format!(
+        "{} rows: {} map launches, {} reduce launches, {idle} declined offers\n",
+        log.decisions.len(),
+        by_rule.values().sum::<u32>(),
+        log.decisions
+            .iter()
+            .filter(|d| d.kind == Kind::Reduce)
+            .count(),
+    );
+    for ((l, r), n) in &by_rule {
+        s += &format!("  {n:>6} {l} by {r}\n");
+    }
+    for d in &log.decisions {
+        s += &d.explain(|w| log.name(w));
+        s.push('\n');
+    }
+    s
+}

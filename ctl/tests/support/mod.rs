@@ -53,8 +53,24 @@ pub async fn start_cluster_roles(
     heartbeat_ms: u64,
     tune: impl Fn(&mut worker::WorkerOptions),
 ) -> LocalCluster {
+    start_cluster_tuned(dir, token, slots, nic, roles, heartbeat_ms, |_| {}, tune).await
+}
+
+/// [`start_cluster_roles`], with `tune_master` adjusting the master's
+/// settings (its scheduler, the decision record) first.
+#[allow(dead_code, clippy::too_many_arguments)] // not every including crate uses it
+pub async fn start_cluster_tuned(
+    dir: &Path,
+    token: &str,
+    slots: u32,
+    nic: &[Option<f64>],
+    roles: &[common::config::Role],
+    heartbeat_ms: u64,
+    tune_master: impl FnOnce(&mut MasterSettings),
+    tune: impl Fn(&mut worker::WorkerOptions),
+) -> LocalCluster {
     let n = nic.len() as u32;
-    let settings = MasterSettings {
+    let mut settings = MasterSettings {
         journal: None,
         public_types: Vec::new(),
         public: Default::default(),
@@ -81,7 +97,9 @@ pub async fn start_cluster_roles(
                 rack: common::config::DEFAULT_RACK.into(),
             })
             .collect(),
+        record_decisions: false,
     };
+    tune_master(&mut settings);
     let m = master::http::start("127.0.0.1:0".parse().unwrap(), token, settings)
         .await
         .unwrap();

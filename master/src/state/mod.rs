@@ -87,6 +87,9 @@ pub struct MasterSettings {
     /// How instances are started; `None`: nobody starts them (tests of
     /// the state alone).
     pub provision: Option<crate::provision::Provisioning>,
+    /// Keep the decision record (`master.decisions`): every launch and
+    /// declined offer with its reason.
+    pub record_decisions: bool,
 }
 
 impl MasterSettings {
@@ -110,6 +113,7 @@ impl MasterSettings {
             slot_rate_mbs: cfg.workers.slot_rate_mbs,
             provision: crate::provision::ProvisionSettings::from_config(cfg)
                 .map(crate::provision::Provisioning::processes),
+            record_decisions: cfg.master.decisions,
         }
     }
 }
@@ -401,6 +405,9 @@ pub struct Master {
     /// The workers' racks in order of first appearance; a worker's rack in
     /// the view is its index here.
     racks: Vec<String>,
+    /// The decision record since the master started (empty unless
+    /// `record_decisions`).
+    decisions: Vec<sched::decision::Decision>,
 }
 
 impl Master {
@@ -422,6 +429,7 @@ impl Master {
                 racks.push(w.rack.clone());
             }
         }
+        let record_decisions = settings.record_decisions;
         let mut m = Master {
             racks,
             settings,
@@ -429,7 +437,11 @@ impl Master {
             storage: Default::default(),
             jobs: HashMap::new(),
             next_job: 1,
-            view: ClusterView::new(),
+            view: {
+                let mut v = ClusterView::new();
+                v.record_decisions(record_decisions);
+                v
+            },
             reducer,
             scheduler,
             finished_jobs: 0,
@@ -440,6 +452,7 @@ impl Master {
             instances: Vec::new(),
             provision: Vec::new(),
             clock: 0,
+            decisions: Vec::new(),
         };
         m.init_public();
         m
@@ -466,6 +479,25 @@ impl Master {
 
     pub fn view(&self) -> &ClusterView {
         &self.view
+    }
+
+    /// Whether the master keeps the decision record.
+    pub fn recording_decisions(&self) -> bool {
+        self.view.recording()
+    }
+
+    /// The decision record (all of it, or one job's rows), oldest first.
+    pub fn decisions(&self, job: Option<JobId>) -> Vec<sched::decision::Decision> {
+        self.decisions
+            .iter()
+            .filter(|d| job.is_none() || d.job == job)
+            .cloned()
+            .collect()
+    }
+
+    /// The workers' names by id (the decision record's worker ids).
+    pub fn worker_names(&self) -> Vec<String> {
+        self.workers.iter().map(|w| w.name.clone()).collect()
     }
 
     fn worker_name(&self, w: WorkerId) -> String {

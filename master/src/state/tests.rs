@@ -14,6 +14,7 @@ pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
         public: Default::default(),
         slot_rate_mbs: None,
         provision: None,
+        record_decisions: false,
         heartbeat_ms: 100,
         worker_timeout_ms: 1000,
         max_task_attempts: 2,

@@ -179,6 +179,10 @@ impl Master {
         }
         self.after_decisions(now);
         self.metrics.decision_made(decision.elapsed().as_secs_f64());
+        if self.view.recording() {
+            let rows = self.view.take_decisions();
+            self.decisions.extend(rows);
+        }
         for l in &launches {
             self.workers[id.0 as usize].running.insert(l.attempt, seq);
         }

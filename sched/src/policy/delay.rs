@@ -174,11 +174,11 @@ impl Scheduler for Delay {
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let (wait, rng, order) = (&mut self.wait, &mut self.rng, self.order);
-        ctx.fill(worker, |view| {
+        ctx.fill_why(worker, |view| {
             // One group: the order is by running tasks, then submission
             // (or, as an ablation, submission only).
-            let order = job_order(view, order);
-            first_choice(wait, rng, now, worker, view, &order)
+            let jobs = job_order(view, order);
+            first_choice(wait, rng, now, worker, view, &jobs, order)
         });
         self.wait.offer_done();
         let view = ctx.view();

@@ -36,6 +36,7 @@
 //! Parameters: `w_s` (W, seconds), `remote_s` (seconds a data-remote task
 //! takes alone), `theta` (θ).
 
+use crate::decision::{Pick, Rule, Why};
 use crate::order::job_order;
 use crate::pick::random_task;
 use crate::policy::{fmt_num, nonneg, secs_to_ms, JobOrder, Policy, RemotePick};
@@ -296,54 +297,96 @@ impl Scheduler for DyndlOn {
                 clocks = Some(c);
             }
         }
-        ctx.fill(worker, |view| {
+        ctx.fill_why(worker, |view| {
             // FIFO walks the jobs in place; another order is computed per slot.
             let ordered = (order != JobOrder::Fifo).then(|| job_order(view, order));
             let (local, head) = match &ordered {
                 None => (
-                    view.jobs().find_map(|j| j.local_task(worker)),
+                    view.jobs()
+                        .filter(|j| j.has_pending())
+                        .enumerate()
+                        .find_map(|(rank, j)| Some((rank, j, j.local_task(worker)?))),
                     view.head_job(),
                 ),
                 Some(jobs) => (
-                    jobs.iter().find_map(|id| view.job(*id)?.local_task(worker)),
+                    jobs.iter().enumerate().find_map(|(rank, id)| {
+                        let j = view.job(*id)?;
+                        Some((rank, j, j.local_task(worker)?))
+                    }),
                     jobs.first().and_then(|id| view.job(*id)),
                 ),
             };
-            if let Some(t) = local {
+            if let Some((rank, job, t)) = local {
                 waiting_since.remove(&worker);
                 if let (Some(c), Some(i)) = (clocks.as_deref_mut(), free.pop_front()) {
                     c[i] = now;
                 }
-                return Some((t.task, worker));
+                return Ok(Pick {
+                    task: t.task,
+                    source: worker,
+                    why: order.ranked(Why::rule(Rule::DataLocal), job, rank),
+                });
             }
             // Nothing pending: not waiting for anything.
             let (Some(wv), Some(job)) = (view.worker(worker), head) else {
                 waiting_since.remove(&worker);
-                return None;
+                return Err(Why::rule(Rule::NothingToRun));
             };
             let (r, slots) = (wv.remote_running, wv.slots);
             let delay = delays.delay(r, slots);
             let blocked = one_remote && r >= 1;
+            // The head job goes remote once the worker's (or core's) wait
+            // is over.
+            let decide = |waited: Millis| {
+                let why = order
+                    .ranked(Why::rule(Rule::Waiting), job, 0)
+                    .waited(waited, delay)
+                    .for_job(job.id);
+                if blocked {
+                    Err(Why {
+                        rule: Rule::RemoteLimit,
+                        ..why
+                    })
+                } else if waited < delay {
+                    Err(why)
+                } else {
+                    Ok(why)
+                }
+            };
+            let remote = |rng: &mut ChaCha8Rng, why: Why| {
+                let (task, source) = random_task(rng, job, worker, pick)
+                    .ok_or(Why::rule(Rule::NothingToRun).for_job(job.id))?;
+                let rule = if source == worker {
+                    Rule::DataLocal
+                } else {
+                    Rule::WaitOver
+                };
+                Ok::<_, Why>(Pick {
+                    task,
+                    source,
+                    why: Why {
+                        rule,
+                        job: None,
+                        ..why
+                    },
+                })
+            };
             match clocks.as_deref_mut() {
                 Some(c) => {
-                    let &i = free.front()?;
-                    if blocked || now.saturating_sub(c[i]) < delay {
-                        return None;
-                    }
-                    let choice = random_task(rng, job, worker, pick)?;
+                    let &i = free.front().ok_or(Why::rule(Rule::Unexplained))?;
+                    let why = decide(now.saturating_sub(c[i]))?;
+                    let choice = remote(rng, why)?;
                     free.pop_front();
                     c[i] = now;
-                    Some(choice)
+                    Ok(choice)
                 }
                 None => {
                     // The wait runs while a remote task blocks the slot.
                     let since = *waiting_since.entry(worker).or_insert(now);
-                    if blocked || now.saturating_sub(since) < delay {
-                        return None;
-                    }
-                    let choice = random_task(rng, job, worker, pick)?;
+                    let why = decide(now.saturating_sub(since))?;
+                    let choice = remote(rng, why)?;
                     waiting_since.remove(&worker);
-                    Some(choice)
+                    Ok(choice)
                 }
             }
         });

@@ -10,7 +10,7 @@
 //! under the delay rule of [`super::delay`] with threshold `delay_s`
 //! (0 = launch remotely at once, i.e. fair sharing without delay).
 
-use crate::order::fair_order;
+use crate::order::{fair_order, JobOrder};
 use crate::pick::{first_choice, LocalityWait};
 use crate::policy::{check_weights, fmt_num, nonneg, secs_to_ms, Policy, RemotePick, Weights};
 use crate::view::{Millis, SchedContext, Scheduler};
@@ -94,9 +94,9 @@ impl Scheduler for Fair {
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let (wait, rng, weights) = (&mut self.wait, &mut self.rng, &self.weights);
-        ctx.fill(worker, |view| {
+        ctx.fill_why(worker, |view| {
             let order = fair_order(view, weights, true);
-            first_choice(wait, rng, now, worker, view, &order)
+            first_choice(wait, rng, now, worker, view, &order, JobOrder::Fair)
         });
         let view = ctx.view();
         self.wait.retain(|j| view.job(j).is_some());

@@ -12,6 +12,7 @@
 //! [`JobOrder`] (the head job is the first of that order): an ablation,
 //! labelled `hadoop(fair)` and so on.
 
+use crate::decision::{Pick, Rule, Why};
 use crate::order::first_job;
 use crate::pick::random_task;
 use crate::policy::{JobOrder, Policy, RemotePick};
@@ -109,14 +110,29 @@ impl Scheduler for Hadoop {
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let (rng, pick, order) = (&mut self.rng, self.params.pick, self.params.order);
-        ctx.fill(worker, |view| {
-            let job = first_job(view, order)?;
-            match job.local_task(worker) {
-                Some(t) => Some((t.task, worker)),
-                None => view
-                    .rack_local_task(job, worker)
-                    .or_else(|| random_task(rng, job, worker, pick)),
-            }
+        ctx.fill_why(worker, |view| {
+            let job = first_job(view, order).ok_or(Why::rule(Rule::NothingToRun))?;
+            let (rule, (task, source)) = match job.local_task(worker) {
+                Some(t) => (Rule::DataLocal, (t.task, worker)),
+                None => match view.rack_local_task(job, worker) {
+                    Some(c) => (Rule::RackLocal, c),
+                    None => (
+                        Rule::NoWait,
+                        random_task(rng, job, worker, pick)
+                            .ok_or(Why::rule(Rule::NothingToRun).for_job(job.id))?,
+                    ),
+                },
+            };
+            let rule = if source == worker {
+                Rule::DataLocal
+            } else {
+                rule
+            };
+            Ok(Pick {
+                task,
+                source,
+                why: order.ranked(Why::rule(rule), job, 0),
+            })
         });
     }
 }

@@ -17,6 +17,7 @@
 //! the offered one.
 
 use crate::assign::max_matching;
+use crate::decision::{Rule, Why};
 use crate::view::{ClusterView, Millis, SchedContext, Scheduler};
 use base::{TaskRef, WorkerId};
 use rand::{Rng, SeedableRng};
@@ -67,7 +68,10 @@ impl Scheduler for Lsap {
     fn offer(&mut self, _now: Millis, _worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let plan = plan(ctx.view(), &mut self.rng);
         for (task, worker, source) in plan {
-            if ctx.launch(task, worker, source).is_err() {
+            if ctx
+                .launch_why(task, worker, source, Why::rule(Rule::Plan))
+                .is_err()
+            {
                 return;
             }
         }

@@ -24,6 +24,7 @@
 //! A batch policy: it launches on every worker with a free slot.
 
 use crate::assign::min_cost_assignment;
+use crate::decision::{Rule, Why};
 use crate::order::group_weights;
 use crate::policy::{check_weights, fmt_num, nonneg, Policy, Weights};
 use crate::view::{ClusterView, Millis, PendingTask, SchedContext, Scheduler};
@@ -131,7 +132,10 @@ impl Scheduler for LsapFair {
             &mut self.rng,
         );
         for (task, worker, source) in plan {
-            if ctx.launch(task, worker, source).is_err() {
+            if ctx
+                .launch_why(task, worker, source, Why::rule(Rule::Plan))
+                .is_err()
+            {
                 return;
             }
         }

@@ -17,6 +17,7 @@
 //! An opportunity is one offer of one free slot: in the master, a
 //! heartbeat or a finished task; in the simulator, a core freeing or a tick.
 
+use crate::decision::{Pick, Rule, Why};
 use crate::order::first_job;
 use crate::pick::{dl_choice, random_task};
 use crate::policy::{fmt_num, unit_interval, JobOrder, Policy, RemotePick};
@@ -183,20 +184,41 @@ impl Scheduler for Ds {
         let threshold = self.params.fraction * live;
         let order = self.params.order;
         let (counter, rng) = (&mut self.counter, &mut self.rng);
-        ctx.fill(worker, |view| {
-            let job = first_job(view, order)?;
+        ctx.fill_why(worker, |view| {
+            let job = first_job(view, order).ok_or(Why::rule(Rule::NothingToRun))?;
+            let ranked = |rule: Rule| order.ranked(Why::rule(rule), job, 0);
             match job.local_task(worker) {
                 Some(t) => {
                     *counter = 0;
-                    Some((t.task, worker))
+                    Ok(Pick {
+                        task: t.task,
+                        source: worker,
+                        why: ranked(Rule::DataLocal),
+                    })
                 }
                 None => {
+                    // The wait here is counted in skipped opportunities,
+                    // not time: the record's `waited_ms` stays empty.
                     *counter += 1;
+                    let waited = ranked(Rule::Waiting);
                     if *counter as f64 > threshold {
                         *counter = 0;
-                        random_task(rng, job, worker, RemotePick::Random)
+                        let (task, source) = random_task(rng, job, worker, RemotePick::Random)
+                            .ok_or(Why::rule(Rule::NothingToRun).for_job(job.id))?;
+                        Ok(Pick {
+                            task,
+                            source,
+                            why: Why {
+                                rule: if source == worker {
+                                    Rule::DataLocal
+                                } else {
+                                    Rule::WaitOver
+                                },
+                                ..waited
+                            },
+                        })
                     } else {
-                        None
+                        Err(waited.for_job(job.id))
                     }
                 }
             }
@@ -226,14 +248,28 @@ impl Scheduler for Gcc {
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let (rng, idle_fraction, order) =
             (&mut self.rng, self.params.idle_fraction, self.params.order);
-        ctx.fill(worker, |view| {
-            let job = first_job(view, order)?;
+        ctx.fill_why(worker, |view| {
+            let job = first_job(view, order).ok_or(Why::rule(Rule::NothingToRun))?;
             let live = view.live_map_workers() as f64;
             let idle = view.idle_map_workers() as f64;
+            // GCC waits for the cluster's idleness, not for time: the
+            // record's `waited_ms` stays empty.
+            let why = order.ranked(Why::rule(Rule::Waiting), job, 0);
             if job.local_task(worker).is_some() || idle >= idle_fraction * live {
-                dl_choice(rng, job, worker, RemotePick::Random)
+                let (task, source) = dl_choice(rng, job, worker, RemotePick::Random)
+                    .ok_or(Why::rule(Rule::NothingToRun).for_job(job.id))?;
+                let rule = if source == worker {
+                    Rule::DataLocal
+                } else {
+                    Rule::WaitOver
+                };
+                Ok(Pick {
+                    task,
+                    source,
+                    why: Why { rule, ..why },
+                })
             } else {
-                None
+                Err(why.for_job(job.id))
             }
         });
     }

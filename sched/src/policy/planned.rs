@@ -22,6 +22,7 @@
 //! unlaunched task is planned again from the slots as they are now, at most
 //! once every half task length.
 
+use crate::decision::Rule;
 use crate::model::{Cost, Instance};
 use crate::offline::Offline;
 use crate::policy::{fmt_num, nonneg, Policy};
@@ -305,7 +306,7 @@ impl Scheduler for Planned {
         self.drop_stale_plan(now, worker, ctx.view());
         self.plan_new(now, ctx.view());
         let (plan, planned) = (&mut self.plan, &mut self.planned);
-        ctx.fill(worker, |view| loop {
+        ctx.fill_by(worker, Rule::Plan, |view| loop {
             let (task, source) = plan.get_mut(&worker).and_then(VecDeque::pop_front)?;
             planned.remove(&task);
             // A task launched elsewhere is skipped; one whose replica went

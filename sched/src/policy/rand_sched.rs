@@ -7,6 +7,7 @@
 //! from a random replica); otherwise dl-sched's choice (a data-local task of
 //! the head job if any, else a random one). r = 0 is exactly `hadoop`.
 
+use crate::decision::{Pick, Rule, Why};
 use crate::order::first_job;
 use crate::pick::{dl_choice, random_task};
 use crate::policy::{fmt_num, unit_interval, JobOrder, Policy, RemotePick};
@@ -91,14 +92,25 @@ impl Scheduler for RandSched {
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let (rng, coin) = (&mut self.rng, &mut self.coin);
         let (randomness, order) = (self.params.randomness, self.params.order);
-        ctx.fill(worker, |view| {
-            let job = first_job(view, order)?;
+        ctx.fill_why(worker, |view| {
+            let job = first_job(view, order).ok_or(Why::rule(Rule::NothingToRun))?;
             let random = randomness > 0.0 && coin.gen::<f64>() < randomness;
-            if random {
+            let (task, source) = if random {
                 random_task(rng, job, worker, RemotePick::Random)
             } else {
                 dl_choice(rng, job, worker, RemotePick::Random)
             }
+            .ok_or(Why::rule(Rule::NothingToRun).for_job(job.id))?;
+            let rule = match (source == worker, random) {
+                (true, _) => Rule::DataLocal,
+                (false, true) => Rule::Random,
+                (false, false) => Rule::NoWait,
+            };
+            Ok(Pick {
+                task,
+                source,
+                why: order.ranked(Why::rule(rule), job, 0),
+            })
         });
     }
 }

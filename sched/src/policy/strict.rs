@@ -10,6 +10,7 @@
 //! has nothing local here stays idle even if a later job has. (Their best-effort twins FIFO-BE and HFS-BE are `hadoop` and
 //! `fair`.)
 
+use crate::decision::{Pick, Rule, Why};
 use crate::order::job_order;
 use crate::policy::{is_false, JobOrder, Policy};
 use crate::view::{Millis, SchedContext, Scheduler};
@@ -141,17 +142,32 @@ impl Scheduler for Strict {
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let (order, head_only) = (self.params.order, self.params.head_only);
-        ctx.fill(worker, |view| {
+        ctx.fill_why(worker, |view| {
             let jobs = job_order(view, order);
             let looked_at = if head_only {
                 &jobs[..jobs.len().min(1)]
             } else {
                 &jobs[..]
             };
-            let task = looked_at
+            looked_at
                 .iter()
-                .find_map(|id| view.job(*id)?.local_task(worker).map(|t| t.task))?;
-            Some((task, worker))
+                .enumerate()
+                .find_map(|(rank, id)| {
+                    let job = view.job(*id)?;
+                    let t = job.local_task(worker)?;
+                    Some(Pick {
+                        task: t.task,
+                        source: worker,
+                        why: order.ranked(Why::rule(Rule::DataLocal), job, rank),
+                    })
+                })
+                .ok_or_else(|| {
+                    let why = Why::rule(Rule::NoLocalTask);
+                    match jobs.first() {
+                        Some(&j) => why.for_job(j),
+                        None => why,
+                    }
+                })
         });
     }
 }
