@@ -122,6 +122,58 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
             }
         }
     }
+    // The decision record of every run: a row for every map attempt in
+    // tasks.csv (and for launches a worker refused, which tasks.csv does
+    // not hold), each explained by its policy.
+    let gunzip = |path: &Path| -> Vec<csv::StringRecord> {
+        let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut r = csv::Reader::from_reader(flate2::read::GzDecoder::new(f));
+        let h = r.headers().unwrap().clone();
+        assert_eq!(h.get(0), Some("t_s"));
+        assert_eq!(
+            h.iter().skip(1).collect::<Vec<_>>().join(","),
+            sched::decision::Decision::CSV_HEADER
+        );
+        r.records().map(Result::unwrap).collect()
+    };
+    let task_col = th.iter().position(|x| x == "task").unwrap();
+    let attempts = |label: &str| -> Vec<(String, String)> {
+        csv::Reader::from_path(out.join("tasks.csv"))
+            .unwrap()
+            .records()
+            .map(Result::unwrap)
+            .filter(|r| &r[sched_col] == label)
+            .map(|r| {
+                let job = r[job_col].trim_start_matches("job-").to_owned();
+                (job, r[task_col].to_owned())
+            })
+            .collect()
+    };
+    for p in &points {
+        for s in &schedulers {
+            let file = format!(
+                "{}-{}-r0.csv.gz",
+                ctl::experiment::timeline::slug(&p.label),
+                ctl::experiment::timeline::slug(&s.label)
+            );
+            let rows = gunzip(&out.join("decisions").join(&file));
+            let maps: Vec<_> = rows.iter().filter(|r| &r[2] == "map").collect();
+            let tried = attempts(&s.label);
+            assert!(maps.len() >= tried.len(), "{file}");
+            // Tasks launched n times have n rows at least.
+            for t in &tried {
+                let n =
+                    |v: &mut dyn Iterator<Item = (String, String)>| v.filter(|x| x == t).count();
+                let rows_for = n(&mut maps.iter().map(|m| (m[5].to_owned(), m[6].to_owned())));
+                assert!(rows_for >= n(&mut tried.iter().cloned()), "{file}: {t:?}");
+            }
+            for m in &maps {
+                assert_ne!(&m[11], "unexplained", "{file}: {m:?}");
+                let t: f64 = m[0].parse().unwrap();
+                assert!((0.0..60.0).contains(&t), "{file}: {m:?}");
+            }
+        }
+    }
     let series =
         ctl::experiment::timeline::read_series(&out, parsed.cluster.workers, parsed.cluster.slots)
             .unwrap();
@@ -172,6 +224,14 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
             "{p:?}"
         );
     }
+    // The simulated runs keep a decision record too: a map row per
+    // simulated map.
+    let sim_maps: usize = std::fs::read_dir(cal.join("decisions"))
+        .unwrap()
+        .map(|e| gunzip(&e.unwrap().path()))
+        .map(|rows| rows.iter().filter(|r| &r[2] == "map").count())
+        .sum();
+    assert_eq!(sim_maps as u32, 3 * tasks_per_run * schedulers.len() as u32);
     let predicted_tasks = std::fs::read_to_string(cal.join("predicted-tasks.csv")).unwrap();
     assert_eq!(
         predicted_tasks.lines().count() as u32,

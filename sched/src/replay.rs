@@ -61,6 +61,9 @@ pub struct ReplayCluster {
     /// round; this lets the replay vary it too.
     pub jitter_ms: u64,
     pub jitter_seed: u64,
+    /// Keep the decision record ([`crate::decision`]), as the master does
+    /// with `master.decisions`: [`ReplayOutcome::decisions`].
+    pub record_decisions: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -160,6 +163,8 @@ pub struct ReplayOutcome {
     /// (job, arrival, end) per job, in `jobs` order.
     pub jobs: Vec<(JobId, u64, u64)>,
     pub runs: Vec<TaskRun>,
+    /// The decision record (empty unless `record_decisions`), oldest first.
+    pub decisions: Vec<crate::decision::Decision>,
 }
 
 impl ReplayOutcome {
@@ -200,6 +205,7 @@ pub fn replay(
     let n = cluster.slots.len();
     let hb = cluster.heartbeat_ms.max(1);
     let mut view = ClusterView::new();
+    view.record_decisions(cluster.record_decisions);
     for (i, &s) in cluster.slots.iter().enumerate() {
         let w = WorkerId(i as u32);
         view.upsert_worker(w, s);
@@ -513,6 +519,7 @@ pub fn replay(
             .map(|(j, d)| (j.id, j.arrival_ms, d.unwrap_or(j.arrival_ms)))
             .collect(),
         runs,
+        decisions: view.take_decisions(),
     })
 }
 

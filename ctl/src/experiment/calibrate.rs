@@ -283,6 +283,8 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
     let mut models = Vec::new();
     let mut predictions = Vec::new();
     let mut predicted_tasks = Vec::new();
+    // Each simulated run's decision record, by file name.
+    let mut decisions: Vec<(String, Vec<sched::decision::Decision>)> = Vec::new();
     for p in &points {
         let keys: Vec<&(String, String, u32)> = by_run.keys().filter(|k| k.0 == p.label).collect();
         if keys.is_empty() {
@@ -342,6 +344,9 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
                     runs_reduces: runs_reduces.clone(),
                     jitter_ms,
                     jitter_seed: run.seed,
+                    // The measured runs kept a decision record: so do
+                    // the simulated ones (it changes no decision).
+                    record_decisions: spec.cluster.decisions,
                 },
                 bg,
             });
@@ -395,7 +400,18 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
         for s in &setups {
             let m = held_out.get(&s.key.1).unwrap_or(&model);
             for (label, remote) in m.models() {
-                let (out, _) = simulate(s, m, remote)?;
+                let (mut out, _) = simulate(s, m, remote)?;
+                if !out.decisions.is_empty() {
+                    decisions.push((
+                        format!(
+                            "{}-{}-r{}-{label}.csv.gz",
+                            super::timeline::slug(&s.key.0),
+                            super::timeline::slug(&s.key.1),
+                            s.key.2
+                        ),
+                        std::mem::take(&mut out.decisions),
+                    ));
+                }
                 predicted_tasks.extend(out.runs.iter().map(|r| PredictedTask {
                     point: s.key.0.clone(),
                     scheduler: s.key.1.clone(),
@@ -444,6 +460,18 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
     let cal = ResultsDir::open(&out);
     cal.write_csv("predictions.csv", &predictions)?;
     cal.write_csv("predicted-tasks.csv", &predicted_tasks)?;
+    // Simulated decision records, in the measured runs' format (worker i
+    // is w<i+1>, times from the run's start).
+    for (file, rows) in decisions {
+        let log = common::wire::DecisionLog {
+            recording: true,
+            now_ms: 0,
+            now_unix_ms: 0,
+            workers: (0..workers).map(|i| format!("w{}", i + 1)).collect(),
+            decisions: rows,
+        };
+        super::run::write_decisions(&out.join("decisions").join(file), &log, 0)?;
+    }
     let order: Vec<String> = schedulers.iter().map(|s| s.label.clone()).collect();
     cal.write_summary(&summary(
         &spec,

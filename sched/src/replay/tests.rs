@@ -34,6 +34,7 @@ fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster
         runs_reduces: Vec::new(),
         jitter_ms: 0,
         jitter_seed: 0,
+        record_decisions: false,
     }
 }
 
@@ -298,4 +299,111 @@ fn without_out_of_band_heartbeats_a_map_counts_running_until_its_worker_reports(
     };
     assert_eq!(on_w1_at_500(1_500.0), Some(JobId(2)));
     assert_eq!(on_w1_at_500(400.0), Some(JobId(1)));
+}
+
+/// The decision record changes nothing a run does, and has one row per
+/// launch, for every policy of the suite: the same launches at the same
+/// times with the record on and off; every map row matches a task run
+/// (worker, source, start); remote rows of the delay family say their wait
+/// was over, and DELAY's declined offers say the wait was not.
+#[test]
+fn the_decision_record_changes_nothing_and_has_a_row_per_launch() {
+    use crate::decision::{Kind, Rule};
+    // Three workers, most data on w0: jobs must wait, then go remote.
+    let mut jobs: Vec<ReplayJob> = (0..4)
+        .map(|j| {
+            let tasks: Vec<(u32, u64)> = (0..8)
+                .map(|i| (if i % 4 == 3 { 1 } else { 0 }, 2_000 + 100 * i as u64))
+                .collect();
+            job(j + 1, 300 * j as u64, &tasks)
+        })
+        .collect();
+    jobs[3].reduces = vec![ReplayTask {
+        index: 0,
+        replicas: Vec::new(),
+        local_ms: 200,
+    }];
+    for (policy, example) in crate::policy::SchedulerConfig::examples() {
+        let config: crate::policy::SchedulerConfig = example.parse().unwrap();
+        let go = |record: bool| {
+            let mut c = cluster(&[2, 2, 2], 100, true);
+            c.record_decisions = record;
+            let mut s = build(&config, 7);
+            let mut p = ReducePlacer::new(Default::default(), &config);
+            let remote = RemoteModel::Static(RemoteCost {
+                base_ms: 300.0,
+                ..Default::default()
+            });
+            replay(s.as_mut(), &mut p, &c, &jobs, &[], remote, 60_000)
+        };
+        let (Ok(off), Ok(on)) = (go(false), go(true)) else {
+            // A policy that cannot run this workload (e.g. one needing a
+            // public cloud) fails alike either way.
+            assert_eq!(go(false).is_ok(), go(true).is_ok(), "{example}");
+            continue;
+        };
+        assert!(off.decisions.is_empty());
+        assert_eq!(off.runs, on.runs, "{example}");
+        assert_eq!(off.jobs, on.jobs, "{example}");
+        let maps: Vec<_> = on
+            .decisions
+            .iter()
+            .filter(|d| d.kind == Kind::Map)
+            .collect();
+        let reduces = on
+            .decisions
+            .iter()
+            .filter(|d| d.kind == Kind::Reduce)
+            .count();
+        assert_eq!(
+            maps.len(),
+            on.runs.iter().filter(|r| !r.reduce).count(),
+            "{example}"
+        );
+        assert_eq!(
+            reduces,
+            on.runs.iter().filter(|r| r.reduce).count(),
+            "{example}"
+        );
+        for d in &maps {
+            let r = on
+                .runs
+                .iter()
+                .find(|r| Some(r.task.job) == d.job && Some(r.task.index) == d.task)
+                .unwrap_or_else(|| panic!("{example}: no run for {d:?}"));
+            assert_eq!(
+                (Some(r.worker), Some(r.source)),
+                (d.worker, d.source),
+                "{example}"
+            );
+            assert_eq!(r.start_ms, d.time_ms, "{example}: {d:?}");
+            assert!(d.replicas.contains(&r.source), "{example}: {d:?}");
+            if d.rule == Rule::WaitOver {
+                assert!(d.waited_ms >= d.threshold_ms, "{example}: {d:?}");
+            }
+            if d.rule == Rule::DataLocal {
+                assert_eq!(d.worker, d.source, "{example}: {d:?}");
+            }
+        }
+        for d in on.decisions.iter().filter(|d| d.rule == Rule::Waiting) {
+            assert_eq!(d.kind, Kind::Idle);
+            if let (Some(w), Some(t)) = (d.waited_ms, d.threshold_ms) {
+                assert!(w < t, "{example}: {d:?}");
+            }
+        }
+        if policy == "delay" {
+            let remote = maps.iter().filter(|d| d.worker != d.source).count();
+            assert!(remote > 0, "{example}: no remote launch");
+            assert!(
+                maps.iter()
+                    .filter(|d| d.worker != d.source)
+                    .all(|d| matches!(d.rule, Rule::WaitOver | Rule::RemoteLevel)),
+                "{example}"
+            );
+            assert!(
+                on.decisions.iter().any(|d| d.rule == Rule::Waiting),
+                "{example}: no declined offer"
+            );
+        }
+    }
 }
