@@ -183,7 +183,19 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
     };
     let dir = tempfile::tempdir().unwrap();
     let nic = Some(common::config::mbps_to_bytes(400.0));
-    let c = support::start_cluster(dir.path(), TOKEN, 2, &[nic, nic, nic], 50).await;
+    // The master keeps the decision record: the timeline says on hover why
+    // each attempt went where it did.
+    let c = support::start_cluster_tuned(
+        dir.path(),
+        TOKEN,
+        2,
+        &[nic, nic, nic],
+        &[common::config::Role::Both; 3],
+        50,
+        |m| m.record_decisions = true,
+        |_| {},
+    )
+    .await;
     loader::load(
         &c.client,
         &LoadSpec {
@@ -278,6 +290,41 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
         )
         .await;
     assert!(painted.as_u64().unwrap() > 1000, "{painted}");
+
+    // Hovering over each bar: the tip names the attempt and the decision
+    // record's reason for it (every map of this job went by a rule of
+    // hadoop's: data-local, rack-local or no-wait; reduces by the reduce
+    // placement).
+    let tips = cdp
+        .eval(
+            r#"(() => { const c = document.getElementById('gantt');
+                const r = c.getBoundingClientRect();
+                return JSON.stringify(bars.map(b => {
+                  c.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + (b.x0 + b.x1) / 2,
+                    clientY: r.top + (b.y0 + b.y1) / 2, bubbles: true }));
+                  return document.getElementById('tip').textContent;
+                })); })()"#,
+        )
+        .await;
+    let tips: Vec<String> = serde_json::from_str(tips.as_str().unwrap()).unwrap();
+    assert_eq!(tips.len(), bars, "{tips:?}");
+    for t in &tips {
+        let why = t
+            .lines()
+            .find_map(|l| l.strip_prefix("why: "))
+            .unwrap_or_else(|| panic!("no reason in the tip: {t:?}"));
+        let rule = why.split([' ', ',']).next().unwrap();
+        if t.contains(" map,") {
+            assert!(
+                ["data-local", "rack-local", "no-wait"].contains(&rule),
+                "{t:?}"
+            );
+            assert!(why.contains("in fifo order"), "{t:?}");
+            assert!(t.contains("input on "), "{t:?}");
+        } else {
+            assert_eq!(rule, "reduce-placement", "{t:?}");
+        }
+    }
 
     screenshot(&mut cdp, "dashboard.png").await;
 

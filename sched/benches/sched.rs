@@ -70,36 +70,8 @@ fn main() {
             continue;
         }
         let cfg: sched::policy::SchedulerConfig = p.parse().unwrap();
-        let mut s = build(&cfg, 1);
-        let mut v = view(9);
-        let replicas: std::collections::HashMap<TaskRef, Vec<WorkerId>> = v
-            .jobs()
-            .flat_map(|j| j.pending().map(|p| (p.task, p.replicas.clone())))
-            .collect();
         let decisions: u64 = if online { 200_000 } else { 2_000 };
-        let mut launched = 0u64;
-        let mut spent = std::time::Duration::ZERO;
-        let mut now = 0u64;
-        for d in 0..decisions {
-            let w = WorkerId((d % WORKERS as u64) as u32);
-            v.set_free(w, 1);
-            now += 1;
-            let t = Instant::now();
-            let a = offer(s.as_mut(), now, w, &mut v);
-            spent += t.elapsed();
-            for x in a {
-                launched += 1;
-                v.task_ended(x.task.job, x.worker, !x.is_local());
-                v.set_free(x.worker, 0);
-                v.requeue(PendingTask {
-                    task: x.task,
-                    len: x.len,
-                    replicas: replicas[&x.task].clone(),
-                });
-            }
-            v.set_free(w, 0);
-        }
-        let per = spent.as_secs_f64() * 1e6 / decisions as f64;
+        let (per, launched) = measure(&cfg, decisions, false);
         let cfg_label = cfg.label();
         if online {
             println!(
@@ -112,4 +84,74 @@ fn main() {
             );
         }
     }
+    // The decision record on and off, side by side: rounds alternate so
+    // both see the same machine; medians of the rounds.
+    println!(
+        "decision record: cost per decision with the record kept (rows drained every 1,000 decisions, as the master does at each heartbeat) against without, median of 5 alternating rounds of 40,000 decisions"
+    );
+    for (p, online) in policies {
+        if !online || only.as_deref().is_some_and(|o| o != p) {
+            continue;
+        }
+        let cfg: sched::policy::SchedulerConfig = p.parse().unwrap();
+        let (mut off, mut on) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            off.push(measure(&cfg, 40_000, false).0);
+            on.push(measure(&cfg, 40_000, true).0);
+        }
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (off, on) = (median(&mut off), median(&mut on));
+        println!(
+            "   {:<34} off {off:>7.2} us, on {on:>7.2} us, ratio on/off {:.2}",
+            cfg.label(),
+            on / off
+        );
+    }
+}
+
+/// Mean cost of `decisions` one-slot offers of `cfg` (us) and the launches
+/// they made, with the decision record kept or not.
+fn measure(cfg: &sched::policy::SchedulerConfig, decisions: u64, record: bool) -> (f64, u64) {
+    let mut s = build(cfg, 1);
+    let mut v = view(9);
+    v.record_decisions(record);
+    let replicas: std::collections::HashMap<TaskRef, Vec<WorkerId>> = v
+        .jobs()
+        .flat_map(|j| j.pending().map(|p| (p.task, p.replicas.clone())))
+        .collect();
+    let mut launched = 0u64;
+    let mut spent = std::time::Duration::ZERO;
+    let mut now = 0u64;
+    let mut rows = 0usize;
+    for d in 0..decisions {
+        let w = WorkerId((d % WORKERS as u64) as u32);
+        v.set_free(w, 1);
+        now += 1;
+        let t = Instant::now();
+        let a = offer(s.as_mut(), now, w, &mut v);
+        if record && d % 1_000 == 999 {
+            rows += v.take_decisions().len();
+        }
+        spent += t.elapsed();
+        for x in a {
+            launched += 1;
+            v.task_ended(x.task.job, x.worker, !x.is_local());
+            v.set_free(x.worker, 0);
+            v.requeue(PendingTask {
+                task: x.task,
+                len: x.len,
+                replicas: replicas[&x.task].clone(),
+            });
+        }
+        v.set_free(w, 0);
+    }
+    rows += v.take_decisions().len();
+    assert!(
+        !record || rows as u64 >= launched,
+        "{rows} rows, {launched} launches"
+    );
+    (spent.as_secs_f64() * 1e6 / decisions as f64, launched)
 }

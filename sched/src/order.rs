@@ -75,8 +75,13 @@ impl JobOrder {
         }
     }
 
-    /// `why` with `job`'s place `rank` in this order and its key.
-    pub fn ranked(&self, why: Why, job: &JobView, rank: usize) -> Why {
+    /// `why` with `job`'s place `rank` in this order and its key, when
+    /// `view` keeps the decision record (else `why` as it is: the key is
+    /// not computed for nobody).
+    pub fn ranked(&self, view: &ClusterView, why: Why, job: &JobView, rank: usize) -> Why {
+        if !view.recording() {
+            return why;
+        }
         Why {
             order: Some(self.name()),
             rank: rank as u32,

@@ -392,11 +392,11 @@ pub fn first_choice(
         };
         match wait.choose(rng, now, worker, job) {
             Ok(mut p) => {
-                p.why = job_order.ranked(p.why, job, rank);
+                p.why = job_order.ranked(view, p.why, job, rank);
                 return Ok(p);
             }
             Err(why) => {
-                first_decline.get_or_insert(job_order.ranked(why, job, rank));
+                first_decline.get_or_insert(job_order.ranked(view, why, job, rank));
             }
         }
     }

@@ -265,6 +265,9 @@ impl ClusterView {
     }
 
     fn begin_offer(&mut self, now: Millis, worker: WorkerId) {
+        if self.record.is_none() {
+            return;
+        }
         let free = self.free_slots(worker);
         if let Some(r) = self.record.as_mut() {
             r.begin(now, worker, free);

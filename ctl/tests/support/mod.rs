@@ -19,6 +19,7 @@ pub struct LocalCluster {
 /// Starts a master and one worker per entry of `nic` (its NIC rate in
 /// bytes/s, `None` = unlimited), block stores under `dir`, and waits until
 /// every worker has registered.
+#[allow(dead_code)] // not every including crate uses it
 pub async fn start_cluster(
     dir: &Path,
     token: &str,

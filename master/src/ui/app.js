@@ -253,6 +253,7 @@ function selectJob(id) {
 
 // At most one fetch of the selected job's report a second.
 let lastJob = null;
+let decisionsKept = null; // unknown until the first answer
 let fetching = false;
 let lastFetch = 0;
 
@@ -271,6 +272,16 @@ async function fetchJob() {
     const resp = await fetch("/v1/jobs/" + selected, auth());
     if (resp.ok) {
       const r = await resp.json();
+      // The decision record, when the master keeps one: why each attempt
+      // went where it did, shown on hover.
+      if (decisionsKept !== false) {
+        const d = await fetch("/v1/decisions?job=" + selected, auth());
+        if (d.ok) {
+          const log = await d.json();
+          decisionsKept = log.recording;
+          r.decisions = log.recording ? log : null;
+        }
+      }
       if (r.job === selected) {
         lastJob = r;
         $("job").hidden = false;
@@ -363,6 +374,7 @@ function drawGantt(r) {
     }
   });
   bars = [];
+  const why = decisionsOf(r);
   const colours = { local: css("--local"), remote: css("--remote"), reduce: css("--reduce"), failed: css("--failed") };
   const colourOf = (a) => (a.kind === "reduce" ? colours.reduce : a.locality === "data-remote" ? colours.remote : colours.local);
   for (const a of attempts) {
@@ -378,7 +390,7 @@ function drawGantt(r) {
       g.lineWidth = 1.5;
       g.strokeRect(x0 + 0.75, y + 0.75, Math.max(0.5, w - 1.5), h - 1.5);
     }
-    bars.push({ x0, x1: x0 + w, y0: y, y1: y + h, a });
+    bars.push({ x0, x1: x0 + w, y0: y, y1: y + h, a, why: why(a) });
   }
   canvas.dataset.bars = String(bars.length);
   g.globalAlpha = 0.35;
@@ -388,10 +400,37 @@ function drawGantt(r) {
     const w = Math.max(1.5, x(a.end_ms) - x0);
     g.fillStyle = colourOf(a);
     g.fillRect(x0, y, w, rowH - 2);
-    bars.push({ x0, x1: x0 + w, y0: y, y1: y + rowH - 2, a });
+    bars.push({ x0, x1: x0 + w, y0: y, y1: y + rowH - 2, a, why: why(a) });
   }
   g.globalAlpha = 1;
   canvas.dataset.running = String(running.length);
+}
+
+// The decision record's row for an attempt: the launch of the same task and
+// kind on the same worker nearest the attempt's start (ms since the job's
+// submission); a function from attempt to its row's words, or to "".
+function decisionsOf(r) {
+  const log = r.decisions;
+  if (!log) return () => "";
+  const name = (w) => log.workers[w] ?? "w?" + w;
+  const launches = log.decisions.filter((d) => d.kind !== "idle");
+  return (a) => {
+    let best = null;
+    for (const d of launches) {
+      if (d.task !== a.task || d.kind !== a.kind || name(d.worker) !== a.worker) continue;
+      const t = log.now_unix_ms - log.now_ms + d.time_ms - r.submit_unix_ms;
+      const gap = Math.abs(t - a.start_ms);
+      if (!best || gap < best.gap) best = { d, gap };
+    }
+    if (!best) return "";
+    const d = best.d;
+    let s = `why: ${d.rule}`;
+    if (d.waited_ms != null && d.threshold_ms != null)
+      s += ` (waited ${(d.waited_ms / 1000).toFixed(2)} s of ${(d.threshold_ms / 1000).toFixed(2)} s)`;
+    if (d.order) s += `, place ${d.rank + 1} in ${d.order} order`;
+    if (d.replicas.length) s += `\ninput on ${d.replicas.map(name).join(", ")}; offered ${name(d.offered)} (${d.free_slots} free)`;
+    return s;
+  };
 }
 
 function niceStep(raw) {
@@ -419,6 +458,7 @@ function hover(e) {
       `${(a.start_ms / 1000).toFixed(2)} s – ${(a.end_ms / 1000).toFixed(2)} s ` +
       `(${((a.end_ms - a.start_ms) / 1000).toFixed(2)} s), ${mb(a.input_bytes)} MB in` +
       (a.ok ? "" : `\n${a.error || "unsuccessful"}`);
+  if (hit.why) tip.textContent += "\n" + hit.why;
   tip.style.left = e.clientX + 12 + "px";
   tip.style.top = e.clientY + 12 + "px";
   tip.hidden = false;

@@ -324,7 +324,7 @@ impl Scheduler for DyndlOn {
                 return Ok(Pick {
                     task: t.task,
                     source: worker,
-                    why: order.ranked(Why::rule(Rule::DataLocal), job, rank),
+                    why: order.ranked(view, Why::rule(Rule::DataLocal), job, rank),
                 });
             }
             // Nothing pending: not waiting for anything.
@@ -339,7 +339,7 @@ impl Scheduler for DyndlOn {
             // is over.
             let decide = |waited: Millis| {
                 let why = order
-                    .ranked(Why::rule(Rule::Waiting), job, 0)
+                    .ranked(view, Why::rule(Rule::Waiting), job, 0)
                     .waited(waited, delay)
                     .for_job(job.id);
                 if blocked {

@@ -131,7 +131,7 @@ impl Scheduler for Hadoop {
             Ok(Pick {
                 task,
                 source,
-                why: order.ranked(Why::rule(rule), job, 0),
+                why: order.ranked(view, Why::rule(rule), job, 0),
             })
         });
     }

@@ -186,7 +186,7 @@ impl Scheduler for Ds {
         let (counter, rng) = (&mut self.counter, &mut self.rng);
         ctx.fill_why(worker, |view| {
             let job = first_job(view, order).ok_or(Why::rule(Rule::NothingToRun))?;
-            let ranked = |rule: Rule| order.ranked(Why::rule(rule), job, 0);
+            let ranked = |rule: Rule| order.ranked(view, Why::rule(rule), job, 0);
             match job.local_task(worker) {
                 Some(t) => {
                     *counter = 0;
@@ -254,7 +254,7 @@ impl Scheduler for Gcc {
             let idle = view.idle_map_workers() as f64;
             // GCC waits for the cluster's idleness, not for time: the
             // record's `waited_ms` stays empty.
-            let why = order.ranked(Why::rule(Rule::Waiting), job, 0);
+            let why = order.ranked(view, Why::rule(Rule::Waiting), job, 0);
             if job.local_task(worker).is_some() || idle >= idle_fraction * live {
                 let (task, source) = dl_choice(rng, job, worker, RemotePick::Random)
                     .ok_or(Why::rule(Rule::NothingToRun).for_job(job.id))?;

@@ -109,7 +109,7 @@ impl Scheduler for RandSched {
             Ok(Pick {
                 task,
                 source,
-                why: order.ranked(Why::rule(rule), job, 0),
+                why: order.ranked(view, Why::rule(rule), job, 0),
             })
         });
     }

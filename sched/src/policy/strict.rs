@@ -158,7 +158,7 @@ impl Scheduler for Strict {
                     Some(Pick {
                         task: t.task,
                         source: worker,
-                        why: order.ranked(Why::rule(Rule::DataLocal), job, rank),
+                        why: order.ranked(view, Why::rule(Rule::DataLocal), job, rank),
                     })
                 })
                 .ok_or_else(|| {
