@@ -22,7 +22,7 @@ DOCKER_MASTER := $(BIN)/master --config $(dir $(CONFIG))run/docker/cluster.toml
 # `make experiment EXP=<name>` runs experiments/<name>.toml.
 EXP ?= smoke
 
-.PHONY: build docker-bins cluster cluster-netns cluster-docker stop test bench clean experiment chaos
+.PHONY: build docker-bins cluster cluster-netns cluster-docker stop test bench clean experiment trace chaos
 
 build:
 	$(CARGO) build --release --bins
@@ -85,6 +85,12 @@ experiment: build
 	  sim-*) $(BIN)/master sim sweep experiments/$(EXP).toml ;; \
 	  *) $(BIN)/master experiment experiments/$(EXP).toml --deployment $(DEPLOYMENT) ;; \
 	esac
+
+## One hour of Facebook's 2010 production workload (SWIM, traces/swim/) replayed
+## on local clusters under five schedulers, 3 seeds each (about 30 minutes);
+## results in results/swim-hour/<timestamp>/.
+trace: build
+	$(BIN)/master experiment experiments/swim-hour.toml --deployment $(DEPLOYMENT)
 
 ## The chaos run: jobs on a 5-worker local cluster under kills, stops and
 ## corrupted replicas; results in results/chaos/<timestamp>/.

@@ -596,3 +596,87 @@ fn recorded_specs_in_results_still_resolve() {
     }
     assert!(checked >= 20, "{checked} recorded specs");
 }
+
+/// A SWIM hour replayed on real local processes: the first jobs of hour 10
+/// at their submit times, every job's maps the blocks of its input path's
+/// file, map-only jobs as input-sink and shuffling ones as wordcount with
+/// their reduces, each run keeping its decision record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swim_trace_hour_runs_on_a_real_cluster() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = root.join("traces/swim/FB-2010_samples_24_times_1hr_withInputPaths_0.tsv");
+    let spec = tmp.path().join("swim-test.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            r#"
+name = "swim-test"
+seed = 5
+timeout_s = 120
+schedulers = ["hadoop", {{ label = "delay1", scheduler = "policy = 'delay', threshold_s = 1" }}]
+[cluster]
+workers = 3
+slots = 2
+nic_mbps = 200
+replication = 2
+decisions = true
+[data]
+block_size = "256KiB"
+[jobs]
+count = 12
+[trace]
+file = "{}"
+hour = 10
+bytes_scale = 2e-6
+time_scale = 600
+"#,
+            trace.display()
+        ),
+    )
+    .unwrap();
+    let out = run_in(tmp.path(), spec.clone(), bin).await.unwrap();
+    let (parsed, _) = ctl::experiment::spec::Spec::load(&spec).unwrap();
+    let point = &parsed.points().unwrap()[0];
+    let plan = parsed.trace_plan(point.block_bytes).unwrap().unwrap();
+    assert_eq!(plan.jobs.len(), 12);
+    let runs: Vec<ctl::experiment::output::RunRecord> =
+        ctl::results::read_csv(&out.join("runs.csv")).unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in &runs {
+        assert_eq!(r.status, "ok", "{r:?}");
+        assert_eq!(r.jobs, 12, "{r:?}");
+        assert_eq!(
+            u64::from(r.data_local + r.data_remote),
+            plan.maps(),
+            "{r:?}"
+        );
+    }
+    // Per job: as many successful maps as its file's blocks, reduces as the
+    // trace's shuffle asked, and no job before its (compressed) submit time.
+    let tasks: Vec<ctl::experiment::output::TaskRow> =
+        ctl::results::read_csv(&out.join("tasks.csv")).unwrap();
+    for (i, j) in plan.jobs.iter().enumerate() {
+        let name = format!("j{i}");
+        let mine: Vec<_> = tasks
+            .iter()
+            .filter(|t| t.job_name == name && t.scheduler == "hadoop" && t.ok)
+            .collect();
+        let maps = mine.iter().filter(|t| t.kind == "map").count();
+        let reduces = mine.iter().filter(|t| t.kind == "reduce").count();
+        assert_eq!(maps as u32, plan.files[j.file].blocks, "{name}");
+        assert_eq!(reduces as u32, j.reduces.unwrap_or(0), "{name}");
+        let arrival = mine[0].arrival_s;
+        assert!(
+            (arrival - j.arrival_ms as f64 / 1000.0).abs() < 0.5,
+            "{name}: arrived at {arrival} s, trace says {} ms",
+            j.arrival_ms
+        );
+        assert!(mine.iter().all(|t| t.start_s >= arrival - 1e-3), "{name}");
+    }
+    // The summary says what was replayed.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("SWIM hour 10"), "{summary}");
+    assert!(out.join("decisions").read_dir().unwrap().count() == 2);
+}

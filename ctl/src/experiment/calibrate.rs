@@ -272,8 +272,26 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
         }
         .for_task(t.task))
     };
+    // With a trace, each point's job -> file (its sample's input path).
+    let trace_files: BTreeMap<String, Vec<u64>> = points
+        .iter()
+        .map(|p| {
+            let plan = spec.trace_plan(p.block_bytes)?;
+            let files = plan.map_or_else(Vec::new, |plan| {
+                plan.jobs.iter().map(|j| j.file as u64).collect()
+            });
+            Ok((p.label.clone(), files))
+        })
+        .collect::<anyhow::Result<_>>()?;
     let file_of = |t: &TaskRow| -> anyhow::Result<u64> {
         let i = job_number(&t.job_name)?;
+        if spec.trace.is_some() {
+            return trace_files
+                .get(&t.point)
+                .and_then(|f| f.get(i as usize))
+                .copied()
+                .with_context(|| format!("job {} is not in the trace sample", t.job_name));
+        }
         Ok(if spec.jobs.mix.is_empty() {
             i % u64::from(points_files(&points, &t.point))
         } else {

@@ -12,3 +12,4 @@ pub mod qos;
 pub mod run;
 pub mod spec;
 pub mod timeline;
+pub mod trace;

@@ -662,7 +662,25 @@ pub fn summary(
         s += &format!("{}\n\n", spec.notes.trim());
     }
     for p in points {
-        let data = if spec.jobs.mix.is_empty() {
+        let trace = spec.trace_plan(p.block_bytes).ok().flatten();
+        let data = if let (Some(plan), Some(t)) = (trace, &spec.trace) {
+            format!(
+                "SWIM hour {} of {}: {} jobs ({} map-only, {} left out without input), {} maps over {} files, {:.1} MB stored, bytes x {}, time / {}",
+                t.hour,
+                t.file.display(),
+                plan.jobs.len(),
+                plan.jobs
+                    .iter()
+                    .filter(|j| j.workload == workloads::Workload::InputSink)
+                    .count(),
+                plan.no_input,
+                plan.maps(),
+                plan.files.len(),
+                plan.stored_bytes() as f64 / 1e6,
+                t.bytes_scale,
+                t.time_scale
+            )
+        } else if spec.jobs.mix.is_empty() {
             format!("{} files x {} blocks", p.files, p.blocks)
         } else {
             let mix: Vec<String> = spec

@@ -495,8 +495,38 @@ impl RunEnv<'_> {
         )
     }
 
-    /// The input files of this point: (name, kind, blocks).
-    fn files(&self) -> Vec<(String, Generator, u32)> {
+    /// The point's trace sample, if the spec replays a trace.
+    fn trace(&self) -> Option<super::trace::TracePlan> {
+        self.spec
+            .trace_plan(self.point.block_bytes)
+            .expect("validated when the spec was loaded")
+    }
+
+    fn trace_file_name(&self, path: &str) -> String {
+        let clean: String = path
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        format!("{}-{clean}", self.file_name(0))
+    }
+
+    /// The input files of this point: (name, kind, blocks, block bytes).
+    fn files(&self) -> Vec<(String, Generator, u32, u64)> {
+        if let Some(plan) = self.trace() {
+            return plan
+                .files
+                .iter()
+                .map(|f| {
+                    (
+                        self.trace_file_name(&f.path),
+                        Generator::Text,
+                        f.blocks,
+                        f.block_bytes,
+                    )
+                })
+                .collect();
+        }
+        let block = self.point.block_bytes;
         if self.spec.jobs.mix.is_empty() {
             (0..self.point.files)
                 .map(|f| {
@@ -504,6 +534,7 @@ impl RunEnv<'_> {
                         self.file_name(f),
                         self.spec.data.kind.clone(),
                         self.point.blocks,
+                        block,
                     )
                 })
                 .collect()
@@ -516,14 +547,42 @@ impl RunEnv<'_> {
                     } else {
                         self.spec.data.kind.clone()
                     };
-                    (j.input, kind, j.maps)
+                    (j.input, kind, j.maps, block)
                 })
                 .collect()
         }
     }
 
+    /// Each job's submission, ms after the run starts (sorted): the
+    /// trace's, or seeded in `jobs.arrival_s`.
+    fn arrivals(&self) -> Vec<u64> {
+        match self.trace() {
+            Some(plan) => plan.jobs.iter().map(|j| j.arrival_ms).collect(),
+            None => arrivals(
+                self.seed,
+                self.jobs().len() as u32,
+                self.spec.jobs.arrival_s,
+            ),
+        }
+    }
+
     /// The jobs of a run, in submission order.
     fn jobs(&self) -> Vec<JobPlan> {
+        if let Some(plan) = self.trace() {
+            return plan
+                .jobs
+                .iter()
+                .map(|j| {
+                    let f = &plan.files[j.file];
+                    JobPlan {
+                        workload: j.workload,
+                        input: self.trace_file_name(&f.path),
+                        maps: f.blocks,
+                        reduces: j.reduces,
+                    }
+                })
+                .collect();
+        }
         let j = &self.spec.jobs;
         if j.mix.is_empty() {
             return (0..self.point.jobs)
@@ -667,13 +726,13 @@ async fn load_data(env: &RunEnv<'_>) -> anyhow::Result<()> {
     let cfg = env.start(&cfg, true).await?;
     let client = RunEnv::client(&cfg);
     let result = async {
-        for (f, (name, kind, blocks)) in env.files().into_iter().enumerate() {
+        for (f, (name, kind, blocks, block_size)) in env.files().into_iter().enumerate() {
             loader::load(
                 &client,
                 &LoadSpec {
                     name,
                     source: Source::Generate { kind, blocks },
-                    block_size: env.point.block_bytes,
+                    block_size,
                     replication: env.point.replication,
                     seed: env.seed.wrapping_mul(1_000_003).wrapping_add(f as u64),
                     placement: env.spec.data.placement,
@@ -715,7 +774,7 @@ async fn run_once(env: &RunEnv<'_>, sched: &NamedScheduler) -> anyhow::Result<Ru
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let files = client.files().await?;
-        let ready = env.files().iter().all(|(name, _, blocks)| {
+        let ready = env.files().iter().all(|(name, _, blocks, _)| {
             files.iter().any(|fi| {
                 fi.name == *name
                     && fi.replicas.len() == *blocks as usize
@@ -734,7 +793,7 @@ async fn run_once(env: &RunEnv<'_>, sched: &NamedScheduler) -> anyhow::Result<Ru
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let plans = env.jobs();
-    let at = arrivals(env.seed, plans.len() as u32, env.spec.jobs.arrival_s);
+    let at = env.arrivals();
     let t0 = Instant::now();
     let t0_unix = common::unix_ms();
     let timeout = Duration::from_secs_f64(env.spec.timeout_s);

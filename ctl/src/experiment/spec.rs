@@ -55,6 +55,14 @@ pub struct Spec {
     pub public: Option<common::public::PublicSection>,
     #[serde(rename = "public_type", default, skip_serializing_if = "Vec::is_empty")]
     pub public_type: Vec<common::public::PublicType>,
+    /// A production trace as the workload (`[trace]`: SWIM's format; see
+    /// [`super::trace`]) instead of `data.files`/`blocks` and generated
+    /// arrivals: its files, jobs and submit times, scaled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<super::trace::TraceSpec>,
+    /// The trace's rows, read when the spec was located (or why not).
+    #[serde(skip)]
+    swim: Option<Result<std::sync::Arc<Vec<super::trace::SwimJob>>, String>>,
 }
 
 fn one() -> u64 {
@@ -469,6 +477,45 @@ impl Spec {
             }
         }
         let mix = !self.jobs.mix.is_empty();
+        let trace = self.trace.is_some();
+        if trace {
+            for (key, set) in [
+                ("jobs.mix", mix),
+                ("data.files", self.data.files.is_some()),
+                ("data.blocks", self.data.blocks.is_some()),
+                ("jobs.workload", self.jobs.workload.is_some()),
+                ("jobs.reduces", self.jobs.reduces.is_some()),
+                ("jobs.reduce_fraction", self.jobs.reduce_fraction.is_some()),
+                ("jobs.arrival_s", self.jobs.arrival_s != [0.0, 0.0]),
+            ] {
+                if set {
+                    return Err(bad(
+                        key,
+                        "not allowed with [trace] (the trace gives the files, the jobs' workloads and reduces, and their submit times)".into(),
+                    ));
+                }
+            }
+            for (i, p) in self.points.iter().enumerate() {
+                for (k, set) in [
+                    ("files", p.files.is_some()),
+                    ("blocks", p.blocks.is_some()),
+                    ("jobs", p.jobs.is_some()),
+                ] {
+                    if set {
+                        return Err(bad(
+                            &format!("points[{i}].{k}"),
+                            "not allowed with [trace]".into(),
+                        ));
+                    }
+                }
+            }
+            if self.jobs.count == 0 {
+                return Err(bad(
+                    "jobs.count",
+                    "with [trace]: the most jobs of the hour to run (the first ones), at least 1".into(),
+                ));
+            }
+        }
         if mix {
             for (key, set) in [
                 ("data.files", self.data.files.is_some()),
@@ -535,7 +582,7 @@ impl Spec {
                 }
             }
         }
-        if !mix {
+        if !mix && !trace {
             for (key, v) in [
                 ("data.files", self.data.files),
                 ("data.blocks", self.data.blocks),
@@ -593,7 +640,7 @@ impl Spec {
         )?;
         for (i, p) in self.points()?.iter().enumerate() {
             let key = |k: &str| format!("points[{i}].{k}");
-            if !mix && (p.files == 0 || p.blocks == 0 || p.jobs == 0) {
+            if !mix && !trace && (p.files == 0 || p.blocks == 0 || p.jobs == 0) {
                 return Err(bad(&key("files/blocks/jobs"), "must be at least 1".into()));
             }
             if !(10..=60_000).contains(&p.heartbeat_ms) {
@@ -776,7 +823,7 @@ impl Spec {
         };
         if self.points.is_empty() {
             check_racks(&base, self.cluster.workers, "cluster")?;
-            return Ok(vec![base]);
+            return self.with_trace(vec![base]);
         }
         let mut out: Vec<Point> = Vec::new();
         for (i, p) in self.points.iter().enumerate() {
@@ -868,7 +915,20 @@ impl Spec {
             check_racks(out.last().expect("pushed"), self.cluster.workers, "")
                 .map_err(|e| KeyError::new(format!("{}.{}", at(&e.key), e.key), e.problem))?;
         }
-        Ok(out)
+        self.with_trace(out)
+    }
+
+    /// With `[trace]`: each point's jobs and files are its trace sample's
+    /// (blocks: the largest file's).
+    fn with_trace(&self, mut points: Vec<Point>) -> Result<Vec<Point>, KeyError> {
+        for p in &mut points {
+            if let Some(plan) = self.trace_plan(p.block_bytes)? {
+                p.jobs = plan.jobs.len() as u32;
+                p.files = plan.files.len() as u32;
+                p.blocks = plan.files.iter().map(|f| f.blocks).max().unwrap_or(0);
+            }
+        }
+        Ok(points)
     }
 }
 
@@ -908,6 +968,40 @@ fn check_racks(p: &Point, workers: u32, under: &str) -> Result<(), KeyError> {
 impl TomlFile for Spec {
     fn validate(&self) -> Result<(), KeyError> {
         self.check()
+    }
+
+    /// Reads `[trace]`'s file, relative to the spec's directory.
+    fn located(&mut self, path: &Path) {
+        if let Some(t) = &self.trace {
+            let file = path.parent().unwrap_or(Path::new(".")).join(&t.file);
+            self.swim = Some(super::trace::read_swim(&file).map(std::sync::Arc::new));
+        }
+    }
+}
+
+impl Spec {
+    /// The trace sample of `point` as files and jobs (None without
+    /// `[trace]`): at most `jobs.count` jobs, files of the point's blocks.
+    pub fn trace_plan(
+        &self,
+        block_bytes: u64,
+    ) -> Result<Option<super::trace::TracePlan>, KeyError> {
+        let Some(t) = &self.trace else {
+            return Ok(None);
+        };
+        let rows = match &self.swim {
+            Some(Ok(rows)) => rows,
+            Some(Err(e)) => return Err(KeyError::new("trace.file", e.clone())),
+            None => {
+                return Err(KeyError::new(
+                    "trace.file",
+                    "not read (the spec was not loaded from a file)",
+                ))
+            }
+        };
+        super::trace::plan(rows, t, block_bytes, self.jobs.count)
+            .map(Some)
+            .map_err(|(k, p)| KeyError::new(k, p))
     }
 }
 
@@ -1291,5 +1385,57 @@ replication = 3
         assert!(e.contains("grid.orders"), "{e}");
         let e = grid(r#"["delay3"]"#, r#"["lifo"]"#).unwrap_err();
         assert!(e.contains("lifo"), "{e}");
+    }
+
+    /// A `[trace]` spec: the sample's jobs and files make the point, the
+    /// keys the trace gives are refused beside it, and a missing file or
+    /// an empty hour is named.
+    #[test]
+    fn a_trace_spec_takes_its_jobs_and_files_from_the_trace() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let at = root.join("experiments/t.toml");
+        let text = |extra: &str, trace: &str| {
+            format!(
+                r#"
+name = "t"
+schedulers = ["hadoop"]
+[cluster]
+workers = 3
+slots = 2
+replication = 2
+[data]
+block_size = "1MiB"
+{extra}
+[jobs]
+count = 20
+[trace]
+file = "../traces/swim/FB-2010_samples_24_times_1hr_withInputPaths_0.tsv"
+{trace}
+"#
+            )
+        };
+        let s = Spec::parse(&text("", "hour = 10\nbytes_scale = 1e-5"), &at).unwrap();
+        let p = s.points().unwrap();
+        assert_eq!(p[0].jobs, 20);
+        let plan = s.trace_plan(p[0].block_bytes).unwrap().unwrap();
+        assert_eq!(plan.jobs.len(), 20);
+        assert_eq!(p[0].files as usize, plan.files.len());
+        // Some of hour 10's first 20 jobs share an input path.
+        assert!(plan.files.len() < 20, "{plan:?}");
+        let e = Spec::parse(&text("files = 2", "hour = 10\nbytes_scale = 1e-5"), &at)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("data.files") && e.contains("[trace]"), "{e}");
+        let e = Spec::parse(&text("", "hour = 40\nbytes_scale = 1e-5"), &at)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("trace.hour") && e.contains("hours 0..=24"), "{e}");
+        let e = Spec::parse(
+            &text("", "hour = 1\nbytes_scale = 1e-5").replace("FB-2010", "FB-2099"),
+            &at,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("trace.file") && e.contains("FB-2099"), "{e}");
     }
 }
