@@ -260,17 +260,29 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
             .or_default()
             .push(b);
     }
+    // Each point's compute pacing (MB/s per slot), if any.
+    let pacing: BTreeMap<&str, f64> = points
+        .iter()
+        .filter_map(|p| Some((p.label.as_str(), p.slot_rate_mbs?)))
+        .collect();
+    // A map's known time: its drawn compute, plus, under compute pacing,
+    // its input at the slot's rate (a task lasts at least that: maps of
+    // different sizes, as a trace's, differ by it).
     let compute = |seed: u64, t: &TaskRow| -> anyhow::Result<u64> {
+        let paced = pacing
+            .get(t.point.as_str())
+            .map_or(0, |&rate| pacing_ms(t.input_bytes, rate));
         let Some([a, b]) = spec.jobs.task_time_s else {
-            return Ok(0);
+            return Ok(paced);
         };
         let i = job_number(&t.job_name)?;
-        Ok(TaskCompute {
-            min_ms: (a * 1000.0).round() as u64,
-            max_ms: (b * 1000.0).round() as u64,
-            seed: splitmix64(seed ^ splitmix64(0xc0de ^ i)),
-        }
-        .for_task(t.task))
+        Ok(paced
+            + TaskCompute {
+                min_ms: (a * 1000.0).round() as u64,
+                max_ms: (b * 1000.0).round() as u64,
+                seed: splitmix64(seed ^ splitmix64(0xc0de ^ i)),
+            }
+            .for_task(t.task))
     };
     // With a trace, each point's job -> file (its sample's input path).
     let trace_files: BTreeMap<String, Vec<u64>> = points
@@ -609,6 +621,14 @@ fn points_files(points: &[super::spec::Point], label: &str) -> u32 {
         .map_or(1, |p| p.files.max(1))
 }
 
+/// The least time compute pacing at `rate_mbs` MB/s gives `bytes`, ms.
+fn pacing_ms(bytes: u64, rate_mbs: f64) -> u64 {
+    if !(rate_mbs.is_finite() && rate_mbs > 0.0) {
+        return 0;
+    }
+    (bytes as f64 / (rate_mbs * 1e6) * 1000.0).round() as u64
+}
+
 fn ms(s: f64) -> u64 {
     (s * 1000.0).round().max(0.0) as u64
 }
@@ -929,6 +949,15 @@ fn summary(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pacing_gives_a_map_its_inputs_time() {
+        // 1 MiB at 0.5 MB/s: 2.1 s; a 4 KiB block: 8 ms; no pacing: none.
+        assert_eq!(pacing_ms(1 << 20, 0.5), 2097);
+        assert_eq!(pacing_ms(4096, 0.5), 8);
+        assert_eq!(pacing_ms(1 << 20, 0.0), 0);
+        assert_eq!(pacing_ms(1 << 20, f64::NAN), 0);
+    }
 
     #[test]
     fn the_fit_recovers_a_linear_cost() {

@@ -512,7 +512,8 @@ impl Spec {
             if self.jobs.count == 0 {
                 return Err(bad(
                     "jobs.count",
-                    "with [trace]: the most jobs of the hour to run (the first ones), at least 1".into(),
+                    "with [trace]: the most jobs of the hour to run (the first ones), at least 1"
+                        .into(),
                 ));
             }
         }
@@ -1429,7 +1430,10 @@ file = "../traces/swim/FB-2010_samples_24_times_1hr_withInputPaths_0.tsv"
         let e = Spec::parse(&text("", "hour = 40\nbytes_scale = 1e-5"), &at)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("trace.hour") && e.contains("hours 0..=24"), "{e}");
+        assert!(
+            e.contains("trace.hour") && e.contains("hours 0..=24"),
+            "{e}"
+        );
         let e = Spec::parse(
             &text("", "hour = 1\nbytes_scale = 1e-5").replace("FB-2010", "FB-2099"),
             &at,

@@ -263,13 +263,14 @@ pub fn plan(
             let (workload, reduces) = if j.shuffle_bytes == 0 {
                 (Workload::InputSink, None)
             } else {
-                let r = shuffle.div_ceil(block).clamp(1, u64::from(spec.max_reduces));
+                let r = shuffle
+                    .div_ceil(block)
+                    .clamp(1, u64::from(spec.max_reduces));
                 (Workload::Wordcount, Some(r as u32))
             };
             TraceJob {
                 id: j.id.clone(),
-                arrival_ms: ((j.submit_s - start) as f64 * 1000.0 / spec.time_scale).round()
-                    as u64,
+                arrival_ms: ((j.submit_s - start) as f64 * 1000.0 / spec.time_scale).round() as u64,
                 workload,
                 file: index[key(j).as_str()],
                 reduces,
@@ -318,7 +319,10 @@ job5\t3610\t0\t300\t0\t0\t\t\t\n";
         // (3 MB / 1 MiB = 2.86), read by job0 and job3.
         assert_eq!(p.jobs[0].file, p.jobs[3].file);
         let f1 = &p.files[p.jobs[0].file];
-        assert_eq!((f1.path.as_str(), f1.blocks, f1.block_bytes), ("inputPath1", 3, 1 << 20));
+        assert_eq!(
+            (f1.path.as_str(), f1.blocks, f1.block_bytes),
+            ("inputPath1", 3, 1 << 20)
+        );
         // inputPath2: 5 MB -> 5 blocks; a shuffling job: wordcount with
         // ceil(100 kB / 1 MiB) = 1 reduce.
         let j1 = &p.jobs[1];
@@ -326,7 +330,10 @@ job5\t3610\t0\t300\t0\t0\t\t\t\n";
         assert_eq!((j1.workload, j1.reduces), (Workload::Wordcount, Some(1)));
         // job5 has no path: a file of its own, 30 bytes -> one 4 KiB block.
         let f5 = &p.files[p.jobs[2].file];
-        assert_eq!((f5.path.as_str(), f5.blocks, f5.block_bytes), ("job5", 1, MIN_BLOCK));
+        assert_eq!(
+            (f5.path.as_str(), f5.blocks, f5.block_bytes),
+            ("job5", 1, MIN_BLOCK)
+        );
         assert_eq!(p.jobs[0].workload, Workload::InputSink);
         // Time compressed 60x from the hour's start: job3 at 60 s -> 1 s.
         let at: Vec<u64> = p.jobs.iter().map(|j| j.arrival_ms).collect();
@@ -350,10 +357,16 @@ job5\t3610\t0\t300\t0\t0\t\t\t\n";
         assert!(e.contains("hours 0..=2"), "{e}");
         let mut s = spec(1);
         s.bytes_scale = 0.0;
-        assert_eq!(plan(&jobs, &s, 1 << 20, 10).unwrap_err().0, "trace.bytes_scale");
+        assert_eq!(
+            plan(&jobs, &s, 1 << 20, 10).unwrap_err().0,
+            "trace.bytes_scale"
+        );
         let mut s = spec(1);
         s.max_reduces = 0;
-        assert_eq!(plan(&jobs, &s, 1 << 20, 10).unwrap_err().0, "trace.max_reduces");
+        assert_eq!(
+            plan(&jobs, &s, 1 << 20, 10).unwrap_err().0,
+            "trace.max_reduces"
+        );
     }
 
     /// The shipped trace parses whole: 24 hours, every row with a path.
