@@ -585,7 +585,10 @@ fn recorded_specs_in_results_still_resolve() {
             {
                 continue;
             }
-            let s = ctl::experiment::spec::Spec::parse(spec, Path::new(file))
+            // Recorded relative to the checkout (a trace's file is found
+            // from the spec's directory).
+            let file = root.join(file);
+            let s = ctl::experiment::spec::Spec::parse(spec, &file)
                 .unwrap_or_else(|e| panic!("{}: {e}", meta.display()));
             s.schedulers()
                 .unwrap_or_else(|e| panic!("{}: {e}", meta.display()));

@@ -295,10 +295,21 @@ pub fn open_results(dir: &Path) -> anyhow::Result<OpenedResults> {
     let text = meta["spec_text"]
         .as_str()
         .context("meta.json has no spec_text")?;
-    let file = meta["spec_file"].as_str().unwrap_or("spec.toml");
-    let spec = Spec::parse(text, Path::new(file))?;
-    let schedulers = spec.schedulers().map_err(|e| e.in_file(Path::new(file)))?;
-    let points = spec.points().map_err(|e| e.in_file(Path::new(file)))?;
+    let recorded = meta["spec_file"].as_str().unwrap_or("spec.toml");
+    // The spec's path as the run was given it, relative to where it ran:
+    // from elsewhere, relative to the checkout holding `results/<name>/<stamp>`
+    // (a trace's file is found from the spec's directory).
+    let file = match Path::new(recorded) {
+        p if p.is_relative() && !p.exists() => std::fs::canonicalize(dir)
+            .ok()
+            .and_then(|d| d.ancestors().nth(3).map(|root| root.join(p)))
+            .filter(|p| p.exists())
+            .unwrap_or_else(|| p.to_owned()),
+        p => p.to_owned(),
+    };
+    let spec = Spec::parse(text, &file)?;
+    let schedulers = spec.schedulers().map_err(|e| e.in_file(&file))?;
+    let points = spec.points().map_err(|e| e.in_file(&file))?;
     Ok((results, meta, spec, schedulers, points))
 }
 
