@@ -768,18 +768,27 @@ pub async fn show_report(
     json: bool,
     wait: bool,
 ) -> anyhow::Result<()> {
-    let id = master::http::parse_job_id(job).map_err(anyhow::Error::msg)?;
-    let r = if wait {
-        client.wait_job(id).await?
-    } else {
-        client.job(id, None).await?
-    };
+    let r = job_report(client, job, wait).await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         print!("{}", report::job_report(&r));
     }
     Ok(())
+}
+
+/// Job `job`'s report (`job-N` or `N`), once it ends if `wait`.
+async fn job_report(
+    client: &MasterClient,
+    job: &str,
+    wait: bool,
+) -> anyhow::Result<common::wire::JobReport> {
+    let id = master::http::parse_job_id(job).map_err(anyhow::Error::msg)?;
+    Ok(if wait {
+        client.wait_job(id).await?
+    } else {
+        client.job(id, None).await?
+    })
 }
 
 /// `master report JOB --decisions`: one line per decision, oldest first.
@@ -789,13 +798,8 @@ pub async fn show_decisions(
     json: bool,
     wait: bool,
 ) -> anyhow::Result<()> {
-    let id = master::http::parse_job_id(job).map_err(anyhow::Error::msg)?;
     // The job must exist (a clear error, not an empty record).
-    if wait {
-        client.wait_job(id).await?;
-    } else {
-        client.job(id, None).await?;
-    }
+    let id = job_report(client, job, wait).await?.job;
     let log = client.decisions(Some(id)).await?;
     if !log.recording {
         anyhow::bail!(

@@ -847,17 +847,9 @@ impl<'a> SchedContext<'a> {
     pub fn fill(
         &mut self,
         worker: WorkerId,
-        mut choose: impl FnMut(&ClusterView) -> Option<(TaskRef, WorkerId)>,
+        choose: impl FnMut(&ClusterView) -> Option<(TaskRef, WorkerId)>,
     ) -> u32 {
-        self.fill_why(worker, |view| {
-            choose(view)
-                .map(|(task, source)| Pick {
-                    task,
-                    source,
-                    why: Why::default(),
-                })
-                .ok_or_else(Why::default)
-        })
+        self.fill_by(worker, Rule::Unexplained, choose)
     }
 
     /// [`SchedContext::fill`], recording each launch under `rule` (a launch

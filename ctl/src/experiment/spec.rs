@@ -495,20 +495,7 @@ impl Spec {
                     ));
                 }
             }
-            for (i, p) in self.points.iter().enumerate() {
-                for (k, set) in [
-                    ("files", p.files.is_some()),
-                    ("blocks", p.blocks.is_some()),
-                    ("jobs", p.jobs.is_some()),
-                ] {
-                    if set {
-                        return Err(bad(
-                            &format!("points[{i}].{k}"),
-                            "not allowed with [trace]".into(),
-                        ));
-                    }
-                }
-            }
+            self.points_leave_counts("[trace]")?;
             if self.jobs.count == 0 {
                 return Err(bad(
                     "jobs.count",
@@ -531,20 +518,7 @@ impl Spec {
                     ));
                 }
             }
-            for (i, p) in self.points.iter().enumerate() {
-                for (k, set) in [
-                    ("files", p.files.is_some()),
-                    ("blocks", p.blocks.is_some()),
-                    ("jobs", p.jobs.is_some()),
-                ] {
-                    if set {
-                        return Err(bad(
-                            &format!("points[{i}].{k}"),
-                            "not allowed with jobs.mix".into(),
-                        ));
-                    }
-                }
-            }
+            self.points_leave_counts("jobs.mix")?;
             // In u64: a count near u32::MAX must be refused, not overflow.
             let total: u64 = self.jobs.mix.iter().map(|m| u64::from(m.count)).sum();
             if total != u64::from(self.jobs.count) {
@@ -964,6 +938,27 @@ fn check_racks(p: &Point, workers: u32, under: &str) -> Result<(), KeyError> {
         }
     }
     Ok(())
+}
+
+impl Spec {
+    /// No point sets `files`, `blocks` or `jobs` (`with` gives them).
+    fn points_leave_counts(&self, with: &str) -> Result<(), KeyError> {
+        for (i, p) in self.points.iter().enumerate() {
+            for (k, set) in [
+                ("files", p.files.is_some()),
+                ("blocks", p.blocks.is_some()),
+                ("jobs", p.jobs.is_some()),
+            ] {
+                if set {
+                    return Err(KeyError::new(
+                        format!("points[{i}].{k}"),
+                        format!("not allowed with {with}"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl TomlFile for Spec {
