@@ -36,7 +36,7 @@ impl Master {
         a: AttemptId,
         result: Option<(RunningAttempt, TaskResult)>,
     ) {
-        self.workers[worker.0 as usize].running.remove(&a);
+        self.workers.ended(worker, &a);
         let Some(job) = self.jobs.get_mut(&a.task.job) else {
             return;
         };
@@ -104,7 +104,7 @@ impl Master {
             TaskOutcome::Succeeded { summary } if !is_reduce => summary.output_bytes,
             _ => 0,
         };
-        self.meter(
+        self.instances.meter(
             worker,
             a.task.job,
             ms,
@@ -224,9 +224,7 @@ impl Master {
                     .expect("checked")
                     .records
                     .push(rec);
-                let w = &mut self.workers[worker.0 as usize];
-                w.full_at = Some(w.disk_free.unwrap_or(0));
-                tracing::warn!(attempt = %a, worker = %w.name, free = ?w.disk_free, %error, "worker's disk is full; no new tasks there until it has more room");
+                self.workers.disk_full(worker, error);
                 self.retry_unpenalised(a.task);
             }
         }
@@ -245,13 +243,7 @@ impl Master {
         // not every task: this runs every heartbeat interval, and pending
         // tasks can be 100,000s.
         let mut late: Vec<(WorkerId, AttemptId, RunningAttempt)> = Vec::new();
-        let out = self.workers.iter().flat_map(|w| {
-            w.running
-                .keys()
-                .copied()
-                .chain(w.outbox.iter().map(|l| l.attempt))
-        });
-        for a in out {
+        for a in self.workers.attempts_out() {
             let status = self
                 .jobs
                 .get(&a.task.job)
@@ -340,9 +332,7 @@ impl Master {
     fn forget_everywhere(&mut self, id: JobId) {
         let reduces = self.jobs.get(&id).is_some_and(|j| j.reduces > 0);
         if reduces {
-            for w in self.workers.iter_mut().filter(|w| w.alive) {
-                w.forget.push(id);
-            }
+            self.workers.forget_everywhere(id);
         }
     }
 

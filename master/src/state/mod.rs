@@ -18,18 +18,23 @@
 //! rebuilt: the map runs again (its counters taken back), and the reduces
 //! wait until every map is done again, retrying without a failure counted.
 //!
-//! One file per concern: `workers.rs` (registration, heartbeats, loss,
-//! routing storage's orders), `submit.rs` (jobs in, map launches),
-//! `attempts.rs` (results, retries, job end), `reduce.rs` (the reduce
-//! phase), `report.rs`. Composed parts that own their fields:
+//! Composed parts that own their fields, each unit-tested alone:
+//! `roster::Roster` (the workers: liveness, what their heartbeats said, the
+//! attempts sent to each and the orders waiting for its next reply),
 //! `storage::Storage` (the catalog, files' factors, deletions, copies and
-//! trims; re-replication's planning in `replication.rs`) and
-//! `journal::Journal` (entries not yet appended); the rest of `Master`'s
-//! fields are still shared by the concerns above (issue 35, item 2).
+//! trims; re-replication's planning in `replication.rs`),
+//! `journal::Journal` (entries not yet appended) and `public::Instances`
+//! (rented instances: ports, usage, bills, start/stop orders). `Master`
+//! runs a registration, a heartbeat or a submission through them, one file
+//! per concern: `workers.rs` (registration, heartbeats, loss, routing
+//! storage's orders), `submit.rs` (jobs in, map launches), `attempts.rs`
+//! (results, retries, job end), `reduce.rs` (the reduce phase),
+//! `report.rs`. The jobs and their tasks (`jobs`) are still `Master`'s own
+//! fields, written by those concern files (issue 35, item 2).
 
 use common::config::{ClusterConfig, WorkerSettings};
-use common::wire::{JobReport, JobState, JobSubmit, Launch, TaskRecord};
-use common::{AttemptId, BlockId, JobId, WorkerId};
+use common::wire::{JobReport, JobState, JobSubmit, TaskRecord};
+use common::{BlockId, JobId, WorkerId};
 use sched::policy::SchedulerConfig;
 use sched::reduce::ReducePlacement;
 use sched::{self, ClusterView, Millis, ReducePlacer, Scheduler};
@@ -75,6 +80,7 @@ pub struct MasterSettings {
     /// Replicas of every reduce output block (`cluster.output_replication`,
     /// else `cluster.replication`; capped by live workers).
     pub replication: u32,
+    /// The configured workers (rented instances join the roster later).
     pub workers: Vec<WorkerSettings>,
     /// The job journal's file; `None` = no journal (tests).
     pub journal: Option<std::path::PathBuf>,
@@ -114,102 +120,6 @@ impl MasterSettings {
             provision: crate::provision::ProvisionSettings::from_config(cfg)
                 .map(crate::provision::Provisioning::processes),
             record_decisions: cfg.master.decisions,
-        }
-    }
-}
-
-#[derive(Debug)]
-struct WorkerState {
-    name: String,
-    addr: String,
-    slots: u32,
-    registered: bool,
-    alive: bool,
-    last_seen: Millis,
-    /// Heartbeats received since registration.
-    hb_seq: u64,
-    /// It heartbeats at once when asked (see `Master::to_wake`).
-    out_of_band: bool,
-    /// Asked to heartbeat now, and has not yet: not asked again.
-    woken: bool,
-    /// Attempts sent to this worker, with the heartbeat whose reply carried them.
-    running: HashMap<AttemptId, u64>,
-    /// Launches decided for this worker, awaiting its next heartbeat.
-    outbox: Vec<Launch>,
-    /// Ended jobs whose map output this worker may delete.
-    forget: Vec<JobId>,
-    /// Re-replication orders for this worker's next heartbeat reply.
-    copy_out: Vec<common::wire::CopyOrder>,
-    /// Free bytes on its disk, as its last heartbeat said.
-    disk_free: Option<u64>,
-    /// An attempt there ran out of disk when it had this much free: it gets
-    /// no task and no replica until it reports more.
-    full_at: Option<u64>,
-    drop_out: Vec<BlockId>,
-    blocks: usize,
-    free_slots: u32,
-    /// Slots its background processes hold, as its last heartbeat said.
-    background: u32,
-    nic: NicState,
-}
-
-impl WorkerState {
-    fn new(name: &str, slots: u32) -> Self {
-        WorkerState {
-            name: name.to_owned(),
-            addr: String::new(),
-            slots,
-            registered: false,
-            alive: false,
-            last_seen: 0,
-            hb_seq: 0,
-            out_of_band: false,
-            woken: false,
-            running: HashMap::new(),
-            outbox: Vec::new(),
-            forget: Vec::new(),
-            copy_out: Vec::new(),
-            disk_free: None,
-            full_at: None,
-            drop_out: Vec::new(),
-            blocks: 0,
-            free_slots: 0,
-            background: 0,
-            nic: NicState::default(),
-        }
-    }
-}
-
-/// A worker's NIC as its heartbeats tell it: byte counters, and rates over
-/// windows of at least [`NIC_RATE_WINDOW_MS`].
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NicState {
-    pub rx_bytes: u64,
-    pub tx_bytes: u64,
-    pub rx_rate: f64,
-    pub tx_rate: f64,
-    /// Start of the current rate window and the counters then.
-    since: Option<(Millis, u64, u64)>,
-}
-
-/// Shortest window a NIC rate is measured over.
-pub const NIC_RATE_WINDOW_MS: Millis = 1000;
-
-impl NicState {
-    fn update(&mut self, now: Millis, rx: u64, tx: u64) {
-        self.rx_bytes = rx;
-        self.tx_bytes = tx;
-        match self.since {
-            // A restarted worker's counters start again: a new window.
-            Some((t0, rx0, tx0)) if rx >= rx0 && tx >= tx0 => {
-                if now >= t0 + NIC_RATE_WINDOW_MS {
-                    let dt = (now - t0) as f64 / 1000.0;
-                    self.rx_rate = (rx - rx0) as f64 / dt;
-                    self.tx_rate = (tx - tx0) as f64 / dt;
-                    self.since = Some((now, rx, tx));
-                }
-            }
-            _ => self.since = Some((now, rx, tx)),
         }
     }
 }
@@ -376,7 +286,9 @@ impl JobCounters {
 
 pub struct Master {
     settings: MasterSettings,
-    workers: Vec<WorkerState>,
+    /// The workers: liveness, what their heartbeats said, the attempts
+    /// sent to them and the orders waiting for their next reply.
+    workers: roster::Roster,
     /// The catalog, files' factors, deletions, copies and trims.
     storage: storage::Storage,
     jobs: HashMap<JobId, Job>,
@@ -396,15 +308,9 @@ pub struct Master {
     archived: std::collections::BTreeMap<JobId, JobReport>,
     /// Counted as results are applied (`GET /metrics`).
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
-    /// Public instances asked for since the master started.
-    instances: Vec<public::Instance>,
-    /// Instances to start or stop (the HTTP layer takes them).
-    provision: Vec<crate::provision::Provision>,
-    /// The latest time the master was given (for live costs in reports).
-    clock: Millis,
-    /// The workers' racks in order of first appearance; a worker's rack in
-    /// the view is its index here.
-    racks: Vec<String>,
+    /// Public instances asked for since the master started, their usage
+    /// and the start/stop orders for the HTTP layer.
+    instances: public::Instances,
     /// The decision record since the master started (empty unless
     /// `record_decisions`).
     decisions: Vec<sched::decision::Decision>,
@@ -418,20 +324,14 @@ impl Master {
 
     pub fn with_scheduler(settings: MasterSettings, scheduler: Box<dyn Scheduler>) -> Self {
         let reducer = ReducePlacer::new(settings.reduce_placement, &settings.scheduler);
-        let workers = settings
-            .workers
-            .iter()
-            .map(|w| WorkerState::new(&w.name, w.slots))
-            .collect();
-        let mut racks: Vec<String> = Vec::new();
-        for w in &settings.workers {
-            if !racks.contains(&w.rack) {
-                racks.push(w.rack.clone());
-            }
-        }
+        let workers = roster::Roster::new(settings.workers.clone());
         let record_decisions = settings.record_decisions;
+        let instances = public::Instances::new(
+            settings.public_types.clone(),
+            settings.public.clone(),
+            settings.slot_rate_mbs,
+        );
         let mut m = Master {
-            racks,
             settings,
             workers,
             storage: Default::default(),
@@ -449,9 +349,7 @@ impl Master {
             metrics: Default::default(),
             journal: Default::default(),
             archived: Default::default(),
-            instances: Vec::new(),
-            provision: Vec::new(),
-            clock: 0,
+            instances,
             decisions: Vec::new(),
         };
         m.init_public();
@@ -497,13 +395,11 @@ impl Master {
 
     /// The workers' names by id (the decision record's worker ids).
     pub fn worker_names(&self) -> Vec<String> {
-        self.workers.iter().map(|w| w.name.clone()).collect()
+        self.workers.names()
     }
 
     fn worker_name(&self, w: WorkerId) -> String {
-        self.workers
-            .get(w.0 as usize)
-            .map_or_else(|| w.to_string(), |s| s.name.clone())
+        self.workers.name(w)
     }
 }
 
@@ -514,6 +410,7 @@ mod reduce;
 mod replication;
 mod report;
 mod restore;
+mod roster;
 mod storage;
 mod submit;
 mod workers;

@@ -24,13 +24,13 @@ impl Master {
     ) -> Launch {
         // Output replicas go to live workers that hold data (run maps),
         // plus the reducer itself.
-        let alive: Vec<WorkerId> = (0..self.workers.len() as u32)
-            .map(WorkerId)
-            .filter(|w| {
-                self.workers[w.0 as usize].alive
-                    && (*w == worker
-                        || (self.settings.workers[w.0 as usize].role.holds_data()
-                            && self.workers[w.0 as usize].full_at.is_none()))
+        let alive: Vec<WorkerId> = self
+            .workers
+            .ids()
+            .filter(|&w| {
+                self.workers.alive(w)
+                    && (w == worker
+                        || (self.workers.settings(w).role.holds_data() && !self.workers.full(w)))
             })
             .collect();
         let replication = self.settings.replication.max(1) as usize;
@@ -76,7 +76,7 @@ impl Master {
                     map: m as u32,
                     attempt: o.attempt,
                     worker: o.worker,
-                    addr: self.workers[o.worker.0 as usize].addr.clone(),
+                    addr: self.workers.addr(o.worker).to_owned(),
                 })
             })
             .collect();
@@ -110,7 +110,7 @@ impl Master {
                     file_blocks: job.reduces,
                     replicas: others
                         .iter()
-                        .map(|w| self.workers[w.0 as usize].addr.clone())
+                        .map(|&w| self.workers.addr(w).to_owned())
                         .collect(),
                 },
             }),

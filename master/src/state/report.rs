@@ -78,7 +78,7 @@ impl Master {
                 _ => None,
             }),
             budget: j.spec.budget,
-            public_cost: self.public_cost(j.id),
+            public_cost: self.instances.cost(j.id),
         })
     }
 

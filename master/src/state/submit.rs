@@ -155,7 +155,7 @@ impl Master {
             .filter(|w| *w != a.source && *w != a.worker)
             .map(|w| ReplicaAddr {
                 worker: w,
-                addr: self.workers[w.0 as usize].addr.clone(),
+                addr: self.workers.addr(w).to_owned(),
             })
             .collect();
         let job = self
@@ -173,7 +173,7 @@ impl Master {
         } else {
             ReplicaSource::Remote {
                 worker: a.source,
-                addr: self.workers[a.source.0 as usize].addr.clone(),
+                addr: self.workers.addr(a.source).to_owned(),
             }
         };
         Launch {

@@ -2,9 +2,10 @@
 
 use super::*;
 use common::wire::{
-    AttemptProgress, BlockInfo, Heartbeat, LaunchTask, Locality, LostOutput, RegisterRequest,
-    ReplicaSource, TaskOutcome, TaskResult,
+    AttemptProgress, BlockInfo, Heartbeat, Launch, LaunchTask, Locality, LostOutput,
+    RegisterRequest, ReplicaSource, TaskOutcome, TaskResult,
 };
+use common::AttemptId;
 use workloads::{MapSummary, Workload};
 
 pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {

@@ -1,9 +1,8 @@
 //! Workers: registration, heartbeats (results in, launches out), loss of
 //! a silent worker, and the block catalog's live replicas.
 
-use super::storage::{Holder, StorageOrders};
-use super::{Master, MasterError, TaskStatus, WorkerState};
-use common::config::WorkerSettings;
+use super::storage::StorageOrders;
+use super::{Master, MasterError, TaskStatus};
 use common::wire::{
     AttemptProgress, BlockInfo, FileDeleted, FileInfo, Heartbeat, HeartbeatReply, RegisterReply,
     RegisterRequest, WorkerInfo,
@@ -17,52 +16,24 @@ impl Master {
         now: Millis,
         req: RegisterRequest,
     ) -> Result<RegisterReply, MasterError> {
-        let Some(idx) = self.workers.iter().position(|w| w.name == req.name) else {
-            return Err(MasterError::UnknownWorker {
-                name: req.name,
-                known: self
-                    .workers
-                    .iter()
-                    .map(|w| w.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            });
-        };
-        let id = WorkerId(idx as u32);
-        if self.workers[idx].registered {
-            // A restart: whatever it ran before is gone.
+        let (id, restart) = self.workers.find(&req.name)?;
+        if restart {
+            // Whatever it ran before is gone.
             tracing::info!(worker = %req.name, "worker registered again; its running attempts and map outputs are lost");
             self.forget_attempts(id);
             self.rerun_outputs_on(id);
         }
-        if req.slots != self.workers[idx].slots {
-            tracing::warn!(worker = %req.name, configured = self.workers[idx].slots, reported = req.slots,
-                "worker reports a different slot count than the master's cluster.toml; using the worker's");
-        }
-        let w = &mut self.workers[idx];
-        w.addr = req.addr;
-        w.slots = req.slots;
-        w.registered = true;
-        w.alive = true;
-        w.last_seen = now;
-        w.hb_seq = 0;
-        w.out_of_band = req.out_of_band_heartbeat;
-        w.woken = false;
-        w.blocks = req.blocks.len();
-        w.free_slots = req.slots;
+        let rack = self.workers.register(now, id, &req);
         self.view.upsert_worker(id, req.slots);
         self.view.set_free(id, req.slots);
-        let rack = &self.settings.workers[idx].rack;
-        if let Some(k) = self.racks.iter().position(|r| r == rack) {
-            self.view.set_rack(id, k as u32);
-        }
-        let role = self.settings.workers[idx].role;
+        self.view.set_rack(id, rack);
+        let role = self.workers.settings(id).role;
         self.view.set_runs_maps(id, role.runs_maps());
         self.view.set_runs_reduces(id, role.runs_reduces());
         self.apply_block_report(id, &req.blocks);
         self.refresh_replicas();
         self.note_registered(now, id);
-        tracing::info!(worker = %self.workers[idx].name, %id, addr = %self.workers[idx].addr, blocks = req.blocks.len(), "worker registered");
+        tracing::info!(worker = %req.name, %id, addr = %req.addr, blocks = req.blocks.len(), "worker registered");
         Ok(RegisterReply {
             worker: id,
             heartbeat_ms: self.settings.heartbeat_ms,
@@ -78,48 +49,20 @@ impl Master {
         if self.view.pending_total() == 0 {
             return Vec::new();
         }
-        self.workers
-            .iter_mut()
-            .filter(|w| w.registered && w.alive && w.out_of_band && !w.woken && w.free_slots > 0)
-            .map(|w| {
-                w.woken = true;
-                w.addr.clone()
-            })
-            .collect()
+        self.workers.wake()
     }
 
     pub fn heartbeat(&mut self, now: Millis, hb: Heartbeat) -> HeartbeatReply {
-        self.clock = self.clock.max(now);
+        self.instances.tick(now);
         let id = hb.worker;
-        let known = self
-            .workers
-            .get(id.0 as usize)
-            .is_some_and(|w| w.registered && w.alive);
-        if !known {
+        if !self.workers.known(id) {
             return HeartbeatReply {
                 reregister: true,
                 ..Default::default()
             };
         }
-        let seq = {
-            let w = &mut self.workers[id.0 as usize];
-            w.last_seen = now;
-            w.hb_seq += 1;
-            w.woken = false;
-            w.free_slots = hb.free_slots;
-            w.disk_free = hb.disk_free_bytes;
-            w.background = hb.busy.iter().filter(|b| b.remaining_ms.is_some()).count() as u32;
-            w.nic.update(now, hb.nic_rx_bytes, hb.nic_tx_bytes);
-            if let (Some(at), Some(now_free)) = (w.full_at, w.disk_free) {
-                if now_free > at {
-                    tracing::info!(worker = %w.name, free = now_free, "worker's disk has room again");
-                    w.full_at = None;
-                }
-            }
-            w.hb_seq
-        };
+        let seq = self.workers.beat(now, &hb);
         if let Some(blocks) = &hb.blocks {
-            self.workers[id.0 as usize].blocks = blocks.len();
             self.apply_block_report(id, blocks);
             self.refresh_replicas();
         }
@@ -134,13 +77,7 @@ impl Master {
         }
         // Launches delivered in an earlier reply that the worker does not
         // know: the reply was lost. Run them again, without penalty.
-        let lost: Vec<AttemptId> = self.workers[id.0 as usize]
-            .running
-            .iter()
-            .filter(|(a, tag)| **tag < seq && !reported.contains(a))
-            .map(|(a, _)| *a)
-            .collect();
-        for a in lost {
+        for a in self.workers.undelivered(id, seq, &reported) {
             tracing::warn!(attempt = %a, worker = %self.worker_name(id), "launch never reached the worker; rescheduling");
             self.end_attempt(id, a, None);
         }
@@ -149,11 +86,11 @@ impl Master {
         let kill: Vec<AttemptId> = hb
             .running
             .iter()
-            .filter(|a| !self.workers[id.0 as usize].running.contains_key(a))
+            .filter(|a| !self.workers.runs(id, a))
             .copied()
             .collect();
-        let outbox = std::mem::take(&mut self.workers[id.0 as usize].outbox);
-        let full = self.workers[id.0 as usize].full_at.is_some();
+        let outbox = self.workers.take_outbox(id);
+        let full = self.workers.full(id);
         self.view.set_free(
             id,
             if full {
@@ -174,7 +111,7 @@ impl Master {
             if a.worker == id {
                 launches.push(launch);
             } else {
-                self.workers[a.worker.0 as usize].outbox.push(launch);
+                self.workers.queue(a.worker, launch);
             }
         }
         self.after_decisions(now);
@@ -183,16 +120,13 @@ impl Master {
             let rows = self.view.take_decisions();
             self.decisions.extend(rows);
         }
-        for l in &launches {
-            self.workers[id.0 as usize].running.insert(l.attempt, seq);
-        }
-        let w = &mut self.workers[id.0 as usize];
+        let orders = self.workers.reply(id, seq, launches);
         HeartbeatReply {
-            launches,
-            forget_jobs: std::mem::take(&mut w.forget),
+            launches: orders.launches,
+            forget_jobs: orders.forget_jobs,
             reregister: false,
-            copy_blocks: std::mem::take(&mut w.copy_out),
-            drop_blocks: std::mem::take(&mut w.drop_out),
+            copy_blocks: orders.copy_blocks,
+            drop_blocks: orders.drop_blocks,
             kill,
         }
     }
@@ -228,17 +162,13 @@ impl Master {
     }
 
     fn check_liveness(&mut self, now: Millis) {
-        for i in 0..self.workers.len() {
-            let w = &self.workers[i];
-            if w.alive && now.saturating_sub(w.last_seen) > self.settings.worker_timeout_ms {
-                tracing::warn!(worker = %w.name, silent_ms = now - w.last_seen, "worker lost");
-                self.lose_worker(WorkerId(i as u32));
-            }
+        for id in self.workers.silent(now, self.settings.worker_timeout_ms) {
+            self.lose_worker(id);
         }
     }
 
     pub(super) fn lose_worker(&mut self, id: WorkerId) {
-        self.workers[id.0 as usize].alive = false;
+        self.workers.lose(id);
         self.storage.worker_lost(id);
         let orphans = self.view.lose_worker(id);
         self.forget_attempts(id);
@@ -257,39 +187,15 @@ impl Master {
 
     /// Every attempt sent or queued to `id` is gone: reschedule without penalty.
     fn forget_attempts(&mut self, id: WorkerId) {
-        let w = &mut self.workers[id.0 as usize];
-        let mut gone: Vec<AttemptId> = w.running.keys().copied().collect();
-        gone.extend(w.outbox.drain(..).map(|l| l.attempt));
-        w.forget.clear();
-        gone.sort();
-        for a in gone {
+        for a in self.workers.take_attempts(id) {
             self.end_attempt(id, a, None);
         }
     }
 
     pub fn workers(&self) -> Vec<WorkerInfo> {
         self.workers
-            .iter()
-            .enumerate()
-            .map(|(i, w)| WorkerInfo {
-                id: WorkerId(i as u32),
-                role: self.settings.workers[i].role,
-                name: w.name.clone(),
-                addr: w.addr.clone(),
-                slots: w.slots,
-                free_slots: if w.alive { w.free_slots } else { 0 },
-                alive: w.alive,
-                blocks: w.blocks,
-                running: w.running.len(),
-                background: if w.alive { w.background } else { 0 },
-                nic_rx_bytes: w.nic.rx_bytes,
-                nic_tx_bytes: w.nic.tx_bytes,
-                nic_rx_rate: if w.alive { w.nic.rx_rate } else { 0.0 },
-                nic_tx_rate: if w.alive { w.nic.tx_rate } else { 0.0 },
-                nic_cap: self.settings.workers[i].nic_bytes_per_sec,
-                disk_free_bytes: w.disk_free,
-                instance_type: self.instance_type_name(WorkerId(i as u32)),
-            })
+            .ids()
+            .map(|w| self.workers.info(w, self.instances.type_name(w)))
             .collect()
     }
 
@@ -326,7 +232,7 @@ impl Master {
             }
         }
         let workers = &self.workers;
-        let alive = |w: WorkerId| workers[w.0 as usize].alive;
+        let alive = |w: WorkerId| workers.alive(w);
         let (deleted, orders) =
             self.storage
                 .delete_file(name, workers.len(), &alive, &mut self.journal)?;
@@ -343,27 +249,23 @@ impl Master {
     /// A worker's full block report into the catalog; replicas of deleted
     /// files it still lists it is told, again, to drop.
     fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) {
-        let again = self.storage.apply_block_report(id, blocks);
-        let w = &mut self.workers[id.0 as usize];
-        for b in again {
-            if !w.drop_out.contains(&b) {
-                w.drop_out.push(b);
-            }
+        for b in self.storage.apply_block_report(id, blocks) {
+            self.workers.drop_block(id, b);
         }
     }
 
     /// Storage's orders into the workers' next heartbeat replies.
     pub(super) fn send_storage_orders(&mut self, orders: StorageOrders) {
         for (w, order) in orders.copies {
-            self.workers[w.0 as usize].copy_out.push(order);
+            self.workers.copy(w, order);
         }
         for (w, block) in orders.drops {
-            self.workers[w.0 as usize].drop_out.push(block);
+            self.workers.drop_block(w, block);
         }
     }
 
     pub(super) fn is_alive(&self, w: WorkerId) -> bool {
-        self.workers[w.0 as usize].alive
+        self.workers.alive(w)
     }
 
     /// Keeps every block of `file` at `replication` replicas from now on.
@@ -373,10 +275,9 @@ impl Master {
         replication: u32,
     ) -> Result<(), MasterError> {
         let data = self
-            .settings
             .workers
-            .iter()
-            .filter(|w| w.role.holds_data())
+            .ids()
+            .filter(|&w| self.workers.settings(w).role.holds_data())
             .count() as u32;
         self.storage
             .set_file_replication(file, replication, data, &mut self.journal)
@@ -384,7 +285,7 @@ impl Master {
 
     /// Plans re-replication and trims (`Storage::plan_replication`).
     pub(super) fn plan_replication(&mut self, now: Millis) {
-        let holders = holders(&self.workers, &self.settings.workers);
+        let holders = self.workers.holders();
         let orders = self
             .storage
             .plan_replication(now, &holders, &mut self.journal);
@@ -436,20 +337,4 @@ impl Master {
             self.view.set_replicas(t, live);
         }
     }
-}
-
-/// What storage reads of the workers.
-fn holders<'a>(workers: &'a [WorkerState], settings: &[WorkerSettings]) -> Vec<Holder<'a>> {
-    workers
-        .iter()
-        .zip(settings)
-        .map(|(w, s)| Holder {
-            alive: w.alive,
-            takes_data: w.registered && s.role.holds_data(),
-            full: w.full_at.is_some(),
-            blocks: w.blocks,
-            addr: &w.addr,
-            name: &w.name,
-        })
-        .collect()
 }
