@@ -237,9 +237,20 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
         predicted_tasks.lines().count() as u32,
         1 + 3 * tasks_per_run * schedulers.len() as u32
     );
-    assert!(std::fs::read_to_string(cal.join("summary.md"))
-        .unwrap()
-        .contains("Within 10% of the measured mean JCT"));
+    let cal_summary = std::fs::read_to_string(cal.join("summary.md")).unwrap();
+    assert!(cal_summary.contains("Within 10% of the measured mean JCT"));
+    // Every succeeded job of every run is predicted under each of the three
+    // models, and the summary spreads their errors.
+    let measured: Vec<ctl::experiment::qos::JobRow> =
+        ctl::results::read_csv(&out.join("jobs.csv")).unwrap();
+    let succeeded = measured.iter().filter(|j| j.state == "succeeded").count();
+    assert!(succeeded > 0);
+    let text = std::fs::read_to_string(cal.join("predicted-jobs.csv")).unwrap();
+    assert_eq!(text.lines().count(), 1 + 3 * succeeded, "{text}");
+    assert!(
+        cal_summary.contains("## Per-job error") && cal_summary.contains("| source+reader | "),
+        "{cal_summary}"
+    );
 }
 
 /// A run whose cluster cannot start is recorded as failed; the rest go on.

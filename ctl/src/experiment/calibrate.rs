@@ -20,8 +20,10 @@
 //!   repetition reads the same data).
 //!
 //! Every run is then simulated with `sched::replay` under its own scheduler
-//! and seed; DIR/calibration/ gets `predictions.csv`, `summary.md` and
-//! `meta.json`.
+//! and seed; DIR/calibration/ gets `predictions.csv` (per run),
+//! `predicted-jobs.csv` (per job, against DIR's `jobs.csv`),
+//! `predicted-tasks.csv`, `summary.md` (means, and the per-job error's
+//! mean, median and 90th percentile) and `meta.json`.
 
 use super::output::{RunRecord, TaskRow};
 use super::spec::Spec;
@@ -125,6 +127,54 @@ pub struct Prediction {
     pub predicted_remote: u32,
 }
 
+/// One job of one run, measured (`jobs.csv`) and predicted under one model.
+#[derive(Clone, Debug, Serialize)]
+pub struct PredictedJob {
+    pub point: String,
+    pub scheduler: String,
+    pub rep: u32,
+    pub model: String,
+    pub job: String,
+    pub measured_jct_s: f64,
+    pub predicted_jct_s: f64,
+}
+
+/// The spread of per-job relative errors |predicted / measured - 1|.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ErrorSpread {
+    pub jobs: usize,
+    pub mean: f64,
+    pub median: f64,
+    /// Nearest-rank 90th percentile.
+    pub p90: f64,
+}
+
+/// The spread of |predicted / measured - 1| over `(measured, predicted)`
+/// pairs with a positive measured value; None without any.
+pub fn error_spread(pairs: impl IntoIterator<Item = (f64, f64)>) -> Option<ErrorSpread> {
+    let mut e: Vec<f64> = pairs
+        .into_iter()
+        .filter(|(m, p)| *m > 0.0 && m.is_finite() && p.is_finite())
+        .map(|(m, p)| (p / m - 1.0).abs())
+        .collect();
+    if e.is_empty() {
+        return None;
+    }
+    e.sort_by(f64::total_cmp);
+    let n = e.len();
+    let rank = |q: f64| e[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+    Some(ErrorSpread {
+        jobs: n,
+        mean: e.iter().sum::<f64>() / n as f64,
+        median: if n % 2 == 1 {
+            e[n / 2]
+        } else {
+            (e[n / 2 - 1] + e[n / 2]) / 2.0
+        },
+        p90: rank(0.9),
+    })
+}
+
 /// One simulated task, for comparison with the measured `tasks.csv`.
 #[derive(Clone, Debug, Serialize)]
 pub struct PredictedTask {
@@ -225,6 +275,18 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
     let runs: Vec<RunRecord> = results.read_runs()?;
     let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv"))?;
     let background: Vec<BackgroundRow> = read_csv(&dir.join("background.csv"))?;
+    // Each succeeded job's measured JCT (folders from before jobs.csv have
+    // none: the per-job tables are left out).
+    let jobs_csv = dir.join("jobs.csv");
+    let measured_jobs: BTreeMap<(String, String, u32, String), f64> = if jobs_csv.exists() {
+        read_csv::<super::qos::JobRow>(&jobs_csv)?
+            .into_iter()
+            .filter(|j| j.state == "succeeded" && j.jct_s.is_finite())
+            .map(|j| ((j.point, j.scheduler, j.rep, j.job), j.jct_s))
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
     let seed_of: BTreeMap<(String, String, u32), u64> = runs
         .iter()
         .map(|r| ((r.point.clone(), r.scheduler.clone(), r.rep), r.seed))
@@ -313,6 +375,7 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
     let mut models = Vec::new();
     let mut predictions = Vec::new();
     let mut predicted_tasks = Vec::new();
+    let mut predicted_jobs = Vec::new();
     // Each simulated run's decision record, by file name.
     let mut decisions: Vec<(String, Vec<sched::decision::Decision>)> = Vec::new();
     for p in &points {
@@ -455,6 +518,21 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
                     start_s: r.start_ms as f64 / 1000.0,
                     end_s: r.end_ms as f64 / 1000.0,
                 }));
+                for &(job, arrival, end) in &out.jobs {
+                    let name = format!("job-{}", job.0);
+                    let key = (s.key.0.clone(), s.key.1.clone(), s.key.2, name);
+                    if let Some(&measured) = measured_jobs.get(&key) {
+                        predicted_jobs.push(PredictedJob {
+                            point: key.0,
+                            scheduler: key.1,
+                            rep: key.2,
+                            model: label.into(),
+                            job: key.3,
+                            measured_jct_s: measured,
+                            predicted_jct_s: end.saturating_sub(arrival) as f64 / 1000.0,
+                        });
+                    }
+                }
                 predictions.push(Prediction {
                     point: s.key.0.clone(),
                     scheduler: s.key.1.clone(),
@@ -490,6 +568,9 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
     let cal = ResultsDir::open(&out);
     cal.write_csv("predictions.csv", &predictions)?;
     cal.write_csv("predicted-tasks.csv", &predicted_tasks)?;
+    if !predicted_jobs.is_empty() {
+        cal.write_csv("predicted-jobs.csv", &predicted_jobs)?;
+    }
     // Simulated decision records, in the measured runs' format (worker i
     // is w<i+1>, times from the run's start).
     for (file, rows) in decisions {
@@ -509,6 +590,7 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
         hold_out,
         &models,
         &predictions,
+        &predicted_jobs,
         &order,
     ))?;
     prov.finish();
@@ -843,6 +925,7 @@ fn summary(
     hold_out: bool,
     models: &[PointModel],
     preds: &[Prediction],
+    jobs: &[PredictedJob],
     order: &[String],
 ) -> String {
     const MODELS: [&str; 3] = ["source+reader", "reader-only", "fair-share"];
@@ -943,12 +1026,146 @@ fn summary(
         let (ok, n) = within.get(model).copied().unwrap_or((0, 0));
         s += &format!("- {model}: {ok} of {n} (point, scheduler) cells\n");
     }
+    s += &per_job_section(models, preds, jobs, order, hold_out);
+    s
+}
+
+/// The per-job error tables: per point and scheduler, the spread of
+/// |predicted / measured - 1| over every job of every repetition, the
+/// makespan's mean |error| and the remote maps' mean |difference| per run;
+/// then the per-job spread over every cell, per model.
+fn per_job_section(
+    models: &[PointModel],
+    preds: &[Prediction],
+    jobs: &[PredictedJob],
+    order: &[String],
+    hold_out: bool,
+) -> String {
+    const MODELS: [&str; 3] = ["source+reader", "reader-only", "fair-share"];
+    if jobs.is_empty() {
+        return "\n## Per-job error\n\nNo `jobs.csv` in the results folder: per-job errors cannot be computed.\n".into();
+    }
+    let pct = |e: Option<ErrorSpread>, f: fn(&ErrorSpread) -> f64| {
+        e.map_or("-".to_owned(), |e| format!("{:.0}%", f(&e) * 100.0))
+    };
+    let mut s = format!(
+        "\n## Per-job error\n\nPer job of every repetition: |predicted / measured JCT - 1|, its mean, median and \
+         90th percentile (nearest rank) over the cell's jobs, {}. Makespan: mean over repetitions of \
+         |predicted / measured - 1|. Remote maps: mean over repetitions of |predicted - measured|. \
+         Each column gives source+reader / reader-only / fair-share.\n",
+        if hold_out {
+            "held out (each scheduler's runs predicted by the model fitted on the other schedulers' runs)"
+        } else {
+            "in sample (the model fitted on every run it predicts)"
+        }
+    );
+    for m in models {
+        s += &format!(
+            "\n### {}\n\n| scheduler | jobs | per-job mean | per-job median | per-job p90 | makespan | remote maps (measured per run) |\n|---|---|---|---|---|---|---|\n",
+            m.point
+        );
+        for sc in order {
+            let cell = |model: &str| {
+                error_spread(
+                    jobs.iter()
+                        .filter(|j| j.point == m.point && &j.scheduler == sc && j.model == model)
+                        .map(|j| (j.measured_jct_s, j.predicted_jct_s)),
+                )
+            };
+            let spreads: Vec<Option<ErrorSpread>> = MODELS.iter().map(|m| cell(m)).collect();
+            let Some(n) = spreads[0].map(|e| e.jobs) else {
+                continue;
+            };
+            let runs = |model: &str| -> Vec<&Prediction> {
+                preds
+                    .iter()
+                    .filter(|p| p.point == m.point && &p.scheduler == sc && p.model == model)
+                    .collect()
+            };
+            let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
+            let col = |f: fn(&ErrorSpread) -> f64| {
+                spreads
+                    .iter()
+                    .map(|e| pct(*e, f))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            };
+            let makespan = MODELS
+                .iter()
+                .map(|model| {
+                    let v = runs(model)
+                        .iter()
+                        .map(|p| (p.predicted_makespan_s / p.measured_makespan_s - 1.0).abs())
+                        .collect();
+                    format!("{:.0}%", mean(v) * 100.0)
+                })
+                .collect::<Vec<_>>()
+                .join(" / ");
+            let remote = MODELS
+                .iter()
+                .map(|model| {
+                    let v = runs(model)
+                        .iter()
+                        .map(|p| {
+                            (f64::from(p.predicted_remote) - f64::from(p.measured_remote)).abs()
+                        })
+                        .collect();
+                    format!("{:.1}", mean(v))
+                })
+                .collect::<Vec<_>>()
+                .join(" / ");
+            let measured_remote = mean(
+                runs(MODELS[0])
+                    .iter()
+                    .map(|p| f64::from(p.measured_remote))
+                    .collect(),
+            );
+            s += &format!(
+                "| {sc} | {n} | {} | {} | {} | {makespan} | {remote} ({measured_remote:.1}) |\n",
+                col(|e| e.mean),
+                col(|e| e.median),
+                col(|e| e.p90),
+            );
+        }
+    }
+    s += "\n### Every cell\n\n| model | jobs | per-job mean | per-job median | per-job p90 |\n|---|---|---|---|---|\n";
+    for model in MODELS {
+        let e = error_spread(
+            jobs.iter()
+                .filter(|j| j.model == model)
+                .map(|j| (j.measured_jct_s, j.predicted_jct_s)),
+        );
+        s += &format!(
+            "| {model} | {} | {} | {} | {} |\n",
+            e.map_or(0, |e| e.jobs),
+            pct(e, |e| e.mean),
+            pct(e, |e| e.median),
+            pct(e, |e| e.p90),
+        );
+    }
     s
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_per_job_error_spread_is_relative_and_nearest_rank() {
+        // Errors 0, 0.1, ..., 0.9: one job per 10% step.
+        let pairs: Vec<(f64, f64)> = (0..10).map(|i| (10.0, 10.0 + i as f64)).collect();
+        let e = error_spread(pairs).unwrap();
+        assert_eq!(e.jobs, 10);
+        assert!((e.mean - 0.45).abs() < 1e-12, "{e:?}");
+        assert!((e.median - 0.45).abs() < 1e-12, "{e:?}");
+        assert!((e.p90 - 0.8).abs() < 1e-12, "{e:?}");
+        // Under- and over-predictions count alike; unmeasured jobs not at all.
+        let e = error_spread([(4.0, 2.0), (4.0, 6.0), (0.0, 1.0), (f64::NAN, 1.0)]).unwrap();
+        assert_eq!((e.jobs, e.mean, e.median, e.p90), (2, 0.5, 0.5, 0.5));
+        assert_eq!(error_spread([(0.0, 1.0)]), None);
+        let odd = error_spread([(1.0, 1.0), (1.0, 3.0), (1.0, 1.5)]).unwrap();
+        assert_eq!((odd.median, odd.p90), (0.5, 2.0));
+    }
 
     #[test]
     fn pacing_gives_a_map_its_inputs_time() {
