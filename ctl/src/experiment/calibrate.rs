@@ -139,7 +139,8 @@ pub struct PredictedJob {
     pub predicted_jct_s: f64,
 }
 
-/// The spread of per-job relative errors |predicted / measured - 1|.
+/// The spread of per-job errors: relative, |predicted / measured - 1|, or
+/// in seconds, |predicted - measured|.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ErrorSpread {
     pub jobs: usize,
@@ -152,11 +153,28 @@ pub struct ErrorSpread {
 /// The spread of |predicted / measured - 1| over `(measured, predicted)`
 /// pairs with a positive measured value; None without any.
 pub fn error_spread(pairs: impl IntoIterator<Item = (f64, f64)>) -> Option<ErrorSpread> {
-    let mut e: Vec<f64> = pairs
-        .into_iter()
-        .filter(|(m, p)| *m > 0.0 && m.is_finite() && p.is_finite())
-        .map(|(m, p)| (p / m - 1.0).abs())
-        .collect();
+    spread_of(
+        pairs
+            .into_iter()
+            .filter(|(m, p)| *m > 0.0 && m.is_finite() && p.is_finite())
+            .map(|(m, p)| (p / m - 1.0).abs())
+            .collect(),
+    )
+}
+
+/// The spread of |predicted - measured| (seconds) over the same pairs as
+/// [`error_spread`].
+pub fn seconds_spread(pairs: impl IntoIterator<Item = (f64, f64)>) -> Option<ErrorSpread> {
+    spread_of(
+        pairs
+            .into_iter()
+            .filter(|(m, p)| *m > 0.0 && m.is_finite() && p.is_finite())
+            .map(|(m, p)| (p - m).abs())
+            .collect(),
+    )
+}
+
+fn spread_of(mut e: Vec<f64>) -> Option<ErrorSpread> {
     if e.is_empty() {
         return None;
     }
@@ -1050,7 +1068,8 @@ fn per_job_section(
     };
     let mut s = format!(
         "\n## Per-job error\n\nPer job of every repetition: |predicted / measured JCT - 1|, its mean, median and \
-         90th percentile (nearest rank) over the cell's jobs, {}. Makespan: mean over repetitions of \
+         90th percentile (nearest rank) over the cell's jobs, {}; and |predicted - measured| in seconds \
+         (a sub-second job's large relative error is a small absolute one). Makespan: mean over repetitions of \
          |predicted / measured - 1|. Remote maps: mean over repetitions of |predicted - measured|. \
          Each column gives source+reader / reader-only / fair-share.\n",
         if hold_out {
@@ -1061,18 +1080,26 @@ fn per_job_section(
     );
     for m in models {
         s += &format!(
-            "\n### {}\n\n| scheduler | jobs | per-job mean | per-job median | per-job p90 | makespan | remote maps (measured per run) |\n|---|---|---|---|---|---|---|\n",
+            "\n### {}\n\n| scheduler | jobs | per-job mean | per-job median | per-job p90 | per-job mean / median s | makespan | remote maps (measured per run) |\n|---|---|---|---|---|---|---|---|\n",
             m.point
         );
         for sc in order {
-            let cell = |model: &str| {
-                error_spread(
-                    jobs.iter()
-                        .filter(|j| j.point == m.point && &j.scheduler == sc && j.model == model)
-                        .map(|j| (j.measured_jct_s, j.predicted_jct_s)),
-                )
+            let pairs = |model: &str| {
+                jobs.iter()
+                    .filter(|j| j.point == m.point && &j.scheduler == sc && j.model == model)
+                    .map(|j| (j.measured_jct_s, j.predicted_jct_s))
+                    .collect::<Vec<_>>()
             };
-            let spreads: Vec<Option<ErrorSpread>> = MODELS.iter().map(|m| cell(m)).collect();
+            let spreads: Vec<Option<ErrorSpread>> =
+                MODELS.iter().map(|m| error_spread(pairs(m))).collect();
+            let seconds = MODELS
+                .iter()
+                .map(|m| {
+                    seconds_spread(pairs(m))
+                        .map_or("-".into(), |e| format!("{:.2} / {:.2}", e.mean, e.median))
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
             let Some(n) = spreads[0].map(|e| e.jobs) else {
                 continue;
             };
@@ -1121,22 +1148,26 @@ fn per_job_section(
                     .collect(),
             );
             s += &format!(
-                "| {sc} | {n} | {} | {} | {} | {makespan} | {remote} ({measured_remote:.1}) |\n",
+                "| {sc} | {n} | {} | {} | {} | {seconds} | {makespan} | {remote} ({measured_remote:.1}) |\n",
                 col(|e| e.mean),
                 col(|e| e.median),
                 col(|e| e.p90),
             );
         }
     }
-    s += "\n### Every cell\n\n| model | jobs | per-job mean | per-job median | per-job p90 |\n|---|---|---|---|---|\n";
+    s += "\n### Every cell\n\n| model | jobs | per-job mean | per-job median | per-job p90 | per-job mean / median / p90 s |\n|---|---|---|---|---|---|\n";
     for model in MODELS {
-        let e = error_spread(
-            jobs.iter()
-                .filter(|j| j.model == model)
-                .map(|j| (j.measured_jct_s, j.predicted_jct_s)),
-        );
+        let pairs: Vec<(f64, f64)> = jobs
+            .iter()
+            .filter(|j| j.model == model)
+            .map(|j| (j.measured_jct_s, j.predicted_jct_s))
+            .collect();
+        let e = error_spread(pairs.iter().copied());
+        let secs = seconds_spread(pairs).map_or("-".into(), |e| {
+            format!("{:.2} / {:.2} / {:.2}", e.mean, e.median, e.p90)
+        });
         s += &format!(
-            "| {model} | {} | {} | {} | {} |\n",
+            "| {model} | {} | {} | {} | {} | {secs} |\n",
             e.map_or(0, |e| e.jobs),
             pct(e, |e| e.mean),
             pct(e, |e| e.median),
@@ -1165,6 +1196,10 @@ mod tests {
         assert_eq!(error_spread([(0.0, 1.0)]), None);
         let odd = error_spread([(1.0, 1.0), (1.0, 3.0), (1.0, 1.5)]).unwrap();
         assert_eq!((odd.median, odd.p90), (0.5, 2.0));
+        // In seconds: a tiny job's large relative error is a small one.
+        let s = seconds_spread([(0.1, 0.3), (10.0, 9.0), (0.0, 1.0)]).unwrap();
+        assert_eq!((s.jobs, s.median, s.p90), (2, 0.6, 1.0));
+        assert!((s.mean - 0.6).abs() < 1e-12);
     }
 
     #[test]
