@@ -132,8 +132,7 @@ impl Provenance {
             .unwrap_or(0);
         Provenance {
             git_commit: cmd_out("git", &["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into()),
-            git_dirty: cmd_out("git", &["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty()),
+            git_dirty: git_dirty(None),
             machine: serde_json::json!({
                 "hostname": cmd_out("hostname", &[]).unwrap_or_default(),
                 "kernel": cmd_out("uname", &["-sr"]).unwrap_or_default(),
@@ -150,6 +149,27 @@ impl Provenance {
     pub fn finish(&mut self) {
         self.finished_unix_ms = Some(common::unix_ms());
     }
+}
+
+/// Whether the checkout (at `dir`, else the current directory) differs
+/// from its commit in a tracked file outside `results/`: the code, specs
+/// and docs that ran. Results folders are the tools' own output (a
+/// calibration writes into the folder it reads, and the next one must not
+/// count that as a change to the code).
+fn git_dirty(dir: Option<&Path>) -> bool {
+    let mut args = vec![];
+    if let Some(d) = dir.and_then(|d| d.to_str()) {
+        args.extend(["-C", d]);
+    }
+    args.extend([
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ":/",
+        ":(top,exclude)results",
+    ]);
+    cmd_out("git", &args).is_some_and(|s| !s.is_empty())
 }
 
 fn cmd_out(program: &str, args: &[&str]) -> Option<String> {
@@ -208,6 +228,39 @@ pub fn read_csv<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tree_is_dirty_for_its_code_not_for_its_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir.path())
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::create_dir_all(dir.path().join("results/x")).unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("results/x/summary.md"), "a").unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), "a").unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "c"]);
+        assert!(!git_dirty(Some(dir.path())));
+        std::fs::write(dir.path().join("results/x/summary.md"), "b").unwrap();
+        std::fs::write(dir.path().join("new.rs"), "untracked").unwrap();
+        assert!(!git_dirty(Some(dir.path())), "results and untracked files");
+        std::fs::write(dir.path().join("src/lib.rs"), "b").unwrap();
+        assert!(
+            git_dirty(Some(&dir.path().join("src"))),
+            "from a subdirectory too"
+        );
+    }
 
     #[test]
     fn utc_stamps() {
