@@ -174,6 +174,29 @@ pub fn seconds_spread(pairs: impl IntoIterator<Item = (f64, f64)>) -> Option<Err
     )
 }
 
+/// `jobs` paired rank by rank within each run: the k-th shortest measured
+/// JCT with the k-th shortest predicted one. Its error is the simulator's
+/// error on the distribution of JCTs, leaving out which job got which.
+pub fn rank_pairs<'a>(jobs: impl IntoIterator<Item = &'a PredictedJob>) -> Vec<(f64, f64)> {
+    // (point, scheduler, rep, model) -> measured and predicted JCTs.
+    type Run<'a> = (&'a str, &'a str, u32, &'a str);
+    let mut runs: BTreeMap<Run, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for j in jobs {
+        let r = runs
+            .entry((&j.point, &j.scheduler, j.rep, &j.model))
+            .or_default();
+        r.0.push(j.measured_jct_s);
+        r.1.push(j.predicted_jct_s);
+    }
+    runs.into_values()
+        .flat_map(|(mut m, mut p)| {
+            m.sort_by(f64::total_cmp);
+            p.sort_by(f64::total_cmp);
+            m.into_iter().zip(p)
+        })
+        .collect()
+}
+
 fn spread_of(mut e: Vec<f64>) -> Option<ErrorSpread> {
     if e.is_empty() {
         return None;
@@ -1155,7 +1178,9 @@ fn per_job_section(
             );
         }
     }
-    s += "\n### Every cell\n\n| model | jobs | per-job mean | per-job median | per-job p90 | per-job mean / median / p90 s |\n|---|---|---|---|---|---|\n";
+    s += "\n### Every cell\n\nRank by rank: within each run the k-th shortest measured JCT against the k-th shortest \
+          predicted one (the error on the distribution of JCTs, leaving out which job got which).\n\n\
+          | model | jobs | per-job mean | per-job median | per-job p90 | per-job mean / median / p90 s | rank by rank: mean / median / p90 |\n|---|---|---|---|---|---|---|\n";
     for model in MODELS {
         let pairs: Vec<(f64, f64)> = jobs
             .iter()
@@ -1166,8 +1191,15 @@ fn per_job_section(
         let secs = seconds_spread(pairs).map_or("-".into(), |e| {
             format!("{:.2} / {:.2} / {:.2}", e.mean, e.median, e.p90)
         });
+        let ranked = error_spread(rank_pairs(jobs.iter().filter(|j| j.model == model)));
+        let ranked = format!(
+            "{} / {} / {}",
+            pct(ranked, |e| e.mean),
+            pct(ranked, |e| e.median),
+            pct(ranked, |e| e.p90)
+        );
         s += &format!(
-            "| {model} | {} | {} | {} | {} | {secs} |\n",
+            "| {model} | {} | {} | {} | {} | {secs} | {ranked} |\n",
             e.map_or(0, |e| e.jobs),
             pct(e, |e| e.mean),
             pct(e, |e| e.median),
@@ -1200,6 +1232,30 @@ mod tests {
         let s = seconds_spread([(0.1, 0.3), (10.0, 9.0), (0.0, 1.0)]).unwrap();
         assert_eq!((s.jobs, s.median, s.p90), (2, 0.6, 1.0));
         assert!((s.mean - 0.6).abs() < 1e-12);
+        // Two jobs that swap places: 100% and 50% off job by job, exact
+        // rank by rank.
+        let job = |rep: u32, name: &str, m: f64, p: f64| PredictedJob {
+            point: "p".into(),
+            scheduler: "s".into(),
+            rep,
+            model: "source+reader".into(),
+            job: name.into(),
+            measured_jct_s: m,
+            predicted_jct_s: p,
+        };
+        let jobs = [
+            job(0, "job-1", 1.0, 2.0),
+            job(0, "job-2", 2.0, 1.0),
+            job(1, "job-1", 4.0, 5.0),
+        ];
+        let by_job = error_spread(jobs.iter().map(|j| (j.measured_jct_s, j.predicted_jct_s)));
+        assert_eq!(by_job.unwrap().median, 0.5);
+        let ranked = rank_pairs(&jobs);
+        assert_eq!(
+            ranked,
+            [(1.0, 1.0), (2.0, 2.0), (4.0, 5.0)],
+            "pairs within a run only"
+        );
     }
 
     #[test]
