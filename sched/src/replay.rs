@@ -18,9 +18,10 @@
 //! - a data-local task lasts its `local_ms`; a data-remote one first reads
 //!   its block, by one of two [`RemoteModel`]s: a fixed extra when it starts
 //!   ([`RemoteCost::extra_ms`] of the remote reads running from the same
-//!   source and on the same reader), or a transfer that shares the source's
-//!   uplink and the reader's downlink fairly with the other transfers for as
-//!   long as it lasts;
+//!   source and on the same reader, and of the block's size), or a transfer
+//!   that shares the source's uplink and the reader's downlink fairly with
+//!   the other transfers for as long as it lasts (its time alone in
+//!   proportion to the block's size when the maps' inputs differ);
 //! - when a job's last map ends its reduces wait, and each heartbeat offers
 //!   the worker to the [`ReducePlacer`] before any map (as the master
 //!   does); a reduce lasts its given time; a job ends when its last task
@@ -72,6 +73,9 @@ pub struct ReplayTask {
     pub replicas: Vec<WorkerId>,
     /// How long it runs data-local.
     pub local_ms: u64,
+    /// A map's input bytes (0: not known), which the per-byte terms of a
+    /// remote read scale with.
+    pub bytes: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -97,21 +101,25 @@ pub struct BackgroundRun {
 }
 
 /// What a data-remote read adds to a task: `base_ms + per_source_ms *
-/// n_src + per_reader_ms * n_dst`, with n_src (n_dst) the other remote
-/// reads running from the same source (on the same reader) when it starts.
-/// Never negative.
+/// n_src + per_reader_ms * n_dst + per_mb_ms * MB`, with n_src (n_dst) the
+/// other remote reads running from the same source (on the same reader)
+/// when it starts and MB its block's size in 10^6 bytes. Never negative.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RemoteCost {
     pub base_ms: f64,
     pub per_source_ms: f64,
     pub per_reader_ms: f64,
+    pub per_mb_ms: f64,
 }
 
 impl RemoteCost {
-    pub fn extra_ms(&self, n_src: u32, n_dst: u32) -> u64 {
-        let x = self.base_ms
+    pub fn extra_ms(&self, n_src: u32, n_dst: u32, bytes: u64) -> u64 {
+        let mut x = self.base_ms
             + self.per_source_ms * f64::from(n_src)
             + self.per_reader_ms * f64::from(n_dst);
+        if self.per_mb_ms != 0.0 {
+            x += self.per_mb_ms * bytes as f64 / 1e6;
+        }
         x.max(0.0).round() as u64
     }
 }
@@ -121,10 +129,12 @@ impl RemoteCost {
 pub enum RemoteModel {
     /// A fixed extra decided when the task starts.
     Static(RemoteCost),
-    /// A transfer of `transfer_ms` when alone, progressing at 1 / n, n the
-    /// larger of the transfers from its source and to its reader now (max
-    /// of the two links' fair shares); then the task runs its `local_ms`.
-    FairShare { transfer_ms: f64 },
+    /// A transfer of `transfer_ms` when alone (for a block of `ref_bytes`;
+    /// a block of `bytes` takes `transfer_ms * bytes / ref_bytes`, unless
+    /// either is 0), progressing at 1 / n, n the larger of the transfers
+    /// from its source and to its reader now (max of the two links' fair
+    /// shares); then the task runs its `local_ms`.
+    FairShare { transfer_ms: f64, ref_bytes: u64 },
 }
 
 /// A block read in flight under [`RemoteModel::FairShare`].
@@ -224,7 +234,7 @@ pub fn replay(
             .tasks
             .iter()
             .find(|t| t.index == index)
-            .map_or(0, |t| t.local_ms)
+            .map_or((0, 0), |t| (t.local_ms, t.bytes))
     };
     // Heartbeats: (time, worker, Some(k) for the k-th regular one), earliest
     // first; a regular one schedules the next, an out-of-band one does not.
@@ -464,7 +474,7 @@ pub fn replay(
         for a in offer(sched, t as Millis, wid, &mut view) {
             let job = job_index[&a.task.job];
             let (tw, src) = (a.worker.0 as usize, a.source.0 as usize);
-            let mut len = local_ms(job, a.task.index);
+            let (mut len, bytes) = local_ms(job, a.task.index);
             running[tw].push(t);
             last_progress = t;
             if tw != src {
@@ -472,9 +482,17 @@ pub fn replay(
                 remote_out[src] += 1;
                 match remote {
                     RemoteModel::Static(cost) => {
-                        len += cost.extra_ms(remote_out[src] - 1, remote_in[tw] - 1);
+                        len += cost.extra_ms(remote_out[src] - 1, remote_in[tw] - 1, bytes);
                     }
-                    RemoteModel::FairShare { transfer_ms } => {
+                    RemoteModel::FairShare {
+                        transfer_ms,
+                        ref_bytes,
+                    } => {
+                        let alone = if ref_bytes > 0 && bytes > 0 {
+                            transfer_ms * bytes as f64 / ref_bytes as f64
+                        } else {
+                            transfer_ms
+                        };
                         xfer_out[src] += 1;
                         xfer_in[tw] += 1;
                         transfers.push(Transfer {
@@ -483,7 +501,7 @@ pub fn replay(
                             worker: tw as u32,
                             source: src as u32,
                             start: t,
-                            left: transfer_ms.max(0.0),
+                            left: alone.max(0.0),
                             then_ms: len,
                         });
                         continue;

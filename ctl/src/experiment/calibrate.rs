@@ -62,8 +62,11 @@ pub struct PointModel {
     pub cost: Cost,
     /// The papers' model: the reader's term only.
     pub cost_reader_only: Cost,
-    /// Fair-share transfers: a block read alone takes this long (ms).
+    /// Fair-share transfers: a block read alone takes this long (ms), a
+    /// block of `ref_bytes` where the point's remote reads differ in size
+    /// (others in proportion; 0: every block alike).
     pub transfer_ms: f64,
+    pub ref_bytes: u64,
     /// Reduces: base + per MB of input (ms), fitted on this many.
     pub reduce_attempts: usize,
     pub reduce_base_ms: f64,
@@ -86,6 +89,7 @@ impl PointModel {
                 "fair-share",
                 RemoteModel::FairShare {
                     transfer_ms: self.transfer_ms,
+                    ref_bytes: self.ref_bytes,
                 },
             ),
         ]
@@ -97,6 +101,9 @@ pub struct Cost {
     pub base_ms: f64,
     pub per_source_ms: f64,
     pub per_reader_ms: f64,
+    /// Per 10^6 bytes of the block read: fitted only where a point's remote
+    /// reads differ in size (a trace's maps), else 0.
+    pub per_mb_ms: f64,
     /// Root mean square error of the fit over the remote attempts (ms).
     pub rmse_ms: f64,
 }
@@ -107,6 +114,7 @@ impl Cost {
             base_ms: self.base_ms,
             per_source_ms: self.per_source_ms,
             per_reader_ms: self.per_reader_ms,
+            per_mb_ms: self.per_mb_ms,
         }
     }
 }
@@ -264,7 +272,11 @@ fn fit_transfer(
     let extra = |t: f64| -> anyhow::Result<Option<f64>> {
         let (mut sum, mut n) = (0.0, 0usize);
         for s in setups {
-            let (out, jobs) = simulate(s, m, RemoteModel::FairShare { transfer_ms: t })?;
+            let remote = RemoteModel::FairShare {
+                transfer_ms: t,
+                ref_bytes: m.ref_bytes,
+            };
+            let (out, jobs) = simulate(s, m, remote)?;
             let local: BTreeMap<(JobId, u32), u64> = jobs
                 .iter()
                 .flat_map(|j| j.tasks.iter().map(move |x| ((j.id, x.index), x.local_ms)))
@@ -668,6 +680,8 @@ fn fit_point(
     // Remote attempts: the extra over a local run, and the remote reads
     // running from the same source and on the same reader when it starts.
     let mut samples: Vec<Sample> = Vec::new();
+    // Each remote read's block size, in 10^6 bytes (samples' order).
+    let mut mbs: Vec<f64> = Vec::new();
     for (rows, _, seed) in runs {
         let remote: Vec<&TaskRow> = rows
             .iter()
@@ -687,6 +701,7 @@ fn fit_point(
                 .count();
             let extra = ms(t.end_s - t.start_s) as f64 - compute(*seed, t)? as f64 - mean_overhead;
             samples.push((extra, n_src as f64, n_dst as f64));
+            mbs.push(t.input_bytes as f64 / 1e6);
         }
     }
     // Reduces: time ~ base + per MB of input, least squares.
@@ -715,9 +730,14 @@ fn fit_point(
         remote_attempts: samples.len(),
         remote_extra_mean_ms: samples.iter().map(|s| s.0).sum::<f64>()
             / samples.len().max(1) as f64,
-        cost: fit(&samples, true),
+        cost: fit_sized(&samples, &mbs),
         cost_reader_only: fit(&samples, false),
         transfer_ms: 0.0,
+        ref_bytes: if sizes_differ(&mbs) {
+            (mbs.iter().sum::<f64>() / mbs.len() as f64 * 1e6).round() as u64
+        } else {
+            0
+        },
     })
 }
 
@@ -796,6 +816,7 @@ fn replay_jobs(
                 .copied()
                 .collect(),
             local_ms: compute(seed, t)? + overhead,
+            bytes: t.input_bytes,
         });
     }
     // Each reduce lasts the fitted time for its measured input.
@@ -817,6 +838,7 @@ fn replay_jobs(
             index: t.task,
             replicas: Vec::new(),
             local_ms: len.round() as u64,
+            bytes: 0,
         });
         job.reduce_load += t.input_bytes;
     }
@@ -925,6 +947,53 @@ fn fit(samples: &[Sample], source: bool) -> Cost {
         base_ms: base,
         per_source_ms: ps,
         per_reader_ms: pr,
+        per_mb_ms: 0.0,
+        rmse_ms: (sse / samples.len().max(1) as f64).sqrt(),
+    }
+}
+
+/// Whether blocks of these sizes differ by more than 1% of their mean.
+fn sizes_differ(mbs: &[f64]) -> bool {
+    let mean = mbs.iter().sum::<f64>() / mbs.len().max(1) as f64;
+    let (lo, hi) = mbs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+            (l.min(x), h.max(x))
+        });
+    mbs.len() > 1 && mean > 0.0 && (hi - lo) > 0.01 * mean
+}
+
+/// The source+reader fit with a term per MB of the block read when the
+/// reads differ in size (`mbs`, in `samples`' order): least squares of
+/// extra ~ base + a n_src + b n_dst + c MB. Blocks all of one size: the
+/// MB term is the base's twin, so [`fit`] as it is.
+fn fit_sized(samples: &[Sample], mbs: &[f64]) -> Cost {
+    if !sizes_differ(mbs) {
+        return fit(samples, true);
+    }
+    let mut a = vec![vec![0.0; 5]; 4];
+    for (s, &mb) in samples.iter().zip(mbs) {
+        let x = [1.0, s.1, s.2, mb];
+        for i in 0..4 {
+            for j in 0..4 {
+                a[i][j] += x[i] * x[j];
+            }
+            a[i][4] += x[i] * s.0;
+        }
+    }
+    let Some(b) = solve(a) else {
+        return fit(samples, true);
+    };
+    let sse: f64 = samples
+        .iter()
+        .zip(mbs)
+        .map(|(s, &mb)| (s.0 - (b[0] + b[1] * s.1 + b[2] * s.2 + b[3] * mb)).powi(2))
+        .sum();
+    Cost {
+        base_ms: b[0],
+        per_source_ms: b[1],
+        per_reader_ms: b[2],
+        per_mb_ms: b[3],
         rmse_ms: (sse / samples.len().max(1) as f64).sqrt(),
     }
 }
@@ -976,10 +1045,11 @@ fn summary(
          heartbeat phases; local task time = the drawn compute + an overhead drawn from the \
          point's measured local overheads; a remote map reads its block under one of three \
          models: `source+reader` (a fixed extra at its start: base + per-source + per-reader \
-         terms, least squares), `reader-only` (the papers' model, the cost charged at the \
-         reading server only) and `fair-share` (a transfer that shares the source's and the \
-         reader's links fairly while it lasts, its time alone fitted so the mean remote extra \
-         matches). Means over repetitions with (min-max); err = predicted / measured - 1 of \
+         terms, and a per-MB term where a point's remote reads differ in size, least squares), \
+         `reader-only` (the papers' model, the cost charged at the reading server only) and \
+         `fair-share` (a transfer that shares the source's and the reader's links fairly while \
+         it lasts, its time alone, in proportion to the block's size where sizes differ, fitted \
+         so the mean remote extra matches). Means over repetitions with (min-max); err = predicted / measured - 1 of \
          the means.{}\n\n",
         spec.name,
         dir.display(),
@@ -993,7 +1063,7 @@ fn summary(
     s += "## Fitted models\n\n| point | local attempts | overhead mean (p10-p90) ms | remote attempts | remote extra mean ms | source+reader: base + src*n + dst*n ms (rmse) | reader-only: base + dst*n ms (rmse) | fair-share: transfer alone ms | reduces: base + per MB ms (attempts) |\n|---|---|---|---|---|---|---|---|---|\n";
     for m in models {
         s += &format!(
-            "| {} | {} | {:.0} ({}-{}) | {} | {:.0} | {:.0} + {:.0} n_src + {:.0} n_dst ({:.0}) | {:.0} + {:.0} n_dst ({:.0}) | {:.0} | {:.0} + {:.0}/MB ({}) |\n",
+            "| {} | {} | {:.0} ({}-{}) | {} | {:.0} | {:.0} + {:.0} n_src + {:.0} n_dst{} ({:.0}) | {:.0} + {:.0} n_dst ({:.0}) | {:.0}{} | {:.0} + {:.0}/MB ({}) |\n",
             m.point,
             m.local_attempts,
             m.overhead_mean_ms,
@@ -1004,11 +1074,21 @@ fn summary(
             m.cost.base_ms,
             m.cost.per_source_ms,
             m.cost.per_reader_ms,
+            if m.cost.per_mb_ms != 0.0 {
+                format!(" + {:.0}/MB", m.cost.per_mb_ms)
+            } else {
+                String::new()
+            },
             m.cost.rmse_ms,
             m.cost_reader_only.base_ms,
             m.cost_reader_only.per_reader_ms,
             m.cost_reader_only.rmse_ms,
             m.transfer_ms,
+            if m.ref_bytes > 0 {
+                format!(" per {:.3} MB", m.ref_bytes as f64 / 1e6)
+            } else {
+                String::new()
+            },
             m.reduce_base_ms,
             m.reduce_ms_per_mb,
             m.reduce_attempts,
@@ -1285,6 +1365,25 @@ mod tests {
         // One distinct point: the mean.
         let one = fit(&[(700.0, 1.0, 1.0), (900.0, 1.0, 1.0)], true);
         assert!((one.base_ms - 800.0).abs() < 1e-6 && one.per_source_ms == 0.0);
+        // Blocks of different sizes: the per-MB term too.
+        let mbs: Vec<f64> = (0..samples.len()).map(|i| (i % 3) as f64 * 0.5).collect();
+        let sized: Vec<Sample> = samples
+            .iter()
+            .zip(&mbs)
+            .map(|(s, mb)| (s.0 + 2_000.0 * mb, s.1, s.2))
+            .collect();
+        let c = fit_sized(&sized, &mbs);
+        assert!((c.per_mb_ms - 2_000.0).abs() < 1e-6, "{c:?}");
+        assert!(
+            (c.base_ms - 500.0).abs() < 1e-6 && c.rmse_ms < 1e-6,
+            "{c:?}"
+        );
+        // All of one size: exactly the fit without it.
+        let same = fit_sized(&samples, &vec![8.0; samples.len()]);
+        assert_eq!(
+            (same.base_ms, same.per_mb_ms),
+            (fit(&samples, true).base_ms, 0.0)
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ fn job(id: u32, arrival_ms: u64, tasks: &[(u32, u64)]) -> ReplayJob {
                 index: i as u32,
                 replicas: vec![w(holder)],
                 local_ms: ms,
+                bytes: 0,
             })
             .collect(),
         reduces: Vec::new(),
@@ -124,6 +125,7 @@ fn remote_reads_cost_more_with_others_on_the_source_and_reader() {
         base_ms: 500.0,
         per_source_ms: 300.0,
         per_reader_ms: 100.0,
+        per_mb_ms: 0.0,
     };
     let o = run(&cluster(&[2, 1], 100, false), &jobs, &bg, cost);
     assert!(o.runs.iter().all(|r| r.is_remote() && r.worker == w(0)));
@@ -131,12 +133,52 @@ fn remote_reads_cost_more_with_others_on_the_source_and_reader() {
     // The first alone; the second with one read on its source and reader.
     assert_eq!(lens, [1_500, 1_900]);
     assert_eq!(o.remote_tasks(), 2);
-    assert_eq!(cost.extra_ms(0, 0), 500);
+    assert_eq!(cost.extra_ms(0, 0, 8_000_000), 500, "no per-byte term");
     let cheap = RemoteCost {
         base_ms: -900.0,
         ..cost
     };
-    assert_eq!(cheap.extra_ms(1, 0), 0, "never negative");
+    assert_eq!(cheap.extra_ms(1, 0, 0), 0, "never negative");
+}
+
+#[test]
+fn a_remote_read_costs_by_the_byte_under_either_model() {
+    // Worker 1 holds both blocks and is busy: a 0.5 MB block and a 2 MB
+    // one, read by worker 0 one after the other (1 slot).
+    let bg = [BackgroundRun {
+        worker: w(1),
+        start_ms: 0,
+        end_ms: 100_000,
+    }];
+    let mut jobs = [job(1, 0, &[(1, 100), (1, 100)])];
+    jobs[0].tasks[0].bytes = 500_000;
+    jobs[0].tasks[1].bytes = 2_000_000;
+    let c = cluster(&[1, 1], 100, true);
+    let lens = |remote| {
+        let o = run_with(&c, &jobs, &bg, remote);
+        o.runs
+            .iter()
+            .map(|r| r.end_ms - r.start_ms)
+            .collect::<Vec<_>>()
+    };
+    let per_mb = RemoteModel::Static(RemoteCost {
+        base_ms: 50.0,
+        per_mb_ms: 1_000.0,
+        ..Default::default()
+    });
+    assert_eq!(lens(per_mb), [650, 2_150]);
+    // Fair share: 1 s alone for a 1 MB reference block.
+    let fair = RemoteModel::FairShare {
+        transfer_ms: 1_000.0,
+        ref_bytes: 1_000_000,
+    };
+    assert_eq!(lens(fair), [600, 2_100]);
+    // Without a reference every block takes the same time alone.
+    let flat = RemoteModel::FairShare {
+        transfer_ms: 1_000.0,
+        ref_bytes: 0,
+    };
+    assert_eq!(lens(flat), [1_100, 1_100]);
 }
 
 #[test]
@@ -168,6 +210,7 @@ fn fair_share_transfers_slow_each_other_while_they_overlap() {
     }];
     let remote = RemoteModel::FairShare {
         transfer_ms: 1_000.0,
+        ref_bytes: 0,
     };
     // One task: 1 s of transfer, then 0.5 s of its own.
     let one = [job(1, 0, &[(2, 500)])];
@@ -199,6 +242,7 @@ fn reduces_wait_for_the_maps_and_go_where_the_placer_says() {
             index: i,
             replicas: Vec::new(),
             local_ms: 2_000,
+            bytes: 0,
         })
         .collect();
     j.reduce_load = 100;
@@ -322,6 +366,7 @@ fn the_decision_record_changes_nothing_and_has_a_row_per_launch() {
         index: 0,
         replicas: Vec::new(),
         local_ms: 200,
+        bytes: 0,
     }];
     for (policy, example) in crate::policy::SchedulerConfig::examples() {
         let config: crate::policy::SchedulerConfig = example.parse().unwrap();
