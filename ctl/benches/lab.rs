@@ -8,7 +8,10 @@
 //!   target);
 //! - lsap-sched, 2,000 tasks on 2,000 idle slots (target at most 50 ms);
 //! - the whole DynDL Fig 5-8 sweep, `experiments/sim-dyndl-fig{5,6,7,8}.toml`
-//!   (target at most 30 s).
+//!   (target at most 30 s);
+//! - one SWIM hour (`experiments/swim-hour.toml`, bytes scaled to ~34,000
+//!   maps) on 1,000 servers x 12 slots in `sched::replay` (`master sim
+//!   trace`; target: 100,000 tasks in 10 s, so the ratio is per task).
 //!
 //! The planners are measured with criterion (10 samples each; criterion's
 //! own report, then a summary line per planner with the median of the
@@ -195,5 +198,45 @@ fn main() {
             Some(30_000.0),
             None,
         );
+    }
+    if filter.is_empty() || "trace".contains(filter.as_str()) {
+        // One SWIM hour on 1,000 servers x 12 slots in the replay, bytes
+        // scaled to ~34,000 maps, under each of the spec's five schedulers
+        // (one seed): the spec of `make trace` with its trace file's path
+        // made absolute.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("root");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let text = std::fs::read_to_string(root.join("experiments/swim-hour.toml")).expect("spec");
+        let trace = root.join("traces/swim/FB-2010_samples_24_times_1hr_withInputPaths_0.tsv");
+        let text: String = text
+            .lines()
+            .map(|l| match l.split('=').next().map(str::trim) {
+                Some("file") => format!("file = {:?}", trace.display().to_string()),
+                Some("bytes_scale") => "bytes_scale = 1e-3".into(),
+                Some("repetitions") => "repetitions = 1".into(),
+                _ => l.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let spec = tmp.path().join("swim.toml");
+        std::fs::write(&spec, text).expect("spec");
+        let cal = std::fs::read_dir(root.join("results/swim-hour"))
+            .expect("results/swim-hour")
+            .map(|e| e.expect("entry").path().join("calibration"))
+            .find(|p| p.join("meta.json").exists())
+            .expect("a calibrated swim-hour folder");
+        let (_, runs) =
+            ctl::lab::trace::run(&spec, &cal, None, Some(1000), Some(12)).expect("trace");
+        for r in &runs {
+            println!(
+                "{:<44} {:>6} maps, {:>9.0} ms  (target 10,000 ms for 100,000 tasks: {:.2}x per task)",
+                format!("SWIM hour, 1,000 x 12, {}", r.scheduler),
+                r.maps,
+                r.wall_s * 1e3,
+                r.wall_s / 10.0 * 100_000.0 / r.maps as f64,
+            );
+        }
     }
 }

@@ -280,6 +280,25 @@ pub enum SimCmd {
         #[arg(long)]
         workers: Option<u32>,
     },
+    /// Run a trace spec's hour (`[trace]`, e.g. experiments/swim-hour.toml)
+    /// in the simulator at any scale, with task times and the remote-read
+    /// cost of a calibration (`master sim calibrate`); print each
+    /// scheduler's mean JCT, makespan, remote maps and simulation time.
+    Trace {
+        spec: PathBuf,
+        /// A calibration folder (results/<name>/<stamp>/calibration).
+        #[arg(long)]
+        calibration: PathBuf,
+        /// The calibration's point to take the model from (default: its first).
+        #[arg(long)]
+        point: Option<String>,
+        /// Workers instead of the spec's (e.g. 1000).
+        #[arg(long)]
+        workers: Option<u32>,
+        /// Slots per worker instead of the spec's.
+        #[arg(long)]
+        slots: Option<u32>,
+    },
     /// Run a sweep spec (experiments/sim-*.toml); results in
     /// <results>/<name>/<timestamp>/.
     Sweep {
@@ -937,6 +956,19 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
         }
         SimCmd::Hybrid { spec, workers } => {
             print!("{}", lab::hybrid::run_file(spec, *workers)?);
+            Ok(())
+        }
+        SimCmd::Trace {
+            spec,
+            calibration,
+            point,
+            workers,
+            slots,
+        } => {
+            print!(
+                "{}",
+                lab::trace::run_file(spec, calibration, point.as_deref(), *workers, *slots)?
+            );
             Ok(())
         }
         SimCmd::Sweep { spec, results } => {

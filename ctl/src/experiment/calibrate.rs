@@ -765,7 +765,7 @@ fn points_files(points: &[super::spec::Point], label: &str) -> u32 {
 }
 
 /// The least time compute pacing at `rate_mbs` MB/s gives `bytes`, ms.
-fn pacing_ms(bytes: u64, rate_mbs: f64) -> u64 {
+pub(crate) fn pacing_ms(bytes: u64, rate_mbs: f64) -> u64 {
     if !(rate_mbs.is_finite() && rate_mbs > 0.0) {
         return 0;
     }

@@ -142,6 +142,8 @@ pub struct TraceJob {
     /// Index into [`TracePlan::files`].
     pub file: usize,
     pub reduces: Option<u32>,
+    /// The trace's shuffle bytes, scaled (what its reduces fetch).
+    pub shuffle_bytes: u64,
 }
 
 /// A trace sample made into files and jobs.
@@ -274,6 +276,7 @@ pub fn plan(
                 workload,
                 file: index[key(j).as_str()],
                 reduces,
+                shuffle_bytes: shuffle,
             }
         })
         .collect();

@@ -1,10 +1,12 @@
 //! The scheduling lab's side that touches files and clocks: instance files
 //! (JSON), timed runs of any algorithm, and sweeps of the papers'
-//! simulations ([`sweep`]), hybrid-cloud specs in the simulator ([`hybrid`]). The model, the planners, the policies and the
+//! simulations ([`sweep`]), hybrid-cloud specs in the simulator ([`hybrid`]), a trace
+//! spec's hour at any scale with a calibrated model ([`trace`]). The model, the planners, the policies and the
 //! simulator themselves are the pure `sched` crate.
 
 pub mod hybrid;
 pub mod sweep;
+pub mod trace;
 
 pub use sched::algo::{Algo, LabError, Planned};
 pub use sched::model::{Cost, Eval, GenParams, Instance};
