@@ -60,6 +60,11 @@ pub enum Rule {
     /// Declined: the policy runs only data-local tasks and no job it looked
     /// at has one on this worker (strict locality).
     NoLocalTask,
+    /// Declined: the policy queues each map on one machine of its choice
+    /// (EAS's Algorithm 2: the least-loaded holder of its input), none is
+    /// queued on this worker, and no waiting job can be placed (every
+    /// pending map is queued on another machine).
+    QueuedElsewhere,
     /// A task drawn at random (rand-sched's coin).
     Random,
 }
@@ -80,6 +85,7 @@ impl Rule {
             Rule::RemoteLimit => "remote-limit",
             Rule::NothingToRun => "nothing-to-run",
             Rule::NoLocalTask => "no-local-task",
+            Rule::QueuedElsewhere => "queued-elsewhere",
             Rule::Random => "random",
         }
     }

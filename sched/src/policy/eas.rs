@@ -23,6 +23,7 @@
 //! estimated as the machine's busy slots times the mean input of the tasks
 //! it was given (the scheduler is not told when a map ends).
 
+use crate::decision::{Pick, Rule, Why};
 use crate::order::{job_order, JobOrder};
 use crate::policy::Policy;
 use crate::view::{ClusterView, Millis, SchedContext, Scheduler};
@@ -221,7 +222,10 @@ impl Scheduler for Eas {
 
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         self.tidy(ctx.view());
-        ctx.fill(worker, |view| loop {
+        // A launch runs where Algorithm 2 queued it, on a holder of its
+        // input (data-local); an offer is declined when nothing is queued
+        // here and no waiting job can be placed.
+        ctx.fill_why(worker, |view| loop {
             let next = self
                 .machines
                 .get_mut(&worker)
@@ -239,12 +243,16 @@ impl Scheduler for Eas {
                     if launchable {
                         m.launched += 1;
                         m.launched_bytes += len;
-                        return Some((t, worker));
+                        return Ok(Pick {
+                            task: t,
+                            source: worker,
+                            why: Why::rule(Rule::DataLocal),
+                        });
                     }
                 }
                 // Idle with nothing queued: select jobs until this machine
                 // has work or no job is waiting.
-                None if !self.select_job(view) => return None,
+                None if !self.select_job(view) => return Err(Why::rule(Rule::QueuedElsewhere)),
                 None => {}
             }
         });

@@ -951,6 +951,7 @@ fn every_policy_passes_the_shared_suite() {
 #[test]
 fn eas_selects_the_most_balancing_job_and_stays_local() {
     let mut v = view(2, 1);
+    v.record_decisions(true);
     // Job 1: both maps only on w0 (loads 200/0). Job 2: one map per worker (100/100).
     v.add_job(
         JobId(1),
@@ -972,9 +973,22 @@ fn eas_selects_the_most_balancing_job_and_stays_local() {
     // w1 runs job 2's other map, already queued there.
     let b = offer(s.as_mut(), 0, w(1), &mut v);
     assert_eq!((b[0].task, b[0].is_local()), (tref(2, 1), true));
-    // Job 1 can only run on w0: w1 stays idle (strict locality).
+    // Job 1 can only run on w0: w1 stays idle (strict locality), and the
+    // record says why: job 1's maps are queued on w0.
     v.task_ended(JobId(2), w(1), false);
     assert_eq!(offer(s.as_mut(), 1, w(1), &mut v), vec![]);
+    let rows = v.take_decisions();
+    use crate::decision::{Kind, Rule};
+    let rules: Vec<(Kind, WorkerId, Rule)> =
+        rows.iter().map(|d| (d.kind, d.offered, d.rule)).collect();
+    assert_eq!(
+        rules,
+        [
+            (Kind::Map, w(0), Rule::DataLocal),
+            (Kind::Map, w(1), Rule::DataLocal),
+            (Kind::Idle, w(1), Rule::QueuedElsewhere),
+        ]
+    );
     v.task_ended(JobId(2), w(0), false);
     let c = offer(s.as_mut(), 2, w(0), &mut v);
     assert_eq!((c[0].task.job, c[0].is_local()), (JobId(1), true));
