@@ -50,6 +50,7 @@ const SCHED: &[&str] = &[
 ];
 const WORKER: &[&str] = &[
     "store",
+    "replicas",
     "nic",
     "progress",
     "metrics",

@@ -452,7 +452,7 @@ async fn read_local_replica(
     let rt = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || -> Result<u64, (u64, String)> {
         let damaged = |e: crate::store::StoreError| {
-            ctx.drop_if_damaged(&e);
+            ctx.replicas.drop_if_damaged(&e);
             e.to_string()
         };
         let mut reader = ctx.store.reader(&block).map_err(|e| (0, damaged(e)))?;

@@ -242,7 +242,7 @@ async fn get_block(
     if dl.next_chunk < dl.end_chunk {
         if let Err(e) = dl.fill().await {
             tracing::error!(block = %id, error = %e, "serving a corrupt block");
-            ctx.drop_if_damaged(&e);
+            ctx.replicas.drop_if_damaged(&e);
             return Err(store_error(e));
         }
     }
@@ -253,7 +253,7 @@ async fn get_block(
             }
             if let Err(e) = dl.fill().await {
                 tracing::error!(error = %e, "aborting block download");
-                dl.ctx.drop_if_damaged(&e);
+                dl.ctx.replicas.drop_if_damaged(&e);
                 dl.next_chunk = dl.end_chunk;
                 return Some((Err(std::io::Error::other(e.to_string())), dl));
             }
@@ -515,9 +515,9 @@ async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
         nic_bytes_per_sec: ctx.nic.tx.rate(),
         nic_tx_bytes: ctx.nic.tx.bytes(),
         nic_rx_bytes: ctx.nic.rx.bytes(),
-        corrupt_dropped: ctx.corrupt_dropped.load(Ordering::Relaxed),
-        scrub_found: ctx.scrub_found.load(Ordering::Relaxed),
-        scrubbed_bytes: ctx.scrubbed_bytes.load(Ordering::Relaxed),
+        corrupt_dropped: ctx.replicas.corrupt_dropped.load(Ordering::Relaxed),
+        scrub_found: ctx.replicas.scrub_found.load(Ordering::Relaxed),
+        scrubbed_bytes: ctx.replicas.scrubbed_bytes.load(Ordering::Relaxed),
     })
 }
 

@@ -12,6 +12,7 @@ pub mod nic;
 pub mod node;
 pub mod progress;
 pub mod reduce;
+pub mod replicas;
 pub mod replicate;
 pub mod scrub;
 pub mod shuffle;
@@ -177,12 +178,9 @@ pub struct WorkerCtx {
     pub book: Mutex<exec::TaskBook>,
     pub http: reqwest::Client,
     /// Wakes the heartbeat loop early.
-    pub heartbeat_now: Notify,
-    /// Stored replicas found damaged on a read and deleted.
-    pub corrupt_dropped: std::sync::atomic::AtomicU64,
-    /// Of those, found by the block scanner; and the bytes it verified.
-    pub scrub_found: std::sync::atomic::AtomicU64,
-    pub scrubbed_bytes: std::sync::atomic::AtomicU64,
+    pub heartbeat_now: Arc<Notify>,
+    /// The store as readers guard it: damaged replicas dropped and counted.
+    pub replicas: Arc<replicas::Replicas>,
     /// Task attempts ended here, by outcome (`GET /metrics`).
     pub outcomes: metrics::Outcomes,
     /// NIC samples and background runs for per-run timelines.
@@ -230,33 +228,6 @@ impl WorkerCtx {
     pub fn slot_freed(&self) {
         if self.out_of_band_heartbeat {
             self.wake_heartbeat();
-        }
-    }
-
-    /// A stored block failed its checksums (or its length) on a read: it is
-    /// deleted, so the next heartbeat's block report drops this replica
-    /// and readers use a good one, as HDFS drops a replica its checksums
-    /// condemn. True if `err` was such damage and the replica is gone.
-    pub fn drop_if_damaged(&self, err: &store::StoreError) -> bool {
-        let block = match err {
-            store::StoreError::Corrupt { block, .. }
-            | store::StoreError::Truncated { block, .. } => block,
-            _ => return false,
-        };
-        tracing::error!(%block, error = %err, "damaged replica; deleting it");
-        match self.store.delete(block) {
-            Ok(()) => {
-                self.corrupt_dropped
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                self.wake_heartbeat();
-                true
-            }
-            // Another reader dropped it first.
-            Err(store::StoreError::NotFound { .. }) => true,
-            Err(e) => {
-                tracing::error!(%block, error = %e, "could not delete a damaged replica");
-                false
-            }
         }
     }
 }
@@ -324,6 +295,11 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             )
         })?;
     let addr = listener.local_addr()?;
+    let heartbeat_now = Arc::new(Notify::new());
+    let replicas = Arc::new(replicas::Replicas::new(
+        store.clone(),
+        heartbeat_now.clone(),
+    ));
     let ctx = Arc::new(WorkerCtx {
         name: opts.name.clone(),
         advertise: opts.advertise.unwrap_or_else(|| format!("http://{addr}")),
@@ -353,10 +329,8 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
             .build()
             .expect("HTTP client builds"),
-        heartbeat_now: Notify::new(),
-        corrupt_dropped: Default::default(),
-        scrub_found: Default::default(),
-        scrubbed_bytes: Default::default(),
+        heartbeat_now,
+        replicas: replicas.clone(),
         outcomes: Default::default(),
         timeline: Default::default(),
     });
@@ -372,7 +346,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         .map(|(cfg, seed)| tokio::spawn(background::run(ctx.clone(), cfg, seed)));
     let scrubber = opts
         .scrub_bytes_per_sec
-        .map(|rate| tokio::spawn(scrub::run(ctx.clone(), rate)));
+        .map(|rate| tokio::spawn(scrub::run(replicas, rate)));
     let sampler = tokio::spawn(timeline::run(ctx.clone()));
     let node = tokio::spawn(node::run(ctx.clone()));
     tracing::info!(worker = %opts.name, %addr, slots = opts.slots, nic = ?opts.nic_bytes_per_sec, "worker started");

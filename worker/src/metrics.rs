@@ -160,7 +160,7 @@ pub fn encode(ctx: &WorkerCtx) -> String {
         pooled,
     );
     let scrubbed = Counter::<u64>::default();
-    scrubbed.inc_by(ctx.scrubbed_bytes.load(Ordering::Relaxed));
+    scrubbed.inc_by(ctx.replicas.scrubbed_bytes.load(Ordering::Relaxed));
     r.register_with_unit(
         "scrubbed",
         "Bytes the block scanner verified",
@@ -168,8 +168,8 @@ pub fn encode(ctx: &WorkerCtx) -> String {
         scrubbed,
     );
     let dropped = Family::<FoundLabels, Counter>::default();
-    let scrub_found = ctx.scrub_found.load(Ordering::Relaxed);
-    let all = ctx.corrupt_dropped.load(Ordering::Relaxed);
+    let scrub_found = ctx.replicas.scrub_found.load(Ordering::Relaxed);
+    let all = ctx.replicas.corrupt_dropped.load(Ordering::Relaxed);
     dropped
         .get_or_create(&FoundLabels {
             found_by: "scanner",

@@ -127,8 +127,14 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                     for order in reply.copy_blocks {
                         let ctx = ctx.clone();
                         tokio::spawn(async move {
-                            match crate::replicate::copy_block(&ctx, &order.block, &order.to).await
-                            {
+                            let copied = crate::replicate::copy_block(
+                                &ctx.replicas,
+                                &ctx.disk,
+                                ctx.uplink(),
+                                &order.block,
+                                &order.to,
+                            );
+                            match copied.await {
                                 Ok(()) => {
                                     tracing::info!(block = %order.block, to = %order.to, "replica copied")
                                 }
@@ -139,7 +145,7 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                         });
                     }
                     for block in reply.drop_blocks {
-                        crate::replicate::drop_block(&ctx, &block);
+                        crate::replicate::drop_block(&ctx.replicas, &block);
                     }
                 }
                 Err(e) => {

@@ -2,16 +2,25 @@
 //! worker (its chunks verified on the way out, so a damaged replica is
 //! dropped instead of spread), or delete a replica above the factor.
 
-use crate::WorkerCtx;
+use crate::fetch::PeerLink;
+use crate::nic::Link;
+use crate::replicas::Replicas;
 use bytes::Bytes;
 use common::wire::OutputTarget;
 use common::BlockId;
 use std::sync::Arc;
 
-/// Sends this worker's replica of `block` to the worker at `to`.
-pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Result<(), String> {
-    let stored = ctx.store.get(block).map_err(|e| e.to_string())?;
-    let c = ctx.clone();
+/// Sends this worker's replica of `block` to the worker at `to`: read
+/// through `disk`, sent through `uplink`.
+pub async fn copy_block(
+    replicas: &Arc<Replicas>,
+    disk: &Link,
+    uplink: PeerLink<'_>,
+    block: &BlockId,
+    to: &str,
+) -> Result<(), String> {
+    let stored = replicas.store.get(block).map_err(|e| e.to_string())?;
+    let c = replicas.clone();
     let b = block.clone();
     let data = tokio::task::spawn_blocking(move || -> Result<Vec<u8>, String> {
         let damaged = |e: crate::store::StoreError| {
@@ -28,7 +37,7 @@ pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Resu
     .await
     .map_err(|e| format!("reading block {block} panicked: {e}"))??;
     // Read through the (emulated) disk, then sent.
-    ctx.disk.acquire_all(data.len() as u64).await;
+    disk.acquire_all(data.len() as u64).await;
     let target = OutputTarget {
         block: block.clone(),
         file: stored.info.file.clone(),
@@ -45,7 +54,7 @@ pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Resu
     drop(pieces);
     let _ = digest.send(stored.sums.block_digest_hex());
     crate::upload::upload_streamed(
-        ctx.uplink(),
+        uplink,
         to,
         &target,
         rx,
@@ -56,11 +65,11 @@ pub async fn copy_block(ctx: &Arc<WorkerCtx>, block: &BlockId, to: &str) -> Resu
 }
 
 /// Deletes this worker's replica of `block` (the master trims it).
-pub fn drop_block(ctx: &WorkerCtx, block: &BlockId) {
-    match ctx.store.delete(block) {
+pub fn drop_block(replicas: &Replicas, block: &BlockId) {
+    match replicas.store.delete(block) {
         Ok(()) => tracing::info!(%block, "replica trimmed"),
         Err(crate::store::StoreError::NotFound { .. }) => {}
         Err(e) => tracing::warn!(%block, error = %e, "could not trim a replica"),
     }
-    ctx.wake_heartbeat();
+    replicas.wake_heartbeat();
 }

@@ -1,11 +1,11 @@
 //! The block scanner, as HDFS's DataNode runs one: in the background, every
 //! stored block is read and checked against its checksums at a bounded rate
 //! (`workers.scrub_mbps`), round after round; a replica that fails is
-//! deleted (`WorkerCtx::drop_if_damaged`), so the next block report drops it
+//! deleted (`Replicas::drop_if_damaged`), so the next block report drops it
 //! and the master copies a good one back. Damage is found before a task
 //! meets it.
 
-use crate::WorkerCtx;
+use crate::replicas::Replicas;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,10 +15,10 @@ const ROUND_PAUSE: Duration = Duration::from_secs(1);
 
 /// Runs for ever: verifies every block, chunk by chunk, at most
 /// `bytes_per_sec` (the scan's own pace, not the NIC).
-pub async fn run(ctx: Arc<WorkerCtx>, bytes_per_sec: f64) {
+pub async fn run(replicas: Arc<Replicas>, bytes_per_sec: f64) {
     loop {
-        for info in ctx.store.list() {
-            let c = ctx.clone();
+        for info in replicas.store.list() {
+            let c = replicas.clone();
             let id = info.id.clone();
             let started = tokio::time::Instant::now();
             let checked = tokio::task::spawn_blocking(move || -> u64 {
@@ -41,7 +41,9 @@ pub async fn run(ctx: Arc<WorkerCtx>, bytes_per_sec: f64) {
             })
             .await
             .unwrap_or(0);
-            ctx.scrubbed_bytes.fetch_add(checked, Ordering::Relaxed);
+            replicas
+                .scrubbed_bytes
+                .fetch_add(checked, Ordering::Relaxed);
             // Keep to the rate: this block's bytes take bytes / rate.
             let due = Duration::from_secs_f64(checked as f64 / bytes_per_sec);
             tokio::time::sleep_until(started + due).await;
