@@ -111,6 +111,11 @@ pub struct MasterSection {
     /// JOB --decisions`, `decisions.csv.gz` in experiment results).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub decisions: bool,
+    /// The record keeps at most this many rows: beyond it the oldest go
+    /// (counted as `dropped` in `GET /v1/decisions`), so a long-running
+    /// master's memory stays bounded.
+    #[serde(default = "defaults::decisions_max")]
+    pub decisions_max: u64,
 }
 
 /// Values every `[[worker]]` inherits unless it sets its own.
@@ -338,6 +343,9 @@ mod defaults {
     pub fn journal() -> PathBuf {
         PathBuf::from("run/master/journal.jsonl")
     }
+    pub fn decisions_max() -> u64 {
+        1_000_000
+    }
     pub fn seed() -> u64 {
         1
     }
@@ -412,6 +420,9 @@ impl ClusterConfig {
         }
         if c.max_task_attempts == 0 {
             return Err(self.invalid("cluster.max_task_attempts", "must be at least 1 (got 0)"));
+        }
+        if self.master.decisions_max == 0 {
+            return Err(self.invalid("master.decisions_max", "must be at least 1 (got 0)"));
         }
         if self.worker.is_empty() {
             return Err(self.invalid("worker", "at least one [[worker]] is required"));
@@ -867,6 +878,16 @@ nic_mbps = 100
         let t = GOOD.replace("slots = 3", "slots = 3\nslot_rate_mbs = 0.000001");
         let e = parse(&t).unwrap_err();
         assert!(e.contains("workers.slot_rate_mbs"), "{e}");
+        let t = GOOD.replace(
+            "listen = \"127.0.0.1:7070\"",
+            "listen = \"127.0.0.1:7070\"\ndecisions_max = 0",
+        );
+        let e = parse(&t).unwrap_err();
+        assert!(
+            e.contains("master.decisions_max") && e.contains("at least 1"),
+            "{e}"
+        );
+        assert_eq!(parse(GOOD).unwrap().master.decisions_max, 1_000_000);
     }
 
     #[test]

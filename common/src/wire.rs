@@ -642,6 +642,10 @@ pub struct DecisionLog {
     /// Worker names by id: the rows' worker ids index this list.
     pub workers: Vec<String>,
     pub decisions: Vec<sched::decision::Decision>,
+    /// Rows dropped, oldest first, since the record held
+    /// `master.decisions_max` rows.
+    #[serde(default)]
+    pub dropped: u64,
 }
 
 impl DecisionLog {

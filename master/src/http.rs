@@ -476,6 +476,7 @@ async fn decisions(
         now_unix_ms: common::unix_ms(),
         workers: m.worker_names(),
         decisions: m.decisions(job),
+        dropped: m.decisions_dropped(),
     })))
 }
 

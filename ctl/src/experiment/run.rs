@@ -664,6 +664,8 @@ impl RunEnv<'_> {
                 listen: addr(0),
                 journal: PathBuf::from("run/master/journal.jsonl"),
                 decisions: shaped && c.decisions,
+                // Every row of a run: the runner writes them all.
+                decisions_max: u64::MAX,
             },
             scheduler: scheduler.clone(),
             workers: WorkerDefaults {

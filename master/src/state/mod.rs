@@ -96,6 +96,9 @@ pub struct MasterSettings {
     /// Keep the decision record (`master.decisions`): every launch and
     /// declined offer with its reason.
     pub record_decisions: bool,
+    /// At most this many rows of it (`master.decisions_max`), the oldest
+    /// dropped first.
+    pub decisions_max: usize,
 }
 
 impl MasterSettings {
@@ -120,6 +123,7 @@ impl MasterSettings {
             provision: crate::provision::ProvisionSettings::from_config(cfg)
                 .map(crate::provision::Provisioning::processes),
             record_decisions: cfg.master.decisions,
+            decisions_max: usize::try_from(cfg.master.decisions_max).unwrap_or(usize::MAX),
         }
     }
 }
@@ -313,7 +317,9 @@ pub struct Master {
     instances: public::Instances,
     /// The decision record since the master started (empty unless
     /// `record_decisions`).
-    decisions: Vec<sched::decision::Decision>,
+    decisions: std::collections::VecDeque<sched::decision::Decision>,
+    /// Rows dropped from its front to keep it within `decisions_max`.
+    decisions_dropped: u64,
 }
 
 impl Master {
@@ -350,7 +356,8 @@ impl Master {
             journal: Default::default(),
             archived: Default::default(),
             instances,
-            decisions: Vec::new(),
+            decisions: Default::default(),
+            decisions_dropped: 0,
         };
         m.init_public();
         m
@@ -391,6 +398,22 @@ impl Master {
             .filter(|d| job.is_none() || d.job == job)
             .cloned()
             .collect()
+    }
+
+    /// Rows the decision record dropped to stay within `decisions_max`.
+    pub fn decisions_dropped(&self) -> u64 {
+        self.decisions_dropped
+    }
+
+    /// Appends rows to the decision record, dropping its oldest beyond
+    /// `decisions_max`.
+    fn keep_decisions(&mut self, rows: Vec<sched::decision::Decision>) {
+        let max = self.settings.decisions_max.max(1);
+        self.decisions.extend(rows);
+        while self.decisions.len() > max {
+            self.decisions.pop_front();
+            self.decisions_dropped += 1;
+        }
     }
 
     /// The workers' names by id (the decision record's worker ids).

@@ -16,6 +16,7 @@ pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
         slot_rate_mbs: None,
         provision: None,
         record_decisions: false,
+        decisions_max: 1_000_000,
         heartbeat_ms: 100,
         worker_timeout_ms: 1000,
         max_task_attempts: 2,
@@ -181,6 +182,34 @@ fn local_tasks_run_and_report_adds_up() {
     assert_eq!(r.attempts.len(), 6);
     assert_eq!(r.attempts[0].start_ms, 10);
     assert_eq!(m.finished_jobs, 1);
+}
+
+#[test]
+fn the_decision_record_keeps_its_newest_rows_within_its_bound() {
+    let mut s = settings(3, 2);
+    s.record_decisions = true;
+    s.decisions_max = 4;
+    let mut m = Master::new(s);
+    register_all(&mut m, 3, 2, |w| {
+        (0..6)
+            .filter(|b| b % 3 == w)
+            .map(|b| block("f", b, 6))
+            .collect()
+    });
+    let job = submit(&mut m);
+    for w in 0..3 {
+        m.heartbeat(10 + u64::from(w), hb(w, 2, vec![], vec![]));
+    }
+    // Six launches, one row each: the first two dropped.
+    let rows = m.decisions(None);
+    assert_eq!(m.decisions_dropped(), 2);
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|d| d.job == Some(job)));
+    assert_eq!(
+        rows.iter().map(|d| d.offered).collect::<Vec<_>>(),
+        [WorkerId(1), WorkerId(1), WorkerId(2), WorkerId(2)],
+        "the newest kept, oldest first"
+    );
 }
 
 #[test]

@@ -118,7 +118,7 @@ impl Master {
         self.metrics.decision_made(decision.elapsed().as_secs_f64());
         if self.view.recording() {
             let rows = self.view.take_decisions();
-            self.decisions.extend(rows);
+            self.keep_decisions(rows);
         }
         let orders = self.workers.reply(id, seq, launches);
         HeartbeatReply {
