@@ -182,14 +182,20 @@ impl ReducePlacer {
             return;
         }
         let mine = view.worker(worker).map_or(0, |w| w.reduces_running);
-        let least = view
-            .reduce_workers()
-            .map(|w| w.reduces_running)
-            .min()
-            .unwrap_or(0);
+        // Whether no live reduce-capable worker runs fewer reduces than this
+        // one. A worker running none never runs more than another, so the
+        // scan over every worker (each offer, 1,000s of workers) is left
+        // out then.
+        let fewest = mine == 0
+            || mine
+                <= view
+                    .reduce_workers()
+                    .map(|w| w.reduces_running)
+                    .min()
+                    .unwrap_or(0);
         let since = &self.since;
         let pick = first_ready(view, |r| {
-            mine <= least
+            fewest
                 || now.saturating_sub(since.get(&r.job).copied().unwrap_or(now)) >= SPREAD_WAIT_MS
         });
         if let Some(t) = pick {
