@@ -53,6 +53,9 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
         let mean: f64 = col(r, "mean_jct_s").parse().unwrap();
         let makespan: f64 = col(r, "makespan_s").parse().unwrap();
         assert!(mean > 0.0 && makespan >= mean, "{r:?}");
+        // The host worked during the run (master, workers, the runner).
+        let cpu: f64 = col(r, "host_cpu_pct").parse().unwrap();
+        assert!(cpu > 0.0 && cpu <= 100.0, "{r:?}");
     }
     // tasks.csv: every successful attempt of every run.
     let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();

@@ -60,7 +60,49 @@ pub struct RunRecord {
     #[serde(default = "nan")]
     pub load_balance_sampled_reader: f64,
     pub wall_s: f64,
+    /// The host's CPU use over the run, % of all its cores (`/proc/stat`;
+    /// NaN where it cannot be read, and in runs from before it was kept):
+    /// a run on a saturated host measures the host, not the scheduler.
+    #[serde(default = "nan")]
+    pub host_cpu_pct: f64,
     pub error: String,
+}
+
+/// Host CPU use at or above this (% of all cores) marks a run whose host
+/// was saturated.
+pub const SATURATED_CPU_PCT: f64 = 95.0;
+
+/// The host's CPU time counters (`/proc/stat`'s first line): busy and total
+/// jiffies, or None off Linux.
+pub fn host_cpu_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    cpu_ticks(stat.lines().next()?)
+}
+
+/// Busy and total jiffies of a `/proc/stat` `cpu` line (idle and iowait
+/// are not busy; guest time is already in user).
+fn cpu_ticks(line: &str) -> Option<(u64, u64)> {
+    let mut f = line.split_whitespace();
+    if f.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<u64> = f.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if v.len() < 5 {
+        return None;
+    }
+    let total: u64 = v.iter().sum();
+    let idle = v[3] + v[4];
+    Some((total - idle, total))
+}
+
+/// % CPU busy between two [`host_cpu_ticks`] readings.
+pub fn cpu_pct(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> f64 {
+    match (before, after) {
+        (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
+            100.0 * b1.saturating_sub(b0) as f64 / (t1 - t0) as f64
+        }
+        _ => f64::NAN,
+    }
 }
 
 fn nan() -> f64 {
@@ -282,6 +324,7 @@ impl RunRecord {
             load_balance_sampled: f64::NAN,
             load_balance_sampled_reader: f64::NAN,
             wall_s,
+            host_cpu_pct: f64::NAN,
             error: if failed == 0 {
                 String::new()
             } else {
@@ -326,6 +369,7 @@ impl RunRecord {
             load_balance_sampled: f64::NAN,
             load_balance_sampled_reader: f64::NAN,
             wall_s,
+            host_cpu_pct: f64::NAN,
             error,
         }
     }
@@ -347,14 +391,20 @@ impl RunRecord {
     pub fn one_line(&self) -> String {
         if self.status == "ok" {
             format!(
-                "{} rep {} {}: mean JCT {:.2} s, makespan {:.2} s, {} local / {} remote",
+                "{} rep {} {}: mean JCT {:.2} s, makespan {:.2} s, {} local / {} remote, host CPU {:.0}%{}",
                 self.point,
                 self.rep,
                 self.scheduler,
                 self.mean_jct_s,
                 self.makespan_s,
                 self.data_local,
-                self.data_remote
+                self.data_remote,
+                self.host_cpu_pct,
+                if self.host_cpu_pct >= SATURATED_CPU_PCT {
+                    " (saturated)"
+                } else {
+                    ""
+                }
             )
         } else {
             format!(
@@ -794,6 +844,36 @@ pub fn summary(
         }
         s += "\nThe nodes' logs of a failed run that started a cluster are in `failed-runs/<point>-<scheduler>-r<rep>/`.\n\n";
     }
+    let cpu: Vec<f64> = runs
+        .iter()
+        .map(|r| r.host_cpu_pct)
+        .filter(|c| c.is_finite())
+        .collect();
+    if !cpu.is_empty() {
+        let saturated: Vec<&RunRecord> = runs
+            .iter()
+            .filter(|r| r.host_cpu_pct >= SATURATED_CPU_PCT)
+            .collect();
+        s += &format!(
+            "Host CPU use per run (`host_cpu_pct` in runs.csv, % of all cores): {:.0}-{:.0}%; {} of {} runs at or above {SATURATED_CPU_PCT:.0}% (saturated: the host, not the scheduler, may have set their times){}\n\n",
+            cpu.iter().copied().fold(f64::INFINITY, f64::min),
+            cpu.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            saturated.len(),
+            cpu.len(),
+            if saturated.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ": {}",
+                    saturated
+                        .iter()
+                        .map(|r| format!("{} rep {} {}", r.point, r.rep, r.scheduler))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        );
+    }
     s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/` (whiskers: min-max over repetitions), \
           `timelines/` (per run: a Gantt chart of every slot above each worker's NIC rates), `nic.csv` and `background.csv` \
           (the timelines' data), `meta.json` (spec, seeds, commit, machine).\n";
@@ -859,6 +939,20 @@ impl Meta {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_cpu_use_is_busy_over_total_time() {
+        // user nice system idle iowait irq softirq steal
+        let a = cpu_ticks("cpu  100 0 50 800 50 0 0 0 0 0").unwrap();
+        let b = cpu_ticks("cpu  400 0 150 900 150 0 0 0 0 0").unwrap();
+        assert_eq!((a, b), ((150, 1000), (550, 1600)));
+        assert!((cpu_pct(Some(a), Some(b)) - 400.0 / 6.0).abs() < 1e-9);
+        assert!(cpu_pct(None, Some(b)).is_nan() && cpu_pct(Some(b), Some(a)).is_nan());
+        assert_eq!(cpu_ticks("cpu0 1 2 3 4 5"), None, "the all-cores line only");
+        assert_eq!(cpu_ticks("cpu  1 2 x 4 5"), None);
+        let now = host_cpu_ticks().expect("Linux has /proc/stat");
+        assert!(now.0 <= now.1);
+    }
 
     fn row(worker: &str, source: &str, remote: bool, mb: u64, start: f64, end: f64) -> TaskRow {
         TaskRow {

@@ -129,6 +129,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                     Err(_) => load_started,
                 };
                 let t0 = Instant::now();
+                let cpu0 = super::output::host_cpu_ticks();
                 let mut result = match &loaded {
                     Ok(()) => run_once(&env, s).await,
                     Err(e) => Err(anyhow::anyhow!("loading the data failed: {e:#}")),
@@ -171,7 +172,8 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 });
                 env.stop();
                 let wall = t0.elapsed().as_secs_f64();
-                let (record, rows) = match result {
+                let host_cpu_pct = super::output::cpu_pct(cpu0, super::output::host_cpu_ticks());
+                let (mut record, rows) = match result {
                     Ok((reports, t0_unix, timelines, decisions)) => {
                         let (map_workers, _) = spec.machines();
                         let mut rec = RunRecord::from_reports(
@@ -230,6 +232,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                         Vec::new(),
                     ),
                 };
+                record.host_cpu_pct = host_cpu_pct;
                 // A hidden bar (no terminal, e.g. CI or a log file) drops
                 // println; progress must still reach the log.
                 let mut line = record.one_line();
@@ -664,8 +667,9 @@ impl RunEnv<'_> {
                 listen: addr(0),
                 journal: PathBuf::from("run/master/journal.jsonl"),
                 decisions: shaped && c.decisions,
-                // Every row of a run: the runner writes them all.
-                decisions_max: u64::MAX,
+                // Every row of a run: the runner writes them all (TOML's
+                // integers stop at i64's maximum).
+                decisions_max: i64::MAX as u64,
             },
             scheduler: scheduler.clone(),
             workers: WorkerDefaults {
