@@ -152,6 +152,7 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
             })
             .collect()
     };
+    let mut declined = 0;
     for p in &points {
         for s in &schedulers {
             let file = format!(
@@ -170,6 +171,11 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
                 let rows_for = n(&mut maps.iter().map(|m| (m[5].to_owned(), m[6].to_owned())));
                 assert!(rows_for >= n(&mut tried.iter().cloned()), "{file}: {t:?}");
             }
+            // Every declined offer says why too.
+            for d in rows.iter().filter(|r| &r[2] == "idle") {
+                assert_ne!(&d[11], "unexplained", "{file}: {d:?}");
+                declined += 1;
+            }
             for m in &maps {
                 assert_ne!(&m[11], "unexplained", "{file}: {m:?}");
                 let t: f64 = m[0].parse().unwrap();
@@ -177,6 +183,7 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
             }
         }
     }
+    assert!(declined > 0, "the waiting policies declined some offers");
     let series =
         ctl::experiment::timeline::read_series(&out, parsed.cluster.workers, parsed.cluster.slots)
             .unwrap();

@@ -65,6 +65,9 @@ pub enum Rule {
     /// queued on this worker, and no waiting job can be placed (every
     /// pending map is queued on another machine).
     QueuedElsewhere,
+    /// Declined: the policy's plan has no task for this worker now (BAR,
+    /// DynDLOff, lsap, MROSA, COSHIC).
+    NotPlanned,
     /// A task drawn at random (rand-sched's coin).
     Random,
 }
@@ -86,6 +89,7 @@ impl Rule {
             Rule::NothingToRun => "nothing-to-run",
             Rule::NoLocalTask => "no-local-task",
             Rule::QueuedElsewhere => "queued-elsewhere",
+            Rule::NotPlanned => "not-planned",
             Rule::Random => "random",
         }
     }

@@ -872,7 +872,13 @@ impl<'a> SchedContext<'a> {
                         rule
                     }),
                 })
-                .ok_or_else(Why::default)
+                .ok_or_else(|| {
+                    if rule == Rule::Plan {
+                        Why::rule(Rule::NotPlanned)
+                    } else {
+                        Why::default()
+                    }
+                })
         })
     }
 

@@ -75,6 +75,8 @@ impl Scheduler for Lsap {
                 return;
             }
         }
+        // Read only if the offer launched nothing.
+        ctx.decline(Why::rule(Rule::NotPlanned));
     }
 }
 

@@ -139,6 +139,8 @@ impl Scheduler for LsapFair {
                 return;
             }
         }
+        // Read only if the offer launched nothing.
+        ctx.decline(Why::rule(Rule::NotPlanned));
     }
 }
 
