@@ -549,5 +549,7 @@ async fn timeline(
     q: Result<axum::extract::Query<TimelineQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<common::wire::WorkerTimeline>, ApiError> {
     let q = q.map_err(|e| ApiError::bad_request(format!("GET /timeline: {e}")))?;
-    Ok(Json(ctx.timeline.since(&ctx, q.since_ms)))
+    Ok(Json(ctx.timeline.since(
+        &ctx.name, ctx.slots, &ctx.nic, &ctx.disk, q.since_ms,
+    )))
 }

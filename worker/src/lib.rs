@@ -171,10 +171,10 @@ pub struct WorkerCtx {
     /// Map output for the reduces (see `shuffle`): kept in memory up to
     /// its budget, on disk beyond it.
     pub shuffle: Arc<shuffle::MapOutputs>,
-    pub nic: nic::Nic,
+    pub nic: Arc<nic::Nic>,
     /// The emulated disk (unlimited when off): one link that local map
     /// reads, blocks and map output served, and blocks written all share.
-    pub disk: nic::Link,
+    pub disk: Arc<nic::Link>,
     pub book: Mutex<exec::TaskBook>,
     pub http: reqwest::Client,
     /// Wakes the heartbeat loop early.
@@ -184,7 +184,7 @@ pub struct WorkerCtx {
     /// Task attempts ended here, by outcome (`GET /metrics`).
     pub outcomes: metrics::Outcomes,
     /// NIC samples and background runs for per-run timelines.
-    pub timeline: timeline::Timeline,
+    pub timeline: Arc<timeline::Timeline>,
 }
 
 impl WorkerCtx {
@@ -316,8 +316,8 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             shuffle_root,
             opts.shuffle_memory_bytes,
         )),
-        nic: nic::Nic::new(opts.nic_bytes_per_sec),
-        disk: nic::Link::new(opts.disk_bytes_per_sec),
+        nic: Arc::new(nic::Nic::new(opts.nic_bytes_per_sec)),
+        disk: Arc::new(nic::Link::new(opts.disk_bytes_per_sec)),
         book: Mutex::new(exec::TaskBook::new(opts.slots)),
         // Every worker-to-worker and worker-to-master call: a dead peer costs
         // at most the connect timeout, a stopped one at most the idle read
@@ -347,7 +347,11 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
     let scrubber = opts
         .scrub_bytes_per_sec
         .map(|rate| tokio::spawn(scrub::run(replicas, rate)));
-    let sampler = tokio::spawn(timeline::run(ctx.clone()));
+    let sampler = tokio::spawn(timeline::run(
+        ctx.timeline.clone(),
+        ctx.nic.clone(),
+        ctx.disk.clone(),
+    ));
     let node = tokio::spawn(node::run(ctx.clone()));
     tracing::info!(worker = %opts.name, %addr, slots = opts.slots, nic = ?opts.nic_bytes_per_sec, "worker started");
     Ok(WorkerHandle {

@@ -3,7 +3,7 @@
 //! (slot, start, end). Both are bounded (the oldest entries go first) and
 //! served by `GET /timeline?since_ms=T`.
 
-use crate::WorkerCtx;
+use crate::nic::{Link, Nic};
 use common::wire::{BackgroundRun, NicSample, WorkerTimeline, TIMELINE_SAMPLE_MS};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -73,9 +73,17 @@ impl Timeline {
         }
     }
 
-    /// Everything from `since_ms` (unix) on; background runs still going
-    /// at `since_ms` are included.
-    pub fn since(&self, ctx: &WorkerCtx, since_ms: u64) -> WorkerTimeline {
+    /// Everything from `since_ms` (unix) on, for worker `name` of `slots`
+    /// slots whose NIC and disk run at `nic` and `disk`; background runs
+    /// still going at `since_ms` are included.
+    pub fn since(
+        &self,
+        name: &str,
+        slots: u32,
+        nic: &Nic,
+        disk: &Link,
+        since_ms: u64,
+    ) -> WorkerTimeline {
         let samples = self
             .samples
             .lock()
@@ -93,27 +101,27 @@ impl Timeline {
             .copied()
             .collect();
         WorkerTimeline {
-            worker: ctx.name.clone(),
-            slots: ctx.slots,
-            nic_bytes_per_sec: ctx.nic.tx.rate(),
-            disk_bytes_per_sec: ctx.disk.rate(),
+            worker: name.to_owned(),
+            slots,
+            nic_bytes_per_sec: nic.tx.rate(),
+            disk_bytes_per_sec: disk.rate(),
             samples,
             background,
         }
     }
 }
 
-/// Samples the NIC counters until aborted.
-pub async fn run(ctx: Arc<WorkerCtx>) {
+/// Samples the NIC's and the disk's counters into `timeline` until aborted.
+pub async fn run(timeline: Arc<Timeline>, nic: Arc<Nic>, disk: Arc<Link>) {
     let mut tick = tokio::time::interval(Duration::from_millis(TIMELINE_SAMPLE_MS));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        ctx.timeline.push_sample(NicSample {
+        timeline.push_sample(NicSample {
             unix_ms: common::unix_ms(),
-            tx_bytes: ctx.nic.tx.bytes(),
-            rx_bytes: ctx.nic.rx.bytes(),
-            disk_bytes: ctx.disk.bytes(),
+            tx_bytes: nic.tx.bytes(),
+            rx_bytes: nic.rx.bytes(),
+            disk_bytes: disk.bytes(),
         });
     }
 }
