@@ -113,6 +113,19 @@ pub struct RemoteCost {
 }
 
 impl RemoteCost {
+    /// The cost as a formula in ms: `base + a n_src + b n_dst`, and
+    /// `+ c/MB` when it has a per-MB term.
+    pub fn formula(&self) -> String {
+        let mut f = format!(
+            "{:.0} + {:.0} n_src + {:.0} n_dst",
+            self.base_ms, self.per_source_ms, self.per_reader_ms
+        );
+        if self.per_mb_ms != 0.0 {
+            f += &format!(" + {:.0}/MB", self.per_mb_ms);
+        }
+        f
+    }
+
     pub fn extra_ms(&self, n_src: u32, n_dst: u32, bytes: u64) -> u64 {
         let mut x = self.base_ms
             + self.per_source_ms * f64::from(n_src)

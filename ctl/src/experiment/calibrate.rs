@@ -1064,7 +1064,7 @@ fn summary(
     s += "## Fitted models\n\n| point | local attempts | overhead mean (p10-p90) ms | remote attempts | remote extra mean ms | source+reader: base + src*n + dst*n ms (rmse) | reader-only: base + dst*n ms (rmse) | fair-share: transfer alone ms | reduces: base + per MB ms (attempts) |\n|---|---|---|---|---|---|---|---|---|\n";
     for m in models {
         s += &format!(
-            "| {} | {} | {:.0} ({}-{}) | {} | {:.0} | {:.0} + {:.0} n_src + {:.0} n_dst{} ({:.0}) | {:.0} + {:.0} n_dst ({:.0}) | {:.0}{} | {:.0} + {:.0}/MB ({}) |\n",
+            "| {} | {} | {:.0} ({}-{}) | {} | {:.0} | {} ({:.0}) | {:.0} + {:.0} n_dst ({:.0}) | {:.0}{} | {:.0} + {:.0}/MB ({}) |\n",
             m.point,
             m.local_attempts,
             m.overhead_mean_ms,
@@ -1072,14 +1072,7 @@ fn summary(
             m.overhead_p90_ms,
             m.remote_attempts,
             m.remote_extra_mean_ms,
-            m.cost.base_ms,
-            m.cost.per_source_ms,
-            m.cost.per_reader_ms,
-            if m.cost.per_mb_ms != 0.0 {
-                format!(" + {:.0}/MB", m.cost.per_mb_ms)
-            } else {
-                String::new()
-            },
+            m.cost.remote().formula(),
             m.cost.rmse_ms,
             m.cost_reader_only.base_ms,
             m.cost_reader_only.per_reader_ms,

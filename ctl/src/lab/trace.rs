@@ -255,8 +255,7 @@ pub fn run(
     let mut table = format!(
         "# {} in the simulator\n\nSWIM hour {} of `{}` (bytes x {}, time / {}): {} jobs, {} maps, \
          {} files; {} workers x {} slots, replication {}, heartbeat {} ms{}. Calibrated on `{}` \
-         (point {}): a map = its block at {} + {} ms; a remote read adds {:.0} + {:.0} n_src + \
-         {:.0} n_dst ms{}; a reduce {:.0} + {:.0} ms per MB of its shuffle share. Mean \
+         (point {}): a map = its block at {} + {} ms; a remote read adds {} ms; a reduce {:.0} + {:.0} ms per MB of its shuffle share. Mean \
          (min-max) over {} seeds.\n\n\
          | scheduler | mean JCT (s) | makespan (s) | remote maps | simulation (s) |\n|---|---|---|---|---|\n",
         spec.name,
@@ -282,14 +281,7 @@ pub fn run(
             .slot_rate_mbs
             .map_or("no pacing".to_owned(), |r| format!("{r} MB/s")),
         model.overhead_ms,
-        model.remote.base_ms,
-        model.remote.per_source_ms,
-        model.remote.per_reader_ms,
-        if model.remote.per_mb_ms != 0.0 {
-            format!(" + {:.0} per MB", model.remote.per_mb_ms)
-        } else {
-            String::new()
-        },
+        model.remote.formula(),
         model.reduce_base_ms,
         model.reduce_ms_per_mb,
         spec.repetitions,

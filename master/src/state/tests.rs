@@ -65,7 +65,12 @@ fn register_all(m: &mut Master, workers: u32, slots: u32, held: impl Fn(u32) -> 
 
 /// Registers `w0..wn`; block i of file "f" (n blocks) lives on worker i % workers.
 fn cluster(workers: u32, slots: u32, blocks: u32) -> Master {
-    let mut m = Master::new(settings(workers, slots));
+    cluster_with(settings(workers, slots), workers, slots, blocks)
+}
+
+/// [`cluster`] with these settings.
+fn cluster_with(s: MasterSettings, workers: u32, slots: u32, blocks: u32) -> Master {
+    let mut m = Master::new(s);
     register_all(&mut m, workers, slots, |w| {
         (0..blocks)
             .filter(|b| b % workers == w)
@@ -189,13 +194,7 @@ fn the_decision_record_keeps_its_newest_rows_within_its_bound() {
     let mut s = settings(3, 2);
     s.record_decisions = true;
     s.decisions_max = 4;
-    let mut m = Master::new(s);
-    register_all(&mut m, 3, 2, |w| {
-        (0..6)
-            .filter(|b| b % 3 == w)
-            .map(|b| block("f", b, 6))
-            .collect()
-    });
+    let mut m = cluster_with(s, 3, 2, 6);
     let job = submit(&mut m);
     for w in 0..3 {
         m.heartbeat(10 + u64::from(w), hb(w, 2, vec![], vec![]));
@@ -659,13 +658,7 @@ fn reduce_placement_follows_the_setting() {
         let mut s = settings(4, 2);
         s.reduce_placement = placement;
         s.scheduler = scheduler;
-        let mut m = Master::new(s);
-        register_all(&mut m, 4, 2, |w| {
-            (0..8)
-                .filter(|b| b % 4 == w)
-                .map(|b| block("f", b, 8))
-                .collect()
-        });
+        let mut m = cluster_with(s, 4, 2, 8);
         assert_eq!(
             m.reduce_placement(),
             placement.resolve(&m.settings.scheduler)
