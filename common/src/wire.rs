@@ -630,7 +630,7 @@ fn default_group() -> String {
 
 /// `GET /v1/decisions`: the master's decision record (see
 /// `sched::decision`), all of it or one job's.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DecisionLog {
     /// Whether the master keeps the record (`master.decisions` in
     /// cluster.toml); false: `decisions` is empty.
@@ -646,6 +646,22 @@ pub struct DecisionLog {
     /// `master.decisions_max` rows.
     #[serde(default)]
     pub dropped: u64,
+    /// How the policy was built: its configuration, seed and reduce
+    /// placement (`sched::recheck` builds it again from these).
+    #[serde(default)]
+    pub scheduler: Option<sched::policy::SchedulerConfig>,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub reduce_placement: Option<sched::reduce::ReducePlacement>,
+    /// With `?inputs=true`: the record's inputs, every change to the
+    /// scheduler's view and every offer, oldest first (`sched::input`),
+    /// and how many were dropped from their front.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
+    pub inputs: Vec<sched::input::Input>,
+    #[serde(default)]
+    pub inputs_dropped: u64,
 }
 
 impl DecisionLog {

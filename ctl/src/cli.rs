@@ -299,6 +299,12 @@ pub enum SimCmd {
         #[arg(long)]
         slots: Option<u32>,
     },
+    /// Run a real run's decision record through its policy again, from its
+    /// inputs (every change to the scheduler's view and every offer), and
+    /// say whether it decides the same, row for row, or where it first
+    /// differs. FILE: an experiment's decisions/*.record.json.gz, or the
+    /// JSON of GET /v1/decisions?inputs=true. Exits non-zero if it differs.
+    Recheck { file: PathBuf },
     /// Run a sweep spec (experiments/sim-*.toml); results in
     /// <results>/<name>/<timestamp>/.
     Sweep {
@@ -968,6 +974,20 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             print!(
                 "{}",
                 lab::trace::run_file(spec, calibration, point.as_deref(), *workers, *slots)?
+            );
+            Ok(())
+        }
+        SimCmd::Recheck { file } => {
+            let log = crate::ops::report::read_record(file)?;
+            let done =
+                crate::ops::report::recheck(&log).with_context(|| format!("{}", file.display()))?;
+            println!(
+                "{}: {} policy, seed {}: {} offers run again, {} decisions the same, row for row",
+                file.display(),
+                log.scheduler.as_ref().map_or(String::new(), |s| s.label()),
+                log.seed,
+                done.offers,
+                done.decisions
             );
             Ok(())
         }

@@ -1167,8 +1167,47 @@ async fn the_decision_record_explains_every_launch() {
     assert!(text.contains("remote by wait-over"), "{text}");
     assert!(text.contains("(waited "), "{text}");
 
+    // The whole record with its inputs runs through the policy again to
+    // the same decisions; the inputs come only with the whole record.
+    let rec = c.client.decision_record().await.unwrap();
+    assert!(
+        matches!(
+            rec.scheduler,
+            Some(sched::policy::SchedulerConfig::Delay(_))
+        ),
+        "{:?}",
+        rec.scheduler
+    );
+    assert!(rec.inputs.iter().any(|i| i.is_offer()));
+    let again = ctl::ops::report::recheck(&rec).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(again.decisions, rec.decisions.len());
+    assert!(all.inputs.is_empty());
+    let r = c
+        .client
+        .http()
+        .get(format!(
+            "{}/v1/decisions?job={}&inputs=true",
+            c.client.base(),
+            id.0
+        ))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("not with job"),
+        "{body}"
+    );
+
     // A master that keeps no record says so.
     let plain = cluster(1, 1, None).await;
     let none = plain.client.decisions(None).await.unwrap();
     assert!(!none.recording && none.decisions.is_empty());
+    let e = ctl::ops::report::recheck(&none).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("master.decisions = false"),
+        "{e:#}"
+    );
 }

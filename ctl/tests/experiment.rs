@@ -184,6 +184,36 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
         }
     }
     assert!(declined > 0, "the waiting policies declined some offers");
+    // Every run's record, its inputs fed through its policy again (the
+    // code the simulator runs), makes the same decisions, row for row.
+    let mut runs_csv = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+    let rh = runs_csv.headers().unwrap().clone();
+    let rechecked = rh.iter().position(|x| x == "rechecked").unwrap();
+    let sched_of = rh.iter().position(|x| x == "scheduler").unwrap();
+    for r in runs_csv.records().map(Result::unwrap) {
+        assert_eq!(&r[rechecked], "same", "{}", &r[sched_of]);
+    }
+    assert!(summary.contains(&format!(
+        "{n} of {n} runs decided the same, row for row",
+        n = schedulers.len()
+    )));
+    let file = format!(
+        "{}-{}-r0.record.json.gz",
+        ctl::experiment::timeline::slug(&points[0].label),
+        ctl::experiment::timeline::slug(&schedulers[1].label)
+    );
+    let mut log = ctl::ops::report::read_record(&out.join("decisions").join(&file)).unwrap();
+    let again = ctl::ops::report::recheck(&log).unwrap();
+    assert_eq!(again.decisions, log.decisions.len());
+    // A record that says otherwise is caught at its row.
+    let row = log
+        .decisions
+        .iter()
+        .position(|d| d.kind == sched::decision::Kind::Map)
+        .unwrap();
+    log.decisions[row].task = Some(log.decisions[row].task.unwrap() + 1000);
+    let e = ctl::ops::report::recheck(&log).unwrap_err().to_string();
+    assert!(e.starts_with(&format!("decision row {row} differs")), "{e}");
     let series =
         ctl::experiment::timeline::read_series(&out, parsed.cluster.workers, parsed.cluster.slots)
             .unwrap();
@@ -382,6 +412,7 @@ reduce_workers = 2
 slots = 2
 replication = 1
 heartbeat_ms = 50
+decisions = true
 [data]
 block_size = "256KiB"
 [jobs]
@@ -408,6 +439,9 @@ replication = 2
     assert_eq!(rows.len(), 3);
     for r in &rows {
         assert_eq!(col(r, "status"), "ok", "{r:?}");
+        // EAS's and strict locality's decisions, on map-only and
+        // reduce-only machines, decide the same again from the record.
+        assert_eq!(col(r, "rechecked"), "same", "{r:?}");
         assert_eq!(col(r, "jobs"), "4");
         // 3 wordcount maps + 4 sort maps.
         assert_eq!(num(r, "data_local") + num(r, "data_remote"), 7.0, "{r:?}");
@@ -702,5 +736,11 @@ time_scale = 600
     // The summary says what was replayed.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("SWIM hour 10"), "{summary}");
-    assert!(out.join("decisions").read_dir().unwrap().count() == 2);
+    // A CSV and a record with inputs per run; each decides the same again.
+    assert_eq!(out.join("decisions").read_dir().unwrap().count(), 4);
+    assert_eq!(
+        summary.matches("2 of 2 runs decided the same").count(),
+        1,
+        "{summary}"
+    );
 }

@@ -84,7 +84,12 @@ async fn start(deploy: Deploy, idle_stop_s: f64) -> Option<(Cluster, MasterClien
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let mut text = std::fs::read_to_string(&cfg.path).unwrap();
+    // The decision record, with its inputs, to run it again at the end.
+    let mut text = std::fs::read_to_string(&cfg.path).unwrap().replacen(
+        "[master]\n",
+        "[master]\ndecisions = true\n",
+        1,
+    );
     text += &format!(
         "\n[public]\nidle_stop_s = {idle_stop_s}\nmax_instances = 1\nlisten = \"127.0.0.1:{port}\"\n\n\
          [[public_type]]\nname = \"burst\"\nprovider = \"test\"\nslots = 4\nspeed = 2\n\
@@ -362,6 +367,16 @@ async fn scenario(deploy: Deploy) {
     );
     assert_eq!(r3.deadline_met, Some(false));
     assert_eq!(client.workers().await.unwrap().len(), 3);
+
+    // MROSA's decisions, the instance it rented and the job it refused
+    // included, are what the shared code decides again from the record.
+    let log = client.decision_record().await.unwrap();
+    let took = |f: fn(&sched::input::Input) -> bool| log.inputs.iter().filter(|i| f(i)).count();
+    assert!(took(|i| matches!(i, sched::input::Input::InstanceUp { .. })) >= 1);
+    assert!(took(|i| matches!(i, sched::input::Input::InstanceGone { .. })) >= 1);
+    let again = ctl::ops::report::recheck(&log).unwrap_or_else(|e| panic!("{e:#}"));
+    assert_eq!(again.decisions, log.decisions.len());
+    assert!(log.decisions.len() >= 8, "{:?}", log.decisions);
 
     // Taking the cluster down leaves nothing of it.
     let run_dir = local::run_dir(&c.cfg);

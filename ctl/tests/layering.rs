@@ -36,6 +36,7 @@ const SCHED: &[&str] = &[
     "pending",
     "hybrid",
     "decision",
+    "input",
     "view",
     "order",
     "pick",
@@ -46,6 +47,7 @@ const SCHED: &[&str] = &[
     "sim",
     "hybrid_sim",
     "replay",
+    "recheck",
     "algo",
 ];
 const WORKER: &[&str] = &[

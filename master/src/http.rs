@@ -450,10 +450,13 @@ async fn job(
 struct DecisionsQuery {
     #[serde(default)]
     job: Option<String>,
+    #[serde(default)]
+    inputs: bool,
 }
 
 #[utoipa::path(get, path = "/v1/decisions", tag = "jobs",
-    params(("job" = Option<String>, Query, description = "only this job's rows (job-N or N)")),
+    params(("job" = Option<String>, Query, description = "only this job's rows (job-N or N)"),
+        ("inputs" = Option<bool>, Query, description = "also the record's inputs (every change to the scheduler's view and every offer), to run it again; not with `job`")),
     responses((status = 200, body = DecisionLog),
         (status = 400, description = "not a job id", body = ErrorBody),
         (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
@@ -470,13 +473,30 @@ async fn decisions(
         .map(parse_job_id)
         .transpose()
         .map_err(ApiError::bad_request)?;
-    Ok(Json(s.with(|m, now| DecisionLog {
-        recording: m.recording_decisions(),
-        now_ms: now,
-        now_unix_ms: common::unix_ms(),
-        workers: m.worker_names(),
-        decisions: m.decisions(job),
-        dropped: m.decisions_dropped(),
+    if q.inputs && job.is_some() {
+        return Err(ApiError::bad_request(
+            "inputs=true takes the whole record: not with job (the inputs are every job's)",
+        ));
+    }
+    Ok(Json(s.with(|m, now| {
+        let (inputs, inputs_dropped) = if q.inputs {
+            m.inputs()
+        } else {
+            (Vec::new(), 0)
+        };
+        DecisionLog {
+            recording: m.recording_decisions(),
+            now_ms: now,
+            now_unix_ms: common::unix_ms(),
+            workers: m.worker_names(),
+            decisions: m.decisions(job),
+            dropped: m.decisions_dropped(),
+            scheduler: Some(m.scheduler_config().clone()),
+            seed: m.seed(),
+            reduce_placement: Some(m.reduce_placement()),
+            inputs,
+            inputs_dropped,
+        }
     })))
 }
 

@@ -16,7 +16,9 @@ use base::{JobId, WorkerId};
 use std::collections::BTreeMap;
 
 /// An instance, named before it exists as a worker.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct InstanceId(pub u32);
 
 impl std::fmt::Display for InstanceId {
@@ -100,7 +102,7 @@ pub struct HybridView {
 }
 
 /// What the owner knows of a worker's hardware.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WorkerProfile {
     /// Compute pacing per slot, bytes/s (None: not emulated).
     pub slot_rate: Option<f64>,

@@ -95,13 +95,12 @@ pub fn simulate(
 ) -> Vec<JobOutcome> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut view = ClusterView::new();
-    view.hybrid_mut()
-        .set_types(cluster.types.clone(), cluster.max_instances);
+    view.set_public_types(cluster.types.clone(), cluster.max_instances);
     let n = cluster.private_workers;
     for w in 0..n {
         let id = WorkerId(w);
         view.upsert_worker(id, cluster.slots);
-        view.hybrid_mut().set_profile(
+        view.set_profile(
             id,
             WorkerProfile {
                 slot_rate: Some(cluster.slot_rate),
@@ -160,7 +159,7 @@ pub fn simulate(
                 next_worker += 1;
                 view.upsert_worker(w, ty.slots);
                 view.set_runs_reduces(w, false);
-                view.hybrid_mut().set_profile(
+                view.set_profile(
                     w,
                     WorkerProfile {
                         slot_rate: Some(cluster.slot_rate * ty.speed),
@@ -168,7 +167,7 @@ pub fn simulate(
                         speed: ty.speed,
                     },
                 );
-                view.hybrid_mut().instance_up(*id, w);
+                view.instance_up(*id, w);
                 link.insert(w, (ty.nic_bytes_per_sec(), ty.speed, Some(*id)));
                 inst.worker = Some(w);
                 inst.idle_since = now;
@@ -196,7 +195,7 @@ pub fn simulate(
                     started: now,
                 });
             }
-            for r in view.hybrid_mut().take_requests() {
+            for r in view.take_requests() {
                 instances.insert(
                     r.id,
                     Instance {
@@ -209,7 +208,7 @@ pub fn simulate(
                 );
                 out[(r.for_job.0 - 1) as usize].instances += 1;
             }
-            for (job, _) in view.hybrid_mut().take_refusals() {
+            for (job, _) in view.take_refusals() {
                 let i = (job.0 - 1) as usize;
                 view.remove_job(job);
                 ended[i] = true;
@@ -237,8 +236,7 @@ pub fn simulate(
             if running[k].to_move <= 0.0 && running[k].compute_s <= 1e-9 {
                 let r = running.swap_remove(k);
                 view.task_ended(job_id(r.job), r.worker, r.remote);
-                view.hybrid_mut()
-                    .note_map(r.worker, r.len, now - r.started, !r.remote, 0);
+                view.note_map(r.worker, r.len, now - r.started, !r.remote, 0);
                 left[r.job] -= 1;
                 if left[r.job] == 0 && !ended[r.job] {
                     ended[r.job] = true;
@@ -270,7 +268,7 @@ pub fn simulate(
             if let Some(w) = inst.worker {
                 view.lose_worker(w);
             }
-            view.hybrid_mut().instance_gone(id);
+            view.instance_gone(id);
         }
     }
     // Instances still up at the end: billed until now.

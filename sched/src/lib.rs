@@ -13,6 +13,9 @@
 //! - [`offline`]: BAR, DynDLOff, LIST, LTFPA, MaxCover-BalAssign;
 //! - [`hybrid`]: public instance types, instances, task-time estimates;
 //! - [`decision`]: the decision record's rows and reasons;
+//! - [`input`]: the record's inputs (what the owner told the view, and
+//!   every offer), and the facts a heartbeat or a job brings (`SlotBusy`,
+//!   `JobQos`);
 //! - [`view`]: `ClusterView`, `SchedContext`, the `Scheduler` trait
 //!   (with the pending-task queue, `pending`);
 //! - [`order`], [`pick`], [`assign`]: job ordering, task picking, matching
@@ -27,6 +30,8 @@
 //!   started on demand, jobs with deadlines) on virtual time;
 //! - [`replay`]: a whole real run (jobs, heartbeats, background, fitted
 //!   remote-read cost) simulated, for `master sim calibrate`;
+//! - [`recheck`]: a decision record's inputs run through its policy again,
+//!   row for row;
 //! - [`algo`]: any algorithm (offline or online) run on an instance.
 
 pub mod algo;
@@ -35,12 +40,14 @@ pub mod decision;
 pub mod hybrid;
 pub mod hybrid_plan;
 pub mod hybrid_sim;
+pub mod input;
 pub mod model;
 pub mod offline;
 pub mod order;
 mod pending;
 pub mod pick;
 pub mod policy;
+pub mod recheck;
 pub mod reduce;
 pub mod replay;
 pub mod sim;

@@ -11,7 +11,7 @@ use base::{TaskRef, WorkerId};
 use rustc_hash::FxHashMap;
 
 /// A task waiting for a slot.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PendingTask {
     pub task: TaskRef,
     /// Input bytes.

@@ -186,8 +186,10 @@ pub struct ReplayOutcome {
     /// (job, arrival, end) per job, in `jobs` order.
     pub jobs: Vec<(JobId, u64, u64)>,
     pub runs: Vec<TaskRun>,
-    /// The decision record (empty unless `record_decisions`), oldest first.
+    /// The decision record (empty unless `record_decisions`), oldest first,
+    /// and its inputs ([`crate::input`]).
     pub decisions: Vec<crate::decision::Decision>,
+    pub inputs: Vec<crate::input::Input>,
 }
 
 impl ReplayOutcome {
@@ -551,6 +553,7 @@ pub fn replay(
             .collect(),
         runs,
         decisions: view.take_decisions(),
+        inputs: view.take_inputs(),
     })
 }
 

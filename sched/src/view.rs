@@ -15,8 +15,11 @@
 //! worker's next heartbeat).
 
 use crate::decision::{Decision, Kind, Locality, Pick, Recorder, Rule, Why};
+use crate::hybrid::{InstanceId, InstanceRequest, WorkerProfile};
+pub use crate::input::{Input, JobQos, SlotBusy};
 use crate::pending::PendingQueue;
 pub use crate::pending::PendingTask;
+use base::public::PublicType;
 use base::{JobId, TaskRef, WorkerId};
 use rustc_hash::{FxBuildHasher, FxHashMap};
 use std::collections::BTreeMap;
@@ -28,16 +31,6 @@ type IndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 /// Scheduler time: milliseconds since the master (or simulation) started.
 pub type Millis = u64;
-
-/// One busy slot, as a worker's heartbeat reports it.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
-)]
-pub struct SlotBusy {
-    pub elapsed_ms: u64,
-    /// Known remaining time (background processes); None for tasks.
-    pub remaining_ms: Option<u64>,
-}
 
 /// One worker as the scheduler sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,19 +68,6 @@ pub struct JobView {
     pub running: u32,
     /// Deadline, budget and sizes (set by the owner with `set_job_qos`).
     pub qos: JobQos,
-}
-
-/// A job's quality-of-service terms and sizes, for the hybrid-cloud
-/// policies (MROSA's D_i, C_i, mD and rD).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct JobQos {
-    /// Absolute deadline (scheduler time); None = none.
-    pub deadline: Option<Millis>,
-    /// Most it may spend on public instances; None = no limit.
-    pub budget: Option<f64>,
-    /// Its map input, bytes, and its reduce count.
-    pub input_bytes: u64,
-    pub reduces: u32,
 }
 
 impl JobView {
@@ -203,8 +183,9 @@ pub struct ClusterView {
     rack_of: FxHashMap<WorkerId, u32>,
     rack_members: FxHashMap<u32, Vec<WorkerId>>,
     /// The decision record, when its owner keeps one
-    /// ([`crate::decision`]).
+    /// ([`crate::decision`]), and its inputs ([`crate::input`]).
     record: Option<Box<Recorder>>,
+    inputs: Vec<Input>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -233,9 +214,11 @@ impl ClusterView {
 
     // ---- the decision record ----
 
-    /// Starts (or stops, dropping what was kept) the decision record.
+    /// Starts (or stops, dropping what was kept) the decision record and
+    /// its inputs.
     pub fn record_decisions(&mut self, on: bool) {
         self.record = on.then(Box::default);
+        self.inputs = Vec::new();
     }
 
     pub fn recording(&self) -> bool {
@@ -248,6 +231,83 @@ impl ClusterView {
             .as_mut()
             .map(|r| std::mem::take(&mut r.rows))
             .unwrap_or_default()
+    }
+
+    /// The record's inputs since the last call, oldest first: every change
+    /// the owner made to the view and every offer ([`crate::input`]).
+    pub fn take_inputs(&mut self) -> Vec<Input> {
+        std::mem::take(&mut self.inputs)
+    }
+
+    /// Keeps `input` in the record, when there is one (built only then).
+    fn note(&mut self, input: impl FnOnce() -> Input) {
+        if self.record.is_some() {
+            self.inputs.push(input());
+        }
+    }
+
+    /// Applies one recorded change, as the method it names would (offers
+    /// are the caller's: [`crate::offer`], [`crate::offer_reduces`]; this
+    /// ignores them).
+    pub fn feed(&mut self, input: Input) {
+        match input {
+            Input::Worker { worker, slots } => self.upsert_worker(worker, slots),
+            Input::Rack { worker, rack } => self.set_rack(worker, rack),
+            Input::RunsMaps { worker, on } => self.set_runs_maps(worker, on),
+            Input::RunsReduces { worker, on } => self.set_runs_reduces(worker, on),
+            Input::Free { worker, free } => self.set_free(worker, free),
+            Input::Busy { worker, now, busy } => self.set_busy(worker, now, busy),
+            Input::Lost { worker } => {
+                self.lose_worker(worker);
+            }
+            Input::Job {
+                job,
+                now,
+                group,
+                tasks,
+            } => self.add_job(job, now, &group, tasks),
+            Input::Qos { job, qos } => self.set_job_qos(job, qos),
+            Input::JobGone { job } => self.remove_job(job),
+            Input::Requeue { task } => self.requeue(task),
+            Input::Replicas { task, replicas } => self.set_replicas(task, replicas),
+            Input::MapEnded {
+                job,
+                worker,
+                remote,
+            } => self.task_ended(job, worker, remote),
+            Input::MapMs { ms } => self.note_task_ms(ms),
+            Input::Reduces {
+                job,
+                indices,
+                load_each,
+                output_on,
+            } => self.add_reduces(job, indices, load_each, output_on.into_iter().collect()),
+            Input::RequeueReduce { task } => self.requeue_reduce(task),
+            Input::HoldReduces { job } => self.hold_reduces(job),
+            Input::ReduceEnded { task, worker } => self.reduce_ended(task, worker),
+            Input::PublicTypes {
+                types,
+                max_instances,
+            } => self.set_public_types(types, max_instances),
+            Input::Profile { worker, profile } => self.set_profile(worker, profile),
+            Input::InstanceUp { instance, worker } => self.instance_up(instance, worker),
+            Input::InstanceGone { instance } => self.instance_gone(instance),
+            Input::MapMeasured {
+                worker,
+                len,
+                ms,
+                local,
+                output,
+            } => self.note_map(worker, len, ms, local, output),
+            Input::ReduceMeasured { input, ms } => self.note_reduce(input, ms),
+            Input::TookRequests => {
+                self.take_requests();
+            }
+            Input::TookRefusals => {
+                self.take_refusals();
+            }
+            Input::ReduceOffer { .. } | Input::Offer { .. } => {}
+        }
     }
 
     /// Where `source` is seen from `worker`.
@@ -302,14 +362,77 @@ impl ClusterView {
         &self.hybrid
     }
 
-    /// The owner's handle on the hybrid part (types, profiles, instances
-    /// up and gone, measurements, requests and refusals).
-    pub fn hybrid_mut(&mut self) -> &mut crate::hybrid::HybridView {
+    /// The tests' handle on the hybrid part. Its owner changes it through
+    /// the view's methods below, so the record keeps each change.
+    #[cfg(test)]
+    pub(crate) fn hybrid_mut(&mut self) -> &mut crate::hybrid::HybridView {
         &mut self.hybrid
+    }
+
+    /// The public instance types and how many instances may run at once.
+    pub fn set_public_types(&mut self, types: Vec<PublicType>, max_instances: u32) {
+        self.note(|| Input::PublicTypes {
+            types: types.clone(),
+            max_instances,
+        });
+        self.hybrid.set_types(types, max_instances);
+    }
+
+    /// What the owner knows of `worker`'s hardware.
+    pub fn set_profile(&mut self, worker: WorkerId, profile: WorkerProfile) {
+        self.note(|| Input::Profile { worker, profile });
+        self.hybrid.set_profile(worker, profile);
+    }
+
+    /// Instance `instance` registered as worker `worker`.
+    pub fn instance_up(&mut self, instance: InstanceId, worker: WorkerId) {
+        self.note(|| Input::InstanceUp { instance, worker });
+        self.hybrid.instance_up(instance, worker);
+    }
+
+    /// Instance `instance` stopped (or could not be started).
+    pub fn instance_gone(&mut self, instance: InstanceId) {
+        self.note(|| Input::InstanceGone { instance });
+        self.hybrid.instance_gone(instance);
+    }
+
+    /// A map of `len` input bytes took `ms` on `worker`; `local`: it read
+    /// its own disk; `output`: the bytes it wrote.
+    pub fn note_map(&mut self, worker: WorkerId, len: u64, ms: u64, local: bool, output: u64) {
+        self.note(|| Input::MapMeasured {
+            worker,
+            len,
+            ms,
+            local,
+            output,
+        });
+        self.hybrid.note_map(worker, len, ms, local, output);
+    }
+
+    /// A reduce of `input` bytes took `ms`.
+    pub fn note_reduce(&mut self, input: u64, ms: u64) {
+        self.note(|| Input::ReduceMeasured { input, ms });
+        self.hybrid.note_reduce(input, ms);
+    }
+
+    /// The policy's instance requests since the last call, in order.
+    pub fn take_requests(&mut self) -> Vec<InstanceRequest> {
+        self.note(|| Input::TookRequests);
+        self.hybrid.take_requests()
+    }
+
+    /// The jobs the policy refused since the last call, with the reason.
+    pub fn take_refusals(&mut self) -> Vec<(JobId, String)> {
+        self.note(|| Input::TookRefusals);
+        self.hybrid.take_refusals()
     }
 
     /// Sets a job's deadline, budget and sizes.
     pub fn set_job_qos(&mut self, job: JobId, qos: JobQos) {
+        self.note(|| Input::Qos {
+            job,
+            qos: qos.clone(),
+        });
         if let Some(j) = self.jobs.get_mut(&job) {
             j.qos = qos;
         }
@@ -337,6 +460,10 @@ impl ClusterView {
 
     /// Marks whether reduces may run on `w` (worker roles).
     pub fn set_runs_reduces(&mut self, w: WorkerId, runs_reduces: bool) {
+        self.note(|| Input::RunsReduces {
+            worker: w,
+            on: runs_reduces,
+        });
         self.with_worker(w, |v| v.runs_reduces = runs_reduces);
     }
 
@@ -364,11 +491,16 @@ impl ClusterView {
 
     /// Marks whether maps may run on `w` (worker roles).
     pub fn set_runs_maps(&mut self, w: WorkerId, runs_maps: bool) {
+        self.note(|| Input::RunsMaps {
+            worker: w,
+            on: runs_maps,
+        });
         self.with_worker(w, |v| v.runs_maps = runs_maps);
     }
 
     /// Records a finished map task's duration (for [`ClusterView::task_ms`]).
     pub fn note_task_ms(&mut self, ms: u64) {
+        self.note(|| Input::MapMs { ms });
         self.task_ms_n += 1;
         let m = self.task_ms.unwrap_or(0.0);
         self.task_ms = Some(m + (ms as f64 - m) / self.task_ms_n as f64);
@@ -380,7 +512,12 @@ impl ClusterView {
     }
 
     /// A worker's busy slots as its heartbeat at `now` reported them.
-    pub fn set_busy(&mut self, id: WorkerId, now: Millis, busy: Vec<crate::view::SlotBusy>) {
+    pub fn set_busy(&mut self, id: WorkerId, now: Millis, busy: Vec<SlotBusy>) {
+        self.note(|| Input::Busy {
+            worker: id,
+            now,
+            busy: busy.clone(),
+        });
         self.with_worker(id, |w| {
             w.busy = busy;
             w.busy_at = now;
@@ -480,6 +617,7 @@ impl ClusterView {
     // ---- updates by the owner (master or simulator) ----
 
     pub fn upsert_worker(&mut self, id: WorkerId, slots: u32) {
+        self.note(|| Input::Worker { worker: id, slots });
         self.workers.entry(id).or_insert(WorkerView {
             id,
             alive: false,
@@ -501,6 +639,7 @@ impl ClusterView {
 
     /// Puts `w` on `rack` (moving it if it was on another).
     pub fn set_rack(&mut self, w: WorkerId, rack: u32) {
+        self.note(|| Input::Rack { worker: w, rack });
         if let Some(old) = self.rack_of.insert(w, rack) {
             if let Some(m) = self.rack_members.get_mut(&old) {
                 m.retain(|x| *x != w);
@@ -517,12 +656,14 @@ impl ClusterView {
 
     /// Sets a worker's free slots as it reported them.
     pub fn set_free(&mut self, id: WorkerId, free: u32) {
+        self.note(|| Input::Free { worker: id, free });
         self.with_worker(id, |w| w.free = free.min(w.slots));
     }
 
     /// Marks a worker lost: no slots, and its replicas vanish from every
     /// pending task. Returns the tasks left without any replica.
     pub fn lose_worker(&mut self, id: WorkerId) -> Vec<TaskRef> {
+        self.note(|| Input::Lost { worker: id });
         self.with_worker(id, |w| {
             w.alive = false;
             w.free = 0;
@@ -558,6 +699,12 @@ impl ClusterView {
         group: &str,
         tasks: Vec<PendingTask>,
     ) {
+        self.note(|| Input::Job {
+            job: id,
+            now: submitted_at,
+            group: group.to_owned(),
+            tasks: tasks.clone(),
+        });
         let mut job = JobView {
             id,
             submitted_at,
@@ -577,6 +724,7 @@ impl ClusterView {
     /// Drops a finished or failed job (its running tasks are the owner's
     /// business; a running reduce's load stays until `reduce_ended`).
     pub fn remove_job(&mut self, id: JobId) {
+        self.note(|| Input::JobGone { job: id });
         self.jobs.shift_remove(&id);
         self.reduces.remove(&id);
     }
@@ -591,6 +739,13 @@ impl ClusterView {
         load_each: u64,
         output_on: BTreeMap<WorkerId, u64>,
     ) {
+        let indices: Vec<u32> = indices.into_iter().collect();
+        self.note(|| Input::Reduces {
+            job,
+            indices: indices.clone(),
+            load_each,
+            output_on: output_on.iter().map(|(&w, &b)| (w, b)).collect(),
+        });
         let r = self.reduces.entry(job).or_insert_with(|| ReduceJobView {
             job,
             pending: IndexSet::default(),
@@ -606,6 +761,7 @@ impl ClusterView {
 
     /// A reduce goes back to waiting (its attempt failed or was lost).
     pub fn requeue_reduce(&mut self, task: TaskRef) {
+        self.note(|| Input::RequeueReduce { task });
         if let Some(r) = self.reduces.get_mut(&task.job) {
             r.pending.insert(task.index);
         }
@@ -614,6 +770,7 @@ impl ClusterView {
     /// Some of a job's map outputs are lost and their maps run again: no
     /// reduce of the job starts until `add_reduces` releases them.
     pub fn hold_reduces(&mut self, job: JobId) {
+        self.note(|| Input::HoldReduces { job });
         if let Some(r) = self.reduces.get_mut(&job) {
             r.held = true;
         }
@@ -622,6 +779,7 @@ impl ClusterView {
     /// A reduce that ran on `worker` ended (successfully or not): its slot
     /// and its load are freed.
     pub fn reduce_ended(&mut self, task: TaskRef, worker: WorkerId) {
+        self.note(|| Input::ReduceEnded { task, worker });
         let load = self
             .running_reduces
             .remove(&task)
@@ -669,6 +827,7 @@ impl ClusterView {
 
     /// Puts a task back in its job's queue (retry, lost launch).
     pub fn requeue(&mut self, t: PendingTask) {
+        self.note(|| Input::Requeue { task: t.clone() });
         if let Some(job) = self.jobs.get_mut(&t.task.job) {
             job.insert(t);
         }
@@ -676,6 +835,10 @@ impl ClusterView {
 
     /// Replaces a pending task's replica list (block reports changed).
     pub fn set_replicas(&mut self, task: TaskRef, replicas: Vec<WorkerId>) {
+        self.note(|| Input::Replicas {
+            task,
+            replicas: replicas.clone(),
+        });
         if let Some(job) = self.jobs.get_mut(&task.job) {
             if let Some(mut t) = job.remove(task.index) {
                 t.replicas = replicas;
@@ -686,6 +849,11 @@ impl ClusterView {
 
     /// A task that ran on `worker` ended (successfully or not).
     pub fn task_ended(&mut self, job: JobId, worker: WorkerId, remote: bool) {
+        self.note(|| Input::MapEnded {
+            job,
+            worker,
+            remote,
+        });
         self.with_worker(worker, |w| {
             w.free = (w.free + 1).min(w.slots);
             if remote {
@@ -990,6 +1158,7 @@ pub fn offer(
     worker: WorkerId,
     view: &mut ClusterView,
 ) -> Vec<Assignment> {
+    view.note(|| Input::Offer { now, worker });
     plan(sched, now, view);
     if view.free_slots(worker) == 0 {
         return Vec::new();
@@ -1007,5 +1176,6 @@ pub fn offer(
 /// Begins a reduce offer in the decision record (see
 /// [`crate::offer_reduces`]).
 pub(crate) fn begin_reduce_offer(view: &mut ClusterView, now: Millis, worker: WorkerId) {
+    view.note(|| Input::ReduceOffer { now, worker });
     view.begin_offer(now, worker);
 }

@@ -633,7 +633,7 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
             now_unix_ms: 0,
             workers: (0..workers).map(|i| format!("w{}", i + 1)).collect(),
             decisions: rows,
-            dropped: 0,
+            ..Default::default()
         };
         super::run::write_decisions(&out.join("decisions").join(file), &log, 0)?;
     }

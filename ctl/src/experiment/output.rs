@@ -65,6 +65,11 @@ pub struct RunRecord {
     /// a run on a saturated host measures the host, not the scheduler.
     #[serde(default = "nan")]
     pub host_cpu_pct: f64,
+    /// The run's decision record run through its policy again
+    /// (`sched::recheck`): `same` (row for row), `differs: <the first row
+    /// that differs>`, or empty (no record kept).
+    #[serde(default)]
+    pub rechecked: String,
     pub error: String,
 }
 
@@ -325,6 +330,7 @@ impl RunRecord {
             load_balance_sampled_reader: f64::NAN,
             wall_s,
             host_cpu_pct: f64::NAN,
+            rechecked: String::new(),
             error: if failed == 0 {
                 String::new()
             } else {
@@ -370,6 +376,7 @@ impl RunRecord {
             load_balance_sampled_reader: f64::NAN,
             wall_s,
             host_cpu_pct: f64::NAN,
+            rechecked: String::new(),
             error,
         }
     }
@@ -871,6 +878,24 @@ pub fn summary(
                         .collect::<Vec<_>>()
                         .join(", ")
                 )
+            }
+        );
+    }
+    let rechecked: Vec<&RunRecord> = runs.iter().filter(|r| !r.rechecked.is_empty()).collect();
+    if !rechecked.is_empty() {
+        let differ: Vec<String> = rechecked
+            .iter()
+            .filter(|r| r.rechecked != "same")
+            .map(|r| format!("{} rep {} {}: {}", r.point, r.rep, r.scheduler, r.rechecked))
+            .collect();
+        s += &format!(
+            "Decision records run again through each run's policy from their inputs (`rechecked` in runs.csv; `decisions/*.record.json.gz`, `master sim recheck FILE`): {} of {} runs decided the same, row for row{}\n\n",
+            rechecked.len() - differ.len(),
+            rechecked.len(),
+            if differ.is_empty() {
+                ".".to_owned()
+            } else {
+                format!(". Differing:\n\n- {}", differ.join("\n- "))
             }
         );
     }

@@ -201,11 +201,16 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                             timeline::slug(&s.label)
                         );
                         if let Some(log) = &decisions {
-                            write_decisions(
-                                &out.join("decisions").join(format!("{file}.csv.gz")),
+                            let dir = out.join("decisions");
+                            write_decisions(&dir.join(format!("{file}.csv.gz")), log, t0_unix)?;
+                            crate::ops::report::write_record(
+                                &dir.join(format!("{file}.record.json.gz")),
                                 log,
-                                t0_unix,
                             )?;
+                            rec.rechecked = match crate::ops::report::recheck(log) {
+                                Ok(_) => "same".into(),
+                                Err(e) => format!("differs: {e:#}"),
+                            };
                         }
                         timeline::plot(
                             &out.join("timelines"),
@@ -895,7 +900,7 @@ async fn run_once(env: &RunEnv<'_>, sched: &NamedScheduler) -> anyhow::Result<Ru
         .collect();
     let timelines = timeline::fetch(&client, &workers, t0_unix).await?;
     let decisions = match env.spec.cluster.decisions {
-        true => Some(client.decisions(None).await?),
+        true => Some(client.decision_record().await?),
         false => None,
     };
     Ok((reports, t0_unix, timelines, decisions))

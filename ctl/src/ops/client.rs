@@ -120,6 +120,13 @@ impl MasterClient {
             .await
     }
 
+    /// The master's whole decision record with its inputs (every change to
+    /// the scheduler's view and every offer), to run it again.
+    pub async fn decision_record(&self) -> anyhow::Result<common::wire::DecisionLog> {
+        self.get("/v1/decisions?inputs=true", Duration::from_secs(120))
+            .await
+    }
+
     /// Waits until job `id` ends, however long that takes.
     pub async fn wait_job(&self, id: JobId) -> anyhow::Result<JobReport> {
         loop {

@@ -122,6 +122,71 @@ pub fn job_report(j: &JobReport) -> String {
     s
 }
 
+/// Runs a decision record fetched with its inputs through the policy again
+/// (`sched::recheck`): the same decisions, row for row, or an error naming
+/// what is missing or the first row that differs.
+pub fn recheck(log: &common::wire::DecisionLog) -> anyhow::Result<sched::recheck::Rechecked> {
+    use anyhow::bail;
+    if !log.recording {
+        bail!("the master kept no decision record (master.decisions = false)");
+    }
+    if log.dropped > 0 || log.inputs_dropped > 0 {
+        bail!(
+            "the record is not whole: {} rows and {} inputs were dropped to stay within master.decisions_max",
+            log.dropped,
+            log.inputs_dropped
+        );
+    }
+    let Some(scheduler) = &log.scheduler else {
+        bail!("the record does not say which policy made it (`scheduler` is missing)");
+    };
+    let Some(reduce_placement) = log.reduce_placement else {
+        bail!("the record does not say which reduce placement ran (`reduce_placement` is missing)");
+    };
+    if log.inputs.is_empty() {
+        bail!("the record has no inputs (fetch it with /v1/decisions?inputs=true)");
+    }
+    sched::recheck::recheck(sched::recheck::Record {
+        scheduler,
+        seed: log.seed,
+        reduce_placement,
+        inputs: &log.inputs,
+        decisions: &log.decisions,
+    })
+    .map_err(|e| anyhow::anyhow!("{}", e.explain(|w| log.name(w))))
+}
+
+/// Writes a decision record with its inputs as gzipped JSON (aside, then
+/// renamed: never a partial file under the real name).
+pub fn write_record(path: &std::path::Path, log: &common::wire::DecisionLog) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let tmp = path.with_extension("gz.partial");
+    let f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+    let mut gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(f), Default::default());
+    serde_json::to_writer(&mut gz, log)?;
+    gz.finish()?.flush()?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// Reads a decision record written by [`write_record`] (or plain JSON, as
+/// `/v1/decisions?inputs=true` gives it); the error names the file.
+pub fn read_record(path: &std::path::Path) -> anyhow::Result<common::wire::DecisionLog> {
+    use anyhow::Context;
+    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let input: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(flate2::read::GzDecoder::new(f))
+    } else {
+        Box::new(f)
+    };
+    serde_json::from_reader(std::io::BufReader::new(input))
+        .with_context(|| format!("{}: not a decision record", path.display()))
+}
+
 /// A decision record as one sentence a row, with a count of launches by
 /// locality and rule first.
 pub fn decisions(log: &common::wire::DecisionLog) -> String {

@@ -115,13 +115,10 @@ impl Master {
             TaskOutcome::Succeeded { .. } if !is_reduce => {
                 let len = self.jobs[&a.task.job].tasks[a.task.index as usize].len;
                 self.view
-                    .hybrid_mut()
                     .note_map(worker, len, ms, ra.worker == ra.source, output);
             }
             TaskOutcome::Reduced { .. } if is_reduce => {
-                self.view
-                    .hybrid_mut()
-                    .note_reduce(r.local_bytes + r.remote_bytes, ms);
+                self.view.note_reduce(r.local_bytes + r.remote_bytes, ms);
             }
             _ => {}
         }

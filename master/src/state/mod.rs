@@ -316,10 +316,14 @@ pub struct Master {
     /// and the start/stop orders for the HTTP layer.
     instances: public::Instances,
     /// The decision record since the master started (empty unless
-    /// `record_decisions`).
+    /// `record_decisions`), and its inputs (every change to the view and
+    /// every offer, for `sched::recheck`).
     decisions: std::collections::VecDeque<sched::decision::Decision>,
-    /// Rows dropped from its front to keep it within `decisions_max`.
+    inputs: std::collections::VecDeque<sched::input::Input>,
+    /// Rows and inputs dropped from their fronts to keep each within
+    /// `decisions_max`.
     decisions_dropped: u64,
+    inputs_dropped: u64,
 }
 
 impl Master {
@@ -357,7 +361,9 @@ impl Master {
             archived: Default::default(),
             instances,
             decisions: Default::default(),
+            inputs: Default::default(),
             decisions_dropped: 0,
+            inputs_dropped: 0,
         };
         m.init_public();
         m
@@ -405,14 +411,34 @@ impl Master {
         self.decisions_dropped
     }
 
-    /// Appends rows to the decision record, dropping its oldest beyond
-    /// `decisions_max`.
-    fn keep_decisions(&mut self, rows: Vec<sched::decision::Decision>) {
+    /// The record's inputs, oldest first, and how many were dropped from
+    /// their front (a record that dropped some cannot be run again).
+    pub fn inputs(&mut self) -> (Vec<sched::input::Input>, u64) {
+        self.keep_record();
+        (self.inputs.iter().cloned().collect(), self.inputs_dropped)
+    }
+
+    /// The seed the policy was built with.
+    pub fn seed(&self) -> u64 {
+        self.settings.seed
+    }
+
+    /// Moves the view's new decision rows and inputs into the record,
+    /// dropping the oldest of each beyond `decisions_max`.
+    fn keep_record(&mut self) {
+        if !self.view.recording() {
+            return;
+        }
         let max = self.settings.decisions_max.max(1);
-        self.decisions.extend(rows);
+        self.decisions.extend(self.view.take_decisions());
+        self.inputs.extend(self.view.take_inputs());
         while self.decisions.len() > max {
             self.decisions.pop_front();
             self.decisions_dropped += 1;
+        }
+        while self.inputs.len() > max {
+            self.inputs.pop_front();
+            self.inputs_dropped += 1;
         }
     }
 

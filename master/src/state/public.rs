@@ -279,12 +279,12 @@ impl Master {
     /// The hybrid part of the view, set once at start.
     pub(super) fn init_public(&mut self) {
         let (types, max) = self.instances.types();
-        self.view.hybrid_mut().set_types(types, max);
+        self.view.set_public_types(types, max);
     }
 
     /// The scheduler's requests and refusals from the last decision round.
     pub(super) fn after_decisions(&mut self, now: Millis) {
-        for r in self.view.hybrid_mut().take_requests() {
+        for r in self.view.take_requests() {
             let index = self.workers.len() as u32;
             match self.instances.start(now, r.id, r.ty, r.for_job, index) {
                 Ok(settings) => {
@@ -292,11 +292,11 @@ impl Master {
                 }
                 Err(why) => {
                     tracing::error!(instance = %r.id, "{why}");
-                    self.view.hybrid_mut().instance_gone(r.id);
+                    self.view.instance_gone(r.id);
                 }
             }
         }
-        for (job, why) in self.view.hybrid_mut().take_refusals() {
+        for (job, why) in self.view.take_refusals() {
             self.fail_job(job, format!("refused: {why}"));
         }
     }
@@ -317,9 +317,9 @@ impl Master {
         };
         if let Some((id, speed)) = self.instances.registered(now, w) {
             profile.speed = speed;
-            self.view.hybrid_mut().instance_up(id, w);
+            self.view.instance_up(id, w);
         }
-        self.view.hybrid_mut().set_profile(w, profile);
+        self.view.set_profile(w, profile);
     }
 
     /// Stops idle instances and gives up on those that never registered
@@ -342,7 +342,7 @@ impl Master {
             if self.workers.alive(s.worker) {
                 self.lose_worker(s.worker);
             }
-            self.view.hybrid_mut().instance_gone(s.id);
+            self.view.instance_gone(s.id);
         }
     }
 }

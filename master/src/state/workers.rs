@@ -116,10 +116,7 @@ impl Master {
         }
         self.after_decisions(now);
         self.metrics.decision_made(decision.elapsed().as_secs_f64());
-        if self.view.recording() {
-            let rows = self.view.take_decisions();
-            self.keep_decisions(rows);
-        }
+        self.keep_record();
         let orders = self.workers.reply(id, seq, launches);
         HeartbeatReply {
             launches: orders.launches,
