@@ -214,7 +214,7 @@ fn main() {
             .lines()
             .map(|l| match l.split('=').next().map(str::trim) {
                 Some("file") => format!("file = {:?}", trace.display().to_string()),
-                Some("bytes_scale") => "bytes_scale = 1e-3".into(),
+                Some("bytes_scale") => "bytes_scale = 3e-3".into(),
                 Some("repetitions") => "repetitions = 1".into(),
                 _ => l.to_owned(),
             })

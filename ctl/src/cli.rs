@@ -280,10 +280,13 @@ pub enum SimCmd {
         #[arg(long)]
         workers: Option<u32>,
     },
-    /// Run a trace spec's hour (`[trace]`, e.g. experiments/swim-hour.toml)
-    /// in the simulator at any scale, with task times and the remote-read
-    /// cost of a calibration (`master sim calibrate`); print each
-    /// scheduler's mean JCT, makespan, remote maps and simulation time.
+    /// Run a trace spec's hour (`[trace]`, e.g. experiments/swim-hour.toml),
+    /// or a spec's own input-sink jobs at every point (e.g.
+    /// experiments/whatif-dyndl-1000.toml), in the simulator at any scale,
+    /// with task times and the remote-read cost of a calibration (`master
+    /// sim calibrate`); print each scheduler's mean JCT, makespan, remote
+    /// maps and simulation time per point. Also `sim scale`.
+    #[command(alias = "scale")]
     Trace {
         spec: PathBuf,
         /// A calibration folder (results/<name>/<stamp>/calibration).

@@ -183,16 +183,9 @@ impl ReducePlacer {
         }
         let mine = view.worker(worker).map_or(0, |w| w.reduces_running);
         // Whether no live reduce-capable worker runs fewer reduces than this
-        // one. A worker running none never runs more than another, so the
-        // scan over every worker (each offer, 1,000s of workers) is left
-        // out then.
-        let fewest = mine == 0
-            || mine
-                <= view
-                    .reduce_workers()
-                    .map(|w| w.reduces_running)
-                    .min()
-                    .unwrap_or(0);
+        // one (the view keeps the fewest: no scan of 1,000s of workers on
+        // each offer).
+        let fewest = mine <= view.fewest_reduces_running().unwrap_or(0);
         let since = &self.since;
         let pick = first_ready(view, |r| {
             fewest

@@ -170,6 +170,9 @@ pub struct ClusterView {
     /// [`ClusterView::with_worker`], so counting is O(1)).
     live_map: u32,
     idle_map: u32,
+    /// Live reduce workers by the reduces they run (kept by `with_worker`,
+    /// so the fewest is O(log n), not a scan of every worker).
+    reduce_counts: BTreeMap<u32, u32>,
     /// Active jobs in submission order.
     jobs: IndexMap<JobId, JobView>,
     /// Jobs whose reduces exist, oldest first.
@@ -475,6 +478,12 @@ impl ClusterView {
             .map_or(0, |v| v.free)
     }
 
+    /// The fewest reduces any live reduce worker runs (None: there is no
+    /// live reduce worker). O(log n).
+    pub fn fewest_reduces_running(&self) -> Option<u32> {
+        self.reduce_counts.keys().next().copied()
+    }
+
     /// Live workers that run reduces, in id order.
     pub fn reduce_workers(&self) -> impl Iterator<Item = &WorkerView> {
         self.workers.values().filter(|w| w.alive && w.runs_reduces)
@@ -538,10 +547,27 @@ impl ClusterView {
     fn with_worker<R>(&mut self, id: WorkerId, f: impl FnOnce(&mut WorkerView) -> R) -> Option<R> {
         let w = self.workers.get_mut(&id)?;
         let (live0, idle0) = counted(w);
+        let red0 = reduce_count(w);
         let r = f(w);
         let (live1, idle1) = counted(w);
+        let red1 = reduce_count(w);
         self.live_map = self.live_map + u32::from(live1) - u32::from(live0);
         self.idle_map = self.idle_map + u32::from(idle1) - u32::from(idle0);
+        if red0 != red1 {
+            if let Some(n) = red0 {
+                if let std::collections::btree_map::Entry::Occupied(mut e) =
+                    self.reduce_counts.entry(n)
+                {
+                    *e.get_mut() -= 1;
+                    if *e.get() == 0 {
+                        e.remove();
+                    }
+                }
+            }
+            if let Some(n) = red1 {
+                *self.reduce_counts.entry(n).or_default() += 1;
+            }
+        }
         Some(r)
     }
 
@@ -899,6 +925,11 @@ impl ClusterView {
         });
         Ok(t)
     }
+}
+
+/// A live reduce worker's running reduces (None: not a live reduce worker).
+fn reduce_count(w: &WorkerView) -> Option<u32> {
+    (w.alive && w.runs_reduces).then_some(w.reduces_running)
 }
 
 /// (live map worker, live map worker with a free slot).

@@ -1,8 +1,20 @@
-//! `master sim trace <spec> --calibration <dir>`: a trace spec's hour
-//! (`[trace]`) run in `sched::replay` instead of on a real cluster, at any
-//! number of workers: the same policies, jobs, files and arrivals as the
-//! experiment runner makes of the trace, with task times and the cost of a
-//! remote read from a calibration of real runs (`master sim calibrate`).
+//! `master sim trace <spec> --calibration <dir>` (also `sim scale`): a
+//! trace spec's hour (`[trace]`), or a spec's own input-sink jobs (`[data]`,
+//! `[jobs]`, `[background]`, every point), run in `sched::replay` instead
+//! of on a real cluster, at any number of workers: the same policies, jobs,
+//! files and arrivals as the experiment runner makes of the spec, with task
+//! times and the cost of a remote read from a calibration of real runs
+//! (`master sim calibrate`).
+//!
+//! A spec without `[trace]`: point p's `files` files of `blocks` blocks,
+//! job i reading file i mod `files` (as the runner's); arrivals drawn in
+//! `jobs.arrival_s` per seed as the runner draws them; each map computes
+//! its `jobs.task_time_s` draw (the workers' own draw, by seed, job and
+//! task); every worker starts `round(initial x slots)` background
+//! processes of `background.duration_s` and then `per_minute` more, Poisson
+//! (a process that finds its slot taken holds it anyway: the replay counts
+//! free slots as slots - tasks - processes). Only input-sink jobs: a job
+//! with reduces needs shuffle sizes the spec does not give.
 //!
 //! What the simulated cluster is made of, from the calibration's first
 //! point (or `--point`): a map's local time is its block at the slot's
@@ -16,16 +28,20 @@
 
 use crate::experiment::calibrate::pacing_ms;
 use crate::experiment::qos::spread;
-use crate::experiment::spec::Spec;
-use crate::experiment::trace::TracePlan;
+use crate::experiment::spec::{Point, Spec};
+use crate::experiment::trace::{TraceFile, TraceJob, TracePlan};
 use anyhow::Context;
+use common::config::BackgroundConfig;
 use common::{JobId, WorkerId};
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sched::replay::{self, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayTask};
+use sched::replay::{
+    self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayTask,
+};
 use std::path::Path;
 use std::time::Instant;
+use workloads::Workload;
 
 /// The calibrated terms a trace run needs (one point of a calibration).
 #[derive(Clone, Debug, PartialEq)]
@@ -97,6 +113,9 @@ pub struct Shape {
     pub out_of_band: bool,
     /// Compute pacing per slot, MB/s (none: maps take their overhead only).
     pub slot_rate_mbs: Option<f64>,
+    /// Each map's emulated compute, drawn per task in [min, max] seconds
+    /// (`jobs.task_time_s`); none: none.
+    pub task_time_s: Option<[f64; 2]>,
 }
 
 /// The trace's jobs as the replay takes them, for one seed: each file's
@@ -128,11 +147,17 @@ pub fn replay_jobs(plan: &TracePlan, shape: &Shape, model: &Model, seed: u64) ->
                 .slot_rate_mbs
                 .map_or(0, |r| pacing_ms(f.block_bytes, r))
                 + model.overhead_ms;
+            // The runner's draw for job i (`run::run_one`).
+            let compute = shape.task_time_s.map(|[a, b]| common::wire::TaskCompute {
+                min_ms: (a * 1000.0).round() as u64,
+                max_ms: (b * 1000.0).round() as u64,
+                seed: common::hash::splitmix64(seed ^ common::hash::splitmix64(0xc0de ^ i as u64)),
+            });
             let tasks = (0..f.blocks)
                 .map(|b| ReplayTask {
                     index: b,
                     replicas: replicas[j.file][b as usize].clone(),
-                    local_ms,
+                    local_ms: local_ms + compute.as_ref().map_or(0, |c| c.for_task(b)),
                     bytes: f.block_bytes,
                 })
                 .collect();
@@ -178,9 +203,101 @@ pub fn cluster(shape: &Shape, seed: u64) -> ReplayCluster {
     }
 }
 
+/// A spec without `[trace]`: point `p`'s files and input-sink jobs, as the
+/// runner makes them (job i reads file i mod `files`), arrivals drawn for
+/// `seed`.
+pub fn synthetic_plan(spec: &Spec, p: &Point, seed: u64) -> anyhow::Result<TracePlan> {
+    let j = &spec.jobs;
+    if !j.mix.is_empty() {
+        anyhow::bail!("jobs.mix: the simulator at scale runs input-sink jobs only (a mix's reduces need shuffle sizes the spec does not give)");
+    }
+    if j.workload() != Workload::InputSink {
+        anyhow::bail!(
+            "jobs.workload = {:?}: the simulator at scale runs input-sink jobs only (reduces need shuffle sizes the spec does not give)",
+            j.workload().name()
+        );
+    }
+    let files = (0..p.files.max(1))
+        .map(|f| TraceFile {
+            path: format!("file{f}"),
+            blocks: p.blocks,
+            block_bytes: p.block_bytes,
+        })
+        .collect();
+    let jobs = crate::experiment::run::arrivals(seed, p.jobs, j.arrival_s)
+        .into_iter()
+        .enumerate()
+        .map(|(i, at)| TraceJob {
+            id: format!("j{i}"),
+            arrival_ms: at,
+            workload: Workload::InputSink,
+            file: i % p.files.max(1) as usize,
+            reduces: None,
+            shuffle_bytes: 0,
+        })
+        .collect();
+    Ok(TracePlan {
+        files,
+        jobs,
+        no_input: 0,
+    })
+}
+
+/// Background processes on `shape`'s workers for `seed`: each worker's
+/// `round(initial x slots)` at time 0, then `per_minute` more (Poisson)
+/// until `until_ms`, each lasting a draw in `duration_s`.
+pub fn background(
+    cfg: Option<&BackgroundConfig>,
+    shape: &Shape,
+    seed: u64,
+    until_ms: u64,
+) -> Vec<BackgroundRun> {
+    let Some(cfg) = cfg else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for w in 0..shape.workers {
+        let mut rng =
+            ChaCha8Rng::seed_from_u64(common::hash::splitmix64(seed ^ 0xb6 ^ u64::from(w) << 20));
+        let draw = |rng: &mut ChaCha8Rng| {
+            let [lo, hi] = cfg.duration_s;
+            let s = if hi > lo { rng.gen_range(lo..=hi) } else { lo };
+            (s * 1000.0).round() as u64
+        };
+        let initial = (cfg.initial * f64::from(shape.slots)).round() as u32;
+        for _ in 0..initial {
+            let d = draw(&mut rng);
+            out.push(BackgroundRun {
+                worker: WorkerId(w),
+                start_ms: 0,
+                end_ms: d,
+            });
+        }
+        if cfg.per_minute > 0.0 {
+            let mean_gap_ms = 60_000.0 / cfg.per_minute;
+            let mut t = 0.0;
+            loop {
+                let u: f64 = rng.gen_range(f64::EPSILON..1.0);
+                t += -mean_gap_ms * u.ln();
+                if t >= until_ms as f64 {
+                    break;
+                }
+                let d = draw(&mut rng);
+                out.push(BackgroundRun {
+                    worker: WorkerId(w),
+                    start_ms: t as u64,
+                    end_ms: t as u64 + d,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// One simulated run.
 #[derive(Clone, Debug)]
 pub struct TraceRun {
+    pub point: String,
     pub scheduler: String,
     pub seed: u64,
     pub mean_jct_s: f64,
@@ -191,9 +308,9 @@ pub struct TraceRun {
     pub wall_s: f64,
 }
 
-/// Every scheduler of the spec at `path`, each repetition's seed, on
-/// `workers` x `slots` (default: the spec's); the table (markdown) and the
-/// runs.
+/// Every scheduler of the spec at `path`, at every point, each
+/// repetition's seed, on `workers` x `slots` (default: the spec's); the
+/// table (markdown) and the runs.
 pub fn run(
     path: &Path,
     calibration: &Path,
@@ -204,68 +321,111 @@ pub fn run(
     let (spec, _) = Spec::load(path)?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(path))?;
     let points = spec.points().map_err(|e| e.in_file(path))?;
-    let p = points.first().context("the spec has no point")?;
-    let plan = spec
-        .trace_plan(p.block_bytes)
-        .map_err(|e| e.in_file(path))?
-        .with_context(|| format!("{}: `sim trace` needs a `[trace]` section", path.display()))?;
+    let first = points.first().context("the spec has no point")?;
     let model = Model::read(calibration, point)?;
-    let shape = Shape {
+    let shape_of = |p: &Point| Shape {
         workers: workers.unwrap_or(spec.cluster.workers),
         slots: slots.unwrap_or(spec.cluster.slots),
         replication: p.replication,
         heartbeat_ms: p.heartbeat_ms,
         out_of_band: p.out_of_band_heartbeat,
         slot_rate_mbs: p.slot_rate_mbs,
+        task_time_s: spec.jobs.task_time_s,
     };
+    let shape = shape_of(first);
     if shape.workers == 0 || shape.slots == 0 {
         anyhow::bail!("--workers and --slots must be at least 1");
     }
     let limit_ms = (spec.timeout_s * 1000.0) as u64;
     let mut runs = Vec::new();
-    for s in &schedulers {
-        for rep in 0..spec.repetitions {
-            let seed = spec.seed + u64::from(rep);
-            let jobs = replay_jobs(&plan, &shape, &model, seed);
-            let mut policy = sched::build(&s.config, seed);
-            let mut placer = sched::ReducePlacer::new(s.reduces, &s.config);
-            let t0 = Instant::now();
-            let out = replay::replay(
-                policy.as_mut(),
-                &mut placer,
-                &cluster(&shape, seed),
-                &jobs,
-                &[],
-                RemoteModel::Static(model.remote),
-                limit_ms,
-            )
-            .with_context(|| format!("simulating {} seed {seed}", s.label))?;
-            runs.push(TraceRun {
-                scheduler: s.label.clone(),
-                seed,
-                mean_jct_s: out.mean_jct_s(),
-                makespan_s: out.makespan_s(),
-                remote: out.remote_tasks(),
-                maps: out.runs.iter().filter(|r| !r.reduce).count(),
-                wall_s: t0.elapsed().as_secs_f64(),
-            });
+    let mut maps_of: Vec<(String, u32, u64)> = Vec::new();
+    for p in &points {
+        let shape = shape_of(p);
+        let traced = spec
+            .trace_plan(p.block_bytes)
+            .map_err(|e| e.in_file(path))?;
+        for s in &schedulers {
+            for rep in 0..spec.repetitions {
+                let seed = spec.seed + u64::from(rep);
+                let plan = match &traced {
+                    Some(plan) => plan.clone(),
+                    None => synthetic_plan(&spec, p, seed)
+                        .with_context(|| format!("{}", path.display()))?,
+                };
+                if !maps_of.iter().any(|m| m.0 == p.label) {
+                    maps_of.push((p.label.clone(), plan.jobs.len() as u32, plan.maps()));
+                }
+                let jobs = replay_jobs(&plan, &shape, &model, seed);
+                let bg = background(p.background.as_ref(), &shape, seed, limit_ms);
+                let mut policy = sched::build(&s.config, seed);
+                let mut placer = sched::ReducePlacer::new(s.reduces, &s.config);
+                let t0 = Instant::now();
+                let out = replay::replay(
+                    policy.as_mut(),
+                    &mut placer,
+                    &cluster(&shape, seed),
+                    &jobs,
+                    &bg,
+                    RemoteModel::Static(model.remote),
+                    limit_ms,
+                )
+                .with_context(|| format!("simulating {} at {} seed {seed}", s.label, p.label))?;
+                runs.push(TraceRun {
+                    point: p.label.clone(),
+                    scheduler: s.label.clone(),
+                    seed,
+                    mean_jct_s: out.mean_jct_s(),
+                    makespan_s: out.makespan_s(),
+                    remote: out.remote_tasks(),
+                    maps: out.runs.iter().filter(|r| !r.reduce).count(),
+                    wall_s: t0.elapsed().as_secs_f64(),
+                });
+            }
         }
     }
-    let t = spec.trace.as_ref().expect("checked by trace_plan");
+    let source = match &spec.trace {
+        Some(t) => {
+            let plan = spec
+                .trace_plan(first.block_bytes)
+                .map_err(|e| e.in_file(path))?
+                .expect("a [trace] spec has a plan");
+            format!(
+                "SWIM hour {} of `{}` (bytes x {}, time / {}): {} jobs, {} maps, {} files",
+                t.hour,
+                t.file.display(),
+                t.bytes_scale,
+                t.time_scale,
+                plan.jobs.len(),
+                plan.maps(),
+                plan.files.len()
+            )
+        }
+        None => {
+            let mut s = format!(
+                "the spec's input-sink jobs: per point `files` files of `blocks` blocks, job i reading file i mod `files`, arrivals drawn in [{}, {}] s",
+                spec.jobs.arrival_s[0], spec.jobs.arrival_s[1]
+            );
+            if let Some([a, b]) = spec.jobs.task_time_s {
+                s += &format!(", each map computing U[{a}, {b}] s");
+            }
+            if let Some(bg) = &first.background {
+                s += &format!(
+                    "; background: {:.0}% of each worker's slots at start, {} more a minute, each U[{}, {}] s",
+                    bg.initial * 100.0,
+                    bg.per_minute,
+                    bg.duration_s[0],
+                    bg.duration_s[1]
+                );
+            }
+            s
+        }
+    };
     let mut table = format!(
-        "# {} in the simulator\n\nSWIM hour {} of `{}` (bytes x {}, time / {}): {} jobs, {} maps, \
-         {} files; {} workers x {} slots, replication {}, heartbeat {} ms{}. Calibrated on `{}` \
-         (point {}): a map = its block at {} + {} ms; a remote read adds {} ms; a reduce {:.0} + {:.0} ms per MB of its shuffle share. Mean \
-         (min-max) over {} seeds.\n\n\
-         | scheduler | mean JCT (s) | makespan (s) | remote maps | simulation (s) |\n|---|---|---|---|---|\n",
+        "# {} in the simulator\n\n{source}; {} workers x {} slots, replication {}, heartbeat {} ms{}; \
+         blocks placed at random per seed. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {} ms; \
+         a reduce {:.0} + {:.0} ms per MB of its shuffle share. Mean (min-max) over {} seeds.\n\n\
+         | point | jobs | maps | scheduler | mean JCT (s) | makespan (s) | remote maps | simulation (s) |\n|---|---|---|---|---|---|---|---|\n",
         spec.name,
-        t.hour,
-        t.file.display(),
-        t.bytes_scale,
-        t.time_scale,
-        plan.jobs.len(),
-        plan.maps(),
-        plan.files.len(),
         shape.workers,
         shape.slots,
         shape.replication,
@@ -277,26 +437,33 @@ pub fn run(
         },
         calibration.display(),
         model.point,
-        shape
-            .slot_rate_mbs
-            .map_or("no pacing".to_owned(), |r| format!("{r} MB/s")),
+        match (shape.slot_rate_mbs, shape.task_time_s) {
+            (Some(r), _) => format!("its block at {r} MB/s"),
+            (None, Some(_)) => "its drawn compute".to_owned(),
+            (None, None) => "no pacing".to_owned(),
+        },
         model.overhead_ms,
         model.remote.formula(),
         model.reduce_base_ms,
         model.reduce_ms_per_mb,
         spec.repetitions,
     );
-    for s in &schedulers {
-        let mine: Vec<&TraceRun> = runs.iter().filter(|r| r.scheduler == s.label).collect();
-        let col = |f: fn(&TraceRun) -> f64| mine.iter().map(|r| f(r)).collect::<Vec<f64>>();
-        table += &format!(
-            "| {} | {} | {} | {} | {} |\n",
-            s.label,
-            spread(&col(|r| r.mean_jct_s), 2),
-            spread(&col(|r| r.makespan_s), 1),
-            spread(&col(|r| r.remote as f64), 0),
-            spread(&col(|r| r.wall_s), 2),
-        );
+    for (label, jobs, maps) in &maps_of {
+        for s in &schedulers {
+            let mine: Vec<&TraceRun> = runs
+                .iter()
+                .filter(|r| r.scheduler == s.label && &r.point == label)
+                .collect();
+            let col = |f: fn(&TraceRun) -> f64| mine.iter().map(|r| f(r)).collect::<Vec<f64>>();
+            table += &format!(
+                "| {label} | {jobs} | {maps} | {} | {} | {} | {} | {} |\n",
+                s.label,
+                spread(&col(|r| r.mean_jct_s), 2),
+                spread(&col(|r| r.makespan_s), 1),
+                spread(&col(|r| r.remote as f64), 0),
+                spread(&col(|r| r.wall_s), 2),
+            );
+        }
     }
     Ok((table, runs))
 }
@@ -317,8 +484,6 @@ pub fn run_file(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::trace::{TraceFile, TraceJob};
-    use workloads::Workload;
 
     fn model() -> Model {
         Model {
@@ -373,6 +538,7 @@ mod tests {
             heartbeat_ms: 100,
             out_of_band: false,
             slot_rate_mbs: Some(0.5),
+            task_time_s: None,
         }
     }
 
@@ -407,6 +573,120 @@ mod tests {
             replay_jobs(&plan(), &shape(1), &model(), 1)[0].tasks[0].replicas,
             [WorkerId(0)]
         );
+    }
+
+    #[test]
+    fn a_spec_without_a_trace_runs_its_own_jobs_at_every_point() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("s.toml");
+        std::fs::write(
+            &spec,
+            r#"
+name = "tiny"
+seed = 3
+repetitions = 2
+schedulers = ["hadoop", { label = "DELAY6", scheduler = "policy = 'delay', threshold_s = 3" }]
+[cluster]
+workers = 8
+slots = 2
+replication = 2
+heartbeat_ms = 1500
+out_of_band_heartbeat = false
+[background]
+duration_s = [1, 6]
+initial = 0.5
+[data]
+files = 1
+blocks = 10
+block_size = "1MiB"
+[jobs]
+count = 6
+workload = "input-sink"
+arrival_s = [0, 4]
+task_time_s = [1, 6]
+[[points]]
+label = "one-file"
+[[points]]
+label = "three-files"
+files = 3
+jobs = 9
+"#,
+        )
+        .unwrap();
+        let cal = root.join("results/dyndl-real/20261124-173842/calibration");
+        let (table, runs) = run(&spec, &cal, Some("64MB-50"), Some(40), Some(3)).unwrap();
+        // 2 points x 2 schedulers x 2 seeds; every map of every job ran.
+        assert_eq!(runs.len(), 8, "{table}");
+        for r in &runs {
+            let jobs = if r.point == "one-file" { 6 } else { 9 };
+            assert_eq!(r.maps, jobs * 10, "{r:?}");
+            // Each map computes at least 1 s.
+            assert!(r.makespan_s >= 1.0 && r.mean_jct_s > 1.0, "{r:?}");
+        }
+        assert!(
+            table.contains("| three-files | 9 | 90 | DELAY6 |"),
+            "{table}"
+        );
+        assert!(table.contains("40 workers x 3 slots"), "{table}");
+        assert!(table.contains("each map computing U[1, 6] s"), "{table}");
+        assert!(table.contains("610 + 81 n_src + 33 n_dst"), "{table}");
+        // On 40 workers with 20 holders at most, hadoop reads remotely more
+        // than DELAY6, which waits.
+        let remote = |s: &str| -> usize {
+            runs.iter()
+                .filter(|r| r.scheduler == s)
+                .map(|r| r.remote)
+                .sum()
+        };
+        assert!(remote("hadoop") > remote("DELAY6"), "{table}");
+        // The plan: job i reads file i mod files, arrivals in the window.
+        let (parsed, _) = Spec::load(&spec).unwrap();
+        let points = parsed.points().unwrap();
+        let plan = synthetic_plan(&parsed, &points[1], 3).unwrap();
+        assert_eq!(plan.files.len(), 3);
+        let files: Vec<usize> = plan.jobs.iter().map(|j| j.file).collect();
+        assert_eq!(files, [0, 1, 2, 0, 1, 2, 0, 1, 2]);
+        assert!(plan.jobs.iter().all(|j| j.arrival_ms <= 4_000));
+        assert_ne!(
+            synthetic_plan(&parsed, &points[1], 4).unwrap().jobs[8].arrival_ms,
+            plan.jobs[8].arrival_ms
+        );
+        // A mix is refused, naming the key.
+        let text = std::fs::read_to_string(&spec).unwrap().replace(
+            "workload = \"input-sink\"",
+            "mix = [{ workload = \"wordcount\", count = 2, maps = 1, reduces = 1 }]",
+        );
+        std::fs::write(&spec, text).unwrap();
+        let e = format!(
+            "{:#}",
+            run(&spec, &cal, Some("64MB-50"), None, None).unwrap_err()
+        );
+        assert!(e.contains("jobs.mix"), "{e}");
+    }
+
+    #[test]
+    fn background_fills_the_initial_share_then_arrives_poisson() {
+        let cfg = BackgroundConfig {
+            duration_s: [1.0, 6.0],
+            initial: 0.5,
+            per_minute: 30.0,
+        };
+        let bg = background(Some(&cfg), &shape(4), 7, 60_000);
+        // 2 slots, half busy at start: one process per worker at 0.
+        for w in 0..4 {
+            let mine: Vec<&BackgroundRun> = bg.iter().filter(|b| b.worker == WorkerId(w)).collect();
+            assert_eq!(mine.iter().filter(|b| b.start_ms == 0).count(), 1);
+            // ~30 more in the minute.
+            assert!((10..60).contains(&mine.len()), "{}", mine.len());
+            assert!(
+                mine.iter()
+                    .all(|b| (1_000..=6_000).contains(&(b.end_ms - b.start_ms))
+                        && b.start_ms < 60_000)
+            );
+        }
+        assert_eq!(background(Some(&cfg), &shape(4), 7, 60_000).len(), bg.len());
+        assert!(background(None, &shape(4), 7, 60_000).is_empty());
     }
 
     #[test]

@@ -231,3 +231,30 @@ fn reduce_placements_read_back_by_name() {
         "{e}"
     );
 }
+
+#[test]
+fn the_view_keeps_the_fewest_reduces_a_live_reduce_worker_runs() {
+    let scan = |v: &ClusterView| v.reduce_workers().map(|w| w.reduces_running).min();
+    let mut v = cluster(4, 3);
+    assert_eq!(v.fewest_reduces_running(), Some(0));
+    reduces(&mut v, 1, 0, 6, 10, &[]);
+    let mut p = placer(ReducePlacement::FirstFree);
+    // w0 takes 3, w1 takes 2: w2 and w3 run none.
+    offer_reduces(&mut p, 0, w(0), &mut v);
+    v.set_free(w(1), 2);
+    offer_reduces(&mut p, 0, w(1), &mut v);
+    assert_eq!((v.fewest_reduces_running(), scan(&v)), (Some(0), Some(0)));
+    // w2 and w3 stop running reduces, one dies: the fewest is w1's 2.
+    v.set_runs_reduces(w(2), false);
+    v.lose_worker(w(3));
+    assert_eq!((v.fewest_reduces_running(), scan(&v)), (Some(2), Some(2)));
+    // Reduces end; a worker comes back.
+    v.reduce_ended(t(1, 3), w(1));
+    assert_eq!((v.fewest_reduces_running(), scan(&v)), (Some(1), Some(1)));
+    v.upsert_worker(w(3), 3);
+    assert_eq!((v.fewest_reduces_running(), scan(&v)), (Some(0), Some(0)));
+    v.lose_worker(w(0));
+    v.lose_worker(w(1));
+    v.lose_worker(w(3));
+    assert_eq!((v.fewest_reduces_running(), scan(&v)), (None, None));
+}
