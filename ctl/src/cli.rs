@@ -301,6 +301,11 @@ pub enum SimCmd {
         /// Slots per worker instead of the spec's.
         #[arg(long)]
         slots: Option<u32>,
+        /// Charge a remote read as the calibration's fair-share transfer
+        /// (its source's and reader's links shared by the transfers on
+        /// them) instead of its fixed `source+reader` extra.
+        #[arg(long)]
+        fair_share: bool,
     },
     /// Run a real run's decision record through its policy again, from its
     /// inputs (every change to the scheduler's view and every offer), and
@@ -973,10 +978,18 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             point,
             workers,
             slots,
+            fair_share,
         } => {
             print!(
                 "{}",
-                lab::trace::run_file(spec, calibration, point.as_deref(), *workers, *slots)?
+                lab::trace::run_file(
+                    spec,
+                    calibration,
+                    point.as_deref(),
+                    *workers,
+                    *slots,
+                    *fair_share
+                )?
             );
             Ok(())
         }

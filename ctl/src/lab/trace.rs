@@ -49,6 +49,10 @@ pub struct Model {
     pub point: String,
     pub overhead_ms: u64,
     pub remote: RemoteCost,
+    /// The fair-share model's transfer alone (ms, for a block of
+    /// `ref_bytes`; 0: every block alike), where the calibration fitted one.
+    pub transfer_ms: Option<f64>,
+    pub ref_bytes: u64,
     pub reduce_base_ms: f64,
     pub reduce_ms_per_mb: f64,
 }
@@ -97,6 +101,8 @@ impl Model {
                 // Calibrations from before the per-size term have none.
                 per_mb_ms: cost["per_mb_ms"].as_f64().unwrap_or(0.0),
             },
+            transfer_ms: m["transfer_ms"].as_f64(),
+            ref_bytes: m["ref_bytes"].as_u64().unwrap_or(0),
             reduce_base_ms: num(m, "reduce_base_ms")?,
             reduce_ms_per_mb: num(m, "reduce_ms_per_mb")?,
         })
@@ -309,20 +315,34 @@ pub struct TraceRun {
 }
 
 /// Every scheduler of the spec at `path`, at every point, each
-/// repetition's seed, on `workers` x `slots` (default: the spec's); the
-/// table (markdown) and the runs.
+/// repetition's seed, on `workers` x `slots` (default: the spec's), a
+/// remote read charged by the calibration's `source+reader` cost or, with
+/// `fair_share`, as a transfer sharing its source's and reader's links;
+/// the table (markdown) and the runs.
 pub fn run(
     path: &Path,
     calibration: &Path,
     point: Option<&str>,
     workers: Option<u32>,
     slots: Option<u32>,
+    fair_share: bool,
 ) -> anyhow::Result<(String, Vec<TraceRun>)> {
     let (spec, _) = Spec::load(path)?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(path))?;
     let points = spec.points().map_err(|e| e.in_file(path))?;
     let first = points.first().context("the spec has no point")?;
     let model = Model::read(calibration, point)?;
+    let remote = match (fair_share, model.transfer_ms) {
+        (false, _) => RemoteModel::Static(model.remote),
+        (true, Some(transfer_ms)) => RemoteModel::FairShare {
+            transfer_ms,
+            ref_bytes: model.ref_bytes,
+        },
+        (true, None) => anyhow::bail!(
+            "{}: the calibration has no fair-share transfer time (`transfer_ms`): calibrate again",
+            calibration.display()
+        ),
+    };
     let shape_of = |p: &Point| Shape {
         workers: workers.unwrap_or(spec.cluster.workers),
         slots: slots.unwrap_or(spec.cluster.slots),
@@ -366,7 +386,7 @@ pub fn run(
                     &cluster(&shape, seed),
                     &jobs,
                     &bg,
-                    RemoteModel::Static(model.remote),
+                    remote,
                     limit_ms,
                 )
                 .with_context(|| format!("simulating {} at {} seed {seed}", s.label, p.label))?;
@@ -422,7 +442,7 @@ pub fn run(
     };
     let mut table = format!(
         "# {} in the simulator\n\n{source}; {} workers x {} slots, replication {}, heartbeat {} ms{}; \
-         blocks placed at random per seed. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {} ms; \
+         blocks placed at random per seed. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {}; \
          a reduce {:.0} + {:.0} ms per MB of its shuffle share. Mean (min-max) over {} seeds.\n\n\
          | point | jobs | maps | scheduler | mean JCT (s) | makespan (s) | remote maps | simulation (s) |\n|---|---|---|---|---|---|---|---|\n",
         spec.name,
@@ -443,7 +463,17 @@ pub fn run(
             (None, None) => "no pacing".to_owned(),
         },
         model.overhead_ms,
-        model.remote.formula(),
+        match remote {
+            RemoteModel::FairShare { transfer_ms, .. } => format!(
+                "a transfer of {transfer_ms:.0} ms alone{}, sharing its source's and its reader's links fairly with the other transfers (fair-share), then its compute",
+                if model.ref_bytes > 0 {
+                    format!(" per {} bytes", model.ref_bytes)
+                } else {
+                    String::new()
+                }
+            ),
+            RemoteModel::Static(c) => format!("{} ms", c.formula()),
+        },
         model.reduce_base_ms,
         model.reduce_ms_per_mb,
         spec.repetitions,
@@ -475,8 +505,9 @@ pub fn run_file(
     point: Option<&str>,
     workers: Option<u32>,
     slots: Option<u32>,
+    fair_share: bool,
 ) -> anyhow::Result<String> {
-    run(path, calibration, point, workers, slots)
+    run(path, calibration, point, workers, slots, fair_share)
         .map(|(t, _)| t)
         .with_context(|| format!("sim trace {}", path.display()))
 }
@@ -494,6 +525,8 @@ mod tests {
                 per_mb_ms: 1000.0,
                 ..Default::default()
             },
+            transfer_ms: None,
+            ref_bytes: 0,
             reduce_base_ms: 10.0,
             reduce_ms_per_mb: 2000.0,
         }
@@ -615,7 +648,7 @@ jobs = 9
         )
         .unwrap();
         let cal = root.join("results/dyndl-real/20261124-173842/calibration");
-        let (table, runs) = run(&spec, &cal, Some("64MB-50"), Some(40), Some(3)).unwrap();
+        let (table, runs) = run(&spec, &cal, Some("64MB-50"), Some(40), Some(3), false).unwrap();
         // 2 points x 2 schedulers x 2 seeds; every map of every job ran.
         assert_eq!(runs.len(), 8, "{table}");
         for r in &runs {
@@ -640,6 +673,11 @@ jobs = 9
                 .sum()
         };
         assert!(remote("hadoop") > remote("DELAY6"), "{table}");
+        // The calibration's fair-share transfer instead of the fixed extra.
+        let (fair, fair_runs) = run(&spec, &cal, Some("64MB-50"), Some(40), Some(3), true).unwrap();
+        assert!(fair.contains("a transfer of 273 ms alone"), "{fair}");
+        assert_eq!(fair_runs.len(), 8);
+        assert!(fair_runs.iter().all(|r| r.mean_jct_s > 1.0));
         // The plan: job i reads file i mod files, arrivals in the window.
         let (parsed, _) = Spec::load(&spec).unwrap();
         let points = parsed.points().unwrap();
@@ -660,7 +698,7 @@ jobs = 9
         std::fs::write(&spec, text).unwrap();
         let e = format!(
             "{:#}",
-            run(&spec, &cal, Some("64MB-50"), None, None).unwrap_err()
+            run(&spec, &cal, Some("64MB-50"), None, None, false).unwrap_err()
         );
         assert!(e.contains("jobs.mix"), "{e}");
     }
@@ -734,6 +772,7 @@ jobs = 9
             None,
             Some(30),
             None,
+            false,
         )
         .unwrap();
         // 5 schedulers x 3 seeds, every job of the hour run.
