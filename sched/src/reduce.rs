@@ -122,8 +122,10 @@ pub struct ReducePlacer {
     /// Waiting reduces that sit in some machine's queue.
     queued: HashSet<TaskRef>,
     /// `spread` and `most-output`: when each job's reduces were first seen
-    /// waiting.
+    /// waiting, and the view's reduce changes then (the same again: nothing
+    /// to note).
     since: BTreeMap<JobId, Millis>,
+    noted: Option<u64>,
 }
 
 impl ReducePlacer {
@@ -134,6 +136,7 @@ impl ReducePlacer {
             queues: BTreeMap::new(),
             queued: HashSet::new(),
             since: BTreeMap::new(),
+            noted: None,
         }
     }
 
@@ -165,6 +168,10 @@ impl ReducePlacer {
     /// Records when each ready job's reduces were first seen waiting, and
     /// forgets jobs whose reduces are gone.
     fn note_waiting(&mut self, now: Millis, view: &ClusterView) {
+        if self.noted == Some(view.reduce_changes()) {
+            return;
+        }
+        self.noted = Some(view.reduce_changes());
         self.since.retain(|j, _| view.reduce_job(*j).is_some());
         for r in view.reduce_jobs().filter(|r| r.ready()) {
             self.since.entry(r.job).or_insert(now);

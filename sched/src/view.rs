@@ -175,8 +175,11 @@ pub struct ClusterView {
     reduce_counts: BTreeMap<u32, u32>,
     /// Active jobs in submission order.
     jobs: IndexMap<JobId, JobView>,
-    /// Jobs whose reduces exist, oldest first.
+    /// Jobs whose reduces exist, oldest first, and a count of the changes
+    /// to them (a job's reduces added, ended, held, taken, put back), so a
+    /// reader can tell that nothing changed since it last looked.
     reduces: BTreeMap<JobId, ReduceJobView>,
+    reduce_changes: u64,
     /// Running reduces: where, and their estimated input bytes.
     running_reduces: FxHashMap<TaskRef, (WorkerId, u64)>,
     /// Public instances and task-time estimates (empty on a private cluster).
@@ -494,6 +497,12 @@ impl ClusterView {
         self.reduces.values()
     }
 
+    /// Changes to the jobs' reduces so far (equal readings: the same jobs
+    /// with the same waiting reduces).
+    pub fn reduce_changes(&self) -> u64 {
+        self.reduce_changes
+    }
+
     pub fn reduce_job(&self, id: JobId) -> Option<&ReduceJobView> {
         self.reduces.get(&id)
     }
@@ -752,7 +761,9 @@ impl ClusterView {
     pub fn remove_job(&mut self, id: JobId) {
         self.note(|| Input::JobGone { job: id });
         self.jobs.shift_remove(&id);
-        self.reduces.remove(&id);
+        if self.reduces.remove(&id).is_some() {
+            self.reduce_changes += 1;
+        }
     }
 
     /// A job's maps are done: its reduces `indices` wait for slots. Each is
@@ -772,6 +783,7 @@ impl ClusterView {
             load_each,
             output_on: output_on.iter().map(|(&w, &b)| (w, b)).collect(),
         });
+        self.reduce_changes += 1;
         let r = self.reduces.entry(job).or_insert_with(|| ReduceJobView {
             job,
             pending: IndexSet::default(),
@@ -788,6 +800,7 @@ impl ClusterView {
     /// A reduce goes back to waiting (its attempt failed or was lost).
     pub fn requeue_reduce(&mut self, task: TaskRef) {
         self.note(|| Input::RequeueReduce { task });
+        self.reduce_changes += 1;
         if let Some(r) = self.reduces.get_mut(&task.job) {
             r.pending.insert(task.index);
         }
@@ -797,6 +810,7 @@ impl ClusterView {
     /// reduce of the job starts until `add_reduces` releases them.
     pub fn hold_reduces(&mut self, job: JobId) {
         self.note(|| Input::HoldReduces { job });
+        self.reduce_changes += 1;
         if let Some(r) = self.reduces.get_mut(&job) {
             r.held = true;
         }
@@ -839,6 +853,7 @@ impl ClusterView {
             .ok_or(SchedError::NotWaitingReduce(task))?;
         r.pending.shift_remove(&task.index);
         let load = r.load_each;
+        self.reduce_changes += 1;
         self.running_reduces.insert(task, (worker, load));
         self.with_worker(worker, |w| {
             w.free -= 1;
