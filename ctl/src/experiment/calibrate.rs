@@ -76,17 +76,21 @@ pub struct PointModel {
 /// One run's successful map and reduce attempts, and its seed.
 type RunRows<'a> = (&'a [&'a TaskRow], &'a [&'a TaskRow], u64);
 
+/// The remote-read models' names, in the order of [`PointModel::models`]
+/// and of the summary's tables.
+const MODELS: [&str; 3] = ["source+reader", "reader-only", "fair-share"];
+
 impl PointModel {
     /// The remote-read models every run is simulated under, by name.
     pub fn models(&self) -> [(&'static str, RemoteModel); 3] {
         [
-            ("source+reader", RemoteModel::Static(self.cost.remote())),
+            (MODELS[0], RemoteModel::Static(self.cost.remote())),
             (
-                "reader-only",
+                MODELS[1],
                 RemoteModel::Static(self.cost_reader_only.remote()),
             ),
             (
-                "fair-share",
+                MODELS[2],
                 RemoteModel::FairShare {
                     transfer_ms: self.transfer_ms,
                     ref_bytes: self.ref_bytes,
@@ -1039,7 +1043,6 @@ fn summary(
     jobs: &[PredictedJob],
     order: &[String],
 ) -> String {
-    const MODELS: [&str; 3] = ["source+reader", "reader-only", "fair-share"];
     let mut s = format!(
         "# Calibrated simulation of {}\n\nCalibrated on `{}` (`master sim calibrate`). Every run \
          simulated with `sched::replay`: its own scheduler and seed, arrivals, background and \
@@ -1156,7 +1159,6 @@ fn per_job_section(
     order: &[String],
     hold_out: bool,
 ) -> String {
-    const MODELS: [&str; 3] = ["source+reader", "reader-only", "fair-share"];
     if jobs.is_empty() {
         return "\n## Per-job error\n\nNo `jobs.csv` in the results folder: per-job errors cannot be computed.\n".into();
     }
