@@ -334,4 +334,4 @@ mod config_tests;
 #[cfg(test)]
 mod hybrid_tests;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

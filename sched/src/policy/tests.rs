@@ -34,7 +34,7 @@ fn view(workers: u32, slots: u32) -> ClusterView {
 /// Configurations of every listed policy: each one's
 /// [`Policy::EXAMPLES`], its defaults and, where it has parameters that
 /// change its decisions, another setting.
-fn suite_configs() -> Vec<SchedulerConfig> {
+pub(crate) fn suite_configs() -> Vec<SchedulerConfig> {
     SchedulerConfig::examples()
         .into_iter()
         .map(|(_, s)| s.parse().unwrap_or_else(|e| panic!("{s}: {e}")))

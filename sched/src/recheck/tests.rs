@@ -89,16 +89,9 @@ fn record<'a>(config: &'a SchedulerConfig, o: &'a ReplayOutcome) -> Record<'a> {
     }
 }
 
-fn examples() -> Vec<SchedulerConfig> {
-    SchedulerConfig::examples()
-        .into_iter()
-        .map(|(_, s)| s.parse().unwrap_or_else(|e| panic!("{s}: {e}")))
-        .collect()
-}
-
 #[test]
 fn every_policy_decides_the_same_again_row_for_row() {
-    for config in examples() {
+    for config in crate::policy::tests::suite_configs() {
         let o = outcome(&config, ReducePlacement::Policy);
         let label = config.label();
         assert!(!o.decisions.is_empty(), "{label}: no decision recorded");
