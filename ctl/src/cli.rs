@@ -236,13 +236,32 @@ pub enum SimCmd {
         dir: PathBuf,
         /// Predict each scheduler's runs with a model fitted on the other
         /// schedulers' runs only (writes DIR/calibration-hold-out/).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "model_from")]
         hold_out: bool,
+        /// Predict every run with the models of another calibration folder
+        /// (results/<name>/<stamp>/calibration) instead of fitting on DIR:
+        /// e.g. the 8-worker runs' model predicting the 32-worker runs of
+        /// the same workload family, point by point of the same label
+        /// (writes DIR/calibration-from-<name>/).
+        #[arg(long)]
+        model_from: Option<PathBuf>,
         /// Delay each simulated heartbeat by up to this many ms (seeded per
         /// run, worker and heartbeat), so the workers' heartbeats reach the
         /// scheduler in varying order; writes DIR/calibration[-hold-out]-jitterMS/.
         #[arg(long, default_value_t = 0)]
         heartbeat_jitter_ms: u64,
+    },
+    /// The calibrated simulator's error against the cluster's size: DIRs
+    /// are results folders of one workload family at growing worker counts
+    /// (experiments/scale-dyndl-8/16/32.toml), the smallest first. Calibrates
+    /// on the first, predicts every folder by its models and by its own fit,
+    /// and writes per-job errors against workers, a summary and plots to
+    /// <results>/<family>-error/<stamp>/.
+    ScaleError {
+        #[arg(required = true, num_args = 2..)]
+        dirs: Vec<PathBuf>,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
     },
     /// Generate a seeded instance and write it as JSON.
     Gen {
@@ -947,10 +966,22 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
         SimCmd::Calibrate {
             dir,
             hold_out,
+            model_from,
             heartbeat_jitter_ms,
         } => {
-            let out =
-                crate::experiment::calibrate::calibrate(dir, *hold_out, *heartbeat_jitter_ms)?;
+            use crate::experiment::calibrate::{calibrate, Fit};
+            let fit = match (model_from, hold_out) {
+                (Some(cal), _) => Fit::From(cal.clone()),
+                (None, true) => Fit::HoldOut,
+                (None, false) => Fit::InSample,
+            };
+            let out = calibrate(dir, &fit, *heartbeat_jitter_ms)?;
+            print!("{}", std::fs::read_to_string(out.join("summary.md"))?);
+            println!("\nwrote {}", out.display());
+            Ok(())
+        }
+        SimCmd::ScaleError { dirs, results } => {
+            let out = crate::experiment::scale::scale_error(dirs, results)?;
             print!("{}", std::fs::read_to_string(out.join("summary.md"))?);
             println!("\nwrote {}", out.display());
             Ok(())

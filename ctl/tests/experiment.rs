@@ -252,10 +252,26 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     std::io::Write::write_all(&mut gz, &tasks_csv).unwrap();
     gz.finish().unwrap();
     std::fs::remove_file(out.join("tasks.csv")).unwrap();
-    let cal = ctl::experiment::calibrate::calibrate(&out, false, 0).unwrap();
+    use ctl::experiment::calibrate::{calibrate, Fit};
+    let cal = calibrate(&out, &Fit::InSample, 0).unwrap();
     let preds: Vec<ctl::experiment::calibrate::Prediction> =
         ctl::results::read_csv(&cal.join("predictions.csv")).unwrap();
     assert_eq!(preds.len(), 3 * schedulers.len());
+    // A folder predicted by another calibration's models (here its own):
+    // models.json.gz keeps every fitted term, the overheads too, so the
+    // predictions come out the same to the digit.
+    let from = calibrate(&out, &Fit::From(cal.clone()), 0).unwrap();
+    assert!(
+        from.ends_with("calibration-from-smoke"),
+        "{}",
+        from.display()
+    );
+    assert_eq!(
+        std::fs::read_to_string(from.join("predictions.csv")).unwrap(),
+        std::fs::read_to_string(cal.join("predictions.csv")).unwrap()
+    );
+    let text = std::fs::read_to_string(from.join("summary.md")).unwrap();
+    assert!(text.contains("held out by folder"), "{text}");
     for p in &preds {
         assert!(
             p.predicted_mean_jct_s > 0.0
@@ -482,7 +498,8 @@ replication = 2
     assert!(summary.contains("3 x wordcount 1/1"), "{summary}");
     // The calibrated simulator runs the reduce phase too: every job's
     // reduces, on the reduce machines only, after the job's last map.
-    let cal = ctl::experiment::calibrate::calibrate(&out, false, 0).unwrap();
+    use ctl::experiment::calibrate::{calibrate, Fit};
+    let cal = calibrate(&out, &Fit::InSample, 0).unwrap();
     let text = std::fs::read_to_string(cal.join("predicted-tasks.csv")).unwrap();
     let mut rd = csv::Reader::from_reader(text.as_bytes());
     let h = rd.headers().unwrap().clone();
@@ -743,4 +760,101 @@ time_scale = 600
         1,
         "{summary}"
     );
+}
+
+/// The error against scale on real runs of one small family at 2 and 4
+/// workers: the 2-worker calibration predicts both folders, each folder is
+/// also fitted on itself, and the figures say so per worker count, fit and
+/// model. The smaller cluster must come first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_error_against_scale_is_calibrated_on_the_smallest_cluster() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut dirs = Vec::new();
+    for workers in [2u32, 4] {
+        let spec = tmp.path().join(format!("fam-{workers}.toml"));
+        std::fs::write(
+            &spec,
+            format!(
+                r#"
+name = "fam-{workers}"
+seed = 5
+timeout_s = 120
+schedulers = ["hadoop", "policy = 'delay', threshold_s = 0.3"]
+[cluster]
+workers = {workers}
+slots = 2
+nic_mbps = 40
+replication = 1
+heartbeat_ms = 200
+[data]
+kind = "text"
+files = {workers}
+blocks = 3
+block_size = "256KiB"
+placement = "even"
+[jobs]
+count = {jobs}
+workload = "input-sink"
+arrival_s = [0, 1]
+task_time_s = [0.2, 0.6]
+[[points]]
+label = "p"
+"#,
+                jobs = 2 * workers
+            ),
+        )
+        .unwrap();
+        dirs.push(run_in(tmp.path(), spec, bin).await.unwrap());
+    }
+    let results = tmp.path().join("results");
+    use ctl::experiment::scale::scale_error;
+    let e = scale_error(&[dirs[1].clone(), dirs[0].clone()], &results)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("give the calibrated (smallest) cluster first"),
+        "{e}"
+    );
+    let out = scale_error(&dirs, &results).unwrap();
+    assert!(
+        out.starts_with(results.join("fam-error")),
+        "{}",
+        out.display()
+    );
+    // The larger folder was predicted by the smaller one's models.
+    assert!(dirs[1]
+        .join("calibration-from-fam-2/predictions.csv")
+        .exists());
+    let mut rd = csv::Reader::from_path(out.join("error.csv")).unwrap();
+    let h = rd.headers().unwrap().clone();
+    let at = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    // 2 sizes x 2 fits x 3 models x 2 schedulers, one run each.
+    assert_eq!(rows.len(), 2 * 2 * 3 * 2, "{rows:?}");
+    for r in &rows {
+        assert!(["2", "4"].contains(&&r[at("workers")]), "{r:?}");
+        assert!(["in-sample", "from-2"].contains(&&r[at("fit")]), "{r:?}");
+        let median: f64 = r[at("per_job_median")].parse().unwrap();
+        let p90: f64 = r[at("per_job_p90")].parse().unwrap();
+        assert!(median >= 0.0 && p90 >= median, "{r:?}");
+        assert_eq!(
+            &r[at("jobs")],
+            if &r[at("workers")] == "2" { "4" } else { "8" }
+        );
+    }
+    // At the calibrated size, the two fits are one calibration.
+    let of = |w: &str, fit: &str| -> Vec<String> {
+        rows.iter()
+            .filter(|r| &r[at("workers")] == w && &r[at("fit")] == fit)
+            .map(|r| r[at("per_job_median")].to_owned())
+            .collect()
+    };
+    assert_eq!(of("2", "in-sample"), of("2", "from-2"));
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("## from-2") && summary.contains("## in-sample"),
+        "{summary}"
+    );
+    assert!(summary.contains("| 4 | fair-share |"), "{summary}");
 }

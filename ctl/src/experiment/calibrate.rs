@@ -45,10 +45,11 @@ use std::path::{Path, PathBuf};
 const GIVE_UP_MS: u64 = 600_000;
 
 /// The fitted model of one point.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct PointModel {
     pub point: String,
-    /// Local overheads (ms), sorted: the empirical distribution.
+    /// Local overheads (ms), sorted: the empirical distribution (kept in
+    /// `models.json.gz`, not in meta.json).
     #[serde(skip)]
     pub overheads: Vec<u64>,
     pub local_attempts: usize,
@@ -78,7 +79,7 @@ type RunRows<'a> = (&'a [&'a TaskRow], &'a [&'a TaskRow], u64);
 
 /// The remote-read models' names, in the order of [`PointModel::models`]
 /// and of the summary's tables.
-const MODELS: [&str; 3] = ["source+reader", "reader-only", "fair-share"];
+pub const MODELS: [&str; 3] = ["source+reader", "reader-only", "fair-share"];
 
 impl PointModel {
     /// The remote-read models every run is simulated under, by name.
@@ -100,7 +101,7 @@ impl PointModel {
     }
 }
 
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, serde::Deserialize)]
 pub struct Cost {
     pub base_ms: f64,
     pub per_source_ms: f64,
@@ -123,6 +124,82 @@ impl Cost {
     }
 }
 
+/// The runs each prediction's model is fitted on.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fit {
+    /// Every run of the folder: in sample (writes `calibration/`).
+    InSample,
+    /// Each scheduler's runs by the model of the other schedulers' runs
+    /// (writes `calibration-hold-out/`).
+    HoldOut,
+    /// Another folder's calibration (its `models.json.gz`), e.g. the
+    /// 8-worker runs' predicting a 32-worker folder of the same workload
+    /// family: each point by the model of the point of the same label
+    /// (writes `calibration-from-<that experiment>/`).
+    From(PathBuf),
+}
+
+impl Fit {
+    /// The output folder's name (before any `-jitter<ms>`).
+    fn folder(&self) -> String {
+        match self {
+            Fit::InSample => "calibration".into(),
+            Fit::HoldOut => "calibration-hold-out".into(),
+            Fit::From(cal) => format!("calibration-from-{}", experiment_of(cal)),
+        }
+    }
+
+    /// How the summary says it, as a phrase after "per job ...".
+    fn phrase(&self) -> String {
+        match self {
+            Fit::InSample => "in sample (the model fitted on every run it predicts)".into(),
+            Fit::HoldOut => "held out (each scheduler's runs predicted by the model fitted on the other schedulers' runs)".into(),
+            Fit::From(cal) => format!(
+                "held out by folder (every run predicted by the model fitted on `{}`, none of these runs)",
+                cal.display()
+            ),
+        }
+    }
+}
+
+/// The experiment a calibration folder belongs to:
+/// `<results>/<experiment>/<stamp>/calibration` gives `<experiment>`.
+fn experiment_of(cal: &Path) -> String {
+    cal.parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .map_or_else(|| "other".into(), |n| n.to_string_lossy().into_owned())
+}
+
+/// A point's model as `models.json.gz` keeps it: with its overheads.
+#[derive(Serialize, serde::Deserialize)]
+struct StoredModel {
+    #[serde(flatten)]
+    model: PointModel,
+    overheads: Vec<u64>,
+}
+
+/// The models a calibration folder fitted, by point label, from its
+/// `models.json.gz`.
+pub fn read_models(cal: &Path) -> anyhow::Result<BTreeMap<String, PointModel>> {
+    let file = cal.join("models.json.gz");
+    if !file.exists() {
+        anyhow::bail!(
+            "{}: no models.json.gz (not a calibration folder, or one from before it was kept: run `master sim calibrate` on its results again)",
+            cal.display()
+        );
+    }
+    let stored: Vec<StoredModel> = crate::results::read_json_gz(&file, "a calibration's models")?;
+    Ok(stored
+        .into_iter()
+        .map(|s| {
+            let mut m = s.model;
+            m.overheads = s.overheads;
+            (m.point.clone(), m)
+        })
+        .collect())
+}
+
 /// One run, measured and predicted under one model.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Prediction {
@@ -140,7 +217,7 @@ pub struct Prediction {
 }
 
 /// One job of one run, measured (`jobs.csv`) and predicted under one model.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct PredictedJob {
     pub point: String,
     pub scheduler: String,
@@ -317,17 +394,22 @@ fn fit_transfer(
 /// One remote attempt for the fit: extra ms over its local time, n_src, n_dst.
 type Sample = (f64, f64, f64);
 
-/// Calibrates on `dir` and writes `dir/calibration/`; returns that folder.
-/// With `hold_out`, each scheduler's runs are predicted by a model fitted
-/// on the other schedulers' runs only.
+/// Calibrates on `dir` and writes `dir/calibration/` (or the folder `fit`
+/// names); returns that folder. `fit` says which runs each prediction's
+/// model is fitted on: all of `dir`'s, the other schedulers', or another
+/// folder's calibration.
 ///
 /// `jitter_ms` > 0 delays each simulated heartbeat by up to that much (drawn
 /// per run, worker and heartbeat), so the order in which the workers'
 /// near-simultaneous heartbeats reach the scheduler varies as on the real
 /// cluster; the results go to `calibration[-hold-out]-jitter<ms>/`.
-pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<PathBuf> {
+pub fn calibrate(dir: &Path, fit: &Fit, jitter_ms: u64) -> anyhow::Result<PathBuf> {
     // The commit and tree state of the code that runs, taken now.
     let mut prov = Provenance::capture(common::unix_ms());
+    let given = match fit {
+        Fit::From(cal) => Some(read_models(cal)?),
+        _ => None,
+    };
     let (results, meta, spec, schedulers, points) = super::run::open_results(dir)?;
     let runs: Vec<RunRecord> = results.read_runs()?;
     let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv"))?;
@@ -540,9 +622,19 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
             m.transfer_ms = fit_transfer(&used, &m, &simulate)?;
             Ok(m)
         };
-        let model = fit_on(&|_| true)?;
+        let model = match (&given, fit) {
+            (Some(given), Fit::From(cal)) => given.get(&p.label).cloned().with_context(|| {
+                format!(
+                    "{}: no model of point {} (it has {})",
+                    cal.display(),
+                    p.label,
+                    given.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })?,
+            _ => fit_on(&|_| true)?,
+        };
         let mut held_out: BTreeMap<String, PointModel> = BTreeMap::new();
-        if hold_out {
+        if *fit == Fit::HoldOut {
             for sc in &schedulers {
                 held_out.insert(sc.label.clone(), fit_on(&|s| s != sc.label)?);
             }
@@ -612,17 +704,23 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
             dir.display()
         );
     }
-    let mut name = if hold_out {
-        "calibration-hold-out".to_owned()
-    } else {
-        "calibration".to_owned()
-    };
+    let mut name = fit.folder();
     if jitter_ms > 0 {
         name.push_str(&format!("-jitter{jitter_ms}"));
     }
     let out = dir.join(name);
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let cal = ResultsDir::open(&out);
+    // The models with their overheads, for `Fit::From` (another folder
+    // predicted by these).
+    let stored: Vec<StoredModel> = models
+        .iter()
+        .map(|m| StoredModel {
+            model: m.clone(),
+            overheads: m.overheads.clone(),
+        })
+        .collect();
+    crate::results::write_json_gz(&out.join("models.json.gz"), &stored)?;
     cal.write_csv("predictions.csv", &predictions)?;
     cal.write_csv("predicted-tasks.csv", &predicted_tasks)?;
     if !predicted_jobs.is_empty() {
@@ -645,7 +743,7 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
     cal.write_summary(&summary(
         &spec,
         dir,
-        hold_out,
+        fit,
         &models,
         &predictions,
         &predicted_jobs,
@@ -654,7 +752,11 @@ pub fn calibrate(dir: &Path, hold_out: bool, jitter_ms: u64) -> anyhow::Result<P
     prov.finish();
     cal.write_meta(&serde_json::json!({
         "calibrated_on": dir.display().to_string(),
-        "hold_out": hold_out,
+        "hold_out": *fit == Fit::HoldOut,
+        "model_from": match fit {
+            Fit::From(cal) => Some(cal.display().to_string()),
+            _ => None,
+        },
         "heartbeat_jitter_ms": jitter_ms,
         "source_meta": meta,
         "models": models,
@@ -1037,14 +1139,14 @@ fn spread(v: &[f64]) -> (f64, f64, f64) {
 fn summary(
     spec: &Spec,
     dir: &Path,
-    hold_out: bool,
+    fit: &Fit,
     models: &[PointModel],
     preds: &[Prediction],
     jobs: &[PredictedJob],
     order: &[String],
 ) -> String {
     let mut s = format!(
-        "# Calibrated simulation of {}\n\nCalibrated on `{}` (`master sim calibrate`). Every run \
+        "# Calibrated simulation of {}\n\n{} (`master sim calibrate`). Every run \
          simulated with `sched::replay`: its own scheduler and seed, arrivals, background and \
          heartbeat phases; local task time = the drawn compute + an overhead drawn from the \
          point's measured local overheads; a remote map reads its block under one of three \
@@ -1056,12 +1158,22 @@ fn summary(
          so the mean remote extra matches). Means over repetitions with (min-max); err = predicted / measured - 1 of \
          the means.{}\n\n",
         spec.name,
-        dir.display(),
-        if hold_out {
-            " Held out: each scheduler's runs are predicted by a model fitted on the other \
-             schedulers' runs only (the table of fitted models shows the fit on all runs)."
-        } else {
-            ""
+        match fit {
+            Fit::From(cal) => format!(
+                "The runs of `{}` predicted by the models fitted on `{}`",
+                dir.display(),
+                cal.display()
+            ),
+            _ => format!("Calibrated on `{}`", dir.display()),
+        },
+        match fit {
+            Fit::InSample => "",
+            Fit::HoldOut =>
+                " Held out: each scheduler's runs are predicted by a model fitted on the other \
+                 schedulers' runs only (the table of fitted models shows the fit on all runs).",
+            Fit::From(_) =>
+                " Held out by folder: none of these runs was fitted on; the table of models \
+                 shows the other folder's fit.",
         }
     );
     s += "## Fitted models\n\n| point | local attempts | overhead mean (p10-p90) ms | remote attempts | remote extra mean ms | source+reader: base + src*n + dst*n ms (rmse) | reader-only: base + dst*n ms (rmse) | fair-share: transfer alone ms | reduces: base + per MB ms (attempts) |\n|---|---|---|---|---|---|---|---|---|\n";
@@ -1144,7 +1256,7 @@ fn summary(
         let (ok, n) = within.get(model).copied().unwrap_or((0, 0));
         s += &format!("- {model}: {ok} of {n} (point, scheduler) cells\n");
     }
-    s += &per_job_section(models, preds, jobs, order, hold_out);
+    s += &per_job_section(models, preds, jobs, order, fit);
     s
 }
 
@@ -1157,7 +1269,7 @@ fn per_job_section(
     preds: &[Prediction],
     jobs: &[PredictedJob],
     order: &[String],
-    hold_out: bool,
+    fit: &Fit,
 ) -> String {
     if jobs.is_empty() {
         return "\n## Per-job error\n\nNo `jobs.csv` in the results folder: per-job errors cannot be computed.\n".into();
@@ -1171,11 +1283,7 @@ fn per_job_section(
          (a sub-second job's large relative error is a small absolute one). Makespan: mean over repetitions of \
          |predicted / measured - 1|. Remote maps: mean over repetitions of |predicted - measured|. \
          Each column gives source+reader / reader-only / fair-share.\n",
-        if hold_out {
-            "held out (each scheduler's runs predicted by the model fitted on the other schedulers' runs)"
-        } else {
-            "in sample (the model fitted on every run it predicts)"
-        }
+        fit.phrase()
     );
     for m in models {
         s += &format!(
@@ -1288,6 +1396,20 @@ fn per_job_section(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_folder_without_models_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read_models(dir.path()).unwrap_err().to_string();
+        assert!(e.contains("no models.json.gz"), "{e}");
+        assert_eq!(
+            Fit::From(PathBuf::from(
+                "results/scale-dyndl-8/20261126-000000/calibration"
+            ))
+            .folder(),
+            "calibration-from-scale-dyndl-8"
+        );
+    }
 
     #[test]
     fn the_per_job_error_spread_is_relative_and_nearest_rank() {

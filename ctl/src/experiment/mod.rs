@@ -10,6 +10,7 @@ pub mod output;
 pub mod plots;
 pub mod qos;
 pub mod run;
+pub mod scale;
 pub mod spec;
 pub mod timeline;
 pub mod trace;

@@ -159,32 +159,13 @@ pub fn recheck(log: &common::wire::DecisionLog) -> anyhow::Result<sched::recheck
 /// Writes a decision record with its inputs as gzipped JSON (aside, then
 /// renamed: never a partial file under the real name).
 pub fn write_record(path: &std::path::Path, log: &common::wire::DecisionLog) -> anyhow::Result<()> {
-    use anyhow::Context;
-    use std::io::Write;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension("gz.partial");
-    let f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let mut gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(f), Default::default());
-    serde_json::to_writer(&mut gz, log)?;
-    gz.finish()?.flush()?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+    crate::results::write_json_gz(path, log)
 }
 
 /// Reads a decision record written by [`write_record`] (or plain JSON, as
 /// `/v1/decisions?inputs=true` gives it); the error names the file.
 pub fn read_record(path: &std::path::Path) -> anyhow::Result<common::wire::DecisionLog> {
-    use anyhow::Context;
-    let f = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let input: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(flate2::read::GzDecoder::new(f))
-    } else {
-        Box::new(f)
-    };
-    serde_json::from_reader(std::io::BufReader::new(input))
-        .with_context(|| format!("{}: not a decision record", path.display()))
+    crate::results::read_json_gz(path, "a decision record")
 }
 
 /// A decision record as one sentence a row, with a count of launches by
