@@ -444,7 +444,7 @@ replication = 2
 "#,
     )
     .unwrap();
-    let out = run_in(tmp.path(), spec, bin).await.unwrap();
+    let out = run_in(tmp.path(), spec.clone(), bin).await.unwrap();
     let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
     let h = runs.headers().unwrap().clone();
     let rows: Vec<csv::StringRecord> = runs.records().map(Result::unwrap).collect();
@@ -500,6 +500,24 @@ replication = 2
     // reduces, on the reduce machines only, after the job's last map.
     use ctl::experiment::calibrate::{calibrate, Fit};
     let cal = calibrate(&out, &Fit::InSample, 0).unwrap();
+    // It measured what each workload shuffles: a sort its whole input
+    // (records in, the same records out), a wordcount less.
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cal.join("meta.json")).unwrap()).unwrap();
+    let ratio = &meta["models"][0]["shuffle_ratio"];
+    let sort = ratio["sort"].as_f64().unwrap();
+    let words = ratio["wordcount"].as_f64().unwrap();
+    assert!((0.95..1.1).contains(&sort), "{ratio}");
+    assert!(words > 0.0 && words < sort, "{ratio}");
+    // And the mix runs at another size in the simulator, with its reduce
+    // machines kept in proportion (2 of 5 -> 4 of 10).
+    let (table, sim) = ctl::lab::trace::run(&spec, &cal, None, Some(10), None, false).unwrap();
+    assert_eq!(sim.len(), 3, "{table}");
+    assert!(sim.iter().all(|r| r.maps == 7), "{table}");
+    assert!(
+        table.contains("10 workers (6 map + 4 reduce) x 2 slots"),
+        "{table}"
+    );
     let text = std::fs::read_to_string(cal.join("predicted-tasks.csv")).unwrap();
     let mut rd = csv::Reader::from_reader(text.as_bytes());
     let h = rd.headers().unwrap().clone();

@@ -72,6 +72,12 @@ pub struct PointModel {
     pub reduce_attempts: usize,
     pub reduce_base_ms: f64,
     pub reduce_ms_per_mb: f64,
+    /// Per workload (`sort`, `wordcount`): the bytes its reduces fetched
+    /// over the bytes its maps read, over the point's jobs with reduces
+    /// (what a simulated job of a spec's mix shuffles; none for a trace,
+    /// whose jobs give their own).
+    #[serde(default)]
+    pub shuffle_ratio: BTreeMap<String, f64>,
 }
 
 /// One run's successful map and reduce attempts, and its seed.
@@ -511,6 +517,19 @@ pub fn calibrate(dir: &Path, fit: &Fit, jitter_ms: u64) -> anyhow::Result<PathBu
             i
         })
     };
+    // A job's workload, for the shuffle ratios: a mix's seeded order, else
+    // the spec's one workload; a trace's jobs give their own shuffle.
+    let workload_of = |seed: u64, job: &str| -> Option<String> {
+        if spec.trace.is_some() {
+            return None;
+        }
+        if spec.jobs.mix.is_empty() {
+            return Some(spec.jobs.workload().name().to_owned());
+        }
+        let i = job_number(job).ok()?;
+        let order = super::run::mix_order(&spec.jobs.mix, seed);
+        order.get(i as usize).map(|c| c.workload.name().to_owned())
+    };
     let mut models = Vec::new();
     let mut predictions = Vec::new();
     let mut predicted_tasks = Vec::new();
@@ -618,6 +637,7 @@ pub fn calibrate(dir: &Path, fit: &Fit, jitter_ms: u64) -> anyhow::Result<PathBu
                 })
                 .collect();
             let mut m = fit_point(&p.label, &runs_used, &compute)?;
+            m.shuffle_ratio = shuffle_ratios(&runs_used, &workload_of);
             let used: Vec<&Setup> = setups.iter().filter(|s| keep(&s.key.1)).collect();
             m.transfer_ms = fit_transfer(&used, &m, &simulate)?;
             Ok(m)
@@ -845,7 +865,41 @@ fn fit_point(
         } else {
             0
         },
+        shuffle_ratio: BTreeMap::new(),
     })
+}
+
+/// Per workload, the bytes the reduces of `runs`' jobs fetched over the
+/// bytes their maps read (jobs with reduces only); `workload` names a
+/// run's job (seed, job name), None where it cannot (a trace's).
+fn shuffle_ratios(
+    runs: &[RunRows],
+    workload: &impl Fn(u64, &str) -> Option<String>,
+) -> BTreeMap<String, f64> {
+    // workload -> (map bytes, reduce bytes) of the jobs with reduces.
+    let mut sums: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for (maps, reduces, seed) in runs {
+        let mut by_job: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        for t in reduces.iter() {
+            by_job.entry(&t.job_name).or_default().1 += t.input_bytes;
+        }
+        for t in maps.iter() {
+            if let Some(j) = by_job.get_mut(t.job_name.as_str()) {
+                j.0 += t.input_bytes;
+            }
+        }
+        for (job, (m, r)) in by_job {
+            if let Some(w) = workload(*seed, job) {
+                let e = sums.entry(w).or_default();
+                e.0 += m;
+                e.1 += r;
+            }
+        }
+    }
+    sums.into_iter()
+        .filter(|(_, (m, _))| *m > 0)
+        .map(|(w, (m, r))| (w, r as f64 / m as f64))
+        .collect()
 }
 
 /// `j17` -> 17 (the runner's job names).
@@ -1201,6 +1255,17 @@ fn summary(
             m.reduce_base_ms,
             m.reduce_ms_per_mb,
             m.reduce_attempts,
+        );
+    }
+    for m in models.iter().filter(|m| !m.shuffle_ratio.is_empty()) {
+        s += &format!(
+            "\nShuffle of {} (bytes the reduces fetched / bytes the maps read, jobs with reduces): {}\n",
+            m.point,
+            m.shuffle_ratio
+                .iter()
+                .map(|(w, r)| format!("{w} {r:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let mut within = BTreeMap::<&str, (usize, usize)>::new();

@@ -615,17 +615,7 @@ impl RunEnv<'_> {
                 })
                 .collect();
         }
-        let mut classes: Vec<&super::spec::JobClass> = j
-            .mix
-            .iter()
-            .flat_map(|c| std::iter::repeat_n(c, c.count as usize))
-            .collect();
-        // Interleave the classes in a seeded order.
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ 0x6d17);
-        for i in (1..classes.len()).rev() {
-            classes.swap(i, rng.gen_range(0..=i));
-        }
-        classes
+        mix_order(&j.mix, self.seed)
             .into_iter()
             .enumerate()
             .map(|(i, c)| JobPlan {
@@ -767,6 +757,20 @@ async fn load_data(env: &RunEnv<'_>) -> anyhow::Result<()> {
     .await;
     env.stop();
     result
+}
+
+/// A job mix's jobs in submission order for `seed`: each class `count`
+/// times, interleaved in a seeded order (job i of a run is entry i).
+pub fn mix_order(mix: &[super::spec::JobClass], seed: u64) -> Vec<&super::spec::JobClass> {
+    let mut classes: Vec<&super::spec::JobClass> = mix
+        .iter()
+        .flat_map(|c| std::iter::repeat_n(c, c.count as usize))
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x6d17);
+    for i in (1..classes.len()).rev() {
+        classes.swap(i, rng.gen_range(0..=i));
+    }
+    classes
 }
 
 /// Job arrival offsets in milliseconds, sorted, seeded.

@@ -75,13 +75,15 @@ impl Folder {
     }
 }
 
-/// The family's name: the first folder's experiment without its trailing
-/// `-<workers>` (scale-dyndl-8 -> scale-dyndl).
-fn family(first: &Folder) -> String {
-    first
-        .name
-        .strip_suffix(&format!("-{}", first.workers))
-        .unwrap_or(&first.name)
+/// The family's name: the largest (last) folder's experiment without its
+/// trailing `-<workers>` (scale-dyndl-32 -> scale-dyndl). The last, not the
+/// first: two families may share their calibrated base (scale-dyndl-8 under
+/// scale-dyndl-16/32 and under scale-dyndl-onefile-16/32).
+fn family(folders: &[Folder]) -> String {
+    let last = &folders[folders.len() - 1];
+    last.name
+        .strip_suffix(&format!("-{}", last.workers))
+        .unwrap_or(&last.name)
         .to_owned()
 }
 
@@ -130,7 +132,7 @@ pub fn scale_error(dirs: &[PathBuf], results: &Path) -> anyhow::Result<PathBuf> 
     }
     let out = ResultsDir::create(
         results,
-        &format!("{}-error", family(first)),
+        &format!("{}-error", family(&folders)),
         prov.started_unix_ms,
     )?;
     out.write_csv("error.csv", &rows)?;
@@ -140,7 +142,7 @@ pub fn scale_error(dirs: &[PathBuf], results: &Path) -> anyhow::Result<PathBuf> 
     plot(out.path(), &sizes, &rows, &from_label)?;
     prov.finish();
     out.write_meta(&serde_json::json!({
-        "family": family(first),
+        "family": family(&folders),
         "folders": folders.iter().map(|f| f.dir.display().to_string()).collect::<Vec<_>>(),
         "workers": sizes,
         "calibrated_on": base.display().to_string(),
@@ -264,7 +266,7 @@ fn summary(folders: &[Folder], base: &Path, rows: &[ErrorRow], from: &str) -> St
          makespan (predicted / measured - 1) and its remote maps. Each cell pools every job of every counted run \
          (jobs), with the per-run medians' range over seeds and schedulers in brackets. Runs with the host's CPU \
          at {SATURATED_CPU_PCT:.0}% or more are left out.\n\n",
-        family(first),
+        family(folders),
         folders
             .iter()
             .map(|f| format!("`{}` ({} workers)", f.dir.display(), f.workers))

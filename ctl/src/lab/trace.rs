@@ -30,6 +30,7 @@ use crate::experiment::calibrate::pacing_ms;
 use crate::experiment::qos::spread;
 use crate::experiment::spec::{Point, Spec};
 use crate::experiment::trace::{TraceFile, TraceJob, TracePlan};
+use crate::ops::loader::{place_even, Placement};
 use anyhow::Context;
 use common::config::BackgroundConfig;
 use common::{JobId, WorkerId};
@@ -39,6 +40,7 @@ use rand_chacha::ChaCha8Rng;
 use sched::replay::{
     self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayTask,
 };
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 use workloads::Workload;
@@ -55,6 +57,9 @@ pub struct Model {
     pub ref_bytes: u64,
     pub reduce_base_ms: f64,
     pub reduce_ms_per_mb: f64,
+    /// Per workload, the bytes its reduces fetch over the bytes its maps
+    /// read, as measured (what a spec's sort or wordcount job shuffles).
+    pub shuffle_ratio: BTreeMap<String, f64>,
 }
 
 impl Model {
@@ -105,6 +110,15 @@ impl Model {
             ref_bytes: m["ref_bytes"].as_u64().unwrap_or(0),
             reduce_base_ms: num(m, "reduce_base_ms")?,
             reduce_ms_per_mb: num(m, "reduce_ms_per_mb")?,
+            // Calibrations from before it was kept have none.
+            shuffle_ratio: m["shuffle_ratio"]
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|(w, r)| Some((w.clone(), r.as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 }
@@ -113,8 +127,14 @@ impl Model {
 #[derive(Clone, Debug)]
 pub struct Shape {
     pub workers: u32,
+    /// The last this many workers run only reduces and hold no data (the
+    /// spec's `cluster.reduce_workers`); 0: every worker runs both.
+    pub reduce_workers: u32,
     pub slots: u32,
     pub replication: u32,
+    /// How blocks are placed (the spec's `data.placement`): at random, or
+    /// dealt evenly over the map workers in a seeded order, per file.
+    pub placement: Placement,
     pub heartbeat_ms: u64,
     pub out_of_band: bool,
     /// Compute pacing per slot, MB/s (none: maps take their overhead only).
@@ -129,19 +149,29 @@ pub struct Shape {
 /// model's overhead, reduces by the model's reduce fit.
 pub fn replay_jobs(plan: &TracePlan, shape: &Shape, model: &Model, seed: u64) -> Vec<ReplayJob> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x7ace);
-    let copies = shape.replication.clamp(1, shape.workers.max(1)) as usize;
+    // Blocks live on the workers that run maps (the first ones).
+    let holders = shape.workers.saturating_sub(shape.reduce_workers).max(1);
+    let copies = shape.replication.clamp(1, holders) as usize;
+    let map_workers: Vec<WorkerId> = (0..holders).map(WorkerId).collect();
     let replicas: Vec<Vec<Vec<WorkerId>>> = plan
         .files
         .iter()
-        .map(|f| {
-            (0..f.blocks)
+        .enumerate()
+        .map(|(i, f)| match shape.placement {
+            Placement::Even => place_even(
+                common::hash::splitmix64(seed ^ (i as u64) << 32),
+                f.blocks,
+                &map_workers,
+                copies as u32,
+            ),
+            Placement::Random => (0..f.blocks)
                 .map(|_| {
-                    sample(&mut rng, shape.workers as usize, copies)
+                    sample(&mut rng, holders as usize, copies)
                         .into_iter()
                         .map(|w| WorkerId(w as u32))
                         .collect()
                 })
-                .collect()
+                .collect(),
         })
         .collect();
     plan.jobs
@@ -201,28 +231,92 @@ pub fn cluster(shape: &Shape, seed: u64) -> ReplayCluster {
             .collect(),
         period_ms: Vec::new(),
         out_of_band: shape.out_of_band,
-        runs_maps: Vec::new(),
-        runs_reduces: Vec::new(),
+        runs_maps: roles(shape, false),
+        runs_reduces: roles(shape, true),
         jitter_ms: 0,
         jitter_seed: seed,
         record_decisions: false,
     }
 }
 
-/// A spec without `[trace]`: point `p`'s files and input-sink jobs, as the
-/// runner makes them (job i reads file i mod `files`), arrivals drawn for
-/// `seed`.
-pub fn synthetic_plan(spec: &Spec, p: &Point, seed: u64) -> anyhow::Result<TracePlan> {
+/// Which workers run maps (`reduce` false) or reduces: every one, unless
+/// the last `reduce_workers` run only reduces (empty: all do both).
+fn roles(shape: &Shape, reduce: bool) -> Vec<bool> {
+    if shape.reduce_workers == 0 {
+        return Vec::new();
+    }
+    let split = shape.workers.saturating_sub(shape.reduce_workers);
+    (0..shape.workers).map(|w| (w >= split) == reduce).collect()
+}
+
+/// A spec without `[trace]`: point `p`'s files and jobs, as the runner
+/// makes them, arrivals drawn for `seed`. Input-sink jobs read file i mod
+/// `files`; a `jobs.mix` gives each job its own file of its class's maps,
+/// in the runner's seeded order. A job with reduces shuffles its input
+/// times `shuffle_ratio[workload]`, the ratio the calibrated runs measured
+/// (an error names the workload if they had none).
+pub fn synthetic_plan(
+    spec: &Spec,
+    p: &Point,
+    seed: u64,
+    shuffle_ratio: &BTreeMap<String, f64>,
+) -> anyhow::Result<TracePlan> {
     let j = &spec.jobs;
+    let shuffle = |w: Workload, maps: u32, reduces: Option<u32>| -> anyhow::Result<u64> {
+        if reduces.unwrap_or(0) == 0 {
+            return Ok(0);
+        }
+        let r = shuffle_ratio.get(w.name()).with_context(|| {
+            format!(
+                "{} jobs with reduces: the calibration measured no shuffle for {} (it has {}): calibrate on runs of that workload",
+                w.name(),
+                w.name(),
+                if shuffle_ratio.is_empty() {
+                    "none".to_owned()
+                } else {
+                    shuffle_ratio.keys().cloned().collect::<Vec<_>>().join(", ")
+                }
+            )
+        })?;
+        Ok((r * f64::from(maps) * p.block_bytes as f64).round() as u64)
+    };
     if !j.mix.is_empty() {
-        anyhow::bail!("jobs.mix: the simulator at scale runs input-sink jobs only (a mix's reduces need shuffle sizes the spec does not give)");
+        let order = crate::experiment::run::mix_order(&j.mix, seed);
+        let arrivals = crate::experiment::run::arrivals(seed, order.len() as u32, j.arrival_s);
+        let files = order
+            .iter()
+            .enumerate()
+            .map(|(i, c)| TraceFile {
+                path: format!("j{i}"),
+                blocks: c.maps,
+                block_bytes: p.block_bytes,
+            })
+            .collect();
+        let jobs = order
+            .iter()
+            .zip(arrivals)
+            .enumerate()
+            .map(|(i, (c, at))| {
+                Ok(TraceJob {
+                    id: format!("j{i}"),
+                    arrival_ms: at,
+                    workload: c.workload,
+                    file: i,
+                    reduces: c.reduces,
+                    shuffle_bytes: shuffle(c.workload, c.maps, c.reduces)?,
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+        return Ok(TracePlan {
+            files,
+            jobs,
+            no_input: 0,
+        });
     }
-    if j.workload() != Workload::InputSink {
-        anyhow::bail!(
-            "jobs.workload = {:?}: the simulator at scale runs input-sink jobs only (reduces need shuffle sizes the spec does not give)",
-            j.workload().name()
-        );
-    }
+    let reduces = j.reduces.or(j
+        .reduce_fraction
+        .map(|f| ((p.blocks as f64 * f).round() as u32).max(1)));
+    let per_job_shuffle = shuffle(j.workload(), p.blocks, reduces)?;
     let files = (0..p.files.max(1))
         .map(|f| TraceFile {
             path: format!("file{f}"),
@@ -236,10 +330,10 @@ pub fn synthetic_plan(spec: &Spec, p: &Point, seed: u64) -> anyhow::Result<Trace
         .map(|(i, at)| TraceJob {
             id: format!("j{i}"),
             arrival_ms: at,
-            workload: Workload::InputSink,
+            workload: j.workload(),
             file: i % p.files.max(1) as usize,
-            reduces: None,
-            shuffle_bytes: 0,
+            reduces,
+            shuffle_bytes: per_job_shuffle,
         })
         .collect();
     Ok(TracePlan {
@@ -343,8 +437,20 @@ pub fn run(
             calibration.display()
         ),
     };
+    // Dedicated reduce workers keep their share of the cluster at any size.
+    let reduce_workers = match workers {
+        Some(w) if spec.cluster.reduce_workers > 0 => {
+            ((u64::from(spec.cluster.reduce_workers) * u64::from(w)
+                + u64::from(spec.cluster.workers) / 2)
+                / u64::from(spec.cluster.workers))
+            .clamp(1, u64::from(w.saturating_sub(1)).max(1)) as u32
+        }
+        _ => spec.cluster.reduce_workers,
+    };
     let shape_of = |p: &Point| Shape {
         workers: workers.unwrap_or(spec.cluster.workers),
+        reduce_workers,
+        placement: spec.data.placement,
         slots: slots.unwrap_or(spec.cluster.slots),
         replication: p.replication,
         heartbeat_ms: p.heartbeat_ms,
@@ -369,7 +475,7 @@ pub fn run(
                 let seed = spec.seed + u64::from(rep);
                 let plan = match &traced {
                     Some(plan) => plan.clone(),
-                    None => synthetic_plan(&spec, p, seed)
+                    None => synthetic_plan(&spec, p, seed, &model.shuffle_ratio)
                         .with_context(|| format!("{}", path.display()))?,
                 };
                 if !maps_of.iter().any(|m| m.0 == p.label) {
@@ -421,10 +527,38 @@ pub fn run(
             )
         }
         None => {
-            let mut s = format!(
-                "the spec's input-sink jobs: per point `files` files of `blocks` blocks, job i reading file i mod `files`, arrivals drawn in [{}, {}] s",
-                spec.jobs.arrival_s[0], spec.jobs.arrival_s[1]
-            );
+            let mut s = if spec.jobs.mix.is_empty() {
+                format!(
+                    "the spec's {} jobs: per point `files` files of `blocks` blocks, job i reading file i mod `files`, arrivals drawn in [{}, {}] s",
+                    spec.jobs.workload().name(),
+                    spec.jobs.arrival_s[0],
+                    spec.jobs.arrival_s[1]
+                )
+            } else {
+                format!(
+                    "the spec's job mix ({}), each job its own file, in the runner's seeded order, arrivals drawn in [{}, {}] s; a job's reduces share its input x the calibration's shuffle ratio ({})",
+                    spec.jobs
+                        .mix
+                        .iter()
+                        .map(|c| format!(
+                            "{} x {} {}/{}",
+                            c.count,
+                            c.workload.name(),
+                            c.maps,
+                            c.reduces.unwrap_or(0)
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    spec.jobs.arrival_s[0],
+                    spec.jobs.arrival_s[1],
+                    model
+                        .shuffle_ratio
+                        .iter()
+                        .map(|(w, r)| format!("{w} {r:.3}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
             if let Some([a, b]) = spec.jobs.task_time_s {
                 s += &format!(", each map computing U[{a}, {b}] s");
             }
@@ -441,12 +575,21 @@ pub fn run(
         }
     };
     let mut table = format!(
-        "# {} in the simulator\n\n{source}; {} workers x {} slots, replication {}, heartbeat {} ms{}; \
-         blocks placed at random per seed. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {}; \
+        "# {} in the simulator\n\n{source}; {} workers{} x {} slots, replication {}, heartbeat {} ms{}; \
+         blocks placed {} per seed. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {}; \
          a reduce {:.0} + {:.0} ms per MB of its shuffle share. Mean (min-max) over {} seeds.\n\n\
          | point | jobs | maps | scheduler | mean JCT (s) | makespan (s) | remote maps | simulation (s) |\n|---|---|---|---|---|---|---|---|\n",
         spec.name,
         shape.workers,
+        if shape.reduce_workers > 0 {
+            format!(
+                " ({} map + {} reduce)",
+                shape.workers - shape.reduce_workers,
+                shape.reduce_workers
+            )
+        } else {
+            String::new()
+        },
         shape.slots,
         shape.replication,
         shape.heartbeat_ms,
@@ -454,6 +597,10 @@ pub fn run(
             ", out of band"
         } else {
             ""
+        },
+        match shape.placement {
+            Placement::Random => "at random",
+            Placement::Even => "evenly over the map workers",
         },
         calibration.display(),
         model.point,
@@ -529,6 +676,7 @@ mod tests {
             ref_bytes: 0,
             reduce_base_ms: 10.0,
             reduce_ms_per_mb: 2000.0,
+            shuffle_ratio: BTreeMap::new(),
         }
     }
 
@@ -566,6 +714,8 @@ mod tests {
     fn shape(workers: u32) -> Shape {
         Shape {
             workers,
+            reduce_workers: 0,
+            placement: Placement::Random,
             slots: 2,
             replication: 2,
             heartbeat_ms: 100,
@@ -681,26 +831,97 @@ jobs = 9
         // The plan: job i reads file i mod files, arrivals in the window.
         let (parsed, _) = Spec::load(&spec).unwrap();
         let points = parsed.points().unwrap();
-        let plan = synthetic_plan(&parsed, &points[1], 3).unwrap();
+        let none = BTreeMap::new();
+        let plan = synthetic_plan(&parsed, &points[1], 3, &none).unwrap();
         assert_eq!(plan.files.len(), 3);
         let files: Vec<usize> = plan.jobs.iter().map(|j| j.file).collect();
         assert_eq!(files, [0, 1, 2, 0, 1, 2, 0, 1, 2]);
         assert!(plan.jobs.iter().all(|j| j.arrival_ms <= 4_000));
         assert_ne!(
-            synthetic_plan(&parsed, &points[1], 4).unwrap().jobs[8].arrival_ms,
+            synthetic_plan(&parsed, &points[1], 4, &none).unwrap().jobs[8].arrival_ms,
             plan.jobs[8].arrival_ms
         );
-        // A mix is refused, naming the key.
-        let text = std::fs::read_to_string(&spec).unwrap().replace(
-            "workload = \"input-sink\"",
-            "mix = [{ workload = \"wordcount\", count = 2, maps = 1, reduces = 1 }]",
-        );
-        std::fs::write(&spec, text).unwrap();
+        // A mix with reduces needs the shuffle the calibration measured:
+        // dyndl-real's input-sink runs had none, and the error says so.
+        std::fs::write(
+            &spec,
+            r#"
+name = "tiny-mix"
+seed = 3
+schedulers = ["hadoop"]
+[cluster]
+workers = 8
+slots = 2
+replication = 2
+[data]
+block_size = "1MiB"
+[jobs]
+count = 3
+arrival_s = [0, 4]
+mix = [
+    { workload = "wordcount", count = 2, maps = 3, reduces = 1 },
+    { workload = "input-sink", count = 1, maps = 2 },
+]
+"#,
+        )
+        .unwrap();
         let e = format!(
             "{:#}",
             run(&spec, &cal, Some("64MB-50"), None, None, false).unwrap_err()
         );
-        assert!(e.contains("jobs.mix"), "{e}");
+        assert!(
+            e.contains("measured no shuffle for wordcount (it has none)"),
+            "{e}"
+        );
+        // With a ratio: each job its own file of its class's maps, in the
+        // runner's seeded order, shuffling its input x the ratio.
+        let (parsed, _) = Spec::load(&spec).unwrap();
+        let points = parsed.points().unwrap();
+        let ratio = BTreeMap::from([("wordcount".to_owned(), 0.25)]);
+        let plan = synthetic_plan(&parsed, &points[0], 3, &ratio).unwrap();
+        let order = crate::experiment::run::mix_order(&parsed.jobs.mix, 3);
+        assert_eq!(plan.jobs.len(), 3);
+        for (i, (j, c)) in plan.jobs.iter().zip(&order).enumerate() {
+            assert_eq!((j.file, j.workload, j.reduces), (i, c.workload, c.reduces));
+            assert_eq!(plan.files[i].blocks, c.maps);
+            let want = if c.reduces.is_some() {
+                3 * (1 << 20) / 4
+            } else {
+                0
+            };
+            assert_eq!(j.shuffle_bytes, want, "{j:?}");
+        }
+    }
+
+    #[test]
+    fn dedicated_reduce_workers_hold_no_data_and_run_no_maps() {
+        let mut s = shape(6);
+        s.reduce_workers = 2;
+        let c = cluster(&s, 1);
+        assert_eq!(c.runs_maps, [true, true, true, true, false, false]);
+        assert_eq!(c.runs_reduces, [false, false, false, false, true, true]);
+        s.replication = 3;
+        for seed in 0..20 {
+            for j in replay_jobs(&plan(), &s, &model(), seed) {
+                for t in &j.tasks {
+                    assert!(t.replicas.iter().all(|w| w.0 < 4), "{t:?}");
+                }
+            }
+        }
+        assert!(cluster(&shape(6), 1).runs_maps.is_empty(), "all do both");
+        // Even placement deals each file's blocks over the map workers.
+        s.placement = Placement::Even;
+        s.replication = 2;
+        let jobs = replay_jobs(&plan(), &s, &model(), 1);
+        let mut held = [0; 4];
+        for t in &jobs[0].tasks {
+            assert_ne!(t.replicas[0], t.replicas[1]);
+            for w in &t.replicas {
+                held[w.0 as usize] += 1;
+            }
+        }
+        // 3 blocks x 2 replicas over 4 workers: 1 or 2 each.
+        assert!(held.iter().all(|&n| (1..=2).contains(&n)), "{held:?}");
     }
 
     #[test]
