@@ -250,6 +250,11 @@ pub enum SimCmd {
         /// scheduler in varying order; writes DIR/calibration[-hold-out]-jitterMS/.
         #[arg(long, default_value_t = 0)]
         heartbeat_jitter_ms: u64,
+        /// Also fit the host term: a map's overhead grows with the maps
+        /// launched on the testbed's shared host in the second before it
+        /// (writes DIR/calibration...-host/).
+        #[arg(long)]
+        host_term: bool,
     },
     /// The calibrated simulator's error against the cluster's size: DIRs
     /// are results folders of one workload family at growing worker counts
@@ -968,14 +973,22 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             hold_out,
             model_from,
             heartbeat_jitter_ms,
+            host_term,
         } => {
-            use crate::experiment::calibrate::{calibrate, Fit};
+            use crate::experiment::calibrate::{calibrate, Fit, Options};
             let fit = match (model_from, hold_out) {
                 (Some(cal), _) => Fit::From(cal.clone()),
                 (None, true) => Fit::HoldOut,
                 (None, false) => Fit::InSample,
             };
-            let out = calibrate(dir, &fit, *heartbeat_jitter_ms)?;
+            let out = calibrate(
+                dir,
+                &Options {
+                    fit,
+                    jitter_ms: *heartbeat_jitter_ms,
+                    host_term: *host_term,
+                },
+            )?;
             print!("{}", std::fs::read_to_string(out.join("summary.md"))?);
             println!("\nwrote {}", out.display());
             Ok(())

@@ -252,15 +252,15 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     std::io::Write::write_all(&mut gz, &tasks_csv).unwrap();
     gz.finish().unwrap();
     std::fs::remove_file(out.join("tasks.csv")).unwrap();
-    use ctl::experiment::calibrate::{calibrate, Fit};
-    let cal = calibrate(&out, &Fit::InSample, 0).unwrap();
+    use ctl::experiment::calibrate::{calibrate, Fit, Options};
+    let cal = calibrate(&out, &Options::new(Fit::InSample)).unwrap();
     let preds: Vec<ctl::experiment::calibrate::Prediction> =
         ctl::results::read_csv(&cal.join("predictions.csv")).unwrap();
     assert_eq!(preds.len(), 3 * schedulers.len());
     // A folder predicted by another calibration's models (here its own):
     // models.json.gz keeps every fitted term, the overheads too, so the
     // predictions come out the same to the digit.
-    let from = calibrate(&out, &Fit::From(cal.clone()), 0).unwrap();
+    let from = calibrate(&out, &Options::new(Fit::From(cal.clone()))).unwrap();
     assert!(
         from.ends_with("calibration-from-smoke"),
         "{}",
@@ -498,8 +498,8 @@ replication = 2
     assert!(summary.contains("3 x wordcount 1/1"), "{summary}");
     // The calibrated simulator runs the reduce phase too: every job's
     // reduces, on the reduce machines only, after the job's last map.
-    use ctl::experiment::calibrate::{calibrate, Fit};
-    let cal = calibrate(&out, &Fit::InSample, 0).unwrap();
+    use ctl::experiment::calibrate::{calibrate, Fit, Options};
+    let cal = calibrate(&out, &Options::new(Fit::InSample)).unwrap();
     // It measured what each workload shuffles: a sort its whole input
     // (records in, the same records out), a wordcount less.
     let meta: serde_json::Value =
@@ -848,11 +848,15 @@ label = "p"
     let h = rd.headers().unwrap().clone();
     let at = |n: &str| h.iter().position(|x| x == n).unwrap();
     let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
-    // 2 sizes x 2 fits x 3 models x 2 schedulers, one run each.
-    assert_eq!(rows.len(), 2 * 2 * 3 * 2, "{rows:?}");
+    // 2 sizes x 2 fits x (without, with the host term) x 3 models x 2
+    // schedulers, one run each.
+    assert_eq!(rows.len(), 2 * 2 * 2 * 3 * 2, "{rows:?}");
     for r in &rows {
         assert!(["2", "4"].contains(&&r[at("workers")]), "{r:?}");
-        assert!(["in-sample", "from-2"].contains(&&r[at("fit")]), "{r:?}");
+        assert!(
+            ["in-sample", "from-2", "in-sample+host", "from-2+host"].contains(&&r[at("fit")]),
+            "{r:?}"
+        );
         let median: f64 = r[at("per_job_median")].parse().unwrap();
         let p90: f64 = r[at("per_job_p90")].parse().unwrap();
         assert!(median >= 0.0 && p90 >= median, "{r:?}");
@@ -869,6 +873,10 @@ label = "p"
             .collect()
     };
     assert_eq!(of("2", "in-sample"), of("2", "from-2"));
+    assert_eq!(of("2", "in-sample+host"), of("2", "from-2+host"));
+    assert!(dirs[1]
+        .join("calibration-from-fam-2-host/predictions.csv")
+        .exists());
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(
         summary.contains("## from-2") && summary.contains("## in-sample"),

@@ -36,7 +36,7 @@ use crate::view::SlotBusy;
 use crate::view::{offer, ClusterView, Millis, PendingTask, Scheduler};
 use base::{JobId, TaskRef, WorkerId};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 /// The workers: slots, heartbeat cadence and phase.
 #[derive(Clone, Debug)]
@@ -65,7 +65,18 @@ pub struct ReplayCluster {
     /// Keep the decision record ([`crate::decision`]), as the master does
     /// with `master.decisions`: [`ReplayOutcome::decisions`].
     pub record_decisions: bool,
+    /// Host contention: each map lasts this many ms longer per other map
+    /// launched anywhere in the cluster in the [`HOST_WINDOW_MS`] before
+    /// it. The testbed's workers share one host's cores, so a burst of
+    /// block reads and checks slows every task starting in it, and the
+    /// bursts grow with the number of workers (0: none, as on a cluster of
+    /// separate machines).
+    pub host_ms_per_start: f64,
 }
+
+/// The window of [`ReplayCluster::host_ms_per_start`]: launches this recent
+/// count.
+pub const HOST_WINDOW_MS: u64 = 1_000;
 
 #[derive(Clone, Debug)]
 pub struct ReplayTask {
@@ -287,6 +298,8 @@ pub fn replay(
     let mut ends: BinaryHeap<Ending> = BinaryHeap::new();
     // Per worker: running tasks (start times), remote reads in and out.
     let mut running: Vec<Vec<u64>> = vec![Vec::new(); n];
+    // Map launches in the last HOST_WINDOW_MS, for the host term.
+    let mut launched: VecDeque<u64> = VecDeque::new();
     let mut remote_in = vec![0u32; n];
     let mut remote_out = vec![0u32; n];
     let mut runs: Vec<TaskRun> = Vec::new();
@@ -490,6 +503,13 @@ pub fn replay(
             let job = job_index[&a.task.job];
             let (tw, src) = (a.worker.0 as usize, a.source.0 as usize);
             let (mut len, bytes) = local_ms(job, a.task.index);
+            if cluster.host_ms_per_start > 0.0 {
+                while launched.front().is_some_and(|&at| at + HOST_WINDOW_MS <= t) {
+                    launched.pop_front();
+                }
+                len += (cluster.host_ms_per_start * launched.len() as f64).round() as u64;
+                launched.push_back(t);
+            }
             running[tw].push(t);
             last_progress = t;
             if tw != src {

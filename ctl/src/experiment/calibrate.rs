@@ -50,12 +50,18 @@ pub struct PointModel {
     pub point: String,
     /// Local overheads (ms), sorted: the empirical distribution (kept in
     /// `models.json.gz`, not in meta.json).
+    /// With the host term, what is left of each after it (may be < 0).
     #[serde(skip)]
-    pub overheads: Vec<u64>,
+    pub overheads: Vec<i64>,
     pub local_attempts: usize,
     pub overhead_mean_ms: f64,
-    pub overhead_p10_ms: u64,
-    pub overhead_p90_ms: u64,
+    pub overhead_p10_ms: i64,
+    pub overhead_p90_ms: i64,
+    /// Host contention: ms per other map launched on the host in the
+    /// [`replay::HOST_WINDOW_MS`] before a map (least squares over the
+    /// local maps; 0 unless fitted with `host_term`).
+    #[serde(default)]
+    pub host_ms_per_start: f64,
     pub remote_attempts: usize,
     /// Mean measured extra of a remote map over its local time (ms).
     pub remote_extra_mean_ms: f64,
@@ -130,6 +136,28 @@ impl Cost {
     }
 }
 
+/// How `calibrate` fits and simulates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    pub fit: Fit,
+    /// Delay each simulated heartbeat by up to this many ms (0: none).
+    pub jitter_ms: u64,
+    /// Fit the host term (`PointModel::host_ms_per_start`): a map's
+    /// overhead grows with the maps launched on the shared host just
+    /// before it (writes `...-host/`).
+    pub host_term: bool,
+}
+
+impl Options {
+    pub fn new(fit: Fit) -> Options {
+        Options {
+            fit,
+            jitter_ms: 0,
+            host_term: false,
+        }
+    }
+}
+
 /// The runs each prediction's model is fitted on.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fit {
@@ -182,7 +210,7 @@ fn experiment_of(cal: &Path) -> String {
 struct StoredModel {
     #[serde(flatten)]
     model: PointModel,
-    overheads: Vec<u64>,
+    overheads: Vec<i64>,
 }
 
 /// The models a calibration folder fitted, by point label, from its
@@ -409,7 +437,8 @@ type Sample = (f64, f64, f64);
 /// per run, worker and heartbeat), so the order in which the workers'
 /// near-simultaneous heartbeats reach the scheduler varies as on the real
 /// cluster; the results go to `calibration[-hold-out]-jitter<ms>/`.
-pub fn calibrate(dir: &Path, fit: &Fit, jitter_ms: u64) -> anyhow::Result<PathBuf> {
+pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
+    let (fit, jitter_ms) = (&opts.fit, opts.jitter_ms);
     // The commit and tree state of the code that runs, taken now.
     let mut prov = Provenance::capture(common::unix_ms());
     let given = match fit {
@@ -598,6 +627,8 @@ pub fn calibrate(dir: &Path, fit: &Fit, jitter_ms: u64) -> anyhow::Result<PathBu
                     // The measured runs kept a decision record: so do
                     // the simulated ones (it changes no decision).
                     record_decisions: spec.cluster.decisions,
+                    // The model's, set per simulation.
+                    host_ms_per_start: 0.0,
                 },
                 bg,
             });
@@ -614,10 +645,14 @@ pub fn calibrate(dir: &Path, fit: &Fit, jitter_ms: u64) -> anyhow::Result<PathBu
             )?;
             let mut sched = sched::build(s.config, s.run.seed);
             let mut placer = sched::ReducePlacer::new(s.reduces, s.config);
+            let cluster = ReplayCluster {
+                host_ms_per_start: m.host_ms_per_start,
+                ..s.cluster.clone()
+            };
             let out = replay::replay(
                 sched.as_mut(),
                 &mut placer,
-                &s.cluster,
+                &cluster,
                 &jobs,
                 &s.bg,
                 remote,
@@ -636,7 +671,7 @@ pub fn calibrate(dir: &Path, fit: &Fit, jitter_ms: u64) -> anyhow::Result<PathBu
                     (by_run[*k].as_slice(), reduces_of(k), seed)
                 })
                 .collect();
-            let mut m = fit_point(&p.label, &runs_used, &compute)?;
+            let mut m = fit_point(&p.label, &runs_used, &compute, opts.host_term)?;
             m.shuffle_ratio = shuffle_ratios(&runs_used, &workload_of);
             let used: Vec<&Setup> = setups.iter().filter(|s| keep(&s.key.1)).collect();
             m.transfer_ms = fit_transfer(&used, &m, &simulate)?;
@@ -725,6 +760,9 @@ pub fn calibrate(dir: &Path, fit: &Fit, jitter_ms: u64) -> anyhow::Result<PathBu
         );
     }
     let mut name = fit.folder();
+    if opts.host_term {
+        name.push_str("-host");
+    }
     if jitter_ms > 0 {
         name.push_str(&format!("-jitter{jitter_ms}"));
     }
@@ -778,6 +816,7 @@ pub fn calibrate(dir: &Path, fit: &Fit, jitter_ms: u64) -> anyhow::Result<PathBu
             _ => None,
         },
         "heartbeat_jitter_ms": jitter_ms,
+        "host_term": opts.host_term,
         "source_meta": meta,
         "models": models,
         "provenance": prov,
@@ -791,25 +830,59 @@ fn fit_point(
     point: &str,
     runs: &[RunRows],
     compute: &impl Fn(u64, &TaskRow) -> anyhow::Result<u64>,
+    host_term: bool,
 ) -> anyhow::Result<PointModel> {
-    let mut overheads = Vec::new();
+    // Each local map's overhead and the maps launched on the host in the
+    // window before it (its run's).
+    let mut local: Vec<(f64, f64)> = Vec::new();
     for (rows, _, seed) in runs {
+        let mut starts: Vec<u64> = rows.iter().map(|t| ms(t.start_s)).collect();
+        starts.sort_unstable();
         for t in rows.iter().filter(|t| t.locality == "local") {
             let dur = ms(t.end_s - t.start_s);
-            overheads.push(dur.saturating_sub(compute(*seed, t)?));
+            let at = ms(t.start_s);
+            let before = starts.partition_point(|&s| s < at)
+                - starts.partition_point(|&s| s + replay::HOST_WINDOW_MS <= at);
+            local.push((dur.saturating_sub(compute(*seed, t)?) as f64, before as f64));
         }
     }
-    overheads.sort_unstable();
-    if overheads.is_empty() {
+    if local.is_empty() {
         anyhow::bail!("point {point}: no data-local map to fit the task time on");
     }
-    let mean_overhead = overheads.iter().sum::<u64>() as f64 / overheads.len() as f64;
+    // overhead = a + host x launches before, least squares (a slope below
+    // 0 is no contention: 0).
+    let host = if host_term {
+        let samples: Vec<Sample> = local.iter().map(|&(o, n)| (o, 0.0, n)).collect();
+        fit(&samples, false).per_reader_ms.max(0.0)
+    } else {
+        0.0
+    };
+    let mut overheads: Vec<i64> = local
+        .iter()
+        .map(|&(o, n)| (o - host * n).round() as i64)
+        .collect();
+    overheads.sort_unstable();
+    let mean_overhead = overheads.iter().sum::<i64>() as f64 / overheads.len() as f64;
+    // Each run's launch times, for a remote map's host term.
+    let launches: Vec<Vec<u64>> = runs
+        .iter()
+        .map(|(rows, _, _)| {
+            let mut v: Vec<u64> = rows.iter().map(|t| ms(t.start_s)).collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    let before = |run: usize, at: u64| -> f64 {
+        let v = &launches[run];
+        (v.partition_point(|&s| s < at) - v.partition_point(|&s| s + replay::HOST_WINDOW_MS <= at))
+            as f64
+    };
     // Remote attempts: the extra over a local run, and the remote reads
     // running from the same source and on the same reader when it starts.
     let mut samples: Vec<Sample> = Vec::new();
     // Each remote read's block size, in 10^6 bytes (samples' order).
     let mut mbs: Vec<f64> = Vec::new();
-    for (rows, _, seed) in runs {
+    for (run, (rows, _, seed)) in runs.iter().enumerate() {
         let remote: Vec<&TaskRow> = rows
             .iter()
             .copied()
@@ -826,7 +899,10 @@ fn fit_point(
                 .iter()
                 .filter(|o| live(o) && o.worker == t.worker)
                 .count();
-            let extra = ms(t.end_s - t.start_s) as f64 - compute(*seed, t)? as f64 - mean_overhead;
+            let extra = ms(t.end_s - t.start_s) as f64
+                - compute(*seed, t)? as f64
+                - mean_overhead
+                - host * before(run, ms(t.start_s));
             samples.push((extra, n_src as f64, n_dst as f64));
             mbs.push(t.input_bytes as f64 / 1e6);
         }
@@ -854,6 +930,7 @@ fn fit_point(
         overhead_p10_ms: overheads[overheads.len() / 10],
         overhead_p90_ms: overheads[overheads.len() * 9 / 10],
         overheads,
+        host_ms_per_start: host,
         remote_attempts: samples.len(),
         remote_extra_mean_ms: samples.iter().map(|s| s.0).sum::<f64>()
             / samples.len().max(1) as f64,
@@ -976,7 +1053,7 @@ fn replay_jobs(
                 .iter()
                 .copied()
                 .collect(),
-            local_ms: compute(seed, t)? + overhead,
+            local_ms: (compute(seed, t)? as i64 + overhead).max(0) as u64,
             bytes: t.input_bytes,
         });
     }
@@ -1255,6 +1332,14 @@ fn summary(
             m.reduce_base_ms,
             m.reduce_ms_per_mb,
             m.reduce_attempts,
+        );
+    }
+    for m in models.iter().filter(|m| m.host_ms_per_start > 0.0) {
+        s += &format!(
+            "\nHost term of {}: a map lasts {:.2} ms longer per map launched on the host in the {} ms before it (least squares over the local maps; the overhead column is what is left after it).\n",
+            m.point,
+            m.host_ms_per_start,
+            replay::HOST_WINDOW_MS
         );
     }
     for m in models.iter().filter(|m| !m.shuffle_ratio.is_empty()) {

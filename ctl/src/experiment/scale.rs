@@ -7,7 +7,9 @@
 //! workers) is calibrated on its own runs; every DIR is then predicted
 //! twice, by its own calibration (in sample) and by the first's models
 //! (held out by scale: `calibration-from-<first>`), and the per-job JCT
-//! errors are set against the worker count. Runs whose host was saturated
+//! errors are set against the worker count; all of it once more with the
+//! host term (`+host`: a map's overhead grows with the maps launched on the
+//! shared host just before it, `calibrate::Options::host_term`). Runs whose host was saturated
 //! (`host_cpu_pct` >= [`SATURATED_CPU_PCT`]) measured the host, not the
 //! cluster: they are listed and left out of the figures.
 //!
@@ -15,7 +17,7 @@
 //! model), `summary.md`, `plots/` (per-job median and 90th percentile
 //! against workers) and `meta.json`.
 
-use super::calibrate::{self, error_spread, ErrorSpread, Fit, PredictedJob, Prediction};
+use super::calibrate::{self, error_spread, ErrorSpread, Fit, Options, PredictedJob, Prediction};
 use super::output::{RunRecord, SATURATED_CPU_PCT};
 use crate::results::plot::{charts, Bar, Chart};
 use crate::results::{read_csv, Provenance, ResultsDir};
@@ -112,24 +114,37 @@ pub fn scale_error(dirs: &[PathBuf], results: &Path) -> anyhow::Result<PathBuf> 
             first.dir.display()
         );
     }
-    let base = calibrate::calibrate(&first.dir, &Fit::InSample, 0)?;
     let from_label = format!("from-{}", first.workers);
     let mut rows: Vec<ErrorRow> = Vec::new();
-    for (i, f) in folders.iter().enumerate() {
-        let own = if i == 0 {
-            base.clone()
-        } else {
-            calibrate::calibrate(&f.dir, &Fit::InSample, 0)?
+    // Without and with the host term (a map's overhead growing with the
+    // maps launched on the shared host just before it).
+    let mut bases = Vec::new();
+    for host_term in [false, true] {
+        let opts = |fit: Fit| Options {
+            fit,
+            jitter_ms: 0,
+            host_term,
         };
-        let from = if i == 0 {
-            base.clone()
-        } else {
-            calibrate::calibrate(&f.dir, &Fit::From(base.clone()), 0)?
-        };
-        for (fit, cal) in [("in-sample".to_owned(), &own), (from_label.clone(), &from)] {
-            rows.extend(errors(f, &fit, cal)?);
+        let suffix = if host_term { "+host" } else { "" };
+        let base = calibrate::calibrate(&first.dir, &opts(Fit::InSample))?;
+        for (i, f) in folders.iter().enumerate() {
+            let own = if i == 0 {
+                base.clone()
+            } else {
+                calibrate::calibrate(&f.dir, &opts(Fit::InSample))?
+            };
+            let from = if i == 0 {
+                base.clone()
+            } else {
+                calibrate::calibrate(&f.dir, &opts(Fit::From(base.clone())))?
+            };
+            for (fit, cal) in [("in-sample", &own), (from_label.as_str(), &from)] {
+                rows.extend(errors(f, &format!("{fit}{suffix}"), cal)?);
+            }
         }
+        bases.push(base);
     }
+    let base = bases[0].clone();
     let out = ResultsDir::create(
         results,
         &format!("{}-error", family(&folders)),
@@ -145,7 +160,7 @@ pub fn scale_error(dirs: &[PathBuf], results: &Path) -> anyhow::Result<PathBuf> 
         "family": family(&folders),
         "folders": folders.iter().map(|f| f.dir.display().to_string()).collect::<Vec<_>>(),
         "workers": sizes,
-        "calibrated_on": base.display().to_string(),
+        "calibrated_on": bases.iter().map(|b| b.display().to_string()).collect::<Vec<_>>(),
         "saturated_cpu_pct": SATURATED_CPU_PCT,
         "provenance": prov,
     }))?;
@@ -257,11 +272,19 @@ fn signed(x: f64) -> String {
 
 fn summary(folders: &[Folder], base: &Path, rows: &[ErrorRow], from: &str) -> String {
     let first = &folders[0];
+    let mut schedulers: Vec<&str> = Vec::new();
+    for r in rows {
+        if !schedulers.contains(&r.scheduler.as_str()) {
+            schedulers.push(&r.scheduler);
+        }
+    }
     let mut s = format!(
         "# The simulator's error against scale: {}\n\n`master sim scale-error` on {}. The simulator is calibrated on the \
          {}-worker runs (`{}`) and predicts every folder twice: `{from}` (the {}-worker models, none of the larger \
          folders' runs fitted on: held out by scale) and `in-sample` (each folder's own fit, which separates a \
-         term the simulator misses from a parameter that changes with scale). Per run: the per-job error \
+         term the simulator misses from a parameter that changes with scale), each also with the host term \
+         (`+host`: a map's overhead grows with the maps launched on the testbed's shared host in the second \
+         before it, `master sim calibrate --host-term`). Per run: the per-job error \
          |predicted / measured JCT - 1| over its jobs (median, 90th percentile), the error of its mean JCT and \
          makespan (predicted / measured - 1) and its remote maps. Each cell pools every job of every counted run \
          (jobs), with the per-run medians' range over seeds and schedulers in brackets. Runs with the host's CPU \
@@ -292,7 +315,8 @@ fn summary(folders: &[Folder], base: &Path, rows: &[ErrorRow], from: &str) -> St
             cpu.len()
         );
     }
-    for fit in [from, "in-sample"] {
+    let from_host = format!("{from}+host");
+    for fit in [from, "in-sample", from_host.as_str(), "in-sample+host"] {
         s += &format!(
             "\n## {fit}\n\n| workers | model | runs | jobs | per-job median (per-run range) | per-job p90 | per-job mean | mean JCT err (range) | makespan err (range) | remote maps: measured / predicted (mean per run) |\n|---|---|---|---|---|---|---|---|---|---|\n"
         );
@@ -330,8 +354,9 @@ fn summary(folders: &[Folder], base: &Path, rows: &[ErrorRow], from: &str) -> St
         }
     }
     // Per scheduler, held out by scale: does one policy's error grow?
-    s += &format!(
-        "\n## {from}, per scheduler\n\nPer-job median / p90 pooled over the scheduler's counted runs, per model (source+reader / reader-only / fair-share).\n\n| scheduler | {} |\n|---|{}\n",
+    for fit in [from, from_host.as_str()] {
+        s += &format!(
+        "\n## {fit}, per scheduler\n\nPer-job median / p90 pooled over the scheduler's counted runs, per model (source+reader / reader-only / fair-share).\n\n| scheduler | {} |\n|---|{}\n",
         folders
             .iter()
             .map(|f| format!("{} workers", f.workers))
@@ -339,40 +364,36 @@ fn summary(folders: &[Folder], base: &Path, rows: &[ErrorRow], from: &str) -> St
             .join(" | "),
         "---|".repeat(folders.len())
     );
-    let mut schedulers: Vec<&str> = Vec::new();
-    for r in rows {
-        if !schedulers.contains(&r.scheduler.as_str()) {
-            schedulers.push(&r.scheduler);
-        }
-    }
-    for sc in schedulers {
-        s += &format!("| {sc} |");
-        for f in folders {
-            let cells: Vec<String> = MODELS
-                .iter()
-                .map(|model| {
-                    let c: Vec<&ErrorRow> = cell(rows, f.workers, from, model)
-                        .into_iter()
-                        .filter(|r| r.scheduler == sc)
-                        .collect();
-                    pooled(&c).map_or("-".into(), |e| {
-                        format!("{} / {}", pct(e.median), pct(e.p90))
+        for sc in &schedulers {
+            s += &format!("| {sc} |");
+            for f in folders {
+                let cells: Vec<String> = MODELS
+                    .iter()
+                    .map(|model| {
+                        let c: Vec<&ErrorRow> = cell(rows, f.workers, fit, model)
+                            .into_iter()
+                            .filter(|r| r.scheduler == *sc)
+                            .collect();
+                        pooled(&c).map_or("-".into(), |e| {
+                            format!("{} / {}", pct(e.median), pct(e.p90))
+                        })
                     })
-                })
-                .collect();
-            s += &format!(" {} |", cells.join(", "));
+                    .collect();
+                s += &format!(" {} |", cells.join(", "));
+            }
+            s += "\n";
         }
-        s += "\n";
     }
     s
 }
 
-/// `plots/per_job_median.png` and `per_job_p90.png` (held out by scale)
-/// and `per_job_median_in_sample.png`: one group per worker count, one bar
+/// `plots/per_job_median.png` and `per_job_p90.png` (held out by scale),
+/// `per_job_median_host.png` (the same with the host term) and
+/// `per_job_median_in_sample.png`: one group per worker count, one bar
 /// per model, its height the error pooled over every job of the counted
 /// runs; the whisker spans the per-run values over seeds and schedulers.
 fn plot(out: &Path, sizes: &[u32], rows: &[ErrorRow], from: &str) -> anyhow::Result<()> {
-    const LIST: [Chart; 3] = [
+    const LIST: [Chart; 4] = [
         Chart {
             file: "per_job_median",
             title: "Per-job JCT error against workers, calibrated on the smallest cluster (median)",
@@ -384,6 +405,11 @@ fn plot(out: &Path, sizes: &[u32], rows: &[ErrorRow], from: &str) -> anyhow::Res
             y: "per-job |predicted / measured - 1| (%), p90",
         },
         Chart {
+            file: "per_job_median_host",
+            title: "Per-job JCT error against workers, calibrated on the smallest cluster with the host term (median)",
+            y: "per-job |predicted / measured - 1| (%), median",
+        },
+        Chart {
             file: "per_job_median_in_sample",
             title: "Per-job JCT error against workers, each size calibrated on itself (median)",
             y: "per-job |predicted / measured - 1| (%), median",
@@ -392,7 +418,12 @@ fn plot(out: &Path, sizes: &[u32], rows: &[ErrorRow], from: &str) -> anyhow::Res
     let groups: Vec<String> = sizes.iter().map(|w| format!("{w} workers")).collect();
     let series: Vec<String> = MODELS.iter().map(|m| (*m).to_owned()).collect();
     charts(out, &groups, &series, &LIST, |c, g, s| {
-        let fit = if c == 2 { "in-sample" } else { from };
+        let host = format!("{from}+host");
+        let fit = match c {
+            2 => host.as_str(),
+            3 => "in-sample",
+            _ => from,
+        };
         let runs = cell(rows, sizes[g], fit, MODELS[s]);
         let p90 = c == 1;
         let e = pooled(&runs)?;

@@ -236,6 +236,8 @@ pub fn cluster(shape: &Shape, seed: u64) -> ReplayCluster {
         jitter_ms: 0,
         jitter_seed: seed,
         record_decisions: false,
+        // One process per server: no shared host to contend for.
+        host_ms_per_start: 0.0,
     }
 }
 

@@ -61,6 +61,7 @@ fn outcome(config: &SchedulerConfig, placement: ReducePlacement) -> ReplayOutcom
         jitter_ms: 40,
         jitter_seed: 5,
         record_decisions: true,
+        host_ms_per_start: 0.0,
     };
     let mut policy = crate::build(config, SEED);
     let mut placer = ReducePlacer::new(placement, config);

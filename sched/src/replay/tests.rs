@@ -36,7 +36,28 @@ fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster
         jitter_ms: 0,
         jitter_seed: 0,
         record_decisions: false,
+        host_ms_per_start: 0.0,
     }
+}
+
+#[test]
+fn the_host_term_lengthens_a_map_by_the_launches_just_before_it() {
+    // Three local maps of 1 s on three one-slot workers, all launched at
+    // t = 0, then a fourth on worker 0 when its first ends.
+    let jobs = [job(1, 0, &[(0, 1_000), (1, 1_000), (2, 1_000), (0, 1_000)])];
+    let mut c = cluster(&[1, 1, 1], 100, true);
+    let plain = run(&c, &jobs, &[], RemoteCost::default());
+    let len = |o: &ReplayOutcome| -> Vec<u64> {
+        let mut v: Vec<u64> = o.runs.iter().map(|r| r.end_ms - r.start_ms).collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(len(&plain), [1_000; 4]);
+    c.host_ms_per_start = 50.0;
+    let o = run(&c, &jobs, &[], RemoteCost::default());
+    // The three at t = 0 saw 0, 1 and 2 launches before them; the fourth,
+    // 1 s or more later, none within the window.
+    assert_eq!(len(&o), [1_000, 1_000, 1_050, 1_100]);
 }
 
 fn run(
