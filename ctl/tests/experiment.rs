@@ -882,5 +882,11 @@ label = "p"
         summary.contains("## from-2") && summary.contains("## in-sample"),
         "{summary}"
     );
-    assert!(summary.contains("| 4 | fair-share |"), "{summary}");
+    // Both sizes' host CPU, whatever the load on the machine running the
+    // test (a saturated run is left out of the figures, not of this table).
+    assert!(
+        summary.contains("| 2 | 2 |") && summary.contains("| 4 | 2 |"),
+        "{summary}"
+    );
+    assert!(summary.contains("## from-2+host"), "{summary}");
 }
