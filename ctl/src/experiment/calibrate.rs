@@ -223,7 +223,7 @@ pub fn read_models(cal: &Path) -> anyhow::Result<BTreeMap<String, PointModel>> {
             cal.display()
         );
     }
-    let stored: Vec<StoredModel> = crate::results::read_json_gz(&file, "a calibration's models")?;
+    let stored: Vec<StoredModel> = crate::ops::gz::read_json(&file, "a calibration's models")?;
     Ok(stored
         .into_iter()
         .map(|s| {
@@ -778,7 +778,7 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
             overheads: m.overheads.clone(),
         })
         .collect();
-    crate::results::write_json_gz(&out.join("models.json.gz"), &stored)?;
+    crate::ops::gz::write_json(&out.join("models.json.gz"), &stored)?;
     cal.write_csv("predictions.csv", &predictions)?;
     cal.write_csv("predicted-tasks.csv", &predicted_tasks)?;
     if !predicted_jobs.is_empty() {

@@ -8,12 +8,14 @@
 //! starts workers on other machines over ssh; [`report`] formats job
 //! reports for people; [`files`] reads files back (`master
 //! get`) and deletes them; [`verify`] holds the coreutils references
-//! outputs are checked against.
+//! outputs are checked against; [`gz`] writes and reads gzipped JSON files
+//! (a decision record with its inputs, a calibration's models).
 
 pub mod client;
 pub mod docker;
 pub mod docker_api;
 pub mod files;
+pub mod gz;
 pub mod instances;
 pub mod loader;
 pub mod local;

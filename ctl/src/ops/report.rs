@@ -159,13 +159,13 @@ pub fn recheck(log: &common::wire::DecisionLog) -> anyhow::Result<sched::recheck
 /// Writes a decision record with its inputs as gzipped JSON (aside, then
 /// renamed: never a partial file under the real name).
 pub fn write_record(path: &std::path::Path, log: &common::wire::DecisionLog) -> anyhow::Result<()> {
-    crate::results::write_json_gz(path, log)
+    crate::ops::gz::write_json(path, log)
 }
 
 /// Reads a decision record written by [`write_record`] (or plain JSON, as
 /// `/v1/decisions?inputs=true` gives it); the error names the file.
 pub fn read_record(path: &std::path::Path) -> anyhow::Result<common::wire::DecisionLog> {
-    crate::results::read_json_gz(path, "a decision record")
+    crate::ops::gz::read_json(path, "a decision record")
 }
 
 /// A decision record as one sentence a row, with a count of launches by
