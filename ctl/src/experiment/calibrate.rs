@@ -832,18 +832,30 @@ fn fit_point(
     compute: &impl Fn(u64, &TaskRow) -> anyhow::Result<u64>,
     host_term: bool,
 ) -> anyhow::Result<PointModel> {
-    // Each local map's overhead and the maps launched on the host in the
-    // window before it (its run's).
+    // Each run's launch times, sorted, and the maps launched on the host
+    // in the window before `at` in run `run` (the host term's regressor).
+    let launches: Vec<Vec<u64>> = runs
+        .iter()
+        .map(|(rows, _, _)| {
+            let mut v: Vec<u64> = rows.iter().map(|t| ms(t.start_s)).collect();
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    let before = |run: usize, at: u64| -> f64 {
+        let v = &launches[run];
+        (v.partition_point(|&s| s < at) - v.partition_point(|&s| s + replay::HOST_WINDOW_MS <= at))
+            as f64
+    };
+    // Each local map's overhead and the launches before it.
     let mut local: Vec<(f64, f64)> = Vec::new();
-    for (rows, _, seed) in runs {
-        let mut starts: Vec<u64> = rows.iter().map(|t| ms(t.start_s)).collect();
-        starts.sort_unstable();
+    for (run, (rows, _, seed)) in runs.iter().enumerate() {
         for t in rows.iter().filter(|t| t.locality == "local") {
             let dur = ms(t.end_s - t.start_s);
-            let at = ms(t.start_s);
-            let before = starts.partition_point(|&s| s < at)
-                - starts.partition_point(|&s| s + replay::HOST_WINDOW_MS <= at);
-            local.push((dur.saturating_sub(compute(*seed, t)?) as f64, before as f64));
+            local.push((
+                dur.saturating_sub(compute(*seed, t)?) as f64,
+                before(run, ms(t.start_s)),
+            ));
         }
     }
     if local.is_empty() {
@@ -863,20 +875,6 @@ fn fit_point(
         .collect();
     overheads.sort_unstable();
     let mean_overhead = overheads.iter().sum::<i64>() as f64 / overheads.len() as f64;
-    // Each run's launch times, for a remote map's host term.
-    let launches: Vec<Vec<u64>> = runs
-        .iter()
-        .map(|(rows, _, _)| {
-            let mut v: Vec<u64> = rows.iter().map(|t| ms(t.start_s)).collect();
-            v.sort_unstable();
-            v
-        })
-        .collect();
-    let before = |run: usize, at: u64| -> f64 {
-        let v = &launches[run];
-        (v.partition_point(|&s| s < at) - v.partition_point(|&s| s + replay::HOST_WINDOW_MS <= at))
-            as f64
-    };
     // Remote attempts: the extra over a local run, and the remote reads
     // running from the same source and on the same reader when it starts.
     let mut samples: Vec<Sample> = Vec::new();
