@@ -102,7 +102,7 @@ impl AppState {
         // a request that waited for the lock would step back in time: a task
         // launched before its job was submitted).
         let now = self.now();
-        let before = m.finished_jobs;
+        let before = m.finished_jobs();
         let r = f(&mut m, now);
         // Journal under the lock, so entries land in the order they happened.
         if let Some(path) = &self.journal {
@@ -111,7 +111,7 @@ impl AppState {
                 tracing::error!(path = %path.display(), error = %e, "cannot append to the job journal");
             }
         }
-        let ended = m.finished_jobs != before;
+        let ended = m.finished_jobs() != before;
         drop(m);
         if ended {
             self.job_ended.notify_waiters();
@@ -299,7 +299,7 @@ async fn metrics(State(s): State<Arc<AppState>>) -> impl axum::response::IntoRes
             .collect(),
             workers: m.workers(),
             pending_tasks: m.view().pending_total(),
-            maps_rerun: m.maps_rerun,
+            maps_rerun: m.maps_rerun(),
             blocks_copied: m.blocks_copied(),
         };
         (snap, m.metrics.clone())
@@ -516,7 +516,7 @@ fn cluster_summary(m: &Master) -> ClusterSummary {
         workers_alive: ws.iter().filter(|w| w.alive).count(),
         slots_alive: ws.iter().filter(|w| w.alive).map(|w| w.slots).sum(),
         pending_tasks: m.view().pending_total(),
-        maps_rerun: m.maps_rerun,
+        maps_rerun: m.maps_rerun(),
         blocks_copied: m.blocks_copied(),
     }
 }

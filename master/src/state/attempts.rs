@@ -1,27 +1,16 @@
 //! Attempt results: fencing (only the current attempt on the worker it was
 //! sent to counts), the task's record, retries, and the end of a job.
 
-use super::{MapOut, Master, RunningAttempt, TaskStatus};
+use super::jobs::{AfterFailure, AfterMap, RunningAttempt};
+use super::Master;
 use crate::metrics::ReasonValue;
-use common::wire::{JobState, TaskKind, TaskOutcome, TaskRecord, TaskResult};
+use common::wire::{TaskKind, TaskOutcome, TaskRecord, TaskResult};
 use common::{AttemptId, JobId, TaskRef, WorkerId};
 use sched::{Millis, PendingTask};
 
 impl Master {
     pub(super) fn on_result(&mut self, worker: WorkerId, r: TaskResult) {
-        let current = self
-            .jobs
-            .get(&r.attempt.task.job)
-            .and_then(|j| j.tasks.get(r.attempt.task.index as usize))
-            .and_then(|t| match t.status {
-                TaskStatus::Running(ra)
-                    if ra.attempt == r.attempt.attempt && ra.worker == worker =>
-                {
-                    Some(ra)
-                }
-                _ => None,
-            });
-        let Some(ra) = current else {
+        let Some(ra) = self.jobs.current(r.attempt, worker) else {
             tracing::debug!(attempt = %r.attempt, "ignoring result of a stale attempt");
             return;
         };
@@ -37,18 +26,13 @@ impl Master {
         result: Option<(RunningAttempt, TaskResult)>,
     ) {
         self.workers.ended(worker, &a);
-        let Some(job) = self.jobs.get_mut(&a.task.job) else {
+        let Some(ra) = self.jobs.running(a) else {
             return;
         };
-        let ra = match job.tasks[a.task.index as usize].status {
-            TaskStatus::Running(ra) if ra.attempt == a.attempt => ra,
-            _ => return,
-        };
-        if job.tasks[a.task.index as usize].reduce.is_some() {
+        if self.jobs.task(a.task).reduce.is_some() {
             self.view.reduce_ended(a.task, worker);
         } else {
-            self.view
-                .task_ended(a.task.job, worker, ra.worker != ra.source);
+            self.view.task_ended(a.task.job, worker, ra.remote());
         }
         match result {
             None => self.retry_unpenalised(a.task),
@@ -58,9 +42,7 @@ impl Master {
 
     /// Puts a task back in its queue without counting a failure.
     fn retry_unpenalised(&mut self, t: TaskRef) {
-        let job = self.jobs.get_mut(&t.job).expect("checked by the caller");
-        job.tasks[t.index as usize].status = TaskStatus::Pending;
-        if !job.state.is_done() {
+        if self.jobs.pending_again(t) {
             self.requeue(t);
         }
     }
@@ -73,8 +55,8 @@ impl Master {
         r: &TaskResult,
         error: Option<String>,
     ) -> TaskRecord {
-        let job = &self.jobs[&a.task.job];
-        let task = &job.tasks[a.task.index as usize];
+        let job = self.jobs.job(a.task.job);
+        let task = self.jobs.task(a.task);
         TaskRecord {
             task: a.task.index,
             kind: task.kind(),
@@ -96,9 +78,7 @@ impl Master {
 
     /// Applies the result of the current attempt `a` of its task.
     fn apply_result(&mut self, worker: WorkerId, a: AttemptId, ra: RunningAttempt, r: TaskResult) {
-        let is_reduce = self.jobs[&a.task.job].tasks[a.task.index as usize]
-            .reduce
-            .is_some();
+        let is_reduce = self.jobs.task(a.task).reduce.is_some();
         let ms = r.finished_unix_ms.saturating_sub(r.started_unix_ms);
         let output = match &r.outcome {
             TaskOutcome::Succeeded { summary } if !is_reduce => summary.output_bytes,
@@ -113,7 +93,7 @@ impl Master {
         );
         match &r.outcome {
             TaskOutcome::Succeeded { .. } if !is_reduce => {
-                let len = self.jobs[&a.task.job].tasks[a.task.index as usize].len;
+                let len = self.jobs.task(a.task).len;
                 self.view
                     .note_map(worker, len, ms, ra.worker == ra.source, output);
             }
@@ -134,30 +114,13 @@ impl Master {
                     r.remote_bytes,
                     (rec.end_ms.saturating_sub(rec.start_ms)) as f64 / 1000.0,
                 );
-                let job = self.jobs.get_mut(&a.task.job).expect("checked");
-                job.tasks[a.task.index as usize].status = TaskStatus::Done;
-                job.records.push(rec);
-                job.counts
-                    .map_done(ra.worker != ra.source, r.local_bytes, r.remote_bytes);
-                job.map_out[a.task.index as usize] = Some(MapOut {
-                    worker,
-                    attempt: a.attempt,
-                    remote: ra.worker != ra.source,
-                    local_bytes: r.local_bytes,
-                    remote_bytes: r.remote_bytes,
-                    output_bytes: summary.output_bytes,
-                });
-                job.samples.extend(summary.sample.iter().cloned());
-                if !job.state.is_done() && job.counts.maps_done == job.maps {
-                    if job.reduces == 0 {
-                        self.job_succeeded(a.task.job);
-                    } else if job.tasks.len() as u32 == job.maps {
-                        self.create_reduces(a.task.job);
-                    } else {
-                        // The reduces exist: lost map outputs were rebuilt,
-                        // and waiting reduces may start again.
-                        self.release_reduces(a.task.job, Vec::new());
-                    }
+                match self.jobs.map_succeeded(a, worker, ra, rec, summary) {
+                    AfterMap::Wait => {}
+                    AfterMap::JobDone => self.job_succeeded(a.task.job),
+                    AfterMap::CreateReduces => self.create_reduces(a.task.job),
+                    // The reduces exist: lost map outputs were rebuilt, and
+                    // waiting reduces may start again.
+                    AfterMap::ReleaseReduces => self.release_reduces(a.task.job, Vec::new()),
                 }
             }
             TaskOutcome::Reduced { .. } if is_reduce => {
@@ -166,11 +129,10 @@ impl Master {
                     r.local_bytes + r.remote_bytes,
                     (rec.end_ms.saturating_sub(rec.start_ms)) as f64 / 1000.0,
                 );
-                let job = self.jobs.get_mut(&a.task.job).expect("checked");
-                job.tasks[a.task.index as usize].status = TaskStatus::Done;
-                job.records.push(rec);
-                job.counts.reduce_done(r.local_bytes + r.remote_bytes);
-                if !job.state.is_done() && job.counts.reduces_done == job.reduces {
+                if self
+                    .jobs
+                    .reduce_succeeded(a, rec, r.local_bytes + r.remote_bytes)
+                {
                     self.job_succeeded(a.task.job);
                 }
             }
@@ -190,11 +152,7 @@ impl Master {
                 let rec = self.record(a, ra, &r, Some(format!("fetch failed: {error}")));
                 self.metrics
                     .attempt_unsuccessful(TaskKind::Reduce, ReasonValue::fetch_failed);
-                self.jobs
-                    .get_mut(&a.task.job)
-                    .expect("checked")
-                    .records
-                    .push(rec);
+                self.jobs.record(a.task.job, rec);
                 let again = self.rerun_maps(
                     a.task.job,
                     lost.iter().map(|l| (l.map, l.worker, l.attempt)),
@@ -216,11 +174,7 @@ impl Master {
                 let rec = self.record(a, ra, &r, Some(format!("no space: {error}")));
                 self.metrics
                     .attempt_unsuccessful(rec.kind, ReasonValue::no_space);
-                self.jobs
-                    .get_mut(&a.task.job)
-                    .expect("checked")
-                    .records
-                    .push(rec);
+                self.jobs.record(a.task.job, rec);
                 self.workers.disk_full(worker, error);
                 self.retry_unpenalised(a.task);
             }
@@ -239,22 +193,7 @@ impl Master {
         // Only the attempts out on workers (sent, or waiting in an outbox),
         // not every task: this runs every heartbeat interval, and pending
         // tasks can be 100,000s.
-        let mut late: Vec<(WorkerId, AttemptId, RunningAttempt)> = Vec::new();
-        for a in self.workers.attempts_out() {
-            let status = self
-                .jobs
-                .get(&a.task.job)
-                .filter(|j| !j.state.is_done())
-                .and_then(|j| j.tasks.get(a.task.index as usize))
-                .map(|t| t.status);
-            if let Some(TaskStatus::Running(ra)) = status {
-                if ra.attempt == a.attempt && now.saturating_sub(ra.progressed) > limit {
-                    late.push((ra.worker, a, ra));
-                }
-            }
-        }
-        late.sort_by_key(|(_, a, _)| *a);
-        late.dedup_by_key(|(_, a, _)| *a);
+        let late = self.jobs.stalled(self.workers.attempts_out(), now, limit);
         for (worker, a, ra) in late {
             let error = format!(
                 "no progress for {:.1} s on {} (cluster.task_timeout_ms); progress count {} at {:.1} s after launch",
@@ -264,11 +203,7 @@ impl Master {
                 ra.progressed.saturating_sub(ra.started) as f64 / 1000.0,
             );
             tracing::warn!(attempt = %a, worker = %self.worker_name(worker), %error, "task timed out");
-            let task = &mut self.jobs.get_mut(&a.task.job).expect("listed above").tasks
-                [a.task.index as usize];
-            if task.reduce.is_none() && !task.stalled_on.contains(&worker) {
-                task.stalled_on.push(worker);
-            }
+            self.jobs.stalled_on(a.task, worker);
             let unix = common::unix_ms();
             let r = TaskResult {
                 attempt: a,
@@ -291,34 +226,18 @@ impl Master {
         self.metrics
             .attempt_unsuccessful(rec.kind, ReasonValue::failed);
         let max = self.settings.max_task_attempts;
-        let job = self.jobs.get_mut(&a.task.job).expect("checked");
-        job.records.push(rec);
-        let task = &mut job.tasks[a.task.index as usize];
-        task.failures += 1;
-        task.status = TaskStatus::Pending;
-        if job.state.is_done() {
-            return;
-        }
-        if task.failures >= max {
-            let msg = format!(
-                "task {} failed {} times; last error: {error}",
-                a.task, task.failures
-            );
-            self.fail_job(a.task.job, msg);
-        } else {
-            self.requeue(a.task);
+        match self.jobs.attempt_failed(a, rec, error, max) {
+            AfterFailure::Nothing => {}
+            AfterFailure::Retry => self.requeue(a.task),
+            AfterFailure::FailJob(msg) => self.fail_job(a.task.job, msg),
         }
     }
 
     fn job_succeeded(&mut self, id: JobId) {
-        let job = self.jobs.get_mut(&id).expect("job exists");
-        let end = job.records.iter().map(|r| r.end_ms).max().unwrap_or(0);
-        job.finished = Some(job.submitted + end);
-        job.state = JobState::Succeeded;
-        if let Some(out) = &job.output {
+        let (end, output) = self.jobs.succeed(id);
+        if let Some(out) = &output {
             self.storage.output_written(out);
         }
-        self.finished_jobs += 1;
         self.view.remove_job(id);
         self.forget_everywhere(id);
         self.journal_ended(id);
@@ -327,25 +246,24 @@ impl Master {
 
     /// Tells every worker (at its next heartbeat) to drop the job's map output.
     fn forget_everywhere(&mut self, id: JobId) {
-        let reduces = self.jobs.get(&id).is_some_and(|j| j.reduces > 0);
-        if reduces {
+        if self.jobs.get(id).is_some_and(|j| j.reduces > 0) {
             self.workers.forget_everywhere(id);
         }
     }
 
     pub(super) fn requeue(&mut self, t: TaskRef) {
-        let job = &self.jobs[&t.job];
-        if job.tasks[t.index as usize].reduce.is_some() {
+        let task = self.jobs.task(t);
+        if task.reduce.is_some() {
             self.view.requeue_reduce(t);
             return;
         }
         let replicas = self.task_replicas(t);
         if replicas.is_empty() {
-            let block = job.tasks[t.index as usize].block.clone();
+            let block = task.block.clone();
             self.fail_job(t.job, format!("block {block} has no live replica"));
             return;
         }
-        let len = job.tasks[t.index as usize].len;
+        let len = task.len;
         self.view.requeue(PendingTask {
             task: t,
             len,
@@ -354,17 +272,11 @@ impl Master {
     }
 
     pub(super) fn fail_job(&mut self, id: JobId, error: String) {
-        let Some(job) = self.jobs.get_mut(&id) else {
-            return;
-        };
-        if job.state.is_done() {
+        let message = error.clone();
+        if !self.jobs.fail(id, error) {
             return;
         }
-        tracing::warn!(job = %id, %error, "job failed");
-        job.state = JobState::Failed;
-        job.error = Some(error);
-        job.finished = Some(job.submitted);
-        self.finished_jobs += 1;
+        tracing::warn!(job = %id, error = %message, "job failed");
         self.view.remove_job(id);
         self.forget_everywhere(id);
         self.journal_ended(id);

@@ -23,22 +23,22 @@
 //! attempts sent to each and the orders waiting for its next reply),
 //! `storage::Storage` (the catalog, files' factors, deletions, copies and
 //! trims; re-replication's planning in `replication.rs`),
-//! `journal::Journal` (entries not yet appended) and `public::Instances`
-//! (rented instances: ports, usage, bills, start/stop orders). `Master`
-//! runs a registration, a heartbeat or a submission through them, one file
-//! per concern: `workers.rs` (registration, heartbeats, loss, routing
-//! storage's orders), `submit.rs` (jobs in, map launches), `attempts.rs`
-//! (results, retries, job end), `reduce.rs` (the reduce phase),
-//! `report.rs`. The jobs and their tasks (`jobs`) are still `Master`'s own
-//! fields, written by those concern files (issue 35, item 2).
+//! `jobs::Jobs` (the jobs and their tasks: attempts, map outputs,
+//! counters, records; earlier incarnations' reports), `journal::Journal`
+//! (entries not yet appended), `public::Instances` (rented instances:
+//! ports, usage, bills, start/stop orders) and `record::Record` (the
+//! decision record). `Master` owns none of their fields: it runs a
+//! registration, a heartbeat or a submission through them and through the
+//! scheduler's view, one file per concern: `workers.rs` (registration,
+//! heartbeats, loss, routing storage's orders), `submit.rs` (jobs in, map
+//! launches), `attempts.rs` (results, retries, job end), `reduce.rs` (the
+//! reduce phase), `report.rs`, `restore.rs`.
 
 use common::config::{ClusterConfig, WorkerSettings};
-use common::wire::{JobReport, JobState, JobSubmit, TaskRecord};
-use common::{BlockId, JobId, WorkerId};
+use common::{JobId, WorkerId};
 use sched::policy::SchedulerConfig;
 use sched::reduce::ReducePlacement;
-use sched::{self, ClusterView, Millis, ReducePlacer, Scheduler};
-use std::collections::HashMap;
+use sched::{self, ClusterView, ReducePlacer, Scheduler};
 
 /// Upper bound on a job's reduce tasks.
 pub const MAX_REDUCES: u32 = 10_000;
@@ -128,166 +128,6 @@ impl MasterSettings {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct RunningAttempt {
-    attempt: u32,
-    worker: WorkerId,
-    source: WorkerId,
-    /// When it was launched.
-    started: Millis,
-    /// The highest progress count its worker reported, and when it last
-    /// grew (the launch until the first report): for the task timeout.
-    progress: u64,
-    progressed: Millis,
-    /// The slot its worker runs it in, once a heartbeat said.
-    slot: Option<u32>,
-}
-
-impl RunningAttempt {
-    /// Data-remote when it reads from another worker than its own.
-    fn locality(&self) -> common::wire::Locality {
-        if self.worker != self.source {
-            common::wire::Locality::DataRemote
-        } else {
-            common::wire::Locality::DataLocal
-        }
-    }
-
-    fn new(attempt: u32, worker: WorkerId, source: WorkerId, now: Millis) -> Self {
-        RunningAttempt {
-            attempt,
-            worker,
-            source,
-            started: now,
-            progress: 0,
-            progressed: now,
-            slot: None,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-enum TaskStatus {
-    Pending,
-    Running(RunningAttempt),
-    Done,
-}
-
-#[derive(Debug)]
-struct Task {
-    /// The input block of a map; the output block of a reduce.
-    block: BlockId,
-    /// `Some(r)` for the reduce of partition r.
-    reduce: Option<u32>,
-    len: u64,
-    /// Number the next attempt gets.
-    next_attempt: u32,
-    /// Failed attempts (rejections and losses do not count).
-    failures: u32,
-    status: TaskStatus,
-    /// Workers where an attempt of this map stalled (no progress for
-    /// `task_timeout_ms`): their replicas of its block are not used for it
-    /// again while another is live, as Hadoop keeps a task off the trackers
-    /// it failed on.
-    stalled_on: Vec<WorkerId>,
-    /// A reduce: the workers its running attempt sends output replicas to.
-    out_targets: Vec<WorkerId>,
-}
-
-impl Task {
-    fn kind(&self) -> common::wire::TaskKind {
-        if self.reduce.is_some() {
-            common::wire::TaskKind::Reduce
-        } else {
-            common::wire::TaskKind::Map
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Job {
-    id: JobId,
-    name: String,
-    spec: JobSubmit,
-    scheduler: String,
-    submitted: Millis,
-    submit_unix_ms: u64,
-    first_launch: Option<Millis>,
-    finished: Option<Millis>,
-    state: JobState,
-    error: Option<String>,
-    /// Maps first (index = block index), then the reduces once created.
-    tasks: Vec<Task>,
-    maps: u32,
-    reduces: u32,
-    /// Output file of a job with reduces.
-    output: Option<String>,
-    /// Where each map's successful attempt left its output.
-    map_out: Vec<Option<MapOut>>,
-    /// sort: keys sampled by the maps, then the reduces' split keys.
-    samples: Vec<Vec<u8>>,
-    splits: Vec<Vec<u8>>,
-    /// Every finished attempt, for the report.
-    records: Vec<TaskRecord>,
-    counts: JobCounters,
-}
-
-/// Where a map's successful attempt left its output, and what it counted
-/// (taken back if the output is lost and the map runs again).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct MapOut {
-    worker: WorkerId,
-    attempt: u32,
-    remote: bool,
-    local_bytes: u64,
-    remote_bytes: u64,
-    /// Map output bytes it left for the reduces.
-    output_bytes: u64,
-}
-
-/// What a job's successful attempts add up to (the report's counters).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct JobCounters {
-    maps_done: u32,
-    reduces_done: u32,
-    /// Map output bytes the reduces fetched.
-    shuffle_bytes: u64,
-    data_local: u32,
-    data_remote: u32,
-    bytes_local: u64,
-    bytes_remote: u64,
-}
-
-impl JobCounters {
-    fn map_done(&mut self, remote: bool, local_bytes: u64, remote_bytes: u64) {
-        self.maps_done += 1;
-        if remote {
-            self.data_remote += 1;
-        } else {
-            self.data_local += 1;
-        }
-        self.bytes_local += local_bytes;
-        self.bytes_remote += remote_bytes;
-    }
-
-    /// A map's output was lost: it will run again and count again.
-    fn map_lost(&mut self, out: &MapOut) {
-        self.maps_done -= 1;
-        if out.remote {
-            self.data_remote -= 1;
-        } else {
-            self.data_local -= 1;
-        }
-        self.bytes_local -= out.local_bytes;
-        self.bytes_remote -= out.remote_bytes;
-    }
-
-    fn reduce_done(&mut self, fetched_bytes: u64) {
-        self.reduces_done += 1;
-        self.shuffle_bytes += fetched_bytes;
-    }
-}
-
 pub struct Master {
     settings: MasterSettings,
     /// The workers: liveness, what their heartbeats said, the attempts
@@ -295,35 +135,22 @@ pub struct Master {
     workers: roster::Roster,
     /// The catalog, files' factors, deletions, copies and trims.
     storage: storage::Storage,
-    jobs: HashMap<JobId, Job>,
-    next_job: u32,
+    /// The jobs and their tasks, and earlier incarnations' reports.
+    jobs: jobs::Jobs,
     view: ClusterView,
     /// Places the reduces (a pure state machine, like `scheduler`).
     reducer: ReducePlacer,
     scheduler: Box<dyn Scheduler>,
-    /// Bumped whenever a job reaches a final state (wakes long-polls).
-    pub finished_jobs: u64,
-    /// Maps run again because their output was lost (a dead worker, a
-    /// failed shuffle fetch).
-    pub maps_rerun: u64,
     /// Journal entries not yet written (the HTTP layer appends them).
     journal: journal::Journal,
-    /// Jobs of earlier incarnations of the master, from the journal.
-    archived: std::collections::BTreeMap<JobId, JobReport>,
     /// Counted as results are applied (`GET /metrics`).
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
     /// Public instances asked for since the master started, their usage
     /// and the start/stop orders for the HTTP layer.
     instances: public::Instances,
     /// The decision record since the master started (empty unless
-    /// `record_decisions`), and its inputs (every change to the view and
-    /// every offer, for `sched::recheck`).
-    decisions: std::collections::VecDeque<sched::decision::Decision>,
-    inputs: std::collections::VecDeque<sched::input::Input>,
-    /// Rows and inputs dropped from their fronts to keep each within
-    /// `decisions_max`.
-    decisions_dropped: u64,
-    inputs_dropped: u64,
+    /// `record_decisions`) and its inputs.
+    record: record::Record,
 }
 
 impl Master {
@@ -336,6 +163,7 @@ impl Master {
         let reducer = ReducePlacer::new(settings.reduce_placement, &settings.scheduler);
         let workers = roster::Roster::new(settings.workers.clone());
         let record_decisions = settings.record_decisions;
+        let record = record::Record::new(settings.decisions_max);
         let instances = public::Instances::new(
             settings.public_types.clone(),
             settings.public.clone(),
@@ -345,8 +173,7 @@ impl Master {
             settings,
             workers,
             storage: Default::default(),
-            jobs: HashMap::new(),
-            next_job: 1,
+            jobs: Default::default(),
             view: {
                 let mut v = ClusterView::new();
                 v.record_decisions(record_decisions);
@@ -354,16 +181,10 @@ impl Master {
             },
             reducer,
             scheduler,
-            finished_jobs: 0,
-            maps_rerun: 0,
             metrics: Default::default(),
             journal: Default::default(),
-            archived: Default::default(),
             instances,
-            decisions: Default::default(),
-            inputs: Default::default(),
-            decisions_dropped: 0,
-            inputs_dropped: 0,
+            record,
         };
         m.init_public();
         m
@@ -399,23 +220,19 @@ impl Master {
 
     /// The decision record (all of it, or one job's rows), oldest first.
     pub fn decisions(&self, job: Option<JobId>) -> Vec<sched::decision::Decision> {
-        self.decisions
-            .iter()
-            .filter(|d| job.is_none() || d.job == job)
-            .cloned()
-            .collect()
+        self.record.rows(job)
     }
 
     /// Rows the decision record dropped to stay within `decisions_max`.
     pub fn decisions_dropped(&self) -> u64 {
-        self.decisions_dropped
+        self.record.rows_dropped()
     }
 
     /// The record's inputs, oldest first, and how many were dropped from
     /// their front (a record that dropped some cannot be run again).
     pub fn inputs(&mut self) -> (Vec<sched::input::Input>, u64) {
         self.keep_record();
-        (self.inputs.iter().cloned().collect(), self.inputs_dropped)
+        self.record.inputs()
     }
 
     /// The seed the policy was built with.
@@ -423,23 +240,23 @@ impl Master {
         self.settings.seed
     }
 
-    /// Moves the view's new decision rows and inputs into the record,
-    /// dropping the oldest of each beyond `decisions_max`.
+    /// Moves the view's new decision rows and inputs into the record.
     fn keep_record(&mut self) {
-        if !self.view.recording() {
-            return;
+        if self.view.recording() {
+            self.record.keep(&mut self.view);
         }
-        let max = self.settings.decisions_max.max(1);
-        self.decisions.extend(self.view.take_decisions());
-        self.inputs.extend(self.view.take_inputs());
-        while self.decisions.len() > max {
-            self.decisions.pop_front();
-            self.decisions_dropped += 1;
-        }
-        while self.inputs.len() > max {
-            self.inputs.pop_front();
-            self.inputs_dropped += 1;
-        }
+    }
+
+    /// Jobs that reached a final state since the master started (wakes
+    /// long-polls).
+    pub fn finished_jobs(&self) -> u64 {
+        self.jobs.finished()
+    }
+
+    /// Maps run again because their output was lost (a dead worker, a
+    /// failed shuffle fetch).
+    pub fn maps_rerun(&self) -> u64 {
+        self.jobs.maps_rerun()
     }
 
     /// The workers' names by id (the decision record's worker ids).
@@ -453,8 +270,10 @@ impl Master {
 }
 
 mod attempts;
+mod jobs;
 pub mod journal;
 pub mod public;
+mod record;
 mod reduce;
 mod replication;
 mod report;

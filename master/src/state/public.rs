@@ -333,10 +333,7 @@ impl Master {
                 alive: workers.alive(w),
                 busy: workers.busy(w),
             },
-            |j| {
-                jobs.get(&j)
-                    .is_some_and(|job| !job.state.is_done() && job.reduces > 0)
-            },
+            |j| jobs.needs_outputs(j),
         );
         for s in stopped {
             if self.workers.alive(s.worker) {

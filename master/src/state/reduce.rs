@@ -3,16 +3,14 @@
 //! the reduce placer (`sched::reduce`, by `cluster.reduce_placement`) picks
 //! the worker, before any map is offered its free slots.
 
-use super::{Master, RunningAttempt, Task, TaskStatus};
+use super::jobs::{LostRef, TaskStatus};
+use super::Master;
 use common::wire::{
     JobState, KeyRange, Launch, LaunchTask, OutputTarget, ReduceLaunch, ShuffleInput,
 };
-use common::{AttemptId, BlockId, JobId, TaskRef, WorkerId};
+use common::{AttemptId, JobId, TaskRef, WorkerId};
 use sched::Millis;
 use workloads::Workload;
-
-/// A map output that is gone: (map, the worker that kept it, its attempt).
-pub(super) type LostRef = (u32, WorkerId, u32);
 
 impl Master {
     pub(super) fn start_reduce(
@@ -40,8 +38,8 @@ impl Master {
         // the same way).
         let mut incoming = vec![0u32; self.workers.len()];
         let mut reducing = vec![false; self.workers.len()];
-        for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
-            for t in &j.tasks[(j.maps as usize).min(j.tasks.len())..] {
+        for j in self.jobs.all().filter(|j| j.state == JobState::Running) {
+            for t in j.reduce_tasks() {
                 if let TaskStatus::Running(ra) = &t.status {
                     reducing[ra.worker.0 as usize] = true;
                     for w in &t.out_targets {
@@ -50,13 +48,11 @@ impl Master {
                 }
             }
         }
-        let job = self.jobs.get_mut(&jid).expect("job with pending reduces");
-        job.first_launch.get_or_insert(now);
-        let r = job.tasks[idx as usize].reduce.expect("a reduce task");
-        let task = &mut job.tasks[idx as usize];
-        let attempt = task.next_attempt;
-        task.next_attempt += 1;
-        task.status = TaskStatus::Running(RunningAttempt::new(attempt, worker, worker, now));
+        let t = TaskRef {
+            job: jid,
+            index: idx,
+        };
+        let r = self.jobs.task(t).reduce.expect("a reduce task");
         let shift = (jid.0 as usize + r as usize) % alive.len().max(1);
         let others = output_targets(
             &alive,
@@ -66,7 +62,8 @@ impl Master {
             &reducing,
             shift,
         );
-        task.out_targets = others.clone();
+        let attempt = self.jobs.start_reduce(t, worker, now, others.clone());
+        let job = self.jobs.job(jid);
         let inputs = job
             .map_out
             .iter()
@@ -91,20 +88,14 @@ impl Master {
             .clone()
             .expect("jobs with reduces name an output");
         Launch {
-            attempt: AttemptId {
-                task: TaskRef {
-                    job: jid,
-                    index: idx,
-                },
-                attempt,
-            },
+            attempt: AttemptId { task: t, attempt },
             workload: job.spec.workload,
             task: LaunchTask::Reduce(ReduceLaunch {
                 partition: r,
                 inputs,
                 range,
                 output: OutputTarget {
-                    block: job.tasks[idx as usize].block.clone(),
+                    block: self.jobs.task(t).block.clone(),
                     file: output,
                     index: r,
                     file_blocks: job.reduces,
@@ -120,29 +111,8 @@ impl Master {
     /// All maps are done: create the reduce tasks (sort: split keys first).
     pub(super) fn create_reduces(&mut self, id: JobId) {
         let replication = self.settings.replication.max(1);
-        let job = self.jobs.get_mut(&id).expect("job exists");
-        if job.spec.workload == Workload::Sort {
-            job.splits = workloads::sort::splits(std::mem::take(&mut job.samples), job.reduces);
-        }
-        let output = job
-            .output
-            .clone()
-            .expect("jobs with reduces name an output");
-        for r in 0..job.reduces {
-            let block = BlockId::for_file(&output, r).expect("validated output name");
-            job.tasks.push(Task {
-                block,
-                reduce: Some(r),
-                len: 0,
-                next_attempt: 0,
-                failures: 0,
-                status: TaskStatus::Pending,
-                stalled_on: Vec::new(),
-                out_targets: Vec::new(),
-            });
-        }
-        let indices = (job.maps..job.maps + job.reduces).collect();
-        tracing::info!(job = %id, reduces = job.reduces, "maps done; reduces created");
+        let (indices, output) = self.jobs.create_reduces(id);
+        tracing::info!(job = %id, reduces = indices.len(), "maps done; reduces created");
         self.release_reduces(id, indices);
         // Kept at the cluster's factor once written.
         self.storage.output_writing(output, replication);
@@ -151,11 +121,8 @@ impl Master {
     /// The job's maps are all done: its reduces `indices` (and those already
     /// waiting) may start, with their load estimated from the map output.
     pub(super) fn release_reduces(&mut self, id: JobId, indices: Vec<u32>) {
-        let job = &self.jobs[&id];
-        let mut output_on = std::collections::BTreeMap::new();
-        for o in job.map_out.iter().flatten() {
-            *output_on.entry(o.worker).or_insert(0) += o.output_bytes;
-        }
+        let job = self.jobs.job(id);
+        let output_on = job.output_on();
         let total: u64 = output_on.values().sum();
         let load_each = total / u64::from(job.reduces.max(1));
         self.view.add_reduces(id, indices, load_each, output_on);
@@ -171,26 +138,7 @@ impl Master {
         jid: JobId,
         lost: impl IntoIterator<Item = LostRef>,
     ) -> usize {
-        let Some(job) = self.jobs.get_mut(&jid) else {
-            return 0;
-        };
-        if job.state.is_done() {
-            return 0;
-        }
-        let mut again = Vec::new();
-        for (m, worker, attempt) in lost {
-            let Some(slot) = job.map_out.get_mut(m as usize) else {
-                continue;
-            };
-            if let Some(out) = *slot {
-                if out.worker == worker && out.attempt == attempt {
-                    *slot = None;
-                    job.counts.map_lost(&out);
-                    job.tasks[m as usize].status = TaskStatus::Pending;
-                    again.push(m);
-                }
-            }
-        }
+        let again = self.jobs.lose_outputs(jid, lost);
         if !again.is_empty() {
             // No reduce starts until the outputs are back.
             self.view.hold_reduces(jid);
@@ -198,31 +146,13 @@ impl Master {
         for &m in &again {
             self.requeue(TaskRef { job: jid, index: m });
         }
-        self.maps_rerun += again.len() as u64;
         again.len()
     }
 
     /// Worker `id` is gone (lost, or restarted with a new process): the map
     /// outputs it kept for jobs whose reduces still need them run again.
     pub(super) fn rerun_outputs_on(&mut self, id: WorkerId) {
-        let needed: Vec<(JobId, Vec<LostRef>)> = self
-            .jobs
-            .values()
-            .filter(|j| !j.state.is_done() && j.counts.reduces_done < j.reduces)
-            .map(|j| {
-                let on_id = j
-                    .map_out
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(m, o)| {
-                        o.filter(|o| o.worker == id)
-                            .map(|o| (m as u32, o.worker, o.attempt))
-                    })
-                    .collect();
-                (j.id, on_id)
-            })
-            .collect();
-        for (jid, lost) in needed.into_iter().filter(|(_, l)| !l.is_empty()) {
+        for (jid, lost) in self.jobs.outputs_needed_on(id) {
             let n = self.rerun_maps(jid, lost);
             tracing::warn!(job = %jid, worker = %self.worker_name(id), maps = n, "map output lost with its worker; maps run again");
         }

@@ -1,15 +1,13 @@
 //! Job reports, as the API returns them.
 
-use super::{Master, MasterError, TaskStatus};
+use super::jobs::{Job, TaskStatus};
+use super::{Master, MasterError};
 use common::wire::{JobReport, JobState, RunningRecord};
 use common::JobId;
 
 impl Master {
     pub fn job_state(&self, id: JobId) -> Option<JobState> {
-        self.jobs
-            .get(&id)
-            .map(|j| j.state)
-            .or_else(|| self.archived.get(&id).map(|r| r.state))
+        self.jobs.state(id)
     }
 
     pub fn report(&self, id: JobId) -> Result<JobReport, MasterError> {
@@ -18,10 +16,10 @@ impl Master {
 
     /// [`Master::report`], with the attempt lists or without.
     fn report_with(&self, id: JobId, attempts: bool) -> Result<JobReport, MasterError> {
-        let Some(j) = self.jobs.get(&id) else {
+        let Some(j) = self.jobs.get(id) else {
             let mut r = self
-                .archived
-                .get(&id)
+                .jobs
+                .archived(id)
                 .ok_or(MasterError::UnknownJob(id))?
                 .clone();
             if !attempts {
@@ -82,7 +80,7 @@ impl Master {
         })
     }
 
-    fn running_records(&self, j: &super::Job) -> Vec<RunningRecord> {
+    fn running_records(&self, j: &Job) -> Vec<RunningRecord> {
         j.tasks
             .iter()
             .enumerate()
@@ -104,14 +102,9 @@ impl Master {
 
     /// All jobs, oldest first, without their attempt lists.
     pub fn reports(&self) -> Vec<JobReport> {
-        let mut ids: Vec<JobId> = self
-            .jobs
-            .keys()
-            .chain(self.archived.keys())
-            .copied()
-            .collect();
-        ids.sort();
-        ids.into_iter()
+        self.jobs
+            .ids()
+            .into_iter()
             .filter_map(|id| self.report_with(id, false).ok())
             .collect()
     }

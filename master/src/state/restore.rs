@@ -5,9 +5,9 @@
 //! says the master restarted. It replays into several parts (jobs,
 //! storage), so it sits above them all.
 
+use super::jobs::unstarted_report;
 use super::journal::JournalEntry;
 use super::Master;
-use common::wire::{JobReport, JobState};
 
 impl Master {
     /// Takes back what an earlier incarnation journaled. Jobs it was
@@ -23,13 +23,12 @@ impl Master {
                     submit_unix_ms,
                     spec,
                 } => {
-                    self.next_job = self.next_job.max(job.0 + 1);
+                    self.jobs.seen(job);
                     submitted.insert(job, (name, scheduler, submit_unix_ms, spec));
                 }
                 JournalEntry::Ended { report } => {
-                    self.next_job = self.next_job.max(report.job.0 + 1);
                     submitted.remove(&report.job);
-                    self.archived.insert(report.job, report);
+                    self.jobs.archive(report);
                 }
                 JournalEntry::Replication { file, replication } => {
                     self.storage.restore_replication(file, replication);
@@ -41,48 +40,20 @@ impl Master {
             }
         }
         for (job, (name, scheduler, submit_unix_ms, spec)) in submitted {
-            let report = JobReport {
-                job,
-                name,
-                workload: spec.workload,
-                input: spec.input.clone(),
-                group: spec.group().to_owned(),
-                scheduler,
-                state: JobState::Failed,
-                error: Some(format!(
-                    "the master restarted while the job ran (it restarted {} s after the job was submitted)",
-                    now_unix_ms.saturating_sub(submit_unix_ms) / 1000
-                )),
-                submit_unix_ms,
-                start_ms: None,
-                finish_ms: None,
-                jct_ms: None,
-                tasks: 0,
-                tasks_done: 0,
-                reduces: 0,
-                reduces_done: 0,
-                shuffle_bytes: 0,
-                output: None,
-                data_local: 0,
-                data_remote: 0,
-                bytes_local: 0,
-                bytes_remote: 0,
-                attempts: Vec::new(),
-                running: Vec::new(),
-                deadline_ms: spec.deadline_s.map(|d| (d * 1000.0) as u64),
-                deadline_met: spec.deadline_s.map(|_| false),
-                budget: spec.budget,
-                public_cost: None,
-            };
+            let error = format!(
+                "the master restarted while the job ran (it restarted {} s after the job was submitted)",
+                now_unix_ms.saturating_sub(submit_unix_ms) / 1000
+            );
+            let report = unstarted_report(job, name, scheduler, submit_unix_ms, &spec, error);
             self.journal.push(JournalEntry::Ended {
                 report: report.clone(),
             });
-            self.archived.insert(job, report);
+            self.jobs.archive(report);
         }
-        if !self.archived.is_empty() {
+        if self.jobs.archived_count() > 0 {
             tracing::info!(
-                jobs = self.archived.len(),
-                next = self.next_job,
+                jobs = self.jobs.archived_count(),
+                next = self.jobs.next_id().0,
                 "job journal replayed"
             );
         }

@@ -1,8 +1,9 @@
 //! Job submission (checks, one map task per input block, the job's
 //! pending tasks in the scheduler's view) and map launches.
 
-use super::{Job, JobCounters, Master, MasterError, RunningAttempt, Task, TaskStatus, MAX_REDUCES};
-use common::wire::{JobState, JobSubmit, Launch, LaunchTask, ReplicaAddr, ReplicaSource};
+use super::jobs::NewJob;
+use super::{Master, MasterError, MAX_REDUCES};
+use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaAddr, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
 use sched::{Assignment, Millis, PendingTask};
 
@@ -17,35 +18,21 @@ impl Master {
     ) -> Result<JobId, MasterError> {
         let reduces = check_spec(&spec)?;
         let blocks = self.input_blocks(&spec.input)?;
-        let id = JobId(self.next_job);
+        let id = self.jobs.next_id();
         let name = spec
             .name
             .clone()
             .unwrap_or_else(|| format!("{}-{}", spec.workload, id.0));
         let output = self.output_name(&spec, &name)?;
-        self.next_job += 1;
-        let tasks: Vec<Task> = blocks
-            .into_iter()
-            .map(|(block, len)| Task {
-                block,
-                reduce: None,
-                len,
-                next_attempt: 0,
-                failures: 0,
-                status: TaskStatus::Pending,
-                stalled_on: Vec::new(),
-                out_targets: Vec::new(),
-            })
-            .collect();
-        let pending = tasks
+        let pending = blocks
             .iter()
             .enumerate()
-            .map(|(i, t)| PendingTask {
+            .map(|(i, &(_, len))| PendingTask {
                 task: TaskRef {
                     job: id,
                     index: i as u32,
                 },
-                len: t.len,
+                len,
                 replicas: self.live_replicas(&spec.input, i as u32),
             })
             .collect();
@@ -69,32 +56,18 @@ impl Master {
             submit_unix_ms: unix_ms,
             spec: spec.clone(),
         });
-        let maps = tasks.len() as u32;
-        tracing::info!(job = %id, %name, workload = %spec.workload, input = %spec.input, tasks = tasks.len(), "job submitted");
-        self.jobs.insert(
-            id,
-            Job {
-                id,
-                name,
-                spec,
-                scheduler: self.scheduler.name(),
-                submitted: now,
-                submit_unix_ms: unix_ms,
-                first_launch: None,
-                finished: None,
-                state: JobState::Pending,
-                error: None,
-                tasks,
-                maps,
-                reduces,
-                output,
-                map_out: vec![None; maps as usize],
-                samples: Vec::new(),
-                splits: Vec::new(),
-                records: Vec::new(),
-                counts: JobCounters::default(),
-            },
-        );
+        tracing::info!(job = %id, %name, workload = %spec.workload, input = %spec.input, tasks = blocks.len(), "job submitted");
+        let added = self.jobs.add(NewJob {
+            name,
+            spec,
+            scheduler: self.scheduler.name(),
+            submitted: now,
+            submit_unix_ms: unix_ms,
+            blocks,
+            reduces,
+            output,
+        });
+        debug_assert_eq!(added, id);
         Ok(id)
     }
 
@@ -134,11 +107,7 @@ impl Master {
         let out = spec.output.clone().unwrap_or_else(|| format!("{name}.out"));
         common::ids::validate_file_name(&out)
             .map_err(|e| MasterError::BadRequest(format!("output file name {out:?}: {e}")))?;
-        let taken = self.storage.catalog().file(&out).is_some()
-            || self
-                .jobs
-                .values()
-                .any(|j| !j.state.is_done() && j.output.as_deref() == Some(out.as_str()));
+        let taken = self.storage.catalog().file(&out).is_some() || self.jobs.writing(&out);
         if taken {
             return Err(MasterError::BadRequest(format!(
                 "output file {out:?} already exists or is being written; pick another `output`"
@@ -158,16 +127,9 @@ impl Master {
                 addr: self.workers.addr(w).to_owned(),
             })
             .collect();
-        let job = self
-            .jobs
-            .get_mut(&a.task.job)
-            .expect("scheduled job exists");
-        job.first_launch.get_or_insert(now);
-        job.state = JobState::Running;
-        let task = &mut job.tasks[a.task.index as usize];
-        let attempt = task.next_attempt;
-        task.next_attempt += 1;
-        task.status = TaskStatus::Running(RunningAttempt::new(attempt, a.worker, a.source, now));
+        let attempt = self.jobs.start_map(a.task, a.worker, a.source, now);
+        let job = self.jobs.job(a.task.job);
+        let task = self.jobs.task(a.task);
         let source = if a.is_local() {
             ReplicaSource::Local
         } else {

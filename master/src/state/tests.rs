@@ -5,7 +5,9 @@ use common::wire::{
     AttemptProgress, BlockInfo, Heartbeat, Launch, LaunchTask, Locality, LostOutput,
     RegisterRequest, ReplicaSource, TaskOutcome, TaskResult,
 };
+use common::wire::{JobState, JobSubmit};
 use common::AttemptId;
+use sched::Millis;
 use workloads::{MapSummary, Workload};
 
 pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
@@ -186,7 +188,7 @@ fn local_tasks_run_and_report_adds_up() {
     assert_eq!(r.jct_ms, Some(50));
     assert_eq!(r.attempts.len(), 6);
     assert_eq!(r.attempts[0].start_ms, 10);
-    assert_eq!(m.finished_jobs, 1);
+    assert_eq!(m.finished_jobs(), 1);
 }
 
 #[test]
@@ -719,7 +721,7 @@ fn a_fetch_failure_reruns_the_lost_maps_and_retries_the_reduce_without_penalty()
     let reply = m
         .heartbeat(30, hb(rw, 2, vec![], vec![fetch_failed]))
         .launches;
-    assert_eq!(m.maps_rerun, 2);
+    assert_eq!(m.maps_rerun(), 2);
     let rep = m.report(id).unwrap();
     assert_eq!(rep.tasks_done, 2, "{rep:?}");
     assert_eq!(rep.data_local + rep.data_remote, 2, "counters taken back");
@@ -755,7 +757,7 @@ fn a_fetch_failure_reruns_the_lost_maps_and_retries_the_reduce_without_penalty()
         vec![]
     };
     m.heartbeat(50, hb(rw, 2, still, vec![stale]));
-    assert_eq!(m.maps_rerun, 2, "a stale report reruns nothing");
+    assert_eq!(m.maps_rerun(), 2, "a stale report reruns nothing");
     m.heartbeat(70, hb(rw2, 2, vec![], vec![reduced(&red2)]));
     let rep = m.report(id).unwrap();
     assert_eq!(rep.state, JobState::Succeeded, "{rep:?}");
@@ -784,7 +786,9 @@ fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
     let red = drive_maps(&mut m, 3, 10, vec![]);
     assert_eq!(m.report(id).unwrap().tasks_done, 6);
     assert!(!red.is_empty());
-    let on_w2 = m.jobs[&id]
+    let on_w2 = m
+        .jobs
+        .job(id)
         .map_out
         .iter()
         .filter(|o| o.is_some_and(|o| o.worker == WorkerId(2)))
@@ -799,7 +803,7 @@ fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
         m.check_workers(t);
     }
     assert!(!m.workers()[2].alive);
-    assert_eq!(m.maps_rerun as usize, on_w2);
+    assert_eq!(m.maps_rerun() as usize, on_w2);
     assert_eq!(m.report(id).unwrap().tasks_done as usize, 6 - on_w2);
     // They run again on w0/w1 (which hold replicas).
     let more = drive_maps(&mut m, 2, 1600, vec![]);
@@ -809,7 +813,7 @@ fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
         assert!(reduce_inputs(l).iter().all(|i| i.1 != WorkerId(2)));
     }
     // w2 comes back: its old outputs stay forgotten, nothing reruns.
-    let before = m.maps_rerun;
+    let before = m.maps_rerun();
     m.register(
         1900,
         RegisterRequest {
@@ -821,7 +825,7 @@ fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
         },
     )
     .unwrap();
-    assert_eq!(m.maps_rerun, before);
+    assert_eq!(m.maps_rerun(), before);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! a silent worker, and the block catalog's live replicas.
 
 use super::storage::StorageOrders;
-use super::{Master, MasterError, TaskStatus};
+use super::{Master, MasterError};
 use common::wire::{
     AttemptProgress, BlockInfo, FileDeleted, FileInfo, Heartbeat, HeartbeatReply, RegisterReply,
     RegisterRequest, WorkerInfo,
@@ -132,20 +132,7 @@ impl Master {
     /// is not stalled.
     fn note_progress(&mut self, now: Millis, worker: WorkerId, progress: &[AttemptProgress]) {
         for p in progress {
-            let status = self
-                .jobs
-                .get_mut(&p.attempt.task.job)
-                .and_then(|j| j.tasks.get_mut(p.attempt.task.index as usize))
-                .map(|t| &mut t.status);
-            if let Some(TaskStatus::Running(ra)) = status {
-                if ra.attempt == p.attempt.attempt && ra.worker == worker {
-                    ra.slot = Some(p.slot);
-                    if p.units > ra.progress {
-                        ra.progress = p.units;
-                        ra.progressed = now;
-                    }
-                }
-            }
+            self.jobs.progress(worker, p, now);
         }
     }
 
@@ -171,7 +158,7 @@ impl Master {
         self.forget_attempts(id);
         self.rerun_outputs_on(id);
         for t in orphans {
-            let block = self.jobs[&t.job].tasks[t.index as usize].block.clone();
+            let block = self.jobs.task(t).block.clone();
             self.fail_job(
                 t.job,
                 format!(
@@ -214,17 +201,11 @@ impl Master {
     /// every holder is told to delete its replicas (`Storage::delete_file`).
     pub fn delete_file(&mut self, name: &str) -> Result<FileDeleted, MasterError> {
         if self.storage.catalog().file(name).is_some() {
-            if let Some(job) = self.jobs.values().find(|j| {
-                !j.state.is_done() && (j.spec.input == name || j.output.as_deref() == Some(name))
-            }) {
+            if let Some((job, how)) = self.jobs.using(name) {
                 return Err(MasterError::FileInUse {
                     name: name.to_owned(),
-                    job: job.id,
-                    how: if job.spec.input == name {
-                        "its input"
-                    } else {
-                        "its output"
-                    },
+                    job,
+                    how,
                 });
             }
         }
@@ -301,9 +282,9 @@ impl Master {
     /// The live replicas map `t` may read: all but those on workers where
     /// it stalled, unless only those are left.
     pub(super) fn task_replicas(&self, t: TaskRef) -> Vec<WorkerId> {
-        let job = &self.jobs[&t.job];
+        let job = self.jobs.job(t.job);
         let live = self.live_replicas(&job.spec.input, t.index);
-        let stalled = &job.tasks[t.index as usize].stalled_on;
+        let stalled = &self.jobs.task(t).stalled_on;
         let good: Vec<WorkerId> = live
             .iter()
             .copied()
@@ -319,7 +300,7 @@ impl Master {
     /// Block reports changed: bring pending tasks' replica lists up to date.
     fn refresh_replicas(&mut self) {
         let mut updates = Vec::new();
-        for job in self.jobs.values().filter(|j| !j.state.is_done()) {
+        for job in self.jobs.live() {
             let Some(jv) = self.view.job(job.id) else {
                 continue;
             };

@@ -1,0 +1,1032 @@
+//! `Jobs`: the jobs of this incarnation and their tasks, the reports of
+//! earlier incarnations' jobs, and the counters of jobs ended and maps run
+//! again. It owns every field of a job and a task: the rest of the master
+//! reads them (`get`, `job`, `task`) and changes them only through the
+//! transitions below, each of which says what the caller must do next
+//! (requeue, create the reduces, end the job) instead of doing it, since
+//! that touches the view, the workers and the journal, which are not its.
+//!
+//! A task's life: Pending -> Running(attempt n on worker w, reading from s)
+//! -> Done, or back to Pending as attempt n+1. A map's successful attempt
+//! leaves its output on its worker (`MapOut`) and adds to the job's
+//! counters; the output lost, the map is Pending again and its counters are
+//! taken back.
+
+use common::wire::{AttemptProgress, JobReport, JobState, JobSubmit, TaskRecord};
+use common::{AttemptId, BlockId, JobId, TaskRef, WorkerId};
+use sched::Millis;
+use std::collections::{BTreeMap, HashMap};
+use workloads::{MapSummary, Workload};
+
+/// A map output that is gone: (map, the worker that kept it, its attempt).
+pub(super) type LostRef = (u32, WorkerId, u32);
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RunningAttempt {
+    pub attempt: u32,
+    pub worker: WorkerId,
+    pub source: WorkerId,
+    /// When it was launched.
+    pub started: Millis,
+    /// The highest progress count its worker reported, and when it last
+    /// grew (the launch until the first report): for the task timeout.
+    pub progress: u64,
+    pub progressed: Millis,
+    /// The slot its worker runs it in, once a heartbeat said.
+    pub slot: Option<u32>,
+}
+
+impl RunningAttempt {
+    /// Data-remote when it reads from another worker than its own.
+    pub fn locality(&self) -> common::wire::Locality {
+        if self.worker != self.source {
+            common::wire::Locality::DataRemote
+        } else {
+            common::wire::Locality::DataLocal
+        }
+    }
+
+    pub fn remote(&self) -> bool {
+        self.worker != self.source
+    }
+
+    fn new(attempt: u32, worker: WorkerId, source: WorkerId, now: Millis) -> Self {
+        RunningAttempt {
+            attempt,
+            worker,
+            source,
+            started: now,
+            progress: 0,
+            progressed: now,
+            slot: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) enum TaskStatus {
+    Pending,
+    Running(RunningAttempt),
+    Done,
+}
+
+#[derive(Debug)]
+pub(super) struct Task {
+    /// The input block of a map; the output block of a reduce.
+    pub block: BlockId,
+    /// `Some(r)` for the reduce of partition r.
+    pub reduce: Option<u32>,
+    pub len: u64,
+    /// Number the next attempt gets.
+    next_attempt: u32,
+    /// Failed attempts (rejections and losses do not count).
+    failures: u32,
+    pub status: TaskStatus,
+    /// Workers where an attempt of this map stalled (no progress for
+    /// `task_timeout_ms`): their replicas of its block are not used for it
+    /// again while another is live, as Hadoop keeps a task off the trackers
+    /// it failed on.
+    pub stalled_on: Vec<WorkerId>,
+    /// A reduce: the workers its running attempt sends output replicas to.
+    pub out_targets: Vec<WorkerId>,
+}
+
+impl Task {
+    fn new(block: BlockId, reduce: Option<u32>, len: u64) -> Self {
+        Task {
+            block,
+            reduce,
+            len,
+            next_attempt: 0,
+            failures: 0,
+            status: TaskStatus::Pending,
+            stalled_on: Vec::new(),
+            out_targets: Vec::new(),
+        }
+    }
+
+    pub fn kind(&self) -> common::wire::TaskKind {
+        if self.reduce.is_some() {
+            common::wire::TaskKind::Reduce
+        } else {
+            common::wire::TaskKind::Map
+        }
+    }
+
+    /// Its next attempt starts, running on `worker` and reading from
+    /// `source`; returns the attempt's number.
+    fn start(&mut self, worker: WorkerId, source: WorkerId, now: Millis) -> u32 {
+        let attempt = self.next_attempt;
+        self.next_attempt += 1;
+        self.status = TaskStatus::Running(RunningAttempt::new(attempt, worker, source, now));
+        attempt
+    }
+}
+
+#[derive(Debug)]
+pub(super) struct Job {
+    pub id: JobId,
+    pub name: String,
+    pub spec: JobSubmit,
+    pub scheduler: String,
+    pub submitted: Millis,
+    pub submit_unix_ms: u64,
+    pub first_launch: Option<Millis>,
+    pub finished: Option<Millis>,
+    pub state: JobState,
+    pub error: Option<String>,
+    /// Maps first (index = block index), then the reduces once created.
+    pub tasks: Vec<Task>,
+    pub maps: u32,
+    pub reduces: u32,
+    /// Output file of a job with reduces.
+    pub output: Option<String>,
+    /// Where each map's successful attempt left its output.
+    pub map_out: Vec<Option<MapOut>>,
+    /// sort: keys sampled by the maps, then the reduces' split keys.
+    samples: Vec<Vec<u8>>,
+    pub splits: Vec<Vec<u8>>,
+    /// Every finished attempt, for the report.
+    pub records: Vec<TaskRecord>,
+    pub counts: JobCounters,
+}
+
+/// What a new job is made of (`Jobs::add`).
+pub(super) struct NewJob {
+    pub name: String,
+    pub spec: JobSubmit,
+    pub scheduler: String,
+    pub submitted: Millis,
+    pub submit_unix_ms: u64,
+    /// (block, length) of each input block: one map each.
+    pub blocks: Vec<(BlockId, u64)>,
+    pub reduces: u32,
+    pub output: Option<String>,
+}
+
+impl Job {
+    /// The reduces' tasks, once created.
+    pub fn reduce_tasks(&self) -> &[Task] {
+        &self.tasks[(self.maps as usize).min(self.tasks.len())..]
+    }
+
+    /// Map output bytes each worker holds for this job's reduces.
+    pub fn output_on(&self) -> BTreeMap<WorkerId, u64> {
+        let mut on = BTreeMap::new();
+        for o in self.map_out.iter().flatten() {
+            *on.entry(o.worker).or_insert(0) += o.output_bytes;
+        }
+        on
+    }
+
+    /// The map outputs kept on `worker`, as (map, worker, attempt).
+    fn outputs_on(&self, worker: WorkerId) -> Vec<LostRef> {
+        self.map_out
+            .iter()
+            .enumerate()
+            .filter_map(|(m, o)| {
+                o.filter(|o| o.worker == worker)
+                    .map(|o| (m as u32, o.worker, o.attempt))
+            })
+            .collect()
+    }
+}
+
+/// Where a map's successful attempt left its output, and what it counted
+/// (taken back if the output is lost and the map runs again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct MapOut {
+    pub worker: WorkerId,
+    pub attempt: u32,
+    remote: bool,
+    local_bytes: u64,
+    remote_bytes: u64,
+    /// Map output bytes it left for the reduces.
+    pub output_bytes: u64,
+}
+
+/// What a job's successful attempts add up to (the report's counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct JobCounters {
+    pub maps_done: u32,
+    pub reduces_done: u32,
+    /// Map output bytes the reduces fetched.
+    pub shuffle_bytes: u64,
+    pub data_local: u32,
+    pub data_remote: u32,
+    pub bytes_local: u64,
+    pub bytes_remote: u64,
+}
+
+impl JobCounters {
+    fn map_done(&mut self, remote: bool, local_bytes: u64, remote_bytes: u64) {
+        self.maps_done += 1;
+        if remote {
+            self.data_remote += 1;
+        } else {
+            self.data_local += 1;
+        }
+        self.bytes_local += local_bytes;
+        self.bytes_remote += remote_bytes;
+    }
+
+    /// A map's output was lost: it will run again and count again.
+    fn map_lost(&mut self, out: &MapOut) {
+        self.maps_done -= 1;
+        if out.remote {
+            self.data_remote -= 1;
+        } else {
+            self.data_local -= 1;
+        }
+        self.bytes_local -= out.local_bytes;
+        self.bytes_remote -= out.remote_bytes;
+    }
+
+    fn reduce_done(&mut self, fetched_bytes: u64) {
+        self.reduces_done += 1;
+        self.shuffle_bytes += fetched_bytes;
+    }
+}
+
+/// What follows a map's success.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum AfterMap {
+    /// Other maps are still to finish (or the job already ended).
+    Wait,
+    /// The last map of a map-only job: it succeeded.
+    JobDone,
+    /// The last map: the reduces are to be created.
+    CreateReduces,
+    /// The last of the maps that ran again: the waiting reduces may go on.
+    ReleaseReduces,
+}
+
+/// What follows a failed attempt.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum AfterFailure {
+    /// Its job had ended already: nothing.
+    Nothing,
+    /// Back in its queue.
+    Retry,
+    /// It failed too often: the job fails with this error.
+    FailJob(String),
+}
+
+#[derive(Debug)]
+pub(super) struct Jobs {
+    jobs: HashMap<JobId, Job>,
+    /// The number the next job gets.
+    next: u32,
+    /// Jobs of earlier incarnations of the master, from the journal.
+    archived: BTreeMap<JobId, JobReport>,
+    /// Jobs that reached a final state (wakes long-polls).
+    finished: u64,
+    /// Maps run again because their output was lost.
+    maps_rerun: u64,
+}
+
+impl Default for Jobs {
+    fn default() -> Self {
+        Jobs {
+            jobs: HashMap::new(),
+            next: 1,
+            archived: BTreeMap::new(),
+            finished: 0,
+            maps_rerun: 0,
+        }
+    }
+}
+
+impl Jobs {
+    pub fn get(&self, id: JobId) -> Option<&Job> {
+        self.jobs.get(&id)
+    }
+
+    /// A job known to exist (a task of it was launched).
+    pub fn job(&self, id: JobId) -> &Job {
+        &self.jobs[&id]
+    }
+
+    pub fn task(&self, t: TaskRef) -> &Task {
+        &self.jobs[&t.job].tasks[t.index as usize]
+    }
+
+    /// The jobs of this incarnation, in no order.
+    pub fn all(&self) -> impl Iterator<Item = &Job> {
+        self.jobs.values()
+    }
+
+    /// The jobs that have not ended.
+    pub fn live(&self) -> impl Iterator<Item = &Job> {
+        self.jobs.values().filter(|j| !j.state.is_done())
+    }
+
+    pub fn archived(&self, id: JobId) -> Option<&JobReport> {
+        self.archived.get(&id)
+    }
+
+    /// Every job's id, this incarnation's and earlier ones', oldest first.
+    pub fn ids(&self) -> Vec<JobId> {
+        let mut ids: Vec<JobId> = self
+            .jobs
+            .keys()
+            .chain(self.archived.keys())
+            .copied()
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    pub fn state(&self, id: JobId) -> Option<JobState> {
+        self.jobs
+            .get(&id)
+            .map(|j| j.state)
+            .or_else(|| self.archived.get(&id).map(|r| r.state))
+    }
+
+    pub fn finished(&self) -> u64 {
+        self.finished
+    }
+
+    pub fn maps_rerun(&self) -> u64 {
+        self.maps_rerun
+    }
+
+    /// The id the next job will get.
+    pub fn next_id(&self) -> JobId {
+        JobId(self.next)
+    }
+
+    /// A job that has not ended and writes `file`.
+    pub fn writing(&self, file: &str) -> bool {
+        self.live().any(|j| j.output.as_deref() == Some(file))
+    }
+
+    /// A job that has not ended and reads or writes `file`, and which.
+    pub fn using(&self, file: &str) -> Option<(JobId, &'static str)> {
+        self.live()
+            .find(|j| j.spec.input == file || j.output.as_deref() == Some(file))
+            .map(|j| {
+                let how = if j.spec.input == file {
+                    "its input"
+                } else {
+                    "its output"
+                };
+                (j.id, how)
+            })
+    }
+
+    /// Attempt `a` if it is its task's current one (on any worker).
+    pub fn running(&self, a: AttemptId) -> Option<RunningAttempt> {
+        let t = self
+            .jobs
+            .get(&a.task.job)?
+            .tasks
+            .get(a.task.index as usize)?;
+        match t.status {
+            TaskStatus::Running(ra) if ra.attempt == a.attempt => Some(ra),
+            _ => None,
+        }
+    }
+
+    /// Attempt `a` if it is its task's current one and runs on `worker`:
+    /// only such an attempt's result counts (fencing).
+    pub fn current(&self, a: AttemptId, worker: WorkerId) -> Option<RunningAttempt> {
+        self.running(a).filter(|ra| ra.worker == worker)
+    }
+
+    /// Of the attempts `out`, those of jobs not ended whose progress count
+    /// has not grown for more than `limit` ms, with their worker.
+    pub fn stalled(
+        &self,
+        out: impl Iterator<Item = AttemptId>,
+        now: Millis,
+        limit: Millis,
+    ) -> Vec<(WorkerId, AttemptId, RunningAttempt)> {
+        let mut late = Vec::new();
+        for a in out {
+            let live = self
+                .jobs
+                .get(&a.task.job)
+                .is_some_and(|j| !j.state.is_done());
+            if let Some(ra) = self.running(a).filter(|_| live) {
+                if now.saturating_sub(ra.progressed) > limit {
+                    late.push((ra.worker, a, ra));
+                }
+            }
+        }
+        late.sort_by_key(|(_, a, _)| *a);
+        late.dedup_by_key(|(_, a, _)| *a);
+        late
+    }
+
+    /// For each job whose reduces still need map output: the outputs kept
+    /// on `worker`.
+    pub fn outputs_needed_on(&self, worker: WorkerId) -> Vec<(JobId, Vec<LostRef>)> {
+        self.live()
+            .filter(|j| j.counts.reduces_done < j.reduces)
+            .map(|j| (j.id, j.outputs_on(worker)))
+            .filter(|(_, l)| !l.is_empty())
+            .collect()
+    }
+
+    /// A job with reduces that has not ended (its map output must stay).
+    pub fn needs_outputs(&self, id: JobId) -> bool {
+        self.jobs
+            .get(&id)
+            .is_some_and(|j| !j.state.is_done() && j.reduces > 0)
+    }
+
+    /// Adds a job (its id is `next_id()`), one pending map per block.
+    pub fn add(&mut self, n: NewJob) -> JobId {
+        let id = self.next_id();
+        self.next += 1;
+        let tasks: Vec<Task> = n
+            .blocks
+            .into_iter()
+            .map(|(block, len)| Task::new(block, None, len))
+            .collect();
+        let maps = tasks.len() as u32;
+        self.jobs.insert(
+            id,
+            Job {
+                id,
+                name: n.name,
+                spec: n.spec,
+                scheduler: n.scheduler,
+                submitted: n.submitted,
+                submit_unix_ms: n.submit_unix_ms,
+                first_launch: None,
+                finished: None,
+                state: JobState::Pending,
+                error: None,
+                tasks,
+                maps,
+                reduces: n.reduces,
+                output: n.output,
+                map_out: vec![None; maps as usize],
+                samples: Vec::new(),
+                splits: Vec::new(),
+                records: Vec::new(),
+                counts: JobCounters::default(),
+            },
+        );
+        id
+    }
+
+    /// Map `t`'s next attempt starts on `worker`, reading from `source`;
+    /// its job is running. Returns the attempt's number.
+    pub fn start_map(
+        &mut self,
+        t: TaskRef,
+        worker: WorkerId,
+        source: WorkerId,
+        now: Millis,
+    ) -> u32 {
+        let job = self.jobs.get_mut(&t.job).expect("scheduled job exists");
+        job.first_launch.get_or_insert(now);
+        job.state = JobState::Running;
+        job.tasks[t.index as usize].start(worker, source, now)
+    }
+
+    /// Reduce `t`'s next attempt starts on `worker`, sending its output's
+    /// other replicas to `out_targets`. Returns the attempt's number.
+    pub fn start_reduce(
+        &mut self,
+        t: TaskRef,
+        worker: WorkerId,
+        now: Millis,
+        out_targets: Vec<WorkerId>,
+    ) -> u32 {
+        let job = self.jobs.get_mut(&t.job).expect("job with pending reduces");
+        job.first_launch.get_or_insert(now);
+        let task = &mut job.tasks[t.index as usize];
+        debug_assert!(task.reduce.is_some(), "a reduce task");
+        let attempt = task.start(worker, worker, now);
+        task.out_targets = out_targets;
+        attempt
+    }
+
+    /// A heartbeat's progress count for an attempt on `worker`: its slot,
+    /// and, if the count grew, when.
+    pub fn progress(&mut self, worker: WorkerId, p: &AttemptProgress, now: Millis) {
+        let status = self
+            .jobs
+            .get_mut(&p.attempt.task.job)
+            .and_then(|j| j.tasks.get_mut(p.attempt.task.index as usize))
+            .map(|t| &mut t.status);
+        if let Some(TaskStatus::Running(ra)) = status {
+            if ra.attempt == p.attempt.attempt && ra.worker == worker {
+                ra.slot = Some(p.slot);
+                if p.units > ra.progress {
+                    ra.progress = p.units;
+                    ra.progressed = now;
+                }
+            }
+        }
+    }
+
+    /// Task `t` is pending again, without a failure counted; whether its
+    /// job is still live (then it goes back in its queue).
+    pub fn pending_again(&mut self, t: TaskRef) -> bool {
+        let job = self.jobs.get_mut(&t.job).expect("checked by the caller");
+        job.tasks[t.index as usize].status = TaskStatus::Pending;
+        !job.state.is_done()
+    }
+
+    /// Adds the record of an attempt that changed nothing else.
+    pub fn record(&mut self, id: JobId, rec: TaskRecord) {
+        self.jobs.get_mut(&id).expect("checked").records.push(rec);
+    }
+
+    /// Map attempt `a` (running as `ra`) succeeded on `worker`, leaving
+    /// `summary`'s output there.
+    pub fn map_succeeded(
+        &mut self,
+        a: AttemptId,
+        worker: WorkerId,
+        ra: RunningAttempt,
+        rec: TaskRecord,
+        summary: &MapSummary,
+    ) -> AfterMap {
+        let job = self.jobs.get_mut(&a.task.job).expect("checked");
+        job.tasks[a.task.index as usize].status = TaskStatus::Done;
+        let (local_bytes, remote_bytes) = (rec.local_bytes, rec.remote_bytes);
+        job.records.push(rec);
+        job.counts.map_done(ra.remote(), local_bytes, remote_bytes);
+        job.map_out[a.task.index as usize] = Some(MapOut {
+            worker,
+            attempt: a.attempt,
+            remote: ra.remote(),
+            local_bytes,
+            remote_bytes,
+            output_bytes: summary.output_bytes,
+        });
+        job.samples.extend(summary.sample.iter().cloned());
+        if job.state.is_done() || job.counts.maps_done < job.maps {
+            AfterMap::Wait
+        } else if job.reduces == 0 {
+            AfterMap::JobDone
+        } else if job.tasks.len() as u32 == job.maps {
+            AfterMap::CreateReduces
+        } else {
+            AfterMap::ReleaseReduces
+        }
+    }
+
+    /// Reduce attempt `a` succeeded, having fetched `fetched` bytes of map
+    /// output; whether that was the live job's last reduce.
+    pub fn reduce_succeeded(&mut self, a: AttemptId, rec: TaskRecord, fetched: u64) -> bool {
+        let job = self.jobs.get_mut(&a.task.job).expect("checked");
+        job.tasks[a.task.index as usize].status = TaskStatus::Done;
+        job.records.push(rec);
+        job.counts.reduce_done(fetched);
+        !job.state.is_done() && job.counts.reduces_done == job.reduces
+    }
+
+    /// Attempt `a` failed (counted): its task is pending again until it
+    /// has failed `max` times.
+    pub fn attempt_failed(
+        &mut self,
+        a: AttemptId,
+        rec: TaskRecord,
+        error: &str,
+        max: u32,
+    ) -> AfterFailure {
+        let job = self.jobs.get_mut(&a.task.job).expect("checked");
+        job.records.push(rec);
+        let task = &mut job.tasks[a.task.index as usize];
+        task.failures += 1;
+        task.status = TaskStatus::Pending;
+        if job.state.is_done() {
+            AfterFailure::Nothing
+        } else if task.failures >= max {
+            AfterFailure::FailJob(format!(
+                "task {} failed {} times; last error: {error}",
+                a.task, task.failures
+            ))
+        } else {
+            AfterFailure::Retry
+        }
+    }
+
+    /// Map `t` stalled on `worker`: its replica there is not used for it
+    /// again while another is live.
+    pub fn stalled_on(&mut self, t: TaskRef, worker: WorkerId) {
+        let task = &mut self.jobs.get_mut(&t.job).expect("listed above").tasks[t.index as usize];
+        if task.reduce.is_none() && !task.stalled_on.contains(&worker) {
+            task.stalled_on.push(worker);
+        }
+    }
+
+    /// Job `id` succeeded; its job completion time (ms) and its output file.
+    pub fn succeed(&mut self, id: JobId) -> (u64, Option<String>) {
+        let job = self.jobs.get_mut(&id).expect("job exists");
+        let end = job.records.iter().map(|r| r.end_ms).max().unwrap_or(0);
+        job.finished = Some(job.submitted + end);
+        job.state = JobState::Succeeded;
+        self.finished += 1;
+        (end, job.output.clone())
+    }
+
+    /// Job `id` fails with `error`; false if it had ended already (or is
+    /// unknown).
+    pub fn fail(&mut self, id: JobId, error: String) -> bool {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return false;
+        };
+        if job.state.is_done() {
+            return false;
+        }
+        job.state = JobState::Failed;
+        job.error = Some(error);
+        job.finished = Some(job.submitted);
+        self.finished += 1;
+        true
+    }
+
+    /// All of job `id`'s maps are done: its reduce tasks are created (sort:
+    /// split keys from the maps' samples first). Their task indices and the
+    /// output file.
+    pub fn create_reduces(&mut self, id: JobId) -> (Vec<u32>, String) {
+        let job = self.jobs.get_mut(&id).expect("job exists");
+        if job.spec.workload == Workload::Sort {
+            job.splits = workloads::sort::splits(std::mem::take(&mut job.samples), job.reduces);
+        }
+        let output = job
+            .output
+            .clone()
+            .expect("jobs with reduces name an output");
+        for r in 0..job.reduces {
+            let block = BlockId::for_file(&output, r).expect("validated output name");
+            job.tasks.push(Task::new(block, Some(r), 0));
+        }
+        ((job.maps..job.maps + job.reduces).collect(), output)
+    }
+
+    /// Map outputs of job `id` its reduces can no longer fetch: each map
+    /// whose current output is that one is pending again (its counters
+    /// taken back); outputs already replaced are ignored (a late report, or
+    /// a worker back from the dead). The maps to run again.
+    pub fn lose_outputs(&mut self, id: JobId, lost: impl IntoIterator<Item = LostRef>) -> Vec<u32> {
+        let Some(job) = self.jobs.get_mut(&id) else {
+            return Vec::new();
+        };
+        if job.state.is_done() {
+            return Vec::new();
+        }
+        let mut again = Vec::new();
+        for (m, worker, attempt) in lost {
+            let Some(slot) = job.map_out.get_mut(m as usize) else {
+                continue;
+            };
+            if let Some(out) = *slot {
+                if out.worker == worker && out.attempt == attempt {
+                    *slot = None;
+                    job.counts.map_lost(&out);
+                    job.tasks[m as usize].status = TaskStatus::Pending;
+                    again.push(m);
+                }
+            }
+        }
+        self.maps_rerun += again.len() as u64;
+        again
+    }
+
+    /// An earlier incarnation used job id `id`: ids go on after it.
+    pub fn seen(&mut self, id: JobId) {
+        self.next = self.next.max(id.0 + 1);
+    }
+
+    /// The report of an earlier incarnation's job (its id is seen).
+    pub fn archive(&mut self, report: JobReport) {
+        self.seen(report.job);
+        self.archived.insert(report.job, report);
+    }
+
+    /// How many jobs the journal gave back.
+    pub fn archived_count(&self) -> usize {
+        self.archived.len()
+    }
+}
+
+/// The report of a job that ended without running a task, failed with
+/// `error` (a job an earlier incarnation was running when it stopped).
+pub(super) fn unstarted_report(
+    job: JobId,
+    name: String,
+    scheduler: String,
+    submit_unix_ms: u64,
+    spec: &JobSubmit,
+    error: String,
+) -> JobReport {
+    JobReport {
+        job,
+        name,
+        workload: spec.workload,
+        input: spec.input.clone(),
+        group: spec.group().to_owned(),
+        scheduler,
+        state: JobState::Failed,
+        error: Some(error),
+        submit_unix_ms,
+        start_ms: None,
+        finish_ms: None,
+        jct_ms: None,
+        tasks: 0,
+        tasks_done: 0,
+        reduces: 0,
+        reduces_done: 0,
+        shuffle_bytes: 0,
+        output: None,
+        data_local: 0,
+        data_remote: 0,
+        bytes_local: 0,
+        bytes_remote: 0,
+        attempts: Vec::new(),
+        running: Vec::new(),
+        deadline_ms: spec.deadline_s.map(|d| (d * 1000.0) as u64),
+        deadline_met: spec.deadline_s.map(|_| false),
+        budget: spec.budget,
+        public_cost: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::wire::Locality;
+
+    fn w(i: u32) -> WorkerId {
+        WorkerId(i)
+    }
+
+    fn job(jobs: &mut Jobs, workload: Workload, maps: u32, reduces: u32) -> JobId {
+        jobs.add(NewJob {
+            name: "j".into(),
+            spec: JobSubmit::new(workload, "f"),
+            scheduler: "hadoop".into(),
+            submitted: 100,
+            submit_unix_ms: 1_000_000,
+            blocks: (0..maps)
+                .map(|i| (BlockId::for_file("f", i).unwrap(), 10))
+                .collect(),
+            reduces,
+            output: (reduces > 0).then(|| "f.out".to_owned()),
+        })
+    }
+
+    fn t(job: JobId, index: u32) -> TaskRef {
+        TaskRef { job, index }
+    }
+
+    fn rec(a: AttemptId, local: u64, remote: u64, end_ms: u64) -> TaskRecord {
+        TaskRecord {
+            task: a.task.index,
+            kind: common::wire::TaskKind::Map,
+            attempt: a.attempt,
+            worker: "w".into(),
+            slot: 0,
+            locality: Locality::DataLocal,
+            source: "w".into(),
+            block: BlockId::for_file("f", 0).unwrap(),
+            start_ms: 0,
+            end_ms,
+            input_bytes: local + remote,
+            local_bytes: local,
+            remote_bytes: remote,
+            ok: true,
+            error: None,
+        }
+    }
+
+    fn summary(out: u64) -> MapSummary {
+        MapSummary {
+            input_bytes: 10,
+            records: 1,
+            output_bytes: out,
+            sample: Vec::new(),
+        }
+    }
+
+    /// Starts map `i` of `id` on `worker` reading from `source` and lets it
+    /// succeed there.
+    fn run_map(jobs: &mut Jobs, id: JobId, i: u32, worker: u32, source: u32) -> AfterMap {
+        let attempt = jobs.start_map(t(id, i), w(worker), w(source), 5);
+        let a = AttemptId {
+            task: t(id, i),
+            attempt,
+        };
+        let ra = jobs.current(a, w(worker)).expect("just started");
+        let (local, remote) = if worker == source { (10, 0) } else { (0, 10) };
+        jobs.map_succeeded(
+            a,
+            w(worker),
+            ra,
+            rec(a, local, remote, 50 + u64::from(i)),
+            &summary(7),
+        )
+    }
+
+    #[test]
+    fn ids_go_on_after_the_journal_and_every_job_is_listed_in_order() {
+        let mut jobs = Jobs::default();
+        assert_eq!(jobs.next_id(), JobId(1));
+        let spec = JobSubmit::new(Workload::InputSink, "f");
+        let mut old = unstarted_report(
+            JobId(7),
+            "old".into(),
+            "hadoop".into(),
+            0,
+            &spec,
+            "x".into(),
+        );
+        old.state = JobState::Succeeded;
+        jobs.archive(old);
+        jobs.seen(JobId(3));
+        assert_eq!(jobs.next_id(), JobId(8));
+        let id = job(&mut jobs, Workload::InputSink, 2, 0);
+        assert_eq!(id, JobId(8));
+        assert_eq!(jobs.ids(), vec![JobId(7), JobId(8)]);
+        assert_eq!(jobs.state(JobId(7)), Some(JobState::Succeeded));
+        assert_eq!(jobs.state(id), Some(JobState::Pending));
+        assert_eq!(jobs.state(JobId(2)), None);
+        assert_eq!(jobs.archived_count(), 1);
+    }
+
+    #[test]
+    fn only_the_current_attempt_on_its_worker_counts() {
+        let mut jobs = Jobs::default();
+        let id = job(&mut jobs, Workload::InputSink, 1, 0);
+        let first = jobs.start_map(t(id, 0), w(1), w(1), 10);
+        assert_eq!(jobs.job(id).state, JobState::Running);
+        assert_eq!(jobs.job(id).first_launch, Some(10));
+        let a0 = AttemptId {
+            task: t(id, 0),
+            attempt: first,
+        };
+        assert!(jobs.current(a0, w(1)).is_some());
+        assert!(jobs.current(a0, w(2)).is_none(), "another worker");
+        assert!(jobs.pending_again(t(id, 0)));
+        assert!(jobs.running(a0).is_none(), "pending: no attempt runs");
+        let second = jobs.start_map(t(id, 0), w(2), w(1), 20);
+        assert_eq!(second, first + 1);
+        assert!(jobs.current(a0, w(1)).is_none(), "an earlier attempt");
+        let a1 = AttemptId {
+            task: t(id, 0),
+            attempt: second,
+        };
+        assert_eq!(
+            jobs.current(a1, w(2)).unwrap().locality(),
+            Locality::DataRemote
+        );
+        assert_eq!(
+            jobs.job(id).first_launch,
+            Some(10),
+            "the first launch stays"
+        );
+    }
+
+    #[test]
+    fn the_last_map_says_what_comes_next_and_counters_add_up() {
+        let mut jobs = Jobs::default();
+        let sink = job(&mut jobs, Workload::InputSink, 2, 0);
+        assert_eq!(run_map(&mut jobs, sink, 0, 0, 0), AfterMap::Wait);
+        assert_eq!(run_map(&mut jobs, sink, 1, 1, 0), AfterMap::JobDone);
+        let c = jobs.job(sink).counts;
+        assert_eq!((c.maps_done, c.data_local, c.data_remote), (2, 1, 1));
+        assert_eq!((c.bytes_local, c.bytes_remote), (10, 10));
+        assert_eq!(jobs.succeed(sink), (51, None));
+        assert_eq!(jobs.job(sink).finished, Some(151));
+        assert_eq!(jobs.finished(), 1);
+
+        let wc = job(&mut jobs, Workload::Wordcount, 2, 3);
+        run_map(&mut jobs, wc, 0, 0, 0);
+        assert_eq!(run_map(&mut jobs, wc, 1, 1, 1), AfterMap::CreateReduces);
+        let (indices, out) = jobs.create_reduces(wc);
+        assert_eq!((indices, out.as_str()), (vec![2, 3, 4], "f.out"));
+        assert_eq!(jobs.job(wc).reduce_tasks().len(), 3);
+        assert_eq!(
+            jobs.job(wc).output_on(),
+            BTreeMap::from([(w(0), 7), (w(1), 7)])
+        );
+        // A map's output lost: it runs again, counted again once, and the
+        // reduces (which exist) are released when it is back.
+        assert_eq!(jobs.lose_outputs(wc, [(1, w(1), 0)]), vec![1]);
+        assert_eq!(
+            jobs.lose_outputs(wc, [(1, w(1), 0)]),
+            Vec::<u32>::new(),
+            "already gone"
+        );
+        assert_eq!(jobs.maps_rerun(), 1);
+        assert_eq!(jobs.job(wc).counts.maps_done, 1);
+        assert_eq!(jobs.outputs_needed_on(w(0)), vec![(wc, vec![(0, w(0), 0)])]);
+        assert_eq!(run_map(&mut jobs, wc, 1, 0, 1), AfterMap::ReleaseReduces);
+        let c = jobs.job(wc).counts;
+        assert_eq!((c.maps_done, c.data_local, c.data_remote), (2, 1, 1));
+        assert!(jobs.outputs_needed_on(w(1)).is_empty(), "moved to w0");
+        // The reduces end the job.
+        for (k, r) in [2u32, 3, 4].into_iter().enumerate() {
+            let attempt = jobs.start_reduce(t(wc, r), w(k as u32), 30, vec![w(9)]);
+            assert_eq!(jobs.task(t(wc, r)).out_targets, vec![w(9)]);
+            let a = AttemptId {
+                task: t(wc, r),
+                attempt,
+            };
+            assert_eq!(jobs.reduce_succeeded(a, rec(a, 5, 2, 90), 7), r == 4);
+        }
+        assert_eq!(jobs.job(wc).counts.shuffle_bytes, 21);
+        assert!(jobs.needs_outputs(wc));
+        jobs.succeed(wc);
+        assert!(!jobs.needs_outputs(wc));
+        assert_eq!(
+            jobs.lose_outputs(wc, [(0, w(0), 0)]),
+            Vec::<u32>::new(),
+            "ended"
+        );
+    }
+
+    #[test]
+    fn failures_retry_until_the_limit_then_fail_the_job_once() {
+        let mut jobs = Jobs::default();
+        let id = job(&mut jobs, Workload::InputSink, 2, 0);
+        let start = |jobs: &mut Jobs, i: u32| AttemptId {
+            task: t(id, i),
+            attempt: jobs.start_map(t(id, i), w(0), w(0), 5),
+        };
+        let fail =
+            |jobs: &mut Jobs, a: AttemptId| jobs.attempt_failed(a, rec(a, 0, 0, 9), "boom", 2);
+        let a = start(&mut jobs, 0);
+        assert_eq!(fail(&mut jobs, a), AfterFailure::Retry);
+        let other = start(&mut jobs, 1);
+        let a = start(&mut jobs, 0);
+        let AfterFailure::FailJob(e) = fail(&mut jobs, a) else {
+            panic!("the second failure fails the job")
+        };
+        assert!(e.contains("failed 2 times") && e.contains("boom"), "{e}");
+        assert!(jobs.fail(id, e));
+        assert!(!jobs.fail(id, "again".into()), "only once");
+        assert_eq!(jobs.finished(), 1);
+        assert_eq!(jobs.job(id).state, JobState::Failed);
+        assert_eq!(jobs.job(id).records.len(), 2);
+        assert_eq!(
+            fail(&mut jobs, other),
+            AfterFailure::Nothing,
+            "the job has ended"
+        );
+        assert!(!jobs.pending_again(t(id, 1)));
+        assert!(!jobs.fail(JobId(99), "unknown".into()));
+    }
+
+    #[test]
+    fn stalled_attempts_are_found_once_and_their_worker_remembered() {
+        let mut jobs = Jobs::default();
+        let id = job(&mut jobs, Workload::InputSink, 2, 0);
+        let a: Vec<AttemptId> = (0..2)
+            .map(|i| AttemptId {
+                task: t(id, i),
+                attempt: jobs.start_map(t(id, i), w(i), w(i), 0),
+            })
+            .collect();
+        // Map 1 reports progress at 400; map 0 never does.
+        jobs.progress(
+            w(1),
+            &AttemptProgress {
+                attempt: a[1],
+                slot: 3,
+                units: 5,
+            },
+            400,
+        );
+        assert_eq!(jobs.current(a[1], w(1)).unwrap().slot, Some(3));
+        let out = [a[0], a[1], a[0]].into_iter();
+        let late = jobs.stalled(out, 800, 500);
+        assert_eq!(late.len(), 1, "listed twice, found once");
+        assert_eq!((late[0].0, late[0].1), (w(0), a[0]));
+        jobs.stalled_on(t(id, 0), w(0));
+        jobs.stalled_on(t(id, 0), w(0));
+        assert_eq!(jobs.task(t(id, 0)).stalled_on, vec![w(0)]);
+        // A report from another worker for the same attempt changes nothing.
+        jobs.progress(
+            w(5),
+            &AttemptProgress {
+                attempt: a[0],
+                slot: 1,
+                units: 9,
+            },
+            900,
+        );
+        assert_eq!(jobs.stalled([a[0]].into_iter(), 800, 500).len(), 1);
+    }
+
+    #[test]
+    fn a_file_in_use_is_named_with_its_job() {
+        let mut jobs = Jobs::default();
+        let id = job(&mut jobs, Workload::Wordcount, 1, 1);
+        assert_eq!(jobs.using("f"), Some((id, "its input")));
+        assert_eq!(jobs.using("f.out"), Some((id, "its output")));
+        assert!(jobs.writing("f.out") && !jobs.writing("f"));
+        jobs.fail(id, "x".into());
+        assert_eq!(jobs.using("f"), None, "an ended job uses nothing");
+    }
+}
