@@ -67,14 +67,14 @@ async fn nic_bench() {
     );
     for k in [1usize, 2, 4] {
         nic_round(k, size, cap, |i| {
-            let ctx = ws[0].ctx.clone();
+            let peers = ws[0].exec.peers.clone();
             let url = ws[1].url();
             async move {
                 let id = BlockId::for_file("nic", i as u32).unwrap();
                 let s = Instant::now();
                 worker::fetch::fetch_block(
-                    &ctx.http,
-                    &ctx.nic.rx,
+                    &peers.http,
+                    &peers.nic.rx,
                     TOKEN,
                     &url,
                     &id,
@@ -202,9 +202,9 @@ async fn local_sink_bench() {
         index: 0,
         file_blocks: 1,
     };
-    ws[0].ctx.store.put(target, &data).unwrap();
+    ws[0].store.put(target, &data).unwrap();
     drop(data);
-    let path = ws[0].ctx.store.data_path(&id);
+    let path = ws[0].store.data_path(&id);
     // Warm the page cache for both.
     let _ = std::process::Command::new("cat")
         .arg(&path)
@@ -240,7 +240,7 @@ async fn local_sink_bench() {
             },
         };
         let t = Instant::now();
-        let r = worker::exec::run(&ws[0].ctx, launch, 0, &Default::default()).await;
+        let r = worker::exec::run(&ws[0].exec, launch, 0, &Default::default()).await;
         assert!(
             matches!(r.outcome, common::wire::TaskOutcome::Succeeded { .. }),
             "{r:?}"
@@ -313,9 +313,9 @@ async fn dump_file(cl: &support::LocalCluster, name: &str, path: &std::path::Pat
     let f = cl.client.file(name).await.unwrap();
     let mut out = Vec::new();
     for (i, reps) in f.replicas.iter().enumerate() {
-        let w = cl.workers.iter().find(|w| w.ctx.name == reps[0]).unwrap();
+        let w = cl.workers.iter().find(|w| w.name == reps[0]).unwrap();
         let id = BlockId::for_file(name, i as u32).unwrap();
-        let target = w.ctx.store.data_path(&id);
+        let target = w.store.data_path(&id);
         out.extend_from_slice(&std::fs::read(target).unwrap());
     }
     std::fs::write(path, &out).unwrap();

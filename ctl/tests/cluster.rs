@@ -138,12 +138,8 @@ async fn a_new_job_starts_without_waiting_for_the_heartbeat_interval() {
 
 fn corrupt_only_replica<'a>(c: &'a Cluster, file: &str) -> &'a worker::WorkerHandle {
     let id = common::BlockId::for_file(file, 0).unwrap();
-    let holder = c
-        .workers
-        .iter()
-        .find(|w| w.ctx.store.get(&id).is_ok())
-        .unwrap();
-    let path = holder.ctx.store.data_path(&id);
+    let holder = c.workers.iter().find(|w| w.store.get(&id).is_ok()).unwrap();
+    let path = holder.store.data_path(&id);
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[1_500_000] ^= 1;
     std::fs::write(&path, bytes).unwrap();
@@ -171,10 +167,10 @@ async fn corrupted_chunk_is_detected_and_never_served() {
         .await;
     assert!(got.is_err() || got.unwrap().len() < 2_500_000);
     assert!(
-        holder.ctx.store.get(&id).is_err(),
+        holder.store.get(&id).is_err(),
         "the damaged replica is gone"
     );
-    assert!(!holder.ctx.store.data_path(&id).exists());
+    assert!(!holder.store.data_path(&id).exists());
     // Its block report drops it: the file is incomplete, and a job on it is
     // refused naming the block.
     let mut complete = true;
@@ -216,7 +212,7 @@ async fn corrupted_chunk_is_detected_and_never_served() {
     assert!(err.contains("bad2.b00000"), "{err}");
     let id2 = common::BlockId::for_file("bad2", 0).unwrap();
     assert!(
-        holder2.ctx.store.get(&id2).is_err(),
+        holder2.store.get(&id2).is_err(),
         "the damaged replica is gone"
     );
 }
@@ -329,7 +325,7 @@ async fn bad_requests_get_clear_errors() {
         "{e}"
     );
     // An upload whose digest does not match is rejected and leaves nothing.
-    let before = c.workers[0].ctx.store.list().len();
+    let before = c.workers[0].store.list().len();
     let r = http
         .put(format!("{w}/blocks/new.b00000"))
         .bearer_auth(TOKEN)
@@ -342,7 +338,7 @@ async fn bad_requests_get_clear_errors() {
         .await
         .unwrap();
     assert_eq!(r.status(), 422);
-    assert_eq!(c.workers[0].ctx.store.list().len(), before);
+    assert_eq!(c.workers[0].store.list().len(), before);
     let dir = c._dir.path().join("w0");
     assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0);
     assert!(!dir.join("blocks/new.b00000.blk").exists());
@@ -411,9 +407,9 @@ async fn uploads_may_send_their_digest_as_a_trailer() {
     let (status, got) = put("trailed", true, Some(digest.clone())).await;
     assert_eq!(status, 201, "{got}");
     let id = common::BlockId::for_file("trailed", 0).unwrap();
-    let back = std::fs::read(c.workers[0].ctx.store.data_path(&id)).unwrap();
+    let back = std::fs::read(c.workers[0].store.data_path(&id)).unwrap();
     assert!(back == data, "the block read back differs");
-    let sums = &c.workers[0].ctx.store.get(&id).unwrap().sums;
+    let sums = &c.workers[0].store.get(&id).unwrap().sums;
     assert_eq!(sums.block_digest_hex(), digest);
     // A wrong digest, a missing trailer, a digest that is not hex, and no
     // digest announced at all: each refused by name, nothing kept.
@@ -436,7 +432,6 @@ async fn uploads_may_send_their_digest_as_a_trailer() {
     assert_eq!(status, 400, "{got}");
     assert!(got.contains("missing header x-block-digest"), "{got}");
     let stored: Vec<String> = c.workers[0]
-        .ctx
         .store
         .list()
         .iter()
@@ -469,15 +464,21 @@ async fn concurrent_remote_reads_share_the_nic() {
         .await
         .unwrap();
     }
-    let rx = &c.workers[0].ctx.nic.rx;
+    let rx = &c.workers[0].nic.rx;
     let t0 = std::time::Instant::now();
     let fetch = |id: common::BlockId| {
         let w0 = &c.workers[0];
         let url = c.workers[1].url();
         async move {
-            worker::fetch::fetch_block(&w0.ctx.http, rx, TOKEN, &url, &id, 8_000_000, |_| async {
-                Ok(())
-            })
+            worker::fetch::fetch_block(
+                &w0.exec.peers.http,
+                rx,
+                TOKEN,
+                &url,
+                &id,
+                8_000_000,
+                |_| async { Ok(()) },
+            )
             .await
             .unwrap()
         }
@@ -509,7 +510,7 @@ async fn compute_pacing_and_background_load_shape_task_times() {
     .await;
     // Every slot of every worker is held by a background process now.
     for w in &c.workers {
-        let b = w.ctx.book.lock().unwrap();
+        let b = w.exec.slots.book();
         assert_eq!((b.background(), b.free_slots()), (2, 0));
     }
     let cl = Cluster {
@@ -538,7 +539,7 @@ async fn compute_pacing_and_background_load_shape_task_times() {
         assert!(r.submit_unix_ms + a.start_ms >= before + 1500, "{a:?}");
     }
     for w in &cl.workers {
-        assert_eq!(w.ctx.book.lock().unwrap().background(), 0);
+        assert_eq!(w.exec.slots.book().background(), 0);
     }
 }
 
@@ -614,7 +615,7 @@ async fn even_placement_task_compute_and_worker_timelines() {
     let workers: Vec<(String, String)> = c
         .workers
         .iter()
-        .map(|w| (w.ctx.name.clone(), w.url()))
+        .map(|w| (w.name.clone(), w.url()))
         .collect();
     let tl = ctl::experiment::timeline::fetch(&c.client, &workers, t0)
         .await
@@ -678,7 +679,7 @@ async fn a_workers_disk_paces_its_local_reads() {
     let w = &c.workers[0];
     let settle = 3 * common::wire::TIMELINE_SAMPLE_MS;
     tokio::time::sleep(std::time::Duration::from_millis(settle)).await;
-    let tl = ctl::experiment::timeline::fetch(&c.client, &[(w.ctx.name.clone(), w.url())], t0)
+    let tl = ctl::experiment::timeline::fetch(&c.client, &[(w.name.clone(), w.url())], t0)
         .await
         .unwrap();
     assert_eq!(tl[0].disk_bytes_per_sec, Some(disk));
@@ -933,7 +934,7 @@ async fn prometheus_metrics_follow_the_job() {
     let mut sent = 0.0;
     for w in &c.workers {
         let wm = scrape(&c.client, &w.url()).await;
-        let name = &w.ctx.name;
+        let name = &w.name;
         succeeded += wm
             .get(&format!(
                 "mrtb_worker_task_attempts_total{{worker=\"{name}\",outcome=\"succeeded\"}}"

@@ -56,6 +56,7 @@ const WORKER: &[&str] = &[
     "nic",
     "progress",
     "metrics",
+    "slots",
     "timeline",
     "fetch",
     "upload",
@@ -179,6 +180,54 @@ fn modules_only_use_the_layers_below_them() {
         bad.extend(violations(&ws.join(krate).join("src"), layers));
     }
     assert!(bad.is_empty(), "{bad:#?}");
+}
+
+/// Items of the crate root (not modules of `layers`) that a module of the
+/// crate at `src` names through `crate::`: (file, item).
+fn root_refs(src: &Path, layers: &[&str]) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut found = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(src).unwrap().to_string_lossy().into_owned();
+        if rel == "lib.rs" || rel.starts_with("bin") {
+            continue;
+        }
+        for r in crate_refs(&code(&f)) {
+            if !layers.contains(&r.as_str()) {
+                found.push(format!("{rel} uses crate::{r}"));
+            }
+        }
+    }
+    found
+}
+
+/// The worker's modules are handed what each needs (the store, the NIC,
+/// the slots, the executor, the shuffle service...), not one context
+/// defined at the crate root: none of them names a root item.
+#[test]
+fn the_workers_modules_take_handles_not_a_shared_context() {
+    let found = root_refs(&workspace().join("worker/src"), WORKER);
+    assert!(found.is_empty(), "{found:#?}");
+    // The check finds such a use.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("lib.rs"),
+        "pub struct WorkerCtx;
+",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("exec.rs"),
+        "use crate::WorkerCtx;
+use crate::store::BlockStore;
+",
+    )
+    .unwrap();
+    assert_eq!(
+        root_refs(dir.path(), &["store", "exec"]),
+        ["exec.rs uses crate::WorkerCtx"]
+    );
 }
 
 /// The module path of a source file under `src` (`state/mod.rs` ->

@@ -7,7 +7,8 @@
 //! Seeded: the same seed draws the same durations and arrival gaps in the
 //! same order, whatever the timing of the run.
 
-use crate::WorkerCtx;
+use crate::slots::Slots;
+use crate::timeline::Timeline;
 use common::config::BackgroundConfig;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -33,17 +34,25 @@ fn draw(rng: &mut ChaCha8Rng, cfg: &BackgroundConfig) -> Duration {
     Duration::from_secs_f64(s)
 }
 
-/// Runs the background load until aborted (aborting also ends every
-/// background process it started and frees their slots... by dropping them
-/// with the worker).
-pub async fn run(ctx: Arc<WorkerCtx>, cfg: BackgroundConfig, seed: u64) {
+/// What a background process touches: the slots it holds and the
+/// timeline that records it.
+#[derive(Clone)]
+pub struct Load {
+    pub slots: Arc<Slots>,
+    pub timeline: Arc<Timeline>,
+}
+
+/// Runs worker `name`'s background load until aborted (aborting also ends
+/// every background process it started and frees their slots... by
+/// dropping them with the worker).
+pub async fn run(load: Load, name: String, cfg: BackgroundConfig, seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut procs = tokio::task::JoinSet::new();
-    let initial = (cfg.initial * ctx.slots as f64).round() as u32;
+    let initial = (cfg.initial * load.slots.count() as f64).round() as u32;
     for _ in 0..initial {
-        procs.spawn(occupy(ctx.clone(), draw(&mut rng, &cfg)));
+        procs.spawn(occupy(load.clone(), draw(&mut rng, &cfg)));
     }
-    tracing::info!(worker = %ctx.name, initial, per_minute = cfg.per_minute, "background load started");
+    tracing::info!(worker = %name, initial, per_minute = cfg.per_minute, "background load started");
     if cfg.per_minute <= 0.0 {
         while procs.join_next().await.is_some() {}
         return;
@@ -55,35 +64,33 @@ pub async fn run(ctx: Arc<WorkerCtx>, cfg: BackgroundConfig, seed: u64) {
         let gap = Duration::from_secs_f64(-mean_gap * u.ln());
         let dur = draw(&mut rng, &cfg);
         tokio::time::sleep(gap).await;
-        procs.spawn(occupy(ctx.clone(), dur));
+        procs.spawn(occupy(load.clone(), dur));
         while procs.try_join_next().is_some() {}
     }
 }
 
 /// One background process: waits for a free slot, holds it for `dur`.
-async fn occupy(ctx: Arc<WorkerCtx>, dur: Duration) {
+async fn occupy(load: Load, dur: Duration) {
     let slot = loop {
-        if let Some(s) = ctx.book.lock().unwrap().start_background(dur) {
+        if let Some(s) = load.slots.book().start_background(dur) {
             break s;
         }
         tokio::time::sleep(SLOT_POLL).await;
     };
-    ctx.timeline.background_started(slot, common::unix_ms());
-    ctx.slot_freed();
+    load.timeline.background_started(slot, common::unix_ms());
+    load.slots.slot_freed();
     // Released on drop, so an aborted worker's processes free their slots too.
-    let _guard = Release(ctx.clone(), slot);
+    let _guard = Release(load, slot);
     tokio::time::sleep(dur).await;
 }
 
-struct Release(Arc<WorkerCtx>, u32);
+struct Release(Load, u32);
 
 impl Drop for Release {
     fn drop(&mut self) {
-        if let Ok(mut b) = self.0.book.lock() {
-            b.end_background(self.1);
-        }
+        self.0.slots.book().end_background(self.1);
         self.0.timeline.background_ended(self.1, common::unix_ms());
-        self.0.slot_freed();
+        self.0.slots.slot_freed();
     }
 }
 

@@ -1,17 +1,19 @@
-//! Task slots and task execution. `TaskBook` is the single place that knows
-//! which slots are busy, which attempts run and which results wait to be
-//! reported; one lock guards all three so a heartbeat never sees an attempt
-//! that is neither running nor finished.
+//! Task execution: a launch takes a free slot (`slots`) and runs there,
+//! a map here (its block read into the map function: locally through the
+//! emulated disk, or from a peer through the receive link), a reduce in
+//! `reduce`. The `Executor` holds what an attempt uses: the slots, the
+//! store, the map outputs, the disk and the way to the peers.
 
-use crate::fetch::fetch_block_from;
+use crate::fetch::{fetch_block_from, Peers};
+use crate::nic::Link;
 use crate::progress::Progress;
-use crate::WorkerCtx;
+use crate::replicas::Replicas;
+use crate::shuffle::MapOutputs;
+use crate::slots::Slots;
+use crate::store::BlockStore;
 use bytes::Bytes;
-use common::wire::{
-    AttemptProgress, Launch, LaunchTask, ReplicaAddr, ReplicaSource, TaskOutcome, TaskResult,
-};
+use common::wire::{Launch, LaunchTask, ReplicaAddr, ReplicaSource, TaskOutcome, TaskResult};
 use common::{unix_ms, AttemptId};
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use workloads::MapSummary;
@@ -29,168 +31,45 @@ async fn sleep_making_progress(until: tokio::time::Instant, progress: &Progress)
     }
 }
 
-struct RunningTask {
-    slot: u32,
-    progress: Progress,
-    /// Stops the attempt's runner (set just after it is spawned).
-    abort: Option<tokio::task::AbortHandle>,
+/// What a task attempt uses.
+pub struct Executor {
+    /// This worker's address as the master names it (a reduce reads the
+    /// map outputs kept here in place).
+    pub advertise: String,
+    pub slots: Arc<Slots>,
+    pub store: Arc<BlockStore>,
+    /// The store as readers guard it: damaged replicas dropped and counted.
+    pub replicas: Arc<Replicas>,
+    /// Map output for the reduces: in memory up to its budget, on disk
+    /// beyond it.
+    pub shuffle: Arc<MapOutputs>,
+    /// The emulated disk (unlimited when off).
+    pub disk: Arc<Link>,
+    pub peers: Arc<Peers>,
+    /// Compute pacing per slot, bytes/s.
+    pub slot_rate_bytes: Option<f64>,
 }
 
-pub struct TaskBook {
-    busy: Vec<bool>,
-    /// Per busy slot: since when, and for how long if known (background).
-    since: Vec<Option<(std::time::Instant, Option<Duration>)>>,
-    /// Slots held by background processes (see `background`).
-    background: u32,
-    running: HashMap<AttemptId, RunningTask>,
-    finished: Vec<TaskResult>,
-}
-
-impl TaskBook {
-    pub fn new(slots: u32) -> Self {
-        TaskBook {
-            busy: vec![false; slots as usize],
-            since: vec![None; slots as usize],
-            background: 0,
-            running: HashMap::new(),
-            finished: Vec::new(),
-        }
-    }
-
-    pub fn free_slots(&self) -> u32 {
-        self.busy.iter().filter(|b| !**b).count() as u32
-    }
-
-    pub fn running(&self) -> Vec<AttemptId> {
-        let mut v: Vec<_> = self.running.keys().copied().collect();
-        v.sort();
-        v
-    }
-
-    /// Takes the finished results for a heartbeat; `restore` puts them back
-    /// if the heartbeat did not get through.
-    pub fn take_finished(&mut self) -> Vec<TaskResult> {
-        std::mem::take(&mut self.finished)
-    }
-
-    pub fn restore(&mut self, mut results: Vec<TaskResult>) {
-        results.append(&mut self.finished);
-        self.finished = results;
-    }
-
-    /// Slots held by background processes now.
-    pub fn background(&self) -> u32 {
-        self.background
-    }
-
-    /// Takes a free slot for a background process that holds it for `dur`.
-    pub fn start_background(&mut self, dur: Duration) -> Option<u32> {
-        let slot = self.busy.iter().position(|b| !*b)?;
-        self.busy[slot] = true;
-        self.since[slot] = Some((std::time::Instant::now(), Some(dur)));
-        self.background += 1;
-        Some(slot as u32)
-    }
-
-    pub fn end_background(&mut self, slot: u32) {
-        if let Some(b) = self.busy.get_mut(slot as usize) {
-            if *b {
-                *b = false;
-                self.since[slot as usize] = None;
-                self.background = self.background.saturating_sub(1);
-            }
-        }
-    }
-
-    /// Every busy slot's age and known remaining time, for the heartbeat.
-    pub fn busy_report(&self) -> Vec<common::wire::SlotBusy> {
-        let now = std::time::Instant::now();
-        self.since
-            .iter()
-            .flatten()
-            .map(|(t0, dur)| {
-                let elapsed = now.saturating_duration_since(*t0);
-                common::wire::SlotBusy {
-                    elapsed_ms: elapsed.as_millis() as u64,
-                    remaining_ms: dur.map(|d| d.saturating_sub(elapsed).as_millis() as u64),
-                }
-            })
-            .collect()
-    }
-
-    /// Every running attempt's progress count, for the heartbeat.
-    pub fn progress_report(&self) -> Vec<AttemptProgress> {
-        let mut v: Vec<AttemptProgress> = self
-            .running
-            .iter()
-            .map(|(a, r)| AttemptProgress {
-                attempt: *a,
-                units: r.progress.get(),
-                slot: r.slot,
-            })
-            .collect();
-        v.sort_by_key(|p| p.attempt);
-        v
-    }
-
-    fn start(&mut self, attempt: AttemptId) -> Option<(u32, Progress)> {
-        if self.running.contains_key(&attempt) {
-            return None;
-        }
-        let slot = self.busy.iter().position(|b| !*b)? as u32;
-        self.busy[slot as usize] = true;
-        self.since[slot as usize] = Some((std::time::Instant::now(), None));
-        let progress = Progress::default();
-        self.running.insert(
-            attempt,
-            RunningTask {
-                slot,
-                progress: progress.clone(),
-                abort: None,
-            },
-        );
-        Some((slot, progress))
-    }
-
-    fn free(&mut self, attempt: &AttemptId) -> Option<RunningTask> {
-        let r = self.running.remove(attempt)?;
-        self.busy[r.slot as usize] = false;
-        self.since[r.slot as usize] = None;
-        Some(r)
-    }
-
-    fn finish(&mut self, result: TaskResult) {
-        // A killed attempt's runner may still finish: nobody waits for it.
-        if self.free(&result.attempt).is_some() {
-            self.finished.push(result);
-        }
-    }
-
-    /// Stops attempt `a` (the master no longer waits for it) and frees its
-    /// slot; no result is reported. A thread blocked inside the kernel (a
-    /// hung disk read) cannot be interrupted: it ends when its call returns,
-    /// and its output is discarded. False if `a` was not running.
-    pub fn kill(&mut self, a: &AttemptId) -> bool {
-        match self.free(a) {
-            Some(r) => {
-                if let Some(h) = r.abort {
-                    h.abort();
-                }
-                true
-            }
-            None => false,
+impl Executor {
+    fn reduce_io(&self) -> crate::reduce::ReduceIo<'_> {
+        crate::reduce::ReduceIo {
+            advertise: &self.advertise,
+            store: &self.store,
+            shuffle: &self.shuffle,
+            disk: &self.disk,
+            peers: &self.peers,
         }
     }
 }
 
 /// Starts `launch` in a free slot, or reports it rejected.
-pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
-    let started = ctx.book.lock().unwrap().start(launch.attempt);
+pub fn launch(ex: &Arc<Executor>, launch: Launch) {
+    let started = ex.slots.book().start(launch.attempt);
     let Some((slot, progress)) = started else {
         let now = unix_ms();
         tracing::warn!(attempt = %launch.attempt, "no free slot; rejecting launch");
-        ctx.outcomes.count(crate::metrics::Outcome::Rejected);
-        ctx.book.lock().unwrap().finished.push(TaskResult {
+        ex.slots.ended(crate::metrics::Outcome::Rejected);
+        ex.slots.book().reject(TaskResult {
             attempt: launch.attempt,
             slot: 0,
             outcome: TaskOutcome::Rejected {
@@ -201,15 +80,15 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
             local_bytes: 0,
             remote_bytes: 0,
         });
-        ctx.slot_freed();
+        ex.slots.slot_freed();
         return;
     };
     tracing::debug!(attempt = %launch.attempt, slot, block = %launch.task.block(), "task started");
     let attempt = launch.attempt;
-    let runner_ctx = ctx.clone();
+    let runner_ex = ex.clone();
     let runner = tokio::spawn(async move {
-        let ctx = runner_ctx;
-        let result = run(&ctx, launch, slot, &progress).await;
+        let ex = runner_ex;
+        let result = run(&ex, launch, slot, &progress).await;
         match &result.outcome {
             TaskOutcome::Failed { error } => {
                 tracing::warn!(attempt = %result.attempt, %error, "task failed")
@@ -220,27 +99,25 @@ pub fn launch(ctx: &Arc<WorkerCtx>, launch: Launch) {
             _ => tracing::debug!(attempt = %result.attempt, "task finished"),
         }
         use crate::metrics::Outcome;
-        ctx.outcomes.count(match &result.outcome {
+        ex.slots.ended(match &result.outcome {
             TaskOutcome::Succeeded { .. } | TaskOutcome::Reduced { .. } => Outcome::Succeeded,
             TaskOutcome::Failed { .. } => Outcome::Failed,
             TaskOutcome::FetchFailed { .. } => Outcome::FetchFailed,
             TaskOutcome::NoSpace { .. } => Outcome::NoSpace,
             TaskOutcome::Rejected { .. } => Outcome::Rejected,
         });
-        ctx.book.lock().unwrap().finish(result);
-        ctx.slot_freed();
+        ex.slots.book().finish(result);
+        ex.slots.slot_freed();
     });
-    if let Some(r) = ctx.book.lock().unwrap().running.get_mut(&attempt) {
-        r.abort = Some(runner.abort_handle());
-    }
+    ex.slots.book().set_abort(&attempt, runner.abort_handle());
 }
 
 /// Stops an attempt the master gave up on (see `TaskBook::kill`).
-pub fn kill(ctx: &WorkerCtx, a: &AttemptId) {
-    if ctx.book.lock().unwrap().kill(a) {
-        ctx.outcomes.count(crate::metrics::Outcome::Killed);
+pub fn kill(ex: &Executor, a: &AttemptId) {
+    if ex.slots.book().kill(a) {
+        ex.slots.ended(crate::metrics::Outcome::Killed);
         tracing::warn!(attempt = %a, "attempt killed at the master's request");
-        ctx.slot_freed();
+        ex.slots.slot_freed();
     }
 }
 
@@ -250,12 +127,7 @@ pub fn kill(ctx: &WorkerCtx, a: &AttemptId) {
 /// With compute pacing (`slot_rate_bytes`), a successful task lasts at least
 /// input bytes / rate: emulation of slower cores, documented as such. A map
 /// with `compute_ms` then computes (sleeps) that long on top.
-pub async fn run(
-    ctx: &Arc<WorkerCtx>,
-    launch: Launch,
-    slot: u32,
-    progress: &Progress,
-) -> TaskResult {
+pub async fn run(ex: &Arc<Executor>, launch: Launch, slot: u32, progress: &Progress) -> TaskResult {
     let started = unix_ms();
     let t0 = tokio::time::Instant::now();
     let (local_bytes, remote_bytes, outcome) = match &launch.task {
@@ -273,15 +145,20 @@ pub async fn run(
                 source,
                 alternates,
             };
-            match read_and_map(ctx, &launch, read, *reduces, progress).await {
+            match read_and_map(ex, &launch, read, *reduces, progress).await {
                 Ok((local, remote, summary)) => (local, remote, TaskOutcome::Succeeded { summary }),
                 Err((local, remote, outcome)) => (local, remote, outcome),
             }
         }
         LaunchTask::Reduce(r) => {
-            match crate::reduce::run_reduce(ctx, launch.attempt, launch.workload, r, progress).await
+            let io = ex.reduce_io();
+            match crate::reduce::run_reduce(&io, launch.attempt, launch.workload, r, progress).await
             {
-                Ok((summary, local, remote)) => (local, remote, TaskOutcome::Reduced { summary }),
+                Ok((summary, local, remote)) => {
+                    // Its output block is stored here: report it now.
+                    ex.slots.wake_heartbeat();
+                    (local, remote, TaskOutcome::Reduced { summary })
+                }
                 Err((local, remote, crate::reduce::ReduceError::Failed(error))) => {
                     (local, remote, TaskOutcome::Failed { error })
                 }
@@ -299,7 +176,7 @@ pub async fn run(
         TaskOutcome::Succeeded { .. } | TaskOutcome::Reduced { .. } => local_bytes + remote_bytes,
         _ => 0,
     };
-    if let (Some(rate), true) = (ctx.slot_rate_bytes, input > 0) {
+    if let (Some(rate), true) = (ex.slot_rate_bytes, input > 0) {
         let floor = std::time::Duration::from_secs_f64(input as f64 / rate);
         sleep_making_progress(t0 + floor, progress).await;
     }
@@ -339,21 +216,21 @@ struct MapRead<'a> {
 /// (`spawn_mapper`) while its block is read into it (`read_block`), then
 /// the read is checked against the block's length (`map_outcome`).
 async fn read_and_map(
-    ctx: &Arc<WorkerCtx>,
+    ex: &Arc<Executor>,
     launch: &Launch,
     read: MapRead<'_>,
     reduces: u32,
     progress: &Progress,
 ) -> ReadResult {
-    let (tx, mapper) = spawn_mapper(ctx, launch, read.len, reduces, progress);
-    let (local, remote, problems) = read_block(ctx, &read, tx, progress).await;
+    let (tx, mapper) = spawn_mapper(ex, launch, read.len, reduces, progress);
+    let (local, remote, problems) = read_block(ex, &read, tx, progress).await;
     map_outcome(&read, local, remote, problems, mapper.await)
 }
 
 /// The map function, off the runtime: it consumes the pieces sent to it,
 /// then writes its output for the reduces.
 fn spawn_mapper(
-    ctx: &Arc<WorkerCtx>,
+    ex: &Arc<Executor>,
     launch: &Launch,
     len: u64,
     reduces: u32,
@@ -364,7 +241,7 @@ fn spawn_mapper(
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
     let workload = launch.workload;
-    let outputs = ctx.shuffle.clone();
+    let outputs = ex.shuffle.clone();
     let attempt = launch.attempt;
     let mapped = progress.clone();
     let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, TaskOutcome> {
@@ -397,7 +274,7 @@ fn spawn_mapper(
 /// the attempt, and each source continues where the last one stopped.
 /// Returns the bytes read locally and remotely and what went wrong.
 async fn read_block(
-    ctx: &Arc<WorkerCtx>,
+    ex: &Arc<Executor>,
     read: &MapRead<'_>,
     tx: tokio::sync::mpsc::Sender<Bytes>,
     progress: &Progress,
@@ -415,7 +292,7 @@ async fn read_block(
             break;
         }
         match src {
-            None => match read_local_replica(ctx, read.block, from, &tx, progress).await {
+            None => match read_local_replica(ex, read.block, from, &tx, progress).await {
                 Ok(n) => local += n,
                 Err((n, e)) => {
                     local += n;
@@ -423,7 +300,7 @@ async fn read_block(
                 }
             },
             Some(addr) => {
-                let (n, problem) = read_remote_replica(ctx, addr, read, from, &tx, progress).await;
+                let (n, problem) = read_remote_replica(ex, addr, read, from, &tx, progress).await;
                 remote += n;
                 problems.extend(problem);
             }
@@ -439,23 +316,23 @@ async fn read_block(
 /// (emulated) disk; a damaged replica is dropped. The bytes sent, or those
 /// and why it stopped.
 async fn read_local_replica(
-    ctx: &Arc<WorkerCtx>,
+    ex: &Arc<Executor>,
     block: &common::BlockId,
     from: u64,
     tx: &tokio::sync::mpsc::Sender<Bytes>,
     progress: &Progress,
 ) -> Result<u64, (u64, String)> {
-    let ctx = ctx.clone();
+    let ex = ex.clone();
     let block = block.clone();
     let tx = tx.clone();
     let read = progress.clone();
     let rt = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || -> Result<u64, (u64, String)> {
         let damaged = |e: crate::store::StoreError| {
-            ctx.replicas.drop_if_damaged(&e);
+            ex.replicas.drop_if_damaged(&e);
             e.to_string()
         };
-        let mut reader = ctx.store.reader(&block).map_err(|e| (0, damaged(e)))?;
+        let mut reader = ex.store.reader(&block).map_err(|e| (0, damaged(e)))?;
         let cb = reader.chunk_bytes().max(1);
         let mut n = 0u64;
         for i in (from / cb) as usize..reader.chunk_count() {
@@ -463,7 +340,7 @@ async fn read_local_replica(
             let skip = (from.saturating_sub(i as u64 * cb) as usize).min(chunk.len());
             let piece = chunk.slice(skip..);
             // The read takes its share of the (emulated) disk.
-            rt.block_on(ctx.disk.acquire_all(piece.len() as u64));
+            rt.block_on(ex.disk.acquire_all(piece.len() as u64));
             n += piece.len() as u64;
             read.add(piece.len() as u64);
             if tx.blocking_send(piece).is_err() {
@@ -479,7 +356,7 @@ async fn read_local_replica(
 /// The replica at `addr` from byte `from` on, through this worker's
 /// receive link. The bytes sent, and why it stopped short if it did.
 async fn read_remote_replica(
-    ctx: &Arc<WorkerCtx>,
+    ex: &Arc<Executor>,
     addr: &str,
     read: &MapRead<'_>,
     from: u64,
@@ -488,9 +365,9 @@ async fn read_remote_replica(
 ) -> (u64, Option<String>) {
     let mut got = 0u64;
     let res = fetch_block_from(
-        &ctx.http,
-        &ctx.nic.rx,
-        &ctx.token,
+        &ex.peers.http,
+        &ex.peers.nic.rx,
+        &ex.peers.token,
         addr,
         read.block,
         read.len,

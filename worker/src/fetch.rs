@@ -11,12 +11,40 @@ use reqwest::header::AUTHORIZATION;
 
 /// What a transfer with a peer needs: the HTTP client, the cluster token,
 /// and the link of this worker's NIC it is paced by (receive for a fetch,
-/// transmit for an upload). `WorkerCtx::downlink` and `uplink` make one.
+/// transmit for an upload). `Peers::downlink` and `uplink` make one.
 #[derive(Clone, Copy)]
 pub struct PeerLink<'a> {
     pub http: &'a reqwest::Client,
     pub token: &'a str,
     pub link: &'a Link,
+}
+
+/// This worker's way to its peers and the master: one HTTP client, the
+/// cluster token and the NIC every transfer is paced by.
+pub struct Peers {
+    pub http: reqwest::Client,
+    pub token: String,
+    pub nic: std::sync::Arc<crate::nic::Nic>,
+}
+
+impl Peers {
+    /// Transfers from peers, paced by this worker's receive link.
+    pub fn downlink(&self) -> PeerLink<'_> {
+        PeerLink {
+            http: &self.http,
+            token: &self.token,
+            link: &self.nic.rx,
+        }
+    }
+
+    /// Transfers to peers, paced by this worker's transmit link.
+    pub fn uplink(&self) -> PeerLink<'_> {
+        PeerLink {
+            http: &self.http,
+            token: &self.token,
+            link: &self.nic.tx,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -22,8 +22,12 @@
 //! | POST | /v1/heartbeat-now | | 204: heartbeats at once (with out-of-band heartbeats) |
 //! | GET | /v1/openapi.json | | this API's OpenAPI description (no token) |
 
-use crate::store::{BlockReader, BlockTarget, Caching, StoreError};
-use crate::WorkerCtx;
+use crate::nic::{Link, Nic};
+use crate::replicas::Replicas;
+use crate::shuffle::{MapOutputs, ShuffleService};
+use crate::slots::Slots;
+use crate::store::{BlockReader, BlockStore, BlockTarget, Caching, StoreError};
+use crate::timeline::Timeline;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -55,8 +59,32 @@ use utoipa_axum::routes;
 )]
 struct ApiDoc;
 
+/// What the server's routes read and change: the store (and its guard),
+/// the links every transfer is paced by, the slots (status, metrics, the
+/// heartbeat's wake-up), the map outputs it serves and the timeline.
+pub struct Served {
+    pub name: String,
+    pub store: Arc<BlockStore>,
+    pub replicas: Arc<Replicas>,
+    pub nic: Arc<Nic>,
+    pub disk: Arc<Link>,
+    pub slots: Arc<Slots>,
+    pub shuffle: Arc<MapOutputs>,
+    pub timeline: Arc<Timeline>,
+}
+
+impl axum::extract::FromRef<Arc<Served>> for ShuffleService {
+    fn from_ref(s: &Arc<Served>) -> Self {
+        ShuffleService {
+            outputs: s.shuffle.clone(),
+            disk: s.disk.clone(),
+            nic: s.nic.clone(),
+        }
+    }
+}
+
 /// The worker's routes and their OpenAPI description, one list.
-pub fn api(token: &str) -> (Router<Arc<WorkerCtx>>, utoipa::openapi::OpenApi) {
+pub fn api(token: &str) -> (Router<Arc<Served>>, utoipa::openapi::OpenApi) {
     let token = Token(token.into());
     let (api, doc) = OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
         .routes(routes!(list_blocks))
@@ -74,9 +102,9 @@ pub fn api(token: &str) -> (Router<Arc<WorkerCtx>>, utoipa::openapi::OpenApi) {
     (api, doc)
 }
 
-pub fn router(ctx: Arc<WorkerCtx>) -> Router {
-    let token = ctx.token.clone();
-    api(&token).0.with_state(ctx)
+/// The server's routes over `served`, guarded by the cluster `token`.
+pub fn router(served: Arc<Served>, token: &str) -> Router {
+    api(token).0.with_state(served)
 }
 
 /// The worker's OpenAPI description as JSON (built once; no token).
@@ -130,7 +158,7 @@ async fn empty_id() -> ApiError {
 #[utoipa::path(get, path = "/blocks", tag = "blocks",
     responses((status = 200, body = [BlockInfo]), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Every block stored here.
-async fn list_blocks(State(ctx): State<Arc<WorkerCtx>>) -> Json<Vec<BlockInfo>> {
+async fn list_blocks(State(ctx): State<Arc<Served>>) -> Json<Vec<BlockInfo>> {
     Json(ctx.store.list())
 }
 
@@ -179,7 +207,7 @@ struct Download {
     start: u64,
     end: u64,
     pending: Bytes,
-    ctx: Arc<WorkerCtx>,
+    ctx: Arc<Served>,
 }
 
 impl Download {
@@ -213,7 +241,7 @@ impl Download {
         (status = 416, description = "range outside the block", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// A stored block (or a range of it), paced by the NIC's transmit link.
 async fn get_block(
-    State(ctx): State<Arc<WorkerCtx>>,
+    State(ctx): State<Arc<Served>>,
     Path(raw): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -328,7 +356,7 @@ fn parse_header<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Result<T, Ap
         (status = 422, description = "the data does not hash to x-block-digest", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Stores a block (a replica upload), paced by the receive link.
 async fn put_block(
-    State(ctx): State<Arc<WorkerCtx>>,
+    State(ctx): State<Arc<Served>>,
     Path(raw): Path<String>,
     headers: HeaderMap,
     body: Body,
@@ -454,7 +482,7 @@ async fn put_block(
             tracing::warn!(block = %id, error = %e, "upload rejected");
             store_error(e)
         })?;
-    ctx.wake_heartbeat();
+    ctx.slots.wake_heartbeat();
     Ok((StatusCode::CREATED, Json(info)))
 }
 
@@ -464,12 +492,12 @@ async fn put_block(
         (status = 404, description = "not stored here", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Deletes a stored replica.
 async fn delete_block(
-    State(ctx): State<Arc<WorkerCtx>>,
+    State(ctx): State<Arc<Served>>,
     Path(raw): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = block_id(raw)?;
     ctx.store.delete(&id).map_err(store_error)?;
-    ctx.wake_heartbeat();
+    ctx.slots.wake_heartbeat();
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -498,19 +526,19 @@ pub struct WorkerStatus {
 /// The master has work this worker may take (a job arrived): heartbeat now
 /// rather than at the next interval, as after a task ends. A worker with
 /// out-of-band heartbeats off keeps its cadence.
-async fn heartbeat_now(State(ctx): State<Arc<WorkerCtx>>) -> StatusCode {
-    ctx.slot_freed();
+async fn heartbeat_now(State(ctx): State<Arc<Served>>) -> StatusCode {
+    ctx.slots.slot_freed();
     StatusCode::NO_CONTENT
 }
 
 #[utoipa::path(get, path = "/status", tag = "worker",
     responses((status = 200, body = WorkerStatus), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Slots, blocks, NIC counters and the block scanner's findings.
-async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
+async fn status(State(ctx): State<Arc<Served>>) -> Json<WorkerStatus> {
     Json(WorkerStatus {
         name: ctx.name.clone(),
-        slots: ctx.slots,
-        free_slots: ctx.book.lock().unwrap().free_slots(),
+        slots: ctx.slots.count(),
+        free_slots: ctx.slots.book().free_slots(),
         blocks: ctx.store.list().len(),
         nic_bytes_per_sec: ctx.nic.tx.rate(),
         nic_tx_bytes: ctx.nic.tx.bytes(),
@@ -524,8 +552,24 @@ async fn status(State(ctx): State<Arc<WorkerCtx>>) -> Json<WorkerStatus> {
 #[utoipa::path(get, path = "/metrics", tag = "worker",
     responses((status = 200, description = "Prometheus metrics", content_type = "application/openmetrics-text", body = String), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Prometheus metrics (OpenMetrics text).
-async fn metrics(State(ctx): State<Arc<WorkerCtx>>) -> Response {
-    let body = crate::metrics::encode(&ctx);
+async fn metrics(State(ctx): State<Arc<Served>>) -> Response {
+    let (free_slots, background_slots) = {
+        let book = ctx.slots.book();
+        (book.free_slots(), book.background())
+    };
+    let body = crate::metrics::encode(&crate::metrics::Snapshot {
+        name: &ctx.name,
+        nic: &ctx.nic,
+        nic_rates: ctx.timeline.current_rates(),
+        disk_bytes: ctx.disk.bytes(),
+        slots: ctx.slots.count(),
+        free_slots,
+        background_slots,
+        blocks: ctx.store.list().len(),
+        shuffle_kept: ctx.shuffle.kept_bytes(),
+        replicas: &ctx.replicas,
+        outcomes: ctx.slots.outcomes(),
+    });
     Response::builder()
         .header(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)
         .body(Body::from(body))
@@ -545,11 +589,15 @@ struct TimelineQuery {
         (status = 400, description = "a bad query", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// NIC samples and background runs, for per-run timelines.
 async fn timeline(
-    State(ctx): State<Arc<WorkerCtx>>,
+    State(ctx): State<Arc<Served>>,
     q: Result<axum::extract::Query<TimelineQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<common::wire::WorkerTimeline>, ApiError> {
     let q = q.map_err(|e| ApiError::bad_request(format!("GET /timeline: {e}")))?;
     Ok(Json(ctx.timeline.since(
-        &ctx.name, ctx.slots, &ctx.nic, &ctx.disk, q.since_ms,
+        &ctx.name,
+        ctx.slots.count(),
+        &ctx.nic,
+        &ctx.disk,
+        q.since_ms,
     )))
 }

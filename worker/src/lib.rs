@@ -16,6 +16,7 @@ pub mod replicas;
 pub mod replicate;
 pub mod scrub;
 pub mod shuffle;
+pub mod slots;
 pub mod store;
 pub mod timeline;
 pub mod upload;
@@ -23,7 +24,7 @@ pub mod upload;
 use common::config::ClusterConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::sync::Notify;
 
 /// How long a worker waits to connect to a peer or the master.
@@ -154,88 +155,16 @@ impl WorkerOptions {
     }
 }
 
-/// State shared by the worker's server, task runners and heartbeat loop.
-pub struct WorkerCtx {
-    pub name: String,
-    pub advertise: String,
-    pub slots: u32,
-    pub token: String,
-    pub master_url: String,
-    pub heartbeat_ms: u64,
-    pub out_of_band_heartbeat: bool,
-    pub slot_rate_bytes: Option<f64>,
-    /// See `WorkerOptions::min_free_bytes`.
-    pub min_free_bytes: u64,
-    pub data_dir: std::path::PathBuf,
-    pub store: Arc<store::BlockStore>,
-    /// Map output for the reduces (see `shuffle`): kept in memory up to
-    /// its budget, on disk beyond it.
-    pub shuffle: Arc<shuffle::MapOutputs>,
-    pub nic: Arc<nic::Nic>,
-    /// The emulated disk (unlimited when off): one link that local map
-    /// reads, blocks and map output served, and blocks written all share.
-    pub disk: Arc<nic::Link>,
-    pub book: Mutex<exec::TaskBook>,
-    pub http: reqwest::Client,
-    /// Wakes the heartbeat loop early.
-    pub heartbeat_now: Arc<Notify>,
-    /// The store as readers guard it: damaged replicas dropped and counted.
-    pub replicas: Arc<replicas::Replicas>,
-    /// Task attempts ended here, by outcome (`GET /metrics`).
-    pub outcomes: metrics::Outcomes,
-    /// NIC samples and background runs for per-run timelines.
-    pub timeline: Arc<timeline::Timeline>,
-}
-
-impl WorkerCtx {
-    /// Bytes an unprivileged writer may still use on the data directory's
-    /// file system (statvfs), if it can be asked.
-    pub fn disk_free(&self) -> Option<u64> {
-        let s = nix::sys::statvfs::statvfs(&self.data_dir).ok()?;
-        // fsblkcnt_t and c_ulong are u64 here but narrower on some targets.
-        #[allow(clippy::useless_conversion)]
-        let (blocks, size) = (
-            u64::from(s.blocks_available()),
-            u64::from(s.fragment_size()),
-        );
-        Some(blocks.saturating_mul(size))
-    }
-
-    /// Transfers from peers, paced by this worker's receive link.
-    pub fn downlink(&self) -> fetch::PeerLink<'_> {
-        fetch::PeerLink {
-            http: &self.http,
-            token: &self.token,
-            link: &self.nic.rx,
-        }
-    }
-
-    /// Transfers to peers, paced by this worker's transmit link.
-    pub fn uplink(&self) -> fetch::PeerLink<'_> {
-        fetch::PeerLink {
-            http: &self.http,
-            token: &self.token,
-            link: &self.nic.tx,
-        }
-    }
-
-    pub fn wake_heartbeat(&self) {
-        self.heartbeat_now.notify_one();
-    }
-
-    /// A slot became free (a task or background process ended, a launch was
-    /// rejected): heartbeat at once if out-of-band heartbeats are on.
-    pub fn slot_freed(&self) {
-        if self.out_of_band_heartbeat {
-            self.wake_heartbeat();
-        }
-    }
-}
-
 /// A running worker.
 pub struct WorkerHandle {
     pub addr: SocketAddr,
-    pub ctx: Arc<WorkerCtx>,
+    pub name: String,
+    /// Base URL others use to reach it.
+    pub advertise: String,
+    pub store: Arc<store::BlockStore>,
+    pub nic: Arc<nic::Nic>,
+    /// Runs its tasks: its slots, map outputs, disk and peers.
+    pub exec: Arc<exec::Executor>,
     server: tokio::task::JoinHandle<()>,
     node: tokio::task::JoinHandle<()>,
     background: Option<tokio::task::JoinHandle<()>>,
@@ -245,7 +174,7 @@ pub struct WorkerHandle {
 
 impl WorkerHandle {
     pub fn url(&self) -> String {
-        self.ctx.advertise.clone()
+        self.advertise.clone()
     }
 
     /// Stops accepting connections and heartbeating.
@@ -300,25 +229,20 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         store.clone(),
         heartbeat_now.clone(),
     ));
-    let ctx = Arc::new(WorkerCtx {
-        name: opts.name.clone(),
-        advertise: opts.advertise.unwrap_or_else(|| format!("http://{addr}")),
-        slots: opts.slots,
-        min_free_bytes: opts.min_free_bytes,
-        data_dir: opts.data_dir.clone(),
-        token: opts.token,
-        master_url: opts.master_url,
-        heartbeat_ms: opts.heartbeat_ms,
-        out_of_band_heartbeat: opts.out_of_band_heartbeat,
-        slot_rate_bytes: opts.slot_rate_bytes,
-        store,
-        shuffle: Arc::new(shuffle::MapOutputs::new(
-            shuffle_root,
-            opts.shuffle_memory_bytes,
-        )),
-        nic: Arc::new(nic::Nic::new(opts.nic_bytes_per_sec)),
-        disk: Arc::new(nic::Link::new(opts.disk_bytes_per_sec)),
-        book: Mutex::new(exec::TaskBook::new(opts.slots)),
+    let slots = Arc::new(slots::Slots::new(
+        opts.slots,
+        heartbeat_now,
+        opts.out_of_band_heartbeat,
+    ));
+    let nic = Arc::new(nic::Nic::new(opts.nic_bytes_per_sec));
+    let disk = Arc::new(nic::Link::new(opts.disk_bytes_per_sec));
+    let shuffle = Arc::new(shuffle::MapOutputs::new(
+        shuffle_root,
+        opts.shuffle_memory_bytes,
+    ));
+    let timeline: Arc<timeline::Timeline> = Default::default();
+    let advertise = opts.advertise.unwrap_or_else(|| format!("http://{addr}"));
+    let peers = Arc::new(fetch::Peers {
         // Every worker-to-worker and worker-to-master call: a dead peer costs
         // at most the connect timeout, a stopped one at most the idle read
         // timeout (pacing pauses between reads do not count).
@@ -329,34 +253,63 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
             .build()
             .expect("HTTP client builds"),
-        heartbeat_now,
-        replicas: replicas.clone(),
-        outcomes: Default::default(),
-        timeline: Default::default(),
+        token: opts.token.clone(),
+        nic: nic.clone(),
     });
-    let app = http::router(ctx.clone());
+    let exec = Arc::new(exec::Executor {
+        advertise: advertise.clone(),
+        slots: slots.clone(),
+        store: store.clone(),
+        replicas: replicas.clone(),
+        shuffle: shuffle.clone(),
+        disk: disk.clone(),
+        peers,
+        slot_rate_bytes: opts.slot_rate_bytes,
+    });
+    let served = Arc::new(http::Served {
+        name: opts.name.clone(),
+        store: store.clone(),
+        replicas: replicas.clone(),
+        nic: nic.clone(),
+        disk: disk.clone(),
+        slots: slots.clone(),
+        shuffle,
+        timeline: timeline.clone(),
+    });
+    let app = http::router(served, &opts.token);
     let http_timeouts = opts.http_timeouts;
     let server = tokio::spawn(async move {
         if let Err(e) = common::http::serve(listener, app, http_timeouts).await {
             tracing::error!(error = %e, "worker HTTP server stopped");
         }
     });
-    let background = opts
-        .background
-        .map(|(cfg, seed)| tokio::spawn(background::run(ctx.clone(), cfg, seed)));
+    let background = opts.background.map(|(cfg, seed)| {
+        let load = background::Load {
+            slots,
+            timeline: timeline.clone(),
+        };
+        tokio::spawn(background::run(load, opts.name.clone(), cfg, seed))
+    });
     let scrubber = opts
         .scrub_bytes_per_sec
         .map(|rate| tokio::spawn(scrub::run(replicas, rate)));
-    let sampler = tokio::spawn(timeline::run(
-        ctx.timeline.clone(),
-        ctx.nic.clone(),
-        ctx.disk.clone(),
-    ));
-    let node = tokio::spawn(node::run(ctx.clone()));
+    let sampler = tokio::spawn(timeline::run(timeline, nic.clone(), disk));
+    let node = tokio::spawn(node::run(node::Node {
+        name: opts.name.clone(),
+        master_url: opts.master_url,
+        heartbeat_ms: opts.heartbeat_ms,
+        min_free_bytes: opts.min_free_bytes,
+        data_dir: opts.data_dir,
+        exec: exec.clone(),
+    }));
     tracing::info!(worker = %opts.name, %addr, slots = opts.slots, nic = ?opts.nic_bytes_per_sec, "worker started");
     Ok(WorkerHandle {
         addr,
-        ctx,
+        name: opts.name,
+        advertise,
+        store,
+        nic,
+        exec,
         server,
         node,
         background,

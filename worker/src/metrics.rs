@@ -4,7 +4,8 @@
 //! attempts by outcome. Every value is one the worker keeps anyway (atomic
 //! counters, the task book); a scrape reads them into a fresh registry.
 
-use crate::WorkerCtx;
+use crate::nic::Nic;
+use crate::replicas::Replicas;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -78,18 +79,37 @@ struct OutcomeLabels {
     outcome: &'static str,
 }
 
+/// What a scrape reads, taken from the worker's parts by its HTTP server.
+pub struct Snapshot<'a> {
+    pub name: &'a str,
+    pub nic: &'a Nic,
+    /// The NIC's (receive, transmit) rate over the last sample interval.
+    pub nic_rates: (f64, f64),
+    /// Bytes through the emulated disk.
+    pub disk_bytes: u64,
+    pub slots: u32,
+    pub free_slots: u32,
+    /// Slots held by background processes.
+    pub background_slots: u32,
+    pub blocks: usize,
+    /// Map output kept in memory.
+    pub shuffle_kept: u64,
+    pub replicas: &'a Replicas,
+    pub outcomes: &'a Outcomes,
+}
+
 /// The OpenMetrics text of this worker's metrics now.
-pub fn encode(ctx: &WorkerCtx) -> String {
+pub fn encode(s: &Snapshot<'_>) -> String {
     let mut r = Registry::with_prefix_and_labels(
         "mrtb_worker",
         [(
             std::borrow::Cow::Borrowed("worker"),
-            std::borrow::Cow::Owned(ctx.name.clone()),
+            std::borrow::Cow::Owned(s.name.to_owned()),
         )]
         .into_iter(),
     );
     let nic = Family::<DirectionLabels, Counter>::default();
-    for (direction, link) in [("rx", &ctx.nic.rx), ("tx", &ctx.nic.tx)] {
+    for (direction, link) in [("rx", &s.nic.rx), ("tx", &s.nic.tx)] {
         nic.get_or_create(&DirectionLabels { direction })
             .inc_by(link.bytes());
     }
@@ -100,7 +120,7 @@ pub fn encode(ctx: &WorkerCtx) -> String {
         nic,
     );
     let rate = Family::<DirectionLabels, Gauge<f64, AtomicU64>>::default();
-    let (rx_rate, tx_rate) = ctx.timeline.current_rates();
+    let (rx_rate, tx_rate) = s.nic_rates;
     for (direction, v) in [("rx", rx_rate), ("tx", tx_rate)] {
         rate.get_or_create(&DirectionLabels { direction }).set(v);
     }
@@ -109,7 +129,7 @@ pub fn encode(ctx: &WorkerCtx) -> String {
         "This worker's NIC rate by direction over the last sample interval",
         rate,
     );
-    if let Some(cap) = ctx.nic.rx.rate() {
+    if let Some(cap) = s.nic.rx.rate() {
         let g = Gauge::<f64, AtomicU64>::default();
         g.set(cap);
         r.register(
@@ -119,7 +139,7 @@ pub fn encode(ctx: &WorkerCtx) -> String {
         );
     }
     let disk = Counter::<u64>::default();
-    disk.inc_by(ctx.disk.bytes());
+    disk.inc_by(s.disk_bytes);
     r.register_with_unit(
         "disk",
         "Bytes through the emulated disk (local reads, blocks served and written)",
@@ -127,24 +147,20 @@ pub fn encode(ctx: &WorkerCtx) -> String {
         disk,
     );
     let slots = Family::<StateLabels, Gauge>::default();
-    {
-        let book = ctx.book.lock().unwrap_or_else(|p| p.into_inner());
-        let free = book.free_slots();
-        let background = book.background();
-        for (state, n) in [
-            ("busy", ctx.slots.saturating_sub(free + background)),
-            ("background", background),
-            ("free", free),
-        ] {
-            slots.get_or_create(&StateLabels { state }).set(n as i64);
-        }
+    let (free, background) = (s.free_slots, s.background_slots);
+    for (state, n) in [
+        ("busy", s.slots.saturating_sub(free + background)),
+        ("background", background),
+        ("free", free),
+    ] {
+        slots.get_or_create(&StateLabels { state }).set(n as i64);
     }
     r.register("slots", "This worker's slots by state", slots);
     let blocks = Gauge::<i64>::default();
-    blocks.set(ctx.store.list().len() as i64);
+    blocks.set(s.blocks as i64);
     r.register("blocks_stored", "Block replicas stored here", blocks);
     let kept = Gauge::<i64>::default();
-    kept.set(ctx.shuffle.kept_bytes() as i64);
+    kept.set(s.shuffle_kept as i64);
     r.register_with_unit(
         "shuffle_kept",
         "Map output kept in memory for running jobs (workers.shuffle_memory_mb)",
@@ -160,7 +176,7 @@ pub fn encode(ctx: &WorkerCtx) -> String {
         pooled,
     );
     let scrubbed = Counter::<u64>::default();
-    scrubbed.inc_by(ctx.replicas.scrubbed_bytes.load(Ordering::Relaxed));
+    scrubbed.inc_by(s.replicas.scrubbed_bytes.load(Ordering::Relaxed));
     r.register_with_unit(
         "scrubbed",
         "Bytes the block scanner verified",
@@ -168,8 +184,8 @@ pub fn encode(ctx: &WorkerCtx) -> String {
         scrubbed,
     );
     let dropped = Family::<FoundLabels, Counter>::default();
-    let scrub_found = ctx.replicas.scrub_found.load(Ordering::Relaxed);
-    let all = ctx.replicas.corrupt_dropped.load(Ordering::Relaxed);
+    let scrub_found = s.replicas.scrub_found.load(Ordering::Relaxed);
+    let all = s.replicas.corrupt_dropped.load(Ordering::Relaxed);
     dropped
         .get_or_create(&FoundLabels {
             found_by: "scanner",
@@ -187,7 +203,7 @@ pub fn encode(ctx: &WorkerCtx) -> String {
     for o in Outcome::ALL {
         outcomes
             .get_or_create(&OutcomeLabels { outcome: o.name() })
-            .inc_by(ctx.outcomes.0[o as usize].load(Ordering::Relaxed));
+            .inc_by(s.outcomes.0[o as usize].load(Ordering::Relaxed));
     }
     r.register(
         "task_attempts",

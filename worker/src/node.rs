@@ -5,7 +5,7 @@
 //! back in heartbeat replies. Results are kept until a heartbeat carrying them
 //! got through, so none is lost when the master is briefly unreachable.
 
-use crate::WorkerCtx;
+use crate::exec::Executor;
 use common::http::bearer;
 use common::http_client::check;
 use common::wire::{Heartbeat, HeartbeatReply, RegisterReply, RegisterRequest};
@@ -13,18 +13,49 @@ use common::WorkerId;
 use reqwest::header::AUTHORIZATION;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What the heartbeat loop needs: who this worker is, where the master
+/// is and how often to call, when to ask for no new task, and the
+/// executor whose slots, store and map outputs it reports and which runs
+/// the launches the master sends back.
+pub struct Node {
+    pub name: String,
+    pub master_url: String,
+    pub heartbeat_ms: u64,
+    /// See `WorkerOptions::min_free_bytes`.
+    pub min_free_bytes: u64,
+    pub data_dir: PathBuf,
+    pub exec: Arc<Executor>,
+}
+
+impl Node {
+    /// Bytes an unprivileged writer may still use on the data directory's
+    /// file system (statvfs), if it can be asked.
+    pub fn disk_free(&self) -> Option<u64> {
+        let s = nix::sys::statvfs::statvfs(&self.data_dir).ok()?;
+        // fsblkcnt_t and c_ulong are u64 here but narrower on some targets.
+        #[allow(clippy::useless_conversion)]
+        let (blocks, size) = (
+            u64::from(s.blocks_available()),
+            u64::from(s.fragment_size()),
+        );
+        Some(blocks.saturating_mul(size))
+    }
+}
+
 async fn post<Req: Serialize, Resp: DeserializeOwned>(
-    ctx: &WorkerCtx,
+    ctx: &Node,
     path: &str,
     body: &Req,
 ) -> Result<Resp, String> {
-    let resp = ctx
+    let peers = &ctx.exec.peers;
+    let resp = peers
         .http
         .post(format!("{}{path}", ctx.master_url))
-        .header(AUTHORIZATION, bearer(&ctx.token))
+        .header(AUTHORIZATION, bearer(&peers.token))
         .json(body)
         .timeout(Duration::from_secs(10))
         .send()
@@ -38,15 +69,15 @@ async fn post<Req: Serialize, Resp: DeserializeOwned>(
         .map_err(|e| format!("bad reply from master: {e}"))
 }
 
-async fn register(ctx: &WorkerCtx) -> WorkerId {
+async fn register(ctx: &Node) -> WorkerId {
     let mut warned = false;
     loop {
         let req = RegisterRequest {
             name: ctx.name.clone(),
-            addr: ctx.advertise.clone(),
-            slots: ctx.slots,
-            blocks: ctx.store.list(),
-            out_of_band_heartbeat: ctx.out_of_band_heartbeat,
+            addr: ctx.exec.advertise.clone(),
+            slots: ctx.exec.slots.count(),
+            blocks: ctx.exec.store.list(),
+            out_of_band_heartbeat: ctx.exec.slots.out_of_band(),
         };
         match post::<_, RegisterReply>(ctx, "/v1/workers/register", &req).await {
             Ok(r) => {
@@ -68,21 +99,22 @@ async fn register(ctx: &WorkerCtx) -> WorkerId {
 const POOL_IDLE: Duration = Duration::from_secs(30);
 
 /// Runs forever: registration, then heartbeats.
-pub async fn run(ctx: Arc<WorkerCtx>) {
+pub async fn run(ctx: Node) {
+    let ex = ctx.exec.clone();
     let interval = Duration::from_millis(ctx.heartbeat_ms);
     loop {
         let id = register(&ctx).await;
         // The registration carried a full report: only later changes need one.
-        let mut reported_generation = ctx.store.generation();
+        let mut reported_generation = ex.store.generation();
         let mut failures = 0u32;
         loop {
             // Wait for the interval or an early wake-up (task ended, block stored).
-            let _ = tokio::time::timeout(interval, ctx.heartbeat_now.notified()).await;
+            let _ = tokio::time::timeout(interval, ex.slots.heartbeat_wanted().notified()).await;
             // Task buffers nobody reused for a while go back to the system.
             workloads::pool::trim_idle(POOL_IDLE);
-            let generation = ctx.store.generation();
+            let generation = ex.store.generation();
             let (free_slots, running, results, busy, progress) = {
-                let mut book = ctx.book.lock().unwrap();
+                let mut book = ex.slots.book();
                 (
                     book.free_slots(),
                     book.running(),
@@ -98,13 +130,13 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                 worker: id,
                 free_slots: if short { 0 } else { free_slots },
                 running,
-                blocks: (generation != reported_generation).then(|| ctx.store.list()),
+                blocks: (generation != reported_generation).then(|| ex.store.list()),
                 results,
                 busy,
                 disk_free_bytes: disk_free,
                 progress,
-                nic_rx_bytes: ctx.nic.rx.bytes(),
-                nic_tx_bytes: ctx.nic.tx.bytes(),
+                nic_rx_bytes: ex.peers.nic.rx.bytes(),
+                nic_tx_bytes: ex.peers.nic.tx.bytes(),
             };
             match post::<_, HeartbeatReply>(&ctx, "/v1/workers/heartbeat", &hb).await {
                 Ok(reply) => {
@@ -115,22 +147,22 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                         break;
                     }
                     for a in &reply.kill {
-                        crate::exec::kill(&ctx, a);
+                        crate::exec::kill(&ex, a);
                     }
                     for job in reply.forget_jobs {
-                        let ctx = ctx.clone();
-                        tokio::task::spawn_blocking(move || ctx.shuffle.forget_job(job));
+                        let outputs = ex.shuffle.clone();
+                        tokio::task::spawn_blocking(move || outputs.forget_job(job));
                     }
                     for l in reply.launches {
-                        crate::exec::launch(&ctx, l);
+                        crate::exec::launch(&ex, l);
                     }
                     for order in reply.copy_blocks {
-                        let ctx = ctx.clone();
+                        let ex = ex.clone();
                         tokio::spawn(async move {
                             let copied = crate::replicate::copy_block(
-                                &ctx.replicas,
-                                &ctx.disk,
-                                ctx.uplink(),
+                                &ex.replicas,
+                                &ex.disk,
+                                ex.peers.uplink(),
                                 &order.block,
                                 &order.to,
                             );
@@ -145,11 +177,11 @@ pub async fn run(ctx: Arc<WorkerCtx>) {
                         });
                     }
                     for block in reply.drop_blocks {
-                        crate::replicate::drop_block(&ctx.replicas, &block);
+                        crate::replicate::drop_block(&ex.replicas, &block);
                     }
                 }
                 Err(e) => {
-                    ctx.book.lock().unwrap().restore(hb.results);
+                    ex.slots.book().restore(hb.results);
                     failures += 1;
                     if failures == 1 || failures.is_multiple_of(50) {
                         tracing::warn!(error = %e, failures, "heartbeat failed");

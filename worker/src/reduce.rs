@@ -8,12 +8,12 @@
 //! trailer once the last piece is hashed (HDFS pipelines a block's write
 //! the same way). No copy of the whole output is held.
 
-use crate::fetch::{error_chain, PeerLink};
+use crate::fetch::{error_chain, PeerLink, Peers};
+use crate::nic::Link;
 use crate::progress::Progress;
-use crate::shuffle::{read_local, Input, OutputPart};
-use crate::store::{BlockTarget, BlockWriter, Caching, StoreError};
+use crate::shuffle::{read_local, Input, MapOutputs, OutputPart};
+use crate::store::{BlockStore, BlockTarget, BlockWriter, Caching, StoreError};
 use crate::upload::upload_streamed;
-use crate::WorkerCtx;
 use bytes::Bytes;
 use common::http::bearer;
 use common::http_client::check;
@@ -24,6 +24,17 @@ use reqwest::header::AUTHORIZATION;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use workloads::{ReduceSummary, ReduceTask, Workload};
+
+/// What a reduce attempt uses: this worker's address (its own map outputs
+/// are read in place), the store its output block goes to, the map
+/// outputs kept here, the disk, and the way to the peers.
+pub struct ReduceIo<'a> {
+    pub advertise: &'a str,
+    pub store: &'a Arc<BlockStore>,
+    pub shuffle: &'a Arc<MapOutputs>,
+    pub disk: &'a Link,
+    pub peers: &'a Peers,
+}
 
 /// Why a reduce attempt ended without output.
 #[derive(Debug)]
@@ -47,7 +58,7 @@ type Failure = (u64, u64, ReduceError);
 /// store the output block here and copy it to the replica workers.
 /// Returns (summary, bytes fetched from this worker, bytes fetched remotely).
 pub async fn run_reduce(
-    ctx: &Arc<WorkerCtx>,
+    io: &ReduceIo<'_>,
     attempt: AttemptId,
     workload: Workload,
     r: &ReduceLaunch,
@@ -61,14 +72,13 @@ pub async fn run_reduce(
         ));
     };
     let t0 = Instant::now();
-    let (task, local, remote) = shuffle_in(ctx, attempt.task.job, r, task, progress).await?;
+    let (task, local, remote) = shuffle_in(io, attempt.task.job, r, task, progress).await?;
     let fetched = t0.elapsed();
     let phases = async {
-        let writer = open_output_block(ctx, r).await?;
-        merge_store_and_replicate(ctx, r, task, writer, progress, t0).await
+        let writer = open_output_block(io, r).await?;
+        merge_store_and_replicate(io, r, task, writer, progress, t0).await
     };
     let (summary, merged, stored, replicated) = phases.await.map_err(|e| (local, remote, e))?;
-    ctx.wake_heartbeat();
     let ms = |d: Duration| d.as_millis() as u64;
     tracing::debug!(%attempt, fetched_ms = ms(fetched), merged_ms = ms(merged),
         stored_ms = ms(stored), replicated_ms = ms(replicated), "reduce phases (ms from its start)");
@@ -81,7 +91,7 @@ pub async fn run_reduce(
 /// and the bytes read locally and remotely; a part that cannot be had
 /// fails the attempt with every output kept where that one is.
 async fn shuffle_in(
-    ctx: &Arc<WorkerCtx>,
+    io: &ReduceIo<'_>,
     job: JobId,
     r: &ReduceLaunch,
     mut task: Box<dyn ReduceTask>,
@@ -91,7 +101,7 @@ async fn shuffle_in(
     let addrs: Vec<&str> = r.inputs.iter().map(|i| i.addr.as_str()).collect();
     let order = fetch_order(&addrs, r.partition);
     let mut fetches = futures_util::stream::iter(order.into_iter().map(|i| async move {
-        fetch_input(ctx, job, r, &r.inputs[i], progress)
+        fetch_input(io, job, r, &r.inputs[i], progress)
             .await
             .map_err(|e| (i, e))
     }))
@@ -136,25 +146,25 @@ async fn shuffle_in(
 /// One map's part for this reduce: read in place when the map ran here,
 /// else fetched from its worker. True with it when it was this worker's.
 async fn fetch_input(
-    ctx: &Arc<WorkerCtx>,
+    io: &ReduceIo<'_>,
     job: JobId,
     r: &ReduceLaunch,
     input: &ShuffleInput,
     progress: &Progress,
 ) -> Result<(bool, Input), String> {
     let part = part_name(r);
-    if input.addr == ctx.advertise {
+    if input.addr == io.advertise {
         let want = OutputPart {
             job: job.0,
             map: input.map,
             attempt: input.attempt,
             part,
         };
-        let got = read_local(&ctx.shuffle, &ctx.disk, want, r.range.clone(), progress).await?;
+        let got = read_local(io.shuffle, io.disk, want, r.range.clone(), progress).await?;
         return Ok((true, got));
     }
     let url = shuffle_url(job, input, &part, r.range.as_ref());
-    let got = fetch_whole(ctx.downlink(), &url, progress).await?;
+    let got = fetch_whole(io.peers.downlink(), &url, progress).await?;
     Ok((false, Input::Fetched(got)))
 }
 
@@ -206,14 +216,17 @@ fn lost_with(r: &ReduceLaunch, addr: &str) -> Vec<LostOutput> {
 
 /// The writer of this reduce's output block in the local store, around the
 /// page cache (job output is read rarely).
-async fn open_output_block(ctx: &WorkerCtx, r: &ReduceLaunch) -> Result<BlockWriter, ReduceError> {
+async fn open_output_block(
+    io: &ReduceIo<'_>,
+    r: &ReduceLaunch,
+) -> Result<BlockWriter, ReduceError> {
     let target = BlockTarget {
         id: r.output.block.clone(),
         file: r.output.file.clone(),
         index: r.output.index,
         file_blocks: r.output.file_blocks,
     };
-    let store = ctx.store.clone();
+    let store = io.store.clone();
     tokio::task::spawn_blocking(move || store.output_writer(target, Caching::DropBehind))
         .await
         .map_err(|e| ReduceError::Failed(format!("storing output panicked: {e}")))?
@@ -226,7 +239,7 @@ async fn open_output_block(ctx: &WorkerCtx, r: &ReduceLaunch) -> Result<BlockWri
 /// was written. Returns the summary and when (from `t0`) the merge ended,
 /// the block was stored here, and the last replica was sent.
 async fn merge_store_and_replicate(
-    ctx: &Arc<WorkerCtx>,
+    io: &ReduceIo<'_>,
     r: &ReduceLaunch,
     task: Box<dyn ReduceTask>,
     writer: BlockWriter,
@@ -247,7 +260,8 @@ async fn merge_store_and_replicate(
             // pipeline drops a failed datanode: the block is stored here,
             // and the master's re-replication makes up the factor once the
             // job is done.
-            if let Err(e) = upload_streamed(ctx.uplink(), addr, &r.output, rx, drx, progress).await
+            if let Err(e) =
+                upload_streamed(io.peers.uplink(), addr, &r.output, rx, drx, progress).await
             {
                 tracing::warn!(block = %r.output.block, error = %e, "output replica skipped");
             }
@@ -259,7 +273,7 @@ async fn merge_store_and_replicate(
             let n = piece.len() as u64;
             progress.add(n);
             // The job's output is written through the (emulated) disk.
-            ctx.disk.acquire_all(n).await;
+            io.disk.acquire_all(n).await;
             for feed in feeds.iter_mut() {
                 if let Some(tx) = feed {
                     if tx.send(piece.clone()).await.is_err() {

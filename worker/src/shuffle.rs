@@ -15,7 +15,6 @@
 //! directories are deleted when the master says the job ended, and the whole
 //! tree when the worker starts (the master forgets earlier attempts then).
 
-use crate::WorkerCtx;
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
@@ -206,6 +205,15 @@ fn write_map_files(root: &std::path::Path, a: AttemptId, out: &MapOutput) -> std
     Ok(n)
 }
 
+/// The shuffle service: the map outputs kept here, served through the
+/// (emulated) disk and the NIC's transmit link.
+#[derive(Clone)]
+pub struct ShuffleService {
+    pub outputs: Arc<MapOutputs>,
+    pub disk: Arc<crate::nic::Link>,
+    pub nic: Arc<crate::nic::Nic>,
+}
+
 #[derive(Deserialize)]
 pub struct RangeQuery {
     /// sort: hex-encoded key bounds of the requested range.
@@ -226,7 +234,7 @@ pub struct RangeQuery {
         (status = 404, description = "no such map output here", body = common::wire::ErrorBody),
         (status = 401, description = "no or wrong bearer token", body = common::wire::ErrorBody)))]
 pub async fn serve(
-    State(ctx): State<Arc<WorkerCtx>>,
+    State(svc): State<ShuffleService>,
     Path((job, map, attempt, part)): Path<(u32, u32, u32, String)>,
     Query(q): Query<RangeQuery>,
 ) -> Result<Response, ApiError> {
@@ -259,7 +267,7 @@ pub async fn serve(
         attempt,
         part: part.clone(),
     };
-    let outputs = ctx.shuffle.clone();
+    let outputs = svc.outputs.clone();
     let opened = tokio::task::spawn_blocking(move || {
         open_output(&outputs, &want, lo.as_deref(), hi.as_deref()).map(Arc::new)
     })
@@ -282,8 +290,8 @@ pub async fn serve(
     // pieces so concurrent streams interleave on the links.
     const READ: u64 = 4 << 20;
     let stream = futures_util::stream::unfold(
-        (Bytes::new(), start, file, ctx),
-        move |(mut buf, mut at, file, ctx)| async move {
+        (Bytes::new(), start, file, svc),
+        move |(mut buf, mut at, file, svc)| async move {
             if buf.is_empty() {
                 if at >= end {
                     return None;
@@ -306,15 +314,15 @@ pub async fn serve(
                         at += n;
                         buf = v;
                     }
-                    Err(e) => return Some((Err(e), (Bytes::new(), end, file, ctx))),
+                    Err(e) => return Some((Err(e), (Bytes::new(), end, file, svc))),
                 }
             }
             let piece = buf.split_to(buf.len().min(crate::nic::PIECE));
             tokio::join!(
-                ctx.disk.acquire(piece.len()),
-                ctx.nic.tx.acquire(piece.len())
+                svc.disk.acquire(piece.len()),
+                svc.nic.tx.acquire(piece.len())
             );
-            Some((Ok::<Bytes, std::io::Error>(piece), (buf, at, file, ctx)))
+            Some((Ok::<Bytes, std::io::Error>(piece), (buf, at, file, svc)))
         },
     );
     Response::builder()

@@ -75,7 +75,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let handle = worker::start(opts).await?;
     tokio::signal::ctrl_c().await?;
-    tracing::info!(worker = %handle.ctx.name, "shutting down");
+    tracing::info!(worker = %handle.name, "shutting down");
     handle.abort();
     Ok(())
 }
