@@ -428,87 +428,122 @@ fn fit_transfer(
 /// One remote attempt for the fit: extra ms over its local time, n_src, n_dst.
 type Sample = (f64, f64, f64);
 
-/// Calibrates on `dir` and writes `dir/calibration/` (or the folder `fit`
-/// names); returns that folder. `fit` says which runs each prediction's
-/// model is fitted on: all of `dir`'s, the other schedulers', or another
-/// folder's calibration.
-///
-/// `jitter_ms` > 0 delays each simulated heartbeat by up to that much (drawn
-/// per run, worker and heartbeat), so the order in which the workers'
-/// near-simultaneous heartbeats reach the scheduler varies as on the real
-/// cluster; the results go to `calibration[-hold-out]-jitter<ms>/`.
-pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
-    let (fit, jitter_ms) = (&opts.fit, opts.jitter_ms);
-    // The commit and tree state of the code that runs, taken now.
-    let mut prov = Provenance::capture(common::unix_ms());
-    let given = match fit {
-        Fit::From(cal) => Some(read_models(cal)?),
-        _ => None,
-    };
-    let (results, meta, spec, schedulers, points) = super::run::open_results(dir)?;
-    let runs: Vec<RunRecord> = results.read_runs()?;
-    let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv"))?;
-    let background: Vec<BackgroundRow> = read_csv(&dir.join("background.csv"))?;
-    // Each succeeded job's measured JCT (folders from before jobs.csv have
-    // none: the per-job tables are left out).
-    let jobs_csv = dir.join("jobs.csv");
-    let measured_jobs: BTreeMap<(String, String, u32, String), f64> = if jobs_csv.exists() {
-        read_csv::<super::qos::JobRow>(&jobs_csv)?
-            .into_iter()
-            .filter(|j| j.state == "succeeded" && j.jct_s.is_finite())
-            .map(|j| ((j.point, j.scheduler, j.rep, j.job), j.jct_s))
-            .collect()
-    } else {
-        BTreeMap::new()
-    };
-    let seed_of: BTreeMap<(String, String, u32), u64> = runs
-        .iter()
-        .map(|r| ((r.point.clone(), r.scheduler.clone(), r.rep), r.seed))
-        .collect();
-    let mut by_run: BTreeMap<(String, String, u32), Vec<&TaskRow>> = BTreeMap::new();
-    let mut reduces_by_run: BTreeMap<(String, String, u32), Vec<&TaskRow>> = BTreeMap::new();
-    for t in tasks.iter().filter(|t| t.ok) {
-        let key = (t.point.clone(), t.scheduler.clone(), t.rep);
-        match t.kind.as_str() {
-            "map" => by_run.entry(key).or_default().push(t),
-            _ => reduces_by_run.entry(key).or_default().push(t),
+/// A run of a results folder: (point, scheduler, repetition).
+type RunKey = (String, String, u32);
+
+/// A results folder's measured runs, indexed for the calibration: each
+/// run's successful maps and reduces, background processes and seed; the
+/// spec's worker roles, pacing and files; each succeeded job's JCT.
+struct Measured<'a> {
+    spec: &'a Spec,
+    points: &'a [super::spec::Point],
+    runs: &'a [RunRecord],
+    /// Each succeeded job's measured JCT, by (point, scheduler, rep, job)
+    /// (folders from before jobs.csv have none: the per-job tables are
+    /// left out).
+    jobs: BTreeMap<(String, String, u32, String), f64>,
+    seed_of: BTreeMap<RunKey, u64>,
+    maps: BTreeMap<RunKey, Vec<&'a TaskRow>>,
+    reduces: BTreeMap<RunKey, Vec<&'a TaskRow>>,
+    background: BTreeMap<RunKey, Vec<&'a BackgroundRow>>,
+    /// Worker roles: the last `reduce_workers` run reduces only.
+    runs_maps: Vec<bool>,
+    runs_reduces: Vec<bool>,
+    /// Each point's compute pacing (MB/s per slot), if any.
+    pacing: BTreeMap<&'a str, f64>,
+    /// With a trace, each point's job -> file (its sample's input path).
+    trace_files: BTreeMap<String, Vec<u64>>,
+}
+
+impl<'a> Measured<'a> {
+    fn new(
+        dir: &Path,
+        spec: &'a Spec,
+        points: &'a [super::spec::Point],
+        runs: &'a [RunRecord],
+        tasks: &'a [TaskRow],
+        background: &'a [BackgroundRow],
+    ) -> anyhow::Result<Self> {
+        let jobs_csv = dir.join("jobs.csv");
+        let jobs = if jobs_csv.exists() {
+            read_csv::<super::qos::JobRow>(&jobs_csv)?
+                .into_iter()
+                .filter(|j| j.state == "succeeded" && j.jct_s.is_finite())
+                .map(|j| ((j.point, j.scheduler, j.rep, j.job), j.jct_s))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        let seed_of = runs
+            .iter()
+            .map(|r| ((r.point.clone(), r.scheduler.clone(), r.rep), r.seed))
+            .collect();
+        let (mut maps, mut reduces) = (BTreeMap::new(), BTreeMap::new());
+        for t in tasks.iter().filter(|t| t.ok) {
+            let key = (t.point.clone(), t.scheduler.clone(), t.rep);
+            match t.kind.as_str() {
+                "map" => maps.entry(key).or_insert_with(Vec::new).push(t),
+                _ => reduces.entry(key).or_insert_with(Vec::new).push(t),
+            }
         }
+        let mut bg: BTreeMap<RunKey, Vec<&BackgroundRow>> = BTreeMap::new();
+        for b in background {
+            bg.entry((b.point.clone(), b.scheduler.clone(), b.rep))
+                .or_default()
+                .push(b);
+        }
+        let workers = spec.cluster.workers as usize;
+        let dedicated = spec.cluster.reduce_workers as usize;
+        let trace_files = points
+            .iter()
+            .map(|p| {
+                let plan = spec.trace_plan(p.block_bytes)?;
+                let files = plan.map_or_else(Vec::new, |plan| {
+                    plan.jobs.iter().map(|j| j.file as u64).collect()
+                });
+                Ok((p.label.clone(), files))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Measured {
+            spec,
+            points,
+            runs,
+            jobs,
+            seed_of,
+            maps,
+            reduces,
+            background: bg,
+            runs_maps: (0..workers)
+                .map(|i| dedicated == 0 || i < workers - dedicated)
+                .collect(),
+            runs_reduces: (0..workers)
+                .map(|i| dedicated == 0 || i >= workers - dedicated)
+                .collect(),
+            pacing: points
+                .iter()
+                .filter_map(|p| Some((p.label.as_str(), p.slot_rate_mbs?)))
+                .collect(),
+            trace_files,
+        })
     }
-    let no_reduces: Vec<&TaskRow> = Vec::new();
-    let reduces_of = |k: &(String, String, u32)| -> &[&TaskRow] {
-        reduces_by_run
-            .get(k)
-            .map_or(&no_reduces[..], |v| v.as_slice())
-    };
-    // Worker roles: the last `reduce_workers` run reduces only.
-    let workers = spec.cluster.workers as usize;
-    let dedicated = spec.cluster.reduce_workers as usize;
-    let runs_reduces: Vec<bool> = (0..workers)
-        .map(|i| dedicated == 0 || i >= workers - dedicated)
-        .collect();
-    let runs_maps: Vec<bool> = (0..workers)
-        .map(|i| dedicated == 0 || i < workers - dedicated)
-        .collect();
-    let mut bg_by_run: BTreeMap<(String, String, u32), Vec<&BackgroundRow>> = BTreeMap::new();
-    for b in &background {
-        bg_by_run
-            .entry((b.point.clone(), b.scheduler.clone(), b.rep))
-            .or_default()
-            .push(b);
+
+    fn reduces_of(&self, k: &RunKey) -> &[&'a TaskRow] {
+        self.reduces.get(k).map_or(&[], |v| v.as_slice())
     }
-    // Each point's compute pacing (MB/s per slot), if any.
-    let pacing: BTreeMap<&str, f64> = points
-        .iter()
-        .filter_map(|p| Some((p.label.as_str(), p.slot_rate_mbs?)))
-        .collect();
-    // A map's known time: its drawn compute, plus, under compute pacing,
-    // its input at the slot's rate (a task lasts at least that: maps of
-    // different sizes, as a trace's, differ by it).
-    let compute = |seed: u64, t: &TaskRow| -> anyhow::Result<u64> {
-        let paced = pacing
+
+    fn seed(&self, k: &RunKey) -> u64 {
+        self.seed_of.get(k).copied().unwrap_or(self.spec.seed)
+    }
+
+    /// A map's known time: its drawn compute, plus, under compute pacing,
+    /// its input at the slot's rate (a task lasts at least that: maps of
+    /// different sizes, as a trace's, differ by it).
+    fn compute(&self, seed: u64, t: &TaskRow) -> anyhow::Result<u64> {
+        let paced = self
+            .pacing
             .get(t.point.as_str())
             .map_or(0, |&rate| pacing_ms(t.input_bytes, rate));
-        let Some([a, b]) = spec.jobs.task_time_s else {
+        let Some([a, b]) = self.spec.jobs.task_time_s else {
             return Ok(paced);
         };
         let i = job_number(&t.job_name)?;
@@ -519,36 +554,30 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
                 seed: splitmix64(seed ^ splitmix64(0xc0de ^ i)),
             }
             .for_task(t.task))
-    };
-    // With a trace, each point's job -> file (its sample's input path).
-    let trace_files: BTreeMap<String, Vec<u64>> = points
-        .iter()
-        .map(|p| {
-            let plan = spec.trace_plan(p.block_bytes)?;
-            let files = plan.map_or_else(Vec::new, |plan| {
-                plan.jobs.iter().map(|j| j.file as u64).collect()
-            });
-            Ok((p.label.clone(), files))
-        })
-        .collect::<anyhow::Result<_>>()?;
-    let file_of = |t: &TaskRow| -> anyhow::Result<u64> {
+    }
+
+    /// The file a task's job read.
+    fn file_of(&self, t: &TaskRow) -> anyhow::Result<u64> {
         let i = job_number(&t.job_name)?;
-        if spec.trace.is_some() {
-            return trace_files
+        if self.spec.trace.is_some() {
+            return self
+                .trace_files
                 .get(&t.point)
                 .and_then(|f| f.get(i as usize))
                 .copied()
                 .with_context(|| format!("job {} is not in the trace sample", t.job_name));
         }
-        Ok(if spec.jobs.mix.is_empty() {
-            i % u64::from(points_files(&points, &t.point))
+        Ok(if self.spec.jobs.mix.is_empty() {
+            i % u64::from(points_files(self.points, &t.point))
         } else {
             i
         })
-    };
-    // A job's workload, for the shuffle ratios: a mix's seeded order, else
-    // the spec's one workload; a trace's jobs give their own shuffle.
-    let workload_of = |seed: u64, job: &str| -> Option<String> {
+    }
+
+    /// A job's workload, for the shuffle ratios: a mix's seeded order, else
+    /// the spec's one workload; a trace's jobs give their own shuffle.
+    fn workload_of(&self, seed: u64, job: &str) -> Option<String> {
+        let spec = self.spec;
         if spec.trace.is_some() {
             return None;
         }
@@ -558,34 +587,38 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
         let i = job_number(job).ok()?;
         let order = super::run::mix_order(&spec.jobs.mix, seed);
         order.get(i as usize).map(|c| c.workload.name().to_owned())
-    };
-    let mut models = Vec::new();
-    let mut predictions = Vec::new();
-    let mut predicted_tasks = Vec::new();
-    let mut predicted_jobs = Vec::new();
-    // Each simulated run's decision record, by file name.
-    let mut decisions: Vec<(String, Vec<sched::decision::Decision>)> = Vec::new();
-    for p in &points {
-        let keys: Vec<&(String, String, u32)> = by_run.keys().filter(|k| k.0 == p.label).collect();
-        if keys.is_empty() {
-            continue;
-        }
-        // Replicas: every worker that ran a block locally or served it, in
-        // any run with the same seed (each repetition loads its own data).
-        let mut replicas: BTreeMap<(u64, u64, u32), BTreeSet<WorkerId>> = BTreeMap::new();
-        for k in &keys {
-            let seed = seed_of.get(*k).copied().unwrap_or(spec.seed);
-            for t in &by_run[*k] {
+    }
+
+    /// Replicas of point `keys`' blocks: every worker that ran a block
+    /// locally or served it, in any run with the same seed (each
+    /// repetition loads its own data).
+    fn replicas(&self, keys: &[&RunKey]) -> anyhow::Result<Replicas> {
+        let mut replicas: Replicas = BTreeMap::new();
+        for k in keys {
+            let seed = self.seed(k);
+            for t in &self.maps[*k] {
                 replicas
-                    .entry((seed, file_of(t)?, t.task))
+                    .entry((seed, self.file_of(t)?, t.task))
                     .or_default()
                     .insert(worker_id(&t.source)?);
             }
         }
-        // Each successful run, ready to simulate.
+        Ok(replicas)
+    }
+
+    /// Each successful run of point `p` (`keys`), ready to simulate.
+    fn setups<'s>(
+        &'s self,
+        p: &super::spec::Point,
+        keys: &[&'s RunKey],
+        schedulers: &'s [super::spec::NamedScheduler],
+        jitter_ms: u64,
+    ) -> anyhow::Result<Vec<Setup<'s>>> {
+        let spec = self.spec;
         let mut setups: Vec<Setup> = Vec::new();
-        for k in &keys {
-            let Some(run) = runs
+        for &k in keys {
+            let Some(run) = self
+                .runs
                 .iter()
                 .find(|r| (&r.point, &r.scheduler, r.rep) == (&k.0, &k.1, k.2) && r.status == "ok")
             else {
@@ -594,8 +627,9 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
             let Some(named) = schedulers.iter().find(|s| s.label == k.1) else {
                 continue;
             };
-            let bg = bg_by_run
-                .get(*k)
+            let bg = self
+                .background
+                .get(k)
                 .map(|v| v.as_slice())
                 .unwrap_or(&[])
                 .iter()
@@ -607,7 +641,11 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
                     })
                 })
                 .collect::<anyhow::Result<Vec<_>>>()?;
-            let launched: Vec<&TaskRow> = by_run[*k].iter().chain(reduces_of(k)).copied().collect();
+            let launched: Vec<&TaskRow> = self.maps[k]
+                .iter()
+                .chain(self.reduces_of(k))
+                .copied()
+                .collect();
             let beats = heartbeats(&launched, spec.cluster.workers, p.heartbeat_ms)?;
             setups.push(Setup {
                 key: k,
@@ -615,13 +653,13 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
                 config: &named.config,
                 reduces: named.reduces,
                 cluster: ReplayCluster {
-                    slots: vec![spec.cluster.slots; workers],
+                    slots: vec![spec.cluster.slots; spec.cluster.workers as usize],
                     heartbeat_ms: p.heartbeat_ms,
                     phase_ms: beats.0,
                     period_ms: beats.1,
                     out_of_band: p.out_of_band_heartbeat,
-                    runs_maps: runs_maps.clone(),
-                    runs_reduces: runs_reduces.clone(),
+                    runs_maps: self.runs_maps.clone(),
+                    runs_reduces: self.runs_reduces.clone(),
                     jitter_ms,
                     jitter_seed: run.seed,
                     // The measured runs kept a decision record: so do
@@ -633,51 +671,97 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
                 bg,
             });
         }
-        let simulate = |s: &Setup, m: &PointModel, remote: RemoteModel| {
-            let jobs = replay_jobs(
-                &by_run[s.key],
-                reduces_of(s.key),
-                s.run.seed,
-                m,
-                &replicas,
-                &compute,
-                &file_of,
-            )?;
-            let mut sched = sched::build(s.config, s.run.seed);
-            let mut placer = sched::ReducePlacer::new(s.reduces, s.config);
-            let cluster = ReplayCluster {
-                host_ms_per_start: m.host_ms_per_start,
-                ..s.cluster.clone()
-            };
-            let out = replay::replay(
-                sched.as_mut(),
-                &mut placer,
-                &cluster,
-                &jobs,
-                &s.bg,
-                remote,
-                GIVE_UP_MS,
-            )
-            .with_context(|| format!("simulating {} {} rep {}", s.key.0, s.key.1, s.key.2))?;
-            anyhow::Ok((out, jobs))
+        Ok(setups)
+    }
+
+    /// Run `s` simulated under model `m` and remote model `remote`.
+    fn simulate(
+        &self,
+        s: &Setup,
+        m: &PointModel,
+        remote: RemoteModel,
+        replicas: &Replicas,
+    ) -> anyhow::Result<(ReplayOutcome, Vec<ReplayJob>)> {
+        let jobs = replay_jobs(
+            &self.maps[s.key],
+            self.reduces_of(s.key),
+            s.run.seed,
+            m,
+            replicas,
+            &|seed, t| self.compute(seed, t),
+            &|t| self.file_of(t),
+        )?;
+        let mut sched = sched::build(s.config, s.run.seed);
+        let mut placer = sched::ReducePlacer::new(s.reduces, s.config);
+        let cluster = ReplayCluster {
+            host_ms_per_start: m.host_ms_per_start,
+            ..s.cluster.clone()
         };
-        // The model from the runs of `keep`'s schedulers.
-        let fit_on = |keep: &dyn Fn(&str) -> bool| -> anyhow::Result<PointModel> {
-            let runs_used: Vec<RunRows> = keys
-                .iter()
-                .filter(|k| keep(&k.1))
-                .map(|k| {
-                    let seed = seed_of.get(*k).copied().unwrap_or(spec.seed);
-                    (by_run[*k].as_slice(), reduces_of(k), seed)
-                })
-                .collect();
-            let mut m = fit_point(&p.label, &runs_used, &compute, opts.host_term)?;
-            m.shuffle_ratio = shuffle_ratios(&runs_used, &workload_of);
-            let used: Vec<&Setup> = setups.iter().filter(|s| keep(&s.key.1)).collect();
-            m.transfer_ms = fit_transfer(&used, &m, &simulate)?;
-            Ok(m)
+        let out = replay::replay(
+            sched.as_mut(),
+            &mut placer,
+            &cluster,
+            &jobs,
+            &s.bg,
+            remote,
+            GIVE_UP_MS,
+        )
+        .with_context(|| format!("simulating {} {} rep {}", s.key.0, s.key.1, s.key.2))?;
+        Ok((out, jobs))
+    }
+
+    /// Point `label`'s model from the runs (`keys`, `setups`) of the
+    /// schedulers `keep` accepts.
+    fn fit_on(
+        &self,
+        label: &str,
+        keys: &[&RunKey],
+        setups: &[Setup],
+        replicas: &Replicas,
+        host_term: bool,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> anyhow::Result<PointModel> {
+        let runs_used: Vec<RunRows> = keys
+            .iter()
+            .filter(|k| keep(&k.1))
+            .map(|k| (self.maps[*k].as_slice(), self.reduces_of(k), self.seed(k)))
+            .collect();
+        let mut m = fit_point(
+            label,
+            &runs_used,
+            &|seed, t| self.compute(seed, t),
+            host_term,
+        )?;
+        m.shuffle_ratio = shuffle_ratios(&runs_used, &|seed, job| self.workload_of(seed, job));
+        let used: Vec<&Setup> = setups.iter().filter(|s| keep(&s.key.1)).collect();
+        m.transfer_ms = fit_transfer(&used, &m, &|s, m, remote| {
+            self.simulate(s, m, remote, replicas)
+        })?;
+        Ok(m)
+    }
+
+    /// Point `p`'s model (fitted, or `given`), and every run of it
+    /// predicted by it (or by the model fitted without its scheduler)
+    /// under each remote model, into `out`. `None` when the point has no
+    /// run with map attempts.
+    fn calibrate_point(
+        &self,
+        p: &super::spec::Point,
+        schedulers: &'a [super::spec::NamedScheduler],
+        opts: &Options,
+        given: Option<&BTreeMap<String, PointModel>>,
+        out: &mut Predicted,
+    ) -> anyhow::Result<Option<PointModel>> {
+        let keys: Vec<&RunKey> = self.maps.keys().filter(|k| k.0 == p.label).collect();
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let replicas = self.replicas(&keys)?;
+        let setups = self.setups(p, &keys, schedulers, opts.jitter_ms)?;
+        let fit_on = |keep: &dyn Fn(&str) -> bool| {
+            self.fit_on(&p.label, &keys, &setups, &replicas, opts.host_term, keep)
         };
-        let model = match (&given, fit) {
+        let model = match (given, &opts.fit) {
             (Some(given), Fit::From(cal)) => given.get(&p.label).cloned().with_context(|| {
                 format!(
                     "{}: no model of point {} (it has {})",
@@ -689,76 +773,152 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
             _ => fit_on(&|_| true)?,
         };
         let mut held_out: BTreeMap<String, PointModel> = BTreeMap::new();
-        if *fit == Fit::HoldOut {
-            for sc in &schedulers {
+        if opts.fit == Fit::HoldOut {
+            for sc in schedulers {
                 held_out.insert(sc.label.clone(), fit_on(&|s| s != sc.label)?);
             }
         }
         for s in &setups {
             let m = held_out.get(&s.key.1).unwrap_or(&model);
             for (label, remote) in m.models() {
-                let (mut out, _) = simulate(s, m, remote)?;
-                if !out.decisions.is_empty() {
-                    decisions.push((
-                        format!(
-                            "{}-{}-r{}-{label}.csv.gz",
-                            super::timeline::slug(&s.key.0),
-                            super::timeline::slug(&s.key.1),
-                            s.key.2
-                        ),
-                        std::mem::take(&mut out.decisions),
-                    ));
-                }
-                predicted_tasks.extend(out.runs.iter().map(|r| PredictedTask {
-                    point: s.key.0.clone(),
-                    scheduler: s.key.1.clone(),
-                    rep: s.key.2,
+                let (sim, _) = self.simulate(s, m, remote, &replicas)?;
+                out.add(s, label, sim, &self.jobs);
+            }
+        }
+        Ok(Some(model))
+    }
+}
+
+/// Where each block of a seed's data was: (seed, file, block) -> workers.
+type Replicas = BTreeMap<(u64, u64, u32), BTreeSet<WorkerId>>;
+
+/// What the calibration predicts: the models, then per simulated run its
+/// prediction, its tasks, its jobs beside their measured JCT, and its
+/// decision record (by file name).
+#[derive(Default)]
+struct Predicted {
+    models: Vec<PointModel>,
+    predictions: Vec<Prediction>,
+    tasks: Vec<PredictedTask>,
+    jobs: Vec<PredictedJob>,
+    decisions: Vec<(String, Vec<sched::decision::Decision>)>,
+}
+
+impl Predicted {
+    /// Run `s` simulated under model `label` (`sim`), beside what was
+    /// measured (`measured`: each succeeded job's JCT).
+    fn add(
+        &mut self,
+        s: &Setup,
+        label: &str,
+        mut sim: ReplayOutcome,
+        measured: &BTreeMap<(String, String, u32, String), f64>,
+    ) {
+        if !sim.decisions.is_empty() {
+            self.decisions.push((
+                format!(
+                    "{}-{}-r{}-{label}.csv.gz",
+                    super::timeline::slug(&s.key.0),
+                    super::timeline::slug(&s.key.1),
+                    s.key.2
+                ),
+                std::mem::take(&mut sim.decisions),
+            ));
+        }
+        self.tasks.extend(sim.runs.iter().map(|r| PredictedTask {
+            point: s.key.0.clone(),
+            scheduler: s.key.1.clone(),
+            rep: s.key.2,
+            model: label.into(),
+            job: r.task.job.to_string(),
+            task: r.task.index,
+            kind: if r.reduce { "reduce" } else { "map" }.into(),
+            worker: format!("w{}", r.worker.0 + 1),
+            source: format!("w{}", r.source.0 + 1),
+            start_s: r.start_ms as f64 / 1000.0,
+            end_s: r.end_ms as f64 / 1000.0,
+        }));
+        for &(job, arrival, end) in &sim.jobs {
+            let name = format!("job-{}", job.0);
+            let key = (s.key.0.clone(), s.key.1.clone(), s.key.2, name);
+            if let Some(&measured) = measured.get(&key) {
+                self.jobs.push(PredictedJob {
+                    point: key.0,
+                    scheduler: key.1,
+                    rep: key.2,
                     model: label.into(),
-                    job: r.task.job.to_string(),
-                    task: r.task.index,
-                    kind: if r.reduce { "reduce" } else { "map" }.into(),
-                    worker: format!("w{}", r.worker.0 + 1),
-                    source: format!("w{}", r.source.0 + 1),
-                    start_s: r.start_ms as f64 / 1000.0,
-                    end_s: r.end_ms as f64 / 1000.0,
-                }));
-                for &(job, arrival, end) in &out.jobs {
-                    let name = format!("job-{}", job.0);
-                    let key = (s.key.0.clone(), s.key.1.clone(), s.key.2, name);
-                    if let Some(&measured) = measured_jobs.get(&key) {
-                        predicted_jobs.push(PredictedJob {
-                            point: key.0,
-                            scheduler: key.1,
-                            rep: key.2,
-                            model: label.into(),
-                            job: key.3,
-                            measured_jct_s: measured,
-                            predicted_jct_s: end.saturating_sub(arrival) as f64 / 1000.0,
-                        });
-                    }
-                }
-                predictions.push(Prediction {
-                    point: s.key.0.clone(),
-                    scheduler: s.key.1.clone(),
-                    rep: s.key.2,
-                    model: label.into(),
-                    measured_mean_jct_s: s.run.mean_jct_s,
-                    predicted_mean_jct_s: out.mean_jct_s(),
-                    measured_makespan_s: s.run.makespan_s,
-                    predicted_makespan_s: out.makespan_s(),
-                    measured_remote: s.run.data_remote,
-                    predicted_remote: out.remote_tasks() as u32,
+                    job: key.3,
+                    measured_jct_s: measured,
+                    predicted_jct_s: end.saturating_sub(arrival) as f64 / 1000.0,
                 });
             }
         }
-        models.push(model);
+        self.predictions.push(Prediction {
+            point: s.key.0.clone(),
+            scheduler: s.key.1.clone(),
+            rep: s.key.2,
+            model: label.into(),
+            measured_mean_jct_s: s.run.mean_jct_s,
+            predicted_mean_jct_s: sim.mean_jct_s(),
+            measured_makespan_s: s.run.makespan_s,
+            predicted_makespan_s: sim.makespan_s(),
+            measured_remote: s.run.data_remote,
+            predicted_remote: sim.remote_tasks() as u32,
+        });
     }
-    if predictions.is_empty() {
+}
+
+/// Calibrates on `dir` and writes `dir/calibration/` (or the folder `fit`
+/// names); returns that folder. `fit` says which runs each prediction's
+/// model is fitted on: all of `dir`'s, the other schedulers', or another
+/// folder's calibration.
+///
+/// `jitter_ms` > 0 delays each simulated heartbeat by up to that much (drawn
+/// per run, worker and heartbeat), so the order in which the workers'
+/// near-simultaneous heartbeats reach the scheduler varies as on the real
+/// cluster; the results go to `calibration[-hold-out]-jitter<ms>/`.
+pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
+    // The commit and tree state of the code that runs, taken now.
+    let prov = Provenance::capture(common::unix_ms());
+    let given = match &opts.fit {
+        Fit::From(cal) => Some(read_models(cal)?),
+        _ => None,
+    };
+    let (results, meta, spec, schedulers, points) = super::run::open_results(dir)?;
+    let runs: Vec<RunRecord> = results.read_runs()?;
+    let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv"))?;
+    let background: Vec<BackgroundRow> = read_csv(&dir.join("background.csv"))?;
+    let measured = Measured::new(dir, &spec, &points, &runs, &tasks, &background)?;
+    let mut out = Predicted::default();
+    for p in &points {
+        if let Some(model) =
+            measured.calibrate_point(p, &schedulers, opts, given.as_ref(), &mut out)?
+        {
+            out.models.push(model);
+        }
+    }
+    if out.predictions.is_empty() {
         anyhow::bail!(
             "{}: no successful run with map attempts in tasks.csv",
             dir.display()
         );
     }
+    write_calibration(dir, opts, &spec, &schedulers, meta, out, prov)
+}
+
+/// Writes a calibration's folder: the models (whole, for `Fit::From`),
+/// the predictions, the predicted tasks and jobs, the simulated decision
+/// records, the summary and meta.json. Returns the folder.
+fn write_calibration(
+    dir: &Path,
+    opts: &Options,
+    spec: &Spec,
+    schedulers: &[super::spec::NamedScheduler],
+    meta: serde_json::Value,
+    out: Predicted,
+    mut prov: Provenance,
+) -> anyhow::Result<PathBuf> {
+    let (fit, jitter_ms) = (&opts.fit, opts.jitter_ms);
     let mut name = fit.folder();
     if opts.host_term {
         name.push_str("-host");
@@ -766,45 +926,48 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
     if jitter_ms > 0 {
         name.push_str(&format!("-jitter{jitter_ms}"));
     }
-    let out = dir.join(name);
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let cal = ResultsDir::open(&out);
+    let folder = dir.join(name);
+    std::fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
+    let cal = ResultsDir::open(&folder);
     // The models with their overheads, for `Fit::From` (another folder
     // predicted by these).
-    let stored: Vec<StoredModel> = models
+    let stored: Vec<StoredModel> = out
+        .models
         .iter()
         .map(|m| StoredModel {
             model: m.clone(),
             overheads: m.overheads.clone(),
         })
         .collect();
-    crate::ops::gz::write_json(&out.join("models.json.gz"), &stored)?;
-    cal.write_csv("predictions.csv", &predictions)?;
-    cal.write_csv("predicted-tasks.csv", &predicted_tasks)?;
-    if !predicted_jobs.is_empty() {
-        cal.write_csv("predicted-jobs.csv", &predicted_jobs)?;
+    crate::ops::gz::write_json(&folder.join("models.json.gz"), &stored)?;
+    cal.write_csv("predictions.csv", &out.predictions)?;
+    cal.write_csv("predicted-tasks.csv", &out.tasks)?;
+    if !out.jobs.is_empty() {
+        cal.write_csv("predicted-jobs.csv", &out.jobs)?;
     }
     // Simulated decision records, in the measured runs' format (worker i
     // is w<i+1>, times from the run's start).
-    for (file, rows) in decisions {
+    for (file, rows) in out.decisions {
         let log = common::wire::DecisionLog {
             recording: true,
             now_ms: 0,
             now_unix_ms: 0,
-            workers: (0..workers).map(|i| format!("w{}", i + 1)).collect(),
+            workers: (0..spec.cluster.workers as usize)
+                .map(|i| format!("w{}", i + 1))
+                .collect(),
             decisions: rows,
             ..Default::default()
         };
-        super::run::write_decisions(&out.join("decisions").join(file), &log, 0)?;
+        super::run::write_decisions(&folder.join("decisions").join(file), &log, 0)?;
     }
     let order: Vec<String> = schedulers.iter().map(|s| s.label.clone()).collect();
     cal.write_summary(&summary(
-        &spec,
+        spec,
         dir,
         fit,
-        &models,
-        &predictions,
-        &predicted_jobs,
+        &out.models,
+        &out.predictions,
+        &out.jobs,
         &order,
     ))?;
     prov.finish();
@@ -818,10 +981,10 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
         "heartbeat_jitter_ms": jitter_ms,
         "host_term": opts.host_term,
         "source_meta": meta,
-        "models": models,
+        "models": out.models,
         "provenance": prov,
     }))?;
-    Ok(out)
+    Ok(folder)
 }
 
 /// Fits one point's model on `runs` (each run's map attempts and seed):
