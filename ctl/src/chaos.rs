@@ -236,209 +236,311 @@ fn flip_one(
 /// Runs the chaos run; returns its results directory and figures.
 pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)> {
     let started_ms = common::unix_ms();
-    if opts.work.exists() {
-        std::fs::remove_dir_all(&opts.work)
-            .with_context(|| format!("cleaning {}", opts.work.display()))?;
-    }
-    std::fs::create_dir_all(&opts.work)?;
-    let work = std::path::absolute(&opts.work)?;
-    let cfg = local::write_loopback_config(
-        &work,
-        TOKEN,
-        WORKERS,
-        "replication = 3\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 1",
-        "slots = 2\nscrub_mbps = 50",
-    )?;
-    local::start_with(&cfg, &opts.bin).await?;
-    let run_dir = local::run_dir(&cfg);
-    let _down = Down(run_dir.clone());
-    let client = MasterClient::new(cfg.master_url(), TOKEN);
+    let c = Cluster::start(opts).await?;
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-    for (name, kind) in [("text", Generator::Text), ("recs", Generator::Records)] {
-        loader::load(
-            &client,
-            &LoadSpec {
-                name: name.into(),
-                source: Source::Generate { kind, blocks: 8 },
-                block_size: 1_000_000,
-                replication: 3,
-                seed: opts.seed,
-                placement: Default::default(),
-            },
-        )
-        .await?;
-    }
-    let text = files::read_file(&client, "text").await?;
-    let recs = files::read_file(&client, "recs").await?;
-    let want_counts = verify::wordcount_reference(&text)?;
-    let want_sorted = verify::sort_reference(&recs)?;
+    let t0 = Instant::now();
+    let submitter = submit_jobs(&c.client, &mut rng, opts.jobs, t0);
+    let mut figures = ChaosFigures {
+        jobs_submitted: opts.jobs,
+        ..Default::default()
+    };
+    let faults = Faults::inject(&c, opts, rng, t0, &submitter, &mut figures).await?;
+    let ids = submitter.await?;
+    heal(&c, &faults, t0, &mut figures).await;
+    count_cluster(&c, &mut figures).await?;
+    let rows = check_jobs(&c, &ids, &mut figures).await?;
+    figures.jobs_submitted = ids.len() as u32 + (opts.jobs - ids.len() as u32);
+    write_results(opts, started_ms, &rows, &faults.events, &figures)
+}
 
-    // The jobs: a third each, arriving over 40 s.
-    let mut arrivals: Vec<(f64, Workload)> = (0..opts.jobs)
+/// The cluster under test: its configuration and processes (stopped when
+/// this is dropped), a client, and the reference outputs of its two files.
+struct Cluster {
+    cfg: ClusterConfig,
+    run_dir: PathBuf,
+    client: MasterClient,
+    /// Every worker's name.
+    names: Vec<String>,
+    want_counts: Vec<(Vec<u8>, u64)>,
+    want_sorted: Vec<u8>,
+    _down: Down,
+}
+
+impl Cluster {
+    /// Starts `WORKERS` workers and a master in `opts.work` (emptied
+    /// first), loads the text and the records, and computes their
+    /// references with coreutils.
+    async fn start(opts: &ChaosOptions) -> anyhow::Result<Self> {
+        if opts.work.exists() {
+            std::fs::remove_dir_all(&opts.work)
+                .with_context(|| format!("cleaning {}", opts.work.display()))?;
+        }
+        std::fs::create_dir_all(&opts.work)?;
+        let work = std::path::absolute(&opts.work)?;
+        let cfg = local::write_loopback_config(
+            &work,
+            TOKEN,
+            WORKERS,
+            "replication = 3\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 1",
+            "slots = 2\nscrub_mbps = 50",
+        )?;
+        local::start_with(&cfg, &opts.bin).await?;
+        let run_dir = local::run_dir(&cfg);
+        let down = Down(run_dir.clone());
+        let client = MasterClient::new(cfg.master_url(), TOKEN);
+        for (name, kind) in [("text", Generator::Text), ("recs", Generator::Records)] {
+            loader::load(
+                &client,
+                &LoadSpec {
+                    name: name.into(),
+                    source: Source::Generate { kind, blocks: 8 },
+                    block_size: 1_000_000,
+                    replication: 3,
+                    seed: opts.seed,
+                    placement: Default::default(),
+                },
+            )
+            .await?;
+        }
+        let text = files::read_file(&client, "text").await?;
+        let recs = files::read_file(&client, "recs").await?;
+        Ok(Cluster {
+            want_counts: verify::wordcount_reference(&text)?,
+            want_sorted: verify::sort_reference(&recs)?,
+            names: cfg.worker.iter().map(|w| w.name.clone()).collect(),
+            cfg,
+            run_dir,
+            client,
+            _down: down,
+        })
+    }
+
+    /// A worker's address.
+    fn addr_of(&self, name: &str) -> String {
+        self.cfg
+            .worker
+            .iter()
+            .find(|w| w.name == name)
+            .map(|w| format!("http://{}", w.listen))
+            .unwrap_or_default()
+    }
+}
+
+/// The jobs, a third each of wordcount, sort and input-sink, arriving at
+/// seeded times over 40 s from `t0`, submitted by a task that returns
+/// their ids.
+fn submit_jobs(
+    client: &MasterClient,
+    rng: &mut ChaCha8Rng,
+    jobs: u32,
+    t0: Instant,
+) -> tokio::task::JoinHandle<Vec<(JobId, Workload)>> {
+    let mut arrivals: Vec<(f64, Workload)> = (0..jobs)
         .map(|i| {
             let w = [Workload::Wordcount, Workload::Sort, Workload::InputSink][i as usize % 3];
             (rng.gen_range(0.0..40.0), w)
         })
         .collect();
     arrivals.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let t0 = Instant::now();
-    let submitter = {
-        let client = client.clone();
-        tokio::spawn(async move {
-            let mut ids: Vec<(JobId, Workload)> = Vec::new();
-            for (i, (at, w)) in arrivals.into_iter().enumerate() {
-                tokio::time::sleep_until((t0 + Duration::from_secs_f64(at)).into()).await;
-                let mut job = JobSubmit::new(w, if w == Workload::Sort { "recs" } else { "text" });
-                job.name = Some(format!("chaos-{i}"));
-                if w.has_reduce() {
-                    job.reduces = Some(2);
-                    job.output = Some(format!("chaos-{i}.out"));
-                }
-                match client.submit(&job).await {
-                    Ok(id) => ids.push((id, w)),
-                    Err(e) => tracing::error!(error = %e, "submitting a chaos job failed"),
-                }
+    let client = client.clone();
+    tokio::spawn(async move {
+        let mut ids: Vec<(JobId, Workload)> = Vec::new();
+        for (i, (at, w)) in arrivals.into_iter().enumerate() {
+            tokio::time::sleep_until((t0 + Duration::from_secs_f64(at)).into()).await;
+            let mut job = JobSubmit::new(w, if w == Workload::Sort { "recs" } else { "text" });
+            job.name = Some(format!("chaos-{i}"));
+            if w.has_reduce() {
+                job.reduces = Some(2);
+                job.output = Some(format!("chaos-{i}.out"));
             }
-            ids
-        })
-    };
+            match client.submit(&job).await {
+                Ok(id) => ids.push((id, w)),
+                Err(e) => tracing::error!(error = %e, "submitting a chaos job failed"),
+            }
+        }
+        ids
+    })
+}
 
-    // The faults.
-    let names: Vec<String> = cfg.worker.iter().map(|w| w.name.clone()).collect();
-    let mut events: Vec<Event> = Vec::new();
-    let mut figures = ChaosFigures {
-        jobs_submitted: opts.jobs,
-        ..Default::default()
-    };
-    let mut flips: Vec<Flip> = Vec::new();
-    let (mut next_flip, mut next_kill, stop_at) = (5.0, 10.0, 20.0);
-    let mut killed: Option<(String, f64)> = None;
-    let mut stopped: Option<(String, u32, f64)> = None;
-    let mut stop_done = false;
-    let mut last_fault = 0.0f64;
-    let mut last_damage = 0.0f64;
-    let mut jobs_done_at: Option<f64> = None;
-    let mut last_poll = -1.0f64;
-    let addr_of = |name: &str| -> String {
-        cfg.worker
-            .iter()
-            .find(|w| w.name == name)
-            .map(|w| format!("http://{}", w.listen))
-            .unwrap_or_default()
-    };
-    loop {
-        let t = t0.elapsed().as_secs_f64();
-        if t - last_poll >= 1.0 {
-            last_poll = t;
-            if jobs_done_at.is_none() && submitter.is_finished() {
-                let reports = client.jobs().await.unwrap_or_default();
-                let ended = reports.iter().filter(|r| r.state.is_done()).count();
-                if ended as u32 >= opts.jobs {
-                    jobs_done_at = Some(t);
+/// The fault schedule and what it did: a flipped byte every 10 s from
+/// 5 s, a SIGKILL every 20 s from 10 s (restarted 10 s later), one SIGSTOP
+/// at 20 s for 30 s, each on a worker drawn among those not killed or
+/// stopped now.
+struct Faults {
+    rng: ChaCha8Rng,
+    events: Vec<Event>,
+    flips: Vec<Flip>,
+    next_flip: f64,
+    next_kill: f64,
+    stop_at: f64,
+    /// The worker killed now, and when.
+    killed: Option<(String, f64)>,
+    /// The worker stopped now, its pid, and when.
+    stopped: Option<(String, u32, f64)>,
+    stop_done: bool,
+    /// When the last fault (a restart or a resume included) and the last
+    /// damaging one (a kill, a stop or a flip) happened.
+    last_fault: f64,
+    last_damage: f64,
+}
+
+impl Faults {
+    /// Injects faults from `t0` for at least `MIN_FAULT_WINDOW_S` and until
+    /// every job has ended (at most `MAX_FAULT_WINDOW_S`), then restarts or
+    /// resumes what is still down.
+    async fn inject(
+        c: &Cluster,
+        opts: &ChaosOptions,
+        rng: ChaCha8Rng,
+        t0: Instant,
+        submitter: &tokio::task::JoinHandle<Vec<(JobId, Workload)>>,
+        figures: &mut ChaosFigures,
+    ) -> anyhow::Result<Faults> {
+        let mut f = Faults {
+            rng,
+            events: Vec::new(),
+            flips: Vec::new(),
+            next_flip: 5.0,
+            next_kill: 10.0,
+            stop_at: 20.0,
+            killed: None,
+            stopped: None,
+            stop_done: false,
+            last_fault: 0.0,
+            last_damage: 0.0,
+        };
+        let mut jobs_done_at: Option<f64> = None;
+        let mut last_poll = -1.0f64;
+        loop {
+            let t = t0.elapsed().as_secs_f64();
+            if t - last_poll >= 1.0 {
+                last_poll = t;
+                if jobs_done_at.is_none() && submitter.is_finished() {
+                    let reports = c.client.jobs().await.unwrap_or_default();
+                    let ended = reports.iter().filter(|r| r.state.is_done()).count();
+                    if ended as u32 >= opts.jobs {
+                        jobs_done_at = Some(t);
+                    }
                 }
             }
+            let faulting =
+                t < MAX_FAULT_WINDOW_S && (t < MIN_FAULT_WINDOW_S || jobs_done_at.is_none());
+            // Restart / resume what is due, faulting or not.
+            f.bring_back(c, opts, t, figures)?;
+            if !faulting && f.killed.is_none() && f.stopped.is_none() {
+                figures.fault_window_s = t;
+                return Ok(f);
+            }
+            if faulting {
+                f.next_faults(c, t, figures).await?;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let faulting = t < MAX_FAULT_WINDOW_S && (t < MIN_FAULT_WINDOW_S || jobs_done_at.is_none());
-        // Restart / resume what is due, faulting or not.
-        if let Some((w, at)) = killed.clone() {
+    }
+
+    fn event(&mut self, t_s: f64, event: &'static str, worker: String, detail: String) {
+        self.events.push(Event {
+            t_s,
+            event,
+            worker,
+            detail,
+        });
+    }
+
+    /// Restarts the killed worker 10 s after its kill and resumes the
+    /// stopped one 30 s after its stop.
+    fn bring_back(
+        &mut self,
+        c: &Cluster,
+        opts: &ChaosOptions,
+        t: f64,
+        figures: &mut ChaosFigures,
+    ) -> anyhow::Result<()> {
+        if let Some((w, at)) = self.killed.clone() {
             if t >= at + 10.0 {
-                local::restart_worker(&cfg, &opts.bin, &w)?;
+                local::restart_worker(&c.cfg, &opts.bin, &w)?;
                 figures.restarts += 1;
-                events.push(Event {
-                    t_s: t,
-                    event: "restart",
-                    worker: w,
-                    detail: String::new(),
-                });
-                last_fault = t;
-                killed = None;
+                self.event(t, "restart", w, String::new());
+                self.last_fault = t;
+                self.killed = None;
             }
         }
-        if let Some((w, pid, at)) = stopped.clone() {
+        if let Some((w, pid, at)) = self.stopped.clone() {
             if t >= at + 30.0 {
                 signal(pid, "-CONT")?;
-                events.push(Event {
-                    t_s: t,
-                    event: "resume",
-                    worker: w,
-                    detail: String::new(),
-                });
-                last_fault = t;
-                stopped = None;
+                self.event(t, "resume", w, String::new());
+                self.last_fault = t;
+                self.stopped = None;
             }
         }
-        if !faulting && killed.is_none() && stopped.is_none() {
-            figures.fault_window_s = t;
-            break;
-        }
-        // Workers killed or stopped now take no new fault.
-        let out: Vec<String> = killed
+        Ok(())
+    }
+
+    /// A worker drawn among those neither killed nor stopped now.
+    fn draw_worker(&mut self, c: &Cluster) -> String {
+        let out: Vec<&String> = self
+            .killed
             .iter()
-            .map(|k| k.0.clone())
-            .chain(stopped.iter().map(|s| s.0.clone()))
+            .map(|k| &k.0)
+            .chain(self.stopped.iter().map(|s| &s.0))
             .collect();
-        let busy = |w: &String| out.contains(w);
-        if faulting && t >= next_flip {
-            next_flip += 10.0;
-            let pool: Vec<&String> = names.iter().filter(|w| !busy(w)).collect();
-            let w = pool[rng.gen_range(0..pool.len())].clone();
-            if let Some(f) = flip_one(&mut rng, &cfg, &w)? {
+        let pool: Vec<&String> = c.names.iter().filter(|w| !out.contains(w)).collect();
+        pool[self.rng.gen_range(0..pool.len())].clone()
+    }
+
+    /// The flip, kill and stop that are due at `t`, in that order.
+    async fn next_faults(
+        &mut self,
+        c: &Cluster,
+        t: f64,
+        figures: &mut ChaosFigures,
+    ) -> anyhow::Result<()> {
+        if t >= self.next_flip {
+            self.next_flip += 10.0;
+            let w = self.draw_worker(c);
+            if let Some(f) = flip_one(&mut self.rng, &c.cfg, &w)? {
                 figures.corruptions_injected += 1;
-                events.push(Event {
-                    t_s: t,
-                    event: "flip",
-                    worker: w,
-                    detail: f.block.to_string(),
-                });
-                flips.push(f);
-                last_fault = t;
-                last_damage = t;
+                self.event(t, "flip", w, f.block.to_string());
+                self.flips.push(f);
+                self.last_fault = t;
+                self.last_damage = t;
             }
         }
-        if faulting && t >= next_kill && killed.is_none() {
-            next_kill += 20.0;
-            let pool: Vec<&String> = names.iter().filter(|w| !busy(w)).collect();
-            let w = pool[rng.gen_range(0..pool.len())].clone();
+        if t >= self.next_kill && self.killed.is_none() {
+            self.next_kill += 20.0;
+            let w = self.draw_worker(c);
             // Its count of dropped replicas dies with it: take it first.
-            figures.corruptions_detected += dropped_by(&client, &addr_of(&w)).await;
-            signal(pid_of(&run_dir, &w)?, "-KILL")?;
+            figures.corruptions_detected += dropped_by(&c.client, &c.addr_of(&w)).await;
+            signal(pid_of(&c.run_dir, &w)?, "-KILL")?;
             figures.kills += 1;
-            events.push(Event {
-                t_s: t,
-                event: "kill",
-                worker: w.clone(),
-                detail: String::new(),
-            });
-            killed = Some((w, t));
-            last_fault = t;
-            last_damage = t;
+            self.event(t, "kill", w.clone(), String::new());
+            self.killed = Some((w, t));
+            self.last_fault = t;
+            self.last_damage = t;
         }
-        if faulting && !stop_done && t >= stop_at {
-            stop_done = true;
-            let pool: Vec<&String> = names.iter().filter(|w| !busy(w)).collect();
-            let w = pool[rng.gen_range(0..pool.len())].clone();
-            let pid = pid_of(&run_dir, &w)?;
+        if !self.stop_done && t >= self.stop_at {
+            self.stop_done = true;
+            let w = self.draw_worker(c);
+            let pid = pid_of(&c.run_dir, &w)?;
             signal(pid, "-STOP")?;
             figures.stops += 1;
-            events.push(Event {
-                t_s: t,
-                event: "stop",
-                worker: w.clone(),
-                detail: String::new(),
-            });
-            stopped = Some((w, pid, t));
-            last_fault = t;
-            last_damage = t;
+            self.event(t, "stop", w.clone(), String::new());
+            self.stopped = Some((w, pid, t));
+            self.last_fault = t;
+            self.last_damage = t;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        Ok(())
     }
-    let ids = submitter.await?;
+}
 
-    // Healing: every block at its factor, every flip repaired.
+/// Waits (at most `REPAIR_LIMIT`) until every declared file is complete
+/// at its factor and every flipped replica repaired; says when in
+/// `figures`.
+async fn heal(c: &Cluster, faults: &Faults, t0: Instant, figures: &mut ChaosFigures) {
     let heal_deadline = Instant::now() + REPAIR_LIMIT;
     loop {
         let t = t0.elapsed().as_secs_f64();
-        let files = client.files().await.unwrap_or_default();
+        let files = c.client.files().await.unwrap_or_default();
         // Declared files only: a failed job's partial output is left as is.
         let replicated = !files.is_empty()
             && files
@@ -446,74 +548,84 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
                 .filter(|f| f.replication.is_some())
                 .all(|f| f.complete && f.under_replicated().is_empty());
         let mut repaired = 0;
-        for f in &flips {
-            // Gone (dropped or trimmed), or equal to a good replica.
-            match std::fs::read(&f.path) {
-                Err(_) => repaired += 1,
-                Ok(bytes) => {
-                    let (file, index) = split_block(&f.block);
-                    let info = client.file(&file).await.ok();
-                    let workers = client.workers().await.unwrap_or_default();
-                    let good = match info.as_ref().and_then(|i| i.replicas.get(index)) {
-                        Some(reps) => {
-                            let mut good = None;
-                            for w in workers
-                                .iter()
-                                .filter(|w| w.alive && w.name != f.worker && reps.contains(&w.name))
-                            {
-                                if let Ok(b) = files::get_block(&client, &w.addr, &f.block).await {
-                                    good = Some(b);
-                                    break;
-                                }
-                            }
-                            good
-                        }
-                        None => None,
-                    };
-                    if good.is_some_and(|g| g == bytes) {
-                        repaired += 1;
-                    }
-                }
-            }
+        for f in &faults.flips {
+            repaired += u32::from(repaired_flip(c, f).await);
         }
         figures.corruptions_repaired = repaired;
-        if replicated && repaired as usize == flips.len() {
-            figures.healed_after_last_fault_s = Some(t - last_fault);
-            figures.healed_after_last_damage_s = Some(t - last_damage);
-            break;
+        if replicated && repaired as usize == faults.flips.len() {
+            figures.healed_after_last_fault_s = Some(t - faults.last_fault);
+            figures.healed_after_last_damage_s = Some(t - faults.last_damage);
+            return;
         }
         if Instant::now() > heal_deadline {
-            break;
+            return;
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    for w in &names {
-        figures.corruptions_detected += dropped_by(&client, &addr_of(w)).await;
+}
+
+/// A flipped replica is repaired when it is gone (dropped or trimmed) or
+/// equal to a good replica on another live worker.
+async fn repaired_flip(c: &Cluster, f: &Flip) -> bool {
+    let Ok(bytes) = std::fs::read(&f.path) else {
+        return true;
+    };
+    let (file, index) = split_block(&f.block);
+    let info = c.client.file(&file).await.ok();
+    let workers = c.client.workers().await.unwrap_or_default();
+    let Some(reps) = info.as_ref().and_then(|i| i.replicas.get(index)) else {
+        return false;
+    };
+    for w in workers
+        .iter()
+        .filter(|w| w.alive && w.name != f.worker && reps.contains(&w.name))
+    {
+        if let Ok(good) = files::get_block(&c.client, &w.addr, &f.block).await {
+            return good == bytes;
+        }
     }
-    let summary = client.cluster().await?;
+    false
+}
+
+/// The cluster's own counts at the end: damaged replicas dropped (beside
+/// those counted before each kill), maps run again, blocks copied, and
+/// processes that exited unasked.
+async fn count_cluster(c: &Cluster, figures: &mut ChaosFigures) -> anyhow::Result<()> {
+    for w in &c.names {
+        figures.corruptions_detected += dropped_by(&c.client, &c.addr_of(w)).await;
+    }
+    let summary = c.client.cluster().await?;
     figures.maps_rerun = summary.maps_rerun;
     figures.blocks_copied = summary.blocks_copied;
-    for p in local::processes(&run_dir)? {
+    for p in local::processes(&c.run_dir)? {
         if !local::is_running(p.pid) {
             figures.unexpected_exits.push(p.name);
         }
     }
+    Ok(())
+}
 
-    // Jobs and outputs.
+/// Each job's end, and every succeeded wordcount's and sort's output
+/// against coreutils'.
+async fn check_jobs(
+    c: &Cluster,
+    ids: &[(JobId, Workload)],
+    figures: &mut ChaosFigures,
+) -> anyhow::Result<Vec<JobRow>> {
     let mut rows = Vec::new();
-    for (id, w) in &ids {
-        let r = client.job(*id, None).await?;
+    for (id, w) in ids {
+        let r = c.client.job(*id, None).await?;
         let ok = r.state == JobState::Succeeded;
         figures.jobs_succeeded += u32::from(ok);
         let (mut checked, mut equal) = (false, false);
         if ok && w.has_reduce() {
             checked = true;
-            let out = files::read_file(&client, r.output.as_deref().unwrap_or_default()).await?;
+            let out = files::read_file(&c.client, r.output.as_deref().unwrap_or_default()).await?;
             equal = match w {
                 Workload::Wordcount => {
-                    verify::wordcount_pairs(&out).is_ok_and(|got| got == want_counts)
+                    verify::wordcount_pairs(&out).is_ok_and(|got| got == c.want_counts)
                 }
-                _ => out == want_sorted,
+                _ => out == c.want_sorted,
             };
             figures.outputs_checked += 1;
             figures.outputs_equal += u32::from(equal);
@@ -528,15 +640,24 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
             error: r.error.unwrap_or_default(),
         });
     }
-    figures.jobs_submitted = ids.len() as u32 + (opts.jobs - ids.len() as u32);
+    Ok(rows)
+}
 
-    // Results.
+/// `results/chaos/<stamp>/`: runs.csv, events.csv, summary.md with the
+/// verdict, meta.json.
+fn write_results(
+    opts: &ChaosOptions,
+    started_ms: u64,
+    rows: &[JobRow],
+    events: &[Event],
+    figures: &ChaosFigures,
+) -> anyhow::Result<(PathBuf, ChaosFigures)> {
     let dir = ResultsDir::create(&opts.results, "chaos", started_ms)?;
-    dir.write_runs(&rows)?;
+    dir.write_runs(rows)?;
     {
         let path = dir.path().join("events.csv");
         let mut w = csv::Writer::from_path(&path)?;
-        for e in &events {
+        for e in events {
             w.serialize(e)?;
         }
         w.flush()?;
@@ -549,7 +670,7 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
          | figure | value |\n|---|---|\n",
         opts.seed, WORKERS, opts.jobs, figures.fault_window_s
     );
-    let v = serde_json::to_value(&figures)?;
+    let v = serde_json::to_value(figures)?;
     for (k, val) in v.as_object().expect("a struct") {
         s += &format!("| {k} | {val} |\n");
     }
@@ -571,7 +692,7 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
         "figures": figures,
         "provenance": provenance,
     }))?;
-    Ok((dir.path().to_path_buf(), figures))
+    Ok((dir.path().to_path_buf(), figures.clone()))
 }
 
 #[cfg(test)]
