@@ -675,9 +675,10 @@ pub fn summary(
         "Cluster: {} workers x {} slots, replication {}, NIC {}, compute pacing {}, disk {}, \
          background {}, heartbeat {} ms{}, task compute {}, placement {}, reduces {}. \
          Repetitions: {}, seed {} (+ repetition). Means over the successful repetitions, \
-         with (min-max) over them where there are several; total JCT is the sum over jobs \
-         (DynDL's \"total job completion time\" is read as the time until all jobs completed, \
-         the makespan; see EXPERIMENTS.md); slowdown = mean JCT / {}'s at the same point.\n\n",
+         with (min-max) over them where there are several; flowtime is the sum of the jobs' \
+         JCTs and makespan the time until every job completed (DynDL's \"total job completion \
+         time\" is read as the mean JCT; see EXPERIMENTS.md); slowdown = mean JCT / {}'s at the \
+         same point.\n\n",
         spec.cluster.workers,
         spec.cluster.slots,
         spec.cluster.replication,
