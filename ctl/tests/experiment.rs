@@ -690,6 +690,42 @@ fn recorded_specs_in_results_still_resolve() {
     assert!(checked >= 20, "{checked} recorded specs");
 }
 
+/// `master replot` rewrites a QoS experiment's summary whole: every
+/// committed folder with a QoS section, copied, its summary.md deleted and
+/// replotted from runs.csv, jobs.csv and meta.json, gives back the committed
+/// summary.md to the byte (the QoS section was once left out).
+#[test]
+fn replot_gives_back_a_qos_folders_summary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let mut checked = 0;
+    for experiment in std::fs::read_dir(root.join("results")).unwrap() {
+        let Ok(stamps) = std::fs::read_dir(experiment.unwrap().path()) else {
+            continue;
+        };
+        for stamp in stamps {
+            let dir = stamp.unwrap().path();
+            let Ok(summary) = std::fs::read_to_string(dir.join("summary.md")) else {
+                continue;
+            };
+            if !summary.contains("## QoS and public cloud") {
+                continue;
+            }
+            let tmp = tempfile::tempdir().unwrap();
+            let copy = tmp.path().join("results/x/y");
+            std::fs::create_dir_all(&copy).unwrap();
+            for f in ["meta.json", "runs.csv", "jobs.csv"] {
+                std::fs::copy(dir.join(f), copy.join(f))
+                    .unwrap_or_else(|e| panic!("{}: {f}: {e}", dir.display()));
+            }
+            ctl::experiment::run::replot(&copy).unwrap();
+            let again = std::fs::read_to_string(copy.join("summary.md")).unwrap();
+            assert_eq!(again, summary, "{}", dir.display());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 6, "{checked} QoS folders");
+}
+
 /// A SWIM hour replayed on real local processes: the first jobs of hour 10
 /// at their submit times, every job's maps the blocks of its input path's
 /// file, map-only jobs as input-sink and shuffling ones as wordcount with

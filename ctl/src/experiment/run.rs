@@ -373,9 +373,17 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
         }
     }
     let point_labels: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
+    // The QoS section, as the run wrote it, from the per-job rows.
+    let jobs_csv = dir.join("jobs.csv");
+    let job_rows: Vec<super::qos::JobRow> = if jobs_csv.exists() {
+        crate::results::read_csv(&jobs_csv)?
+    } else {
+        Vec::new()
+    };
     results.write_summary(&format!(
-        "{}{}",
+        "{}{}{}",
         output::summary(&spec, &schedulers, &points, &runs),
+        super::qos::summary(&spec, &schedulers, &points, &job_rows),
         super::grid::section(&schedulers, &point_labels, &runs)
     ))?;
     plots::plot_all(dir, &schedulers, &points, &runs)?;
