@@ -662,12 +662,14 @@ fn f(v: f64, digits: usize) -> String {
     }
 }
 
-/// The text of `summary.md`.
+/// The text of `summary.md`; `failed_logs`: the folder keeps failed runs'
+/// node logs in `failed-runs/`.
 pub fn summary(
     spec: &Spec,
     schedulers: &[NamedScheduler],
     points: &[Point],
     runs: &[RunRecord],
+    failed_logs: bool,
 ) -> String {
     let cells = cells(runs);
     let mut s = format!("# {}\n\n{}\n\n", spec.name, spec.description.trim());
@@ -850,7 +852,11 @@ pub fn summary(
         for r in failures {
             s += &format!("- {} rep {} {}: {}\n", r.point, r.rep, r.scheduler, r.error);
         }
-        s += "\nThe nodes' logs of a failed run that started a cluster are in `failed-runs/<point>-<scheduler>-r<rep>/`.\n\n";
+        s += if failed_logs {
+            "\nThe nodes' logs of a failed run that started a cluster are in `failed-runs/<point>-<scheduler>-r<rep>/`.\n\n"
+        } else {
+            "\n"
+        };
     }
     let cpu: Vec<f64> = runs
         .iter()

@@ -260,7 +260,13 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     let point_labels: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
     dir.write_summary(&format!(
         "{}{}{}",
-        output::summary(&spec, &schedulers, &points, &runs),
+        output::summary(
+            &spec,
+            &schedulers,
+            &points,
+            &runs,
+            out.join("failed-runs").exists()
+        ),
         super::qos::summary(&spec, &schedulers, &points, &job_rows),
         super::grid::section(&schedulers, &point_labels, &runs)
     ))?;
@@ -382,7 +388,13 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
     };
     results.write_summary(&format!(
         "{}{}{}",
-        output::summary(&spec, &schedulers, &points, &runs),
+        output::summary(
+            &spec,
+            &schedulers,
+            &points,
+            &runs,
+            dir.join("failed-runs").exists()
+        ),
         super::qos::summary(&spec, &schedulers, &points, &job_rows),
         super::grid::section(&schedulers, &point_labels, &runs)
     ))?;
