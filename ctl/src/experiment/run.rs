@@ -257,18 +257,13 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
         }
     }
     pb.finish_and_clear();
-    let point_labels: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
-    dir.write_summary(&format!(
-        "{}{}{}",
-        output::summary(
-            &spec,
-            &schedulers,
-            &points,
-            &runs,
-            out.join("failed-runs").exists()
-        ),
-        super::qos::summary(&spec, &schedulers, &points, &job_rows),
-        super::grid::section(&schedulers, &point_labels, &runs)
+    dir.write_summary(&summary_md(
+        &out,
+        &spec,
+        &schedulers,
+        &points,
+        &runs,
+        &job_rows,
     ))?;
     plots::plot_all(&out, &schedulers, &points, &runs)?;
     meta.finish(&runs);
@@ -378,7 +373,6 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    let point_labels: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
     // The QoS section, as the run wrote it, from the per-job rows.
     let jobs_csv = dir.join("jobs.csv");
     let job_rows: Vec<super::qos::JobRow> = if jobs_csv.exists() {
@@ -386,20 +380,41 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
     } else {
         Vec::new()
     };
-    results.write_summary(&format!(
-        "{}{}{}",
-        output::summary(
-            &spec,
-            &schedulers,
-            &points,
-            &runs,
-            dir.join("failed-runs").exists()
-        ),
-        super::qos::summary(&spec, &schedulers, &points, &job_rows),
-        super::grid::section(&schedulers, &point_labels, &runs)
+    results.write_summary(&summary_md(
+        dir,
+        &spec,
+        &schedulers,
+        &points,
+        &runs,
+        &job_rows,
     ))?;
     plots::plot_all(dir, &schedulers, &points, &runs)?;
     Ok(())
+}
+
+/// A results folder's `summary.md`: the runs' tables, the QoS section (for
+/// specs with deadlines, budgets or public types), the grid's effects.
+fn summary_md(
+    dir: &Path,
+    spec: &Spec,
+    schedulers: &[NamedScheduler],
+    points: &[Point],
+    runs: &[RunRecord],
+    job_rows: &[super::qos::JobRow],
+) -> String {
+    let point_labels: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
+    format!(
+        "{}{}{}",
+        output::summary(
+            spec,
+            schedulers,
+            points,
+            runs,
+            dir.join("failed-runs").exists()
+        ),
+        super::qos::summary(spec, schedulers, points, job_rows),
+        super::grid::section(schedulers, &point_labels, runs)
+    )
 }
 
 /// One job of a run.
