@@ -68,6 +68,8 @@ stop:
 ## (scripts/test-deps install installs the same list as CI).
 test:
 	$(CARGO) fmt --all -- --check
+	python3 scripts/check-figures --self-test
+	python3 scripts/check-figures
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --release --bins
 	$(CARGO) build --bins
