@@ -272,11 +272,11 @@ impl Master {
     }
 
     pub(super) fn fail_job(&mut self, id: JobId, error: String) {
-        let message = error.clone();
         if !self.jobs.fail(id, error) {
             return;
         }
-        tracing::warn!(job = %id, error = %message, "job failed");
+        let error = self.jobs.job(id).error.as_deref().unwrap_or_default();
+        tracing::warn!(job = %id, %error, "job failed");
         self.view.remove_job(id);
         self.forget_everywhere(id);
         self.journal_ended(id);

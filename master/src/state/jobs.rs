@@ -39,7 +39,7 @@ pub(super) struct RunningAttempt {
 impl RunningAttempt {
     /// Data-remote when it reads from another worker than its own.
     pub fn locality(&self) -> common::wire::Locality {
-        if self.worker != self.source {
+        if self.remote() {
             common::wire::Locality::DataRemote
         } else {
             common::wire::Locality::DataLocal
