@@ -47,6 +47,14 @@ pub struct RegisterRequest {
     /// only every `heartbeat_ms`.
     #[serde(default)]
     pub out_of_band_heartbeat: bool,
+    /// Attempts running here, or finished and not yet reported: a
+    /// restarted master adopts those its journal sent here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running: Vec<AttemptId>,
+    /// The map outputs this worker keeps (job, map, attempt): a restarted
+    /// master runs again the maps whose output it no longer has.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub map_outputs: Vec<AttemptId>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -505,6 +513,17 @@ pub struct JobReport {
     /// What it spent on public instances (absent: it used none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public_cost: Option<crate::public::PublicCost>,
+    /// Restarts of the master the job lived through, and the attempts in
+    /// flight at one of them that ran again because no worker still ran
+    /// them (finished maps and reduces never run again for a restart).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub master_restarts: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub restart_reruns: u32,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 /// An attempt still running, as a job report shows it.

@@ -135,6 +135,8 @@ async fn run(base: &str, workers: usize, seconds: u64, pid: u32) -> anyhow::Resu
                 slots: SLOTS,
                 blocks,
                 out_of_band_heartbeat: false,
+                running: Vec::new(),
+                map_outputs: Vec::new(),
             })
             .send()
             .await?

@@ -25,6 +25,11 @@ pub struct Cli {
     /// Master URL instead of http://<master.listen> from cluster.toml.
     #[arg(long, global = true)]
     pub master: Option<String>,
+    /// While the master cannot be reached (it restarts), send requests
+    /// again with backoff for up to this many seconds, saying so on
+    /// stderr; 0: fail at once.
+    #[arg(long, global = true, default_value_t = crate::ops::client::DEFAULT_RETRY.as_secs())]
+    pub retry_s: u64,
     #[command(subcommand)]
     pub cmd: Cmd,
 }
@@ -451,7 +456,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let client = MasterClient::new(
         cli.master.clone().unwrap_or_else(|| cfg.master_url()),
         &cfg.cluster.token,
-    );
+    )
+    .retrying(std::time::Duration::from_secs(cli.retry_s));
     match cli.cmd {
         Cmd::Serve {
             listen,

@@ -54,6 +54,8 @@ pub struct AppState {
     pub master: Mutex<Master>,
     /// The job journal's file, if any.
     journal: Option<std::path::PathBuf>,
+    /// Task entries were appended to the journal since its last fsync.
+    journal_dirty: std::sync::atomic::AtomicBool,
     started: Instant,
     /// Notified whenever a job reaches a final state.
     job_ended: Notify,
@@ -89,6 +91,21 @@ impl AppState {
         self.started.elapsed().as_millis() as Millis
     }
 
+    /// Fsyncs the journal's task entries appended since the last time.
+    fn sync_journal(&self) {
+        let Some(path) = &self.journal else {
+            return;
+        };
+        if self
+            .journal_dirty
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            if let Err(e) = journal::sync(path) {
+                tracing::error!(path = %path.display(), error = %e, "cannot fsync the job journal");
+            }
+        }
+    }
+
     /// Runs `f` on the master and wakes long-polls if a job ended meanwhile.
     fn with<R>(&self, f: impl FnOnce(&mut Master, Millis) -> R) -> R {
         // A panic in an earlier request must not make every later one fail:
@@ -107,8 +124,14 @@ impl AppState {
         // Journal under the lock, so entries land in the order they happened.
         if let Some(path) = &self.journal {
             let entries = m.take_journal();
-            if let Err(e) = journal::append(path, &entries) {
-                tracing::error!(path = %path.display(), error = %e, "cannot append to the job journal");
+            match journal::append(path, &entries) {
+                Ok(true) => self
+                    .journal_dirty
+                    .store(true, std::sync::atomic::Ordering::Relaxed),
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::error!(path = %path.display(), error = %e, "cannot append to the job journal")
+                }
             }
         }
         let ended = m.finished_jobs() != before;
@@ -566,16 +589,23 @@ pub async fn start_with(
     let journal_path = settings.journal.clone();
     let provision = settings.provision.clone();
     let mut master = Master::new(settings);
+    // The master's clock (ms since it started) begins at the age of the
+    // oldest job it takes back, so that job's submission is at 0 or later.
+    let mut clock_from = Duration::ZERO;
     if let Some(path) = &journal_path {
         let entries = journal::read(path)?;
-        master.restore(entries, common::unix_ms());
+        clock_from = Duration::from_millis(master.restore(entries, common::unix_ms()));
         journal::append(path, &master.take_journal())?;
+        journal::sync(path).ok();
     }
+    let now = Instant::now();
+    let started = now.checked_sub(clock_from).unwrap_or(now);
     tracing::info!(scheduler = %master.scheduler_name(), reduces = master.reduce_placement().name(), "master starting");
     let state = Arc::new(AppState {
         master: Mutex::new(master),
         journal: journal_path,
-        started: Instant::now(),
+        journal_dirty: Default::default(),
+        started,
         job_ended: Notify::new(),
         wake: WakeClient {
             http: reqwest::Client::builder()
@@ -610,6 +640,7 @@ pub async fn start_with(
         let mut to_launcher: Option<std::sync::mpsc::Sender<Vec<Provision>>> = None;
         loop {
             tick.tick().await;
+            st.sync_journal();
             let orders = st.with(|m, now| {
                 m.check_workers(now);
                 m.take_provisioning()

@@ -106,6 +106,14 @@ pub enum Input {
     HoldReduces { job: JobId },
     /// [`crate::ClusterView::reduce_ended`]
     ReduceEnded { task: TaskRef, worker: WorkerId },
+    /// [`crate::ClusterView::adopt`]
+    Adopted {
+        task: TaskRef,
+        worker: WorkerId,
+        source: WorkerId,
+    },
+    /// [`crate::ClusterView::adopt_reduce`]
+    AdoptedReduce { task: TaskRef, worker: WorkerId },
     /// [`crate::ClusterView::set_public_types`]
     PublicTypes {
         types: Vec<PublicType>,

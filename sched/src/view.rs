@@ -291,6 +291,12 @@ impl ClusterView {
             Input::RequeueReduce { task } => self.requeue_reduce(task),
             Input::HoldReduces { job } => self.hold_reduces(job),
             Input::ReduceEnded { task, worker } => self.reduce_ended(task, worker),
+            Input::Adopted {
+                task,
+                worker,
+                source,
+            } => self.adopt(task, worker, source),
+            Input::AdoptedReduce { task, worker } => self.adopt_reduce(task, worker),
             Input::PublicTypes {
                 types,
                 max_instances,
@@ -831,6 +837,52 @@ impl ClusterView {
         });
         if let Some(j) = self.jobs.get_mut(&task.job) {
             j.running = j.running.saturating_sub(1);
+        }
+    }
+
+    /// A map its owner finds running on `worker`, reading from `source`,
+    /// without having been offered it (a restarted master adopting an
+    /// attempt an earlier incarnation launched): no longer pending, and
+    /// counted running as a launch would be.
+    pub fn adopt(&mut self, task: TaskRef, worker: WorkerId, source: WorkerId) {
+        self.note(|| Input::Adopted {
+            task,
+            worker,
+            source,
+        });
+        if let Some(j) = self.jobs.get_mut(&task.job) {
+            j.remove(task.index);
+            j.running += 1;
+        }
+        let remote = worker != source;
+        self.with_worker(worker, |w| {
+            w.free = w.free.saturating_sub(1);
+            if remote {
+                w.remote_running += 1;
+            }
+        });
+    }
+
+    /// [`ClusterView::adopt`] for a reduce: it runs on `worker` with its
+    /// job's expected load.
+    pub fn adopt_reduce(&mut self, task: TaskRef, worker: WorkerId) {
+        self.note(|| Input::AdoptedReduce { task, worker });
+        self.reduce_changes += 1;
+        let load = match self.reduces.get_mut(&task.job) {
+            Some(r) => {
+                r.pending.shift_remove(&task.index);
+                r.load_each
+            }
+            None => 0,
+        };
+        self.running_reduces.insert(task, (worker, load));
+        self.with_worker(worker, |w| {
+            w.free = w.free.saturating_sub(1);
+            w.reduce_load += load;
+            w.reduces_running += 1;
+        });
+        if let Some(j) = self.jobs.get_mut(&task.job) {
+            j.running += 1;
         }
     }
 

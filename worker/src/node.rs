@@ -3,7 +3,10 @@
 //! store changes or (with `out_of_band_heartbeat`, Hadoop's out-of-band
 //! heartbeat) when a task ends. Launches come
 //! back in heartbeat replies. Results are kept until a heartbeat carrying them
-//! got through, so none is lost when the master is briefly unreachable.
+//! got through, so none is lost when the master is briefly unreachable or
+//! restarts: a registration names the attempts running or finished here
+//! and the map outputs kept, and a restarted master adopts those it had
+//! sent (see the master's `state::restore`).
 
 use crate::exec::Executor;
 use common::http::bearer;
@@ -78,6 +81,8 @@ async fn register(ctx: &Node) -> WorkerId {
             slots: ctx.exec.slots.count(),
             blocks: ctx.exec.store.list(),
             out_of_band_heartbeat: ctx.exec.slots.out_of_band(),
+            running: ctx.exec.slots.book().unreported(),
+            map_outputs: ctx.exec.shuffle.held(),
         };
         match post::<_, RegisterReply>(ctx, "/v1/workers/register", &req).await {
             Ok(r) => {
@@ -143,6 +148,10 @@ pub async fn run(ctx: Node) {
                     failures = 0;
                     reported_generation = generation;
                     if reply.reregister {
+                        // The master did not take the results (it does not
+                        // know this worker): they go again after the
+                        // registration, which names their attempts.
+                        ex.slots.book().restore(hb.results);
                         tracing::warn!("master asked to register again");
                         break;
                     }

@@ -77,6 +77,37 @@ impl MapOutputs {
         written
     }
 
+    /// Every map output kept here, in memory or on disk, as the attempt
+    /// that made it (sorted): a restarted master asks at registration.
+    pub fn held(&self) -> Vec<AttemptId> {
+        let mut out: Vec<AttemptId> = self
+            .kept
+            .lock()
+            .outputs
+            .keys()
+            .map(|&(job, map, attempt)| attempt_id(job, map, attempt))
+            .collect();
+        for job in std::fs::read_dir(&self.root).into_iter().flatten().flatten() {
+            let Some(j) = job.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            for m in std::fs::read_dir(job.path()).into_iter().flatten().flatten() {
+                // `m<map>.a<attempt>`; a `.tmp-` directory is half written.
+                let name = m.file_name();
+                let parsed = name.to_str().and_then(|s| {
+                    let (map, attempt) = s.strip_prefix('m')?.split_once(".a")?;
+                    Some((map.parse::<u32>().ok()?, attempt.parse::<u32>().ok()?))
+                });
+                if let Some((map, attempt)) = parsed {
+                    out.push(attempt_id(j, map, attempt));
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Deletes a job's map output, kept and on disk.
     pub fn forget_job(&self, job: JobId) {
         self.kept.forget(job);
@@ -103,6 +134,16 @@ fn output_bytes(out: &MapOutput) -> u64 {
         MapOutput::Partitions(parts) => parts.iter().map(|p| p.len() as u64).sum(),
         MapOutput::SortedRun { run, .. } => run.len() as u64,
         MapOutput::None | MapOutput::Invalid(_) => 0,
+    }
+}
+
+fn attempt_id(job: u32, map: u32, attempt: u32) -> AttemptId {
+    AttemptId {
+        task: common::TaskRef {
+            job: JobId(job),
+            index: map,
+        },
+        attempt,
     }
 }
 

@@ -52,6 +52,16 @@ impl TaskBook {
         v
     }
 
+    /// Attempts running, and those finished whose results wait for a
+    /// heartbeat (sorted): what a restarted master may adopt.
+    pub fn unreported(&self) -> Vec<AttemptId> {
+        let mut v = self.running();
+        v.extend(self.finished.iter().map(|r| r.attempt));
+        v.sort();
+        v.dedup();
+        v
+    }
+
     /// Takes the finished results for a heartbeat; `restore` puts them back
     /// if the heartbeat did not get through.
     pub fn take_finished(&mut self) -> Vec<TaskResult> {

@@ -17,6 +17,18 @@ pub struct MasterClient {
     base: String,
     token: String,
     http: reqwest::Client,
+    /// How long a request keeps being sent again while the master cannot
+    /// be reached (a restart); zero: not at all.
+    retry_for: Duration,
+}
+
+/// The CLI's default for `--retry-s`: a master restart (replaying its
+/// journal, waiting for the workers) takes seconds; this allows minutes.
+pub const DEFAULT_RETRY: Duration = Duration::from_secs(180);
+
+/// Waits between tries while the master is away: 200 ms doubling to 5 s.
+fn backoff(tries: u32) -> Duration {
+    Duration::from_millis((200u64 << tries.min(5)).min(5_000))
 }
 
 /// Turns a non-2xx answer into an error carrying the server's message
@@ -36,6 +48,74 @@ impl MasterClient {
                 .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
                 .build()
                 .expect("HTTP client builds"),
+            retry_for: Duration::ZERO,
+        }
+    }
+
+    /// A client that, while the master cannot be reached (refused or cut
+    /// connections, or a 502/503 from a proxy in front of it), sends a
+    /// request again with backoff for up to `retry_for`, saying so on
+    /// stderr, as Hadoop's and HDFS's clients retry a restarting
+    /// ResourceManager or NameNode. A request that may have reached the
+    /// master and is not idempotent (a submission whose connection broke
+    /// after it went out) is not sent again.
+    pub fn retrying(mut self, retry_for: Duration) -> Self {
+        self.retry_for = retry_for;
+        self
+    }
+
+    /// Sends what `build` makes until the master answers, within
+    /// `retry_for`: a GET (`idempotent`) again after any lost connection, a
+    /// POST only if it never connected.
+    async fn send(
+        &self,
+        what: &str,
+        idempotent: bool,
+        build: impl Fn() -> reqwest::RequestBuilder,
+    ) -> anyhow::Result<reqwest::Response> {
+        let deadline = std::time::Instant::now() + self.retry_for;
+        let mut tries = 0u32;
+        let mut said = false;
+        loop {
+            let sent = build().header(AUTHORIZATION, bearer(&self.token)).send().await;
+            // A GET that a pooled connection lost before its answer (the
+            // other end closed it as the request went out) is sent again,
+            // twice, even without retrying (RFC 9110 9.2.2).
+            let lost = matches!(&sent, Err(e) if idempotent && e.is_request() && !e.is_timeout());
+            let away = match &sent {
+                Err(e) => e.is_connect() || lost,
+                Ok(r) => matches!(
+                    r.status(),
+                    reqwest::StatusCode::BAD_GATEWAY | reqwest::StatusCode::SERVICE_UNAVAILABLE
+                ),
+            };
+            let again = if std::time::Instant::now() < deadline {
+                away
+            } else {
+                lost && tries < 2
+            };
+            if !again {
+                return sent.with_context(|| format!("{what}: master unreachable"));
+            }
+            tries += 1;
+            if self.retry_for > Duration::ZERO && !said {
+                let why = match &sent {
+                    Err(e) => e.to_string(),
+                    Ok(r) => r.status().to_string(),
+                };
+                eprintln!(
+                    "{what}: master unreachable ({why}); retrying for up to {} s",
+                    self.retry_for.as_secs()
+                );
+                said = true;
+            }
+            tracing::debug!("{what}: master unreachable; sending again");
+            tokio::time::sleep(if self.retry_for > Duration::ZERO {
+                backoff(tries)
+            } else {
+                Duration::from_millis(100)
+            })
+            .await;
         }
     }
 
@@ -54,27 +134,10 @@ impl MasterClient {
 
     async fn get<T: DeserializeOwned>(&self, path: &str, timeout: Duration) -> anyhow::Result<T> {
         let what = format!("GET {}{path}", self.base);
-        // A GET is idempotent: one that a pooled connection lost before its
-        // answer (the other end closed it as the request went out) is sent
-        // again, twice at most, on a new connection (RFC 9110 9.2.2).
-        let mut tries = 0;
-        let resp = loop {
-            let sent = self
-                .http
-                .get(format!("{}{path}", self.base))
-                .header(AUTHORIZATION, bearer(&self.token))
-                .timeout(timeout)
-                .send()
-                .await;
-            match sent {
-                Err(e) if tries < 2 && e.is_request() && !e.is_timeout() => {
-                    tries += 1;
-                    tracing::debug!(error = %e, "{what}: connection lost; sending again");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-                other => break other.with_context(|| format!("{what}: master unreachable"))?,
-            }
-        };
+        let url = format!("{}{path}", self.base);
+        let resp = self
+            .send(&what, true, || self.http.get(&url).timeout(timeout))
+            .await?;
         check(resp, &what)
             .await?
             .json()
@@ -141,15 +204,16 @@ impl MasterClient {
     /// replicas (re-replication after losses, trimming above it).
     pub async fn set_replication(&self, name: &str, replication: u32) -> anyhow::Result<()> {
         let what = format!("PUT {}/v1/files/{name}/replication", self.base);
+        let url = format!("{}/v1/files/{name}/replication", self.base);
+        // Setting a factor is idempotent.
         let resp = self
-            .http
-            .put(format!("{}/v1/files/{name}/replication", self.base))
-            .header(AUTHORIZATION, bearer(&self.token))
-            .json(&FileReplication { replication })
-            .timeout(Duration::from_secs(5))
-            .send()
-            .await
-            .with_context(|| format!("{what}: master unreachable"))?;
+            .send(&what, true, || {
+                self.http
+                    .put(&url)
+                    .json(&FileReplication { replication })
+                    .timeout(Duration::from_secs(5))
+            })
+            .await?;
         check(resp, &what).await?;
         Ok(())
     }
@@ -190,15 +254,15 @@ impl MasterClient {
 
     pub async fn submit(&self, spec: &JobSubmit) -> anyhow::Result<JobId> {
         let what = format!("POST {}/v1/jobs", self.base);
+        let url = format!("{}/v1/jobs", self.base);
         let resp = self
-            .http
-            .post(format!("{}/v1/jobs", self.base))
-            .header(AUTHORIZATION, bearer(&self.token))
-            .json(spec)
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await
-            .with_context(|| format!("{what}: master unreachable"))?;
+            .send(&what, false, || {
+                self.http
+                    .post(&url)
+                    .json(spec)
+                    .timeout(Duration::from_secs(10))
+            })
+            .await?;
         let r: JobSubmitted = check(resp, &what).await?.json().await?;
         Ok(r.job)
     }

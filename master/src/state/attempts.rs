@@ -2,6 +2,7 @@
 //! sent to counts), the task's record, retries, and the end of a job.
 
 use super::jobs::{AfterFailure, AfterMap, RunningAttempt};
+use super::journal::JournalEntry;
 use super::Master;
 use crate::metrics::ReasonValue;
 use common::wire::{TaskKind, TaskOutcome, TaskRecord, TaskResult};
@@ -14,6 +15,13 @@ impl Master {
             tracing::debug!(attempt = %r.attempt, "ignoring result of a stale attempt");
             return;
         };
+        if self.held.holds(r.attempt.task.job) {
+            // An adopted attempt's result before its job went on: applied
+            // then (`resume`); the worker no longer runs it.
+            self.workers.ended(worker, &r.attempt);
+            self.held.stash(worker, r);
+            return;
+        }
         self.end_attempt(worker, r.attempt, Some((ra, r)));
     }
 
@@ -29,13 +37,21 @@ impl Master {
         let Some(ra) = self.jobs.running(a) else {
             return;
         };
-        if self.jobs.task(a.task).reduce.is_some() {
+        // A held job is not in the view yet (it enters with what runs).
+        if self.held.holds(a.task.job) {
+        } else if self.jobs.task(a.task).reduce.is_some() {
             self.view.reduce_ended(a.task, worker);
         } else {
             self.view.task_ended(a.task.job, worker, ra.remote());
         }
         match result {
-            None => self.retry_unpenalised(a.task),
+            None => {
+                self.journal_task(JournalEntry::Uncounted {
+                    attempt: a,
+                    record: None,
+                });
+                self.retry_unpenalised(a.task)
+            }
             Some((_, r)) => self.apply_result(worker, a, ra, r),
         }
     }
@@ -108,6 +124,11 @@ impl Master {
                 self.view
                     .note_task_ms(r.finished_unix_ms.saturating_sub(r.started_unix_ms));
                 let rec = self.record(a, ra, &r, None);
+                self.journal_task(JournalEntry::MapDone {
+                    attempt: a,
+                    summary: summary.clone(),
+                    record: rec.clone(),
+                });
                 self.metrics.map_done(
                     rec.locality,
                     r.local_bytes,
@@ -125,6 +146,11 @@ impl Master {
             }
             TaskOutcome::Reduced { .. } if is_reduce => {
                 let rec = self.record(a, ra, &r, None);
+                self.journal_task(JournalEntry::ReduceDone {
+                    attempt: a,
+                    fetched: r.local_bytes + r.remote_bytes,
+                    record: rec.clone(),
+                });
                 self.metrics.reduce_done(
                     r.local_bytes + r.remote_bytes,
                     (rec.end_ms.saturating_sub(rec.start_ms)) as f64 / 1000.0,
@@ -140,6 +166,10 @@ impl Master {
                 // A map that answered like a reduce or the reverse: a worker
                 // bug; the task runs again.
                 tracing::error!(attempt = %a, "result kind does not match the task");
+                self.journal_task(JournalEntry::Uncounted {
+                    attempt: a,
+                    record: None,
+                });
                 self.retry_unpenalised(a.task);
             }
             TaskOutcome::Failed { error } => {
@@ -152,7 +182,7 @@ impl Master {
                 let rec = self.record(a, ra, &r, Some(format!("fetch failed: {error}")));
                 self.metrics
                     .attempt_unsuccessful(TaskKind::Reduce, ReasonValue::fetch_failed);
-                self.jobs.record(a.task.job, rec);
+                self.record_uncounted(a, rec);
                 let again = self.rerun_maps(
                     a.task.job,
                     lost.iter().map(|l| (l.map, l.worker, l.attempt)),
@@ -162,10 +192,18 @@ impl Master {
             }
             TaskOutcome::FetchFailed { .. } => {
                 tracing::error!(attempt = %a, "a map reported a shuffle fetch failure");
+                self.journal_task(JournalEntry::Uncounted {
+                    attempt: a,
+                    record: None,
+                });
                 self.retry_unpenalised(a.task);
             }
             TaskOutcome::Rejected { reason } => {
                 tracing::debug!(attempt = %a, %reason, "attempt rejected by worker");
+                self.journal_task(JournalEntry::Uncounted {
+                    attempt: a,
+                    record: None,
+                });
                 self.retry_unpenalised(a.task);
             }
             TaskOutcome::NoSpace { error } => {
@@ -174,7 +212,7 @@ impl Master {
                 let rec = self.record(a, ra, &r, Some(format!("no space: {error}")));
                 self.metrics
                     .attempt_unsuccessful(rec.kind, ReasonValue::no_space);
-                self.jobs.record(a.task.job, rec);
+                self.record_uncounted(a, rec);
                 self.workers.disk_full(worker, error);
                 self.retry_unpenalised(a.task);
             }
@@ -220,9 +258,24 @@ impl Master {
         }
     }
 
+    /// The record of attempt `a`, which ended without a failure counted
+    /// (its task is retried), kept and journaled.
+    fn record_uncounted(&mut self, a: AttemptId, rec: TaskRecord) {
+        self.journal_task(JournalEntry::Uncounted {
+            attempt: a,
+            record: Some(rec.clone()),
+        });
+        self.jobs.record(a.task.job, rec);
+    }
+
     /// A failed attempt: counted; the task is retried until it has failed
     /// `max_task_attempts` times, then its job fails.
     fn attempt_failed(&mut self, a: AttemptId, rec: TaskRecord, error: &str) {
+        self.journal_task(JournalEntry::Failed {
+            attempt: a,
+            error: error.to_owned(),
+            record: rec.clone(),
+        });
         self.metrics
             .attempt_unsuccessful(rec.kind, ReasonValue::failed);
         let max = self.settings.max_task_attempts;
@@ -233,7 +286,7 @@ impl Master {
         }
     }
 
-    fn job_succeeded(&mut self, id: JobId) {
+    pub(super) fn job_succeeded(&mut self, id: JobId) {
         let (end, output) = self.jobs.succeed(id);
         if let Some(out) = &output {
             self.storage.output_written(out);
@@ -252,6 +305,10 @@ impl Master {
     }
 
     pub(super) fn requeue(&mut self, t: TaskRef) {
+        if self.held.holds(t.job) {
+            // It enters the view, pending, when its job goes on.
+            return;
+        }
         let task = self.jobs.task(t);
         if task.reduce.is_some() {
             self.view.requeue_reduce(t);

@@ -149,6 +149,11 @@ pub(super) struct Job {
     /// Every finished attempt, for the report.
     pub records: Vec<TaskRecord>,
     pub counts: JobCounters,
+    /// Restarts of the master the job lived through, and the attempts in
+    /// flight at one of them that had to run again (launched, but no
+    /// worker said it still ran them).
+    pub restarts: u32,
+    pub restart_reruns: u32,
 }
 
 /// What a new job is made of (`Jobs::add`).
@@ -440,7 +445,19 @@ impl Jobs {
     /// Adds a job (its id is `next_id()`), one pending map per block.
     pub fn add(&mut self, n: NewJob) -> JobId {
         let id = self.next_id();
-        self.next += 1;
+        self.insert(id, n);
+        id
+    }
+
+    /// Adds job `id` that an earlier incarnation accepted (the journal),
+    /// one pending map per block, to be rebuilt by the replay below.
+    pub fn add_again(&mut self, id: JobId, n: NewJob) {
+        self.insert(id, n);
+        self.jobs.get_mut(&id).expect("just added").restarts += 1;
+    }
+
+    fn insert(&mut self, id: JobId, n: NewJob) {
+        self.seen(id);
         let tasks: Vec<Task> = n
             .blocks
             .into_iter()
@@ -469,9 +486,49 @@ impl Jobs {
                 splits: Vec::new(),
                 records: Vec::new(),
                 counts: JobCounters::default(),
+                restarts: 0,
+                restart_reruns: 0,
             },
         );
-        id
+    }
+
+    /// Replay: attempt `a` went out to `worker`, reading from `source`; it
+    /// is its task's current attempt until the journal (or, at the end, the
+    /// workers) say otherwise. Later attempts get higher numbers.
+    pub fn launched_before(&mut self, a: AttemptId, worker: WorkerId, source: WorkerId, now: Millis) {
+        let Some(job) = self.jobs.get_mut(&a.task.job) else {
+            return;
+        };
+        let Some(task) = job.tasks.get_mut(a.task.index as usize) else {
+            return;
+        };
+        task.next_attempt = task.next_attempt.max(a.attempt + 1);
+        task.status = TaskStatus::Running(RunningAttempt::new(a.attempt, worker, source, now));
+        job.first_launch.get_or_insert(now);
+        job.state = JobState::Running;
+    }
+
+    /// Replay: attempt `a` ended with no failure counted and nothing else
+    /// changed but its record.
+    pub fn ended_before(&mut self, a: AttemptId, rec: Option<TaskRecord>) {
+        let Some(job) = self.jobs.get_mut(&a.task.job) else {
+            return;
+        };
+        job.records.extend(rec);
+        if let Some(task) = job.tasks.get_mut(a.task.index as usize) {
+            if matches!(task.status, TaskStatus::Running(ra) if ra.attempt == a.attempt) {
+                task.status = TaskStatus::Pending;
+            }
+        }
+    }
+
+    /// After the replay: an attempt the journal left running that no
+    /// worker runs any more; its task is pending again, counted as a rerun
+    /// caused by the restart.
+    pub fn lost_in_restart(&mut self, t: TaskRef) {
+        let job = self.jobs.get_mut(&t.job).expect("a held job");
+        job.tasks[t.index as usize].status = TaskStatus::Pending;
+        job.restart_reruns += 1;
     }
 
     /// Map `t`'s next attempt starts on `worker`, reading from `source`;
@@ -749,6 +806,8 @@ pub(super) fn unstarted_report(
         deadline_met: spec.deadline_s.map(|_| false),
         budget: spec.budget,
         public_cost: None,
+        master_restarts: 0,
+        restart_reruns: 0,
     }
 }
 

@@ -1,15 +1,26 @@
 //! The master's job journal: what it must not forget across a restart.
-//! Every job submitted and every job's final report are appended (JSON
-//! lines, fsynced) by the HTTP layer as `Master` produces them; a restarted
-//! master replays the file (`restore`): finished jobs and their reports are listed
-//! again, job ids go on from the highest seen (so a stale result of an old
-//! job can never be taken for a new one's), and jobs that were running are
-//! failed with a reason that says the master restarted. The catalog needs
-//! no journal: it comes back from the workers' block reports.
+//! Every job submitted (with its input blocks), every attempt launched,
+//! every map and reduce that succeeded (where its output is, what it
+//! counted), every counted failure, every map output given up, and every
+//! job's final report are appended (JSON lines) by the HTTP layer as
+//! `Master` produces them, under the state lock, so in the order they
+//! happened. Job entries (submitted, ended, replication, deletion) are
+//! fsynced at once; task entries are written at once (a killed master
+//! loses none) and fsynced by the next sync (`sync`, every heartbeat
+//! interval), so a machine crash loses at most that interval's task
+//! progress, which runs again.
+//!
+//! A restarted master replays the file (`restore`): finished jobs and their
+//! reports are listed again, job ids go on from the highest seen (so a
+//! stale result of an old job can never be taken for a new one's), and jobs
+//! that were running are rebuilt, their finished maps and reduces kept, and
+//! go on once the workers have registered again (work-preserving restart,
+//! as YARN-556's ResourceManager). The catalog needs no journal: it comes
+//! back from the workers' block reports.
 
 use super::Master;
-use common::wire::{JobReport, JobSubmit};
-use common::JobId;
+use common::wire::{JobReport, JobSubmit, TaskRecord};
+use common::{AttemptId, BlockId, JobId, WorkerId};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::Path;
@@ -24,6 +35,51 @@ pub enum JournalEntry {
         scheduler: String,
         submit_unix_ms: u64,
         spec: JobSubmit,
+        /// Its input blocks, one map each: a restarted master rebuilds the
+        /// job from them before the catalog is back. (Absent in journals
+        /// of earlier versions: such a job fails at a restart, as before.)
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        blocks: Vec<(BlockId, u64)>,
+    },
+    /// An attempt went out to `worker`, reading its input from `source`
+    /// (a map; a reduce reads from every map's worker: `source` = `worker`).
+    Launched {
+        attempt: AttemptId,
+        worker: String,
+        source: String,
+    },
+    /// A map succeeded: its output stays on the worker that ran it.
+    MapDone {
+        attempt: AttemptId,
+        summary: workloads::MapSummary,
+        record: TaskRecord,
+    },
+    /// A reduce succeeded, having fetched `fetched` bytes; its output block
+    /// is stored (the block reports bring it back).
+    ReduceDone {
+        attempt: AttemptId,
+        fetched: u64,
+        record: TaskRecord,
+    },
+    /// An attempt failed, counted against its task.
+    Failed {
+        attempt: AttemptId,
+        error: String,
+        record: TaskRecord,
+    },
+    /// An attempt ended without a failure counted (rejected, lost, its
+    /// input's fetch failed, no space): its record, if it has one.
+    Uncounted {
+        attempt: AttemptId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        record: Option<TaskRecord>,
+    },
+    /// These maps' outputs were given up (lost with their worker, or
+    /// unfetchable): the maps run again.
+    OutputsLost {
+        job: JobId,
+        /// (map, the worker that kept it, its attempt).
+        lost: Vec<(u32, String, u32)>,
     },
     Ended {
         report: JobReport,
@@ -73,10 +129,24 @@ pub fn read(path: &Path) -> anyhow::Result<Vec<JournalEntry>> {
     Ok(out)
 }
 
-/// Appends `entries` and fsyncs.
-pub fn append(path: &Path, entries: &[JournalEntry]) -> anyhow::Result<()> {
+impl JournalEntry {
+    /// A job-level entry, fsynced at once (task entries wait for `sync`).
+    pub fn durable(&self) -> bool {
+        matches!(
+            self,
+            JournalEntry::Submitted { .. }
+                | JournalEntry::Ended { .. }
+                | JournalEntry::Replication { .. }
+                | JournalEntry::Deleted { .. }
+        )
+    }
+}
+
+/// Appends `entries`; fsyncs if one of them is `durable`, and returns
+/// whether some were written but not fsynced (for `sync`).
+pub fn append(path: &Path, entries: &[JournalEntry]) -> anyhow::Result<bool> {
     if entries.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
@@ -91,7 +161,19 @@ pub fn append(path: &Path, entries: &[JournalEntry]) -> anyhow::Result<()> {
         .append(true)
         .open(path)?;
     f.write_all(&buf)?;
-    f.sync_data()?;
+    if entries.iter().any(JournalEntry::durable) {
+        f.sync_data()?;
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Fsyncs the journal (task entries appended since the last fsync).
+pub fn sync(path: &Path) -> anyhow::Result<()> {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)?
+        .sync_data()?;
     Ok(())
 }
 
@@ -118,6 +200,29 @@ impl Master {
         self.journal.take()
     }
 
+    pub(super) fn journal_launch(&mut self, attempt: AttemptId, worker: WorkerId, source: WorkerId) {
+        self.journal.push(JournalEntry::Launched {
+            attempt,
+            worker: self.worker_name(worker),
+            source: self.worker_name(source),
+        });
+    }
+
+    pub(super) fn journal_outputs_lost(&mut self, job: JobId, lost: &[(u32, WorkerId, u32)]) {
+        if lost.is_empty() {
+            return;
+        }
+        let lost = lost
+            .iter()
+            .map(|&(m, w, a)| (m, self.worker_name(w), a))
+            .collect();
+        self.journal.push(JournalEntry::OutputsLost { job, lost });
+    }
+
+    pub(super) fn journal_task(&mut self, entry: JournalEntry) {
+        self.journal.push(entry);
+    }
+
     pub(super) fn journal_ended(&mut self, id: JobId) {
         if let Ok(report) = self.report(id) {
             self.journal.push(JournalEntry::Ended { report });
@@ -137,6 +242,7 @@ mod tests {
             scheduler: "hadoop".into(),
             submit_unix_ms: 1_000_000,
             spec: JobSubmit::new(Workload::InputSink, "f"),
+            blocks: Vec::new(),
         }
     }
 

@@ -26,13 +26,15 @@
 //! `jobs::Jobs` (the jobs and their tasks: attempts, map outputs,
 //! counters, records; earlier incarnations' reports), `journal::Journal`
 //! (entries not yet appended), `public::Instances` (rented instances:
-//! ports, usage, bills, start/stop orders) and `record::Record` (the
-//! decision record). `Master` owns none of their fields: it runs a
-//! registration, a heartbeat or a submission through them and through the
+//! ports, usage, bills, start/stop orders), `record::Record` (the
+//! decision record) and `held::Held` (jobs a restarted master took back,
+//! until the workers registered again). `Master` owns none of their
+//! fields: it runs a registration, a heartbeat or a submission through them and through the
 //! scheduler's view, one file per concern: `workers.rs` (registration,
 //! heartbeats, loss, routing storage's orders), `submit.rs` (jobs in, map
 //! launches), `attempts.rs` (results, retries, job end), `reduce.rs` (the
-//! reduce phase), `report.rs`, `restore.rs`.
+//! reduce phase), `report.rs`, `restore.rs` (the journal replayed, the
+//! held jobs' attempts adopted, the jobs going on).
 
 use common::config::{ClusterConfig, WorkerSettings};
 use common::{JobId, WorkerId};
@@ -151,6 +153,8 @@ pub struct Master {
     /// The decision record since the master started (empty unless
     /// `record_decisions`) and its inputs.
     record: record::Record,
+    /// Jobs taken back from the journal, until the workers registered.
+    held: held::Held,
 }
 
 impl Master {
@@ -185,6 +189,7 @@ impl Master {
             journal: Default::default(),
             instances,
             record,
+            held: Default::default(),
         };
         m.init_public();
         m
@@ -270,6 +275,7 @@ impl Master {
 }
 
 mod attempts;
+mod held;
 mod jobs;
 pub mod journal;
 pub mod public;

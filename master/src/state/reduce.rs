@@ -63,6 +63,7 @@ impl Master {
             shift,
         );
         let attempt = self.jobs.start_reduce(t, worker, now, others.clone());
+        self.journal_launch(AttemptId { task: t, attempt }, worker, worker);
         let job = self.jobs.job(jid);
         let inputs = job
             .map_out
@@ -138,7 +139,13 @@ impl Master {
         jid: JobId,
         lost: impl IntoIterator<Item = LostRef>,
     ) -> usize {
-        let again = self.jobs.lose_outputs(jid, lost);
+        let lost: Vec<LostRef> = lost.into_iter().collect();
+        let again = self.jobs.lose_outputs(jid, lost.iter().copied());
+        let given_up: Vec<LostRef> = lost
+            .into_iter()
+            .filter(|(m, _, _)| again.contains(m))
+            .collect();
+        self.journal_outputs_lost(jid, &given_up);
         if !again.is_empty() {
             // No reduce starts until the outputs are back.
             self.view.hold_reduces(jid);

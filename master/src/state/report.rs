@@ -77,6 +77,8 @@ impl Master {
             }),
             budget: j.spec.budget,
             public_cost: self.instances.cost(j.id),
+            master_restarts: j.restarts,
+            restart_reruns: j.restart_reruns,
         })
     }
 

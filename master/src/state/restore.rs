@@ -1,19 +1,51 @@
 //! A restarted master takes back what an earlier incarnation journaled
 //! (`journal`): finished jobs and their reports are listed again, job ids
 //! go on from the highest seen, files keep their replication factors and
-//! pending deletions, and jobs that were running fail with a reason that
-//! says the master restarted. It replays into several parts (jobs,
-//! storage), so it sits above them all.
+//! pending deletions, and jobs that were running are rebuilt with the maps
+//! and reduces that finished, and held (`held`) until the workers have
+//! registered again: each says which attempts it still runs and which map
+//! outputs it keeps, the attempts are adopted, and outputs that are gone
+//! send their maps to run again (`resume`). A job journaled by an earlier
+//! version (without its input blocks) fails, saying the master restarted.
+//! It replays into several parts (jobs, storage), so it sits above them all.
 
-use super::jobs::unstarted_report;
+use super::jobs::{unstarted_report, AfterMap, NewJob, RunningAttempt, TaskStatus};
 use super::journal::JournalEntry;
 use super::Master;
+use common::wire::TaskRecord;
+use common::{AttemptId, JobId, TaskRef, WorkerId};
+use sched::{Millis, PendingTask};
+use std::collections::{BTreeMap, HashSet};
 
 impl Master {
-    /// Takes back what an earlier incarnation journaled. Jobs it was
-    /// running fail, saying so (and that is journaled too).
-    pub fn restore(&mut self, entries: Vec<JournalEntry>, now_unix_ms: u64) {
-        let mut submitted = std::collections::BTreeMap::new();
+    /// Takes back what an earlier incarnation journaled. Returns the time
+    /// the master's clock starts at: the age of the oldest job it rebuilt
+    /// (ms), so every rebuilt job was submitted at 0 or later.
+    pub fn restore(&mut self, entries: Vec<JournalEntry>, now_unix_ms: u64) -> Millis {
+        let ended: HashSet<JobId> = entries
+            .iter()
+            .filter_map(|e| match e {
+                JournalEntry::Ended { report } => Some(report.job),
+                _ => None,
+            })
+            .collect();
+        let now = entries
+            .iter()
+            .filter_map(|e| match e {
+                JournalEntry::Submitted {
+                    job,
+                    submit_unix_ms,
+                    blocks,
+                    ..
+                } if !ended.contains(job) && !blocks.is_empty() => {
+                    Some(now_unix_ms.saturating_sub(*submit_unix_ms))
+                }
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        let mut unrebuilt = BTreeMap::new();
+        let mut rebuilt = Vec::new();
         for e in entries {
             match e {
                 JournalEntry::Submitted {
@@ -22,12 +54,40 @@ impl Master {
                     scheduler,
                     submit_unix_ms,
                     spec,
+                    blocks,
                 } => {
                     self.jobs.seen(job);
-                    submitted.insert(job, (name, scheduler, submit_unix_ms, spec));
+                    if ended.contains(&job) {
+                        continue;
+                    }
+                    let reduces = super::submit::check_spec(&spec).ok();
+                    match reduces {
+                        Some(reduces) if !blocks.is_empty() => {
+                            let output = spec.workload.has_reduce().then(|| {
+                                spec.output.clone().unwrap_or_else(|| format!("{name}.out"))
+                            });
+                            let age = now_unix_ms.saturating_sub(submit_unix_ms);
+                            self.jobs.add_again(
+                                job,
+                                NewJob {
+                                    name,
+                                    spec,
+                                    scheduler,
+                                    submitted: now.saturating_sub(age),
+                                    submit_unix_ms,
+                                    blocks,
+                                    reduces,
+                                    output,
+                                },
+                            );
+                            rebuilt.push(job);
+                        }
+                        _ => {
+                            unrebuilt.insert(job, (name, scheduler, submit_unix_ms, spec));
+                        }
+                    }
                 }
                 JournalEntry::Ended { report } => {
-                    submitted.remove(&report.job);
                     self.jobs.archive(report);
                 }
                 JournalEntry::Replication { file, replication } => {
@@ -37,9 +97,53 @@ impl Master {
                     self.storage
                         .restore_deleted(file, blocks, self.workers.len());
                 }
+                JournalEntry::Launched {
+                    attempt,
+                    worker,
+                    source,
+                } => {
+                    if let (Some(w), Some(s)) = (self.worker_id(&worker), self.worker_id(&source)) {
+                        self.jobs.launched_before(attempt, w, s, now);
+                    }
+                }
+                JournalEntry::MapDone {
+                    attempt,
+                    summary,
+                    record,
+                } => self.map_done_before(attempt, &summary, record, now),
+                JournalEntry::ReduceDone {
+                    attempt,
+                    fetched,
+                    record,
+                } => {
+                    if self.jobs.get(attempt.task.job).is_some() {
+                        self.jobs.reduce_succeeded(attempt, record, fetched);
+                    }
+                }
+                JournalEntry::Failed {
+                    attempt,
+                    error,
+                    record,
+                } => {
+                    if self.jobs.get(attempt.task.job).is_some() {
+                        let max = self.settings.max_task_attempts;
+                        // A failure that failed the job is followed by its end.
+                        let _ = self.jobs.attempt_failed(attempt, record, &error, max);
+                    }
+                }
+                JournalEntry::Uncounted { attempt, record } => {
+                    self.jobs.ended_before(attempt, record);
+                }
+                JournalEntry::OutputsLost { job, lost } => {
+                    let lost: Vec<_> = lost
+                        .into_iter()
+                        .filter_map(|(m, w, a)| Some((m, self.worker_id(&w)?, a)))
+                        .collect();
+                    self.jobs.lose_outputs(job, lost);
+                }
             }
         }
-        for (job, (name, scheduler, submit_unix_ms, spec)) in submitted {
+        for (job, (name, scheduler, submit_unix_ms, spec)) in unrebuilt {
             let error = format!(
                 "the master restarted while the job ran (it restarted {} s after the job was submitted)",
                 now_unix_ms.saturating_sub(submit_unix_ms) / 1000
@@ -50,12 +154,242 @@ impl Master {
             });
             self.jobs.archive(report);
         }
+        if !rebuilt.is_empty() {
+            tracing::info!(jobs = ?rebuilt, "jobs taken back from the journal; they go on once the workers have registered again");
+            self.held
+                .hold(rebuilt, now + self.settings.worker_timeout_ms);
+        }
         if self.jobs.archived_count() > 0 {
             tracing::info!(
                 jobs = self.jobs.archived_count(),
                 next = self.jobs.next_id().0,
                 "job journal replayed"
             );
+        }
+        now
+    }
+
+    fn worker_id(&self, name: &str) -> Option<WorkerId> {
+        self.workers.find(name).ok().map(|(id, _)| id)
+    }
+
+    /// Replay of a map that succeeded: its output is where its record says.
+    fn map_done_before(
+        &mut self,
+        a: AttemptId,
+        summary: &workloads::MapSummary,
+        rec: TaskRecord,
+        now: Millis,
+    ) {
+        let Some(job) = self.jobs.get(a.task.job) else {
+            return;
+        };
+        if a.task.index >= job.maps {
+            return;
+        }
+        let (Some(worker), Some(source)) = (self.worker_id(&rec.worker), self.worker_id(&rec.source))
+        else {
+            // A worker this incarnation does not know (a rented instance):
+            // its output is gone; the map runs again.
+            self.jobs.ended_before(a, Some(rec));
+            return;
+        };
+        self.jobs.launched_before(a, worker, source, now);
+        let ra = self.jobs.running(a).expect("just launched");
+        if self.jobs.map_succeeded(a, worker, ra, rec, summary) == AfterMap::CreateReduces {
+            let (_, output) = self.jobs.create_reduces(a.task.job);
+            self.storage
+                .output_writing(output, self.settings.replication.max(1));
+        }
+    }
+
+    /// A worker registered while jobs are held: the attempts of theirs it
+    /// runs (or finished) that the journal sent there are adopted; the
+    /// held jobs' map outputs the journal placed there that it no longer
+    /// keeps are lost (their maps run again). Once every configured worker
+    /// registered, the jobs go on.
+    pub(super) fn adopt(
+        &mut self,
+        worker: WorkerId,
+        running: &[AttemptId],
+        outputs: &[AttemptId],
+    ) {
+        if !self.held.active() {
+            return;
+        }
+        let mut adopted = 0;
+        for &a in running {
+            if self.held.holds(a.task.job) && self.jobs.current(a, worker).is_some() {
+                self.held.adopt(a);
+                self.workers.adopt(worker, a);
+                adopted += 1;
+            }
+        }
+        let kept: HashSet<(JobId, u32, u32)> = outputs
+            .iter()
+            .map(|a| (a.task.job, a.task.index, a.attempt))
+            .collect();
+        let mut lost = 0;
+        for (job, refs) in self.jobs.outputs_needed_on(worker) {
+            if !self.held.holds(job) {
+                continue;
+            }
+            let gone: Vec<_> = refs
+                .into_iter()
+                .filter(|&(m, _, a)| !kept.contains(&(job, m, a)))
+                .collect();
+            lost += self.lose_held_outputs(job, gone);
+        }
+        tracing::info!(worker = %self.worker_name(worker), adopted, outputs_lost = lost, "attempts of jobs taken back adopted");
+        if self.workers.all_registered() {
+            self.resume();
+        }
+    }
+
+    /// Map outputs of held job `job` that are gone: the maps run again
+    /// (they are queued when the job goes on). How many.
+    fn lose_held_outputs(&mut self, job: JobId, gone: Vec<(u32, WorkerId, u32)>) -> usize {
+        if gone.is_empty() {
+            return 0;
+        }
+        self.journal_outputs_lost(job, &gone);
+        self.jobs.lose_outputs(job, gone).len()
+    }
+
+    /// The held jobs go on: what the workers did not adopt runs again, the
+    /// jobs enter the scheduler's view with their pending tasks, the
+    /// adopted attempts count as running, and results that came meanwhile
+    /// are applied.
+    pub(super) fn resume(&mut self) {
+        let (jobs, adopted, stash) = self.held.release();
+        // Workers that did not come back keep no output.
+        for w in self.workers.ids().collect::<Vec<_>>() {
+            if self.workers.alive(w) {
+                continue;
+            }
+            for (job, refs) in self.jobs.outputs_needed_on(w) {
+                if jobs.contains(&job) {
+                    self.lose_held_outputs(job, refs);
+                }
+            }
+        }
+        for id in jobs {
+            if self.jobs.get(id).is_none_or(|j| j.state.is_done()) {
+                continue;
+            }
+            self.resume_job(id, &adopted);
+        }
+        for (worker, r) in stash {
+            self.on_result(worker, r);
+        }
+    }
+
+    fn resume_job(&mut self, id: JobId, adopted: &HashSet<AttemptId>) {
+        // Attempts the journal left running that no worker adopted.
+        let lost: Vec<TaskRef> = self
+            .jobs
+            .job(id)
+            .tasks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| match t.status {
+                TaskStatus::Running(ra) => {
+                    let a = AttemptId {
+                        task: TaskRef {
+                            job: id,
+                            index: i as u32,
+                        },
+                        attempt: ra.attempt,
+                    };
+                    (!adopted.contains(&a)).then_some(a.task)
+                }
+                _ => None,
+            })
+            .collect();
+        for &t in &lost {
+            self.jobs.lost_in_restart(t);
+        }
+        let job = self.jobs.job(id);
+        let (maps, reduces_exist) = (job.maps, job.tasks.len() as u32 > job.maps);
+        let all_maps = job.counts.maps_done == maps;
+        if all_maps
+            && (job.reduces == 0 || job.counts.reduces_done == job.reduces)
+            && (reduces_exist || job.reduces == 0)
+        {
+            self.job_succeeded(id);
+            return;
+        }
+        let mut pending = Vec::new();
+        let mut orphan = None;
+        let mut running: Vec<(TaskRef, RunningAttempt)> = Vec::new();
+        for (i, t) in job.tasks.iter().enumerate().take(maps as usize) {
+            let tr = TaskRef {
+                job: id,
+                index: i as u32,
+            };
+            match t.status {
+                TaskStatus::Pending => {
+                    let replicas = self.task_replicas(tr);
+                    if replicas.is_empty() {
+                        orphan.get_or_insert(t.block.clone());
+                    }
+                    pending.push(PendingTask {
+                        task: tr,
+                        len: t.len,
+                        replicas,
+                    });
+                }
+                TaskStatus::Running(ra) => running.push((tr, ra)),
+                TaskStatus::Done => {}
+            }
+        }
+        let spec = job.spec.clone();
+        let submitted = job.submitted;
+        tracing::info!(job = %id, pending = pending.len(), running = running.len(), rerun = lost.len(),
+            "job taken back goes on");
+        self.view.add_job(id, submitted, spec.group(), pending);
+        self.set_qos(id, &spec, submitted);
+        if let Some(block) = orphan {
+            self.fail_job(
+                id,
+                format!("block {block} has no live replica (after the master restarted)"),
+            );
+            return;
+        }
+        for (t, ra) in running {
+            self.view.adopt(t, ra.worker, ra.source);
+        }
+        if reduces_exist {
+            let job = self.jobs.job(id);
+            let waiting: Vec<u32> = job
+                .reduce_tasks()
+                .iter()
+                .enumerate()
+                .filter(|(_, t)| matches!(t.status, TaskStatus::Pending))
+                .map(|(r, _)| maps + r as u32)
+                .collect();
+            let reducing: Vec<(TaskRef, WorkerId)> = job
+                .reduce_tasks()
+                .iter()
+                .enumerate()
+                .filter_map(|(r, t)| match t.status {
+                    TaskStatus::Running(ra) => Some((
+                        TaskRef {
+                            job: id,
+                            index: maps + r as u32,
+                        },
+                        ra.worker,
+                    )),
+                    _ => None,
+                })
+                .collect();
+            self.release_reduces(id, waiting);
+            for (t, w) in reducing {
+                self.view.adopt_reduce(t, w);
+            }
+            if !all_maps {
+                self.view.hold_reduces(id);
+            }
         }
     }
 }

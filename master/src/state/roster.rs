@@ -307,6 +307,21 @@ impl Roster {
         self.list[id.0 as usize].running.contains_key(a)
     }
 
+    /// A registering worker still runs `a`, which an earlier incarnation
+    /// sent it: it runs there (its next heartbeat reports it).
+    pub fn adopt(&mut self, id: WorkerId, a: AttemptId) {
+        let w = &mut self.list[id.0 as usize];
+        w.running.insert(a, w.hb_seq);
+    }
+
+    /// Every worker of cluster.toml has registered since the master started.
+    pub fn all_registered(&self) -> bool {
+        self.list
+            .iter()
+            .take(self.settings.len())
+            .all(|w| w.registered)
+    }
+
     /// `a` ended on `id` (or never reached it).
     pub fn ended(&mut self, id: WorkerId, a: &AttemptId) {
         self.list[id.0 as usize].running.remove(a);
@@ -466,6 +481,8 @@ mod tests {
             slots,
             blocks: Vec::new(),
             out_of_band_heartbeat: oob,
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         }
     }
 

@@ -37,24 +37,14 @@ impl Master {
             })
             .collect();
         self.view.add_job(id, now, spec.group(), pending);
-        let input_bytes = self.view.job(id).map_or(0, |j| j.qos.input_bytes);
-        self.view.set_job_qos(
-            id,
-            sched::JobQos {
-                deadline: spec
-                    .deadline_s
-                    .map(|d| now + (d * 1000.0).round() as Millis),
-                budget: spec.budget,
-                input_bytes,
-                reduces,
-            },
-        );
+        self.set_qos(id, &spec, now);
         self.journal.push(super::journal::JournalEntry::Submitted {
             job: id,
             name: name.clone(),
             scheduler: self.scheduler.name(),
             submit_unix_ms: unix_ms,
             spec: spec.clone(),
+            blocks: blocks.clone(),
         });
         tracing::info!(job = %id, %name, workload = %spec.workload, input = %spec.input, tasks = blocks.len(), "job submitted");
         let added = self.jobs.add(NewJob {
@@ -69,6 +59,23 @@ impl Master {
         });
         debug_assert_eq!(added, id);
         Ok(id)
+    }
+
+    /// Job `id`'s quality-of-service terms in the view (its pending maps
+    /// are there), for a job submitted at `submitted`.
+    pub(super) fn set_qos(&mut self, id: JobId, spec: &JobSubmit, submitted: Millis) {
+        let input_bytes = self.view.job(id).map_or(0, |j| j.qos.input_bytes);
+        self.view.set_job_qos(
+            id,
+            sched::JobQos {
+                deadline: spec
+                    .deadline_s
+                    .map(|d| submitted + (d * 1000.0).round() as Millis),
+                budget: spec.budget,
+                input_bytes,
+                reduces: spec.reduces.unwrap_or(spec.workload.default_reduces()),
+            },
+        );
     }
 
     /// (block, length) of every block of `input`, which must exist and
@@ -128,6 +135,14 @@ impl Master {
             })
             .collect();
         let attempt = self.jobs.start_map(a.task, a.worker, a.source, now);
+        self.journal_launch(
+            AttemptId {
+                task: a.task,
+                attempt,
+            },
+            a.worker,
+            a.source,
+        );
         let job = self.jobs.job(a.task.job);
         let task = self.jobs.task(a.task);
         let source = if a.is_local() {
@@ -158,7 +173,7 @@ impl Master {
 
 /// Checks what a submission asks for on its own (group name, reduces,
 /// output); returns its number of reduces.
-fn check_spec(spec: &JobSubmit) -> Result<u32, MasterError> {
+pub(super) fn check_spec(spec: &JobSubmit) -> Result<u32, MasterError> {
     if let Some(g) = &spec.group {
         if g.is_empty()
             || g.len() > 64

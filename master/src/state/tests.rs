@@ -59,6 +59,8 @@ fn register_all(m: &mut Master, workers: u32, slots: u32, held: impl Fn(u32) -> 
                 slots,
                 blocks: held(w),
                 out_of_band_heartbeat: false,
+                running: Vec::new(),
+                map_outputs: Vec::new(),
             },
         )
         .unwrap();
@@ -225,6 +227,8 @@ fn remote_launch_names_the_replica_holder() {
             slots: 1,
             blocks: vec![block("f", 0, 1)],
             out_of_band_heartbeat: false,
+        running: Vec::new(),
+        map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -236,6 +240,8 @@ fn remote_launch_names_the_replica_holder() {
             slots: 1,
             blocks: vec![],
             out_of_band_heartbeat: false,
+        running: Vec::new(),
+        map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -365,6 +371,8 @@ fn lost_worker_tasks_move_to_replicas_or_fail_the_job() {
             slots: 4,
             blocks: both,
             out_of_band_heartbeat: false,
+        running: Vec::new(),
+        map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -376,6 +384,8 @@ fn lost_worker_tasks_move_to_replicas_or_fail_the_job() {
             slots: 4,
             blocks: w1,
             out_of_band_heartbeat: false,
+        running: Vec::new(),
+        map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -408,6 +418,8 @@ fn lost_worker_tasks_rerun_elsewhere() {
             slots: 1,
             blocks: b.clone(),
             out_of_band_heartbeat: false,
+        running: Vec::new(),
+        map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -419,6 +431,8 @@ fn lost_worker_tasks_rerun_elsewhere() {
             slots: 1,
             blocks: b,
             out_of_band_heartbeat: false,
+        running: Vec::new(),
+        map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -464,6 +478,8 @@ fn bad_submissions_and_registrations_are_refused() {
                 slots: 1,
                 blocks: vec![],
                 out_of_band_heartbeat: false,
+            running: Vec::new(),
+            map_outputs: Vec::new(),
             },
         )
         .unwrap_err();
@@ -477,6 +493,8 @@ fn bad_submissions_and_registrations_are_refused() {
             slots: 1,
             blocks: vec![block("g", 1, 2)],
             out_of_band_heartbeat: false,
+        running: Vec::new(),
+        map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -822,6 +840,8 @@ fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
             slots: 2,
             blocks: vec![],
             out_of_band_heartbeat: false,
+        running: Vec::new(),
+        map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -916,6 +936,8 @@ fn lost_replicas_are_copied_back_and_excess_ones_trimmed() {
             slots: 2,
             blocks: held(2),
             out_of_band_heartbeat: false,
+        running: Vec::new(),
+        map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -975,17 +997,45 @@ fn a_job_output_is_kept_at_the_factor_once_written_and_after_a_grace() {
     assert_eq!(copies[0].to, format!("http://w{other}"));
 }
 
-#[test]
-fn a_restarted_master_lists_old_jobs_fails_interrupted_ones_and_never_reuses_ids() {
-    let mut m = cluster(2, 2, 2);
-    let done = submit(&mut m);
-    let running = submit(&mut m);
-    let mut launches: Vec<(u32, Launch)> = Vec::new();
+/// Registers worker `w` of `m` (2 slots, blocks of "f" as `cluster` puts
+/// them) saying it runs `running` and keeps `outputs`.
+fn reregister(m: &mut Master, w: u32, blocks: u32, running: Vec<AttemptId>, outputs: Vec<AttemptId>) {
+    m.register(
+        0,
+        RegisterRequest {
+            name: format!("w{w}"),
+            addr: format!("http://w{w}"),
+            slots: 2,
+            blocks: (0..blocks)
+                .filter(|b| b % 2 == w)
+                .map(|b| block("f", b, blocks))
+                .collect(),
+            out_of_band_heartbeat: false,
+            running,
+            map_outputs: outputs,
+        },
+    )
+    .unwrap();
+}
+
+/// Launches every map of the jobs of `m` (2 workers x 2 slots): per worker,
+/// its launches.
+fn launch_all(m: &mut Master, now: Millis) -> Vec<(u32, Launch)> {
+    let mut launches = Vec::new();
     for w in 0..2 {
-        for l in m.heartbeat(10, hb(w, 2, vec![], vec![])).launches {
+        for l in m.heartbeat(now, hb(w, 2, vec![], vec![])).launches {
             launches.push((w, l));
         }
     }
+    launches
+}
+
+#[test]
+fn a_restarted_master_lists_old_jobs_and_never_reuses_ids() {
+    let mut m = cluster(2, 2, 2);
+    let done = submit(&mut m);
+    let running = submit(&mut m);
+    let launches = launch_all(&mut m, 10);
     // Finish the first job's maps; the second job's stay running.
     for w in 0..2 {
         let results = launches
@@ -1002,11 +1052,39 @@ fn a_restarted_master_lists_old_jobs_fails_interrupted_ones_and_never_reuses_ids
     }
     assert_eq!(m.report(done).unwrap().state, JobState::Succeeded);
     let journal = m.take_journal();
-    assert_eq!(journal.len(), 3, "two submissions, one end: {journal:?}");
+    let kinds: Vec<&str> = journal
+        .iter()
+        .map(|e| match e {
+            journal::JournalEntry::Submitted { .. } => "submitted",
+            journal::JournalEntry::Launched { .. } => "launched",
+            journal::JournalEntry::MapDone { .. } => "map-done",
+            journal::JournalEntry::Ended { .. } => "ended",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "submitted", "submitted", "launched", "launched", "launched", "launched", "map-done",
+            "map-done", "ended"
+        ],
+        "{journal:?}"
+    );
 
-    // A new master replays the journal.
+    // A journal of an earlier version names no input blocks: its running
+    // job cannot be rebuilt and fails, saying why.
+    let old_format: Vec<_> = journal
+        .iter()
+        .cloned()
+        .map(|mut e| {
+            if let journal::JournalEntry::Submitted { blocks, .. } = &mut e {
+                blocks.clear();
+            }
+            e
+        })
+        .collect();
     let mut again = cluster(2, 2, 2);
-    again.restore(journal, 1_005_000);
+    again.restore(old_format, 1_005_000);
     let old = again.report(done).unwrap();
     assert_eq!(old.state, JobState::Succeeded);
     assert_eq!(old.attempts.len(), 2, "the report keeps its attempts");
@@ -1026,6 +1104,105 @@ fn a_restarted_master_lists_old_jobs_fails_interrupted_ones_and_never_reuses_ids
     let mut third = cluster(2, 2, 2);
     third.restore(m.take_journal(), 1_006_000);
     assert_eq!(third.file("f").unwrap().replication, Some(2));
+}
+
+/// Work-preserving restart: a wordcount with 4 maps, two done and two
+/// running when the master stops. The new master rebuilds the job from
+/// the journal and holds it until both workers registered; a worker that
+/// still runs its map has it adopted (its result counts), one whose map
+/// is gone gets it run again (counted as a restart rerun, with a higher
+/// attempt number), and a worker that lost its map outputs gets those
+/// maps run again. The job then finishes with every map counted once.
+#[test]
+fn a_restarted_master_takes_back_running_jobs_and_adopts_their_attempts() {
+    let mut m = cluster(2, 2, 4);
+    let id = wordcount(&mut m, 1);
+    let launches = launch_all(&mut m, 10);
+    assert_eq!(launches.len(), 4);
+    let on = |w: u32| -> Vec<&Launch> {
+        launches.iter().filter(|(lw, _)| *lw == w).map(|(_, l)| l).collect()
+    };
+    // w0 finishes both its maps; w1's two keep running.
+    let results = on(0).iter().map(|l| ok(l, 0)).collect();
+    let w1_attempts: Vec<AttemptId> = on(1).iter().map(|l| l.attempt).collect();
+    m.heartbeat(20, hb(0, 2, vec![], results));
+    m.heartbeat(20, hb(1, 0, w1_attempts.clone(), vec![]));
+    let journal = m.take_journal();
+    let submit_unix = m.report(id).unwrap().submit_unix_ms;
+
+    let fresh = |journal: Vec<journal::JournalEntry>| {
+        let mut m = Master::new(settings(2, 2));
+        let clock = m.restore(journal, submit_unix + 5_000);
+        assert_eq!(clock, 5_000, "the clock starts at the job's age");
+        m
+    };
+    // Case 1: w0 kept its outputs, w1 still runs one map and lost the other.
+    let mut again = fresh(journal.clone());
+    let r = again.report(id).unwrap();
+    assert_eq!((r.state, r.master_restarts), (JobState::Running, 1));
+    assert_eq!(r.attempts.len(), 2, "the finished maps are back");
+    let w0_outputs: Vec<AttemptId> = on(0).iter().map(|l| l.attempt).collect();
+    reregister(&mut again, 0, 4, vec![], w0_outputs);
+    // Held: w1 has not registered, so nothing of the job is launched.
+    assert!(again.heartbeat(5_010, hb(0, 2, vec![], vec![])).launches.is_empty());
+    reregister(&mut again, 1, 4, vec![w1_attempts[0]], vec![]);
+    // The lost attempt runs again; the adopted one is not killed.
+    let mut rerun = Vec::new();
+    let reply = again.heartbeat(5_020, hb(1, 1, vec![w1_attempts[0]], vec![]));
+    assert!(reply.kill.is_empty(), "the adopted attempt is not killed");
+    rerun.extend(reply.launches.into_iter().map(|l| (1, l)));
+    let reply = again.heartbeat(5_021, hb(0, 2, vec![], vec![]));
+    rerun.extend(reply.launches.into_iter().map(|l| (0, l)));
+    assert_eq!(rerun.len(), 1, "{rerun:?}");
+    assert_eq!(rerun[0].1.attempt.task, w1_attempts[1].task);
+    assert_eq!(rerun[0].1.attempt.attempt, 1, "a new attempt number");
+    // The adopted attempt's result counts.
+    let mut owed = rerun;
+    owed.push((1, on(1)[0].clone()));
+    let reduces = drive_maps(&mut again, 2, 5_030, owed);
+    let (rw, reduce_l) = reduces.into_iter().next().expect("the reduce starts");
+    // Every map's output is where the journal or the new attempts left it.
+    let inputs = reduce_inputs(&reduce_l);
+    assert_eq!(inputs.len(), 4);
+    assert!(inputs.contains(&(w1_attempts[0].task.index, WorkerId(1), w1_attempts[0].attempt)));
+    again.heartbeat(5_060, hb(rw, 2, vec![], vec![reduced(&reduce_l)]));
+    let r = again.report(id).unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    assert_eq!((r.master_restarts, r.restart_reruns), (1, 1));
+    let maps_ok = r.attempts.iter().filter(|a| a.ok && a.kind == common::wire::TaskKind::Map).count();
+    assert_eq!(maps_ok, 4, "every map counted once");
+
+    // Case 2: w0 restarted too (its outputs are gone): its maps run again.
+    let mut again = fresh(journal.clone());
+    reregister(&mut again, 0, 4, vec![], vec![]);
+    reregister(&mut again, 1, 4, w1_attempts.clone(), vec![]);
+    let r = again.report(id).unwrap();
+    assert_eq!(r.restart_reruns, 0, "w1 still runs both");
+    assert_eq!(again.maps_rerun(), 2, "w0's outputs are lost");
+    let mut relaunched = again.heartbeat(5_010, hb(0, 2, vec![], vec![])).launches;
+    let reply = again.heartbeat(5_010, hb(1, 0, w1_attempts.clone(), vec![]));
+    assert!(reply.kill.is_empty());
+    relaunched.extend(reply.launches);
+    let mut tasks: Vec<u32> = relaunched.iter().map(|l| l.attempt.task.index).collect();
+    tasks.sort();
+    let mut w0_tasks: Vec<u32> = on(0).iter().map(|l| l.attempt.task.index).collect();
+    w0_tasks.sort();
+    assert_eq!(tasks, w0_tasks);
+
+    // Case 3: w1 never registers: after worker_timeout_ms the job goes on
+    // without it; its two maps would run again, but their blocks' only
+    // replicas were on w1, so the job fails naming one.
+    let mut again = fresh(journal);
+    let w0_outputs: Vec<AttemptId> = on(0).iter().map(|l| l.attempt).collect();
+    reregister(&mut again, 0, 4, vec![], w0_outputs);
+    again.check_workers(5_500);
+    assert!(again.heartbeat(5_600, hb(0, 2, vec![], vec![])).launches.is_empty(), "held");
+    again.check_workers(6_000);
+    let r = again.report(id).unwrap();
+    assert_eq!(r.restart_reruns, 2);
+    assert_eq!(r.state, JobState::Failed);
+    let error = r.error.unwrap_or_default();
+    assert!(error.contains("has no live replica (after the master restarted)"), "{error}");
 }
 
 /// A property test of the master's request handling: seeded random
@@ -1128,6 +1305,8 @@ fn random_requests_never_panic_the_master() {
                             slots: rng.gen_range(0..4),
                             blocks: vec![block("f", rng.gen_range(0..4), 4)],
                             out_of_band_heartbeat: false,
+                        running: Vec::new(),
+                        map_outputs: Vec::new(),
                         },
                     );
                 }
@@ -1306,6 +1485,8 @@ fn a_job_wakes_idle_out_of_band_workers_once_until_they_heartbeat() {
                     .map(|b| block("f", b, 4))
                     .collect(),
                 out_of_band_heartbeat: w < 2,
+                running: Vec::new(),
+                map_outputs: Vec::new(),
             },
         )
         .unwrap();

@@ -33,6 +33,7 @@ impl Master {
         self.apply_block_report(id, &req.blocks);
         self.refresh_replicas();
         self.note_registered(now, id);
+        self.adopt(id, &req.running, &req.map_outputs);
         tracing::info!(worker = %req.name, %id, addr = %req.addr, blocks = req.blocks.len(), "worker registered");
         Ok(RegisterReply {
             worker: id,
@@ -140,6 +141,10 @@ impl Master {
     /// then plans re-replication (called every heartbeat interval).
     pub fn check_workers(&mut self, now: Millis) {
         self.check_liveness(now);
+        if self.held.due(now) {
+            tracing::warn!("not every worker registered again in worker_timeout_ms; the jobs taken back go on without them");
+            self.resume();
+        }
         self.check_instances(now);
         self.time_out_attempts(now);
         self.plan_replication(now);
