@@ -709,8 +709,8 @@ async fn a_large_block_report_registers() {
         slots: 1,
         blocks,
         out_of_band_heartbeat: false,
-    running: Vec::new(),
-    map_outputs: Vec::new(),
+        running: Vec::new(),
+        map_outputs: Vec::new(),
     };
     let body = serde_json::to_vec(&req).unwrap();
     assert!(body.len() > 2 << 20, "{} bytes", body.len());

@@ -594,9 +594,14 @@ pub async fn start_with(
     let mut clock_from = Duration::ZERO;
     if let Some(path) = &journal_path {
         let entries = journal::read(path)?;
+        let mut kept = journal::compacted(&entries);
+        let dropped = entries.len() - kept.len();
         clock_from = Duration::from_millis(master.restore(entries, common::unix_ms()));
-        journal::append(path, &master.take_journal())?;
-        journal::sync(path).ok();
+        kept.extend(master.take_journal());
+        journal::rewrite(path, &kept)?;
+        if dropped > 0 {
+            tracing::info!(path = %path.display(), dropped, kept = kept.len(), "job journal compacted");
+        }
     }
     let now = Instant::now();
     let started = now.checked_sub(clock_from).unwrap_or(now);

@@ -87,11 +87,19 @@ impl MapOutputs {
             .keys()
             .map(|&(job, map, attempt)| attempt_id(job, map, attempt))
             .collect();
-        for job in std::fs::read_dir(&self.root).into_iter().flatten().flatten() {
+        for job in std::fs::read_dir(&self.root)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let Some(j) = job.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                 continue;
             };
-            for m in std::fs::read_dir(job.path()).into_iter().flatten().flatten() {
+            for m in std::fs::read_dir(job.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 // `m<map>.a<attempt>`; a `.tmp-` directory is half written.
                 let name = m.file_name();
                 let parsed = name.to_str().and_then(|s| {

@@ -77,7 +77,10 @@ impl MasterClient {
         let mut tries = 0u32;
         let mut said = false;
         loop {
-            let sent = build().header(AUTHORIZATION, bearer(&self.token)).send().await;
+            let sent = build()
+                .header(AUTHORIZATION, bearer(&self.token))
+                .send()
+                .await;
             // A GET that a pooled connection lost before its answer (the
             // other end closed it as the request went out) is sent again,
             // twice, even without retrying (RFC 9110 9.2.2).

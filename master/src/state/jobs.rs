@@ -495,7 +495,13 @@ impl Jobs {
     /// Replay: attempt `a` went out to `worker`, reading from `source`; it
     /// is its task's current attempt until the journal (or, at the end, the
     /// workers) say otherwise. Later attempts get higher numbers.
-    pub fn launched_before(&mut self, a: AttemptId, worker: WorkerId, source: WorkerId, now: Millis) {
+    pub fn launched_before(
+        &mut self,
+        a: AttemptId,
+        worker: WorkerId,
+        source: WorkerId,
+        now: Millis,
+    ) {
         let Some(job) = self.jobs.get_mut(&a.task.job) else {
             return;
         };

@@ -168,6 +168,64 @@ pub fn append(path: &Path, entries: &[JournalEntry]) -> anyhow::Result<bool> {
     Ok(true)
 }
 
+/// What a restarted master keeps of a journal it replayed: the entries of
+/// jobs that have not ended, every job's end (its report), and the files'
+/// factors and deletions, in their order. A finished job's submission and
+/// task entries are dropped (its report says all), so the journal grows
+/// with the jobs, not with their attempts.
+pub fn compacted(entries: &[JournalEntry]) -> Vec<JournalEntry> {
+    let ended: std::collections::HashSet<JobId> = entries
+        .iter()
+        .filter_map(|e| match e {
+            JournalEntry::Ended { report } => Some(report.job),
+            _ => None,
+        })
+        .collect();
+    entries
+        .iter()
+        .filter(|e| {
+            let job = match e {
+                JournalEntry::Submitted { job, .. } | JournalEntry::OutputsLost { job, .. } => *job,
+                JournalEntry::Launched { attempt, .. }
+                | JournalEntry::MapDone { attempt, .. }
+                | JournalEntry::ReduceDone { attempt, .. }
+                | JournalEntry::Failed { attempt, .. }
+                | JournalEntry::Uncounted { attempt, .. } => attempt.task.job,
+                JournalEntry::Ended { .. }
+                | JournalEntry::Replication { .. }
+                | JournalEntry::Deleted { .. } => return true,
+            };
+            !ended.contains(&job)
+        })
+        .cloned()
+        .collect()
+}
+
+/// Replaces the journal with `entries`: written to `<path>.new`, fsynced,
+/// and renamed over it (a crash leaves the old one whole).
+pub fn rewrite(path: &Path, entries: &[JournalEntry]) -> anyhow::Result<()> {
+    let mut buf = Vec::new();
+    for e in entries {
+        serde_json::to_writer(&mut buf, e)?;
+        buf.push(b'\n');
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".new");
+    let tmp = std::path::PathBuf::from(tmp);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(&buf)?;
+    f.sync_data()?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| anyhow::anyhow!("replacing {}: {e}", path.display()))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}
+
 /// Fsyncs the journal (task entries appended since the last fsync).
 pub fn sync(path: &Path) -> anyhow::Result<()> {
     std::fs::OpenOptions::new()
@@ -200,7 +258,12 @@ impl Master {
         self.journal.take()
     }
 
-    pub(super) fn journal_launch(&mut self, attempt: AttemptId, worker: WorkerId, source: WorkerId) {
+    pub(super) fn journal_launch(
+        &mut self,
+        attempt: AttemptId,
+        worker: WorkerId,
+        source: WorkerId,
+    ) {
         self.journal.push(JournalEntry::Launched {
             attempt,
             worker: self.worker_name(worker),
@@ -264,5 +327,57 @@ mod tests {
         std::fs::write(&path, "not json\n{}\n").unwrap();
         let e = read(&path).unwrap_err().to_string();
         assert!(e.contains("line 1"), "{e}");
+    }
+
+    #[test]
+    fn compaction_keeps_what_a_restart_needs_and_rewrite_replaces_the_file() {
+        let launched = |job: u32| JournalEntry::Launched {
+            attempt: AttemptId {
+                task: common::TaskRef {
+                    job: JobId(job),
+                    index: 0,
+                },
+                attempt: 0,
+            },
+            worker: "w0".into(),
+            source: "w0".into(),
+        };
+        let report = crate::state::jobs::unstarted_report(
+            JobId(1),
+            "j1".into(),
+            "hadoop".into(),
+            0,
+            &JobSubmit::new(Workload::InputSink, "f"),
+            "x".into(),
+        );
+        let entries = vec![
+            submitted(1),
+            launched(1),
+            submitted(2),
+            JournalEntry::Replication {
+                file: "f".into(),
+                replication: 2,
+            },
+            launched(2),
+            JournalEntry::Ended { report },
+        ];
+        let kept = compacted(&entries);
+        let kinds: Vec<String> = kept
+            .iter()
+            .map(|e| {
+                serde_json::to_value(e).unwrap()["event"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(kinds, ["submitted", "replication", "launched", "ended"]);
+        assert!(matches!(&kept[0], JournalEntry::Submitted { job, .. } if *job == JobId(2)));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        append(&path, &entries).unwrap();
+        rewrite(&path, &kept).unwrap();
+        assert_eq!(read(&path).unwrap().len(), 4);
+        assert!(!dir.path().join("journal.jsonl.new").exists());
     }
 }

@@ -187,7 +187,8 @@ impl Master {
         if a.task.index >= job.maps {
             return;
         }
-        let (Some(worker), Some(source)) = (self.worker_id(&rec.worker), self.worker_id(&rec.source))
+        let (Some(worker), Some(source)) =
+            (self.worker_id(&rec.worker), self.worker_id(&rec.source))
         else {
             // A worker this incarnation does not know (a rented instance):
             // its output is gone; the map runs again.
@@ -208,12 +209,7 @@ impl Master {
     /// held jobs' map outputs the journal placed there that it no longer
     /// keeps are lost (their maps run again). Once every configured worker
     /// registered, the jobs go on.
-    pub(super) fn adopt(
-        &mut self,
-        worker: WorkerId,
-        running: &[AttemptId],
-        outputs: &[AttemptId],
-    ) {
+    pub(super) fn adopt(&mut self, worker: WorkerId, running: &[AttemptId], outputs: &[AttemptId]) {
         if !self.held.active() {
             return;
         }

@@ -227,8 +227,8 @@ fn remote_launch_names_the_replica_holder() {
             slots: 1,
             blocks: vec![block("f", 0, 1)],
             out_of_band_heartbeat: false,
-        running: Vec::new(),
-        map_outputs: Vec::new(),
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -240,8 +240,8 @@ fn remote_launch_names_the_replica_holder() {
             slots: 1,
             blocks: vec![],
             out_of_band_heartbeat: false,
-        running: Vec::new(),
-        map_outputs: Vec::new(),
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -371,8 +371,8 @@ fn lost_worker_tasks_move_to_replicas_or_fail_the_job() {
             slots: 4,
             blocks: both,
             out_of_band_heartbeat: false,
-        running: Vec::new(),
-        map_outputs: Vec::new(),
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -384,8 +384,8 @@ fn lost_worker_tasks_move_to_replicas_or_fail_the_job() {
             slots: 4,
             blocks: w1,
             out_of_band_heartbeat: false,
-        running: Vec::new(),
-        map_outputs: Vec::new(),
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -418,8 +418,8 @@ fn lost_worker_tasks_rerun_elsewhere() {
             slots: 1,
             blocks: b.clone(),
             out_of_band_heartbeat: false,
-        running: Vec::new(),
-        map_outputs: Vec::new(),
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -431,8 +431,8 @@ fn lost_worker_tasks_rerun_elsewhere() {
             slots: 1,
             blocks: b,
             out_of_band_heartbeat: false,
-        running: Vec::new(),
-        map_outputs: Vec::new(),
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -478,8 +478,8 @@ fn bad_submissions_and_registrations_are_refused() {
                 slots: 1,
                 blocks: vec![],
                 out_of_band_heartbeat: false,
-            running: Vec::new(),
-            map_outputs: Vec::new(),
+                running: Vec::new(),
+                map_outputs: Vec::new(),
             },
         )
         .unwrap_err();
@@ -493,8 +493,8 @@ fn bad_submissions_and_registrations_are_refused() {
             slots: 1,
             blocks: vec![block("g", 1, 2)],
             out_of_band_heartbeat: false,
-        running: Vec::new(),
-        map_outputs: Vec::new(),
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -840,8 +840,8 @@ fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
             slots: 2,
             blocks: vec![],
             out_of_band_heartbeat: false,
-        running: Vec::new(),
-        map_outputs: Vec::new(),
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -936,8 +936,8 @@ fn lost_replicas_are_copied_back_and_excess_ones_trimmed() {
             slots: 2,
             blocks: held(2),
             out_of_band_heartbeat: false,
-        running: Vec::new(),
-        map_outputs: Vec::new(),
+            running: Vec::new(),
+            map_outputs: Vec::new(),
         },
     )
     .unwrap();
@@ -999,7 +999,13 @@ fn a_job_output_is_kept_at_the_factor_once_written_and_after_a_grace() {
 
 /// Registers worker `w` of `m` (2 slots, blocks of "f" as `cluster` puts
 /// them) saying it runs `running` and keeps `outputs`.
-fn reregister(m: &mut Master, w: u32, blocks: u32, running: Vec<AttemptId>, outputs: Vec<AttemptId>) {
+fn reregister(
+    m: &mut Master,
+    w: u32,
+    blocks: u32,
+    running: Vec<AttemptId>,
+    outputs: Vec<AttemptId>,
+) {
     m.register(
         0,
         RegisterRequest {
@@ -1065,8 +1071,15 @@ fn a_restarted_master_lists_old_jobs_and_never_reuses_ids() {
     assert_eq!(
         kinds,
         [
-            "submitted", "submitted", "launched", "launched", "launched", "launched", "map-done",
-            "map-done", "ended"
+            "submitted",
+            "submitted",
+            "launched",
+            "launched",
+            "launched",
+            "launched",
+            "map-done",
+            "map-done",
+            "ended"
         ],
         "{journal:?}"
     );
@@ -1120,7 +1133,11 @@ fn a_restarted_master_takes_back_running_jobs_and_adopts_their_attempts() {
     let launches = launch_all(&mut m, 10);
     assert_eq!(launches.len(), 4);
     let on = |w: u32| -> Vec<&Launch> {
-        launches.iter().filter(|(lw, _)| *lw == w).map(|(_, l)| l).collect()
+        launches
+            .iter()
+            .filter(|(lw, _)| *lw == w)
+            .map(|(_, l)| l)
+            .collect()
     };
     // w0 finishes both its maps; w1's two keep running.
     let results = on(0).iter().map(|l| ok(l, 0)).collect();
@@ -1144,7 +1161,10 @@ fn a_restarted_master_takes_back_running_jobs_and_adopts_their_attempts() {
     let w0_outputs: Vec<AttemptId> = on(0).iter().map(|l| l.attempt).collect();
     reregister(&mut again, 0, 4, vec![], w0_outputs);
     // Held: w1 has not registered, so nothing of the job is launched.
-    assert!(again.heartbeat(5_010, hb(0, 2, vec![], vec![])).launches.is_empty());
+    assert!(again
+        .heartbeat(5_010, hb(0, 2, vec![], vec![]))
+        .launches
+        .is_empty());
     reregister(&mut again, 1, 4, vec![w1_attempts[0]], vec![]);
     // The lost attempt runs again; the adopted one is not killed.
     let mut rerun = Vec::new();
@@ -1164,12 +1184,20 @@ fn a_restarted_master_takes_back_running_jobs_and_adopts_their_attempts() {
     // Every map's output is where the journal or the new attempts left it.
     let inputs = reduce_inputs(&reduce_l);
     assert_eq!(inputs.len(), 4);
-    assert!(inputs.contains(&(w1_attempts[0].task.index, WorkerId(1), w1_attempts[0].attempt)));
+    assert!(inputs.contains(&(
+        w1_attempts[0].task.index,
+        WorkerId(1),
+        w1_attempts[0].attempt
+    )));
     again.heartbeat(5_060, hb(rw, 2, vec![], vec![reduced(&reduce_l)]));
     let r = again.report(id).unwrap();
     assert_eq!(r.state, JobState::Succeeded, "{r:?}");
     assert_eq!((r.master_restarts, r.restart_reruns), (1, 1));
-    let maps_ok = r.attempts.iter().filter(|a| a.ok && a.kind == common::wire::TaskKind::Map).count();
+    let maps_ok = r
+        .attempts
+        .iter()
+        .filter(|a| a.ok && a.kind == common::wire::TaskKind::Map)
+        .count();
     assert_eq!(maps_ok, 4, "every map counted once");
 
     // Case 2: w0 restarted too (its outputs are gone): its maps run again.
@@ -1196,13 +1224,22 @@ fn a_restarted_master_takes_back_running_jobs_and_adopts_their_attempts() {
     let w0_outputs: Vec<AttemptId> = on(0).iter().map(|l| l.attempt).collect();
     reregister(&mut again, 0, 4, vec![], w0_outputs);
     again.check_workers(5_500);
-    assert!(again.heartbeat(5_600, hb(0, 2, vec![], vec![])).launches.is_empty(), "held");
+    assert!(
+        again
+            .heartbeat(5_600, hb(0, 2, vec![], vec![]))
+            .launches
+            .is_empty(),
+        "held"
+    );
     again.check_workers(6_000);
     let r = again.report(id).unwrap();
     assert_eq!(r.restart_reruns, 2);
     assert_eq!(r.state, JobState::Failed);
     let error = r.error.unwrap_or_default();
-    assert!(error.contains("has no live replica (after the master restarted)"), "{error}");
+    assert!(
+        error.contains("has no live replica (after the master restarted)"),
+        "{error}"
+    );
 }
 
 /// A property test of the master's request handling: seeded random
@@ -1305,8 +1342,8 @@ fn random_requests_never_panic_the_master() {
                             slots: rng.gen_range(0..4),
                             blocks: vec![block("f", rng.gen_range(0..4), 4)],
                             out_of_band_heartbeat: false,
-                        running: Vec::new(),
-                        map_outputs: Vec::new(),
+                            running: Vec::new(),
+                            map_outputs: Vec::new(),
                         },
                     );
                 }
