@@ -207,4 +207,41 @@ mod tests {
         let bad: Result<BlockId, _> = serde_json::from_str("\"../etc/passwd\"");
         assert!(bad.is_err());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Any string: accepted exactly when it follows the rule, and
+        /// refused with an error that names what is wrong.
+        #[test]
+        fn any_string_is_a_block_id_exactly_when_it_follows_the_rule(s in "\\PC{0,6}|[A-Za-z0-9._-]{0,140}|.{0,3}") {
+            let ok = !s.is_empty()
+                && s.len() <= MAX_BLOCK_ID_LEN
+                && !s.starts_with('.')
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+            match BlockId::new(s.clone()) {
+                Ok(b) => {
+                    proptest::prop_assert!(ok, "{:?} accepted", s);
+                    proptest::prop_assert_eq!(b.as_str(), s.as_str());
+                    // A file name is valid when its first block's id is.
+                    proptest::prop_assert_eq!(
+                        validate_file_name(&s).is_ok(),
+                        s.len() + 7 <= MAX_BLOCK_ID_LEN
+                    );
+                }
+                Err(e) => {
+                    proptest::prop_assert!(!ok, "{:?} refused: {}", s, e);
+                    let msg = e.to_string();
+                    let named = match &e {
+                        IdError::Empty => msg.contains("empty"),
+                        IdError::TooLong { len } => msg.contains(&len.to_string()),
+                        IdError::BadChar { bad, .. } => msg.contains(&format!("{bad:?}")),
+                        IdError::LeadingDot { id } => msg.contains(&format!("{id:?}")),
+                    };
+                    proptest::prop_assert!(named, "{:?}: {}", s, msg);
+                    proptest::prop_assert!(validate_file_name(&s).is_err());
+                }
+            }
+        }
+    }
 }

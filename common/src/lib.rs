@@ -9,6 +9,8 @@ pub mod config;
 pub mod http;
 #[cfg(feature = "client")]
 pub mod http_client;
+#[cfg(any(test, feature = "strategies"))]
+pub mod strategies;
 pub mod wire;
 
 /// The lowest shared pieces live in the `base` crate, below `sched`;

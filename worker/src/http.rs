@@ -601,3 +601,35 @@ async fn timeline(
         q.since_ms,
     )))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// A digest header or trailer is accepted exactly when it is 64 hex
+        /// digits; anything else is refused with a 400 naming the header and
+        /// the value.
+        #[test]
+        fn a_digest_is_64_hex_digits_or_an_error_naming_it(s in "[0-9a-fA-F]{62,66}|\\PC{0,70}") {
+            let ok = s.len() == 64 && s.chars().all(|c| c.is_ascii_hexdigit());
+            match parse_digest("trailer", &s) {
+                Ok(d) => {
+                    proptest::prop_assert!(ok, "{:?} accepted", s);
+                    proptest::prop_assert_eq!(hex::encode(d), s.to_ascii_lowercase());
+                }
+                Err(e) => {
+                    proptest::prop_assert!(!ok, "{:?} refused", s);
+                    proptest::prop_assert_eq!(e.status, axum::http::StatusCode::BAD_REQUEST);
+                    let msg = e.message.clone();
+                    proptest::prop_assert!(
+                        msg.contains(BLOCK_DIGEST_HEADER) && msg.contains(&format!("{s:?}")),
+                        "{}", msg
+                    );
+                }
+            }
+        }
+    }
+}

@@ -304,13 +304,28 @@ fn stored(id: BlockId, meta: BlockMeta) -> StoredBlock {
 }
 
 fn read_meta(path: &Path) -> Result<BlockMeta, String> {
-    let bytes = fs::read(path).map_err(|e| e.to_string())?;
+    decode_meta(&fs::read(path).map_err(|e| e.to_string())?)
+}
+
+/// The largest `.meta` body decoded: a 4 GiB block (`MAX_BLOCK_BYTES`) in
+/// 4 KiB chunks needs 32 MiB of digests. Bincode checks every length it
+/// reads against it before allocating, so a damaged length prefix is an
+/// error, not an attempt to allocate exabytes (found by the property test
+/// below: it aborted the process).
+const MAX_META_BYTES: usize = 64 << 20;
+
+fn meta_config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<MAX_META_BYTES>()
+}
+
+/// A `.meta` file's bytes: the magic, then the bincode of a `BlockMeta`
+/// that must add up (chunks for its length, its index within its file).
+fn decode_meta(bytes: &[u8]) -> Result<BlockMeta, String> {
     let body = bytes
         .strip_prefix(META_MAGIC.as_slice())
         .ok_or("bad magic")?;
     let (meta, _): (BlockMeta, usize) =
-        bincode::serde::decode_from_slice(body, bincode::config::standard())
-            .map_err(|e| e.to_string())?;
+        bincode::serde::decode_from_slice(body, meta_config()).map_err(|e| e.to_string())?;
     let s = &meta.sums;
     if s.chunk_bytes == 0
         || s.chunks.len() != BlockChecksums::chunk_count(s.len, s.chunk_bytes)
@@ -814,6 +829,81 @@ mod tests {
         assert!(s.list().is_empty());
         assert!(!dir.path().join("blocks/z.b00000.blk").exists());
         assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+
+    fn encode_meta(meta: &BlockMeta) -> Vec<u8> {
+        let mut bytes = META_MAGIC.to_vec();
+        bytes.extend(bincode::serde::encode_to_vec(meta, bincode::config::standard()).unwrap());
+        bytes
+    }
+
+    fn meta_strategy() -> impl proptest::strategy::Strategy<Value = BlockMeta> {
+        use proptest::prelude::*;
+        (
+            0u64..4_000_000,
+            512u32..=1 << 20,
+            "\\PC{0,16}",
+            1u32..=1000,
+            any::<u64>(),
+        )
+            .prop_flat_map(|(len, chunk_bytes, file, file_blocks, seed)| {
+                let n = BlockChecksums::chunk_count(len, chunk_bytes);
+                (0..file_blocks).prop_map(move |index| {
+                    let chunks = (0..n)
+                        .map(|i| {
+                            let mut d = [0u8; 32];
+                            d[..8].copy_from_slice(&(seed ^ i as u64).to_le_bytes());
+                            d
+                        })
+                        .collect();
+                    BlockMeta {
+                        file: file.clone(),
+                        index,
+                        file_blocks,
+                        sums: BlockChecksums {
+                            len,
+                            chunk_bytes,
+                            chunks,
+                        },
+                    }
+                })
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// Block metadata round trips through its binary encoding; damaged
+        /// (cut, flipped) or arbitrary bytes decode to an error or to a
+        /// meta that still adds up, never a panic.
+        #[test]
+        fn block_meta_round_trips_and_damage_never_panics(
+            meta in meta_strategy(),
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+            flip in proptest::prelude::any::<(proptest::sample::Index, u8)>(),
+            junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+        ) {
+            let bytes = encode_meta(&meta);
+            let back = decode_meta(&bytes).unwrap();
+            proptest::prop_assert_eq!(
+                (&back.file, back.index, back.file_blocks, &back.sums),
+                (&meta.file, meta.index, meta.file_blocks, &meta.sums)
+            );
+            let mut damaged = bytes.clone();
+            let i = flip.0.index(damaged.len());
+            damaged[i] = flip.1;
+            damaged.truncate(cut.index(damaged.len() + 1));
+            for b in [damaged, junk.clone(), [META_MAGIC.to_vec(), junk].concat()] {
+                if let Ok(m) = decode_meta(&b) {
+                    let s = &m.sums;
+                    proptest::prop_assert!(s.chunk_bytes > 0 && m.index < m.file_blocks);
+                    proptest::prop_assert_eq!(
+                        s.chunks.len(),
+                        BlockChecksums::chunk_count(s.len, s.chunk_bytes)
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -206,3 +206,30 @@ pub trait ReduceTask: Send {
 /// little to pass between threads, small enough that a few in flight use
 /// little memory.
 pub const OUTPUT_PIECE: usize = 4 << 20;
+
+#[cfg(test)]
+mod props {
+    use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(500))]
+
+        /// A reduce fed map output it did not expect (damaged on the way, or
+        /// from a confused peer) refuses it with an error or takes it; it
+        /// never panics, and it still finishes.
+        #[test]
+        fn reduces_refuse_or_take_arbitrary_map_output(
+            pieces in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), 1..4),
+        ) {
+            for w in [Workload::Wordcount, Workload::Sort] {
+                let mut r = w.reduce_task().expect("has a reduce");
+                for p in &pieces {
+                    if let Err(e) = r.consume(p.clone()) {
+                        proptest::prop_assert!(!e.is_empty());
+                    }
+                }
+                let _ = r.finish();
+            }
+        }
+    }
+}
