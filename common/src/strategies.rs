@@ -189,7 +189,7 @@ pub fn heartbeat() -> impl Strategy<Value = Heartbeat> {
         vec(busy, 0..3),
         option::of(any::<u64>()),
         vec(progress, 0..3),
-        (any::<u64>(), any::<u64>()),
+        (any::<u64>(), any::<u64>(), any::<u64>()),
     )
         .prop_map(
             |(
@@ -199,7 +199,7 @@ pub fn heartbeat() -> impl Strategy<Value = Heartbeat> {
                 busy,
                 disk_free_bytes,
                 progress,
-                (rx, tx),
+                (rx, tx, incarnation),
             )| {
                 Heartbeat {
                     worker,
@@ -212,6 +212,7 @@ pub fn heartbeat() -> impl Strategy<Value = Heartbeat> {
                     progress,
                     nic_rx_bytes: rx,
                     nic_tx_bytes: tx,
+                    incarnation,
                 }
             },
         )
@@ -294,6 +295,7 @@ pub fn launch() -> impl Strategy<Value = Launch> {
 
 pub fn heartbeat_reply() -> impl Strategy<Value = HeartbeatReply> {
     let copy = (block_id(), text()).prop_map(|(block, to)| CopyOrder { block, to });
+    let refused = (attempt_id(), text()).prop_map(|(attempt, reason)| Refused { attempt, reason });
     (
         vec(launch(), 0..3),
         vec(job_id(), 0..3),
@@ -301,15 +303,21 @@ pub fn heartbeat_reply() -> impl Strategy<Value = HeartbeatReply> {
         vec(copy, 0..3),
         vec(block_id(), 0..3),
         vec(attempt_id(), 0..3),
+        any::<bool>(),
+        vec(refused, 0..3),
     )
         .prop_map(
-            |(launches, forget_jobs, reregister, copy_blocks, drop_blocks, kill)| HeartbeatReply {
-                launches,
-                forget_jobs,
-                reregister,
-                copy_blocks,
-                drop_blocks,
-                kill,
+            |(launches, forget_jobs, reregister, copy_blocks, drop_blocks, kill, lost, refused)| {
+                HeartbeatReply {
+                    launches,
+                    forget_jobs,
+                    reregister,
+                    copy_blocks,
+                    drop_blocks,
+                    kill,
+                    lost,
+                    refused,
+                }
             },
         )
 }

@@ -61,6 +61,10 @@ pub struct RegisterRequest {
 pub struct RegisterReply {
     pub worker: WorkerId,
     pub heartbeat_ms: u64,
+    /// Which start of the master this is: every heartbeat carries it, and
+    /// one stamped with an earlier incarnation is refused.
+    #[serde(default)]
+    pub incarnation: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
@@ -92,6 +96,10 @@ pub struct Heartbeat {
     pub nic_rx_bytes: u64,
     #[serde(default)]
     pub nic_tx_bytes: u64,
+    /// The master incarnation this worker registered with (0: not said):
+    /// its results, map outputs and block report are for that master only.
+    #[serde(default)]
+    pub incarnation: u64,
 }
 
 /// How far one running attempt has come (see `Heartbeat::progress`).
@@ -127,6 +135,23 @@ pub struct HeartbeatReply {
     /// and free their slots.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kill: Vec<AttemptId>,
+    /// With `reregister`: the master had declared this worker lost and gave
+    /// its attempts to others. The worker kills what it runs before it
+    /// registers again (results it still holds are refused, and counted,
+    /// when it sends them).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lost: bool,
+    /// Results of this heartbeat the master refused, and why (the worker
+    /// logs them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<Refused>,
+}
+
+/// A result the master did not take, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Refused {
+    pub attempt: AttemptId,
+    pub reason: String,
 }
 
 /// `PUT /v1/files/{name}/replication`: the replication factor the master
@@ -715,6 +740,14 @@ pub struct ClusterSummary {
     /// Re-replication copies ordered.
     #[serde(default)]
     pub blocks_copied: u64,
+    /// Attempt results refused since the master started: stale attempts,
+    /// and results a worker sent after the master had declared it lost.
+    #[serde(default)]
+    pub results_refused: u64,
+    /// Which start of the master this is (1, then one more at each restart
+    /// with the same journal).
+    #[serde(default)]
+    pub incarnation: u64,
 }
 
 /// `GET /v1/events`: what the dashboard shows, sent as a server-sent event

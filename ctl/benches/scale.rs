@@ -279,6 +279,7 @@ async fn emulated_worker(
                 .collect(),
             nic_rx_bytes: 0,
             nic_tx_bytes: 0,
+            incarnation: 0,
         };
         let t0 = Instant::now();
         let reply = http

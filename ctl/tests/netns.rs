@@ -468,3 +468,241 @@ arrival_s = [0, 0.5]
         .join(format!("{prefix}host"))
         .exists());
 }
+
+/// A blackhole route to the master in worker `ns`'s namespace: the worker
+/// cannot reach the master (nor answer it), its peers still reach it.
+fn cut_from_master(ns: &str, master: std::net::Ipv4Addr, on: bool) {
+    let (ok, out, err) = run(Command::new("ip").args([
+        "-n",
+        ns,
+        "route",
+        if on { "add" } else { "del" },
+        "blackhole",
+        &format!("{master}/32"),
+    ]));
+    assert!(ok, "ip route blackhole in {ns}:\n{out}\n{err}");
+}
+
+/// Fencing on a real partition. Four workers in namespaces; one at a time
+/// is cut off from the master only (a blackhole route in its namespace: it
+/// goes on running its tasks and serving its map output to its peers):
+/// first during a wordcount's map phase, then, holding a running reduce,
+/// during a sort's reduce phase. The master declares it lost and runs its
+/// work elsewhere; each job succeeds once, with output equal to
+/// coreutils' (nothing duplicated or mixed: a stale reduce writes the same
+/// block, and only the current attempt's result counts). Healed, the worker
+/// comes back with results of attempts that were given away: the master
+/// refuses them and counts them (`results_refused`), and the worker's log
+/// names the reason and says it killed what it ran. (Before, a returning
+/// worker's late results were dropped without a word.)
+#[test]
+fn a_worker_cut_off_from_the_master_only_cannot_land_stale_results() {
+    if !is_root() {
+        skip::skipped("the partition test needs root (network namespaces)");
+        return;
+    }
+    netns::require_root().unwrap();
+    let prefix = format!("mp{}-", std::process::id() % 100_000);
+    let _cleanup = Cleanup(prefix.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let cfg_path = dir.path().join("cluster.toml");
+    std::fs::write(
+        &cfg_path,
+        r#"
+[cluster]
+token = "netns-part"
+replication = 2
+heartbeat_ms = 50
+worker_timeout_ms = 1000
+max_task_attempts = 4
+data_dir = "data"
+seed = 5
+[master]
+listen = "127.0.0.1:7320"
+[workers]
+slots = 2
+nic_mbps = 16
+[[worker]]
+name = "a"
+listen = "127.0.0.1:7321"
+[[worker]]
+name = "b"
+listen = "127.0.0.1:7322"
+[[worker]]
+name = "c"
+listen = "127.0.0.1:7323"
+[[worker]]
+name = "d"
+listen = "127.0.0.1:7324"
+"#,
+    )
+    .unwrap();
+    let master = bin("master");
+    let _ = bin("worker");
+    let (ok, out, err) = up_netns(&master, &cfg_path, &prefix);
+    assert!(ok, "up --netns failed:\n{out}\n{err}");
+    let cfg = ClusterConfig::load(&cfg_path).unwrap();
+    let layout = netns::Layout::plan(&prefix, &cfg).unwrap();
+    let derived = ClusterConfig::load(dir.path().join("run/netns/cluster.toml")).unwrap();
+    let url = derived.master_url();
+    let token = derived.cluster.token.clone();
+    let master_ip = layout.master.ip;
+    let ns_of: std::collections::HashMap<String, String> = layout
+        .workers
+        .iter()
+        .map(|w| (w.name.clone(), w.ns.clone()))
+        .collect();
+    let cut = netns::in_ns(&layout.master.ns, move || {
+        tokio::runtime::Runtime::new()
+            .unwrap()
+            .block_on(partitions(url, token, master_ip, ns_of))
+    })
+    .unwrap();
+    // Each cut worker's log names the refusal and what it did.
+    for w in cut {
+        let log = find_log(dir.path(), &w).unwrap_or_else(|| panic!("no log of {w}"));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            text.contains("the master refused this attempt's result")
+                && text.contains("the master declared this worker lost"),
+            "{w}'s log ({}) does not say its results were refused",
+            log.display()
+        );
+    }
+}
+
+/// `<name>.log` somewhere under `dir`.
+fn find_log(dir: &Path, name: &str) -> Option<PathBuf> {
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            if let Some(found) = find_log(&p, name) {
+                return Some(found);
+            }
+        } else if p.file_name().and_then(|n| n.to_str()) == Some(&format!("{name}.log")) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+/// The partition test's two rounds, from inside the master's namespace;
+/// the workers cut off.
+async fn partitions(
+    url: String,
+    token: String,
+    master_ip: std::net::Ipv4Addr,
+    ns_of: std::collections::HashMap<String, String>,
+) -> Vec<String> {
+    use common::wire::{JobSubmit, TaskKind};
+    use ctl::ops::client::MasterClient;
+    use ctl::ops::loader::{self, Generator, LoadSpec, Source};
+    use ctl::ops::{files, verify};
+    use std::time::{Duration, Instant};
+    use workloads::Workload;
+
+    let client = MasterClient::new(url, token);
+    for (name, kind) in [("words", Generator::Text), ("recs", Generator::Records)] {
+        loader::load(
+            &client,
+            &LoadSpec {
+                name: name.into(),
+                source: Source::Generate { kind, blocks: 8 },
+                block_size: 1_000_000,
+                replication: 2,
+                seed: 3,
+                placement: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    let mut cut = Vec::new();
+    // Round 1: a wordcount whose maps compute 1.5 s each; round 2: a sort
+    // whose reduces fetch 4 MB each through 16 Mbit/s links.
+    for round in [TaskKind::Map, TaskKind::Reduce] {
+        let (mut job, output) = match round {
+            TaskKind::Map => {
+                let mut j = JobSubmit::new(Workload::Wordcount, "words");
+                j.compute = Some(common::wire::TaskCompute {
+                    min_ms: 1500,
+                    max_ms: 1500,
+                    seed: 1,
+                });
+                (j, "counts")
+            }
+            TaskKind::Reduce => (JobSubmit::new(Workload::Sort, "recs"), "sorted"),
+        };
+        job.reduces = Some(2);
+        job.output = Some(output.into());
+        let refused_before = client.cluster().await.unwrap().results_refused;
+        let id = client.submit(&job).await.unwrap();
+        // The first worker running a task of this round's kind.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let victim = loop {
+            assert!(Instant::now() < deadline, "{round:?}: no task ran");
+            let r = client.job(id, None).await.unwrap();
+            assert!(!r.state.is_done(), "{round:?}: the job ended first: {r:?}");
+            if let Some(x) = r.running.iter().find(|x| x.kind == round) {
+                break x.worker.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let ns = &ns_of[&victim];
+        cut_from_master(ns, master_ip, true);
+        // The master declares it lost; the job succeeds without it.
+        let r = client.wait_job(id).await.unwrap();
+        assert_eq!(r.state, JobState::Succeeded, "{round:?}: {r:?}");
+        let ok_reduces = r
+            .attempts
+            .iter()
+            .filter(|a| a.ok && a.kind == TaskKind::Reduce)
+            .count();
+        assert_eq!(ok_reduces, 2, "{round:?}: one success per reduce: {r:?}");
+        let ok_maps = r
+            .attempts
+            .iter()
+            .filter(|a| a.ok && a.kind == TaskKind::Map)
+            .count();
+        assert!(ok_maps >= 8, "{round:?}: {r:?}");
+        let alive = client.cluster().await.unwrap().workers_alive;
+        assert_eq!(alive, 3, "{round:?}: {victim} was declared lost");
+        let got = files::read_file(&client, output).await.unwrap();
+        match round {
+            TaskKind::Map => {
+                let input = files::read_file(&client, "words").await.unwrap();
+                assert_eq!(
+                    verify::wordcount_pairs(&got).unwrap(),
+                    verify::wordcount_reference(&input).unwrap(),
+                    "wordcount output differs from coreutils'"
+                );
+            }
+            TaskKind::Reduce => {
+                let input = files::read_file(&client, "recs").await.unwrap();
+                assert!(
+                    got == verify::sort_reference(&input).unwrap(),
+                    "sort output differs from LC_ALL=C sort"
+                );
+            }
+        }
+        // Healed: the worker comes back; its late results are refused.
+        cut_from_master(ns, master_ip, false);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let refused = loop {
+            let c = client.cluster().await.unwrap();
+            if c.workers_alive == 4 && c.results_refused > refused_before {
+                break c.results_refused - refused_before;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{round:?}: {victim} back and its results refused? {c:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        eprintln!(
+            "{round:?} phase: {victim} cut off; job {id} succeeded; {refused} late results refused"
+        );
+        cut.push(victim);
+    }
+    cut
+}

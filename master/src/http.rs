@@ -323,6 +323,7 @@ async fn metrics(State(s): State<Arc<AppState>>) -> impl axum::response::IntoRes
             workers: m.workers(),
             pending_tasks: m.view().pending_total(),
             maps_rerun: m.maps_rerun(),
+            results_refused: m.results_refused(),
             blocks_copied: m.blocks_copied(),
         };
         (snap, m.metrics.clone())
@@ -540,7 +541,9 @@ fn cluster_summary(m: &Master) -> ClusterSummary {
         slots_alive: ws.iter().filter(|w| w.alive).map(|w| w.slots).sum(),
         pending_tasks: m.view().pending_total(),
         maps_rerun: m.maps_rerun(),
+        results_refused: m.results_refused(),
         blocks_copied: m.blocks_copied(),
+        incarnation: m.incarnation(),
     }
 }
 

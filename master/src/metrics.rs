@@ -135,6 +135,7 @@ pub struct Metrics {
     workers: Family<StateLabels, Gauge>,
     pending_tasks: Gauge,
     maps_rerun: Counter,
+    results_refused: Counter,
     blocks_copied: Counter,
     slots: Family<WorkerStateLabels, Gauge>,
     blocks_stored: Family<WorkerLabels, Gauge>,
@@ -222,6 +223,12 @@ impl Metrics {
             "Maps run again because their output was lost (a lost worker, a failed fetch)",
             maps_rerun.clone(),
         );
+        let results_refused = Counter::default();
+        r.register(
+            "results_refused",
+            "Attempt results the master refused: stale attempts, and results of a worker it had declared lost",
+            results_refused.clone(),
+        );
         let blocks_copied = Counter::default();
         r.register(
             "blocks_copied",
@@ -273,6 +280,7 @@ impl Metrics {
             workers,
             pending_tasks,
             maps_rerun,
+            results_refused,
             blocks_copied,
             slots,
             blocks_stored,
@@ -356,6 +364,7 @@ impl Metrics {
         }
         self.pending_tasks.set(snap.pending_tasks as i64);
         catch_up(&self.maps_rerun, snap.maps_rerun);
+        catch_up(&self.results_refused, snap.results_refused);
         catch_up(&self.blocks_copied, snap.blocks_copied);
         let mut seen = self.nic_seen.lock().unwrap_or_else(|p| p.into_inner());
         for w in &snap.workers {
@@ -432,6 +441,7 @@ pub struct Snapshot {
     pub workers: Vec<WorkerInfo>,
     pub pending_tasks: usize,
     pub maps_rerun: u64,
+    pub results_refused: u64,
     pub blocks_copied: u64,
 }
 

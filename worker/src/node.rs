@@ -72,7 +72,9 @@ async fn post<Req: Serialize, Resp: DeserializeOwned>(
         .map_err(|e| format!("bad reply from master: {e}"))
 }
 
-async fn register(ctx: &Node) -> WorkerId {
+/// Registers (retrying until the master answers): this worker's id and the
+/// master's incarnation.
+async fn register(ctx: &Node) -> (WorkerId, u64) {
     let mut warned = false;
     loop {
         let req = RegisterRequest {
@@ -86,8 +88,8 @@ async fn register(ctx: &Node) -> WorkerId {
         };
         match post::<_, RegisterReply>(ctx, "/v1/workers/register", &req).await {
             Ok(r) => {
-                tracing::info!(worker = %ctx.name, id = %r.worker, "registered with master");
-                return r.worker;
+                tracing::info!(worker = %ctx.name, id = %r.worker, incarnation = r.incarnation, "registered with master");
+                return (r.worker, r.incarnation);
             }
             Err(e) => {
                 if !warned {
@@ -108,7 +110,7 @@ pub async fn run(ctx: Node) {
     let ex = ctx.exec.clone();
     let interval = Duration::from_millis(ctx.heartbeat_ms);
     loop {
-        let id = register(&ctx).await;
+        let (id, incarnation) = register(&ctx).await;
         // The registration carried a full report: only later changes need one.
         let mut reported_generation = ex.store.generation();
         let mut failures = 0u32;
@@ -142,15 +144,41 @@ pub async fn run(ctx: Node) {
                 progress,
                 nic_rx_bytes: ex.peers.nic.rx.bytes(),
                 nic_tx_bytes: ex.peers.nic.tx.bytes(),
+                incarnation,
             };
             match post::<_, HeartbeatReply>(&ctx, "/v1/workers/heartbeat", &hb).await {
                 Ok(reply) => {
                     failures = 0;
                     reported_generation = generation;
+                    for r in &reply.refused {
+                        tracing::warn!(attempt = %r.attempt, reason = %r.reason, "the master refused this attempt's result");
+                    }
+                    if reply.reregister && reply.lost {
+                        // The master gave this worker's attempts to others:
+                        // what it runs is killed before it registers again.
+                        // Results it finished and did not report yet go to
+                        // the master after the registration, which refuses
+                        // and counts them (fencing: not current attempts).
+                        let running = ex.slots.book().running();
+                        for a in &running {
+                            crate::exec::kill(&ex, a);
+                        }
+                        let refused: std::collections::HashSet<_> =
+                            reply.refused.iter().map(|r| r.attempt).collect();
+                        ex.slots.book().restore(
+                            hb.results
+                                .into_iter()
+                                .filter(|r| !refused.contains(&r.attempt))
+                                .collect(),
+                        );
+                        tracing::warn!(killed = running.len(),
+                            "the master declared this worker lost: its running attempts are killed; registering again");
+                        break;
+                    }
                     if reply.reregister {
-                        // The master did not take the results (it does not
-                        // know this worker): they go again after the
-                        // registration, which names their attempts.
+                        // The master did not take the results (it restarted,
+                        // or does not know this worker): they go again after
+                        // the registration, which names their attempts.
                         ex.slots.book().restore(hb.results);
                         tracing::warn!("master asked to register again");
                         break;

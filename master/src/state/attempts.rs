@@ -10,19 +10,42 @@ use common::{AttemptId, JobId, TaskRef, WorkerId};
 use sched::{Millis, PendingTask};
 
 impl Master {
-    pub(super) fn on_result(&mut self, worker: WorkerId, r: TaskResult) {
+    /// Takes the result of an attempt from `worker`; why not, if it is
+    /// refused (fencing: only the current attempt of a task, on the worker
+    /// it was sent to, counts).
+    pub(super) fn on_result(&mut self, worker: WorkerId, r: TaskResult) -> Option<String> {
         let Some(ra) = self.jobs.current(r.attempt, worker) else {
-            tracing::debug!(attempt = %r.attempt, "ignoring result of a stale attempt");
-            return;
+            return Some(self.why_stale(r.attempt, worker));
         };
         if self.held.holds(r.attempt.task.job) {
             // An adopted attempt's result before its job went on: applied
             // then (`resume`); the worker no longer runs it.
             self.workers.ended(worker, &r.attempt);
             self.held.stash(worker, r);
-            return;
+            return None;
         }
         self.end_attempt(worker, r.attempt, Some((ra, r)));
+        None
+    }
+
+    /// Why a result of attempt `a` from `worker` is not taken.
+    fn why_stale(&self, a: AttemptId, worker: WorkerId) -> String {
+        let Some(job) = self.jobs.get(a.task.job) else {
+            return format!("attempt {a}: no such job here");
+        };
+        if job.state.is_done() {
+            return format!("attempt {a}: job {} has ended", job.id);
+        }
+        match self.jobs.running(a) {
+            Some(ra) if ra.worker != worker => format!(
+                "attempt {a}: it runs on {}, not on {}",
+                self.worker_name(ra.worker),
+                self.worker_name(worker)
+            ),
+            _ => format!(
+                "attempt {a} is no longer its task's current attempt (it timed out, its worker was lost, or another attempt replaced it)"
+            ),
+        }
     }
 
     /// Ends attempt `a` on `worker`: with its result, or lost (`None`,

@@ -98,6 +98,10 @@ pub enum JournalEntry {
         file: String,
         blocks: u32,
     },
+    /// The master started for the `number`th time with this journal.
+    Incarnation {
+        number: u64,
+    },
 }
 
 /// Reads a journal. A last line cut short (a crash while appending) is
@@ -143,6 +147,7 @@ impl JournalEntry {
                 | JournalEntry::Ended { .. }
                 | JournalEntry::Replication { .. }
                 | JournalEntry::Deleted { .. }
+                | JournalEntry::Incarnation { .. }
         )
     }
 }
@@ -198,7 +203,8 @@ pub fn compacted(entries: &[JournalEntry]) -> Vec<JournalEntry> {
                 | JournalEntry::Uncounted { attempt, .. } => attempt.task.job,
                 JournalEntry::Ended { .. }
                 | JournalEntry::Replication { .. }
-                | JournalEntry::Deleted { .. } => return true,
+                | JournalEntry::Deleted { .. }
+                | JournalEntry::Incarnation { .. } => return true,
             };
             !ended.contains(&job)
         })
@@ -445,6 +451,7 @@ mod tests {
                 .prop_map(|(file, replication)| JournalEntry::Replication { file, replication }),
             (st::name(), any::<u32>())
                 .prop_map(|(file, blocks)| JournalEntry::Deleted { file, blocks }),
+            any::<u64>().prop_map(|number| JournalEntry::Incarnation { number }),
         ]
     }
 

@@ -155,6 +155,10 @@ pub struct Master {
     record: record::Record,
     /// Jobs taken back from the journal, until the workers registered.
     held: held::Held,
+    /// Which start of the master this is (1 without a journal; one more
+    /// than the journal's last at a restart): heartbeats stamped with
+    /// another are refused.
+    incarnation: u64,
 }
 
 impl Master {
@@ -190,6 +194,7 @@ impl Master {
             instances,
             record,
             held: Default::default(),
+            incarnation: 1,
         };
         m.init_public();
         m
@@ -256,6 +261,16 @@ impl Master {
     /// long-polls).
     pub fn finished_jobs(&self) -> u64 {
         self.jobs.finished()
+    }
+
+    /// Which start of the master this is.
+    pub fn incarnation(&self) -> u64 {
+        self.incarnation
+    }
+
+    /// Attempt results refused since the master started.
+    pub fn results_refused(&self) -> u64 {
+        self.workers.refused()
     }
 
     /// Maps run again because their output was lost (a dead worker, a

@@ -44,6 +44,17 @@ impl Master {
             })
             .max()
             .unwrap_or(0);
+        self.incarnation = 1 + entries
+            .iter()
+            .filter_map(|e| match e {
+                JournalEntry::Incarnation { number } => Some(*number),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        self.journal.push(JournalEntry::Incarnation {
+            number: self.incarnation,
+        });
         let mut unrebuilt = BTreeMap::new();
         let mut rebuilt = Vec::new();
         for e in entries {
@@ -134,6 +145,7 @@ impl Master {
                 JournalEntry::Uncounted { attempt, record } => {
                     self.jobs.ended_before(attempt, record);
                 }
+                JournalEntry::Incarnation { .. } => {}
                 JournalEntry::OutputsLost { job, lost } => {
                     let lost: Vec<_> = lost
                         .into_iter()
@@ -276,7 +288,10 @@ impl Master {
             self.resume_job(id, &adopted);
         }
         for (worker, r) in stash {
-            self.on_result(worker, r);
+            if let Some(reason) = self.on_result(worker, r) {
+                tracing::warn!(%reason, "a result that came while the jobs were held is refused");
+                self.workers.refuse(1);
+            }
         }
     }
 

@@ -122,6 +122,9 @@ pub(super) struct Orders {
 /// The workers the master knows, by id (their index).
 #[derive(Debug, Default)]
 pub(super) struct Roster {
+    /// Results refused since the master started (stale attempts, results
+    /// of a worker declared lost).
+    refused: u64,
     list: Vec<WorkerState>,
     settings: Vec<WorkerSettings>,
     /// The racks in order of first appearance; a worker's rack index.
@@ -183,6 +186,14 @@ impl Roster {
         self.list
             .get(w.0 as usize)
             .is_some_and(|w| w.registered && w.alive)
+    }
+
+    /// Registered, then declared lost (silent too long): what it ran was
+    /// given to others.
+    pub fn declared_lost(&self, w: WorkerId) -> bool {
+        self.list
+            .get(w.0 as usize)
+            .is_some_and(|w| w.registered && !w.alive)
     }
 
     /// Its disk ran full and has not reported more room since.
@@ -305,6 +316,15 @@ impl Roster {
     /// Whether `a` was sent to `id` and has not ended.
     pub fn runs(&self, id: WorkerId, a: &AttemptId) -> bool {
         self.list[id.0 as usize].running.contains_key(a)
+    }
+
+    /// `n` results were refused.
+    pub fn refuse(&mut self, n: usize) {
+        self.refused += n as u64;
+    }
+
+    pub fn refused(&self) -> u64 {
+        self.refused
     }
 
     /// A registering worker still runs `a`, which an earlier incarnation
@@ -498,6 +518,7 @@ mod tests {
             progress: Vec::new(),
             nic_rx_bytes: 0,
             nic_tx_bytes: 0,
+            incarnation: 0,
         }
     }
 

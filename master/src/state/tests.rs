@@ -96,6 +96,7 @@ fn hb(w: u32, free: u32, running: Vec<AttemptId>, results: Vec<TaskResult>) -> H
         progress: Vec::new(),
         nic_rx_bytes: 0,
         nic_tx_bytes: 0,
+        incarnation: 0,
     }
 }
 
@@ -404,6 +405,73 @@ fn lost_worker_tasks_move_to_replicas_or_fail_the_job() {
     );
     // w1's late heartbeat is told to register again.
     assert!(m.heartbeat(1300, hb(1, 4, vec![], vec![])).reregister);
+}
+
+/// Fencing. A worker the master declared lost comes back with results of
+/// attempts that were given to others: the heartbeat is refused, the
+/// worker is told it was declared lost (it kills what it runs), each result
+/// is refused with the reason and counted, and the job's result is the
+/// other worker's alone. A known worker's result of an attempt that is no
+/// longer current is refused and counted too, and a heartbeat stamped with
+/// another incarnation of the master makes the worker register again
+/// without being called lost. A restarted master is the next incarnation.
+#[test]
+fn late_results_of_a_lost_worker_and_stale_attempts_are_refused_and_counted() {
+    let mut m = cluster(2, 1, 2);
+    // Both blocks on both workers, before the job.
+    for w in 0..2 {
+        let mut beat = hb(w, 1, vec![], vec![]);
+        beat.blocks = Some(vec![block("f", 0, 2), block("f", 1, 2)]);
+        m.heartbeat(5, beat);
+    }
+    let job = submit(&mut m);
+    let l0 = m.heartbeat(10, hb(0, 1, vec![], vec![])).launches.remove(0);
+    let l1 = m.heartbeat(10, hb(1, 1, vec![], vec![])).launches.remove(0);
+    // w0 goes silent; w1 finishes its map; w0 is declared lost and its
+    // map runs on w1.
+    m.heartbeat(900, hb(1, 1, vec![], vec![ok(&l1, 0)]));
+    m.check_workers(1200);
+    let again = m
+        .heartbeat(1201, hb(1, 1, vec![], vec![]))
+        .launches
+        .remove(0);
+    assert_eq!(again.attempt.task, l0.attempt.task);
+    m.heartbeat(1250, hb(1, 1, vec![], vec![ok(&again, 0)]));
+    assert_eq!(m.report(job).unwrap().state, JobState::Succeeded);
+    // w0 comes back with its result: refused, counted, told it was lost.
+    let reply = m.heartbeat(1300, hb(0, 1, vec![], vec![ok(&l0, 0)]));
+    assert!(reply.reregister && reply.lost, "{reply:?}");
+    assert_eq!(reply.refused.len(), 1);
+    assert_eq!(reply.refused[0].attempt, l0.attempt);
+    assert!(
+        reply.refused[0].reason.contains("declared worker w0 lost"),
+        "{:?}",
+        reply.refused
+    );
+    assert_eq!(m.results_refused(), 1);
+    // The job's records are w1's alone.
+    let r = m.report(job).unwrap();
+    assert_eq!(r.attempts.len(), 2);
+    assert!(r.attempts.iter().all(|a| a.worker == "w1" && a.ok), "{r:?}");
+    // A known worker's result of an attempt that is not current: refused.
+    let reply = m.heartbeat(1301, hb(1, 1, vec![], vec![ok(&l0, 0)]));
+    assert!(!reply.reregister);
+    assert_eq!(reply.refused.len(), 1, "{reply:?}");
+    assert!(
+        reply.refused[0].reason.contains(&l0.attempt.to_string()),
+        "{:?}",
+        reply.refused
+    );
+    assert_eq!(m.results_refused(), 2);
+    // Another incarnation's heartbeat: register again, not lost.
+    let mut stale = hb(1, 1, vec![], vec![]);
+    stale.incarnation = m.incarnation() + 1;
+    let reply = m.heartbeat(1302, stale);
+    assert!(reply.reregister && !reply.lost && reply.refused.is_empty());
+    // A restart is the next incarnation.
+    let mut next = cluster(2, 1, 2);
+    next.restore(vec![journal::JournalEntry::Incarnation { number: 4 }], 0);
+    assert_eq!(next.incarnation(), 5);
 }
 
 #[test]
@@ -1108,7 +1176,11 @@ fn a_restarted_master_lists_old_jobs_and_never_reuses_ids() {
     // The interrupted job's end is journaled, so a second restart agrees.
     let more = again.take_journal();
     assert!(
-        matches!(&more[..], [journal::JournalEntry::Ended { report }] if report.job == running)
+        matches!(&more[..], [
+            journal::JournalEntry::Incarnation { number: 1 },
+            journal::JournalEntry::Ended { report }
+        ] if report.job == running),
+        "{more:?}"
     );
     let next = submit(&mut again);
     assert_eq!(next, JobId(3), "ids go on");

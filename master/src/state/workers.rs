@@ -4,8 +4,8 @@
 use super::storage::StorageOrders;
 use super::{Master, MasterError};
 use common::wire::{
-    AttemptProgress, BlockInfo, FileDeleted, FileInfo, Heartbeat, HeartbeatReply, RegisterReply,
-    RegisterRequest, WorkerInfo,
+    AttemptProgress, BlockInfo, FileDeleted, FileInfo, Heartbeat, HeartbeatReply, Refused,
+    RegisterReply, RegisterRequest, WorkerInfo,
 };
 use common::{AttemptId, TaskRef, WorkerId};
 use sched::Millis;
@@ -38,6 +38,7 @@ impl Master {
         Ok(RegisterReply {
             worker: id,
             heartbeat_ms: self.settings.heartbeat_ms,
+            incarnation: self.incarnation,
         })
     }
 
@@ -56,11 +57,8 @@ impl Master {
     pub fn heartbeat(&mut self, now: Millis, hb: Heartbeat) -> HeartbeatReply {
         self.instances.tick(now);
         let id = hb.worker;
-        if !self.workers.known(id) {
-            return HeartbeatReply {
-                reregister: true,
-                ..Default::default()
-            };
+        if let Some(reply) = self.refuse_heartbeat(&hb) {
+            return reply;
         }
         let seq = self.workers.beat(now, &hb);
         if let Some(blocks) = &hb.blocks {
@@ -73,9 +71,15 @@ impl Master {
             .copied()
             .chain(hb.results.iter().map(|r| r.attempt))
             .collect();
+        let mut refused = Vec::new();
         for r in hb.results {
-            self.on_result(id, r);
+            let attempt = r.attempt;
+            if let Some(reason) = self.on_result(id, r) {
+                tracing::info!(%attempt, worker = %self.worker_name(id), %reason, "result refused");
+                refused.push(Refused { attempt, reason });
+            }
         }
+        self.workers.refuse(refused.len());
         // Launches delivered in an earlier reply that the worker does not
         // know: the reply was lost. Run them again, without penalty.
         for a in self.workers.undelivered(id, seq, &reported) {
@@ -126,7 +130,56 @@ impl Master {
             copy_blocks: orders.copy_blocks,
             drop_blocks: orders.drop_blocks,
             kill,
+            lost: false,
+            refused,
         }
+    }
+
+    /// A heartbeat this master does not take: from a worker it does not
+    /// know, stamped with another incarnation of the master (it restarted
+    /// since the worker registered), or from a worker it declared lost.
+    /// The worker registers again; a lost one is told so, and its results
+    /// are refused and counted (the attempts were given to others).
+    fn refuse_heartbeat(&mut self, hb: &Heartbeat) -> Option<HeartbeatReply> {
+        let id = hb.worker;
+        let stale = hb.incarnation != 0 && hb.incarnation != self.incarnation;
+        if self.workers.known(id) && !stale {
+            return None;
+        }
+        let lost = !stale && self.workers.declared_lost(id);
+        let mut refused = Vec::new();
+        if lost {
+            let reason = format!(
+                "the master declared worker {} lost (no heartbeat for {:.1} s, cluster.worker_timeout_ms) and gave its attempts to others",
+                self.worker_name(id),
+                self.settings.worker_timeout_ms as f64 / 1000.0
+            );
+            refused = hb
+                .results
+                .iter()
+                .map(|r| Refused {
+                    attempt: r.attempt,
+                    reason: reason.clone(),
+                })
+                .collect();
+            self.workers.refuse(refused.len());
+            if !refused.is_empty() {
+                tracing::warn!(worker = %self.worker_name(id), results = refused.len(), "results of a worker declared lost refused");
+            }
+        } else if stale {
+            tracing::info!(
+                worker = hb.worker.0,
+                theirs = hb.incarnation,
+                ours = self.incarnation,
+                "heartbeat from an earlier incarnation of the master: the worker registers again"
+            );
+        }
+        Some(HeartbeatReply {
+            reregister: true,
+            lost,
+            refused,
+            ..Default::default()
+        })
     }
 
     /// Progress counts from `worker`'s heartbeat: an attempt whose count grew
