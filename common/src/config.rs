@@ -116,6 +116,12 @@ pub struct MasterSection {
     /// master's memory stays bounded.
     #[serde(default = "defaults::decisions_max")]
     pub decisions_max: u64,
+    /// Ended jobs whose reports the master keeps in memory (`GET
+    /// /v1/jobs`); beyond it the oldest are retired (their reports stay in
+    /// the journal), so a long-running master's memory stays bounded, as
+    /// YARN's `yarn.resourcemanager.max-completed-applications`.
+    #[serde(default = "defaults::retained_jobs")]
+    pub retained_jobs: u64,
 }
 
 /// Values every `[[worker]]` inherits unless it sets its own.
@@ -346,6 +352,9 @@ mod defaults {
     pub fn decisions_max() -> u64 {
         1_000_000
     }
+    pub fn retained_jobs() -> u64 {
+        10_000
+    }
     pub fn seed() -> u64 {
         1
     }
@@ -423,6 +432,9 @@ impl ClusterConfig {
         }
         if self.master.decisions_max == 0 {
             return Err(self.invalid("master.decisions_max", "must be at least 1 (got 0)"));
+        }
+        if self.master.retained_jobs == 0 {
+            return Err(self.invalid("master.retained_jobs", "must be at least 1 (got 0)"));
         }
         if self.worker.is_empty() {
             return Err(self.invalid("worker", "at least one [[worker]] is required"));

@@ -145,7 +145,9 @@ impl AppState {
 
 fn api_error(e: MasterError) -> ApiError {
     let status = match e {
-        MasterError::UnknownFile { .. } | MasterError::UnknownJob(_) => StatusCode::NOT_FOUND,
+        MasterError::UnknownFile { .. }
+        | MasterError::UnknownJob(_)
+        | MasterError::RetiredJob(_) => StatusCode::NOT_FOUND,
         MasterError::IncompleteFile { .. }
         | MasterError::FileInUse { .. }
         | MasterError::FileBeingDeleted { .. } => StatusCode::CONFLICT,

@@ -700,6 +700,7 @@ impl RunEnv<'_> {
                 // Every row of a run: the runner writes them all (TOML's
                 // integers stop at i64's maximum).
                 decisions_max: i64::MAX as u64,
+                retained_jobs: i64::MAX as u64,
             },
             scheduler: scheduler.clone(),
             workers: WorkerDefaults {

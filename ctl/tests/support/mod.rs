@@ -100,6 +100,7 @@ pub async fn start_cluster_tuned(
             .collect(),
         record_decisions: false,
         decisions_max: 1_000_000,
+        retained_jobs: 10_000,
     };
     tune_master(&mut settings);
     let m = master::http::start("127.0.0.1:0".parse().unwrap(), token, settings)

@@ -318,6 +318,7 @@ impl Master {
         self.forget_everywhere(id);
         self.journal_ended(id);
         tracing::info!(job = %id, jct_ms = end, "job succeeded");
+        self.jobs.retire();
     }
 
     /// Tells every worker (at its next heartbeat) to drop the job's map output.
@@ -360,5 +361,6 @@ impl Master {
         self.view.remove_job(id);
         self.forget_everywhere(id);
         self.journal_ended(id);
+        self.jobs.retire();
     }
 }

@@ -288,21 +288,50 @@ pub(super) struct Jobs {
     finished: u64,
     /// Maps run again because their output was lost.
     maps_rerun: u64,
+    /// Ended jobs, oldest first, and how many of them stay in memory
+    /// (`master.retained_jobs`): `retire` forgets the oldest beyond it.
+    ended: std::collections::VecDeque<JobId>,
+    retain: usize,
 }
 
 impl Default for Jobs {
     fn default() -> Self {
+        Self::new(usize::MAX)
+    }
+}
+
+impl Jobs {
+    /// No jobs yet; at most `retain` ended ones kept.
+    pub fn new(retain: usize) -> Self {
         Jobs {
             jobs: HashMap::new(),
             next: 1,
             archived: BTreeMap::new(),
             finished: 0,
             maps_rerun: 0,
+            ended: Default::default(),
+            retain: retain.max(1),
         }
     }
-}
 
-impl Jobs {
+    /// Forgets the oldest ended jobs beyond the retention (their reports
+    /// are in the journal); how many.
+    pub fn retire(&mut self) -> usize {
+        let mut n = 0;
+        while self.ended.len() > self.retain {
+            let id = self.ended.pop_front().expect("longer than retain");
+            self.jobs.remove(&id);
+            self.archived.remove(&id);
+            n += 1;
+        }
+        n
+    }
+
+    /// A job of this master or an earlier one that ended and was retired.
+    pub fn retired(&self, id: JobId) -> bool {
+        id.0 >= 1 && id.0 < self.next && !self.jobs.contains_key(&id) && !self.archived.contains_key(&id)
+    }
+
     pub fn get(&self, id: JobId) -> Option<&Job> {
         self.jobs.get(&id)
     }
@@ -689,6 +718,7 @@ impl Jobs {
         job.finished = Some(job.submitted + end);
         job.state = JobState::Succeeded;
         self.finished += 1;
+        self.ended.push_back(id);
         (end, job.output.clone())
     }
 
@@ -705,6 +735,7 @@ impl Jobs {
         job.error = Some(error);
         job.finished = Some(job.submitted);
         self.finished += 1;
+        self.ended.push_back(id);
         true
     }
 
@@ -764,6 +795,7 @@ impl Jobs {
     /// The report of an earlier incarnation's job (its id is seen).
     pub fn archive(&mut self, report: JobReport) {
         self.seen(report.job);
+        self.ended.push_back(report.job);
         self.archived.insert(report.job, report);
     }
 

@@ -55,6 +55,8 @@ pub enum MasterError {
     IncompleteFile { name: String, missing: Vec<u32> },
     #[error("no job {0}")]
     UnknownJob(JobId),
+    #[error("{0} ended and was retired from the master's memory (master.retained_jobs); its report is in the job journal")]
+    RetiredJob(JobId),
     #[error("file {name:?} is in use by {job} ({how}); try again once it ended")]
     FileInUse {
         name: String,
@@ -101,6 +103,9 @@ pub struct MasterSettings {
     /// At most this many rows of it (`master.decisions_max`), the oldest
     /// dropped first.
     pub decisions_max: usize,
+    /// Ended jobs kept in memory (`master.retained_jobs`), the oldest
+    /// retired first.
+    pub retained_jobs: usize,
 }
 
 impl MasterSettings {
@@ -126,6 +131,7 @@ impl MasterSettings {
                 .map(crate::provision::Provisioning::processes),
             record_decisions: cfg.master.decisions,
             decisions_max: usize::try_from(cfg.master.decisions_max).unwrap_or(usize::MAX),
+            retained_jobs: usize::try_from(cfg.master.retained_jobs).unwrap_or(usize::MAX),
         }
     }
 }
@@ -171,6 +177,7 @@ impl Master {
         let reducer = ReducePlacer::new(settings.reduce_placement, &settings.scheduler);
         let workers = roster::Roster::new(settings.workers.clone());
         let record_decisions = settings.record_decisions;
+        let retained_jobs = settings.retained_jobs;
         let record = record::Record::new(settings.decisions_max);
         let instances = public::Instances::new(
             settings.public_types.clone(),
@@ -181,7 +188,7 @@ impl Master {
             settings,
             workers,
             storage: Default::default(),
-            jobs: Default::default(),
+            jobs: jobs::Jobs::new(retained_jobs),
             view: {
                 let mut v = ClusterView::new();
                 v.record_decisions(record_decisions);

@@ -20,7 +20,11 @@ impl Master {
             let mut r = self
                 .jobs
                 .archived(id)
-                .ok_or(MasterError::UnknownJob(id))?
+                .ok_or(if self.jobs.retired(id) {
+                    MasterError::RetiredJob(id)
+                } else {
+                    MasterError::UnknownJob(id)
+                })?
                 .clone();
             if !attempts {
                 r.attempts.clear();

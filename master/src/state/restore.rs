@@ -166,6 +166,7 @@ impl Master {
             });
             self.jobs.archive(report);
         }
+        self.jobs.retire();
         if !rebuilt.is_empty() {
             tracing::info!(jobs = ?rebuilt, "jobs taken back from the journal; they go on once the workers have registered again");
             self.held

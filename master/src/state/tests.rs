@@ -19,6 +19,7 @@ pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
         provision: None,
         record_decisions: false,
         decisions_max: 1_000_000,
+        retained_jobs: 10_000,
         heartbeat_ms: 100,
         worker_timeout_ms: 1000,
         max_task_attempts: 2,
@@ -405,6 +406,38 @@ fn lost_worker_tasks_move_to_replicas_or_fail_the_job() {
     );
     // w1's late heartbeat is told to register again.
     assert!(m.heartbeat(1300, hb(1, 4, vec![], vec![])).reregister);
+}
+
+/// `master.retained_jobs`: beyond it the oldest ended jobs leave the
+/// master's memory (a long run's memory stays bounded); asking for one
+/// says it was retired, and running jobs are never retired.
+#[test]
+fn ended_jobs_beyond_the_retention_are_retired() {
+    let mut s = settings(2, 2);
+    s.retained_jobs = 2;
+    let mut m = cluster_with(s, 2, 2, 2);
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        let id = submit(&mut m);
+        let launches = launch_all(&mut m, 10);
+        for w in 0..2 {
+            let results = launches
+                .iter()
+                .filter(|(lw, _)| *lw == w)
+                .map(|(_, l)| ok(l, 0))
+                .collect();
+            m.heartbeat(20, hb(w, 2, vec![], results));
+        }
+        assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
+        ids.push(id);
+    }
+    let running = submit(&mut m);
+    assert_eq!(m.reports().len(), 3, "two ended jobs and the running one");
+    let e = m.report(ids[0]).unwrap_err().to_string();
+    assert!(e.contains("retired") && e.contains("master.retained_jobs"), "{e}");
+    assert!(m.report(ids[3]).is_ok());
+    assert!(m.report(running).is_ok());
+    assert!(matches!(m.report(JobId(99)), Err(MasterError::UnknownJob(_))));
 }
 
 /// Fencing. A worker the master declared lost comes back with results of
