@@ -22,7 +22,7 @@ DOCKER_MASTER := $(BIN)/master --config $(dir $(CONFIG))run/docker/cluster.toml
 # `make experiment EXP=<name>` runs experiments/<name>.toml.
 EXP ?= smoke
 
-.PHONY: build docker-bins cluster cluster-netns cluster-docker stop test bench clean experiment trace chaos
+.PHONY: build docker-bins cluster cluster-netns cluster-docker stop test bench clean experiment trace chaos soak
 
 build:
 	$(CARGO) build --release --bins
@@ -99,6 +99,13 @@ trace: build
 CHAOS_SEED ?= 1
 chaos: build
 	$(BIN)/master chaos --seed $(CHAOS_SEED)
+
+## The soak run: the chaos job mix at a steady rate for SOAK_MINUTES, every
+## process sampled each minute; fails if anything grows by more than 10%
+## from the tenth minute to the end. Results in results/soak/<timestamp>/.
+SOAK_MINUTES ?= 30
+soak: build
+	$(BIN)/master soak --minutes $(SOAK_MINUTES)
 
 clean: stop
 	rm -rf run

@@ -255,14 +255,14 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
 
 /// The cluster under test: its configuration and processes (stopped when
 /// this is dropped), a client, and the reference outputs of its two files.
-struct Cluster {
-    cfg: ClusterConfig,
-    run_dir: PathBuf,
-    client: MasterClient,
+pub(crate) struct Cluster {
+    pub(crate) cfg: ClusterConfig,
+    pub(crate) run_dir: PathBuf,
+    pub(crate) client: MasterClient,
     /// Every worker's name.
     names: Vec<String>,
-    want_counts: Vec<(Vec<u8>, u64)>,
-    want_sorted: Vec<u8>,
+    pub(crate) want_counts: Vec<(Vec<u8>, u64)>,
+    pub(crate) want_sorted: Vec<u8>,
     _down: Down,
 }
 
@@ -270,7 +270,12 @@ impl Cluster {
     /// Starts `WORKERS` workers and a master in `opts.work` (emptied
     /// first), loads the text and the records, and computes their
     /// references with coreutils.
-    async fn start(opts: &ChaosOptions) -> anyhow::Result<Self> {
+    pub(crate) async fn start(opts: &ChaosOptions) -> anyhow::Result<Self> {
+        Self::start_with(opts, "").await
+    }
+
+    /// [`Cluster::start`] with more `[master]` keys.
+    pub(crate) async fn start_with(opts: &ChaosOptions, master_keys: &str) -> anyhow::Result<Self> {
         if opts.work.exists() {
             std::fs::remove_dir_all(&opts.work)
                 .with_context(|| format!("cleaning {}", opts.work.display()))?;
@@ -284,6 +289,17 @@ impl Cluster {
             "replication = 3\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nmax_task_attempts = 4\nseed = 1",
             "slots = 2\nscrub_mbps = 50",
         )?;
+        let cfg = if master_keys.is_empty() {
+            cfg
+        } else {
+            let text = std::fs::read_to_string(&cfg.path)?.replacen(
+                "[master]\n",
+                &format!("[master]\n{master_keys}\n"),
+                1,
+            );
+            std::fs::write(&cfg.path, text)?;
+            ClusterConfig::load(&cfg.path)?
+        };
         local::start_with(&cfg, &opts.bin).await?;
         let run_dir = local::run_dir(&cfg);
         let down = Down(run_dir.clone());

@@ -203,6 +203,27 @@ pub enum Cmd {
         #[arg(long, default_value = "run/chaos")]
         work: PathBuf,
     },
+    /// The soak run: the chaos run's cluster and job mix at a steady
+    /// arrival rate for --minutes, without faults; the master, every worker
+    /// and this client sampled for memory, descriptors and threads; fails
+    /// if a job fails, an output differs, or a figure grew by more than 10%
+    /// from the tenth minute to the end. Writes <results>/soak/<timestamp>/.
+    Soak {
+        #[arg(long, default_value_t = 30.0)]
+        minutes: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Seconds between samples.
+        #[arg(long, default_value_t = 60.0)]
+        sample_s: f64,
+        /// Seconds between job arrivals.
+        #[arg(long, default_value_t = 2.0)]
+        arrival_s: f64,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        #[arg(long, default_value = "run/soak")]
+        work: PathBuf,
+    },
     /// Rewrite an experiment's summary.md and plots from its runs.csv and
     /// meta.json (no runs are repeated).
     Replot { dir: PathBuf },
@@ -430,6 +451,34 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             results,
             work,
         } => return chaos(*seed, *jobs, results, work).await,
+        Cmd::Soak {
+            minutes,
+            seed,
+            sample_s,
+            arrival_s,
+            results,
+            work,
+        } => {
+            if !(*minutes > 0.0 && *sample_s > 0.0 && *arrival_s > 0.0) {
+                anyhow::bail!("--minutes, --sample-s and --arrival-s must be > 0");
+            }
+            let (dir, figures) = crate::soak::run(&crate::soak::SoakOptions {
+                results: results.clone(),
+                work: work.clone(),
+                bin: local::bin_dir()?,
+                seed: *seed,
+                minutes: *minutes,
+                sample_s: *sample_s,
+                arrival_s: *arrival_s,
+            })
+            .await?;
+            println!("results in {}", dir.display());
+            let problems = figures.problems();
+            if !problems.is_empty() {
+                anyhow::bail!("the soak failed: {}", problems.join("; "));
+            }
+            return Ok(());
+        }
         Cmd::Experiment {
             spec,
             results,
@@ -589,7 +638,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Cmd::Experiment { .. } | Cmd::Sim { .. } | Cmd::Replot { .. } | Cmd::Chaos { .. } => {
+        Cmd::Experiment { .. }
+        | Cmd::Sim { .. }
+        | Cmd::Replot { .. }
+        | Cmd::Chaos { .. }
+        | Cmd::Soak { .. } => {
             unreachable!("handled above")
         }
     }

@@ -18,3 +18,4 @@ pub mod experiment;
 pub mod lab;
 pub mod ops;
 pub mod results;
+pub mod soak;

@@ -329,7 +329,10 @@ impl Jobs {
 
     /// A job of this master or an earlier one that ended and was retired.
     pub fn retired(&self, id: JobId) -> bool {
-        id.0 >= 1 && id.0 < self.next && !self.jobs.contains_key(&id) && !self.archived.contains_key(&id)
+        id.0 >= 1
+            && id.0 < self.next
+            && !self.jobs.contains_key(&id)
+            && !self.archived.contains_key(&id)
     }
 
     pub fn get(&self, id: JobId) -> Option<&Job> {

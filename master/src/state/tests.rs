@@ -434,10 +434,16 @@ fn ended_jobs_beyond_the_retention_are_retired() {
     let running = submit(&mut m);
     assert_eq!(m.reports().len(), 3, "two ended jobs and the running one");
     let e = m.report(ids[0]).unwrap_err().to_string();
-    assert!(e.contains("retired") && e.contains("master.retained_jobs"), "{e}");
+    assert!(
+        e.contains("retired") && e.contains("master.retained_jobs"),
+        "{e}"
+    );
     assert!(m.report(ids[3]).is_ok());
     assert!(m.report(running).is_ok());
-    assert!(matches!(m.report(JobId(99)), Err(MasterError::UnknownJob(_))));
+    assert!(matches!(
+        m.report(JobId(99)),
+        Err(MasterError::UnknownJob(_))
+    ));
 }
 
 /// Fencing. A worker the master declared lost comes back with results of
