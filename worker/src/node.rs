@@ -104,11 +104,29 @@ async fn register(ctx: &Node) -> (WorkerId, u64) {
 
 /// How long a free task buffer stays in the pool (`workloads::pool`).
 const POOL_IDLE: Duration = Duration::from_secs(30);
+/// How often freed heap memory goes back to the system (`release_heap`).
+const HEAP_RELEASE: Duration = Duration::from_secs(10);
+
+/// Gives the heap's free pages back to the system. glibc keeps memory a
+/// thread freed in that thread's arena; with task buffers of megabytes
+/// freed on the runtime's and the blocking pool's threads in turn, a
+/// worker's resident memory crept up by about 1 MB a minute over a 22-minute
+/// soak (`make soak`). `malloc_trim` returns the free pages of every arena
+/// (a millisecond or so; the heartbeat loop calls it every 10 s).
+fn release_heap() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free memory of the allocator's own
+    // arenas; it takes the arenas' locks and touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
 
 /// Runs forever: registration, then heartbeats.
 pub async fn run(ctx: Node) {
     let ex = ctx.exec.clone();
     let interval = Duration::from_millis(ctx.heartbeat_ms);
+    let mut released = std::time::Instant::now();
     loop {
         let (id, incarnation) = register(&ctx).await;
         // The registration carried a full report: only later changes need one.
@@ -119,6 +137,10 @@ pub async fn run(ctx: Node) {
             let _ = tokio::time::timeout(interval, ex.slots.heartbeat_wanted().notified()).await;
             // Task buffers nobody reused for a while go back to the system.
             workloads::pool::trim_idle(POOL_IDLE);
+            if released.elapsed() >= HEAP_RELEASE {
+                released = std::time::Instant::now();
+                release_heap();
+            }
             let generation = ex.store.generation();
             let (free_slots, running, results, busy, progress) = {
                 let mut book = ex.slots.book();

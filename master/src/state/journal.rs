@@ -449,7 +449,9 @@ mod tests {
             st::job_report().prop_map(|report| JournalEntry::Ended { report }),
             (st::name(), any::<u32>())
                 .prop_map(|(file, replication)| JournalEntry::Replication { file, replication }),
-            (st::name(), any::<u32>())
+            // A deleted file's blocks are each a pending deletion per worker:
+            // kept to what a test can hold (up to 1,000,000 are legal).
+            (st::name(), 0u32..64)
                 .prop_map(|(file, blocks)| JournalEntry::Deleted { file, blocks }),
             any::<u64>().prop_map(|number| JournalEntry::Incarnation { number }),
         ]
@@ -483,6 +485,70 @@ mod tests {
             if let Err(e) = read(&path) {
                 proptest::prop_assert!(e.to_string().contains(": line "), "{}", e);
             }
+        }
+    }
+
+    /// Folds a generated entry's ids onto a small cluster (jobs 1-3, tasks
+    /// 0-3, attempts 0-2, workers w0 and w1), so that random journals name
+    /// the same jobs, tasks and workers again and again.
+    fn folded(e: &JournalEntry) -> JournalEntry {
+        fn walk(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    for (k, x) in m.iter_mut() {
+                        match (k.as_str(), x.as_u64(), x.as_str()) {
+                            ("job", Some(n), _) => *x = (n % 3 + 1).into(),
+                            ("index" | "task", Some(n), _) => *x = (n % 4).into(),
+                            ("attempt", Some(n), _) => *x = (n % 3).into(),
+                            ("worker" | "source", _, Some(s)) => {
+                                *x = format!("w{}", s.len() % 2).into()
+                            }
+                            _ => walk(x),
+                        }
+                    }
+                }
+                serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+                _ => {}
+            }
+        }
+        let mut v = serde_json::to_value(e).unwrap();
+        walk(&mut v);
+        serde_json::from_value(v).unwrap_or_else(|_| e.clone())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// A restarted master replays any journal, then takes registrations,
+        /// heartbeats and liveness checks, without a panic.
+        #[test]
+        fn any_journal_replays_without_a_panic(
+            entries in proptest::collection::vec(entry(), 0..16),
+            running in proptest::collection::vec(common::strategies::attempt_id(), 0..4),
+        ) {
+            let entries: Vec<JournalEntry> = entries.iter().map(folded).collect();
+            let mut m = Master::new(crate::state::tests::settings(2, 2));
+            let clock = m.restore(entries, 2_000_000);
+            for w in 0..2u32 {
+                let running = running.iter().map(|a| {
+                    let mut a = *a;
+                    a.task.job = JobId(a.task.job.0 % 3 + 1);
+                    a.task.index %= 4;
+                    a.attempt %= 3;
+                    a
+                }).collect();
+                let _ = m.register(clock, common::wire::RegisterRequest {
+                    name: format!("w{w}"),
+                    addr: format!("http://w{w}"),
+                    slots: 2,
+                    blocks: Vec::new(),
+                    out_of_band_heartbeat: false,
+                    running,
+                    map_outputs: Vec::new(),
+                });
+            }
+            m.check_workers(clock + 5_000);
+            let _ = m.reports();
         }
     }
 }

@@ -44,14 +44,15 @@ impl Master {
             })
             .max()
             .unwrap_or(0);
-        self.incarnation = 1 + entries
+        self.incarnation = entries
             .iter()
             .filter_map(|e| match e {
                 JournalEntry::Incarnation { number } => Some(*number),
                 _ => None,
             })
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .saturating_add(1);
         self.journal.push(JournalEntry::Incarnation {
             number: self.incarnation,
         });
@@ -72,8 +73,14 @@ impl Master {
                         continue;
                     }
                     let reduces = super::submit::check_spec(&spec).ok();
+                    // Blocks as the catalog could have had them (a damaged
+                    // journal may say anything).
+                    let sane = blocks.len() <= common::wire::MAX_FILE_BLOCKS as usize
+                        && blocks
+                            .iter()
+                            .all(|(_, len)| *len <= common::wire::MAX_BLOCK_BYTES);
                     match reduces {
-                        Some(reduces) if !blocks.is_empty() => {
+                        Some(reduces) if !blocks.is_empty() && sane => {
                             let output = spec.workload.has_reduce().then(|| {
                                 spec.output.clone().unwrap_or_else(|| format!("{name}.out"))
                             });
@@ -127,7 +134,7 @@ impl Master {
                     fetched,
                     record,
                 } => {
-                    if self.jobs.get(attempt.task.job).is_some() {
+                    if self.has_task(attempt) {
                         self.jobs.reduce_succeeded(attempt, record, fetched);
                     }
                 }
@@ -136,7 +143,7 @@ impl Master {
                     error,
                     record,
                 } => {
-                    if self.jobs.get(attempt.task.job).is_some() {
+                    if self.has_task(attempt) {
                         let max = self.settings.max_task_attempts;
                         // A failure that failed the job is followed by its end.
                         let _ = self.jobs.attempt_failed(attempt, record, &error, max);
@@ -180,6 +187,14 @@ impl Master {
             );
         }
         now
+    }
+
+    /// The journal names a task this replay has rebuilt (a damaged journal
+    /// may name others: they are passed over).
+    fn has_task(&self, a: AttemptId) -> bool {
+        self.jobs
+            .get(a.task.job)
+            .is_some_and(|j| (a.task.index as usize) < j.tasks.len())
     }
 
     fn worker_id(&self, name: &str) -> Option<WorkerId> {
