@@ -71,22 +71,33 @@ pub struct ChaosFigures {
     pub unexpected_exits: Vec<String>,
 }
 
+/// The verdict's first lines, shared with the soak run: every job
+/// succeeded, every checked output equal.
+pub(crate) fn job_problems(
+    succeeded: u32,
+    submitted: u32,
+    equal: u32,
+    checked: u32,
+) -> Vec<String> {
+    let mut p = Vec::new();
+    if succeeded != submitted {
+        p.push(format!("{succeeded} of {submitted} jobs succeeded"));
+    }
+    if equal != checked {
+        p.push(format!("{equal} of {checked} outputs equal the reference"));
+    }
+    p
+}
+
 impl ChaosFigures {
     /// The run's verdict: what the reliability issue asks of it.
     pub fn problems(&self) -> Vec<String> {
-        let mut p = Vec::new();
-        if self.jobs_succeeded != self.jobs_submitted {
-            p.push(format!(
-                "{} of {} jobs succeeded",
-                self.jobs_succeeded, self.jobs_submitted
-            ));
-        }
-        if self.outputs_equal != self.outputs_checked {
-            p.push(format!(
-                "{} of {} outputs equal the reference",
-                self.outputs_equal, self.outputs_checked
-            ));
-        }
+        let mut p = job_problems(
+            self.jobs_succeeded,
+            self.jobs_submitted,
+            self.outputs_equal,
+            self.outputs_checked,
+        );
         if self.corruptions_repaired != self.corruptions_injected {
             p.push(format!(
                 "{} of {} corruptions repaired",

@@ -123,19 +123,12 @@ pub struct SoakFigures {
 
 impl SoakFigures {
     pub fn problems(&self) -> Vec<String> {
-        let mut p = Vec::new();
-        if self.jobs_succeeded != self.jobs_submitted {
-            p.push(format!(
-                "{} of {} jobs succeeded",
-                self.jobs_succeeded, self.jobs_submitted
-            ));
-        }
-        if self.outputs_equal != self.outputs_checked {
-            p.push(format!(
-                "{} of {} outputs equal the reference",
-                self.outputs_equal, self.outputs_checked
-            ));
-        }
+        let mut p = crate::chaos::job_problems(
+            self.jobs_succeeded,
+            self.jobs_submitted,
+            self.outputs_equal,
+            self.outputs_checked,
+        );
         if self.growth.is_empty() {
             p.push("too few samples to compare".into());
         }

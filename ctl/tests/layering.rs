@@ -29,7 +29,7 @@ const CRATES: &[(&str, &[&str])] = &[
 /// Top-level modules of each crate, lowest first.
 const WORKLOADS: &[&str] = &["pool", "input_sink", "sort", "wordcount"];
 const BASE: &[&str] = &["checksum", "hash", "ids", "tomlfile", "units", "public"];
-const COMMON: &[&str] = &["config", "wire", "http", "http_client"];
+const COMMON: &[&str] = &["config", "wire", "strategies", "http", "http_client"];
 const SCHED: &[&str] = &[
     "model",
     "offline",
@@ -77,7 +77,15 @@ const MASTER: &[&str] = &[
     "dashboard",
     "http",
 ];
-const CTL: &[&str] = &["ops", "results", "experiment", "lab", "chaos", "cli"];
+const CTL: &[&str] = &[
+    "ops",
+    "results",
+    "experiment",
+    "lab",
+    "chaos",
+    "soak",
+    "cli",
+];
 
 fn layers() -> [(&'static str, &'static [&'static str]); 7] {
     [

@@ -685,7 +685,11 @@ async fn partitions(
                 );
             }
         }
-        // Healed: the worker comes back; its late results are refused.
+        // Healed once what it ran has surely ended (a reduce there takes
+        // about 4 s; a map 1.5 s): it comes back with late results, which
+        // are refused. (One still running at the heal would be killed, with
+        // nothing to refuse.)
+        tokio::time::sleep(Duration::from_secs(3)).await;
         cut_from_master(ns, master_ip, false);
         let deadline = Instant::now() + Duration::from_secs(30);
         let refused = loop {
