@@ -133,7 +133,8 @@ impl Master {
     /// attempt): each map whose current output is that one runs again (its
     /// counters are taken back); outputs already replaced are ignored (a
     /// late report, or a worker back from the dead). Returns how many maps
-    /// run again.
+    /// run again. For a job a restarted master holds, the maps wait,
+    /// pending, until it goes on (`requeue` leaves them to `resume`).
     pub(super) fn rerun_maps(
         &mut self,
         jid: JobId,

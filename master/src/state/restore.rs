@@ -262,22 +262,12 @@ impl Master {
                 .into_iter()
                 .filter(|&(m, _, a)| !kept.contains(&(job, m, a)))
                 .collect();
-            lost += self.lose_held_outputs(job, gone);
+            lost += self.rerun_maps(job, gone);
         }
         tracing::info!(worker = %self.worker_name(worker), adopted, outputs_lost = lost, "attempts of jobs taken back adopted");
         if self.workers.all_registered() {
             self.resume();
         }
-    }
-
-    /// Map outputs of held job `job` that are gone: the maps run again
-    /// (they are queued when the job goes on). How many.
-    fn lose_held_outputs(&mut self, job: JobId, gone: Vec<(u32, WorkerId, u32)>) -> usize {
-        if gone.is_empty() {
-            return 0;
-        }
-        self.journal_outputs_lost(job, &gone);
-        self.jobs.lose_outputs(job, gone).len()
     }
 
     /// The held jobs go on: what the workers did not adopt runs again, the
@@ -293,7 +283,7 @@ impl Master {
             }
             for (job, refs) in self.jobs.outputs_needed_on(w) {
                 if jobs.contains(&job) {
-                    self.lose_held_outputs(job, refs);
+                    self.rerun_maps(job, refs);
                 }
             }
         }
