@@ -22,6 +22,9 @@ pub struct ClusterConfig {
     pub master: MasterSection,
     #[serde(default)]
     pub scheduler: SchedulerConfig,
+    /// Speculative execution (backup attempts of slow maps); absent = off.
+    #[serde(default)]
+    pub speculation: sched::speculation::Speculation,
     #[serde(default)]
     pub workers: WorkerDefaults,
     #[serde(rename = "worker", default)]
@@ -429,6 +432,9 @@ impl ClusterConfig {
         }
         if c.max_task_attempts == 0 {
             return Err(self.invalid("cluster.max_task_attempts", "must be at least 1 (got 0)"));
+        }
+        if let Err((key, problem)) = self.speculation.check() {
+            return Err(self.invalid(key, problem));
         }
         if self.master.decisions_max == 0 {
             return Err(self.invalid("master.decisions_max", "must be at least 1 (got 0)"));

@@ -479,6 +479,7 @@ pub fn job_report() -> impl Strategy<Value = JobReport> {
             any::<u32>(),
             any::<u32>(),
         ),
+        (any::<u32>(), any::<u32>()),
     )
         .prop_map(
             |(
@@ -488,6 +489,7 @@ pub fn job_report() -> impl Strategy<Value = JobReport> {
                 (bytes_local, bytes_remote, reduces, reduces_done, shuffle_bytes),
                 (output, attempts, running),
                 (deadline_ms, deadline_met, budget, master_restarts, restart_reruns),
+                (backups, backups_won),
             )| JobReport {
                 job,
                 name,
@@ -519,6 +521,8 @@ pub fn job_report() -> impl Strategy<Value = JobReport> {
                 public_cost: None,
                 master_restarts,
                 restart_reruns,
+                backups,
+                backups_won,
             },
         )
 }

@@ -545,6 +545,12 @@ pub struct JobReport {
     pub master_restarts: u32,
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub restart_reruns: u32,
+    /// Backup attempts of slow maps launched (speculative execution), and
+    /// how many of them finished before the attempt they backed up.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub backups: u32,
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub backups_won: u32,
 }
 
 fn is_zero_u32(v: &u32) -> bool {

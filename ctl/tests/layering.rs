@@ -36,6 +36,7 @@ const SCHED: &[&str] = &[
     "pending",
     "hybrid",
     "decision",
+    "speculation",
     "input",
     "view",
     "order",

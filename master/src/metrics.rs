@@ -68,6 +68,8 @@ pub enum ReasonValue {
     fetch_failed,
     /// ENOSPC on its worker (not counted).
     no_space,
+    /// Speculation: the task's other attempt finished first (not counted).
+    killed,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -70,6 +70,10 @@ pub enum Rule {
     NotPlanned,
     /// A task drawn at random (rand-sched's coin).
     Random,
+    /// A backup attempt of a slow map (speculative execution, after the
+    /// policy left the slot free); the row's key is the slow attempt's
+    /// estimated time left, ms.
+    Backup,
 }
 
 impl Rule {
@@ -91,6 +95,7 @@ impl Rule {
             Rule::QueuedElsewhere => "queued-elsewhere",
             Rule::NotPlanned => "not-planned",
             Rule::Random => "random",
+            Rule::Backup => "backup",
         }
     }
 }

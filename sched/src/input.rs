@@ -114,6 +114,25 @@ pub enum Input {
     },
     /// [`crate::ClusterView::adopt_reduce`]
     AdoptedReduce { task: TaskRef, worker: WorkerId },
+    /// [`crate::ClusterView::set_speculation`]
+    Speculation {
+        config: crate::speculation::Speculation,
+    },
+    /// [`crate::ClusterView::map_progress`]
+    Progress {
+        task: TaskRef,
+        worker: WorkerId,
+        done: f64,
+        now: Millis,
+    },
+    /// [`crate::ClusterView::map_ended`]
+    AttemptEnded {
+        task: TaskRef,
+        worker: WorkerId,
+        remote: bool,
+        now: Millis,
+        ok: bool,
+    },
     /// [`crate::ClusterView::set_public_types`]
     PublicTypes {
         types: Vec<PublicType>,

@@ -13,6 +13,8 @@
 //! - [`offline`]: BAR, DynDLOff, LIST, LTFPA, MaxCover-BalAssign;
 //! - [`hybrid`]: public instance types, instances, task-time estimates;
 //! - [`decision`]: the decision record's rows and reasons;
+//! - [`speculation`]: speculative execution's settings, the running maps
+//!   and the rule that picks a backup attempt;
 //! - [`input`]: the record's inputs (what the owner told the view, and
 //!   every offer), and the facts a heartbeat or a job brings (`SlotBusy`,
 //!   `JobQos`);
@@ -51,6 +53,7 @@ pub mod recheck;
 pub mod reduce;
 pub mod replay;
 pub mod sim;
+pub mod speculation;
 pub mod view;
 
 pub use policy::build;

@@ -19,6 +19,7 @@ use crate::hybrid::{InstanceId, InstanceRequest, WorkerProfile};
 pub use crate::input::{Input, JobQos, SlotBusy};
 use crate::pending::PendingQueue;
 pub use crate::pending::PendingTask;
+use crate::speculation::{MapAttempt, RunningMaps, Speculation};
 use base::public::PublicType;
 use base::{JobId, TaskRef, WorkerId};
 use rustc_hash::{FxBuildHasher, FxHashMap};
@@ -192,12 +193,20 @@ pub struct ClusterView {
     /// ([`crate::decision`]), and its inputs ([`crate::input`]).
     record: Option<Box<Recorder>>,
     inputs: Vec<Input>,
+    /// Speculative execution's settings, and (while they are on) the
+    /// running maps it judges.
+    speculation: Speculation,
+    running_maps: RunningMaps,
+    /// The time of the offer under way (a launch's start).
+    now: Millis,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SchedError {
     #[error("task {0} is not pending")]
     NotPending(TaskRef),
+    #[error("map {0} is not a running map without a backup elsewhere")]
+    NotSpeculable(TaskRef),
     #[error("task {0} is not a waiting reduce")]
     NotWaitingReduce(TaskRef),
     #[error("worker {0} does not run reduces")]
@@ -297,6 +306,20 @@ impl ClusterView {
                 source,
             } => self.adopt(task, worker, source),
             Input::AdoptedReduce { task, worker } => self.adopt_reduce(task, worker),
+            Input::Speculation { config } => self.set_speculation(config),
+            Input::Progress {
+                task,
+                worker,
+                done,
+                now,
+            } => self.map_progress(task, worker, done, now),
+            Input::AttemptEnded {
+                task,
+                worker,
+                remote,
+                now,
+                ok,
+            } => self.map_ended(task, worker, remote, now, ok),
             Input::PublicTypes {
                 types,
                 max_instances,
@@ -452,6 +475,131 @@ impl ClusterView {
 
     pub fn workers(&self) -> impl Iterator<Item = &WorkerView> {
         self.workers.values()
+    }
+
+    // ---- speculative execution ----
+
+    /// Turns speculative execution on or off, with its settings (off: the
+    /// running maps are no longer kept).
+    pub fn set_speculation(&mut self, config: Speculation) {
+        self.note(|| Input::Speculation {
+            config: config.clone(),
+        });
+        if !config.enabled {
+            self.running_maps = RunningMaps::default();
+        }
+        self.speculation = config;
+    }
+
+    pub fn speculation(&self) -> &Speculation {
+        &self.speculation
+    }
+
+    /// The running maps and their attempts (empty while speculation is off).
+    pub fn running_maps(&self) -> &RunningMaps {
+        &self.running_maps
+    }
+
+    /// The attempt of running map `task` on `worker` is `done` (a fraction
+    /// in [0, 1]) done. Kept only while speculation is on (its owner need
+    /// not call it otherwise).
+    pub fn map_progress(&mut self, task: TaskRef, worker: WorkerId, done: f64, now: Millis) {
+        if !self.speculation.enabled {
+            return;
+        }
+        self.note(|| Input::Progress {
+            task,
+            worker,
+            done,
+            now,
+        });
+        self.running_maps.progress(task, worker, done, now);
+    }
+
+    /// The attempt of map `task` that ran on `worker` ended at `now`,
+    /// successfully (`ok`: the map is done; its other attempt, if any, is
+    /// its owner's to kill and end) or not: [`ClusterView::task_ended`]
+    /// with the task named, which speculation needs.
+    pub fn map_ended(
+        &mut self,
+        task: TaskRef,
+        worker: WorkerId,
+        remote: bool,
+        now: Millis,
+        ok: bool,
+    ) {
+        self.note(|| Input::AttemptEnded {
+            task,
+            worker,
+            remote,
+            now,
+            ok,
+        });
+        self.end_map(task.job, worker, remote);
+        if self.speculation.enabled {
+            self.running_maps.ended(task, worker, now, ok);
+        }
+    }
+
+    /// A backup of a slow map for `worker` now, by the rule of
+    /// [`crate::speculation`].
+    fn pick_backup(&self, now: Millis, worker: WorkerId) -> Option<crate::speculation::Backup> {
+        let alive = |w: WorkerId| self.workers.get(&w).is_some_and(|v| v.alive);
+        let rack = |w: WorkerId| {
+            if self.has_racks() {
+                self.rack_of(w)
+            } else {
+                None
+            }
+        };
+        let pending = |j: JobId| self.jobs.get(&j).map_or(0, JobView::pending_len);
+        self.running_maps.pick(
+            &self.speculation,
+            now,
+            worker,
+            &crate::speculation::Cluster {
+                alive: &alive,
+                rack: &rack,
+                pending: &pending,
+            },
+        )
+    }
+
+    /// Starts a backup of running map `task` on `worker`, reading from
+    /// `source`; its input bytes.
+    fn apply_backup(
+        &mut self,
+        task: TaskRef,
+        worker: WorkerId,
+        source: WorkerId,
+    ) -> Result<u64, SchedError> {
+        let w = self
+            .workers
+            .get(&worker)
+            .filter(|w| w.alive)
+            .ok_or(SchedError::DeadWorker(worker))?;
+        if w.free == 0 {
+            return Err(SchedError::NoFreeSlot(worker));
+        }
+        let attempts = self.running_maps.attempts(task);
+        if attempts.len() != 1 || attempts[0].worker == worker {
+            return Err(SchedError::NotSpeculable(task));
+        }
+        let len = self.running_maps.len(task).unwrap_or(0);
+        let remote = worker != source;
+        self.with_worker(worker, |w| {
+            w.free -= 1;
+            if remote {
+                w.remote_running += 1;
+            }
+        });
+        if let Some(j) = self.jobs.get_mut(&task.job) {
+            j.running += 1;
+        }
+        let now = self.now;
+        self.running_maps
+            .launched(task, len, &[], MapAttempt::new(worker, source, now));
+        Ok(len)
     }
 
     /// Free slots of `w` for map tasks (0 on a reduce-only worker).
@@ -767,6 +915,7 @@ impl ClusterView {
     pub fn remove_job(&mut self, id: JobId) {
         self.note(|| Input::JobGone { job: id });
         self.jobs.shift_remove(&id);
+        self.running_maps.job_gone(id);
         if self.reduces.remove(&id).is_some() {
             self.reduce_changes += 1;
         }
@@ -850,9 +999,16 @@ impl ClusterView {
             worker,
             source,
         });
+        let mut t = None;
         if let Some(j) = self.jobs.get_mut(&task.job) {
-            j.remove(task.index);
+            t = j.remove(task.index);
             j.running += 1;
+        }
+        if self.speculation.enabled {
+            let (len, replicas) = t.map_or((0, Vec::new()), |t| (t.len, t.replicas));
+            let now = self.now;
+            self.running_maps
+                .launched(task, len, &replicas, MapAttempt::new(worker, source, now));
         }
         let remote = worker != source;
         self.with_worker(worker, |w| {
@@ -947,6 +1103,10 @@ impl ClusterView {
             worker,
             remote,
         });
+        self.end_map(job, worker, remote);
+    }
+
+    fn end_map(&mut self, job: JobId, worker: WorkerId, remote: bool) {
         self.with_worker(worker, |w| {
             w.free = (w.free + 1).min(w.slots);
             if remote {
@@ -983,6 +1143,14 @@ impl ClusterView {
         }
         let t = job.remove(a.task.index).expect("checked above");
         job.running += 1;
+        if self.speculation.enabled {
+            self.running_maps.launched(
+                a.task,
+                t.len,
+                &t.replicas,
+                MapAttempt::new(a.worker, a.source, self.now),
+            );
+        }
         let remote = a.worker != a.source;
         self.with_worker(a.worker, |w| {
             w.free -= 1;
@@ -1012,6 +1180,9 @@ pub struct Assignment {
     pub worker: WorkerId,
     pub source: WorkerId,
     pub len: u64,
+    /// A backup attempt of a map that already runs (speculation): the
+    /// first of its attempts to succeed wins, the owner kills the other.
+    pub backup: bool,
 }
 
 impl Assignment {
@@ -1064,6 +1235,7 @@ impl<'a> SchedContext<'a> {
             worker,
             source,
             len: 0,
+            backup: false,
         };
         // The replicas as the policy saw them (the launch removes the task).
         let replicas = match self.view.record {
@@ -1092,6 +1264,36 @@ impl<'a> SchedContext<'a> {
             d.source = Some(source);
             d.locality = Some(locality);
             d.replicas = replicas.unwrap_or_default();
+            r.rows.push(d);
+        }
+        Ok(())
+    }
+
+    /// Launches a backup of running map `task` on `worker` reading from
+    /// `source` (speculation's pick, which `offer` makes).
+    fn launch_backup(
+        &mut self,
+        b: crate::speculation::Backup,
+        worker: WorkerId,
+    ) -> Result<(), SchedError> {
+        let len = self.view.apply_backup(b.task, worker, b.source)?;
+        self.launched.push(Assignment {
+            task: b.task,
+            worker,
+            source: b.source,
+            len,
+            backup: true,
+        });
+        let locality = self.view.locality(worker, b.source);
+        if let Some(r) = self.view.record.as_mut() {
+            let mut why = Why::rule(Rule::Backup);
+            why.key = Some(b.why.left_ms);
+            let mut d = Recorder::with_why(r.row(Kind::Map, Rule::Backup), &why);
+            d.job = Some(b.task.job);
+            d.task = Some(b.task.index);
+            d.worker = Some(worker);
+            d.source = Some(b.source);
+            d.locality = Some(locality);
             r.rows.push(d);
         }
         Ok(())
@@ -1262,8 +1464,20 @@ pub fn offer(
         return Vec::new();
     }
     view.begin_offer(now, worker);
+    view.now = now;
     let mut ctx = SchedContext::new(view);
     sched.offer(now, worker, &mut ctx);
+    // Speculation takes the slots the policy left free, one at a time.
+    if ctx.view.speculation.enabled {
+        while ctx.view.free_slots(worker) > 0 {
+            let Some(b) = ctx.view.pick_backup(now, worker) else {
+                break;
+            };
+            if ctx.launch_backup(b, worker).is_err() {
+                break;
+            }
+        }
+    }
     let launched = ctx.into_launched();
     if launched.is_empty() && view.recording() {
         view.record_idle();

@@ -115,6 +115,9 @@ pub fn launch(ex: &Arc<Executor>, launch: Launch) {
 /// Stops an attempt the master gave up on (see `TaskBook::kill`).
 pub fn kill(ex: &Executor, a: &AttemptId) {
     if ex.slots.book().kill(a) {
+        // A map that finished before the kill came leaves no output behind
+        // (one killed earlier never writes any: `spawn_mapper`).
+        ex.shuffle.discard(*a);
         ex.slots.ended(crate::metrics::Outcome::Killed);
         tracing::warn!(attempt = %a, "attempt killed at the master's request");
         ex.slots.slot_freed();
@@ -247,9 +250,18 @@ fn spawn_mapper(
     let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, TaskOutcome> {
         let mut task = workload.map_task(reduces);
         task.expect_input(len);
+        let mut consumed = 0u64;
         while let Some(piece) = rx.blocking_recv() {
             task.consume(&piece);
+            consumed += piece.len() as u64;
             mapped.add(piece.len() as u64);
+        }
+        if consumed != len {
+            // Its input was cut short (the attempt was killed, or every
+            // replica failed): no output is kept, partial or not.
+            return Err(TaskOutcome::Failed {
+                error: format!("map input ended at {consumed} of {len} bytes"),
+            });
         }
         let (mut summary, out) = task.finish();
         if let workloads::MapOutput::Invalid(e) = &out {

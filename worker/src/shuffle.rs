@@ -116,6 +116,13 @@ impl MapOutputs {
         out
     }
 
+    /// Deletes one attempt's map output, kept or on disk (a killed
+    /// attempt's: speculation's loser, or one the master gave up on).
+    pub fn discard(&self, a: AttemptId) {
+        self.kept.discard(a);
+        let _ = std::fs::remove_dir_all(map_dir(&self.root, a));
+    }
+
     /// Deletes a job's map output, kept and on disk.
     pub fn forget_job(&self, job: JobId) {
         self.kept.forget(job);
@@ -201,6 +208,20 @@ impl KeptOutputs {
 
     /// Drops a job's outputs; their buffers go back to the pool unless a
     /// read still holds them.
+    fn discard(&self, a: AttemptId) {
+        let gone = {
+            let mut k = self.lock();
+            let gone = k.outputs.remove(&key(a));
+            if let Some(o) = &gone {
+                k.bytes -= output_bytes(o);
+            }
+            gone
+        };
+        if let Some(Ok(out)) = gone.map(Arc::try_unwrap) {
+            recycle(out);
+        }
+    }
+
     fn forget(&self, job: JobId) {
         let gone: Vec<Arc<MapOutput>> = {
             let mut k = self.lock();

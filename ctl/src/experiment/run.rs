@@ -703,6 +703,7 @@ impl RunEnv<'_> {
                 retained_jobs: i64::MAX as u64,
             },
             scheduler: scheduler.clone(),
+            speculation: c.speculation.clone(),
             workers: WorkerDefaults {
                 slots: c.slots,
                 nic_mbps: if shaped { self.point.nic_mbps } else { None },

@@ -168,6 +168,14 @@ pub struct ClusterSpec {
     /// `master.decisions`): written as `decisions/<point>-<scheduler>-r<rep>.csv.gz`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub decisions: bool,
+    /// Speculative execution in every run (cluster.toml's `[speculation]`);
+    /// absent = off, as in the papers' Hadoop set-ups.
+    #[serde(default, skip_serializing_if = "is_off")]
+    pub speculation: sched::speculation::Speculation,
+}
+
+fn is_off(s: &sched::speculation::Speculation) -> bool {
+    *s == sched::speculation::Speculation::default()
 }
 
 fn one_rack() -> u32 {
@@ -464,6 +472,9 @@ impl Spec {
                     c.replication
                 ),
             ));
+        }
+        if let Err((key, problem)) = c.speculation.check() {
+            return Err(bad(&format!("cluster.{key}"), problem));
         }
         if let Some(r) = c.output_replication {
             if r == 0 || r > map_workers + 1 {

@@ -79,6 +79,13 @@ pub fn job_report(j: &JobReport) -> String {
         "  tasks {}/{} done   data-local {}   data-remote {}   locality {:.1}%   read locally {} MB   over the network {} MB",
         j.tasks_done, j.tasks, j.data_local, j.data_remote, pct, mb(j.bytes_local), mb(j.bytes_remote)
     );
+    if j.backups > 0 {
+        let _ = writeln!(
+            s,
+            "  speculation: {} backup attempts, {} finished first",
+            j.backups, j.backups_won
+        );
+    }
     if j.reduces > 0 {
         let _ = writeln!(
             s,

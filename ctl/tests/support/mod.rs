@@ -101,6 +101,7 @@ pub async fn start_cluster_tuned(
         record_decisions: false,
         decisions_max: 1_000_000,
         retained_jobs: 10_000,
+        speculation: Default::default(),
     };
     tune_master(&mut settings);
     let m = master::http::start("127.0.0.1:0".parse().unwrap(), token, settings)

@@ -60,12 +60,33 @@ impl Master {
         let Some(ra) = self.jobs.running(a) else {
             return;
         };
+        let ok = matches!(
+            result,
+            Some((
+                _,
+                TaskResult {
+                    outcome: TaskOutcome::Succeeded { .. },
+                    ..
+                }
+            ))
+        );
         // A held job is not in the view yet (it enters with what runs).
         if self.held.holds(a.task.job) {
         } else if self.jobs.task(a.task).reduce.is_some() {
             self.view.reduce_ended(a.task, worker);
         } else {
-            self.view.task_ended(a.task.job, worker, ra.remote());
+            self.view
+                .map_ended(a.task, worker, ra.remote(), self.now, ok);
+        }
+        if ok {
+            // Its backup, or the attempt it backs up, lost the race.
+            if let Some(other) = self.jobs.other(a) {
+                self.kill_loser(a, other);
+            }
+        } else if self.jobs.other(a).is_some() {
+            // The task's other attempt goes on: no retry.
+            self.end_beside_other(worker, a, ra, result.map(|(_, r)| r));
+            return;
         }
         match result {
             None => {
@@ -76,6 +97,72 @@ impl Master {
                 self.retry_unpenalised(a.task)
             }
             Some((_, r)) => self.apply_result(worker, a, ra, r),
+        }
+    }
+
+    /// Attempt `loser` of `a`'s task lost the race to `a` (speculation):
+    /// its worker is told to kill it at its next heartbeat, its slot is
+    /// free in the view, and the report keeps it as killed.
+    fn kill_loser(&mut self, a: AttemptId, loser: RunningAttempt) {
+        let l = AttemptId {
+            task: a.task,
+            attempt: loser.attempt,
+        };
+        self.workers.ended(loser.worker, &l);
+        self.jobs.first_of_two(a);
+        self.jobs.drop_attempt(l);
+        if !self.held.holds(a.task.job) {
+            self.view
+                .map_ended(a.task, loser.worker, loser.remote(), self.now, false);
+        }
+        let unix = common::unix_ms();
+        let r = TaskResult {
+            attempt: l,
+            slot: loser.slot.unwrap_or(0),
+            outcome: TaskOutcome::Failed {
+                error: String::new(),
+            },
+            started_unix_ms: unix.saturating_sub(self.now.saturating_sub(loser.started)),
+            finished_unix_ms: unix,
+            local_bytes: 0,
+            remote_bytes: 0,
+        };
+        let error = format!("killed: attempt {} finished first (speculation)", a.attempt);
+        tracing::info!(attempt = %l, winner = %a, worker = %self.worker_name(loser.worker), "speculation: the other attempt finished first; killing this one");
+        let rec = self.record(l, loser, &r, Some(error));
+        self.metrics
+            .attempt_unsuccessful(rec.kind, ReasonValue::killed);
+        self.record_uncounted(l, rec);
+    }
+
+    /// Attempt `a` ended without success while its task's other attempt
+    /// runs on: recorded (a failure is not counted: the task has not
+    /// failed while an attempt of it runs), and the other attempt is its
+    /// task's only one.
+    fn end_beside_other(
+        &mut self,
+        worker: WorkerId,
+        a: AttemptId,
+        ra: RunningAttempt,
+        result: Option<TaskResult>,
+    ) {
+        self.jobs.drop_attempt(a);
+        let rec = result.map(|r| {
+            let error = match &r.outcome {
+                TaskOutcome::Failed { error } | TaskOutcome::NoSpace { error } => error.clone(),
+                TaskOutcome::FetchFailed { error, .. } => format!("fetch failed: {error}"),
+                TaskOutcome::Rejected { reason } => format!("rejected: {reason}"),
+                _ => "result of the wrong kind".to_owned(),
+            };
+            self.record(a, ra, &r, Some(error))
+        });
+        tracing::info!(attempt = %a, worker = %self.worker_name(worker), "attempt ended; its task's other attempt goes on");
+        match rec {
+            Some(rec) => self.record_uncounted(a, rec),
+            None => self.journal_task(JournalEntry::Uncounted {
+                attempt: a,
+                record: None,
+            }),
         }
     }
 

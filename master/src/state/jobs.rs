@@ -82,6 +82,9 @@ pub(super) struct Task {
     /// Failed attempts (rejections and losses do not count).
     failures: u32,
     pub status: TaskStatus,
+    /// A map's backup attempt while its current one runs (speculative
+    /// execution): the first of the two to succeed wins.
+    pub backup: Option<RunningAttempt>,
     /// Workers where an attempt of this map stalled (no progress for
     /// `task_timeout_ms`): their replicas of its block are not used for it
     /// again while another is live, as Hadoop keeps a task off the trackers
@@ -100,6 +103,7 @@ impl Task {
             next_attempt: 0,
             failures: 0,
             status: TaskStatus::Pending,
+            backup: None,
             stalled_on: Vec::new(),
             out_targets: Vec::new(),
         }
@@ -119,7 +123,23 @@ impl Task {
         let attempt = self.next_attempt;
         self.next_attempt += 1;
         self.status = TaskStatus::Running(RunningAttempt::new(attempt, worker, source, now));
+        self.backup = None;
         attempt
+    }
+
+    /// Its running attempts: the current one, then the backup.
+    pub fn attempts(&self) -> impl Iterator<Item = RunningAttempt> + '_ {
+        let current = match self.status {
+            TaskStatus::Running(ra) => Some(ra),
+            _ => None,
+        };
+        current.into_iter().chain(self.backup)
+    }
+
+    /// The task is done or pending again: no attempt runs.
+    fn settle(&mut self, status: TaskStatus) {
+        self.status = status;
+        self.backup = None;
     }
 }
 
@@ -154,6 +174,15 @@ pub(super) struct Job {
     /// worker said it still ran them).
     pub restarts: u32,
     pub restart_reruns: u32,
+    /// Backup attempts launched (speculation), and how many of them
+    /// finished first.
+    pub backups: u32,
+    pub backups_won: u32,
+}
+
+/// A backup of one of `job`'s maps was launched.
+fn job_speculated(job: &mut Job) {
+    job.backups += 1;
 }
 
 /// What a new job is made of (`Jobs::add`).
@@ -420,10 +449,78 @@ impl Jobs {
             .get(&a.task.job)?
             .tasks
             .get(a.task.index as usize)?;
-        match t.status {
-            TaskStatus::Running(ra) if ra.attempt == a.attempt => Some(ra),
-            _ => None,
+        t.attempts().find(|ra| ra.attempt == a.attempt)
+    }
+
+    /// The other running attempt of `a`'s task (its backup, or the attempt
+    /// it backs up), if any.
+    pub fn other(&self, a: AttemptId) -> Option<RunningAttempt> {
+        let t = self
+            .jobs
+            .get(&a.task.job)?
+            .tasks
+            .get(a.task.index as usize)?;
+        t.backup?;
+        t.attempts().find(|ra| ra.attempt != a.attempt)
+    }
+
+    /// Attempt `a` ends while its task's other attempt goes on (which is
+    /// the current one from now); false if there is no other.
+    pub fn drop_attempt(&mut self, a: AttemptId) -> bool {
+        let Some(t) = self
+            .jobs
+            .get_mut(&a.task.job)
+            .and_then(|j| j.tasks.get_mut(a.task.index as usize))
+        else {
+            return false;
+        };
+        let Some(b) = t.backup else {
+            return false;
+        };
+        if b.attempt == a.attempt {
+            t.backup = None;
+            return true;
         }
+        match t.status {
+            TaskStatus::Running(ra) if ra.attempt == a.attempt => {
+                t.status = TaskStatus::Running(b);
+                t.backup = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Attempt `a` finished first of its task's two: if it is the backup,
+    /// its job counts a backup that won.
+    pub fn first_of_two(&mut self, a: AttemptId) {
+        let Some(job) = self.jobs.get_mut(&a.task.job) else {
+            return;
+        };
+        if job.tasks[a.task.index as usize]
+            .backup
+            .is_some_and(|b| b.attempt == a.attempt)
+        {
+            job.backups_won += 1;
+        }
+    }
+
+    /// A backup of running map `t` starts on `worker`, reading from
+    /// `source` (speculation). Returns the attempt's number.
+    pub fn start_backup(
+        &mut self,
+        t: TaskRef,
+        worker: WorkerId,
+        source: WorkerId,
+        now: Millis,
+    ) -> u32 {
+        let task = &mut self.jobs.get_mut(&t.job).expect("a running map").tasks[t.index as usize];
+        debug_assert!(matches!(task.status, TaskStatus::Running(_)) && task.backup.is_none());
+        let attempt = task.next_attempt;
+        task.next_attempt += 1;
+        task.backup = Some(RunningAttempt::new(attempt, worker, source, now));
+        job_speculated(self.jobs.get_mut(&t.job).expect("above"));
+        attempt
     }
 
     /// Attempt `a` if it is its task's current one and runs on `worker`:
@@ -520,6 +617,8 @@ impl Jobs {
                 counts: JobCounters::default(),
                 restarts: 0,
                 restart_reruns: 0,
+                backups: 0,
+                backups_won: 0,
             },
         );
     }
@@ -541,7 +640,15 @@ impl Jobs {
             return;
         };
         task.next_attempt = task.next_attempt.max(a.attempt + 1);
-        task.status = TaskStatus::Running(RunningAttempt::new(a.attempt, worker, source, now));
+        let ra = RunningAttempt::new(a.attempt, worker, source, now);
+        match task.status {
+            // A backup (speculation) of the attempt that runs.
+            TaskStatus::Running(cur) if cur.attempt != a.attempt && task.reduce.is_none() => {
+                task.backup = Some(ra);
+                job_speculated(job);
+            }
+            _ => task.status = TaskStatus::Running(ra),
+        }
         job.first_launch.get_or_insert(now);
         job.state = JobState::Running;
     }
@@ -553,9 +660,15 @@ impl Jobs {
             return;
         };
         job.records.extend(rec);
+        if self.drop_attempt(a) {
+            return;
+        }
+        let Some(job) = self.jobs.get_mut(&a.task.job) else {
+            return;
+        };
         if let Some(task) = job.tasks.get_mut(a.task.index as usize) {
             if matches!(task.status, TaskStatus::Running(ra) if ra.attempt == a.attempt) {
-                task.status = TaskStatus::Pending;
+                task.settle(TaskStatus::Pending);
             }
         }
     }
@@ -565,7 +678,7 @@ impl Jobs {
     /// caused by the restart.
     pub fn lost_in_restart(&mut self, t: TaskRef) {
         let job = self.jobs.get_mut(&t.job).expect("a held job");
-        job.tasks[t.index as usize].status = TaskStatus::Pending;
+        job.tasks[t.index as usize].settle(TaskStatus::Pending);
         job.restart_reruns += 1;
     }
 
@@ -605,12 +718,18 @@ impl Jobs {
     /// A heartbeat's progress count for an attempt on `worker`: its slot,
     /// and, if the count grew, when.
     pub fn progress(&mut self, worker: WorkerId, p: &AttemptProgress, now: Millis) {
-        let status = self
+        let Some(task) = self
             .jobs
             .get_mut(&p.attempt.task.job)
             .and_then(|j| j.tasks.get_mut(p.attempt.task.index as usize))
-            .map(|t| &mut t.status);
-        if let Some(TaskStatus::Running(ra)) = status {
+        else {
+            return;
+        };
+        let current = match &mut task.status {
+            TaskStatus::Running(ra) => Some(ra),
+            _ => None,
+        };
+        for ra in current.into_iter().chain(task.backup.as_mut()) {
             if ra.attempt == p.attempt.attempt && ra.worker == worker {
                 ra.slot = Some(p.slot);
                 if p.units > ra.progress {
@@ -625,7 +744,7 @@ impl Jobs {
     /// job is still live (then it goes back in its queue).
     pub fn pending_again(&mut self, t: TaskRef) -> bool {
         let job = self.jobs.get_mut(&t.job).expect("checked by the caller");
-        job.tasks[t.index as usize].status = TaskStatus::Pending;
+        job.tasks[t.index as usize].settle(TaskStatus::Pending);
         !job.state.is_done()
     }
 
@@ -645,7 +764,7 @@ impl Jobs {
         summary: &MapSummary,
     ) -> AfterMap {
         let job = self.jobs.get_mut(&a.task.job).expect("checked");
-        job.tasks[a.task.index as usize].status = TaskStatus::Done;
+        job.tasks[a.task.index as usize].settle(TaskStatus::Done);
         let (local_bytes, remote_bytes) = (rec.local_bytes, rec.remote_bytes);
         job.records.push(rec);
         job.counts.map_done(ra.remote(), local_bytes, remote_bytes);
@@ -673,7 +792,7 @@ impl Jobs {
     /// output; whether that was the live job's last reduce.
     pub fn reduce_succeeded(&mut self, a: AttemptId, rec: TaskRecord, fetched: u64) -> bool {
         let job = self.jobs.get_mut(&a.task.job).expect("checked");
-        job.tasks[a.task.index as usize].status = TaskStatus::Done;
+        job.tasks[a.task.index as usize].settle(TaskStatus::Done);
         job.records.push(rec);
         job.counts.reduce_done(fetched);
         !job.state.is_done() && job.counts.reduces_done == job.reduces
@@ -692,7 +811,7 @@ impl Jobs {
         job.records.push(rec);
         let task = &mut job.tasks[a.task.index as usize];
         task.failures += 1;
-        task.status = TaskStatus::Pending;
+        task.settle(TaskStatus::Pending);
         if job.state.is_done() {
             AfterFailure::Nothing
         } else if task.failures >= max {
@@ -781,7 +900,7 @@ impl Jobs {
                 if out.worker == worker && out.attempt == attempt {
                     *slot = None;
                     job.counts.map_lost(&out);
-                    job.tasks[m as usize].status = TaskStatus::Pending;
+                    job.tasks[m as usize].settle(TaskStatus::Pending);
                     again.push(m);
                 }
             }
@@ -849,6 +968,8 @@ pub(super) fn unstarted_report(
         public_cost: None,
         master_restarts: 0,
         restart_reruns: 0,
+        backups: 0,
+        backups_won: 0,
     }
 }
 

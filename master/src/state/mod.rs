@@ -106,6 +106,8 @@ pub struct MasterSettings {
     /// Ended jobs kept in memory (`master.retained_jobs`), the oldest
     /// retired first.
     pub retained_jobs: usize,
+    /// Speculative execution (`[speculation]`).
+    pub speculation: sched::speculation::Speculation,
 }
 
 impl MasterSettings {
@@ -132,6 +134,7 @@ impl MasterSettings {
             record_decisions: cfg.master.decisions,
             decisions_max: usize::try_from(cfg.master.decisions_max).unwrap_or(usize::MAX),
             retained_jobs: usize::try_from(cfg.master.retained_jobs).unwrap_or(usize::MAX),
+            speculation: cfg.speculation.clone(),
         }
     }
 }
@@ -165,6 +168,8 @@ pub struct Master {
     /// than the journal's last at a restart): heartbeats stamped with
     /// another are refused.
     incarnation: u64,
+    /// The time of the step under way (a heartbeat's, a tick's).
+    now: sched::Millis,
 }
 
 impl Master {
@@ -177,6 +182,7 @@ impl Master {
         let reducer = ReducePlacer::new(settings.reduce_placement, &settings.scheduler);
         let workers = roster::Roster::new(settings.workers.clone());
         let record_decisions = settings.record_decisions;
+        let speculation = settings.speculation.clone();
         let retained_jobs = settings.retained_jobs;
         let record = record::Record::new(settings.decisions_max);
         let instances = public::Instances::new(
@@ -192,6 +198,7 @@ impl Master {
             view: {
                 let mut v = ClusterView::new();
                 v.record_decisions(record_decisions);
+                v.set_speculation(speculation);
                 v
             },
             reducer,
@@ -202,6 +209,7 @@ impl Master {
             record,
             held: Default::default(),
             incarnation: 1,
+            now: 0,
         };
         m.init_public();
         m

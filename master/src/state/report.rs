@@ -1,6 +1,6 @@
 //! Job reports, as the API returns them.
 
-use super::jobs::{Job, TaskStatus};
+use super::jobs::Job;
 use super::{Master, MasterError};
 use common::wire::{JobReport, JobState, RunningRecord};
 use common::JobId;
@@ -83,6 +83,8 @@ impl Master {
             public_cost: self.instances.cost(j.id),
             master_restarts: j.restarts,
             restart_reruns: j.restart_reruns,
+            backups: j.backups,
+            backups_won: j.backups_won,
         })
     }
 
@@ -90,8 +92,8 @@ impl Master {
         j.tasks
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| match t.status {
-                TaskStatus::Running(ra) => Some(RunningRecord {
+            .flat_map(|(i, t)| {
+                t.attempts().map(move |ra| RunningRecord {
                     task: i as u32,
                     kind: t.kind(),
                     attempt: ra.attempt,
@@ -100,8 +102,7 @@ impl Master {
                     locality: ra.locality(),
                     source: self.worker_name(ra.source),
                     start_ms: ra.started.saturating_sub(j.submitted),
-                }),
-                _ => None,
+                })
             })
             .collect()
     }

@@ -302,29 +302,32 @@ impl Master {
     }
 
     fn resume_job(&mut self, id: JobId, adopted: &HashSet<AttemptId>) {
-        // Attempts the journal left running that no worker adopted.
-        let lost: Vec<TaskRef> = self
+        // Attempts the journal left running that no worker adopted: one
+        // beside another (speculation) just ends; the only one leaves its
+        // task to run again.
+        let gone: Vec<AttemptId> = self
             .jobs
             .job(id)
             .tasks
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| match t.status {
-                TaskStatus::Running(ra) => {
-                    let a = AttemptId {
-                        task: TaskRef {
-                            job: id,
-                            index: i as u32,
-                        },
-                        attempt: ra.attempt,
-                    };
-                    (!adopted.contains(&a)).then_some(a.task)
-                }
-                _ => None,
+            .flat_map(|(i, t)| {
+                t.attempts().map(move |ra| AttemptId {
+                    task: TaskRef {
+                        job: id,
+                        index: i as u32,
+                    },
+                    attempt: ra.attempt,
+                })
             })
+            .filter(|a| !adopted.contains(a))
             .collect();
-        for &t in &lost {
-            self.jobs.lost_in_restart(t);
+        let mut lost = Vec::new();
+        for a in gone {
+            if !self.jobs.drop_attempt(a) {
+                self.jobs.lost_in_restart(a.task);
+                lost.push(a.task);
+            }
         }
         let job = self.jobs.job(id);
         let (maps, reduces_exist) = (job.maps, job.tasks.len() as u32 > job.maps);
@@ -356,7 +359,7 @@ impl Master {
                         replicas,
                     });
                 }
-                TaskStatus::Running(ra) => running.push((tr, ra)),
+                TaskStatus::Running(_) => running.extend(t.attempts().map(|ra| (tr, ra))),
                 TaskStatus::Done => {}
             }
         }

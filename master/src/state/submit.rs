@@ -134,7 +134,11 @@ impl Master {
                 addr: self.workers.addr(w).to_owned(),
             })
             .collect();
-        let attempt = self.jobs.start_map(a.task, a.worker, a.source, now);
+        let attempt = if a.backup {
+            self.jobs.start_backup(a.task, a.worker, a.source, now)
+        } else {
+            self.jobs.start_map(a.task, a.worker, a.source, now)
+        };
         self.journal_launch(
             AttemptId {
                 task: a.task,

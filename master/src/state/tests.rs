@@ -20,6 +20,7 @@ pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
         record_decisions: false,
         decisions_max: 1_000_000,
         retained_jobs: 10_000,
+        speculation: Default::default(),
         heartbeat_ms: 100,
         worker_timeout_ms: 1000,
         max_task_attempts: 2,
@@ -1702,4 +1703,136 @@ fn a_launch_stamped_before_the_submission_reports_start_zero() {
     assert_eq!(r.launches.len(), 1);
     let rep = m.report(job).unwrap();
     assert_eq!(rep.start_ms, Some(0));
+}
+
+/// A heartbeat of worker `w` that reports `a` running with `units` of
+/// progress (a map of 1000 bytes is done at 2000 units).
+fn hb_progress(w: u32, free: u32, a: AttemptId, units: u64, results: Vec<TaskResult>) -> Heartbeat {
+    let mut h = hb(w, free, vec![a], results);
+    h.progress = vec![AttemptProgress {
+        attempt: a,
+        units,
+        slot: 0,
+    }];
+    h
+}
+
+/// Speculation on three workers of one slot: w2's map crawls while the
+/// others finish theirs in a second; a free slot gets a backup of it, the
+/// first attempt to succeed wins, the other is killed, its result refused
+/// and nothing is counted twice. Off, the same run launches no backup.
+#[test]
+fn a_straggling_map_gets_a_backup_and_the_first_to_finish_wins() {
+    let run = |speculate: bool, backup_wins: bool| {
+        let mut s = settings(3, 1);
+        s.worker_timeout_ms = 100_000;
+        s.speculation = sched::speculation::Speculation {
+            min_runtime_ms: 500,
+            ..sched::speculation::Speculation::on()
+        };
+        s.speculation.enabled = speculate;
+        // Every block on every worker: whoever runs a map reads it locally.
+        let mut m = Master::new(s);
+        register_all(&mut m, 3, 1, |_| (0..5).map(|b| block("f", b, 5)).collect());
+        let id = submit(&mut m);
+        let first: Vec<Launch> = (0..3)
+            .map(|w| m.heartbeat(10, hb(w, 1, vec![], vec![])).launches.remove(0))
+            .collect();
+        let slow = first[2].clone();
+        // w0 and w1 finish in a second and take maps 3 and 4; w2 reports a
+        // tenth done.
+        let mut second = Vec::new();
+        for w in 0..2 {
+            let r = m.heartbeat(1010, hb(w, 1, vec![], vec![ok(&first[w as usize], 0)]));
+            second.push(r.launches[0].clone());
+        }
+        m.heartbeat(1020, hb_progress(2, 0, slow.attempt, 200, vec![]));
+        // w0 finishes map 3 at 2010 and has a free slot and no map to take.
+        let r = m.heartbeat(2010, hb(0, 1, vec![], vec![ok(&second[0], 0)]));
+        let report = m.report(id).unwrap();
+        if !speculate {
+            assert!(r.launches.is_empty() && report.backups == 0, "{r:?}");
+            return None;
+        }
+        assert_eq!(r.launches.len(), 1, "a backup on w0: {r:?}");
+        let backup = r.launches[0].clone();
+        assert_eq!(backup.attempt.task, slow.attempt.task);
+        assert_eq!(backup.attempt.attempt, slow.attempt.attempt + 1);
+        assert_eq!(*map_of(&backup).0, ReplicaSource::Local);
+        assert_eq!((report.backups, report.running.len()), (1, 3));
+        // One backup per map: w1's free slot gets nothing more.
+        let r = m.heartbeat(2020, hb(1, 1, vec![], vec![ok(&second[1], 0)]));
+        assert!(r.launches.is_empty(), "{r:?}");
+        let (winner, winner_w, loser, loser_w) = if backup_wins {
+            (&backup, 0, &slow, 2)
+        } else {
+            (&slow, 2, &backup, 0)
+        };
+        m.heartbeat(2500, hb(winner_w, 1, vec![], vec![ok(winner, 0)]));
+        let report = m.report(id).unwrap();
+        assert_eq!(report.state, JobState::Succeeded, "{report:?}");
+        assert_eq!((report.tasks_done, report.data_local), (5, 5));
+        assert_eq!(report.backups_won, u32::from(backup_wins));
+        let killed = report
+            .attempts
+            .iter()
+            .find(|a| a.attempt == loser.attempt.attempt && a.task == loser.attempt.task.index)
+            .expect("the loser's record");
+        assert!(
+            !killed.ok && killed.error.as_deref().unwrap().contains("finished first"),
+            "{killed:?}"
+        );
+        // Its worker is told to kill it; a late result of it is refused.
+        let r = m.heartbeat(2600, hb(loser_w, 0, vec![loser.attempt], vec![]));
+        assert_eq!(r.kill, vec![loser.attempt]);
+        let r = m.heartbeat(2700, hb(loser_w, 1, vec![], vec![ok(loser, 0)]));
+        assert_eq!(r.refused.len(), 1, "{r:?}");
+        assert_eq!(m.report(id).unwrap().tasks_done, 5, "counted once");
+        Some(report)
+    };
+    assert!(run(false, true).is_none());
+    run(true, true).unwrap();
+    run(true, false).unwrap();
+}
+
+/// A backup that fails leaves the attempt it backs up running: no retry,
+/// no failure counted against the task.
+#[test]
+fn a_failed_backup_leaves_the_first_attempt_running() {
+    let mut s = settings(2, 1);
+    s.worker_timeout_ms = 100_000;
+    s.max_task_attempts = 1;
+    s.speculation = sched::speculation::Speculation {
+        min_runtime_ms: 500,
+        ..sched::speculation::Speculation::on()
+    };
+    let mut m = Master::new(s);
+    register_all(&mut m, 2, 1, |_| (0..3).map(|b| block("f", b, 3)).collect());
+    let id = submit(&mut m);
+    let a = m.heartbeat(10, hb(0, 1, vec![], vec![])).launches.remove(0);
+    let slow = m.heartbeat(10, hb(1, 1, vec![], vec![])).launches.remove(0);
+    let b = m
+        .heartbeat(1010, hb(0, 1, vec![], vec![ok(&a, 0)]))
+        .launches
+        .remove(0);
+    m.heartbeat(1020, hb_progress(1, 0, slow.attempt, 100, vec![]));
+    let backup = m
+        .heartbeat(2010, hb(0, 1, vec![], vec![ok(&b, 0)]))
+        .launches;
+    assert_eq!(backup.len(), 1, "a backup of the slow map");
+    assert_eq!(backup[0].attempt.task, slow.attempt.task);
+    let r = m.heartbeat(2100, hb(0, 1, vec![], vec![failed(&backup[0])]));
+    assert!(
+        r.launches.is_empty(),
+        "no second backup where one failed: {r:?}"
+    );
+    let r = m.report(id).unwrap();
+    assert_eq!(
+        r.state,
+        JobState::Running,
+        "one failure allowed, but the task has not failed: {r:?}"
+    );
+    assert_eq!(r.running.len(), 1);
+    m.heartbeat(3000, hb(1, 1, vec![], vec![ok(&slow, 0)]));
+    assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
 }

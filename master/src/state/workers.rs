@@ -55,6 +55,7 @@ impl Master {
     }
 
     pub fn heartbeat(&mut self, now: Millis, hb: Heartbeat) -> HeartbeatReply {
+        self.now = self.now.max(now);
         self.instances.tick(now);
         let id = hb.worker;
         if let Some(reply) = self.refuse_heartbeat(&hb) {
@@ -188,11 +189,31 @@ impl Master {
         for p in progress {
             self.jobs.progress(worker, p, now);
         }
+        if !self.view.speculation().enabled {
+            return;
+        }
+        // Speculation judges maps by the fraction they have done.
+        for p in progress {
+            let t = p.attempt.task;
+            let running = self
+                .jobs
+                .running(p.attempt)
+                .filter(|ra| ra.worker == worker);
+            if running.is_none() || self.held.holds(t.job) {
+                continue;
+            }
+            let task = self.jobs.task(t);
+            if task.reduce.is_none() {
+                self.view
+                    .map_progress(t, worker, map_fraction(p.units, task.len), now);
+            }
+        }
     }
 
     /// Declares workers silent for longer than `worker_timeout_ms` lost,
     /// then plans re-replication (called every heartbeat interval).
     pub fn check_workers(&mut self, now: Millis) {
+        self.now = self.now.max(now);
         self.check_liveness(now);
         if self.held.due(now) {
             tracing::warn!("not every worker registered again in worker_timeout_ms; the jobs taken back go on without them");
@@ -373,4 +394,13 @@ impl Master {
             self.view.set_replicas(t, live);
         }
     }
+}
+
+/// How much of a map is done, from its progress count: the worker counts
+/// each input byte twice (read, then consumed by the map function), then
+/// the output bytes and a unit per second of pacing or emulated compute,
+/// so the input's share is Hadoop's map progress (the fraction of the
+/// split read); past it, the map is taken as done.
+fn map_fraction(units: u64, len: u64) -> f64 {
+    (units as f64 / (2 * len).max(1) as f64).min(1.0)
 }

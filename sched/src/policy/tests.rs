@@ -558,13 +558,15 @@ fn lsap_fills_idle_slots_with_remote_tasks_in_fifo_order() {
         task: tref(1, 0),
         worker: w(1),
         source: w(1),
-        len: 100
+        len: 100,
+        backup: false,
     }));
     assert!(a.contains(&Assignment {
         task: tref(1, 1),
         worker: w(0),
         source: w(1),
-        len: 100
+        len: 100,
+        backup: false,
     }));
 }
 
