@@ -151,7 +151,7 @@ impl ReducePlacer {
         match self.placement {
             ReducePlacement::FirstFree => {
                 while ctx.view().free_reduce_slots(worker) > 0 {
-                    let Some(t) = first_ready(ctx.view(), |_| true) else {
+                    let Some(t) = first_ready(ctx.view(), worker, |_| true) else {
                         return;
                     };
                     if ctx.launch_reduce(t, worker).is_err() {
@@ -194,7 +194,7 @@ impl ReducePlacer {
         // each offer).
         let fewest = mine <= view.fewest_reduces_running().unwrap_or(0);
         let since = &self.since;
-        let pick = first_ready(view, |r| {
+        let pick = first_ready(view, worker, |r| {
             fewest
                 || now.saturating_sub(since.get(&r.job).copied().unwrap_or(now)) >= SPREAD_WAIT_MS
         });
@@ -248,8 +248,13 @@ impl ReducePlacer {
                 if self.queued.contains(&t) {
                     continue;
                 }
-                // The least-loaded machine; ties go to the lowest id.
-                let Some((&m, _)) = load.iter().min_by_key(|(w, l)| (**l, **w)) else {
+                // The least-loaded machine that is not a slow node for the
+                // job; ties go to the lowest id.
+                let Some((&m, _)) = load
+                    .iter()
+                    .filter(|(w, _)| !view.slow_for(r.job, **w))
+                    .min_by_key(|(w, l)| (**l, **w))
+                else {
                     return;
                 };
                 *load.get_mut(&m).expect("present") += r.load_each;
@@ -287,7 +292,7 @@ impl ReducePlacer {
             return;
         }
         let since = &self.since;
-        let pick = first_ready(view, |r| {
+        let pick = first_ready(view, worker, |r| {
             let total = r.output_total();
             let preferred: Vec<WorkerId> = view
                 .reduce_workers()
@@ -309,13 +314,15 @@ impl ReducePlacer {
     }
 }
 
-/// The first waiting reduce of the oldest ready job that `accept`s.
+/// The first waiting reduce of the oldest ready job that `accept`s, of
+/// those `worker` is not a slow node for.
 fn first_ready(
     view: &ClusterView,
+    worker: WorkerId,
     mut accept: impl FnMut(&crate::view::ReduceJobView) -> bool,
 ) -> Option<TaskRef> {
     view.reduce_jobs()
-        .filter(|r| r.ready())
+        .filter(|r| r.ready() && !view.slow_for(r.job, worker))
         .find(|r| accept(r))
         .and_then(|r| {
             r.pending()

@@ -35,7 +35,12 @@
 //!   worker's rack first.
 //!
 //! The first attempt of a map to succeed wins; its owner kills the other
-//! (the view forgets both at once).
+//! (the view forgets both at once). A worker whose attempt a backup
+//! overtook is a slow node for that job: while speculation is on, the
+//! reduce placement gives it none of the job's reduces as long as another
+//! live worker can run them (LATE's slow-node rule, applied to reduces,
+//! which get no backups: a reduce on a slow node would hold the job as a
+//! slow map did).
 
 use base::{JobId, TaskRef, WorkerId};
 use serde::{Deserialize, Serialize};
@@ -189,6 +194,9 @@ pub struct Cluster<'a> {
 pub struct RunningMaps {
     tasks: BTreeMap<TaskRef, Running>,
     finished: BTreeMap<JobId, Finished>,
+    /// Per job, the workers whose map attempt a backup overtook (slow
+    /// nodes for that job: none of its reduces go there).
+    overtaken: BTreeMap<JobId, Vec<WorkerId>>,
 }
 
 impl RunningMaps {
@@ -239,6 +247,14 @@ impl RunningMaps {
         };
         let a = r.attempts.remove(i);
         if ok {
+            if i > 0 {
+                // A backup won: the first attempt's worker was slow.
+                let slow = r.attempts[0].worker;
+                let o = self.overtaken.entry(task.job).or_default();
+                if !o.contains(&slow) {
+                    o.push(slow);
+                }
+            }
             let f = self.finished.entry(task.job).or_default();
             f.n += 1;
             f.sum_ms += now.saturating_sub(a.started) as f64;
@@ -260,10 +276,16 @@ impl RunningMaps {
         self.tasks.iter().map(|(t, r)| (*t, r.attempts.as_slice()))
     }
 
+    /// The workers whose map attempt of `job` a backup overtook.
+    pub fn overtaken(&self, job: JobId) -> &[WorkerId] {
+        self.overtaken.get(&job).map_or(&[], Vec::as_slice)
+    }
+
     /// A job ended: forget it.
     pub fn job_gone(&mut self, job: JobId) {
         self.tasks.retain(|t, _| t.job != job);
         self.finished.remove(&job);
+        self.overtaken.remove(&job);
     }
 
     fn job_tasks(&self, job: JobId) -> impl Iterator<Item = (&TaskRef, &Running)> {
@@ -511,11 +533,19 @@ mod tests {
             ..cfg.clone()
         };
         assert_eq!(cluster_check(&rm, &cap1, 1000, 1), None, "the cap");
-        // The backup wins: both attempts are gone, its duration counted.
+        // The backup wins: both attempts are gone, its duration counted,
+        // and the first attempt's worker is a slow node for the job.
         rm.ended(t(6), w(0), 1500, true);
         assert!(rm.attempts(t(6)).is_empty());
         rm.ended(t(6), w(3), 1500, false);
         assert_eq!(rm.finished[&JobId(1)].n, 7);
+        assert_eq!(rm.overtaken(JobId(1)), [w(3)]);
+        // A first attempt that beats its backup marks nobody.
+        rm.launched(t(7), 1, &[], at(2, 1600));
+        rm.ended(t(7), w(3), 1700, true);
+        assert_eq!(rm.overtaken(JobId(1)), [w(3)]);
+        rm.job_gone(JobId(1));
+        assert!(rm.overtaken(JobId(1)).is_empty());
     }
 
     #[test]

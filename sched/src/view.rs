@@ -495,6 +495,17 @@ impl ClusterView {
         &self.speculation
     }
 
+    /// Whether `worker` is a slow node for `job`'s reduces: speculation is
+    /// on, a backup overtook an attempt of the job's there, and another
+    /// live reduce worker is not such a node ([`crate::speculation`]).
+    pub fn slow_for(&self, job: JobId, worker: WorkerId) -> bool {
+        if !self.speculation.enabled {
+            return false;
+        }
+        let slow = self.running_maps.overtaken(job);
+        slow.contains(&worker) && self.reduce_workers().any(|w| !slow.contains(&w.id))
+    }
+
     /// The running maps and their attempts (empty while speculation is off).
     pub fn running_maps(&self) -> &RunningMaps {
         &self.running_maps

@@ -54,12 +54,21 @@ impl Master {
         };
         let r = self.jobs.task(t).reduce.expect("a reduce task");
         let shift = (jid.0 as usize + r as usize) % alive.len().max(1);
+        // Slow nodes of the job (a backup overtook a map there) come last,
+        // as HDFS's placement excludes slow datanodes
+        // (`dfs.namenode.block-placement-policy.exclude-slow-nodes.enabled`).
+        let slow: Vec<bool> = (0..self.workers.len())
+            .map(|w| self.view.slow_for(jid, WorkerId(w as u32)))
+            .collect();
         let others = output_targets(
             &alive,
             worker,
             replication.saturating_sub(1),
-            &incoming,
-            &reducing,
+            &Load {
+                slow: &slow,
+                incoming: &incoming,
+                reducing: &reducing,
+            },
             shift,
         );
         let attempt = self.jobs.start_reduce(t, worker, now, others.clone());
@@ -182,19 +191,35 @@ pub(crate) fn output_targets(
     alive: &[WorkerId],
     worker: WorkerId,
     count: usize,
-    incoming: &[u32],
-    reducing: &[bool],
+    load: &Load<'_>,
     shift: usize,
 ) -> Vec<WorkerId> {
     let start = alive.iter().position(|w| *w == worker).unwrap_or(0);
-    let mut others: Vec<(u32, bool, usize, WorkerId)> = (0..alive.len())
+    let mut others: Vec<(bool, u32, bool, usize, WorkerId)> = (0..alive.len())
         .map(|k| alive[(start + shift + k) % alive.len()])
         .enumerate()
         .filter(|(_, w)| *w != worker)
-        .map(|(k, w)| (incoming[w.0 as usize], reducing[w.0 as usize], k, w))
+        .map(|(k, w)| {
+            let i = w.0 as usize;
+            (
+                load.slow.get(i).copied().unwrap_or(false),
+                load.incoming[i],
+                load.reducing[i],
+                k,
+                w,
+            )
+        })
         .collect();
     others.sort_unstable();
     others.into_iter().map(|(.., w)| w).take(count).collect()
+}
+
+/// What output placement weighs per worker (by worker id): a slow node
+/// of the job, output replicas it is receiving, whether it runs a reduce.
+pub(crate) struct Load<'a> {
+    pub slow: &'a [bool],
+    pub incoming: &'a [u32],
+    pub reducing: &'a [bool],
 }
 
 #[cfg(test)]
@@ -229,7 +254,12 @@ mod tests {
             } else {
                 vec![false; n]
             };
-            let t = output_targets(&alive, WorkerId(w), 1, &incoming, &seen, r % n);
+            let load = Load {
+                slow: &[],
+                incoming: &incoming,
+                reducing: &seen,
+            };
+            let t = output_targets(&alive, WorkerId(w), 1, &load, r % n);
             assert_eq!(t.len(), 1);
             assert_ne!(t[0], WorkerId(w), "never the reducer itself");
             incoming[t[0].0 as usize] += 1;
@@ -253,5 +283,24 @@ mod tests {
             .filter(|o| received(o, false).iter().any(|&k| k != 1))
             .count();
         assert!(bad > 0);
+    }
+
+    #[test]
+    fn a_slow_node_gets_a_replica_only_when_no_other_worker_can() {
+        let alive: Vec<WorkerId> = (0..3).map(WorkerId).collect();
+        let load = Load {
+            slow: &[false, true, false],
+            incoming: &[0, 0, 5],
+            reducing: &[false; 3],
+        };
+        // w2 receives five replicas already, w1 none, but w1 is slow.
+        assert_eq!(
+            output_targets(&alive, WorkerId(0), 1, &load, 0),
+            [WorkerId(2)]
+        );
+        assert_eq!(
+            output_targets(&alive, WorkerId(0), 2, &load, 0),
+            [WorkerId(2), WorkerId(1)]
+        );
     }
 }
