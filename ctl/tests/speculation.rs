@@ -38,6 +38,8 @@ fn variant(dir: &Path, base: &str, slow: bool, speculate: bool) -> ClusterConfig
     }
     if speculate {
         t += "\n[speculation]\nenabled = true\n";
+        // The decision record, to run it through `sched` again.
+        t = t.replacen("[master]\n", "[master]\ndecisions = true\n", 1);
     }
     let path = dir.join("cluster.toml");
     std::fs::write(&path, t).unwrap();
@@ -128,6 +130,17 @@ async fn speculation_rescues_a_job_from_a_slow_worker() {
         local::start_with(&cfg, bin).await.unwrap();
         let r = wordcount(&client, output).await;
         if speculate {
+            // The master's decisions, backups included, are what `sched`
+            // decides again from the same inputs.
+            let rec = client.decision_record().await.unwrap();
+            let backups = rec
+                .decisions
+                .iter()
+                .filter(|d| d.rule == sched::decision::Rule::Backup)
+                .count();
+            assert_eq!(backups as u32, r.backups, "a record row per backup");
+            let again = ctl::ops::report::recheck(&rec).unwrap_or_else(|e| panic!("{e:#}"));
+            assert_eq!(again.decisions, rec.decisions.len());
             // The losers were killed at once: w4 runs nothing of the
             // finished job and has its slots back.
             let t0 = Instant::now();

@@ -72,7 +72,7 @@ pub enum Rule {
     Random,
     /// A backup attempt of a slow map (speculative execution, after the
     /// policy left the slot free); the row's key is the slow attempt's
-    /// estimated time left, ms.
+    /// estimated time left, ms (none when it has made no progress yet).
     Backup,
 }
 

@@ -1298,7 +1298,9 @@ impl<'a> SchedContext<'a> {
         let locality = self.view.locality(worker, b.source);
         if let Some(r) = self.view.record.as_mut() {
             let mut why = Why::rule(Rule::Backup);
-            why.key = Some(b.why.left_ms);
+            // No progress yet: no finite estimate (and JSON has no
+            // infinity: the record would not read back the same).
+            why.key = b.why.left_ms.is_finite().then_some(b.why.left_ms);
             let mut d = Recorder::with_why(r.row(Kind::Map, Rule::Backup), &why);
             d.job = Some(b.task.job);
             d.task = Some(b.task.index);
