@@ -72,6 +72,13 @@ pub struct ReplayCluster {
     /// bursts grow with the number of workers (0: none, as on a cluster of
     /// separate machines).
     pub host_ms_per_start: f64,
+    /// Each worker's tasks last this many times their given length (a
+    /// slow machine: 10 = a tenth of the speed); empty or missing: 1.
+    pub slowdown: Vec<f64>,
+    /// Speculative execution, as the master's `[speculation]`: the view
+    /// runs the same rule, a backup runs like any map, the first attempt
+    /// the master learns of wins and the other is killed then.
+    pub speculation: crate::speculation::Speculation,
 }
 
 /// The window of [`ReplayCluster::host_ms_per_start`]: launches this recent
@@ -226,6 +233,31 @@ impl ReplayOutcome {
 /// A running task: (end, worker, job, index, source, start, reduce).
 type Ending = Reverse<(u64, u32, JobId, u32, u32, u64, bool)>;
 
+/// One attempt of a map in flight: its worker, source, start and (once
+/// its read is over, or at once without a fair-share read) its end.
+#[derive(Clone, Copy, Debug)]
+struct Attempt {
+    worker: u32,
+    source: u32,
+    start: u64,
+    end: Option<u64>,
+}
+
+/// Map `task` succeeded on `winner`: its other attempts in flight, as
+/// (worker, source, start), are taken off `live` to be killed.
+fn kill_others(
+    live: &mut BTreeMap<TaskRef, Vec<Attempt>>,
+    task: TaskRef,
+    winner: u32,
+) -> Vec<(u32, u32, u64)> {
+    live.remove(&task)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|a| a.worker != winner)
+        .map(|a| (a.worker, a.source, a.start))
+        .collect()
+}
+
 /// Runs `sched` over `jobs` on `cluster` with `background` and `remote`.
 /// Fails if `give_up_ms` pass with tasks waiting and nothing launched.
 #[allow(clippy::too_many_arguments)]
@@ -312,6 +344,20 @@ pub fn replay(
     let mut transfers: Vec<Transfer> = Vec::new();
     let mut xfer_out = vec![0u32; n];
     let mut xfer_in = vec![0u32; n];
+    // Maps in flight: each task's attempts (worker, source, start, end when
+    // known), and the attempts killed whose end is still to come.
+    let mut live: BTreeMap<TaskRef, Vec<Attempt>> = BTreeMap::new();
+    let mut killed: std::collections::HashSet<(TaskRef, u32, u64)> = Default::default();
+    let mut maps_done: std::collections::HashSet<TaskRef> = Default::default();
+    view.set_speculation(cluster.speculation.clone());
+    let slowdown = |w: usize| {
+        cluster
+            .slowdown
+            .get(w)
+            .copied()
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .unwrap_or(1.0)
+    };
     // Maps ended whose worker has not heartbeated since.
     let mut unreported: Vec<Vec<(TaskRef, u32)>> = vec![Vec::new(); n];
     // The master learns at `at` that `task` ended on worker `w`.
@@ -319,33 +365,62 @@ pub fn replay(
         ($at:expr, $w:expr, $task:expr, $src:expr, $reduce:expr) => {{
             let (at, w, task, src, reduce): (u64, u32, TaskRef, u32, bool) =
                 ($at, $w, $task, $src, $reduce);
-            let job = task.job;
-            if reduce {
-                view.reduce_ended(task, WorkerId(w));
+            if !reduce && !maps_done.insert(task) {
+                // A map's second attempt to end after the master took the
+                // first's (speculation): its slot frees, nothing counts.
+                view.map_ended(task, WorkerId(w), w != src, at, false);
             } else {
-                view.task_ended(job, WorkerId(w), w != src);
-            }
-            finished += 1;
-            let e = left.get_mut(&job).expect("running job");
-            if reduce {
-                e.2 -= 1;
-            } else {
-                e.1 -= 1;
-                *e.3.entry(WorkerId(w)).or_default() += 1;
-                if e.1 == 0 && e.2 > 0 {
-                    // The reduces wait; map output counted one unit a map.
-                    let j = &jobs[e.0];
-                    view.add_reduces(
-                        job,
-                        j.reduces.iter().map(|r| r.index),
-                        j.reduce_load,
-                        std::mem::take(&mut e.3),
-                    );
+                let job = task.job;
+                if reduce {
+                    view.reduce_ended(task, WorkerId(w));
+                } else {
+                    view.map_ended(task, WorkerId(w), w != src, at, true);
+                    // Its other attempt, if any, lost: killed now.
+                    for (lw, lsrc, lstart) in kill_others(&mut live, task, w) {
+                        if let Some(p) = running[lw as usize].iter().position(|s| *s == lstart) {
+                            running[lw as usize].swap_remove(p);
+                        }
+                        if lw != lsrc {
+                            remote_in[lw as usize] -= 1;
+                            remote_out[lsrc as usize] -= 1;
+                        }
+                        if let Some(i) = transfers.iter().position(|x| {
+                            x.job == job
+                                && x.index == task.index
+                                && x.worker == lw
+                                && x.start == lstart
+                        }) {
+                            let x = transfers.swap_remove(i);
+                            xfer_out[x.source as usize] -= 1;
+                            xfer_in[x.worker as usize] -= 1;
+                        } else {
+                            killed.insert((task, lw, lstart));
+                        }
+                        view.map_ended(task, WorkerId(lw), lw != lsrc, at, false);
+                    }
                 }
-            }
-            if e.1 == 0 && e.2 == 0 {
-                done_at[e.0] = Some(at);
-                view.remove_job(job);
+                finished += 1;
+                let e = left.get_mut(&job).expect("running job");
+                if reduce {
+                    e.2 -= 1;
+                } else {
+                    e.1 -= 1;
+                    *e.3.entry(WorkerId(w)).or_default() += 1;
+                    if e.1 == 0 && e.2 > 0 {
+                        // The reduces wait; map output counted one unit a map.
+                        let j = &jobs[e.0];
+                        view.add_reduces(
+                            job,
+                            j.reduces.iter().map(|r| r.index),
+                            j.reduce_load,
+                            std::mem::take(&mut e.3),
+                        );
+                    }
+                }
+                if e.1 == 0 && e.2 == 0 {
+                    done_at[e.0] = Some(at);
+                    view.remove_job(job);
+                }
             }
         }};
     }
@@ -375,6 +450,16 @@ pub fn replay(
                     let x = transfers.swap_remove(i);
                     xfer_out[x.source as usize] -= 1;
                     xfer_in[x.worker as usize] -= 1;
+                    let t = TaskRef {
+                        job: x.job,
+                        index: x.index,
+                    };
+                    if let Some(a) = live.get_mut(&t).and_then(|a| {
+                        a.iter_mut()
+                            .find(|a| a.worker == x.worker && a.start == x.start)
+                    }) {
+                        a.end = Some(at + x.then_ms);
+                    }
                     ends.push(Reverse((
                         at + x.then_ms,
                         x.worker,
@@ -395,6 +480,15 @@ pub fn replay(
         if let Some(t_end) = next_end.filter(|e| *e <= t_beat) {
             let Reverse((end, w, job, index, src, start, reduce)) = ends.pop().expect("peeked");
             let task = TaskRef { job, index };
+            if killed.remove(&(task, w, start)) {
+                // Speculation's loser: its slot was freed when it was killed.
+                continue;
+            }
+            if !reduce {
+                if let Some(a) = live.get_mut(&task) {
+                    a.retain(|x| !(x.worker == w && x.start == start));
+                }
+            }
             runs.push(TaskRun {
                 task,
                 worker: WorkerId(w),
@@ -488,6 +582,17 @@ pub fn replay(
             }))
             .collect();
         view.set_busy(wid, t, busy);
+        if cluster.speculation.enabled {
+            // The worker's heartbeat says how far its maps are.
+            for (task, attempts) in &live {
+                for a in attempts.iter().filter(|a| a.worker == w) {
+                    let done = a.end.map_or(0.0, |end| {
+                        t.saturating_sub(a.start) as f64 / end.saturating_sub(a.start).max(1) as f64
+                    });
+                    view.map_progress(*task, wid, done.min(1.0), t);
+                }
+            }
+        }
         // Waiting reduces first, as the master offers them.
         for task in offer_reduces(placer, t as Millis, wid, &mut view) {
             let len = jobs[job_index[&task.job]]
@@ -495,6 +600,7 @@ pub fn replay(
                 .iter()
                 .find(|r| r.index == task.index)
                 .map_or(0, |r| r.local_ms);
+            let len = (len as f64 * slowdown(w as usize)).round() as u64;
             running[w as usize].push(t);
             ends.push(Reverse((t + len, w, task.job, task.index, w, t, true)));
             last_progress = t;
@@ -502,7 +608,8 @@ pub fn replay(
         for a in offer(sched, t as Millis, wid, &mut view) {
             let job = job_index[&a.task.job];
             let (tw, src) = (a.worker.0 as usize, a.source.0 as usize);
-            let (mut len, bytes) = local_ms(job, a.task.index);
+            let (len0, bytes) = local_ms(job, a.task.index);
+            let mut len = (len0 as f64 * slowdown(tw)).round() as u64;
             if cluster.host_ms_per_start > 0.0 {
                 while launched.front().is_some_and(|&at| at + HOST_WINDOW_MS <= t) {
                     launched.pop_front();
@@ -530,6 +637,12 @@ pub fn replay(
                         };
                         xfer_out[src] += 1;
                         xfer_in[tw] += 1;
+                        live.entry(a.task).or_default().push(Attempt {
+                            worker: tw as u32,
+                            source: src as u32,
+                            start: t,
+                            end: None,
+                        });
                         transfers.push(Transfer {
                             job: a.task.job,
                             index: a.task.index,
@@ -543,6 +656,12 @@ pub fn replay(
                     }
                 }
             }
+            live.entry(a.task).or_default().push(Attempt {
+                worker: tw as u32,
+                source: src as u32,
+                start: t,
+                end: Some(t + len),
+            });
             ends.push(Reverse((
                 t + len,
                 tw as u32,

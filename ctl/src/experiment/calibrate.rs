@@ -667,6 +667,10 @@ impl<'a> Measured<'a> {
                     record_decisions: spec.cluster.decisions,
                     // The model's, set per simulation.
                     host_ms_per_start: 0.0,
+                    // A spec's workers are alike.
+                    slowdown: Vec::new(),
+                    // The runs' speculation, by the same rule.
+                    speculation: spec.cluster.speculation.clone(),
                 },
                 bg,
             });

@@ -238,6 +238,8 @@ pub fn cluster(shape: &Shape, seed: u64) -> ReplayCluster {
         record_decisions: false,
         // One process per server: no shared host to contend for.
         host_ms_per_start: 0.0,
+        slowdown: Vec::new(),
+        speculation: Default::default(),
     }
 }
 

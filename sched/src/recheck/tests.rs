@@ -62,6 +62,8 @@ fn outcome(config: &SchedulerConfig, placement: ReducePlacement) -> ReplayOutcom
         jitter_seed: 5,
         record_decisions: true,
         host_ms_per_start: 0.0,
+        slowdown: Vec::new(),
+        speculation: Default::default(),
     };
     let mut policy = crate::build(config, SEED);
     let mut placer = ReducePlacer::new(placement, config);

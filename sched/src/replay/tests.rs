@@ -37,6 +37,8 @@ fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster
         jitter_seed: 0,
         record_decisions: false,
         host_ms_per_start: 0.0,
+        slowdown: Vec::new(),
+        speculation: Default::default(),
     }
 }
 
@@ -472,4 +474,57 @@ fn the_decision_record_changes_nothing_and_has_a_row_per_launch() {
             );
         }
     }
+}
+
+/// The real cluster's speculation test, simulated: 4 workers of 2 slots,
+/// 32 one-second maps with two replicas each, one worker ten times slower.
+/// Without speculation its two first maps hold the job for 10 s; with it,
+/// backups on the fast workers finish them, and the job ends close to
+/// its time without the slow worker.
+#[test]
+fn speculation_rescues_the_job_from_a_slow_worker_in_the_replay() {
+    let tasks: Vec<ReplayTask> = (0..32u32)
+        .map(|i| ReplayTask {
+            index: i,
+            replicas: vec![w(i % 4), w((i + 1) % 4)],
+            local_ms: 1_000,
+            bytes: 0,
+        })
+        .collect();
+    let jobs = [ReplayJob {
+        id: JobId(1),
+        arrival_ms: 0,
+        tasks,
+        reduces: Vec::new(),
+        reduce_load: 0,
+    }];
+    let jct = |slow: bool, speculate: bool| {
+        let mut c = cluster(&[2, 2, 2, 2], 100, true);
+        if slow {
+            c.slowdown = vec![1.0, 1.0, 1.0, 10.0];
+        }
+        if speculate {
+            c.speculation = crate::speculation::Speculation::on();
+        }
+        let o = run(&c, &jobs, &[], RemoteCost::default());
+        assert_eq!(o.runs.len(), 32, "one successful run per map");
+        (o.jobs[0].2, o.runs)
+    };
+    let (base, _) = jct(false, false);
+    let (off, _) = jct(true, false);
+    let (on, runs) = jct(true, true);
+    eprintln!("JCT: {base} ms without the slow worker; with it {off} ms, {on} ms with speculation");
+    assert_eq!(base, 4_000, "four rounds of eight maps");
+    assert!(off >= 10_000, "w3's first two maps take 10 s: {off}");
+    assert!(on * 2 <= base * 3, "within 1.5x: {on} ms against {base} ms");
+    // The slow worker's two first maps were overtaken: each finished on a
+    // fast worker.
+    let slow_first: Vec<&TaskRun> = runs
+        .iter()
+        .filter(|r| r.start_ms == 0 && r.worker == w(3))
+        .collect();
+    assert!(slow_first.is_empty(), "{slow_first:?}");
+    // Off, the same rule changes nothing.
+    let (again, _) = jct(true, false);
+    assert_eq!(again, off);
 }
