@@ -973,6 +973,23 @@ nic_mbps = 100
     }
 
     #[test]
+    fn speculation_is_off_by_default_and_its_keys_are_checked() {
+        assert!(!parse(GOOD).unwrap().speculation.enabled);
+        let on = format!("{GOOD}\n[speculation]\nenabled = true\nslow_task_threshold = 2\n");
+        let c = parse(&on).unwrap();
+        assert!(c.speculation.enabled);
+        assert_eq!(c.speculation.slow_task_threshold, 2.0);
+        let e =
+            parse(&on.replace("slow_task_threshold = 2", "slow_task_threshold = -1")).unwrap_err();
+        assert!(
+            e.contains("speculation.slow_task_threshold") && e.contains(">= 0"),
+            "{e}"
+        );
+        let e = parse(&on.replace("slow_task_threshold = 2", "cap = 1")).unwrap_err();
+        assert!(e.contains("cap"), "{e}");
+    }
+
+    #[test]
     fn output_replication_is_checked_and_defaults_to_replication() {
         let c = parse(&GOOD.replace("replication = 2", "replication = 2\noutput_replication = 1"))
             .unwrap();

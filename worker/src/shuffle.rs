@@ -613,6 +613,27 @@ mod tests {
             .is_err());
     }
 
+    /// A killed attempt's output goes, in memory or on disk; the job's
+    /// other outputs stay.
+    #[test]
+    fn a_discarded_attempt_leaves_no_output_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let outputs = MapOutputs::new(dir.path().to_owned(), 250);
+        let parts = |n: usize| MapOutput::Partitions(vec![vec![1; n], vec![2; 10]]);
+        outputs.write(attempt(1, 0, 0), parts(90)).unwrap();
+        outputs.write(attempt(1, 1, 0), parts(90)).unwrap();
+        // Past the budget: on disk.
+        outputs.write(attempt(1, 2, 1), parts(90)).unwrap();
+        assert_eq!(outputs.held().len(), 3);
+        outputs.discard(attempt(1, 0, 0));
+        outputs.discard(attempt(1, 2, 1));
+        assert_eq!(outputs.held(), [attempt(1, 1, 0)]);
+        assert_eq!(outputs.kept_bytes(), 100);
+        // One that was never kept: nothing happens.
+        outputs.discard(attempt(9, 9, 9));
+        assert_eq!(outputs.held(), [attempt(1, 1, 0)]);
+    }
+
     #[test]
     fn a_stored_run_gives_the_ranges_of_the_run_in_memory() {
         let keys = [

@@ -1129,6 +1129,25 @@ jobs = 8
     }
 
     #[test]
+    fn speculation_is_off_unless_a_spec_turns_it_on_and_bad_keys_are_named() {
+        assert!(!parse(SPEC).unwrap().cluster.speculation.enabled);
+        let on = SPEC.replace(
+            "[data]",
+            "[cluster.speculation]\nenabled = true\nmin_runtime_ms = 500\n[data]",
+        );
+        let s = parse(&on).unwrap();
+        assert!(s.cluster.speculation.enabled);
+        assert_eq!(s.cluster.speculation.min_runtime_ms, 500);
+        let e = parse(&on.replace("min_runtime_ms = 500", "cap_total = 2")).unwrap_err();
+        assert!(
+            e.contains("cluster.speculation.cap_total") && e.contains("[0, 1]"),
+            "{e}"
+        );
+        let e = parse(&on.replace("min_runtime_ms = 500", "slow = 1")).unwrap_err();
+        assert!(e.contains("slow"), "{e}");
+    }
+
+    #[test]
     fn errors_name_file_and_key() {
         let e = parse(&SPEC.replace("replication = 2", "replication = 4")).unwrap_err();
         assert!(
