@@ -50,6 +50,11 @@ pub struct Sample {
     pub threads: u64,
     /// The cluster's directory (block stores, map output, logs, journal).
     pub disk_kb: u64,
+    /// A worker's heap in use (allocated, not freed) and its task buffers
+    /// pooled for reuse, kB, from its `/metrics` (what its resident memory
+    /// holds besides the allocator's free pages).
+    pub heap_kb: Option<u64>,
+    pub pooled_kb: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -71,6 +76,9 @@ pub struct Growth {
     pub rss_kb: (u64, u64),
     pub fds: (u64, u64),
     pub threads: (u64, u64),
+    /// A worker's heap in use and pooled buffers (kB), the same medians.
+    pub heap_kb: Option<(u64, u64)>,
+    pub pooled_kb: Option<(u64, u64)>,
 }
 
 impl Growth {
@@ -174,6 +182,51 @@ fn disk_kb(dir: &Path) -> u64 {
     total / 1024
 }
 
+/// A worker's heap in use and pooled buffers (kB), from its `/metrics`;
+/// None where it does not say (another allocator than glibc's).
+async fn worker_memory(c: &Cluster, name: &str) -> (Option<u64>, Option<u64>) {
+    let Some(w) = c.cfg.worker.iter().find(|w| w.name == name) else {
+        return (None, None);
+    };
+    let text = async {
+        c.client
+            .http()
+            .get(format!("http://{}/metrics", w.listen))
+            .bearer_auth(&c.cfg.cluster.token)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await?
+            .error_for_status()?
+            .text()
+            .await
+    };
+    let Ok(text) = text.await else {
+        return (None, None);
+    };
+    let value = |metric: &str| {
+        text.lines()
+            .find(|l| l.starts_with(metric))
+            .and_then(|l| l.split_whitespace().last())
+            .and_then(|v| v.parse::<f64>().ok())
+            .map(|b| (b / 1024.0).round() as u64)
+    };
+    (
+        value("mrtb_worker_heap_in_use_bytes"),
+        value("mrtb_worker_buffer_pool_free_bytes"),
+    )
+}
+
+/// [`sample`], with each worker's heap and pooled buffers.
+async fn sample_all(c: &Cluster, work: &Path, t_s: f64) -> anyhow::Result<Vec<Sample>> {
+    let mut out = sample(&c.run_dir, work, t_s)?;
+    for s in &mut out {
+        if s.process.starts_with('w') {
+            (s.heap_kb, s.pooled_kb) = worker_memory(c, &s.process).await;
+        }
+    }
+    Ok(out)
+}
+
 /// One sample of every process of the cluster and of this client.
 fn sample(run_dir: &Path, work: &Path, t_s: f64) -> anyhow::Result<Vec<Sample>> {
     let disk = disk_kb(work);
@@ -192,6 +245,8 @@ fn sample(run_dir: &Path, work: &Path, t_s: f64) -> anyhow::Result<Vec<Sample>> 
             fds,
             threads,
             disk_kb: disk,
+            heap_kb: None,
+            pooled_kb: None,
         });
     }
     Ok(out)
@@ -249,7 +304,7 @@ pub async fn run(opts: &SoakOptions) -> anyhow::Result<(PathBuf, SoakFigures)> {
     let work = std::path::absolute(&opts.work)?;
     let t0 = Instant::now();
     let end = t0 + Duration::from_secs_f64(opts.minutes * 60.0);
-    let mut samples = sample(&c.run_dir, &work, 0.0)?;
+    let mut samples = sample_all(&c, &work, 0.0).await?;
     let mut next_sample = t0 + Duration::from_secs_f64(opts.sample_s);
     let mut next_job = t0;
     let mut figures = SoakFigures {
@@ -263,7 +318,7 @@ pub async fn run(opts: &SoakOptions) -> anyhow::Result<(PathBuf, SoakFigures)> {
     while Instant::now() < end || !in_flight.is_empty() {
         let now = Instant::now();
         if now >= next_sample {
-            samples.extend(sample(&c.run_dir, &work, t0.elapsed().as_secs_f64())?);
+            samples.extend(sample_all(&c, &work, t0.elapsed().as_secs_f64()).await?);
             next_sample += Duration::from_secs_f64(opts.sample_s);
             let last = samples.last().map_or(0, |s| s.disk_kb);
             tracing::info!(
@@ -298,7 +353,7 @@ pub async fn run(opts: &SoakOptions) -> anyhow::Result<(PathBuf, SoakFigures)> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    samples.extend(sample(&c.run_dir, &work, t0.elapsed().as_secs_f64())?);
+    samples.extend(sample_all(&c, &work, t0.elapsed().as_secs_f64()).await?);
     for p in local::processes(&c.run_dir)? {
         if !local::is_running(p.pid) {
             figures.unexpected_exits.push(p.name);
@@ -347,6 +402,22 @@ pub fn growth(samples: &[Sample], run_s: f64) -> Vec<Growth> {
                 rss_kb: (median(a, |s| s.rss_kb), median(b, |s| s.rss_kb)),
                 fds: (median(a, |s| s.fds), median(b, |s| s.fds)),
                 threads: (median(a, |s| s.threads), median(b, |s| s.threads)),
+                heap_kb: a
+                    .iter()
+                    .chain(b)
+                    .all(|s| s.heap_kb.is_some())
+                    .then(|| {
+                        let f = |s: &Sample| s.heap_kb.unwrap_or(0);
+                        (median(a, f), median(b, f))
+                    }),
+                pooled_kb: a
+                    .iter()
+                    .chain(b)
+                    .all(|s| s.pooled_kb.is_some())
+                    .then(|| {
+                        let f = |s: &Sample| s.pooled_kb.unwrap_or(0);
+                        (median(a, f), median(b, f))
+                    }),
             })
         })
         .collect()
@@ -375,7 +446,7 @@ fn write_results(
          output checked against coreutils' and deleted; `master.retained_jobs = {RETAINED_JOBS}`; \
          no faults. Sampled every {} s.\n\n\
          Jobs: {} submitted, {} succeeded; outputs: {} of {} equal. Disk: {} kB at the start, {} kB at the end.\n\n\
-         | process | from (s) | to (s) | resident kB | descriptors | threads |\n|---|---|---|---|---|---|\n",
+         | process | from (s) | to (s) | resident kB | descriptors | threads | heap in use kB | pooled buffers kB |\n|---|---|---|---|---|---|---|---|\n",
         opts.minutes,
         opts.seed,
         opts.arrival_s,
@@ -387,9 +458,14 @@ fn write_results(
         figures.disk_kb.0,
         figures.disk_kb.1,
     );
+    let pair = |p: Option<(u64, u64)>| {
+        p.map_or("-".to_owned(), |(a, b)| {
+            format!("{a} -> {b} ({:+.1}%)", Growth::grew(a, b) * 100.0)
+        })
+    };
     for g in &figures.growth {
         s += &format!(
-            "| {} | {:.0} | {:.0} | {} -> {} ({:+.1}%) | {} -> {} | {} -> {} |\n",
+            "| {} | {:.0} | {:.0} | {} -> {} ({:+.1}%) | {} -> {} | {} -> {} | {} | {} |\n",
             g.process,
             g.from_t_s,
             g.to_t_s,
@@ -399,7 +475,9 @@ fn write_results(
             g.fds.0,
             g.fds.1,
             g.threads.0,
-            g.threads.1
+            g.threads.1,
+            pair(g.heap_kb),
+            pair(g.pooled_kb)
         );
     }
     s += &format!(
@@ -441,6 +519,8 @@ mod tests {
             fds,
             threads: 10,
             disk_kb: 0,
+            heap_kb: Some(rss_kb / 2),
+            pooled_kb: None,
         }
     }
 
@@ -464,6 +544,8 @@ mod tests {
             (112, 129),
             "medians of minutes 10-12 and 28-30"
         );
+        assert_eq!(g[1].heap_kb, Some((56, 64)), "the same medians");
+        assert_eq!(g[1].pooled_kb, None, "not sampled");
         let p: Vec<String> = g.iter().flat_map(|g| g.problems()).collect();
         assert_eq!(p.len(), 1, "{p:?}");
         assert!(

@@ -79,6 +79,23 @@ struct OutcomeLabels {
     outcome: &'static str,
 }
 
+/// The allocator's own figures (glibc's `mallinfo2`): bytes handed out and
+/// still in use (including blocks mapped on their own), and bytes free in
+/// its arenas (what fragmentation keeps resident). None off glibc.
+pub fn heap_figures() -> Option<(u64, u64)> {
+    #[cfg(target_env = "gnu")]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's counters, under
+        // its arenas' locks; it touches no allocation.
+        let m = unsafe { libc::mallinfo2() };
+        Some(((m.uordblks + m.hblkhd) as u64, m.fordblks as u64))
+    }
+    #[cfg(not(target_env = "gnu"))]
+    {
+        None
+    }
+}
+
 /// What a scrape reads, taken from the worker's parts by its HTTP server.
 pub struct Snapshot<'a> {
     pub name: &'a str,
@@ -175,6 +192,24 @@ pub fn encode(s: &Snapshot<'_>) -> String {
         Unit::Bytes,
         pooled,
     );
+    if let Some((in_use, free)) = heap_figures() {
+        let g = Gauge::<i64>::default();
+        g.set(in_use as i64);
+        r.register_with_unit(
+            "heap_in_use",
+            "Heap bytes this worker's process has allocated and not freed (glibc mallinfo2)",
+            Unit::Bytes,
+            g,
+        );
+        let g = Gauge::<i64>::default();
+        g.set(free as i64);
+        r.register_with_unit(
+            "heap_free",
+            "Heap bytes free in the allocator's arenas, not given back to the system",
+            Unit::Bytes,
+            g,
+        );
+    }
     let scrubbed = Counter::<u64>::default();
     scrubbed.inc_by(s.replicas.scrubbed_bytes.load(Ordering::Relaxed));
     r.register_with_unit(

@@ -122,11 +122,32 @@ fn release_heap() {
     }
 }
 
+/// How often the worker logs its memory figures.
+const MEMORY_LOG: Duration = Duration::from_secs(60);
+
+/// Logs the heap in use, the heap free in the allocator's arenas and the
+/// task buffers pooled for reuse (what a long run's resident memory is
+/// made of).
+fn log_memory() {
+    let mb = |b: u64| b as f64 / 1e6;
+    let pooled = workloads::pool::held() as u64;
+    match crate::metrics::heap_figures() {
+        Some((in_use, free)) => tracing::info!(
+            heap_in_use_mb = mb(in_use),
+            heap_free_mb = mb(free),
+            pooled_mb = mb(pooled),
+            "memory"
+        ),
+        None => tracing::info!(pooled_mb = mb(pooled), "memory"),
+    }
+}
+
 /// Runs forever: registration, then heartbeats.
 pub async fn run(ctx: Node) {
     let ex = ctx.exec.clone();
     let interval = Duration::from_millis(ctx.heartbeat_ms);
     let mut released = std::time::Instant::now();
+    let mut logged = std::time::Instant::now();
     loop {
         let (id, incarnation) = register(&ctx).await;
         // The registration carried a full report: only later changes need one.
@@ -140,6 +161,10 @@ pub async fn run(ctx: Node) {
             if released.elapsed() >= HEAP_RELEASE {
                 released = std::time::Instant::now();
                 release_heap();
+                if logged.elapsed() >= MEMORY_LOG {
+                    logged = std::time::Instant::now();
+                    log_memory();
+                }
             }
             let generation = ex.store.generation();
             let (free_slots, running, results, busy, progress) = {
