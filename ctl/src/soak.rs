@@ -402,22 +402,14 @@ pub fn growth(samples: &[Sample], run_s: f64) -> Vec<Growth> {
                 rss_kb: (median(a, |s| s.rss_kb), median(b, |s| s.rss_kb)),
                 fds: (median(a, |s| s.fds), median(b, |s| s.fds)),
                 threads: (median(a, |s| s.threads), median(b, |s| s.threads)),
-                heap_kb: a
-                    .iter()
-                    .chain(b)
-                    .all(|s| s.heap_kb.is_some())
-                    .then(|| {
-                        let f = |s: &Sample| s.heap_kb.unwrap_or(0);
-                        (median(a, f), median(b, f))
-                    }),
-                pooled_kb: a
-                    .iter()
-                    .chain(b)
-                    .all(|s| s.pooled_kb.is_some())
-                    .then(|| {
-                        let f = |s: &Sample| s.pooled_kb.unwrap_or(0);
-                        (median(a, f), median(b, f))
-                    }),
+                heap_kb: a.iter().chain(b).all(|s| s.heap_kb.is_some()).then(|| {
+                    let f = |s: &Sample| s.heap_kb.unwrap_or(0);
+                    (median(a, f), median(b, f))
+                }),
+                pooled_kb: a.iter().chain(b).all(|s| s.pooled_kb.is_some()).then(|| {
+                    let f = |s: &Sample| s.pooled_kb.unwrap_or(0);
+                    (median(a, f), median(b, f))
+                }),
             })
         })
         .collect()

@@ -35,8 +35,21 @@ struct Args {
     no_nic_emulation: bool,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    // Before the runtime's threads exist.
+    worker::node::tune_allocator();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Blocking threads (block reads, map functions) wait a minute for
+        // the next task before they end, not 10 s: a worker that runs a
+        // task every few seconds keeps its threads instead of making new
+        // ones.
+        .thread_keep_alive(std::time::Duration::from_secs(60))
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
