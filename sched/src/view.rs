@@ -197,7 +197,8 @@ pub struct ClusterView {
     /// running maps it judges.
     speculation: Speculation,
     running_maps: RunningMaps,
-    /// The time of the offer under way (a launch's start).
+    /// The time of the offer under way (a launch's start), or of the
+    /// latest heartbeat.
     now: Millis,
 }
 
@@ -705,6 +706,9 @@ impl ClusterView {
             w.busy = busy;
             w.busy_at = now;
         });
+        // The latest heartbeat's time: when an attempt adopted after a
+        // restart (`adopt`) is taken to have started.
+        self.now = self.now.max(now);
     }
 
     /// Live map workers.
