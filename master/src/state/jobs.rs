@@ -7,10 +7,12 @@
 //! that touches the view, the workers and the journal, which are not its.
 //!
 //! A task's life: Pending -> Running(attempt n on worker w, reading from s)
-//! -> Done, or back to Pending as attempt n+1. A map's successful attempt
-//! leaves its output on its worker (`MapOut`) and adds to the job's
-//! counters; the output lost, the map is Pending again and its counters are
-//! taken back.
+//! -> Done, or back to Pending as attempt n+1. A running map may also have
+//! a backup attempt (speculation): the first of the two to succeed wins,
+//! and one that ends otherwise leaves the other as the current attempt.
+//! A map's successful attempt leaves its output on its worker (`MapOut`)
+//! and adds to the job's counters; the output lost, the map is Pending
+//! again and its counters are taken back.
 
 use common::wire::{AttemptProgress, JobReport, JobState, JobSubmit, TaskRecord};
 use common::{AttemptId, BlockId, JobId, TaskRef, WorkerId};
@@ -442,24 +444,23 @@ impl Jobs {
             })
     }
 
-    /// Attempt `a` if it is its task's current one (on any worker).
+    /// Task `t`, if its job is here.
+    fn find(&self, t: TaskRef) -> Option<&Task> {
+        self.jobs.get(&t.job)?.tasks.get(t.index as usize)
+    }
+
+    /// Attempt `a` if it is one of its task's running attempts (the
+    /// current one or its backup), on any worker.
     pub fn running(&self, a: AttemptId) -> Option<RunningAttempt> {
-        let t = self
-            .jobs
-            .get(&a.task.job)?
-            .tasks
-            .get(a.task.index as usize)?;
-        t.attempts().find(|ra| ra.attempt == a.attempt)
+        self.find(a.task)?
+            .attempts()
+            .find(|ra| ra.attempt == a.attempt)
     }
 
     /// The other running attempt of `a`'s task (its backup, or the attempt
     /// it backs up), if any.
     pub fn other(&self, a: AttemptId) -> Option<RunningAttempt> {
-        let t = self
-            .jobs
-            .get(&a.task.job)?
-            .tasks
-            .get(a.task.index as usize)?;
+        let t = self.find(a.task)?;
         t.backup?;
         t.attempts().find(|ra| ra.attempt != a.attempt)
     }

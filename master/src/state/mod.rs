@@ -5,8 +5,8 @@
 //! Task life: Pending -> Running(attempt n on worker w, reading from s) ->
 //! Done, or back to Pending as attempt n+1 when the attempt failed (counted),
 //! was rejected, lost in transit or its worker was lost (not counted).
-//! Results are accepted only from the current attempt on the worker it was
-//! sent to (fencing).
+//! Results are accepted only from the current attempt (or a map's backup,
+//! under speculation) on the worker it was sent to (fencing).
 //!
 //! Jobs with reduces (wordcount, sort): when the last map succeeds, the
 //! reduce tasks are created (sort: with split keys from the maps' samples)
