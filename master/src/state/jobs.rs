@@ -122,11 +122,16 @@ impl Task {
     /// Its next attempt starts, running on `worker` and reading from
     /// `source`; returns the attempt's number.
     fn start(&mut self, worker: WorkerId, source: WorkerId, now: Millis) -> u32 {
-        let attempt = self.next_attempt;
-        self.next_attempt += 1;
+        let attempt = self.number();
         self.status = TaskStatus::Running(RunningAttempt::new(attempt, worker, source, now));
         self.backup = None;
         attempt
+    }
+
+    /// The next attempt's number, taken.
+    fn number(&mut self) -> u32 {
+        self.next_attempt += 1;
+        self.next_attempt - 1
     }
 
     /// Its running attempts: the current one, then the backup.
@@ -180,11 +185,6 @@ pub(super) struct Job {
     /// finished first.
     pub backups: u32,
     pub backups_won: u32,
-}
-
-/// A backup of one of `job`'s maps was launched.
-fn job_speculated(job: &mut Job) {
-    job.backups += 1;
 }
 
 /// What a new job is made of (`Jobs::add`).
@@ -515,12 +515,12 @@ impl Jobs {
         source: WorkerId,
         now: Millis,
     ) -> u32 {
-        let task = &mut self.jobs.get_mut(&t.job).expect("a running map").tasks[t.index as usize];
+        let job = self.jobs.get_mut(&t.job).expect("a running map");
+        job.backups += 1;
+        let task = &mut job.tasks[t.index as usize];
         debug_assert!(matches!(task.status, TaskStatus::Running(_)) && task.backup.is_none());
-        let attempt = task.next_attempt;
-        task.next_attempt += 1;
+        let attempt = task.number();
         task.backup = Some(RunningAttempt::new(attempt, worker, source, now));
-        job_speculated(self.jobs.get_mut(&t.job).expect("above"));
         attempt
     }
 
@@ -646,7 +646,7 @@ impl Jobs {
             // A backup (speculation) of the attempt that runs.
             TaskStatus::Running(cur) if cur.attempt != a.attempt && task.reduce.is_none() => {
                 task.backup = Some(ra);
-                job_speculated(job);
+                job.backups += 1;
             }
             _ => task.status = TaskStatus::Running(ra),
         }
