@@ -175,13 +175,18 @@ pub fn heartbeat() -> impl Strategy<Value = Heartbeat> {
             elapsed_ms,
             remaining_ms,
         });
-    let progress = (attempt_id(), any::<u64>(), any::<u32>()).prop_map(|(attempt, units, slot)| {
-        AttemptProgress {
+    let progress = (
+        attempt_id(),
+        any::<u64>(),
+        any::<u32>(),
+        option::of(any::<u32>()),
+    )
+        .prop_map(|(attempt, units, slot, done_ppm)| AttemptProgress {
             attempt,
             units,
             slot,
-        }
-    });
+            done_ppm,
+        });
     (
         (worker_id(), any::<u32>(), vec(attempt_id(), 0..4)),
         option::of(vec(block_info(), 0..3)),

@@ -110,6 +110,13 @@ pub struct AttemptProgress {
     /// The slot it runs in.
     #[serde(default)]
     pub slot: u32,
+    /// The share of its work done, in millionths, where the worker can
+    /// judge it (a reduce: half for fetching every map's part, counted by
+    /// parts, and half for its output, counted by bytes; as Hadoop's
+    /// reduce progress counts its copy, sort and reduce phases). None: the
+    /// master judges by `units` (a map: its input's share read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done_ppm: Option<u32>,
 }
 
 /// One busy slot in a heartbeat (the scheduler's view reads it as is).

@@ -275,6 +275,7 @@ async fn emulated_worker(
                     attempt: r.0,
                     units: now.saturating_duration_since(r.1 - TASK).as_millis() as u64,
                     slot: s as u32,
+                    done_ppm: None,
                 })
                 .collect(),
             nic_rx_bytes: 0,

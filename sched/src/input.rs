@@ -118,7 +118,7 @@ pub enum Input {
     Speculation {
         config: crate::speculation::Speculation,
     },
-    /// [`crate::ClusterView::map_progress`]
+    /// [`crate::ClusterView::task_progress`]
     Progress {
         task: TaskRef,
         worker: WorkerId,
@@ -130,6 +130,13 @@ pub enum Input {
         task: TaskRef,
         worker: WorkerId,
         remote: bool,
+        now: Millis,
+        ok: bool,
+    },
+    /// [`crate::ClusterView::reduce_attempt_ended`]
+    ReduceAttemptEnded {
+        task: TaskRef,
+        worker: WorkerId,
         now: Millis,
         ok: bool,
     },

@@ -76,8 +76,8 @@ pub struct ReplayCluster {
     /// slow machine: 10 = a tenth of the speed); empty or missing: 1.
     pub slowdown: Vec<f64>,
     /// Speculative execution, as the master's `[speculation]`: the view
-    /// runs the same rule, a backup runs like any map, the first attempt
-    /// the master learns of wins and the other is killed then.
+    /// runs the same rule, a backup runs like any map or reduce, the first
+    /// attempt the master learns of wins and the other is killed then.
     pub speculation: crate::speculation::Speculation,
 }
 
@@ -243,11 +243,11 @@ struct Attempt {
     end: Option<u64>,
 }
 
-/// Map `task` succeeded on `winner`: its other attempts in flight, as
+/// Task `task` succeeded on `winner`: its other attempts in flight, as
 /// (worker, source, start), are taken off `live` to be killed.
 fn kill_others(
-    live: &mut BTreeMap<TaskRef, Vec<Attempt>>,
-    task: TaskRef,
+    live: &mut BTreeMap<(TaskRef, bool), Vec<Attempt>>,
+    task: (TaskRef, bool),
     winner: u32,
 ) -> Vec<(u32, u32, u64)> {
     live.remove(&task)
@@ -256,6 +256,26 @@ fn kill_others(
         .filter(|a| a.worker != winner)
         .map(|a| (a.worker, a.source, a.start))
         .collect()
+}
+
+/// A reduce attempt of `task` starts on worker `w` at `t` for `len` ms.
+fn start_reduce(
+    live: &mut BTreeMap<(TaskRef, bool), Vec<Attempt>>,
+    running: &mut [Vec<u64>],
+    ends: &mut BinaryHeap<Ending>,
+    task: TaskRef,
+    w: u32,
+    t: u64,
+    len: u64,
+) {
+    running[w as usize].push(t);
+    live.entry((task, true)).or_default().push(Attempt {
+        worker: w,
+        source: w,
+        start: t,
+        end: Some(t + len),
+    });
+    ends.push(Reverse((t + len, w, task.job, task.index, w, t, true)));
 }
 
 /// Runs `sched` over `jobs` on `cluster` with `background` and `remote`.
@@ -344,11 +364,13 @@ pub fn replay(
     let mut transfers: Vec<Transfer> = Vec::new();
     let mut xfer_out = vec![0u32; n];
     let mut xfer_in = vec![0u32; n];
-    // Maps in flight: each task's attempts (worker, source, start, end when
-    // known), and the attempts killed whose end is still to come.
-    let mut live: BTreeMap<TaskRef, Vec<Attempt>> = BTreeMap::new();
-    let mut killed: std::collections::HashSet<(TaskRef, u32, u64)> = Default::default();
-    let mut maps_done: std::collections::HashSet<TaskRef> = Default::default();
+    // Tasks in flight, by task and kind (true: a reduce; a job's reduces
+    // may be numbered as its maps are): each task's attempts (worker,
+    // source, start, end when known), and the attempts killed whose end is
+    // still to come.
+    let mut live: BTreeMap<(TaskRef, bool), Vec<Attempt>> = BTreeMap::new();
+    let mut killed: std::collections::HashSet<(TaskRef, bool, u32, u64)> = Default::default();
+    let mut tasks_done: std::collections::HashSet<(TaskRef, bool)> = Default::default();
     view.set_speculation(cluster.speculation.clone());
     let slowdown = |w: usize| {
         cluster
@@ -365,18 +387,24 @@ pub fn replay(
         ($at:expr, $w:expr, $task:expr, $src:expr, $reduce:expr) => {{
             let (at, w, task, src, reduce): (u64, u32, TaskRef, u32, bool) =
                 ($at, $w, $task, $src, $reduce);
-            if !reduce && !maps_done.insert(task) {
-                // A map's second attempt to end after the master took the
+            // The view hears of an attempt's end, successful or not.
+            let ended = |view: &mut ClusterView, w: u32, src: u32, ok: bool| {
+                if reduce {
+                    view.reduce_attempt_ended(task, WorkerId(w), at, ok);
+                } else {
+                    view.map_ended(task, WorkerId(w), w != src, at, ok);
+                }
+            };
+            if !tasks_done.insert((task, reduce)) {
+                // A task's second attempt to end after the master took the
                 // first's (speculation): its slot frees, nothing counts.
-                view.map_ended(task, WorkerId(w), w != src, at, false);
+                ended(&mut view, w, src, false);
             } else {
                 let job = task.job;
-                if reduce {
-                    view.reduce_ended(task, WorkerId(w));
-                } else {
-                    view.map_ended(task, WorkerId(w), w != src, at, true);
+                ended(&mut view, w, src, true);
+                {
                     // Its other attempt, if any, lost: killed now.
-                    for (lw, lsrc, lstart) in kill_others(&mut live, task, w) {
+                    for (lw, lsrc, lstart) in kill_others(&mut live, (task, reduce), w) {
                         if let Some(p) = running[lw as usize].iter().position(|s| *s == lstart) {
                             running[lw as usize].swap_remove(p);
                         }
@@ -394,9 +422,9 @@ pub fn replay(
                             xfer_out[x.source as usize] -= 1;
                             xfer_in[x.worker as usize] -= 1;
                         } else {
-                            killed.insert((task, lw, lstart));
+                            killed.insert((task, reduce, lw, lstart));
                         }
-                        view.map_ended(task, WorkerId(lw), lw != lsrc, at, false);
+                        ended(&mut view, lw, lsrc, false);
                     }
                 }
                 finished += 1;
@@ -454,7 +482,7 @@ pub fn replay(
                         job: x.job,
                         index: x.index,
                     };
-                    if let Some(a) = live.get_mut(&t).and_then(|a| {
+                    if let Some(a) = live.get_mut(&(t, false)).and_then(|a| {
                         a.iter_mut()
                             .find(|a| a.worker == x.worker && a.start == x.start)
                     }) {
@@ -480,14 +508,12 @@ pub fn replay(
         if let Some(t_end) = next_end.filter(|e| *e <= t_beat) {
             let Reverse((end, w, job, index, src, start, reduce)) = ends.pop().expect("peeked");
             let task = TaskRef { job, index };
-            if killed.remove(&(task, w, start)) {
+            if killed.remove(&(task, reduce, w, start)) {
                 // Speculation's loser: its slot was freed when it was killed.
                 continue;
             }
-            if !reduce {
-                if let Some(a) = live.get_mut(&task) {
-                    a.retain(|x| !(x.worker == w && x.start == start));
-                }
+            if let Some(a) = live.get_mut(&(task, reduce)) {
+                a.retain(|x| !(x.worker == w && x.start == start));
             }
             runs.push(TaskRun {
                 task,
@@ -583,13 +609,13 @@ pub fn replay(
             .collect();
         view.set_busy(wid, t, busy);
         if cluster.speculation.enabled {
-            // The worker's heartbeat says how far its maps are.
-            for (task, attempts) in &live {
+            // The worker's heartbeat says how far its tasks are.
+            for ((task, _), attempts) in &live {
                 for a in attempts.iter().filter(|a| a.worker == w) {
                     let done = a.end.map_or(0.0, |end| {
                         t.saturating_sub(a.start) as f64 / end.saturating_sub(a.start).max(1) as f64
                     });
-                    view.map_progress(*task, wid, done.min(1.0), t);
+                    view.task_progress(*task, wid, done.min(1.0), t);
                 }
             }
         }
@@ -601,12 +627,23 @@ pub fn replay(
                 .find(|r| r.index == task.index)
                 .map_or(0, |r| r.local_ms);
             let len = (len as f64 * slowdown(w as usize)).round() as u64;
-            running[w as usize].push(t);
-            ends.push(Reverse((t + len, w, task.job, task.index, w, t, true)));
+            start_reduce(&mut live, &mut running, &mut ends, task, w, t, len);
             last_progress = t;
         }
         for a in offer(sched, t as Millis, wid, &mut view) {
             let job = job_index[&a.task.job];
+            if view.running_tasks().is_reduce(a.task) == Some(true) {
+                // A reduce's backup (speculation), run as a reduce.
+                let len = jobs[job]
+                    .reduces
+                    .iter()
+                    .find(|r| r.index == a.task.index)
+                    .map_or(0, |r| r.local_ms);
+                let len = (len as f64 * slowdown(w as usize)).round() as u64;
+                start_reduce(&mut live, &mut running, &mut ends, a.task, w, t, len);
+                last_progress = t;
+                continue;
+            }
             let (tw, src) = (a.worker.0 as usize, a.source.0 as usize);
             let (len0, bytes) = local_ms(job, a.task.index);
             let mut len = (len0 as f64 * slowdown(tw)).round() as u64;
@@ -637,7 +674,7 @@ pub fn replay(
                         };
                         xfer_out[src] += 1;
                         xfer_in[tw] += 1;
-                        live.entry(a.task).or_default().push(Attempt {
+                        live.entry((a.task, false)).or_default().push(Attempt {
                             worker: tw as u32,
                             source: src as u32,
                             start: t,
@@ -656,7 +693,7 @@ pub fn replay(
                     }
                 }
             }
-            live.entry(a.task).or_default().push(Attempt {
+            live.entry((a.task, false)).or_default().push(Attempt {
                 worker: tw as u32,
                 source: src as u32,
                 start: t,

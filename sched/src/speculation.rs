@@ -1,46 +1,52 @@
-//! Speculative execution: a backup attempt of a map that runs far slower
+//! Speculative execution: a backup attempt of a task that runs far slower
 //! than its siblings, as Hadoop runs one (LATE, Zaharia et al. 2008, in
-//! Hadoop 1's `JobInProgress` and the knobs Hadoop 2 kept).
+//! Hadoop 1's `JobInProgress` and the knobs Hadoop 2 kept), for maps and
+//! for reduces alike.
 //!
-//! The view keeps, while [`Speculation::enabled`], every running map
-//! attempt with its progress (a fraction its owner derives from what the
-//! worker reports) and each job's finished map durations
-//! ([`RunningMaps`]). When an offer leaves a worker with a free slot
+//! The view keeps, while [`Speculation::enabled`], every running attempt
+//! with its progress (a fraction its owner derives from what the worker
+//! reports) and each job's finished map and reduce durations
+//! ([`RunningTasks`]). When an offer leaves a worker with a free slot
 //! (after the policy, which keeps every slot it wants: backups only take
-//! what it left), [`RunningMaps::pick`] names at most one backup at a time:
+//! what it left), [`RunningTasks::pick`] names at most one backup at a
+//! time:
 //!
-//! - a map is *slow* when it has run at least `min_runtime_ms` and its
+//! - a task is *slow* when it has run at least `min_runtime_ms` and its
 //!   progress rate (fraction done per ms) is more than
 //!   `slow_task_threshold` standard deviations below the mean rate of its
-//!   job's maps (running ones, and finished ones at 1/duration): Hadoop's
+//!   job's tasks of the same kind (maps with maps, reduces with reduces;
+//!   running ones, and finished ones at 1/duration): Hadoop's
 //!   `mapreduce.job.speculative.slowtaskthreshold`;
 //! - a backup must help: the slow attempt's estimated time left
 //!   ((1 - done) / rate) exceeds what a new attempt is expected to take
-//!   (the job's mean finished map duration), as LATE asks;
-//! - at most one backup per map, and per job at most
-//!   max(`min_allowed`, `cap_running` x its running maps, `cap_total` x
-//!   its maps) backups at once (Hadoop 2's
+//!   (the mean finished duration of the job's tasks of that kind), as LATE
+//!   asks;
+//! - at most one backup per task, and per job at most
+//!   max(`min_allowed`, `cap_running` x its running tasks, `cap_total` x
+//!   its tasks) backups at once (Hadoop 2's
 //!   `speculative-cap-running-tasks`, `speculative-cap-total-tasks`,
 //!   `minimum-allowed-tasks`);
-//! - no backup goes to a worker that runs an attempt of the same map or
+//! - no backup goes to a worker that runs an attempt of the same task or
 //!   where one of its attempts ended without success, nor to a worker
 //!   that itself runs a slow attempt (Hadoop's slow-node rule, judged by
-//!   what it runs now);
-//! - locality: among the slow maps, one with a replica on the offered
+//!   what it runs now), nor to a worker whose role excludes the task's
+//!   kind;
+//! - locality: among the slow tasks, a map with a replica on the offered
 //!   worker first (the backup reads locally), then one with a replica in
-//!   its rack, then any; within a level the one with the most time left
-//!   (LATE). A backup that reads remotely reads from a live replica that
-//!   neither the slow attempt's worker nor its source holds when there is
-//!   one (the straggler may be the replica it reads), in the offered
-//!   worker's rack first.
+//!   its rack, then any map or reduce (a reduce reads every map's output
+//!   wherever it is: no backup of it is nearer than another); within a
+//!   level the one with the most time left (LATE). A map's backup that
+//!   reads remotely reads from a live replica that neither the slow
+//!   attempt's worker nor its source holds when there is one (the
+//!   straggler may be the replica it reads), in the offered worker's rack
+//!   first.
 //!
-//! The first attempt of a map to succeed wins; its owner kills the other
+//! The first attempt of a task to succeed wins; its owner kills the other
 //! (the view forgets both at once). A worker whose attempt a backup
 //! overtook is a slow node for that job: while speculation is on, the
-//! reduce placement gives it none of the job's reduces as long as another
-//! live worker can run them (LATE's slow-node rule, applied to reduces,
-//! which get no backups: a reduce on a slow node would hold the job as a
-//! slow map did).
+//! reduce placement gives it none of the job's waiting reduces as long as
+//! another live worker can run them (LATE's slow-node rule), and its
+//! owner sends it the job's output replicas last.
 
 use base::{JobId, TaskRef, WorkerId};
 use serde::{Deserialize, Serialize};
@@ -114,7 +120,7 @@ impl Speculation {
 
 /// One running attempt of a map.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct MapAttempt {
+pub struct TaskAttempt {
     pub worker: WorkerId,
     pub source: WorkerId,
     pub started: Millis,
@@ -123,10 +129,10 @@ pub struct MapAttempt {
     pub done_at: Millis,
 }
 
-impl MapAttempt {
+impl TaskAttempt {
     /// An attempt that starts at `started`, nothing done.
     pub fn new(worker: WorkerId, source: WorkerId, started: Millis) -> Self {
-        MapAttempt {
+        TaskAttempt {
             worker,
             source,
             started,
@@ -145,14 +151,16 @@ impl MapAttempt {
 
 #[derive(Clone, Debug)]
 struct Running {
-    /// Replica holders at launch (a backup's possible sources).
+    /// A reduce (else a map).
+    reduce: bool,
+    /// A map's replica holders at launch (a backup's possible sources).
     replicas: Vec<WorkerId>,
     len: u64,
     /// Workers where an attempt of it ended without success: no backup
     /// goes there (as Hadoop keeps a task off trackers it failed on).
     failed_on: Vec<WorkerId>,
     /// The first attempt, then the backup if one runs.
-    attempts: Vec<MapAttempt>,
+    attempts: Vec<TaskAttempt>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -170,10 +178,13 @@ pub struct BackupWhy {
     pub expected_ms: f64,
 }
 
-/// A backup to launch: `task` on the offered worker, reading `source`.
+/// A backup to launch: `task` on the offered worker, reading `source`
+/// (a reduce: the offered worker itself).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Backup {
     pub task: TaskRef,
+    /// A reduce's backup (else a map's).
+    pub reduce: bool,
     pub source: WorkerId,
     pub why: BackupWhy,
 }
@@ -186,24 +197,45 @@ pub struct Cluster<'a> {
     pub rack: &'a dyn Fn(WorkerId) -> Option<u32>,
     /// A job's pending maps.
     pub pending: &'a dyn Fn(JobId) -> usize,
+    /// Whether a worker may run maps, and reduces (worker roles).
+    pub runs_maps: &'a dyn Fn(WorkerId) -> bool,
+    pub runs_reduces: &'a dyn Fn(WorkerId) -> bool,
 }
 
-/// The running maps and each job's finished map durations (kept only while
-/// speculation is on).
+/// The running tasks and each job's finished map and reduce durations
+/// (kept only while speculation is on).
 #[derive(Clone, Debug, Default)]
-pub struct RunningMaps {
+pub struct RunningTasks {
     tasks: BTreeMap<TaskRef, Running>,
-    finished: BTreeMap<JobId, Finished>,
+    /// By job and kind (true: reduces).
+    finished: BTreeMap<(JobId, bool), Finished>,
     /// Per job, the workers whose map attempt a backup overtook (slow
     /// nodes for that job: none of its reduces go there).
     overtaken: BTreeMap<JobId, Vec<WorkerId>>,
 }
 
-impl RunningMaps {
+impl RunningTasks {
     /// Attempt `a` of `task` (`len` input bytes, replicas on `replicas`)
     /// started; a second one is its backup.
-    pub fn launched(&mut self, task: TaskRef, len: u64, replicas: &[WorkerId], a: MapAttempt) {
+    pub fn launched(&mut self, task: TaskRef, len: u64, replicas: &[WorkerId], a: TaskAttempt) {
+        self.start(task, false, len, replicas, a);
+    }
+
+    /// Attempt `a` of reduce `task` started; a second one is its backup.
+    pub fn launched_reduce(&mut self, task: TaskRef, a: TaskAttempt) {
+        self.start(task, true, 0, &[], a);
+    }
+
+    fn start(
+        &mut self,
+        task: TaskRef,
+        reduce: bool,
+        len: u64,
+        replicas: &[WorkerId],
+        a: TaskAttempt,
+    ) {
         let r = self.tasks.entry(task).or_insert_with(|| Running {
+            reduce,
             replicas: replicas.to_vec(),
             len,
             failed_on: Vec::new(),
@@ -216,6 +248,11 @@ impl RunningMaps {
     /// The input bytes of running map `task`.
     pub fn len(&self, task: TaskRef) -> Option<u64> {
         self.tasks.get(&task).map(|r| r.len)
+    }
+
+    /// Whether running `task` is a reduce (None: not running).
+    pub fn is_reduce(&self, task: TaskRef) -> Option<bool> {
+        self.tasks.get(&task).map(|r| r.reduce)
     }
 
     /// The attempt of `task` on `worker` is `done` (a fraction) done at
@@ -236,7 +273,7 @@ impl RunningMaps {
     }
 
     /// The attempt of `task` on `worker` ended at `now`: a success ends
-    /// the map (its other attempt is its owner's to kill) and counts its
+    /// the task (its other attempt is its owner's to kill) and counts its
     /// duration; else only that attempt is gone.
     pub fn ended(&mut self, task: TaskRef, worker: WorkerId, now: Millis, ok: bool) {
         let Some(r) = self.tasks.get_mut(&task) else {
@@ -255,7 +292,7 @@ impl RunningMaps {
                     o.push(slow);
                 }
             }
-            let f = self.finished.entry(task.job).or_default();
+            let f = self.finished.entry((task.job, r.reduce)).or_default();
             f.n += 1;
             f.sum_ms += now.saturating_sub(a.started) as f64;
             self.tasks.remove(&task);
@@ -267,12 +304,12 @@ impl RunningMaps {
     }
 
     /// The attempts of `task` running now.
-    pub fn attempts(&self, task: TaskRef) -> &[MapAttempt] {
+    pub fn attempts(&self, task: TaskRef) -> &[TaskAttempt] {
         self.tasks.get(&task).map_or(&[], |r| &r.attempts)
     }
 
-    /// Every running map of every job, with its attempts.
-    pub fn all(&self) -> impl Iterator<Item = (TaskRef, &[MapAttempt])> {
+    /// Every running task of every job, with its attempts.
+    pub fn all(&self) -> impl Iterator<Item = (TaskRef, &[TaskAttempt])> {
         self.tasks.iter().map(|(t, r)| (*t, r.attempts.as_slice()))
     }
 
@@ -284,7 +321,8 @@ impl RunningMaps {
     /// A job ended: forget it.
     pub fn job_gone(&mut self, job: JobId) {
         self.tasks.retain(|t, _| t.job != job);
-        self.finished.remove(&job);
+        self.finished.remove(&(job, false));
+        self.finished.remove(&(job, true));
         self.overtaken.remove(&job);
     }
 
@@ -297,13 +335,24 @@ impl RunningMaps {
         self.tasks.range(lo..=hi)
     }
 
-    /// The slow maps of `job` at `now`: (task, its first attempt's time
-    /// left in ms), with what a new attempt is expected to take.
-    fn slow(&self, cfg: &Speculation, job: JobId, now: Millis) -> (Vec<(TaskRef, f64)>, f64) {
-        let fin = self.finished.get(&job).copied().unwrap_or_default();
+    /// The slow tasks of `job` of one kind (`reduce`) at `now`: (task, its
+    /// first attempt's time left in ms), with what a new attempt is
+    /// expected to take.
+    fn slow(
+        &self,
+        cfg: &Speculation,
+        job: JobId,
+        reduce: bool,
+        now: Millis,
+    ) -> (Vec<(TaskRef, f64)>, f64) {
+        let fin = self
+            .finished
+            .get(&(job, reduce))
+            .copied()
+            .unwrap_or_default();
         let mut rates: Vec<f64> = Vec::new();
-        for (_, r) in self.job_tasks(job) {
-            rates.extend(r.attempts.first().and_then(MapAttempt::rate));
+        for (_, r) in self.job_tasks(job).filter(|(_, r)| r.reduce == reduce) {
+            rates.extend(r.attempts.first().and_then(TaskAttempt::rate));
         }
         let finished_rate = (fin.n > 0).then(|| f64::from(fin.n) / fin.sum_ms.max(1.0));
         let n = rates.len() as f64 + f64::from(fin.n);
@@ -327,7 +376,7 @@ impl RunningMaps {
         };
         let slow = self
             .job_tasks(job)
-            .filter(|(_, r)| r.attempts.len() == 1)
+            .filter(|(_, r)| r.reduce == reduce && r.attempts.len() == 1)
             .filter_map(|(t, r)| {
                 let a = r.attempts[0];
                 if now.saturating_sub(a.started) < cfg.min_runtime_ms {
@@ -363,55 +412,61 @@ impl RunningMaps {
             j.dedup();
             j
         };
+        let kinds = [
+            (false, (cluster.runs_maps)(worker)),
+            (true, (cluster.runs_reduces)(worker)),
+        ];
         let mut best: Option<(u8, f64, Backup)> = None;
         let mut slow_here = false;
         for job in jobs {
-            let (slow, expected) = self.slow(cfg, job, now);
-            if slow.is_empty() {
-                continue;
-            }
             let running = self.job_tasks(job).count();
             let backups = self
                 .job_tasks(job)
                 .filter(|(_, r)| r.attempts.len() > 1)
                 .count();
-            let finished = self.finished.get(&job).map_or(0, |f| f.n) as usize;
+            let finished: usize = [false, true]
+                .iter()
+                .map(|&k| self.finished.get(&(job, k)).map_or(0, |f| f.n) as usize)
+                .sum();
             let total = running + finished + (cluster.pending)(job);
             let cap = (cfg.min_allowed as f64)
                 .max(cfg.cap_running * running as f64)
                 .max(cfg.cap_total * total as f64)
                 .floor() as usize;
-            for (t, left) in slow {
-                let r = &self.tasks[&t];
-                let first = r.attempts[0];
-                if first.worker == worker {
-                    slow_here = true;
-                    continue;
-                }
-                if backups >= cap || r.failed_on.contains(&worker) {
-                    continue;
-                }
-                let Some((level, source)) = self.source(r, worker, cluster) else {
-                    continue;
-                };
-                let key = (level, left);
-                let better = match &best {
-                    None => true,
-                    Some((l, b, _)) => (key.0, key.1) > (*l, *b),
-                };
-                if better {
-                    best = Some((
-                        level,
-                        left,
-                        Backup {
-                            task: t,
-                            source,
-                            why: BackupWhy {
-                                left_ms: left,
-                                expected_ms: expected,
+            for (reduce, runs_here) in kinds {
+                let (slow, expected) = self.slow(cfg, job, reduce, now);
+                for (t, left) in slow {
+                    let r = &self.tasks[&t];
+                    if r.attempts[0].worker == worker {
+                        slow_here = true;
+                        continue;
+                    }
+                    if !runs_here || backups >= cap || r.failed_on.contains(&worker) {
+                        continue;
+                    }
+                    let Some((level, source)) = self.source(r, worker, cluster) else {
+                        continue;
+                    };
+                    let better = match &best {
+                        None => true,
+                        Some((l, b, _)) => (level, left) > (*l, *b),
+                    };
+                    if better {
+                        let why = BackupWhy {
+                            left_ms: left,
+                            expected_ms: expected,
+                        };
+                        best = Some((
+                            level,
+                            left,
+                            Backup {
+                                task: t,
+                                reduce,
+                                source,
+                                why,
                             },
-                        },
-                    ));
+                        ));
+                    }
                 }
             }
         }
@@ -422,13 +477,17 @@ impl RunningMaps {
     }
 
     /// Where a backup of `r` on `worker` reads, and how near that is (2:
-    /// its own replica, 1: its rack, 0: elsewhere).
+    /// its own replica, 1: its rack, 0: elsewhere; a reduce reads every
+    /// map's output: `worker` itself, at 0).
     fn source(
         &self,
         r: &Running,
         worker: WorkerId,
         cluster: &Cluster<'_>,
     ) -> Option<(u8, WorkerId)> {
+        if r.reduce {
+            return Some((0, worker));
+        }
         let first = r.attempts[0];
         let live = |w: &&WorkerId| (cluster.alive)(**w);
         if r.replicas.contains(&worker) {
@@ -459,12 +518,12 @@ mod tests {
         WorkerId(i)
     }
 
-    fn at(worker: u32, started: Millis) -> MapAttempt {
-        MapAttempt::new(w(worker), w(worker), started)
+    fn at(worker: u32, started: Millis) -> TaskAttempt {
+        TaskAttempt::new(w(worker), w(worker), started)
     }
 
     fn cluster_check(
-        rm: &RunningMaps,
+        rm: &RunningTasks,
         cfg: &Speculation,
         now: Millis,
         worker: u32,
@@ -472,6 +531,9 @@ mod tests {
         let alive = |_w: WorkerId| true;
         let rack = |_w: WorkerId| None;
         let pending = |_j: JobId| 0;
+        // Worker 8 runs only maps, worker 9 only reduces.
+        let runs_maps = |w: WorkerId| w.0 != 9;
+        let runs_reduces = |w: WorkerId| w.0 != 8;
         rm.pick(
             cfg,
             now,
@@ -480,14 +542,16 @@ mod tests {
                 alive: &alive,
                 rack: &rack,
                 pending: &pending,
+                runs_maps: &runs_maps,
+                runs_reduces: &runs_reduces,
             },
         )
     }
 
     /// Six maps on workers 0..=2 that finish in 1 s, and two on worker 3
     /// (replicas on 3 and 0) that have done a tenth by then.
-    fn straggling() -> RunningMaps {
-        let mut rm = RunningMaps::default();
+    fn straggling() -> RunningTasks {
+        let mut rm = RunningTasks::default();
         for i in 0..6 {
             rm.launched(t(i), 1, &[w(i % 3), w(3)], at(i % 3, 0));
         }
@@ -538,7 +602,7 @@ mod tests {
         rm.ended(t(6), w(0), 1500, true);
         assert!(rm.attempts(t(6)).is_empty());
         rm.ended(t(6), w(3), 1500, false);
-        assert_eq!(rm.finished[&JobId(1)].n, 7);
+        assert_eq!(rm.finished[&(JobId(1), false)].n, 7);
         assert_eq!(rm.overtaken(JobId(1)), [w(3)]);
         // A first attempt that beats its backup marks nobody.
         rm.launched(t(7), 1, &[], at(2, 1600));
@@ -549,8 +613,51 @@ mod tests {
     }
 
     #[test]
+    fn a_slow_reduce_is_judged_against_reduces_and_backed_up_where_reduces_run() {
+        let cfg = Speculation::on();
+        let mut rm = RunningTasks::default();
+        // The job's maps took 100 ms each: they say nothing of reduces.
+        for i in 0..4 {
+            rm.launched(t(i), 1, &[w(i)], at(i, 0));
+            rm.ended(t(i), w(i), 100, true);
+        }
+        // Reduces 10..13 on workers 0..3 from 100 ms; at 1100 ms, three
+        // are half done and the one on worker 3 a twentieth.
+        for i in 0..4 {
+            rm.launched_reduce(t(10 + i), at(i, 100));
+            let done = if i == 3 { 0.05 } else { 0.5 };
+            rm.progress(t(10 + i), w(i), done, 1100);
+        }
+        assert_eq!(rm.is_reduce(t(13)), Some(true));
+        // A map-only worker gets none; a reduce-only one gets a backup of
+        // the slow reduce, reading from itself.
+        assert_eq!(cluster_check(&rm, &cfg, 1100, 8), None);
+        let b = cluster_check(&rm, &cfg, 1100, 9).expect("a reduce backup");
+        assert_eq!((b.task, b.reduce, b.source), (t(13), true, w(9)));
+        // Its time left is judged at its own rate (19 s), and a new
+        // attempt's time by running reduces' mean rate (no reduce has
+        // finished yet), not by the maps' 100 ms.
+        assert!(
+            (b.why.left_ms - 19_000.0).abs() < 1.0 && b.why.expected_ms > 1000.0,
+            "{b:?}"
+        );
+        // Once reduces finish in 1.9 s, the backup must beat that.
+        for i in 0..3 {
+            rm.ended(t(10 + i), w(i), 2000, true);
+        }
+        assert_eq!(rm.finished[&(JobId(1), true)].n, 3);
+        let b = cluster_check(&rm, &cfg, 2000, 0).expect("still slow");
+        assert!((b.why.expected_ms - 1900.0).abs() < 1e-9, "{b:?}");
+        // The backup wins: worker 3 is a slow node for the job.
+        rm.launched_reduce(t(13), at(0, 2000));
+        rm.ended(t(13), w(0), 3900, true);
+        assert!(rm.attempts(t(13)).is_empty());
+        assert_eq!(rm.overtaken(JobId(1)), [w(3)]);
+    }
+
+    #[test]
     fn even_maps_and_off_settings_get_no_backup() {
-        let mut rm = RunningMaps::default();
+        let mut rm = RunningTasks::default();
         for i in 0..4 {
             rm.launched(t(i), 1, &[w(i)], at(i, 0));
             rm.progress(t(i), w(i), 0.5, 1000);

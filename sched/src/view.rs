@@ -19,7 +19,7 @@ use crate::hybrid::{InstanceId, InstanceRequest, WorkerProfile};
 pub use crate::input::{Input, JobQos, SlotBusy};
 use crate::pending::PendingQueue;
 pub use crate::pending::PendingTask;
-use crate::speculation::{MapAttempt, RunningMaps, Speculation};
+use crate::speculation::{RunningTasks, Speculation, TaskAttempt};
 use base::public::PublicType;
 use base::{JobId, TaskRef, WorkerId};
 use rustc_hash::{FxBuildHasher, FxHashMap};
@@ -181,8 +181,9 @@ pub struct ClusterView {
     /// reader can tell that nothing changed since it last looked.
     reduces: BTreeMap<JobId, ReduceJobView>,
     reduce_changes: u64,
-    /// Running reduces: where, and their estimated input bytes.
-    running_reduces: FxHashMap<TaskRef, (WorkerId, u64)>,
+    /// Running reduce attempts (a reduce and its backup are two): their
+    /// estimated input bytes.
+    running_reduces: FxHashMap<(TaskRef, WorkerId), u64>,
     /// Public instances and task-time estimates (empty on a private cluster).
     hybrid: crate::hybrid::HybridView,
     /// Each worker's rack (HDFS's topology; none set = one rack), and the
@@ -194,9 +195,9 @@ pub struct ClusterView {
     record: Option<Box<Recorder>>,
     inputs: Vec<Input>,
     /// Speculative execution's settings, and (while they are on) the
-    /// running maps it judges.
+    /// running tasks it judges.
     speculation: Speculation,
-    running_maps: RunningMaps,
+    running_tasks: RunningTasks,
     /// The time of the offer under way (a launch's start), or of the
     /// latest heartbeat.
     now: Millis,
@@ -313,7 +314,7 @@ impl ClusterView {
                 worker,
                 done,
                 now,
-            } => self.map_progress(task, worker, done, now),
+            } => self.task_progress(task, worker, done, now),
             Input::AttemptEnded {
                 task,
                 worker,
@@ -321,6 +322,12 @@ impl ClusterView {
                 now,
                 ok,
             } => self.map_ended(task, worker, remote, now, ok),
+            Input::ReduceAttemptEnded {
+                task,
+                worker,
+                now,
+                ok,
+            } => self.reduce_attempt_ended(task, worker, now, ok),
             Input::PublicTypes {
                 types,
                 max_instances,
@@ -487,7 +494,7 @@ impl ClusterView {
             config: config.clone(),
         });
         if !config.enabled {
-            self.running_maps = RunningMaps::default();
+            self.running_tasks = RunningTasks::default();
         }
         self.speculation = config;
     }
@@ -503,19 +510,20 @@ impl ClusterView {
         if !self.speculation.enabled {
             return false;
         }
-        let slow = self.running_maps.overtaken(job);
+        let slow = self.running_tasks.overtaken(job);
         slow.contains(&worker) && self.reduce_workers().any(|w| !slow.contains(&w.id))
     }
 
-    /// The running maps and their attempts (empty while speculation is off).
-    pub fn running_maps(&self) -> &RunningMaps {
-        &self.running_maps
+    /// The running tasks and their attempts (empty while speculation is
+    /// off).
+    pub fn running_tasks(&self) -> &RunningTasks {
+        &self.running_tasks
     }
 
-    /// The attempt of running map `task` on `worker` is `done` (a fraction
-    /// in [0, 1]) done. Kept only while speculation is on (its owner need
-    /// not call it otherwise).
-    pub fn map_progress(&mut self, task: TaskRef, worker: WorkerId, done: f64, now: Millis) {
+    /// The attempt of running task `task` (a map or a reduce) on `worker`
+    /// is `done` (a fraction in [0, 1]) done. Kept only while speculation
+    /// is on (its owner need not call it otherwise).
+    pub fn task_progress(&mut self, task: TaskRef, worker: WorkerId, done: f64, now: Millis) {
         if !self.speculation.enabled {
             return;
         }
@@ -525,7 +533,7 @@ impl ClusterView {
             done,
             now,
         });
-        self.running_maps.progress(task, worker, done, now);
+        self.running_tasks.progress(task, worker, done, now);
     }
 
     /// The attempt of map `task` that ran on `worker` ended at `now`,
@@ -549,14 +557,32 @@ impl ClusterView {
         });
         self.end_map(task.job, worker, remote);
         if self.speculation.enabled {
-            self.running_maps.ended(task, worker, now, ok);
+            self.running_tasks.ended(task, worker, now, ok);
         }
     }
 
-    /// A backup of a slow map for `worker` now, by the rule of
+    /// [`ClusterView::reduce_ended`] for an attempt that ended at `now`,
+    /// successfully (`ok`: the reduce is done; its other attempt, if any,
+    /// is its owner's to kill and end) or not, which speculation needs.
+    pub fn reduce_attempt_ended(&mut self, task: TaskRef, worker: WorkerId, now: Millis, ok: bool) {
+        self.note(|| Input::ReduceAttemptEnded {
+            task,
+            worker,
+            now,
+            ok,
+        });
+        self.end_reduce(task, worker);
+        if self.speculation.enabled {
+            self.running_tasks.ended(task, worker, now, ok);
+        }
+    }
+
+    /// A backup of a slow task for `worker` now, by the rule of
     /// [`crate::speculation`].
     fn pick_backup(&self, now: Millis, worker: WorkerId) -> Option<crate::speculation::Backup> {
         let alive = |w: WorkerId| self.workers.get(&w).is_some_and(|v| v.alive);
+        let runs_maps = |w: WorkerId| self.workers.get(&w).is_some_and(|v| v.runs_maps);
+        let runs_reduces = |w: WorkerId| self.workers.get(&w).is_some_and(|v| v.runs_reduces);
         let rack = |w: WorkerId| {
             if self.has_racks() {
                 self.rack_of(w)
@@ -565,7 +591,7 @@ impl ClusterView {
             }
         };
         let pending = |j: JobId| self.jobs.get(&j).map_or(0, JobView::pending_len);
-        self.running_maps.pick(
+        self.running_tasks.pick(
             &self.speculation,
             now,
             worker,
@@ -573,12 +599,14 @@ impl ClusterView {
                 alive: &alive,
                 rack: &rack,
                 pending: &pending,
+                runs_maps: &runs_maps,
+                runs_reduces: &runs_reduces,
             },
         )
     }
 
-    /// Starts a backup of running map `task` on `worker`, reading from
-    /// `source`; its input bytes.
+    /// Starts a backup of running task `task` on `worker`, reading from
+    /// `source` (a reduce: `worker`); a map's input bytes (a reduce: 0).
     fn apply_backup(
         &mut self,
         task: TaskRef,
@@ -593,11 +621,31 @@ impl ClusterView {
         if w.free == 0 {
             return Err(SchedError::NoFreeSlot(worker));
         }
-        let attempts = self.running_maps.attempts(task);
+        let runs_reduces = w.runs_reduces;
+        let attempts = self.running_tasks.attempts(task);
         if attempts.len() != 1 || attempts[0].worker == worker {
             return Err(SchedError::NotSpeculable(task));
         }
-        let len = self.running_maps.len(task).unwrap_or(0);
+        if self.running_tasks.is_reduce(task) == Some(true) {
+            if !runs_reduces {
+                return Err(SchedError::NoReduces(worker));
+            }
+            let load = self.reduces.get(&task.job).map_or(0, |r| r.load_each);
+            self.running_reduces.insert((task, worker), load);
+            self.with_worker(worker, |w| {
+                w.free -= 1;
+                w.reduce_load += load;
+                w.reduces_running += 1;
+            });
+            if let Some(j) = self.jobs.get_mut(&task.job) {
+                j.running += 1;
+            }
+            let now = self.now;
+            self.running_tasks
+                .launched_reduce(task, TaskAttempt::new(worker, worker, now));
+            return Ok(0);
+        }
+        let len = self.running_tasks.len(task).unwrap_or(0);
         let remote = worker != source;
         self.with_worker(worker, |w| {
             w.free -= 1;
@@ -609,8 +657,8 @@ impl ClusterView {
             j.running += 1;
         }
         let now = self.now;
-        self.running_maps
-            .launched(task, len, &[], MapAttempt::new(worker, source, now));
+        self.running_tasks
+            .launched(task, len, &[], TaskAttempt::new(worker, source, now));
         Ok(len)
     }
 
@@ -874,7 +922,7 @@ impl ClusterView {
             w.remote_running = 0;
         });
         // Its running reduces end with it (the owner runs them again).
-        self.running_reduces.retain(|_, (w, _)| *w != id);
+        self.running_reduces.retain(|(_, w), _| *w != id);
         self.with_worker(id, |w| {
             w.reduce_load = 0;
             w.reduces_running = 0;
@@ -930,7 +978,7 @@ impl ClusterView {
     pub fn remove_job(&mut self, id: JobId) {
         self.note(|| Input::JobGone { job: id });
         self.jobs.shift_remove(&id);
-        self.running_maps.job_gone(id);
+        self.running_tasks.job_gone(id);
         if self.reduces.remove(&id).is_some() {
             self.reduce_changes += 1;
         }
@@ -990,10 +1038,11 @@ impl ClusterView {
     /// and its load are freed.
     pub fn reduce_ended(&mut self, task: TaskRef, worker: WorkerId) {
         self.note(|| Input::ReduceEnded { task, worker });
-        let load = self
-            .running_reduces
-            .remove(&task)
-            .map_or(0, |(_, load)| load);
+        self.end_reduce(task, worker);
+    }
+
+    fn end_reduce(&mut self, task: TaskRef, worker: WorkerId) {
+        let load = self.running_reduces.remove(&(task, worker)).unwrap_or(0);
         self.with_worker(worker, |w| {
             w.free = (w.free + 1).min(w.slots);
             w.reduce_load = w.reduce_load.saturating_sub(load);
@@ -1022,8 +1071,12 @@ impl ClusterView {
         if self.speculation.enabled {
             let (len, replicas) = t.map_or((0, Vec::new()), |t| (t.len, t.replicas));
             let now = self.now;
-            self.running_maps
-                .launched(task, len, &replicas, MapAttempt::new(worker, source, now));
+            self.running_tasks.launched(
+                task,
+                len,
+                &replicas,
+                TaskAttempt::new(worker, source, now),
+            );
         }
         let remote = worker != source;
         self.with_worker(worker, |w| {
@@ -1046,7 +1099,12 @@ impl ClusterView {
             }
             None => 0,
         };
-        self.running_reduces.insert(task, (worker, load));
+        self.running_reduces.insert((task, worker), load);
+        if self.speculation.enabled {
+            let now = self.now;
+            self.running_tasks
+                .launched_reduce(task, TaskAttempt::new(worker, worker, now));
+        }
         self.with_worker(worker, |w| {
             w.free = w.free.saturating_sub(1);
             w.reduce_load += load;
@@ -1077,7 +1135,12 @@ impl ClusterView {
         r.pending.shift_remove(&task.index);
         let load = r.load_each;
         self.reduce_changes += 1;
-        self.running_reduces.insert(task, (worker, load));
+        self.running_reduces.insert((task, worker), load);
+        if self.speculation.enabled {
+            let now = self.now;
+            self.running_tasks
+                .launched_reduce(task, TaskAttempt::new(worker, worker, now));
+        }
         self.with_worker(worker, |w| {
             w.free -= 1;
             w.reduce_load += load;
@@ -1159,11 +1222,11 @@ impl ClusterView {
         let t = job.remove(a.task.index).expect("checked above");
         job.running += 1;
         if self.speculation.enabled {
-            self.running_maps.launched(
+            self.running_tasks.launched(
                 a.task,
                 t.len,
                 &t.replicas,
-                MapAttempt::new(a.worker, a.source, self.now),
+                TaskAttempt::new(a.worker, a.source, self.now),
             );
         }
         let remote = a.worker != a.source;
@@ -1195,8 +1258,10 @@ pub struct Assignment {
     pub worker: WorkerId,
     pub source: WorkerId,
     pub len: u64,
-    /// A backup attempt of a map that already runs (speculation): the
+    /// A backup attempt of a task that already runs (speculation): the
     /// first of its attempts to succeed wins, the owner kills the other.
+    /// A reduce's backup (the task is a reduce) has `source` = `worker`
+    /// and `len` 0.
     pub backup: bool,
 }
 
@@ -1284,7 +1349,7 @@ impl<'a> SchedContext<'a> {
         Ok(())
     }
 
-    /// Launches a backup of running map `task` on `worker` reading from
+    /// Launches a backup of running task `task` on `worker` reading from
     /// `source` (speculation's pick, which `offer` makes).
     fn launch_backup(
         &mut self,
@@ -1292,6 +1357,7 @@ impl<'a> SchedContext<'a> {
         worker: WorkerId,
     ) -> Result<(), SchedError> {
         let len = self.view.apply_backup(b.task, worker, b.source)?;
+        let kind = if b.reduce { Kind::Reduce } else { Kind::Map };
         self.launched.push(Assignment {
             task: b.task,
             worker,
@@ -1299,18 +1365,18 @@ impl<'a> SchedContext<'a> {
             len,
             backup: true,
         });
-        let locality = self.view.locality(worker, b.source);
+        let locality = (!b.reduce).then(|| self.view.locality(worker, b.source));
         if let Some(r) = self.view.record.as_mut() {
             let mut why = Why::rule(Rule::Backup);
             // No progress yet: no finite estimate (and JSON has no
             // infinity: the record would not read back the same).
             why.key = b.why.left_ms.is_finite().then_some(b.why.left_ms);
-            let mut d = Recorder::with_why(r.row(Kind::Map, Rule::Backup), &why);
+            let mut d = Recorder::with_why(r.row(kind, Rule::Backup), &why);
             d.job = Some(b.task.job);
             d.task = Some(b.task.index);
             d.worker = Some(worker);
-            d.source = Some(b.source);
-            d.locality = Some(locality);
+            d.source = (!b.reduce).then_some(b.source);
+            d.locality = locality;
             r.rows.push(d);
         }
         Ok(())
@@ -1477,16 +1543,22 @@ pub fn offer(
 ) -> Vec<Assignment> {
     view.note(|| Input::Offer { now, worker });
     plan(sched, now, view);
-    if view.free_slots(worker) == 0 {
+    // The policy places maps; speculation may also back up a reduce in a
+    // reduce-only worker's free slot.
+    let maps = view.free_slots(worker) > 0;
+    let backups = view.speculation.enabled && view.free_slots_any(worker) > 0;
+    if !maps && !backups {
         return Vec::new();
     }
     view.begin_offer(now, worker);
     view.now = now;
     let mut ctx = SchedContext::new(view);
-    sched.offer(now, worker, &mut ctx);
+    if maps {
+        sched.offer(now, worker, &mut ctx);
+    }
     // Speculation takes the slots the policy left free, one at a time.
-    if ctx.view.speculation.enabled {
-        while ctx.view.free_slots(worker) > 0 {
+    if backups {
+        while ctx.view.free_slots_any(worker) > 0 {
             let Some(b) = ctx.view.pick_backup(now, worker) else {
                 break;
             };
@@ -1496,7 +1568,7 @@ pub fn offer(
         }
     }
     let launched = ctx.into_launched();
-    if launched.is_empty() && view.recording() {
+    if maps && launched.is_empty() && view.recording() {
         view.record_idle();
     }
     launched
@@ -1506,5 +1578,6 @@ pub fn offer(
 /// [`crate::offer_reduces`]).
 pub(crate) fn begin_reduce_offer(view: &mut ClusterView, now: Millis, worker: WorkerId) {
     view.note(|| Input::ReduceOffer { now, worker });
+    view.now = now;
     view.begin_offer(now, worker);
 }

@@ -98,6 +98,11 @@ async fn shuffle_in(
     progress: &Progress,
 ) -> Result<(Box<dyn ReduceTask>, u64, u64), Failure> {
     let (mut local, mut remote) = (0u64, 0u64);
+    // Progress: the first half of the work is every map's part, counted
+    // by parts (as Hadoop counts its copy phase by map outputs).
+    let parts = r.inputs.len().max(1) as f64;
+    let mut consumed_parts = 0usize;
+    progress.set_done(0.0);
     let addrs: Vec<&str> = r.inputs.iter().map(|i| i.addr.as_str()).collect();
     let order = fetch_order(&addrs, r.partition);
     let mut fetches = futures_util::stream::iter(order.into_iter().map(|i| async move {
@@ -139,6 +144,8 @@ async fn shuffle_in(
         })?;
         task = t;
         res.map_err(|e| (local, remote, ReduceError::Failed(e)))?;
+        consumed_parts += 1;
+        progress.set_done(0.5 * consumed_parts as f64 / parts);
     }
     Ok((task, local, remote))
 }
@@ -246,6 +253,11 @@ async fn merge_store_and_replicate(
     progress: &Progress,
     t0: Instant,
 ) -> Result<(ReduceSummary, Duration, Duration, Duration), ReduceError> {
+    // Progress: the second half is the output, by bytes written here and
+    // handed to the replicas.
+    let out_len = task.output_len().filter(|&n| n > 0);
+    let mut out_done = 0u64;
+    progress.set_done(0.5);
     let (mut pieces, merging) = spawn_merge(task);
     let (write_tx, writing) = spawn_block_writer(writer);
     let mut feeds = Vec::new();
@@ -287,6 +299,10 @@ async fn merge_store_and_replicate(
                 break;
             }
             progress.add(n);
+            out_done += n;
+            if let Some(len) = out_len {
+                progress.set_done(0.5 + 0.5 * (out_done as f64 / len as f64).min(1.0));
+            }
         }
         // The merge stops at its next piece if it is not done.
         drop(pieces);

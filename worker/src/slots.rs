@@ -122,6 +122,7 @@ impl TaskBook {
                 attempt: *a,
                 units: r.progress.get(),
                 slot: r.slot,
+                done_ppm: r.progress.done_ppm(),
             })
             .collect();
         v.sort_by_key(|p| p.attempt);

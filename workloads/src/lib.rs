@@ -185,6 +185,13 @@ pub trait ReduceTask: Send {
         self.consume(input.to_vec()?)
     }
 
+    /// The bytes its output will have, once every input is consumed (its
+    /// runner's progress: how much of the output is written). None: it
+    /// cannot say before producing it.
+    fn output_len(&self) -> Option<u64> {
+        None
+    }
+
     /// Produces the output in order, one piece (a buffer from [`pool`]) at
     /// a time, to `emit`; stops early when `emit` returns false (whoever
     /// takes the output gave up).

@@ -329,6 +329,15 @@ impl ReduceTask for SortReduce {
         Ok(())
     }
 
+    fn output_len(&self) -> Option<u64> {
+        // Every record it took, in order.
+        let len = |r: &Run| match r {
+            Run::Fetched(v) => v.len(),
+            Run::Kept(k) => k.len(),
+        };
+        Some(self.runs.iter().map(len).sum::<usize>() as u64)
+    }
+
     fn finish_into(self: Box<Self>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> ReduceSummary {
         let views: Vec<View<'_>> = self.runs.iter().map(View::of).collect();
         let records: usize = views.iter().map(|v| v.n).sum();
@@ -585,6 +594,7 @@ mod tests {
                 }
             }
             all.sort();
+            assert_eq!(r.output_len(), Some((all.len() * RECORD) as u64));
             let mut pieces = 0;
             let mut out = Vec::new();
             let s = r.finish_into(&mut |p| {

@@ -168,6 +168,17 @@ impl ReduceTask for WordcountReduce {
         }
     }
 
+    fn output_len(&self) -> Option<u64> {
+        // A line per word: the word, a tab, its count, a newline.
+        let digits = |c: u64| u64::from(c.checked_ilog10().unwrap_or(0) + 1);
+        Some(
+            self.counts
+                .iter()
+                .map(|(w, &c)| w.len() as u64 + 2 + digits(c))
+                .sum(),
+        )
+    }
+
     fn finish_into(self: Box<Self>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> ReduceSummary {
         let mut out = crate::pool::take(crate::OUTPUT_PIECE);
         let mut written = 0u64;
@@ -242,7 +253,11 @@ mod tests {
         for p in parts {
             let mut r = Workload::Wordcount.reduce_task().unwrap();
             r.consume(p).unwrap();
-            all.extend(r.finish().1);
+            // It says its output's length before making it.
+            let len = r.output_len();
+            let out = r.finish().1;
+            assert_eq!(len, Some(out.len() as u64));
+            all.extend(out);
         }
         all
     }

@@ -60,20 +60,35 @@ impl Master {
         let Some(ra) = self.jobs.running(a) else {
             return;
         };
+        // A success of the task's kind (a result of the other kind is a
+        // worker's bug: apply_result runs the task again).
+        let is_reduce = self.jobs.task(a.task).reduce.is_some();
         let ok = matches!(
-            result,
-            Some((
-                _,
-                TaskResult {
-                    outcome: TaskOutcome::Succeeded { .. },
-                    ..
-                }
-            ))
+            (&result, is_reduce),
+            (
+                Some((
+                    _,
+                    TaskResult {
+                        outcome: TaskOutcome::Succeeded { .. },
+                        ..
+                    }
+                )),
+                false
+            ) | (
+                Some((
+                    _,
+                    TaskResult {
+                        outcome: TaskOutcome::Reduced { .. },
+                        ..
+                    }
+                )),
+                true
+            )
         );
         // A held job is not in the view yet (it enters with what runs).
         if self.held.holds(a.task.job) {
-        } else if self.jobs.task(a.task).reduce.is_some() {
-            self.view.reduce_ended(a.task, worker);
+        } else if is_reduce {
+            self.view.reduce_attempt_ended(a.task, worker, self.now, ok);
         } else {
             self.view
                 .map_ended(a.task, worker, ra.remote(), self.now, ok);
@@ -111,7 +126,11 @@ impl Master {
         self.workers.ended(loser.worker, &l);
         self.jobs.first_of_two(a);
         self.jobs.drop_attempt(l);
-        if !self.held.holds(a.task.job) {
+        if self.held.holds(a.task.job) {
+        } else if self.jobs.task(a.task).reduce.is_some() {
+            self.view
+                .reduce_attempt_ended(a.task, loser.worker, self.now, false);
+        } else {
             self.view
                 .map_ended(a.task, loser.worker, loser.remote(), self.now, false);
         }

@@ -84,7 +84,7 @@ pub(super) struct Task {
     /// Failed attempts (rejections and losses do not count).
     failures: u32,
     pub status: TaskStatus,
-    /// A map's backup attempt while its current one runs (speculative
+    /// A backup attempt while its current one runs (speculative
     /// execution): the first of the two to succeed wins.
     pub backup: Option<RunningAttempt>,
     /// Workers where an attempt of this map stalled (no progress for
@@ -92,7 +92,8 @@ pub(super) struct Task {
     /// again while another is live, as Hadoop keeps a task off the trackers
     /// it failed on.
     pub stalled_on: Vec<WorkerId>,
-    /// A reduce: the workers its running attempt sends output replicas to.
+    /// A reduce: the workers its running attempts send output replicas to
+    /// (its backup's after its first attempt's).
     pub out_targets: Vec<WorkerId>,
 }
 
@@ -506,8 +507,9 @@ impl Jobs {
         }
     }
 
-    /// A backup of running map `t` starts on `worker`, reading from
-    /// `source` (speculation). Returns the attempt's number.
+    /// A backup of running task `t` starts on `worker`, reading from
+    /// `source` (speculation; a reduce's reads from `worker`). Returns the
+    /// attempt's number.
     pub fn start_backup(
         &mut self,
         t: TaskRef,
@@ -644,7 +646,7 @@ impl Jobs {
         let ra = RunningAttempt::new(a.attempt, worker, source, now);
         match task.status {
             // A backup (speculation) of the attempt that runs.
-            TaskStatus::Running(cur) if cur.attempt != a.attempt && task.reduce.is_none() => {
+            TaskStatus::Running(cur) if cur.attempt != a.attempt => {
                 task.backup = Some(ra);
                 job.backups += 1;
             }
@@ -698,7 +700,8 @@ impl Jobs {
         job.tasks[t.index as usize].start(worker, source, now)
     }
 
-    /// Reduce `t`'s next attempt starts on `worker`, sending its output's
+    /// Reduce `t`'s next attempt starts on `worker` (a `backup` of the
+    /// one that runs, or its new current attempt), sending its output's
     /// other replicas to `out_targets`. Returns the attempt's number.
     pub fn start_reduce(
         &mut self,
@@ -706,7 +709,14 @@ impl Jobs {
         worker: WorkerId,
         now: Millis,
         out_targets: Vec<WorkerId>,
+        backup: bool,
     ) -> u32 {
+        if backup {
+            let attempt = self.start_backup(t, worker, worker, now);
+            let task = &mut self.jobs.get_mut(&t.job).expect("checked").tasks[t.index as usize];
+            task.out_targets.extend(out_targets);
+            return attempt;
+        }
         let job = self.jobs.get_mut(&t.job).expect("job with pending reduces");
         job.first_launch.get_or_insert(now);
         let task = &mut job.tasks[t.index as usize];
@@ -1149,7 +1159,7 @@ mod tests {
         assert!(jobs.outputs_needed_on(w(1)).is_empty(), "moved to w0");
         // The reduces end the job.
         for (k, r) in [2u32, 3, 4].into_iter().enumerate() {
-            let attempt = jobs.start_reduce(t(wc, r), w(k as u32), 30, vec![w(9)]);
+            let attempt = jobs.start_reduce(t(wc, r), w(k as u32), 30, vec![w(9)], false);
             assert_eq!(jobs.task(t(wc, r)).out_targets, vec![w(9)]);
             let a = AttemptId {
                 task: t(wc, r),
@@ -1217,6 +1227,7 @@ mod tests {
                 attempt: a[1],
                 slot: 3,
                 units: 5,
+                done_ppm: None,
             },
             400,
         );
@@ -1235,6 +1246,7 @@ mod tests {
                 attempt: a[0],
                 slot: 1,
                 units: 9,
+                done_ppm: None,
             },
             900,
         );

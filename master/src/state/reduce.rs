@@ -13,12 +13,15 @@ use sched::Millis;
 use workloads::Workload;
 
 impl Master {
+    /// Starts an attempt of reduce `idx` of job `jid` on `worker`: its next
+    /// attempt, or a `backup` of the one that runs (speculation).
     pub(super) fn start_reduce(
         &mut self,
         now: Millis,
         jid: JobId,
         idx: u32,
         worker: WorkerId,
+        backup: bool,
     ) -> Launch {
         // Output replicas go to live workers that hold data (run maps),
         // plus the reducer itself.
@@ -40,8 +43,10 @@ impl Master {
         let mut reducing = vec![false; self.workers.len()];
         for j in self.jobs.all().filter(|j| j.state == JobState::Running) {
             for t in j.reduce_tasks() {
-                if let TaskStatus::Running(ra) = &t.status {
-                    reducing[ra.worker.0 as usize] = true;
+                if let TaskStatus::Running(_) = &t.status {
+                    for ra in t.attempts() {
+                        reducing[ra.worker.0 as usize] = true;
+                    }
                     for w in &t.out_targets {
                         incoming[w.0 as usize] += 1;
                     }
@@ -57,9 +62,16 @@ impl Master {
         // Slow nodes of the job (a backup overtook a map there) come last,
         // as HDFS's placement excludes slow datanodes
         // (`dfs.namenode.block-placement-policy.exclude-slow-nodes.enabled`).
-        let slow: Vec<bool> = (0..self.workers.len())
+        let mut slow: Vec<bool> = (0..self.workers.len())
             .map(|w| self.view.slow_for(jid, WorkerId(w as u32)))
             .collect();
+        if backup {
+            // A backup's replicas go elsewhere than the attempt it backs up
+            // (slow, most likely) when they can.
+            for ra in self.jobs.task(t).attempts() {
+                slow[ra.worker.0 as usize] = true;
+            }
+        }
         let others = output_targets(
             &alive,
             worker,
@@ -71,7 +83,9 @@ impl Master {
             },
             shift,
         );
-        let attempt = self.jobs.start_reduce(t, worker, now, others.clone());
+        let attempt = self
+            .jobs
+            .start_reduce(t, worker, now, others.clone(), backup);
         self.journal_launch(AttemptId { task: t, attempt }, worker, worker);
         let job = self.jobs.job(jid);
         let inputs = job

@@ -388,19 +388,17 @@ impl Master {
                 .filter(|(_, t)| matches!(t.status, TaskStatus::Pending))
                 .map(|(r, _)| maps + r as u32)
                 .collect();
+            // Each running attempt (a reduce and its backup are two).
             let reducing: Vec<(TaskRef, WorkerId)> = job
                 .reduce_tasks()
                 .iter()
                 .enumerate()
-                .filter_map(|(r, t)| match t.status {
-                    TaskStatus::Running(ra) => Some((
-                        TaskRef {
-                            job: id,
-                            index: maps + r as u32,
-                        },
-                        ra.worker,
-                    )),
-                    _ => None,
+                .flat_map(|(r, t)| {
+                    let task = TaskRef {
+                        job: id,
+                        index: maps + r as u32,
+                    };
+                    t.attempts().map(move |ra| (task, ra.worker))
                 })
                 .collect();
             self.release_reduces(id, waiting);

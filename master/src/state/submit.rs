@@ -124,6 +124,10 @@ impl Master {
     }
 
     pub(super) fn start_attempt(&mut self, now: Millis, a: &Assignment) -> Launch {
+        if self.jobs.task(a.task).reduce.is_some() {
+            // A reduce's backup (speculation).
+            return self.start_reduce(now, a.task.job, a.task.index, a.worker, true);
+        }
         // Where else the block is, should the source fail mid-read.
         let alternates: Vec<ReplicaAddr> = self
             .task_replicas(a.task)

@@ -1532,6 +1532,7 @@ fn an_attempt_that_stops_progressing_is_killed_and_reads_another_replica() {
             attempt: a,
             units,
             slot: 0,
+            done_ppm: None,
         }];
         m.heartbeat(now, h)
     };
@@ -1713,6 +1714,7 @@ fn hb_progress(w: u32, free: u32, a: AttemptId, units: u64, results: Vec<TaskRes
         attempt: a,
         units,
         slot: 0,
+        done_ppm: None,
     }];
     h
 }
@@ -1835,4 +1837,100 @@ fn a_failed_backup_leaves_the_first_attempt_running() {
     assert_eq!(r.running.len(), 1);
     m.heartbeat(3000, hb(1, 1, vec![], vec![ok(&slow, 0)]));
     assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
+}
+
+/// A heartbeat of worker `w` that reports `a` running with `ppm`
+/// millionths of its work done, as a worker's reduce says.
+fn hb_done(w: u32, free: u32, a: AttemptId, ppm: u32, results: Vec<TaskResult>) -> Heartbeat {
+    let mut h = hb(w, free, vec![a], results);
+    h.progress = vec![AttemptProgress {
+        attempt: a,
+        units: u64::from(ppm) + 1,
+        slot: 0,
+        done_ppm: Some(ppm),
+    }];
+    h
+}
+
+/// Speculation of a reduce on three workers of two slots: three reduces,
+/// one a worker; w2's says it has done a twentieth when the others are
+/// half done, so w0's free slot gets a backup of it, whose output
+/// replicas avoid w2; the backup wins, w2's attempt is killed and its late
+/// result refused, and the job counts each reduce once. Off, no backup.
+#[test]
+fn a_straggling_reduce_gets_a_backup_and_the_first_to_finish_wins() {
+    let run = |speculate: bool| {
+        let mut s = settings(3, 2);
+        s.worker_timeout_ms = 100_000;
+        s.speculation = sched::speculation::Speculation {
+            min_runtime_ms: 500,
+            ..sched::speculation::Speculation::on()
+        };
+        s.speculation.enabled = speculate;
+        let mut m = cluster_with(s, 3, 2, 3);
+        let id = wordcount(&mut m, 3);
+        let red = drive_maps(&mut m, 3, 10, vec![]);
+        let mut on: Vec<(u32, Launch)> = red;
+        on.sort_by_key(|(w, _)| *w);
+        assert_eq!(
+            on.iter().map(|(w, _)| *w).collect::<Vec<_>>(),
+            [0, 1, 2],
+            "one reduce a worker"
+        );
+        let (fast0, fast1, slow) = (on[0].1.clone(), on[1].1.clone(), on[2].1.clone());
+        m.heartbeat(1100, hb_done(0, 1, fast0.attempt, 500_000, vec![]));
+        m.heartbeat(1100, hb_done(1, 1, fast1.attempt, 500_000, vec![]));
+        m.heartbeat(1100, hb_done(2, 1, slow.attempt, 50_000, vec![]));
+        let r = m.heartbeat(1200, hb_done(0, 1, fast0.attempt, 600_000, vec![]));
+        if !speculate {
+            assert!(r.launches.is_empty(), "{r:?}");
+            assert_eq!(m.report(id).unwrap().backups, 0);
+            return;
+        }
+        assert_eq!(r.launches.len(), 1, "a backup of w2's reduce on w0: {r:?}");
+        let backup = r.launches[0].clone();
+        assert_eq!(backup.attempt.task, slow.attempt.task);
+        assert_eq!(backup.attempt.attempt, slow.attempt.attempt + 1);
+        let LaunchTask::Reduce(b) = &backup.task else {
+            panic!("a reduce backup: {backup:?}")
+        };
+        assert_eq!(
+            reduce_inputs(&backup),
+            reduce_inputs(&slow),
+            "the same inputs"
+        );
+        assert_eq!(b.output.replicas, vec!["http://w1".to_owned()], "not w2");
+        // One backup a task: w1's free slot gets nothing.
+        let r = m.heartbeat(1300, hb_done(1, 1, fast1.attempt, 700_000, vec![]));
+        assert!(r.launches.is_empty(), "{r:?}");
+        // The reduces end: w0's own, w1's, then the backup.
+        m.heartbeat(2000, hb(0, 1, vec![backup.attempt], vec![reduced(&fast0)]));
+        m.heartbeat(2000, hb(1, 2, vec![], vec![reduced(&fast1)]));
+        m.heartbeat(3000, hb(0, 2, vec![], vec![reduced(&backup)]));
+        let report = m.report(id).unwrap();
+        assert_eq!(report.state, JobState::Succeeded, "{report:?}");
+        assert_eq!((report.backups, report.backups_won), (1, 1));
+        let killed = report
+            .attempts
+            .iter()
+            .find(|a| a.attempt == slow.attempt.attempt && a.task == slow.attempt.task.index)
+            .expect("the loser's record");
+        assert!(
+            !killed.ok && killed.error.as_deref().unwrap().contains("finished first"),
+            "{killed:?}"
+        );
+        let reduces_ok = report
+            .attempts
+            .iter()
+            .filter(|a| a.ok && a.kind == common::wire::TaskKind::Reduce)
+            .count();
+        assert_eq!(reduces_ok, 3, "each reduce counted once");
+        // w2 is told to kill its attempt; a late result of it is refused.
+        let r = m.heartbeat(3100, hb(2, 1, vec![slow.attempt], vec![]));
+        assert_eq!(r.kill, vec![slow.attempt]);
+        let r = m.heartbeat(3200, hb(2, 2, vec![], vec![reduced(&slow)]));
+        assert_eq!(r.refused.len(), 1, "{r:?}");
+    };
+    run(false);
+    run(true);
 }

@@ -110,7 +110,7 @@ impl Master {
         let decision = std::time::Instant::now();
         // Reduces first: they hold up their whole job.
         for t in sched::offer_reduces(&mut self.reducer, now, id, &mut self.view) {
-            launches.push(self.start_reduce(now, t.job, t.index, id));
+            launches.push(self.start_reduce(now, t.job, t.index, id, false));
         }
         for a in sched::offer(self.scheduler.as_mut(), now, id, &mut self.view) {
             let launch = self.start_attempt(now, &a);
@@ -192,7 +192,8 @@ impl Master {
         if !self.view.speculation().enabled {
             return;
         }
-        // Speculation judges maps by the fraction they have done.
+        // Speculation judges tasks by the fraction they have done: as the
+        // worker says (reduces), or a map's input share read.
         for p in progress {
             let t = p.attempt.task;
             let running = self
@@ -203,10 +204,12 @@ impl Master {
                 continue;
             }
             let task = self.jobs.task(t);
-            if task.reduce.is_none() {
-                self.view
-                    .map_progress(t, worker, map_fraction(p.units, task.len), now);
-            }
+            let done = match (p.done_ppm, task.reduce) {
+                (Some(ppm), _) => f64::from(ppm.min(1_000_000)) / 1e6,
+                (None, None) => map_fraction(p.units, task.len),
+                (None, Some(_)) => continue,
+            };
+            self.view.task_progress(t, worker, done, now);
         }
     }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::decision::{Kind, Rule};
 use crate::policy::build;
 
 fn w(i: u32) -> WorkerId {
@@ -527,4 +528,69 @@ fn speculation_rescues_the_job_from_a_slow_worker_in_the_replay() {
     // Off, the same rule changes nothing.
     let (again, _) = jct(true, false);
     assert_eq!(again, off);
+}
+
+/// A slow reduce, simulated: five one-slot workers, the fifth runs only
+/// reduces and ten times slower; eight 1 s maps on the others, then five
+/// 2 s reduces, one on each worker. Without speculation the slow worker's
+/// reduce holds the job for 20 s; with it, a fast worker that finished its
+/// own reduce runs a backup of it, which wins.
+#[test]
+fn speculation_backs_up_a_slow_reduce_in_the_replay() {
+    let tasks: Vec<ReplayTask> = (0..8u32)
+        .map(|i| ReplayTask {
+            index: i,
+            replicas: vec![w(i % 4), w((i + 1) % 4)],
+            local_ms: 1_000,
+            bytes: 0,
+        })
+        .collect();
+    let reduces: Vec<ReplayTask> = (8..13u32)
+        .map(|i| ReplayTask {
+            index: i,
+            replicas: Vec::new(),
+            local_ms: 2_000,
+            bytes: 0,
+        })
+        .collect();
+    let jobs = [ReplayJob {
+        id: JobId(1),
+        arrival_ms: 0,
+        tasks,
+        reduces,
+        reduce_load: 0,
+    }];
+    let jct = |speculate: bool| {
+        let mut c = cluster(&[1; 5], 100, true);
+        c.runs_maps = vec![true, true, true, true, false];
+        c.slowdown = vec![1.0, 1.0, 1.0, 1.0, 10.0];
+        c.record_decisions = true;
+        if speculate {
+            c.speculation = crate::speculation::Speculation::on();
+        }
+        let o = run(&c, &jobs, &[], RemoteCost::default());
+        assert_eq!(o.runs.len(), 13, "one successful run per task");
+        o
+    };
+    let off = jct(false);
+    let on = jct(true);
+    let (off_ms, on_ms) = (off.jobs[0].2, on.jobs[0].2);
+    eprintln!("JCT with a slow reduce: {off_ms} ms, {on_ms} ms with speculation");
+    assert!(
+        off_ms >= 22_000,
+        "maps 2 s, then the slow reduce 20 s: {off_ms}"
+    );
+    // The reduces start at 2 s and the fast ones end at 4 s; a backup then
+    // takes 2 s.
+    assert!(on_ms <= 6_500, "{on_ms}");
+    let slow = on.runs.iter().find(|r| r.worker == w(4));
+    assert!(slow.is_none(), "the slow worker's reduce lost: {slow:?}");
+    let backups: Vec<_> = on
+        .decisions
+        .iter()
+        .filter(|d| d.rule == Rule::Backup)
+        .collect();
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    assert_eq!(backups[0].kind, Kind::Reduce);
+    assert!(off.decisions.iter().all(|d| d.rule != Rule::Backup));
 }
