@@ -40,11 +40,13 @@ fn main() -> anyhow::Result<()> {
     worker::node::tune_allocator();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        // Blocking threads (block reads, map functions) wait a minute for
-        // the next task before they end, not 10 s: a worker that runs a
-        // task every few seconds keeps its threads instead of making new
-        // ones.
-        .thread_keep_alive(std::time::Duration::from_secs(60))
+        // Blocking threads (block reads, map functions, merges) wait ten
+        // minutes for the next task before they end, not 10 s: a worker
+        // keeps the threads its busiest moments needed, as a Java pool
+        // keeps its core threads, instead of making and ending threads as
+        // tasks come and go (its thread count is then its recent
+        // high-water mark, which a long run can tell apart from a leak).
+        .thread_keep_alive(std::time::Duration::from_secs(600))
         .build()?
         .block_on(run())
 }
