@@ -227,8 +227,12 @@ fn main() {
             .map(|e| e.expect("entry").path().join("calibration"))
             .find(|p| p.join("meta.json").exists())
             .expect("a calibrated swim-hour folder");
-        let (_, runs) =
-            ctl::lab::trace::run(&spec, &cal, None, Some(1000), Some(12), false).expect("trace");
+        let (_, runs) = ctl::lab::trace::run(
+            &spec,
+            &cal,
+            &ctl::lab::trace::TraceOptions::at(Some(1000), Some(12)),
+        )
+        .expect("trace");
         for r in &runs {
             println!(
                 "{:<44} {:>6} maps, {:>9.0} ms  (target 10,000 ms for 100,000 tasks: {:.2}x per task)",

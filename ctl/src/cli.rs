@@ -356,6 +356,15 @@ pub enum SimCmd {
         /// them) instead of its fixed `source+reader` extra.
         #[arg(long)]
         fair_share: bool,
+        /// Slow machines, FRACTION:FACTOR: that share of the workers,
+        /// drawn per seed, run every task FACTOR times longer (e.g.
+        /// 0.05:10).
+        #[arg(long)]
+        slow: Option<crate::lab::trace::Slow>,
+        /// Speculative execution on, with the spec's `[cluster.speculation]`
+        /// settings or Hadoop's defaults (backups of slow maps and reduces).
+        #[arg(long)]
+        speculation: bool,
     },
     /// Run a real run's decision record through its policy again, from its
     /// inputs (every change to the scheduler's view and every offer), and
@@ -1082,18 +1091,18 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             workers,
             slots,
             fair_share,
+            slow,
+            speculation,
         } => {
-            print!(
-                "{}",
-                lab::trace::run_file(
-                    spec,
-                    calibration,
-                    point.as_deref(),
-                    *workers,
-                    *slots,
-                    *fair_share
-                )?
-            );
+            let opts = lab::trace::TraceOptions {
+                point: point.clone(),
+                workers: *workers,
+                slots: *slots,
+                fair_share: *fair_share,
+                slow: *slow,
+                speculate: *speculation,
+            };
+            print!("{}", lab::trace::run_file(spec, calibration, &opts)?);
             Ok(())
         }
         SimCmd::Recheck { file } => {

@@ -176,7 +176,8 @@ pub enum Input {
     /// [`crate::offer_reduces`]: `worker` offered to the reduce placement.
     ReduceOffer { now: Millis, worker: WorkerId },
     /// [`crate::offer`]: the policy's planning step at `now`, then, if
-    /// `worker` has a free map slot, an offer of it.
+    /// `worker` has a free map slot, an offer of it, and (speculation on)
+    /// its free slots to the backup rule.
     Offer { now: Millis, worker: WorkerId },
 }
 

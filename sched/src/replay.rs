@@ -208,6 +208,10 @@ pub struct ReplayOutcome {
     /// and its inputs ([`crate::input`]).
     pub decisions: Vec<crate::decision::Decision>,
     pub inputs: Vec<crate::input::Input>,
+    /// Backup attempts launched (speculation), and how many finished
+    /// before the attempt they backed up.
+    pub backups: u32,
+    pub backups_won: u32,
 }
 
 impl ReplayOutcome {
@@ -371,6 +375,9 @@ pub fn replay(
     let mut live: BTreeMap<(TaskRef, bool), Vec<Attempt>> = BTreeMap::new();
     let mut killed: std::collections::HashSet<(TaskRef, bool, u32, u64)> = Default::default();
     let mut tasks_done: std::collections::HashSet<(TaskRef, bool)> = Default::default();
+    // Backups launched, and their attempts (start times) until they end.
+    let (mut backups, mut backups_won) = (0u32, 0u32);
+    let mut backup_of: std::collections::HashSet<(TaskRef, bool, u32, u64)> = Default::default();
     view.set_speculation(cluster.speculation.clone());
     let slowdown = |w: usize| {
         cluster
@@ -381,12 +388,12 @@ pub fn replay(
             .unwrap_or(1.0)
     };
     // Maps ended whose worker has not heartbeated since.
-    let mut unreported: Vec<Vec<(TaskRef, u32)>> = vec![Vec::new(); n];
+    let mut unreported: Vec<Vec<(TaskRef, u32, u64)>> = vec![Vec::new(); n];
     // The master learns at `at` that `task` ended on worker `w`.
     macro_rules! report {
-        ($at:expr, $w:expr, $task:expr, $src:expr, $reduce:expr) => {{
-            let (at, w, task, src, reduce): (u64, u32, TaskRef, u32, bool) =
-                ($at, $w, $task, $src, $reduce);
+        ($at:expr, $w:expr, $task:expr, $src:expr, $reduce:expr, $start:expr) => {{
+            let (at, w, task, src, reduce, start): (u64, u32, TaskRef, u32, bool, u64) =
+                ($at, $w, $task, $src, $reduce, $start);
             // The view hears of an attempt's end, successful or not.
             let ended = |view: &mut ClusterView, w: u32, src: u32, ok: bool| {
                 if reduce {
@@ -402,6 +409,9 @@ pub fn replay(
             } else {
                 let job = task.job;
                 ended(&mut view, w, src, true);
+                if backup_of.contains(&(task, reduce, w, start)) {
+                    backups_won += 1;
+                }
                 {
                     // Its other attempt, if any, lost: killed now.
                     for (lw, lsrc, lstart) in kill_others(&mut live, (task, reduce), w) {
@@ -532,12 +542,12 @@ pub fn replay(
             }
             last_progress = end;
             if reduce || cluster.out_of_band {
-                report!(end, w, task, src, reduce);
+                report!(end, w, task, src, reduce, start);
             } else {
                 // Without out-of-band heartbeats the master learns of a
                 // map's end at the worker's next heartbeat (a reduce's
                 // worker heartbeats once its output is stored).
-                unreported[w as usize].push((task, src));
+                unreported[w as usize].push((task, src, start));
             }
             if cluster.out_of_band {
                 beats.push(Reverse((t_end, w, None)));
@@ -546,8 +556,8 @@ pub fn replay(
         }
         let Reverse((t, w, regular)) = beats.pop().expect("peeked");
         let wid = WorkerId(w);
-        for (task, src) in std::mem::take(&mut unreported[w as usize]) {
-            report!(t, w, task, src, false);
+        for (task, src, start) in std::mem::take(&mut unreported[w as usize]) {
+            report!(t, w, task, src, false, start);
         }
         if let Some(k) = regular {
             let next = (phase(w as usize) + (k + 1) as f64 * period(w as usize)).round() as u64
@@ -641,10 +651,16 @@ pub fn replay(
                     .map_or(0, |r| r.local_ms);
                 let len = (len as f64 * slowdown(w as usize)).round() as u64;
                 start_reduce(&mut live, &mut running, &mut ends, a.task, w, t, len);
+                backups += 1;
+                backup_of.insert((a.task, true, w, t));
                 last_progress = t;
                 continue;
             }
             let (tw, src) = (a.worker.0 as usize, a.source.0 as usize);
+            if a.backup {
+                backups += 1;
+                backup_of.insert((a.task, false, tw as u32, t));
+            }
             let (len0, bytes) = local_ms(job, a.task.index);
             let mut len = (len0 as f64 * slowdown(tw)).round() as u64;
             if cluster.host_ms_per_start > 0.0 {
@@ -730,6 +746,8 @@ pub fn replay(
         runs,
         decisions: view.take_decisions(),
         inputs: view.take_inputs(),
+        backups,
+        backups_won,
     })
 }
 

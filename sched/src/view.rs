@@ -1035,7 +1035,10 @@ impl ClusterView {
     }
 
     /// A reduce that ran on `worker` ended (successfully or not): its slot
-    /// and its load are freed.
+    /// and its load are freed. Speculation needs to know which: the master
+    /// and the replay call [`ClusterView::reduce_attempt_ended`]; this one
+    /// stays for records made before it and for owners that never
+    /// speculate.
     pub fn reduce_ended(&mut self, task: TaskRef, worker: WorkerId) {
         self.note(|| Input::ReduceEnded { task, worker });
         self.end_reduce(task, worker);
@@ -1532,9 +1535,12 @@ pub fn plan(sched: &mut dyn Scheduler, now: Millis, view: &mut ClusterView) {
     sched.plan(now, &mut ctx);
 }
 
-/// Runs the policy's planning step, then, if `worker` has a free slot,
-/// one offer; returns the launches it made. The owner calls it at every
-/// heartbeat, and drains the view's instance requests and refusals after.
+/// Runs the policy's planning step, then, if `worker` has a free map slot,
+/// one offer; then, while speculation is on, the slots it left free (a
+/// reduce-only worker's too) go to backups ([`crate::speculation`]).
+/// Returns the launches made (a reduce's backup among them: its task is a
+/// reduce). The owner calls it at every heartbeat, and drains the view's
+/// instance requests and refusals after.
 pub fn offer(
     sched: &mut dyn Scheduler,
     now: Millis,

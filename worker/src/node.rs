@@ -127,6 +127,41 @@ pub fn tune_allocator() {
     }
 }
 
+/// Blocking threads (block reads and writes, map functions, merges) a
+/// worker starts with and keeps: more than a worker of a few slots uses at
+/// once (a 25-minute soak of 5 workers x 2 slots peaked at 6), so that its
+/// thread count is flat, as a Java daemon's core pool is
+/// (`prestartAllCoreThreads`), and a thread that appears later is a real
+/// change, not the pool reaching a new peak. Bursts beyond it still get
+/// threads (tokio's pool grows to 512); those end after
+/// [`BLOCKING_KEEP_ALIVE`] idle.
+pub const CORE_BLOCKING_THREADS: usize = 8;
+
+/// How long an idle blocking thread waits for work before it ends: an hour,
+/// so the core pool stays (a thread ending and another starting later
+/// would look like churn, or growth, to a long run's sampling).
+pub const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(3600);
+
+/// Starts [`CORE_BLOCKING_THREADS`] blocking threads on `rt` at once (each
+/// waits for the others, so none is reused for the next) and returns once
+/// they are idle in the pool.
+pub fn prestart_blocking_pool(rt: &tokio::runtime::Runtime) {
+    let all = std::sync::Arc::new(std::sync::Barrier::new(CORE_BLOCKING_THREADS));
+    let started: Vec<_> = (0..CORE_BLOCKING_THREADS)
+        .map(|_| {
+            let all = all.clone();
+            rt.spawn_blocking(move || {
+                all.wait();
+            })
+        })
+        .collect();
+    rt.block_on(async {
+        for h in started {
+            let _ = h.await;
+        }
+    });
+}
+
 /// Gives the heap's free pages back to the system. glibc keeps memory a
 /// thread freed in that thread's arena; with task buffers of megabytes
 /// freed on the runtime's and the blocking pool's threads in turn, a
@@ -293,5 +328,50 @@ pub async fn run(ctx: Node) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The threads of this process whose name is `name`.
+    fn named(name: &str) -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter(|t| {
+                let comm = t.as_ref().unwrap().path().join("comm");
+                std::fs::read_to_string(comm).is_ok_and(|c| c.trim() == name)
+            })
+            .count()
+    }
+
+    #[test]
+    fn the_core_blocking_pool_is_started_at_once_and_kept() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("core-pool-test")
+            .thread_keep_alive(BLOCKING_KEEP_ALIVE)
+            .build()
+            .unwrap();
+        prestart_blocking_pool(&rt);
+        let after_start = named("core-pool-test");
+        assert_eq!(
+            after_start,
+            CORE_BLOCKING_THREADS + 1,
+            "the pool and the one worker"
+        );
+        // Work at most as wide as the pool makes no new thread.
+        for _ in 0..3 {
+            let jobs: Vec<_> = (0..4)
+                .map(|_| rt.spawn_blocking(|| std::thread::sleep(Duration::from_millis(5))))
+                .collect();
+            rt.block_on(async {
+                for j in jobs {
+                    j.await.unwrap();
+                }
+            });
+        }
+        assert_eq!(named("core-pool-test"), after_start);
     }
 }

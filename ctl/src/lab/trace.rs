@@ -142,6 +142,75 @@ pub struct Shape {
     /// Each map's emulated compute, drawn per task in [min, max] seconds
     /// (`jobs.task_time_s`); none: none.
     pub task_time_s: Option<[f64; 2]>,
+    /// Speculative execution (the spec's `[cluster.speculation]`).
+    pub speculation: sched::speculation::Speculation,
+    /// Slow workers (`--slow`): none by default.
+    pub slow: Option<Slow>,
+}
+
+/// Slow machines (`sim trace --slow FRACTION:FACTOR`): `fraction` of the
+/// workers, drawn per seed, run every task `factor` times longer (a
+/// degraded disk, a noisy neighbour: what speculation is for).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slow {
+    pub fraction: f64,
+    pub factor: f64,
+}
+
+impl std::str::FromStr for Slow {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (f, x) = s.split_once(':').ok_or_else(|| {
+            format!("--slow {s:?}: expected FRACTION:FACTOR, e.g. 0.05:10 (5% of the workers ten times slower)")
+        })?;
+        let fraction: f64 = f
+            .trim()
+            .parse()
+            .map_err(|_| format!("--slow {s:?}: the fraction {f:?} is not a number"))?;
+        let factor: f64 = x
+            .trim()
+            .parse()
+            .map_err(|_| format!("--slow {s:?}: the factor {x:?} is not a number"))?;
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(format!(
+                "--slow {s:?}: the fraction must be in [0, 1] (got {fraction})"
+            ));
+        }
+        if !(factor.is_finite() && factor >= 1.0) {
+            return Err(format!(
+                "--slow {s:?}: the factor must be a number >= 1 (got {factor})"
+            ));
+        }
+        Ok(Slow { fraction, factor })
+    }
+}
+
+/// What `sim trace` takes beside the spec and the calibration.
+#[derive(Clone, Debug, Default)]
+pub struct TraceOptions {
+    /// The calibration's point to take the model from (default: its first).
+    pub point: Option<String>,
+    /// Workers and slots per worker instead of the spec's.
+    pub workers: Option<u32>,
+    pub slots: Option<u32>,
+    /// Remote reads as fair-share transfers.
+    pub fair_share: bool,
+    pub slow: Option<Slow>,
+    /// Speculative execution on (`--speculation`), with the spec's
+    /// `[cluster.speculation]` settings, or Hadoop's defaults.
+    pub speculate: bool,
+}
+
+impl TraceOptions {
+    /// The options of a run at `workers` x `slots` (the rest default).
+    pub fn at(workers: Option<u32>, slots: Option<u32>) -> Self {
+        TraceOptions {
+            workers,
+            slots,
+            ..TraceOptions::default()
+        }
+    }
 }
 
 /// The trace's jobs as the replay takes them, for one seed: each file's
@@ -238,9 +307,25 @@ pub fn cluster(shape: &Shape, seed: u64) -> ReplayCluster {
         record_decisions: false,
         // One process per server: no shared host to contend for.
         host_ms_per_start: 0.0,
-        slowdown: Vec::new(),
-        speculation: Default::default(),
+        slowdown: slowdown(shape, seed),
+        speculation: shape.speculation.clone(),
     }
+}
+
+/// Each worker's slowdown: `shape.slow`'s share of the workers, drawn per
+/// seed, at its factor (empty: none slow).
+fn slowdown(shape: &Shape, seed: u64) -> Vec<f64> {
+    let Some(slow) = shape.slow else {
+        return Vec::new();
+    };
+    let n = shape.workers as usize;
+    let k = ((slow.fraction * n as f64).round() as usize).min(n);
+    let mut f = vec![1.0; n];
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x510e);
+    for w in sample(&mut rng, n, k) {
+        f[w] = slow.factor;
+    }
+    f
 }
 
 /// Which workers run maps (`reduce` false) or reduces: every one, unless
@@ -408,6 +493,9 @@ pub struct TraceRun {
     pub makespan_s: f64,
     pub remote: usize,
     pub maps: usize,
+    /// Backup attempts (speculation), and those that finished first.
+    pub backups: u32,
+    pub backups_won: u32,
     /// Wall time of the simulation (s).
     pub wall_s: f64,
 }
@@ -420,11 +508,10 @@ pub struct TraceRun {
 pub fn run(
     path: &Path,
     calibration: &Path,
-    point: Option<&str>,
-    workers: Option<u32>,
-    slots: Option<u32>,
-    fair_share: bool,
+    opts: &TraceOptions,
 ) -> anyhow::Result<(String, Vec<TraceRun>)> {
+    let (workers, slots, fair_share) = (opts.workers, opts.slots, opts.fair_share);
+    let point = opts.point.as_deref();
     let (spec, _) = Spec::load(path)?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(path))?;
     let points = spec.points().map_err(|e| e.in_file(path))?;
@@ -461,6 +548,11 @@ pub fn run(
         out_of_band: p.out_of_band_heartbeat,
         slot_rate_mbs: p.slot_rate_mbs,
         task_time_s: spec.jobs.task_time_s,
+        speculation: sched::speculation::Speculation {
+            enabled: spec.cluster.speculation.enabled || opts.speculate,
+            ..spec.cluster.speculation.clone()
+        },
+        slow: opts.slow,
     };
     let shape = shape_of(first);
     if shape.workers == 0 || shape.slots == 0 {
@@ -508,6 +600,8 @@ pub fn run(
                     makespan_s: out.makespan_s(),
                     remote: out.remote_tasks(),
                     maps: out.runs.iter().filter(|r| !r.reduce).count(),
+                    backups: out.backups,
+                    backups_won: out.backups_won,
                     wall_s: t0.elapsed().as_secs_f64(),
                 });
             }
@@ -580,9 +674,9 @@ pub fn run(
     };
     let mut table = format!(
         "# {} in the simulator\n\n{source}; {} workers{} x {} slots, replication {}, heartbeat {} ms{}; \
-         blocks placed {} per seed. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {}; \
+         blocks placed {} per seed{}. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {}; \
          a reduce {:.0} + {:.0} ms per MB of its shuffle share. Mean (min-max) over {} seeds.\n\n\
-         | point | jobs | maps | scheduler | mean JCT (s) | makespan (s) | remote maps | simulation (s) |\n|---|---|---|---|---|---|---|---|\n",
+         | point | jobs | maps | scheduler | mean JCT (s) | makespan (s) | remote maps | backups (won) | simulation (s) |\n|---|---|---|---|---|---|---|---|---|\n",
         spec.name,
         shape.workers,
         if shape.reduce_workers > 0 {
@@ -605,6 +699,21 @@ pub fn run(
         match shape.placement {
             Placement::Random => "at random",
             Placement::Even => "evenly over the map workers",
+        },
+        {
+            let mut s = String::new();
+            if let Some(slow) = shape.slow {
+                s += &format!(
+                    "; {:.0} workers ({}%), drawn per seed, run every task {}x longer",
+                    (slow.fraction * f64::from(shape.workers)).round(),
+                    slow.fraction * 100.0,
+                    slow.factor
+                );
+            }
+            if shape.speculation.enabled {
+                s += "; speculative execution on (the spec's `[cluster.speculation]`)";
+            }
+            s
         },
         calibration.display(),
         model.point,
@@ -637,11 +746,13 @@ pub fn run(
                 .collect();
             let col = |f: fn(&TraceRun) -> f64| mine.iter().map(|r| f(r)).collect::<Vec<f64>>();
             table += &format!(
-                "| {label} | {jobs} | {maps} | {} | {} | {} | {} | {} |\n",
+                "| {label} | {jobs} | {maps} | {} | {} | {} | {} | {} ({}) | {} |\n",
                 s.label,
                 spread(&col(|r| r.mean_jct_s), 2),
                 spread(&col(|r| r.makespan_s), 1),
                 spread(&col(|r| r.remote as f64), 0),
+                spread(&col(|r| f64::from(r.backups)), 0),
+                spread(&col(|r| f64::from(r.backups_won)), 0),
                 spread(&col(|r| r.wall_s), 2),
             );
         }
@@ -650,15 +761,8 @@ pub fn run(
 }
 
 /// `run`, with the spec's path in the error.
-pub fn run_file(
-    path: &Path,
-    calibration: &Path,
-    point: Option<&str>,
-    workers: Option<u32>,
-    slots: Option<u32>,
-    fair_share: bool,
-) -> anyhow::Result<String> {
-    run(path, calibration, point, workers, slots, fair_share)
+pub fn run_file(path: &Path, calibration: &Path, opts: &TraceOptions) -> anyhow::Result<String> {
+    run(path, calibration, opts)
         .map(|(t, _)| t)
         .with_context(|| format!("sim trace {}", path.display()))
 }
@@ -726,6 +830,8 @@ mod tests {
             out_of_band: false,
             slot_rate_mbs: Some(0.5),
             task_time_s: None,
+            speculation: Default::default(),
+            slow: None,
         }
     }
 
@@ -802,7 +908,11 @@ jobs = 9
         )
         .unwrap();
         let cal = root.join("results/dyndl-real/20261124-173842/calibration");
-        let (table, runs) = run(&spec, &cal, Some("64MB-50"), Some(40), Some(3), false).unwrap();
+        let opts = TraceOptions {
+            point: Some("64MB-50".into()),
+            ..TraceOptions::at(Some(40), Some(3))
+        };
+        let (table, runs) = run(&spec, &cal, &opts).unwrap();
         // 2 points x 2 schedulers x 2 seeds; every map of every job ran.
         assert_eq!(runs.len(), 8, "{table}");
         for r in &runs {
@@ -828,7 +938,11 @@ jobs = 9
         };
         assert!(remote("hadoop") > remote("DELAY6"), "{table}");
         // The calibration's fair-share transfer instead of the fixed extra.
-        let (fair, fair_runs) = run(&spec, &cal, Some("64MB-50"), Some(40), Some(3), true).unwrap();
+        let fair_opts = TraceOptions {
+            fair_share: true,
+            ..opts.clone()
+        };
+        let (fair, fair_runs) = run(&spec, &cal, &fair_opts).unwrap();
         assert!(fair.contains("a transfer of 273 ms alone"), "{fair}");
         assert_eq!(fair_runs.len(), 8);
         assert!(fair_runs.iter().all(|r| r.mean_jct_s > 1.0));
@@ -871,7 +985,15 @@ mix = [
         .unwrap();
         let e = format!(
             "{:#}",
-            run(&spec, &cal, Some("64MB-50"), None, None, false).unwrap_err()
+            run(
+                &spec,
+                &cal,
+                &TraceOptions {
+                    point: Some("64MB-50".into()),
+                    ..Default::default()
+                }
+            )
+            .unwrap_err()
         );
         assert!(
             e.contains("measured no shuffle for wordcount (it has none)"),
@@ -991,15 +1113,8 @@ mix = [
             .map(|e| e.unwrap().path().join("calibration"))
             .find(|p| p.join("meta.json").exists())
             .expect("a calibrated swim-hour folder is shipped");
-        let (table, runs) = run(
-            &root.join("experiments/swim-hour.toml"),
-            &cal,
-            None,
-            Some(30),
-            None,
-            false,
-        )
-        .unwrap();
+        let spec = root.join("experiments/swim-hour.toml");
+        let (table, runs) = run(&spec, &cal, &TraceOptions::at(Some(30), None)).unwrap();
         // 5 schedulers x 3 seeds, every job of the hour run.
         assert_eq!(runs.len(), 15, "{table}");
         assert!(table.contains("30 workers x 2 slots"), "{table}");
@@ -1017,5 +1132,70 @@ mix = [
                 .sum::<usize>()
         };
         assert!(remote("hadoop") > 3 * remote("delay1.5"), "{table}");
+
+        // A tenth of the workers ten times slower: the hour's jobs wait on
+        // their stragglers; speculation gives them backups, which win, and
+        // every policy's jobs end sooner.
+        let slow = TraceOptions {
+            slow: Some("0.1:10".parse().unwrap()),
+            ..TraceOptions::at(Some(30), None)
+        };
+        let (slow_table, slow_runs) = run(&spec, &cal, &slow).unwrap();
+        assert!(slow_table.contains("3 workers (10%)"), "{slow_table}");
+        let spec_opts = TraceOptions {
+            speculate: true,
+            ..slow
+        };
+        let (spec_table, spec_runs) = run(&spec, &cal, &spec_opts).unwrap();
+        assert!(
+            spec_table.contains("speculative execution on"),
+            "{spec_table}"
+        );
+        let mean = |runs: &[TraceRun], s: &str| {
+            let v: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.scheduler == s)
+                .map(|r| r.mean_jct_s)
+                .collect();
+            v.iter().sum::<f64>() / v.len() as f64
+        };
+        for s in ["hadoop", "delay1.5"] {
+            let (base, off, on) = (mean(&runs, s), mean(&slow_runs, s), mean(&spec_runs, s));
+            eprintln!(
+                "{s}: mean JCT {base:.2} s; slow workers {off:.2} s, with speculation {on:.2} s"
+            );
+            assert!(off > base && on < off, "{s}: {base} {off} {on}");
+        }
+        assert!(slow_runs.iter().all(|r| r.backups == 0));
+        assert!(
+            spec_runs
+                .iter()
+                .all(|r| r.backups > 0 && r.backups_won > 0 && r.backups_won <= r.backups),
+            "{spec_table}"
+        );
+    }
+
+    #[test]
+    fn slow_workers_are_read_with_clear_errors_and_drawn_per_seed() {
+        let s: Slow = "0.25:4".parse().unwrap();
+        assert_eq!((s.fraction, s.factor), (0.25, 4.0));
+        for (bad, says) in [
+            ("0.1", "FRACTION:FACTOR"),
+            ("x:10", "fraction \"x\" is not a number"),
+            ("0.1:y", "factor \"y\" is not a number"),
+            ("1.5:10", "in [0, 1]"),
+            ("0.1:0.5", ">= 1"),
+        ] {
+            let e = bad.parse::<Slow>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        let mut sh = shape(20);
+        sh.slow = Some(s);
+        let a = slowdown(&sh, 1);
+        assert_eq!(a.iter().filter(|f| **f == 4.0).count(), 5);
+        assert_eq!(a.iter().filter(|f| **f == 1.0).count(), 15);
+        assert_eq!(slowdown(&sh, 1), a, "the same seed, the same workers");
+        assert_ne!(slowdown(&sh, 2), a, "another seed, others");
+        assert!(slowdown(&shape(20), 1).is_empty());
     }
 }

@@ -514,6 +514,14 @@ fn speculation_rescues_the_job_from_a_slow_worker_in_the_replay() {
     let (base, _) = jct(false, false);
     let (off, _) = jct(true, false);
     let (on, runs) = jct(true, true);
+    let counted = {
+        let mut c = cluster(&[2, 2, 2, 2], 100, true);
+        c.slowdown = vec![1.0, 1.0, 1.0, 10.0];
+        c.speculation = crate::speculation::Speculation::on();
+        let o = run(&c, &jobs, &[], RemoteCost::default());
+        (o.backups, o.backups_won)
+    };
+    assert_eq!(counted, (2, 2), "w3's two first maps backed up, both won");
     eprintln!("JCT: {base} ms without the slow worker; with it {off} ms, {on} ms with speculation");
     assert_eq!(base, 4_000, "four rounds of eight maps");
     assert!(off >= 10_000, "w3's first two maps take 10 s: {off}");
@@ -592,5 +600,7 @@ fn speculation_backs_up_a_slow_reduce_in_the_replay() {
         .collect();
     assert_eq!(backups.len(), 1, "{backups:?}");
     assert_eq!(backups[0].kind, Kind::Reduce);
+    assert_eq!((on.backups, on.backups_won), (1, 1));
+    assert_eq!((off.backups, off.backups_won), (0, 0));
     assert!(off.decisions.iter().all(|d| d.rule != Rule::Backup));
 }

@@ -38,17 +38,14 @@ struct Args {
 fn main() -> anyhow::Result<()> {
     // Before the runtime's threads exist.
     worker::node::tune_allocator();
-    tokio::runtime::Builder::new_multi_thread()
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        // Blocking threads (block reads, map functions, merges) wait ten
-        // minutes for the next task before they end, not 10 s: a worker
-        // keeps the threads its busiest moments needed, as a Java pool
-        // keeps its core threads, instead of making and ending threads as
-        // tasks come and go (its thread count is then its recent
-        // high-water mark, which a long run can tell apart from a leak).
-        .thread_keep_alive(std::time::Duration::from_secs(600))
-        .build()?
-        .block_on(run())
+        // A core pool of blocking threads, started now and kept, instead of
+        // threads made and ended as tasks come and go.
+        .thread_keep_alive(worker::node::BLOCKING_KEEP_ALIVE)
+        .build()?;
+    worker::node::prestart_blocking_pool(&rt);
+    rt.block_on(run())
 }
 
 async fn run() -> anyhow::Result<()> {
