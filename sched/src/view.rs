@@ -631,18 +631,7 @@ impl ClusterView {
                 return Err(SchedError::NoReduces(worker));
             }
             let load = self.reduces.get(&task.job).map_or(0, |r| r.load_each);
-            self.running_reduces.insert((task, worker), load);
-            self.with_worker(worker, |w| {
-                w.free -= 1;
-                w.reduce_load += load;
-                w.reduces_running += 1;
-            });
-            if let Some(j) = self.jobs.get_mut(&task.job) {
-                j.running += 1;
-            }
-            let now = self.now;
-            self.running_tasks
-                .launched_reduce(task, TaskAttempt::new(worker, worker, now));
+            self.run_reduce(task, worker, load);
             return Ok(0);
         }
         let len = self.running_tasks.len(task).unwrap_or(0);
@@ -1102,20 +1091,7 @@ impl ClusterView {
             }
             None => 0,
         };
-        self.running_reduces.insert((task, worker), load);
-        if self.speculation.enabled {
-            let now = self.now;
-            self.running_tasks
-                .launched_reduce(task, TaskAttempt::new(worker, worker, now));
-        }
-        self.with_worker(worker, |w| {
-            w.free = w.free.saturating_sub(1);
-            w.reduce_load += load;
-            w.reduces_running += 1;
-        });
-        if let Some(j) = self.jobs.get_mut(&task.job) {
-            j.running += 1;
-        }
+        self.run_reduce(task, worker, load);
     }
 
     fn apply_reduce(&mut self, task: TaskRef, worker: WorkerId) -> Result<(), SchedError> {
@@ -1138,6 +1114,14 @@ impl ClusterView {
         r.pending.shift_remove(&task.index);
         let load = r.load_each;
         self.reduce_changes += 1;
+        self.run_reduce(task, worker, load);
+        Ok(())
+    }
+
+    /// An attempt of reduce `task` (expected to read `load` bytes) runs on
+    /// `worker` from now: a slot and the load taken there, the job's
+    /// running count, and speculation's record of it.
+    fn run_reduce(&mut self, task: TaskRef, worker: WorkerId, load: u64) {
         self.running_reduces.insert((task, worker), load);
         if self.speculation.enabled {
             let now = self.now;
@@ -1145,14 +1129,13 @@ impl ClusterView {
                 .launched_reduce(task, TaskAttempt::new(worker, worker, now));
         }
         self.with_worker(worker, |w| {
-            w.free -= 1;
+            w.free = w.free.saturating_sub(1);
             w.reduce_load += load;
             w.reduces_running += 1;
         });
         if let Some(j) = self.jobs.get_mut(&task.job) {
             j.running += 1;
         }
-        Ok(())
     }
 
     /// Puts a task back in its job's queue (retry, lost launch).
