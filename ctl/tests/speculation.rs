@@ -110,6 +110,47 @@ impl Drop for Stop {
     }
 }
 
+/// A test's cluster: `n` loopback workers of 2 slots at the test's disk
+/// and NIC rates, replication 2, its base cluster.toml (each run adds its
+/// keys to it), and a client. Dropping it stops the cluster, then removes
+/// its directory.
+struct Bed {
+    _stop: Stop,
+    bin: &'static Path,
+    dir: tempfile::TempDir,
+    base: String,
+    run: PathBuf,
+    client: MasterClient,
+}
+
+impl Bed {
+    fn new(token: &str, n: usize) -> Bed {
+        let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+        assert!(
+            bin.join("worker").exists(),
+            "build the binaries first (`cargo build --bins`; make test does)"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = local::write_loopback_config(
+            dir.path(),
+            token,
+            n,
+            "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 3000\nseed = 7",
+            &format!("slots = 2\ndisk_mbs = {DISK_MBS}\nnic_mbps = {NIC_MBPS}"),
+        )
+        .unwrap();
+        let run = local::run_dir(&cfg);
+        Bed {
+            _stop: Stop(run.clone()),
+            bin,
+            base: std::fs::read_to_string(&cfg.path).unwrap(),
+            client: MasterClient::new(cfg.master_url(), token),
+            dir,
+            run,
+        }
+    }
+}
+
 async fn wordcount(client: &MasterClient, output: &str) -> JobReport {
     let mut job = JobSubmit::new(Workload::Wordcount, "text");
     job.reduces = Some(2);
@@ -128,30 +169,14 @@ fn jct_s(r: &JobReport) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn speculation_rescues_a_job_from_a_slow_worker() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    assert!(
-        bin.join("worker").exists(),
-        "build the binaries first (`cargo build --bins`; make test does)"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = local::write_loopback_config(
-        dir.path(),
-        TOKEN,
-        4,
-        "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 3000\nseed = 7",
-        &format!("slots = 2\ndisk_mbs = {DISK_MBS}\nnic_mbps = {NIC_MBPS}"),
-    )
-    .unwrap();
-    let base = std::fs::read_to_string(&cfg.path).unwrap();
-    let run = local::run_dir(&cfg);
-    let _stop = Stop(run.clone());
-    let client = MasterClient::new(cfg.master_url(), TOKEN);
+    let bed = Bed::new(TOKEN, 4);
+    let (bin, dir, base, run, client) = (bed.bin, &bed.dir, &bed.base, &bed.run, &bed.client);
 
     // 1. No slow worker: load the data, run the job.
-    let cfg = variant(dir.path(), &base, "", false);
+    let cfg = variant(dir.path(), base, "", false);
     local::start_with(&cfg, bin).await.unwrap();
     loader::load(
-        &client,
+        client,
         &LoadSpec {
             name: "text".into(),
             source: Source::Generate {
@@ -166,23 +191,23 @@ async fn speculation_rescues_a_job_from_a_slow_worker() {
     )
     .await
     .unwrap();
-    let input = files::read_file(&client, "text").await.unwrap();
+    let input = files::read_file(client, "text").await.unwrap();
     let want = verify::wordcount_reference(&input).unwrap();
-    let fast = wordcount(&client, "counts-fast").await;
+    let fast = wordcount(client, "counts-fast").await;
     assert_eq!(fast.backups, 0, "speculation is off");
 
     // 2. w4 at a tenth, no speculation; 3. the same with speculation.
     let mut runs = Vec::new();
     for (speculate, output) in [(false, "counts-slow"), (true, "counts-spec")] {
-        local::down(&run).unwrap();
-        let cfg = variant(dir.path(), &base, &slow_keys(), speculate);
+        local::down(run).unwrap();
+        let cfg = variant(dir.path(), base, &slow_keys(), speculate);
         local::start_with(&cfg, bin).await.unwrap();
-        let r = wordcount(&client, output).await;
+        let r = wordcount(client, output).await;
         if speculate {
-            recheck_backups(&client, &r).await;
-            idle_soon(&client, "w4").await;
+            recheck_backups(client, &r).await;
+            idle_soon(client, "w4").await;
         }
-        let out = files::read_file(&client, output).await.unwrap();
+        let out = files::read_file(client, output).await.unwrap();
         assert_eq!(
             verify::wordcount_pairs(&out).unwrap(),
             want,
@@ -262,36 +287,20 @@ fn reduce_workers(r: &JobReport) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn speculation_backs_up_a_slow_reduce() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    assert!(
-        bin.join("worker").exists(),
-        "build the binaries first (`cargo build --bins`; make test does)"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = local::write_loopback_config(
-        dir.path(),
-        REDUCE_TOKEN,
-        5,
-        "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 3000\nseed = 7",
-        &format!("slots = 2\ndisk_mbs = {DISK_MBS}\nnic_mbps = {NIC_MBPS}"),
-    )
-    .unwrap();
-    let base = std::fs::read_to_string(&cfg.path).unwrap();
-    let run = local::run_dir(&cfg);
-    let _stop = Stop(run.clone());
-    let client = MasterClient::new(cfg.master_url(), REDUCE_TOKEN);
+    let bed = Bed::new(REDUCE_TOKEN, 5);
+    let (bin, dir, base, run, client) = (bed.bin, &bed.dir, &bed.base, &bed.run, &bed.client);
 
     let mut runs = Vec::new();
     let mut want = Vec::new();
     for (speculate, output) in [(false, "sorted-slow"), (true, "sorted-spec")] {
         // w5 runs only reduces, at a tenth.
         let keys = format!("role = \"reduce\"\n{}", slow_keys());
-        let cfg = variant(dir.path(), &base, &keys, speculate);
+        let cfg = variant(dir.path(), base, &keys, speculate);
         local::start_with(&cfg, bin).await.unwrap();
         if !speculate {
             // w5 holds no data: every block is on w1..w4.
             loader::load(
-                &client,
+                client,
                 &LoadSpec {
                     name: "records".into(),
                     source: Source::Generate {
@@ -306,24 +315,24 @@ async fn speculation_backs_up_a_slow_reduce() {
             )
             .await
             .unwrap();
-            let input = files::read_file(&client, "records").await.unwrap();
+            let input = files::read_file(client, "records").await.unwrap();
             want = verify::sort_reference(&input).unwrap();
         }
-        let r = sort(&client, output).await;
+        let r = sort(client, output).await;
         if speculate {
-            let backups = recheck_backups(&client, &r).await;
+            let backups = recheck_backups(client, &r).await;
             assert!(
                 backups
                     .iter()
                     .any(|d| d.kind == sched::decision::Kind::Reduce),
                 "a reduce backup: {backups:?}"
             );
-            idle_soon(&client, "w5").await;
+            idle_soon(client, "w5").await;
         }
-        let out = files::read_file(&client, output).await.unwrap();
+        let out = files::read_file(client, output).await.unwrap();
         assert!(out == want, "{output} differs from coreutils' sort");
         runs.push(r);
-        local::down(&run).unwrap();
+        local::down(run).unwrap();
     }
     let (slow, spec) = (&runs[0], &runs[1]);
     if std::env::var_os("SPEC_DEBUG").is_some() {
