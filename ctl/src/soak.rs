@@ -6,10 +6,12 @@
 //! output is deleted once checked, so the disk stays flat. Every
 //! `sample_s` the master, every worker and this client are sampled for
 //! resident memory, open file descriptors and threads (from /proc), and
-//! the cluster's directory for disk use. The run fails if any job fails,
+//! the cluster's directory for disk use; descriptors and threads are read
+//! each second between samples, and each sample keeps the fewest (what the
+//! process held all along; see [`growth`]). The run fails if any job fails,
 //! any output differs, or a process's memory, descriptors or threads grew
-//! by more than 10% between the reference sample (the tenth minute, or a
-//! third of a shorter run) and the last. Results in
+//! by more than 10% between the reference samples (from the tenth minute,
+//! or a third of a run shorter than 20 minutes) and the last. Results in
 //! `<results>/soak/<stamp>/`: samples.csv, runs.csv, summary.md, meta.json.
 
 use crate::chaos::{ChaosOptions, Cluster};
@@ -46,8 +48,14 @@ pub struct Sample {
     pub t_s: f64,
     pub process: String,
     pub rss_kb: u64,
+    /// The fewest open descriptors and threads read (once a second) since
+    /// the sample before: what the process held through the whole interval.
+    /// A leaked descriptor or thread stays and so raises it; a socket of a
+    /// transfer in flight or a blocking thread used for a moment does not.
     pub fds: u64,
     pub threads: u64,
+    /// The most open descriptors read in the same interval.
+    pub fds_peak: u64,
     /// The cluster's directory (block stores, map output, logs, journal).
     pub disk_kb: u64,
     /// A worker's heap in use (allocated, not freed) and its task buffers
@@ -216,9 +224,59 @@ async fn worker_memory(c: &Cluster, name: &str) -> (Option<u64>, Option<u64>) {
     )
 }
 
+/// Seconds between two readings of each process's descriptors and threads.
+const READING_S: f64 = 1.0;
+
+/// Each process's fewest descriptors and threads, and most descriptors,
+/// read since the last sample.
+#[derive(Default)]
+struct Readings(std::collections::BTreeMap<String, (u64, u64, u64)>);
+
+impl Readings {
+    fn add(&mut self, name: &str, fds: u64, threads: u64) {
+        let e = self
+            .0
+            .entry(name.to_owned())
+            .or_insert((u64::MAX, u64::MAX, 0));
+        *e = (e.0.min(fds), e.1.min(threads), e.2.max(fds));
+    }
+
+    /// Reads every process of the cluster and this client once.
+    fn read(&mut self, run_dir: &Path) -> anyhow::Result<()> {
+        for (name, pid) in processes(run_dir)? {
+            // A process that just exited is reported by the sample.
+            if let Ok((_, fds, threads)) = proc_figures(pid) {
+                self.add(&name, fds, threads);
+            }
+        }
+        Ok(())
+    }
+
+    /// `name`'s (fewest descriptors, fewest threads, most descriptors)
+    /// since the last take, counting `now`'s reading; starts over.
+    fn take(&mut self, name: &str, now: (u64, u64)) -> (u64, u64, u64) {
+        self.add(name, now.0, now.1);
+        self.0.remove(name).unwrap_or((now.0, now.1, now.0))
+    }
+}
+
+fn processes(run_dir: &Path) -> anyhow::Result<Vec<(String, u32)>> {
+    let mut procs: Vec<(String, u32)> = local::processes(run_dir)?
+        .into_iter()
+        .map(|p| (p.name, p.pid))
+        .collect();
+    procs.push(("client".into(), std::process::id()));
+    Ok(procs)
+}
+
 /// [`sample`], with each worker's heap and pooled buffers.
-async fn sample_all(c: &Cluster, work: &Path, t_s: f64) -> anyhow::Result<Vec<Sample>> {
-    let mut out = sample(&c.run_dir, work, t_s)?;
+async fn sample_all(
+    c: &Cluster,
+    work: &Path,
+    t_s: f64,
+    readings: &mut Readings,
+) -> anyhow::Result<Vec<Sample>> {
+    let mut out = sample(&c.run_dir, work, t_s, readings)?;
     for s in &mut out {
         if s.process.starts_with('w') {
             (s.heap_kb, s.pooled_kb) = worker_memory(c, &s.process).await;
@@ -228,22 +286,24 @@ async fn sample_all(c: &Cluster, work: &Path, t_s: f64) -> anyhow::Result<Vec<Sa
 }
 
 /// One sample of every process of the cluster and of this client.
-fn sample(run_dir: &Path, work: &Path, t_s: f64) -> anyhow::Result<Vec<Sample>> {
+fn sample(
+    run_dir: &Path,
+    work: &Path,
+    t_s: f64,
+    readings: &mut Readings,
+) -> anyhow::Result<Vec<Sample>> {
     let disk = disk_kb(work);
-    let mut procs: Vec<(String, u32)> = local::processes(run_dir)?
-        .into_iter()
-        .map(|p| (p.name, p.pid))
-        .collect();
-    procs.push(("client".into(), std::process::id()));
     let mut out = Vec::new();
-    for (name, pid) in procs {
+    for (name, pid) in processes(run_dir)? {
         let (rss_kb, fds, threads) = proc_figures(pid)?;
+        let (fds, threads, fds_peak) = readings.take(&name, (fds, threads));
         out.push(Sample {
             t_s,
             process: name,
             rss_kb,
             fds,
             threads,
+            fds_peak,
             disk_kb: disk,
             heap_kb: None,
             pooled_kb: None,
@@ -304,8 +364,10 @@ pub async fn run(opts: &SoakOptions) -> anyhow::Result<(PathBuf, SoakFigures)> {
     let work = std::path::absolute(&opts.work)?;
     let t0 = Instant::now();
     let end = t0 + Duration::from_secs_f64(opts.minutes * 60.0);
-    let mut samples = sample_all(&c, &work, 0.0).await?;
+    let mut readings = Readings::default();
+    let mut samples = sample_all(&c, &work, 0.0, &mut readings).await?;
     let mut next_sample = t0 + Duration::from_secs_f64(opts.sample_s);
+    let mut next_reading = t0 + Duration::from_secs_f64(READING_S);
     let mut next_job = t0;
     let mut figures = SoakFigures {
         minutes: opts.minutes,
@@ -317,8 +379,13 @@ pub async fn run(opts: &SoakOptions) -> anyhow::Result<(PathBuf, SoakFigures)> {
     let mut i = 0u32;
     while Instant::now() < end || !in_flight.is_empty() {
         let now = Instant::now();
+        if now >= next_reading {
+            readings.read(&c.run_dir)?;
+            next_reading += Duration::from_secs_f64(READING_S);
+        }
         if now >= next_sample {
-            samples.extend(sample_all(&c, &work, t0.elapsed().as_secs_f64()).await?);
+            let t_s = t0.elapsed().as_secs_f64();
+            samples.extend(sample_all(&c, &work, t_s, &mut readings).await?);
             next_sample += Duration::from_secs_f64(opts.sample_s);
             let last = samples.last().map_or(0, |s| s.disk_kb);
             tracing::info!(
@@ -353,7 +420,8 @@ pub async fn run(opts: &SoakOptions) -> anyhow::Result<(PathBuf, SoakFigures)> {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    samples.extend(sample_all(&c, &work, t0.elapsed().as_secs_f64()).await?);
+    let t_s = t0.elapsed().as_secs_f64();
+    samples.extend(sample_all(&c, &work, t_s, &mut readings).await?);
     for p in local::processes(&c.run_dir)? {
         if !local::is_running(p.pid) {
             figures.unexpected_exits.push(p.name);
@@ -371,14 +439,16 @@ pub async fn run(opts: &SoakOptions) -> anyhow::Result<(PathBuf, SoakFigures)> {
 pub const WINDOW: usize = 5;
 
 /// Each process's growth from the reference (the `WINDOW` samples from the
-/// tenth minute, or from a third of a shorter run) to its last `WINDOW`
-/// samples. Memory is compared by the windows' medians. Descriptors and
-/// threads by their floors (the least of each window): at any moment a
-/// worker holds a few sockets of transfers in flight (17-25 descriptors
-/// from minute to minute in the soaks of 2026-11-26, with no trend), while
-/// a leaked descriptor or thread stays, and so raises the floor.
+/// tenth minute of a run of 20 minutes or more, from a third of a shorter
+/// one) to its last `WINDOW` samples. Memory is compared by the windows'
+/// medians. Descriptors and threads by the least of each window: each
+/// sample's figure is already the fewest read over its interval, so this is
+/// what the process held through all of the window. At any moment a worker
+/// holds a few sockets of transfers in flight (17-24 descriptors from one
+/// minute's sample to the next in the soaks of 2026-11-26, with no trend),
+/// while a leaked descriptor or thread stays, and so raises the floor.
 pub fn growth(samples: &[Sample], run_s: f64) -> Vec<Growth> {
-    let from = (run_s / 3.0).min(600.0);
+    let from = if run_s >= 1200.0 { 600.0 } else { run_s / 3.0 };
     let mut names: Vec<&str> = samples.iter().map(|s| s.process.as_str()).collect();
     names.sort();
     names.dedup();
@@ -442,7 +512,8 @@ fn write_results(
         "# soak run, {:.0} minutes, seed {}\n\n5 workers, replication 3; a job every {} s \
          (wordcount, sort, input-sink in turn over 8 MB of text and 8 MB of records), each \
          output checked against coreutils' and deleted; `master.retained_jobs = {RETAINED_JOBS}`; \
-         no faults. Sampled every {} s.\n\n\
+         no faults. Sampled every {} s; descriptors and threads are the fewest read (each second) \
+         over each window, what the process held throughout.\n\n\
          Jobs: {} submitted, {} succeeded; outputs: {} of {} equal. Disk: {} kB at the start, {} kB at the end.\n\n\
          | process | from (s) | to (s) | resident kB | descriptors | threads | heap in use kB | pooled buffers kB |\n|---|---|---|---|---|---|---|---|\n",
         opts.minutes,
@@ -516,6 +587,7 @@ mod tests {
             rss_kb,
             fds,
             threads: 10,
+            fds_peak: fds + 4,
             disk_kb: 0,
             heap_kb: Some(rss_kb / 2),
             pooled_kb: None,
@@ -563,6 +635,23 @@ mod tests {
         let g = growth(&short, 180.0);
         assert_eq!(g[0].from_t_s, 60.0);
         assert!(g[0].problems().is_empty());
+        // A 20-minute run compares from its tenth minute.
+        let g = growth(&samples[..21 * 5], 1200.0);
+        assert_eq!((g[0].from_t_s, g[0].to_t_s), (600.0, 1200.0));
+    }
+
+    #[test]
+    fn a_sample_keeps_the_fewest_descriptors_and_threads_read_since_the_last() {
+        let mut r = Readings::default();
+        for (fds, threads) in [(23, 12), (17, 11), (21, 13)] {
+            r.add("w1", fds, threads);
+        }
+        r.add("w2", 30, 5);
+        assert_eq!(r.take("w1", (22, 11)), (17, 11, 23));
+        // Taking starts the interval over; w2 keeps its own.
+        assert_eq!(r.take("w1", (20, 12)), (20, 12, 20));
+        assert_eq!(r.take("w2", (31, 6)), (30, 5, 31));
+        r.read(Path::new("/nonexistent-run-dir")).unwrap_err();
     }
 
     #[test]
