@@ -116,3 +116,4 @@ bench: build
 	$(CARGO) bench -p ctl --bench cluster
 	$(CARGO) bench -p ctl --bench map
 	$(CARGO) bench -p ctl --bench scale
+	$(CARGO) bench -p ctl --bench external

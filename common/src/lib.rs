@@ -2,13 +2,16 @@
 //! configuration file, block checksums, the JSON wire protocol, and the HTTP
 //! conventions (cluster token, JSON errors).
 //!
-//! Nothing here does I/O beyond reading `cluster.toml`.
+//! Nothing here does I/O beyond reading `cluster.toml`, but for the HTTP
+//! pieces (behind features) and `policy_socket`, the transport of external
+//! policies.
 
 pub mod config;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "client")]
 pub mod http_client;
+pub mod policy_socket;
 #[cfg(any(test, feature = "strategies"))]
 pub mod strategies;
 pub mod wire;

@@ -761,6 +761,10 @@ pub struct ClusterSummary {
     /// with the same journal).
     #[serde(default)]
     pub incarnation: u64,
+    /// What the scheduler's report says besides its launches: an external
+    /// policy's calls, refused launches and fallbacks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scheduler_notes: Vec<String>,
 }
 
 /// `GET /v1/events`: what the dashboard shows, sent as a server-sent event

@@ -227,6 +227,17 @@ pub enum Cmd {
     /// Rewrite an experiment's summary.md and plots from its runs.csv and
     /// meta.json (no runs are repeated).
     Replot { dir: PathBuf },
+    /// Serve the reference external policy until stopped: delay scheduling
+    /// written again from the protocol's messages (`policy = "external"`
+    /// with this address reaches it; see docs/schedulers.md).
+    PolicyServer {
+        /// `unix:<path>` or `tcp:<host>:<port>` (port 0: any free port).
+        #[arg(long)]
+        listen: String,
+        /// Seconds a job may be skipped before it reads remotely.
+        #[arg(long, default_value_t = 3.0)]
+        threshold_s: f64,
+    },
     /// List files and where their blocks are.
     Files,
     /// Read a file back from its live replicas, block by block in order,
@@ -365,6 +376,11 @@ pub enum SimCmd {
         /// settings or Hadoop's defaults (backups of slow maps and reduces).
         #[arg(long)]
         speculation: bool,
+        /// Run this scheduler instead of the spec's (repeat for several):
+        /// a name or `policy = "...", key = value` (`policy = "external",
+        /// address = "unix:/tmp/p.sock"` for a policy served outside).
+        #[arg(long)]
+        scheduler: Vec<SchedulerConfig>,
     },
     /// Run a real run's decision record through its policy again, from its
     /// inputs (every change to the scheduler's view and every offer), and
@@ -450,9 +466,29 @@ impl GenArgs {
 
 /// Runs one command line.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    // External policies (`policy = "external"`) are reached over sockets.
+    common::policy_socket::install();
     // Commands that need no cluster.toml.
     match &cli.cmd {
         Cmd::Sim { cmd } => return sim(cmd),
+        Cmd::PolicyServer {
+            listen,
+            threshold_s,
+        } => {
+            anyhow::ensure!(
+                threshold_s.is_finite() && *threshold_s >= 0.0,
+                "--threshold-s must be a number of seconds >= 0, not {threshold_s}"
+            );
+            let l = crate::policy_server::Listener::bind(listen)?;
+            println!(
+                "serving the reference delay policy (threshold {threshold_s} s) at {}",
+                l.address()
+            );
+            let policy = std::sync::Arc::new(std::sync::Mutex::new(
+                crate::policy_server::Sessions::new(*threshold_s),
+            ));
+            return tokio::task::spawn_blocking(move || l.serve(policy)).await?;
+        }
         Cmd::Replot { dir } => return replot(dir),
         Cmd::Chaos {
             seed,
@@ -651,7 +687,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         | Cmd::Sim { .. }
         | Cmd::Replot { .. }
         | Cmd::Chaos { .. }
-        | Cmd::Soak { .. } => {
+        | Cmd::Soak { .. }
+        | Cmd::PolicyServer { .. } => {
             unreachable!("handled above")
         }
     }
@@ -1093,6 +1130,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             fair_share,
             slow,
             speculation,
+            scheduler,
         } => {
             let opts = lab::trace::TraceOptions {
                 point: point.clone(),
@@ -1101,6 +1139,8 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                 fair_share: *fair_share,
                 slow: *slow,
                 speculate: *speculation,
+                schedulers: scheduler.clone(),
+                keep_outcomes: false,
             };
             print!("{}", lab::trace::run_file(spec, calibration, &opts)?);
             Ok(())

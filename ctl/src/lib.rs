@@ -10,6 +10,8 @@
 //! - [`lab`]: instance files, timed runs and sweeps of the `sched` crate's
 //!   algorithms;
 //! - [`chaos`]: the chaos run, a cluster under injected faults;
+//! - [`policy_server`]: the reference external policy and its socket
+//!   server;
 //! - [`cli`]: the `master` command line, one function per subcommand.
 
 pub mod chaos;
@@ -17,5 +19,6 @@ pub mod cli;
 pub mod experiment;
 pub mod lab;
 pub mod ops;
+pub mod policy_server;
 pub mod results;
 pub mod soak;

@@ -1044,6 +1044,16 @@ async fn the_openapi_descriptions_cover_every_route() {
                 "{method} {concrete} on {base}: {status} {body}"
             );
         }
+        // The external policy protocol's messages are described beside the
+        // routes, with what they refer to.
+        if base == c.client.base() {
+            for name in ["OfferMessage", "JobMessage", "Reply", "LaunchMessage"] {
+                assert!(
+                    doc["components"]["schemas"].get(name).is_some(),
+                    "{name} is not described on {base}"
+                );
+            }
+        }
         // Every schema a route refers to is there.
         let text = doc.to_string();
         for r in text.split("\"#/components/schemas/").skip(1) {

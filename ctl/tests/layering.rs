@@ -29,7 +29,14 @@ const CRATES: &[(&str, &[&str])] = &[
 /// Top-level modules of each crate, lowest first.
 const WORKLOADS: &[&str] = &["pool", "input_sink", "sort", "wordcount"];
 const BASE: &[&str] = &["checksum", "hash", "ids", "tomlfile", "units", "public"];
-const COMMON: &[&str] = &["config", "wire", "strategies", "http", "http_client"];
+const COMMON: &[&str] = &[
+    "config",
+    "wire",
+    "strategies",
+    "http",
+    "http_client",
+    "policy_socket",
+];
 const SCHED: &[&str] = &[
     "model",
     "offline",
@@ -84,6 +91,7 @@ const CTL: &[&str] = &[
     "experiment",
     "lab",
     "chaos",
+    "policy_server",
     "soak",
     "cli",
 ];

@@ -168,8 +168,12 @@ pub const MAX_REPORT_BYTES: usize = 256 << 20;
 #[openapi(
     info(
         title = "mini-MapReduce testbed: master",
-        description = "The master's HTTP API. Every route but the dashboard's page and this description needs the cluster token as a bearer token."
+        description = "The master's HTTP API. Every route but the dashboard's page and this description needs the cluster token as a bearer token. The schemas OfferMessage and Reply are not routes of this API: they are the messages of the external policy protocol (docs/schedulers.md), which the master sends to a policy's socket."
     ),
+    components(schemas(
+        sched::policy::external::OfferMessage,
+        sched::policy::external::Reply
+    )),
     modifiers(&BearerSecurity),
     security(("token" = []))
 )]
@@ -546,6 +550,7 @@ fn cluster_summary(m: &Master) -> ClusterSummary {
         results_refused: m.results_refused(),
         blocks_copied: m.blocks_copied(),
         incarnation: m.incarnation(),
+        scheduler_notes: m.scheduler_notes(),
     }
 }
 

@@ -69,6 +69,8 @@ pub struct JobView {
     pub running: u32,
     /// Deadline, budget and sizes (set by the owner with `set_job_qos`).
     pub qos: JobQos,
+    /// When the job last launched a map (its first attempt or a retry).
+    pub last_launch_at: Option<Millis>,
 }
 
 impl JobView {
@@ -98,6 +100,11 @@ impl JobView {
     pub fn local_task(&self, w: WorkerId) -> Option<&PendingTask> {
         let idx = self.local.get(&w)?.first()?;
         self.pending.get(*idx)
+    }
+
+    /// The pending tasks with a replica on `w`, by index, oldest first.
+    pub fn local_indices(&self, w: WorkerId) -> impl Iterator<Item = u32> + '_ {
+        self.local.get(&w).into_iter().flatten().copied()
     }
 
     /// How many pending tasks have a replica on `w`.
@@ -954,6 +961,7 @@ impl ClusterView {
             local: FxHashMap::default(),
             running: 0,
             qos: JobQos::default(),
+            last_launch_at: None,
         };
         job.qos.input_bytes = tasks.iter().map(|t| t.len).sum();
         for t in tasks {
@@ -1207,6 +1215,7 @@ impl ClusterView {
         }
         let t = job.remove(a.task.index).expect("checked above");
         job.running += 1;
+        job.last_launch_at = Some(self.now);
         if self.speculation.enabled {
             self.running_tasks.launched(
                 a.task,
@@ -1510,6 +1519,18 @@ pub trait Scheduler: Send {
     /// policy wants through `ctx`, or nothing to leave the slots idle until
     /// the next offer.
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>);
+
+    /// What the run's report should say about the policy besides its
+    /// launches (an external policy's calls, refusals and fallbacks).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Named counts for reports and benches (an external policy's calls,
+    /// replies, refusals and fallbacks).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Runs the policy's planning step.

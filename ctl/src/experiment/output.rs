@@ -70,6 +70,10 @@ pub struct RunRecord {
     /// that differs>`, or empty (no record kept).
     #[serde(default)]
     pub rechecked: String,
+    /// What the policy's report says besides its launches (an external
+    /// policy's calls, refusals and fallbacks), `; `-separated.
+    #[serde(default)]
+    pub scheduler_notes: String,
     pub error: String,
 }
 
@@ -331,6 +335,7 @@ impl RunRecord {
             wall_s,
             host_cpu_pct: f64::NAN,
             rechecked: String::new(),
+            scheduler_notes: String::new(),
             error: if failed == 0 {
                 String::new()
             } else {
@@ -377,6 +382,7 @@ impl RunRecord {
             wall_s,
             host_cpu_pct: f64::NAN,
             rechecked: String::new(),
+            scheduler_notes: String::new(),
             error,
         }
     }

@@ -174,7 +174,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 let wall = t0.elapsed().as_secs_f64();
                 let host_cpu_pct = super::output::cpu_pct(cpu0, super::output::host_cpu_ticks());
                 let (mut record, rows) = match result {
-                    Ok((reports, t0_unix, timelines, decisions)) => {
+                    Ok((reports, t0_unix, timelines, decisions, notes)) => {
                         let (map_workers, _) = spec.machines();
                         let mut rec = RunRecord::from_reports(
                             &point.label,
@@ -186,6 +186,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                             &map_workers,
                             wall,
                         );
+                        rec.scheduler_notes = notes.join("; ");
                         let rows =
                             TaskRow::from_reports(&point.label, &s.label, rep, &reports, t0_unix);
                         let jobs =
@@ -944,7 +945,8 @@ async fn run_once(env: &RunEnv<'_>, sched: &NamedScheduler) -> anyhow::Result<Ru
         true => Some(client.decision_record().await?),
         false => None,
     };
-    Ok((reports, t0_unix, timelines, decisions))
+    let notes = client.cluster().await?.scheduler_notes;
+    Ok((reports, t0_unix, timelines, decisions, notes))
 }
 
 /// A run's job reports, its start (Unix ms), the workers' timelines and,
@@ -954,6 +956,7 @@ type RunOutcome = (
     u64,
     Vec<common::wire::WorkerTimeline>,
     Option<common::wire::DecisionLog>,
+    Vec<String>,
 );
 
 /// Writes a run's decision record as gzipped CSV, times in seconds since

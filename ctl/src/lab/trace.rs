@@ -28,7 +28,7 @@
 
 use crate::experiment::calibrate::pacing_ms;
 use crate::experiment::qos::spread;
-use crate::experiment::spec::{Point, Spec};
+use crate::experiment::spec::{NamedScheduler, Point, Spec};
 use crate::experiment::trace::{TraceFile, TraceJob, TracePlan};
 use crate::ops::loader::{place_even, Placement};
 use anyhow::Context;
@@ -200,6 +200,12 @@ pub struct TraceOptions {
     /// Speculative execution on (`--speculation`), with the spec's
     /// `[cluster.speculation]` settings, or Hadoop's defaults.
     pub speculate: bool,
+    /// These schedulers instead of the spec's (`--scheduler`, repeated),
+    /// each labelled by its policy label.
+    pub schedulers: Vec<sched::policy::SchedulerConfig>,
+    /// Keep each run's whole outcome (every task's placement and times)
+    /// in [`TraceRun::outcome`].
+    pub keep_outcomes: bool,
 }
 
 impl TraceOptions {
@@ -498,6 +504,11 @@ pub struct TraceRun {
     pub backups_won: u32,
     /// Wall time of the simulation (s).
     pub wall_s: f64,
+    /// The whole run, when [`TraceOptions::keep_outcomes`].
+    pub outcome: Option<std::sync::Arc<replay::ReplayOutcome>>,
+    /// The policy's named counts (an external policy's calls, refusals
+    /// and fallbacks; none for the built-ins).
+    pub counters: Vec<(&'static str, u64)>,
 }
 
 /// Every scheduler of the spec at `path`, at every point, each
@@ -513,7 +524,23 @@ pub fn run(
     let (workers, slots, fair_share) = (opts.workers, opts.slots, opts.fair_share);
     let point = opts.point.as_deref();
     let (spec, _) = Spec::load(path)?;
-    let schedulers = spec.schedulers().map_err(|e| e.in_file(path))?;
+    let mut schedulers = spec.schedulers().map_err(|e| e.in_file(path))?;
+    if !opts.schedulers.is_empty() {
+        schedulers = opts
+            .schedulers
+            .iter()
+            .map(|c| {
+                c.validate()
+                    .map_err(|e| anyhow::anyhow!("--scheduler {}: {e}", c.label()))?;
+                Ok(NamedScheduler {
+                    label: c.label(),
+                    config: c.clone(),
+                    reduces: spec.cluster.reduce_placement,
+                    grid: None,
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+    }
     let points = spec.points().map_err(|e| e.in_file(path))?;
     let first = points.first().context("the spec has no point")?;
     let model = Model::read(calibration, point)?;
@@ -560,6 +587,7 @@ pub fn run(
     }
     let limit_ms = (spec.timeout_s * 1000.0) as u64;
     let mut runs = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     let mut maps_of: Vec<(String, u32, u64)> = Vec::new();
     for p in &points {
         let shape = shape_of(p);
@@ -603,7 +631,12 @@ pub fn run(
                     backups: out.backups,
                     backups_won: out.backups_won,
                     wall_s: t0.elapsed().as_secs_f64(),
+                    outcome: opts.keep_outcomes.then(|| std::sync::Arc::new(out)),
+                    counters: policy.counters(),
                 });
+                for n in policy.notes() {
+                    notes.push(format!("{} seed {seed}: {n}", s.label));
+                }
             }
         }
     }
@@ -755,6 +788,12 @@ pub fn run(
                 spread(&col(|r| f64::from(r.backups_won)), 0),
                 spread(&col(|r| r.wall_s), 2),
             );
+        }
+    }
+    if !notes.is_empty() {
+        table += "\n";
+        for n in notes {
+            table += &format!("- {n}\n");
         }
     }
     Ok((table, runs))

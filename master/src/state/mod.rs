@@ -224,6 +224,11 @@ impl Master {
         self.scheduler.name()
     }
 
+    /// What the scheduler's report says besides its launches.
+    pub fn scheduler_notes(&self) -> Vec<String> {
+        self.scheduler.notes()
+    }
+
     /// The scheduler's configuration (policy and parameters).
     pub fn scheduler_config(&self) -> &SchedulerConfig {
         &self.settings.scheduler

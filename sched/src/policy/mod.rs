@@ -14,6 +14,7 @@ pub mod coshic;
 pub mod delay;
 pub mod dyndl_on;
 pub mod eas;
+pub mod external;
 pub mod fair;
 pub mod hadoop;
 pub mod lsap;
@@ -197,6 +198,9 @@ policies! {
     Mrosa = "mrosa" (mrosa::MrosaParams),
     /// COSHIC (Van den Bossche et al.), with rented public instances.
     Coshic = "coshic" (coshic::CoshicParams),
+    /// A policy served outside this codebase (any language), over a Unix
+    /// or TCP socket ([`external`]).
+    External = "external" (external::ExternalParams),
 }
 
 impl Default for SchedulerConfig {

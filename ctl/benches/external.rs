@@ -1,0 +1,78 @@
+//! `make bench`: what an external policy costs. The shipped SWIM hour
+//! (`experiments/swim-hour.toml`, its calibration) simulated on 30 workers
+//! x 2 slots, seed by seed, under the built-in `delay` (threshold 1.5 s,
+//! oldest task) and under the reference external policy that makes the
+//! same launches (`master policy-server`, here on a thread of this
+//! process) reached over a Unix socket and over loopback TCP. Printed, side
+//! by side from this run: each one's simulation time, the offers the
+//! external policy was sent, the time an offer costs more than the
+//! built-in's decision (the round trip: the view as JSON, the socket, the
+//! server's parse and decision, the reply's parse and checks), and the
+//! simulator's offers per second under each.
+
+use sched::policy::SchedulerConfig;
+use std::path::Path;
+
+fn main() {
+    common::policy_socket::install();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cal = std::fs::read_dir(root.join("results/swim-hour"))
+        .expect("results/swim-hour")
+        .map(|e| e.unwrap().path().join("calibration"))
+        .find(|p| p.join("meta.json").exists())
+        .expect("a calibrated swim-hour folder is shipped");
+    let dir = tempfile::tempdir().unwrap();
+    let unix = ctl::policy_server::spawn(
+        &format!("unix:{}", dir.path().join("p.sock").display()),
+        1.5,
+    )
+    .unwrap();
+    let tcp = ctl::policy_server::spawn("tcp:127.0.0.1:0", 1.5).unwrap();
+    let built_in: SchedulerConfig = "policy = \"delay\", threshold_s = 1.5, pick = \"oldest\""
+        .parse()
+        .unwrap();
+    let ext = |a: &str| -> SchedulerConfig {
+        format!("policy = \"external\", address = \"{a}\", timeout_ms = 5000")
+            .parse()
+            .unwrap()
+    };
+    let configs = [
+        ("built-in", built_in),
+        ("unix socket", ext(&unix)),
+        ("loopback TCP", ext(&tcp)),
+    ];
+    let opts = ctl::lab::trace::TraceOptions {
+        schedulers: configs.iter().map(|c| c.1.clone()).collect(),
+        ..ctl::lab::trace::TraceOptions::at(Some(30), None)
+    };
+    let (_, runs) = ctl::lab::trace::run(&root.join("experiments/swim-hour.toml"), &cal, &opts)
+        .expect("the SWIM hour simulates");
+    let total = |label: &str| -> (f64, u64, usize) {
+        let mine: Vec<_> = runs.iter().filter(|r| r.scheduler == label).collect();
+        (
+            mine.iter().map(|r| r.wall_s).sum(),
+            mine.iter()
+                .flat_map(|r| &r.counters)
+                .filter(|c| c.0 == "calls")
+                .map(|c| c.1)
+                .sum(),
+            mine.len(),
+        )
+    };
+    let (base_s, _, seeds) = total(&configs[0].1.label());
+    println!(
+        "external policy: SWIM hour on 30 workers x 2 slots, {seeds} seeds; built-in {}: {base_s:.3} s",
+        configs[0].1.label()
+    );
+    for (name, c) in &configs[1..] {
+        let (s, calls, _) = total(&c.label());
+        let per_offer_us = (s - base_s) / calls.max(1) as f64 * 1e6;
+        println!(
+            "external policy over {name}: {s:.3} s for {calls} offers: {per_offer_us:.1} us more per offer \
+             than the built-in's decision; {:.0} offers/s against the built-in's {:.0} ({:.2}x its time)",
+            calls as f64 / s,
+            calls as f64 / base_s,
+            s / base_s
+        );
+    }
+}

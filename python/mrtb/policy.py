@@ -1,0 +1,111 @@
+"""External scheduling policies for the testbed, in Python.
+
+A policy is a class with ``offer(view) -> list of launches``. ``view`` is
+the protocol's OfferMessage as a dict (see docs/schedulers.md, "External
+policies"): ``now_ms``, ``worker`` and ``free_slots`` (the offer), ``workers``
+and ``jobs`` (every active job in submission order, with ``running``,
+``pending``, its oldest pending maps in ``tasks`` and the maps with a replica
+on the offered worker in ``local``). A launch is a dict ``{"job": j, "task":
+t, "source": w}`` (the worker to read the input from), optionally with
+``rule``, ``waited_ms`` and ``threshold_ms`` for the decision record; it
+takes one of the offered worker's free slots.
+
+``serve(factory, address)`` serves such policies to a master or to
+``master sim trace`` (``policy = "external", address = "..."``): one policy
+object per session (one run), made by ``factory()``.
+"""
+
+import json
+import os
+import socket
+import socketserver
+import sys
+import threading
+
+PROTOCOL_VERSION = 1
+
+# Sessions kept at once; the oldest beyond this are forgotten.
+SESSIONS_KEPT = 64
+
+
+class Sessions:
+    """One policy object per session, made by ``factory``."""
+
+    def __init__(self, factory):
+        self.factory = factory
+        self.runs = {}
+        self.lock = threading.Lock()
+
+    def answer(self, line):
+        """A request line's reply line (without the newline)."""
+        try:
+            msg = json.loads(line)
+            if msg.get("version") != PROTOCOL_VERSION:
+                raise ValueError(
+                    f"this policy speaks protocol version {PROTOCOL_VERSION}, "
+                    f"the offer {msg.get('version')}"
+                )
+            with self.lock:
+                policy = self.runs.get(msg["session"])
+                if policy is None:
+                    if len(self.runs) >= SESSIONS_KEPT:
+                        del self.runs[next(iter(self.runs))]
+                    policy = self.runs[msg["session"]] = self.factory()
+                launches = policy.offer(msg)
+            reply = {"version": PROTOCOL_VERSION, "launches": list(launches)}
+        except Exception as e:  # the master shows the reason and falls back
+            reply = {"version": PROTOCOL_VERSION, "error": f"{type(e).__name__}: {e}"}
+        return json.dumps(reply, separators=(",", ":"))
+
+
+def bind(address):
+    """A listening server for ``unix:<path>`` or ``tcp:<host>:<port>``."""
+
+    class Handler(socketserver.StreamRequestHandler):
+        def handle(self):
+            for line in self.rfile:
+                out = self.server.sessions.answer(line.decode())
+                self.wfile.write(out.encode() + b"\n")
+                self.wfile.flush()
+
+    if address.startswith("unix:"):
+        path = address[len("unix:"):]
+        if os.path.exists(path):
+            os.unlink(path)
+        server = socketserver.ThreadingUnixStreamServer(path, Handler)
+    elif address.startswith("tcp:"):
+        host, _, port = address[len("tcp:"):].rpartition(":")
+        socketserver.ThreadingTCPServer.allow_reuse_address = True
+        server = socketserver.ThreadingTCPServer((host, int(port)), Handler)
+        server.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    else:
+        raise ValueError(f"{address!r} is neither unix:<path> nor tcp:<host>:<port>")
+    server.daemon_threads = True
+    return server
+
+
+def address_of(server):
+    """The address clients use (``tcp:`` with the port bound)."""
+    a = server.server_address
+    if isinstance(a, str):
+        return f"unix:{a}"
+    return f"tcp:{a[0]}:{a[1]}"
+
+
+def serve(factory, address):
+    """Serves ``factory()`` policies at ``address`` until interrupted."""
+    server = bind(address)
+    server.sessions = Sessions(factory)
+    print(f"serving {factory.__name__} at {address_of(server)}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+def main_serve(factory, argv=None):
+    """``python policy.py --listen ADDRESS [args...]``: serves ``factory``."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 2 or argv[0] != "--listen":
+        sys.exit(f"usage: {sys.argv[0]} --listen unix:<path>|tcp:<host>:<port>")
+    serve(factory, argv[1])
