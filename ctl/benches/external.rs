@@ -3,7 +3,9 @@
 //! x 2 slots, seed by seed, under the built-in `delay` (threshold 1.5 s,
 //! oldest task) and under the reference external policy that makes the
 //! same launches (`master policy-server`, here on a thread of this
-//! process) reached over a Unix socket and over loopback TCP. Printed, side
+//! process) reached over a Unix socket and over loopback TCP, and under
+//! the Python example (`python/examples/delay.py`, run by python3) on a
+//! Unix socket. Printed, side
 //! by side from this run: each one's simulation time, the offers the
 //! external policy was sent, the time an offer costs more than the
 //! built-in's decision (the round trip: the view as JSON, the socket, the
@@ -28,6 +30,23 @@ fn main() {
     )
     .unwrap();
     let tcp = ctl::policy_server::spawn("tcp:127.0.0.1:0", 1.5).unwrap();
+    let py_sock = dir.path().join("py.sock");
+    let mut python = std::process::Command::new("python3")
+        .arg(root.join("python/examples/delay.py"))
+        .args(["--listen", &format!("unix:{}", py_sock.display())])
+        .env("DELAY_THRESHOLD_S", "1.5")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("python3 runs python/examples/delay.py");
+    let t0 = std::time::Instant::now();
+    while !py_sock.exists() {
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "the Python policy did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let py = format!("unix:{}", py_sock.display());
     let built_in: SchedulerConfig = "policy = \"delay\", threshold_s = 1.5, pick = \"oldest\""
         .parse()
         .unwrap();
@@ -40,6 +59,7 @@ fn main() {
         ("built-in", built_in),
         ("unix socket", ext(&unix)),
         ("loopback TCP", ext(&tcp)),
+        ("a Unix socket, in Python", ext(&py)),
     ];
     let opts = ctl::lab::trace::TraceOptions {
         schedulers: configs.iter().map(|c| c.1.clone()).collect(),
@@ -47,6 +67,8 @@ fn main() {
     };
     let (_, runs) = ctl::lab::trace::run(&root.join("experiments/swim-hour.toml"), &cal, &opts)
         .expect("the SWIM hour simulates");
+    let _ = python.kill();
+    let _ = python.wait();
     let total = |label: &str| -> (f64, u64, usize) {
         let mine: Vec<_> = runs.iter().filter(|r| r.scheduler == label).collect();
         (
