@@ -76,6 +76,8 @@ test:
 	$(MAKE) docker-bins
 	rm -f target/tmp/skipped-tests.txt
 	$(CARGO) test --workspace -- --test-threads=2
+	scripts/test-deps python-package
+	python3 -m pytest -q python/tests
 	@scripts/test-deps report
 
 ## Run an experiment spec; results in results/<name>/<timestamp>/. Specs named
@@ -117,3 +119,5 @@ bench: build
 	$(CARGO) bench -p ctl --bench map
 	$(CARGO) bench -p ctl --bench scale
 	$(CARGO) bench -p ctl --bench external
+	scripts/test-deps python-package
+	python3 python/bench/sim_policy.py

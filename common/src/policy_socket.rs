@@ -46,6 +46,10 @@ enum Stream {
 impl Stream {
     fn open(a: &Address, timeout: Duration) -> std::io::Result<Stream> {
         match a {
+            Address::InProcess(n) => Err(std::io::Error::new(
+                ErrorKind::Unsupported,
+                format!("inproc:{n} is a policy inside another process (the Python package's simulator); this one has none"),
+            )),
             Address::Unix(p) => UnixStream::connect(p).map(Stream::Unix),
             Address::Tcp(hp) => {
                 let mut last = None;

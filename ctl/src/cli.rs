@@ -1141,6 +1141,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                 speculate: *speculation,
                 schedulers: scheduler.clone(),
                 keep_outcomes: false,
+                seed: None,
             };
             print!("{}", lab::trace::run_file(spec, calibration, &opts)?);
             Ok(())

@@ -218,6 +218,11 @@ impl Listener {
                     .with_context(|| format!("binding {}", path.display()))?;
                 Ok(Listener::Unix(l, path))
             }
+            Address::InProcess(_) => {
+                anyhow::bail!(
+                    "--listen: {address} is not a socket: use unix:<path> or tcp:<host>:<port>"
+                )
+            }
             Address::Tcp(hp) => Ok(Listener::Tcp(
                 std::net::TcpListener::bind(&hp).with_context(|| format!("binding {hp}"))?,
             )),

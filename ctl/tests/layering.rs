@@ -24,6 +24,8 @@ const CRATES: &[(&str, &[&str])] = &[
     ("worker", &["common", "workloads"]),
     ("master", &["common", "sched", "workloads"]),
     ("ctl", &["common", "sched", "workloads", "master"]),
+    // The Python package's native module (`mrtb-python`).
+    ("python", &["common", "sched", "ctl"]),
 ];
 
 /// Top-level modules of each crate, lowest first.
@@ -96,7 +98,10 @@ const CTL: &[&str] = &[
     "cli",
 ];
 
-fn layers() -> [(&'static str, &'static [&'static str]); 7] {
+/// The Python package's native module: all in its lib.rs.
+const PYTHON: &[&str] = &[];
+
+fn layers() -> [(&'static str, &'static [&'static str]); 8] {
     [
         ("workloads", WORKLOADS),
         ("base", BASE),
@@ -105,6 +110,7 @@ fn layers() -> [(&'static str, &'static [&'static str]); 7] {
         ("worker", WORKER),
         ("master", MASTER),
         ("ctl", CTL),
+        ("python", PYTHON),
     ]
 }
 

@@ -8,13 +8,18 @@ pick = "oldest"``, one for one. Serve it with
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from mrtb.policy import main_serve  # noqa: E402
+try:
+    from mrtb.policy import main_serve
+except ImportError:  # not installed: the package beside this file
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from mrtb.policy import main_serve
 
 THRESHOLD_MS = int(float(os.environ.get("DELAY_THRESHOLD_S", "3")) * 1000)
 
 
 class Delay:
+    threshold_ms = THRESHOLD_MS
+
     def __init__(self):
         self.since = {}  # job -> when its wait started (its first skip)
 
@@ -32,7 +37,7 @@ class Delay:
                     self.since.pop(j["id"], None)
                     pick = (j, local[0], worker)
                     break
-                if now - self.since.setdefault(j["id"], now) < THRESHOLD_MS:
+                if now - self.since.setdefault(j["id"], now) < self.threshold_ms:
                     continue  # skipped: still waiting
                 oldest = next(t for t in j["tasks"] if t["index"] not in j["taken"])
                 if oldest["replicas"]:

@@ -206,6 +206,9 @@ pub struct TraceOptions {
     /// Keep each run's whole outcome (every task's placement and times)
     /// in [`TraceRun::outcome`].
     pub keep_outcomes: bool,
+    /// One run per scheduler with this seed instead of the spec's
+    /// repetitions.
+    pub seed: Option<u64>,
 }
 
 impl TraceOptions {
@@ -594,9 +597,14 @@ pub fn run(
         let traced = spec
             .trace_plan(p.block_bytes)
             .map_err(|e| e.in_file(path))?;
+        let seeds: Vec<u64> = match opts.seed {
+            Some(s) => vec![s],
+            None => (0..spec.repetitions)
+                .map(|rep| spec.seed + u64::from(rep))
+                .collect(),
+        };
         for s in &schedulers {
-            for rep in 0..spec.repetitions {
-                let seed = spec.seed + u64::from(rep);
+            for &seed in &seeds {
                 let plan = match &traced {
                     Some(plan) => plan.clone(),
                     None => synthetic_plan(&spec, p, seed, &model.shuffle_ratio)

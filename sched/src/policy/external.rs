@@ -51,7 +51,8 @@ const KEPT_REASONS: usize = 20;
 #[serde(deny_unknown_fields)]
 pub struct ExternalParams {
     /// Where the policy listens: `unix:<path>` (a Unix socket) or
-    /// `tcp:<host>:<port>`.
+    /// `tcp:<host>:<port>`; `inproc:<name>` is a policy registered inside
+    /// the process (the Python package's simulator).
     pub address: String,
     /// The longest wait for one reply, milliseconds (the master holds its
     /// state while it waits: this bounds what other heartbeats wait).
@@ -158,11 +159,19 @@ impl Policy for ExternalParams {
 pub enum Address {
     Unix(String),
     Tcp(String),
+    /// A policy registered by name inside this process (the Python
+    /// package's simulator runs Python policies so).
+    InProcess(String),
 }
 
-/// Reads `unix:<path>` or `tcp:<host>:<port>`.
+/// Reads `unix:<path>`, `tcp:<host>:<port>` or `inproc:<name>`.
 pub fn parse_address(a: &str) -> Result<Address, String> {
-    if let Some(p) = a.strip_prefix("unix:") {
+    if let Some(n) = a.strip_prefix("inproc:") {
+        if n.is_empty() {
+            return Err(format!("{a:?} names no policy"));
+        }
+        Ok(Address::InProcess(n.to_owned()))
+    } else if let Some(p) = a.strip_prefix("unix:") {
         if p.is_empty() {
             return Err(format!("{a:?} names no socket path"));
         }

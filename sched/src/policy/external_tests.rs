@@ -235,6 +235,7 @@ fn bad_settings_are_refused_with_what_is_wrong() {
             "neither unix:<path> nor tcp:<host>:<port>",
         ),
         ("address = \"unix:\"", "names no socket path"),
+        ("address = \"inproc:\"", "names no policy"),
         ("address = \"tcp:127.0.0.1\"", "is not tcp:<host>:<port>"),
         (
             "address = \"tcp:127.0.0.1:99999\"",
@@ -262,6 +263,10 @@ fn bad_settings_are_refused_with_what_is_wrong() {
         let e = p.validate().unwrap_err();
         assert!(e.contains(want), "{text}: {e}");
     }
+    assert_eq!(
+        parse_address("inproc:Delay-1"),
+        Ok(Address::InProcess("Delay-1".into()))
+    );
     let e = toml::from_str::<ExternalParams>("address = \"unix:/x\"\ntimeout = 5").unwrap_err();
     assert!(e.to_string().contains("unknown field `timeout`"), "{e}");
 }

@@ -1,0 +1,41 @@
+"""`make bench`: the simulator with a Python policy in process against the
+built-in it reimplements, side by side in one run: the shipped SWIM hour
+(experiments/swim-hour.toml with its calibration) on 30 workers x 2 slots,
+three seeds, under `policy = "delay", threshold_s = 1.5, pick = "oldest"`
+and under python/examples/delay.py run in process through mrtb.sim. Prints
+each one's simulation time, the offers the Python policy was asked, its
+cost per offer beyond the built-in's, and the offers per second of each.
+Needs the package installed (scripts/test-deps python-package)."""
+
+import glob
+import importlib.util
+import os
+
+import mrtb.sim
+
+root = os.path.join(os.path.dirname(__file__), "..", "..")
+spec = os.path.join(root, "experiments", "swim-hour.toml")
+cal = os.path.dirname(sorted(glob.glob(os.path.join(root, "results/swim-hour/*/calibration/meta.json")))[0])
+m = importlib.util.spec_from_file_location("delay", os.path.join(root, "python", "examples", "delay.py"))
+delay = importlib.util.module_from_spec(m)
+m.loader.exec_module(delay)
+
+
+class Delay15(delay.Delay):
+    threshold_ms = 1500
+
+
+built_in = 'policy = "delay", threshold_s = 1.5, pick = "oldest"'
+runs, _ = mrtb.sim.simulate_trace(spec, cal, [built_in, Delay15], workers=30)
+labels = list(dict.fromkeys(runs["scheduler"]))
+base = runs[runs["scheduler"] == labels[0]]
+py = runs[runs["scheduler"] == labels[1]]
+assert list(base["mean_jct_s"]) == list(py["mean_jct_s"]), "the same launches, so the same JCTs"
+offers = int(py["policy_calls"].sum())
+b, p = base["wall_s"].sum(), py["wall_s"].sum()
+print(
+    f"python policy in process: SWIM hour on 30 workers x 2 slots, {len(base)} seeds: "
+    f"built-in {b:.3f} s, python/examples/delay.py {p:.3f} s for {offers} offers: "
+    f"{(p - b) / offers * 1e6:.1f} us more per offer; {offers / p:.0f} offers/s against the "
+    f"built-in's {offers / b:.0f} ({p / b:.1f}x its time)"
+)

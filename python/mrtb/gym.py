@@ -1,0 +1,200 @@
+"""A Gymnasium environment over the testbed's simulator.
+
+Each step decides one free map slot of one offer: the observation lists up
+to ``max_tasks`` candidate pending maps for the offered worker, the action
+picks one of them (``0 .. max_tasks - 1``) or leaves the slot free
+(``max_tasks``); an offer with no pending map is no step. The reward is minus the active jobs times the simulated
+seconds since the previous decision, so an episode's rewards add up to
+minus the sum of its jobs' times in the system (their JCTs, as far as the
+scheduler's view holds them). ``reset(seed=s)`` runs the spec's jobs with
+seed ``s`` (data placement, arrivals and task times drawn from it).
+
+The observation is :func:`observe` of the protocol's offer message, and
+:class:`AgentPolicy` turns an agent (``act(observation, mask) -> action``)
+into a policy class, so an agent trained here is served to a real master
+unchanged: ``mrtb.policy.serve(AgentPolicy.of(agent), "unix:/tmp/p.sock")``.
+
+Candidates: first the maps with a replica on the offered worker (the
+``local`` lists, jobs in submission order, oldest first), then each job's
+oldest map; a map appears once. Features per candidate (float32): data
+local (1/0), the job's running maps, its pending maps, seconds since the
+job's submission, seconds since its last launch (or submission), input MB.
+``info["mask"]`` marks the real candidates, ``info["view"]`` is the offer.
+"""
+
+import queue
+import threading
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from . import sim
+
+FEATURES = 6
+
+
+def candidates(view, taken, max_tasks):
+    """The offer's candidate maps: (job, task index, source, local)."""
+    worker, out, seen = view["worker"], [], set(taken)
+    for j in view["jobs"]:
+        for t in j["local"]:
+            if (j["id"], t) not in seen and len(out) < max_tasks:
+                out.append((j, t, worker, True))
+                seen.add((j["id"], t))
+    for j in view["jobs"]:
+        for t in j["tasks"]:
+            if (j["id"], t["index"]) in seen or not t["replicas"]:
+                continue
+            if len(out) < max_tasks:
+                src = worker if worker in t["replicas"] else t["replicas"][0]
+                out.append((j, t["index"], src, src == worker))
+                seen.add((j["id"], t["index"]))
+            break
+    return out
+
+
+def observe(view, taken=(), max_tasks=16):
+    """(observation, mask, candidates) for one free slot of ``view``, the
+    maps in ``taken`` (job, task) already launched in this offer."""
+    cands = candidates(view, taken, max_tasks)
+    obs = np.zeros((max_tasks, FEATURES), dtype=np.float32)
+    mask = np.zeros(max_tasks + 1, dtype=bool)
+    mask[max_tasks] = True  # leaving the slot free is always allowed
+    now = view["now_ms"]
+    sizes = {}
+    for j in view["jobs"]:
+        for t in j["tasks"]:
+            sizes[(j["id"], t["index"])] = t["bytes"]
+    for i, (j, task, _src, local) in enumerate(cands):
+        last = j.get("last_launch_ms", j["submitted_ms"])
+        obs[i] = [
+            1.0 if local else 0.0,
+            j["running"],
+            j["pending"],
+            (now - j["submitted_ms"]) / 1000.0,
+            (now - last) / 1000.0,
+            sizes.get((j["id"], task), 0) / 1e6,
+        ]
+        mask[i] = True
+    return obs, mask, cands
+
+
+class AgentPolicy:
+    """A policy class (for ``mrtb.policy.serve`` or ``mrtb.sim``) that asks
+    ``self.agent.act(observation, mask)`` for each free slot."""
+
+    agent = None
+    max_tasks = 16
+
+    @classmethod
+    def of(cls, agent, max_tasks=16):
+        return type("AgentPolicy", (cls,), {"agent": agent, "max_tasks": max_tasks})
+
+    def offer(self, view):
+        taken, launches = [], []
+        for _ in range(view["free_slots"]):
+            obs, mask, cands = observe(view, taken, self.max_tasks)
+            a = int(self.agent.act(obs, mask))
+            if a >= len(cands):
+                break
+            j, task, src, _ = cands[a]
+            taken.append((j["id"], task))
+            launches.append({"job": j["id"], "task": task, "source": src})
+        return launches
+
+
+_DONE = object()
+
+
+class TraceEnv(gymnasium.Env):
+    """The simulator on ``spec`` (with its ``calibration``) as an
+    environment; see the module documentation."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, spec, calibration, workers=None, slots=None, max_tasks=16):
+        self.spec, self.calibration = str(spec), str(calibration)
+        self.workers, self.slots, self.max_tasks = workers, slots, max_tasks
+        self.action_space = spaces.Discrete(max_tasks + 1)
+        self.observation_space = spaces.Box(0.0, np.inf, (max_tasks, FEATURES), np.float32)
+        self._thread = None
+        self._abandon = threading.Event()
+        self.runs = None
+
+    # The simulation runs on its own thread; its policy hands each decision
+    # over to step() through these queues.
+    def _offer(self, view):
+        taken, launches = [], []
+        for _ in range(view["free_slots"]):
+            if self._abandon.is_set():
+                raise RuntimeError("the episode was reset")
+            obs, mask, cands = observe(view, taken, self.max_tasks)
+            if not cands:
+                break  # nothing to decide: no step
+            dt = (view["now_ms"] - self._last_ms) / 1000.0
+            self._last_ms = view["now_ms"]
+            reward = -len(view["jobs"]) * dt
+            self._obs.put((obs, reward, {"mask": mask, "view": view}))
+            a = self._act.get()
+            if a is _DONE:
+                raise RuntimeError("the episode was reset")
+            if a >= len(cands):
+                break
+            j, task, src, _ = cands[a]
+            taken.append((j["id"], task))
+            launches.append({"job": j["id"], "task": task, "source": src})
+        return launches
+
+    def _run(self, seed):
+        env = self
+
+        class Agent:
+            def offer(self, view):
+                return env._offer(view)
+
+        try:
+            self.runs, _ = sim.simulate_trace(
+                self.spec, self.calibration, [Agent], self.workers, self.slots, seed=seed
+            )
+        except Exception as e:  # shown by the step that ends the episode
+            self.runs = e
+        self._obs.put(_DONE)
+
+    def _stop(self):
+        if self._thread is not None:
+            self._abandon.set()
+            self._act.put(_DONE)
+            self._thread.join()
+            self._thread = None
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        self._stop()
+        self._abandon = threading.Event()
+        self._obs, self._act = queue.Queue(), queue.Queue()
+        self._last_ms = 0
+        seed = int(self.np_random.integers(1 << 31)) if seed is None else seed
+        self._thread = threading.Thread(target=self._run, args=(seed,), daemon=True)
+        self._thread.start()
+        item = self._obs.get()
+        if item is _DONE:
+            raise RuntimeError(f"the simulation made no decision: {self.runs}")
+        obs, _, info = item
+        return obs, info
+
+    def step(self, action):
+        self._act.put(int(action))
+        item = self._obs.get()
+        if item is _DONE:
+            self._thread.join()
+            self._thread = None
+            if isinstance(self.runs, Exception):
+                raise self.runs
+            obs = np.zeros(self.observation_space.shape, dtype=np.float32)
+            return obs, 0.0, True, False, {"runs": self.runs}
+        obs, reward, info = item
+        return obs, reward, False, False, info
+
+    def close(self):
+        self._stop()

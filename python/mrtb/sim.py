@@ -1,0 +1,50 @@
+"""The testbed's simulator from Python: a trace spec (``experiments/*.toml``
+with its calibration folder) run under built-in policies or Python ones,
+results as pandas DataFrames.
+
+A Python policy is a class with ``offer(view) -> launches`` (see
+``mrtb.policy``); the simulator reaches it through the external policy
+protocol's code (``sched::policy::external``), in process, so it decides
+exactly as it would served on a socket to a real master.
+"""
+
+import itertools
+
+import pandas
+
+from . import _native
+from .policy import Sessions
+
+_names = itertools.count(1)
+
+
+def policy_config(policy_class, fallback="hadoop"):
+    """The scheduler configuration that runs ``policy_class`` in this
+    process's simulator (one object per run)."""
+    name = f"{policy_class.__name__}-{next(_names)}"
+    _native.register_policy(name, Sessions(policy_class).answer)
+    return (
+        f'policy = "external", address = "inproc:{name}", '
+        f'fallback = "{fallback}", timeout_ms = 600000'
+    )
+
+
+def simulate_trace(spec, calibration, schedulers=(), workers=None, slots=None, tasks=False, seed=None):
+    """Runs ``spec`` (a trace or job-mix spec) with its ``calibration``
+    under each of ``schedulers`` (built-in names or TOML as ``master sim
+    trace --scheduler`` takes them, or Python policy classes; empty: the
+    spec's), once per seed of the spec (once, with ``seed``, if given).
+
+    Returns ``(runs, task_runs)``: DataFrames with one row per run
+    (scheduler, seed, mean_jct_s, makespan_s, remote, maps, wall_s and, for
+    external policies, ``policy_*`` counts) and, if ``tasks``, one row per
+    task run (job, task, worker, source, start_ms, end_ms); the markdown
+    table is ``runs.attrs["table"]``.
+    """
+    configs = [s if isinstance(s, str) else policy_config(s) for s in schedulers]
+    table, runs, task_rows = _native.simulate_trace(
+        str(spec), str(calibration), configs, workers, slots, tasks, seed
+    )
+    runs = pandas.DataFrame(runs)
+    runs.attrs["table"] = table
+    return runs, pandas.DataFrame(task_rows) if tasks else None

@@ -1,0 +1,72 @@
+"""The package against the testbed's own simulator: a Python policy run in
+process makes the built-in's launches, one for one."""
+
+import glob
+import importlib.util
+import os
+
+import pytest
+
+import mrtb.sim
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+SPEC = os.path.join(ROOT, "experiments", "swim-hour.toml")
+
+
+def calibration():
+    found = sorted(glob.glob(os.path.join(ROOT, "results", "swim-hour", "*", "calibration", "meta.json")))
+    assert found, "a calibrated swim-hour folder is shipped"
+    return os.path.dirname(found[0])
+
+
+def example(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "python", "examples", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_python_delay_example_makes_the_built_in_launches():
+    Delay = example("delay").Delay
+
+    class Delay15(Delay):
+        threshold_ms = 1500
+
+    built_in = 'policy = "delay", threshold_s = 1.5, pick = "oldest"'
+    runs, tasks = mrtb.sim.simulate_trace(
+        SPEC, calibration(), [built_in, Delay15], workers=10, tasks=True
+    )
+    assert len(runs) == 6, runs.attrs["table"]
+    labels = list(dict.fromkeys(runs["scheduler"]))
+    assert labels[0] == "delay1.5(oldest)"
+    assert labels[1].startswith("external(inproc:Delay15-")
+    ext = runs[runs["scheduler"] == labels[1]]
+    # Every offer answered, nothing refused, nothing left to the fallback.
+    assert (ext["policy_calls"] == ext["policy_replies"]).all()
+    assert (ext["policy_refused"] == 0).all() and (ext["policy_fallback_offers"] == 0).all()
+    assert (ext["policy_calls"] > 1000).all()
+    cols = ["seed", "job", "task", "reduce", "worker", "source", "start_ms", "end_ms"]
+    a = tasks[tasks["scheduler"] == labels[0]][cols].reset_index(drop=True)
+    b = tasks[tasks["scheduler"] == labels[1]][cols].reset_index(drop=True)
+    assert len(a) > 700 * 3
+    assert a.equals(b)
+    # Both of delay's branches were taken: some maps read remotely.
+    assert (runs.groupby("scheduler")["remote"].min() > 0).all()
+
+
+def test_a_policy_that_raises_is_reported_and_the_fallback_decides():
+    class Broken:
+        def offer(self, view):
+            raise RuntimeError("no idea")
+
+    runs, _ = mrtb.sim.simulate_trace(SPEC, calibration(), [Broken], workers=10)
+    assert (runs["policy_replies"] == 0).all()
+    assert (runs["policy_fallback_offers"] > 0).all()
+    assert "the policy said: RuntimeError: no idea" in runs.attrs["table"]
+
+
+def test_bad_input_gets_a_clear_error():
+    with pytest.raises(ValueError, match="scheduler \"nosuch\""):
+        mrtb.sim.simulate_trace(SPEC, calibration(), ["nosuch"])
+    with pytest.raises(RuntimeError, match="nothing.toml"):
+        mrtb.sim.simulate_trace(os.path.join(ROOT, "nothing.toml"), calibration(), ["hadoop"])
