@@ -988,6 +988,13 @@ pub async fn workers(client: &MasterClient) -> anyhow::Result<()> {
             w.id.0, w.name, w.addr, w.slots, w.free_slots, w.blocks, w.running, w.alive
         );
     }
+    // What the scheduler has to say (an external policy's calls, refusals
+    // and fallbacks).
+    let c = client.cluster().await?;
+    println!("scheduler: {}", c.scheduler);
+    for n in c.scheduler_notes {
+        println!("  {n}");
+    }
     Ok(())
 }
 

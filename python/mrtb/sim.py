@@ -48,3 +48,21 @@ def simulate_trace(spec, calibration, schedulers=(), workers=None, slots=None, t
     runs = pandas.DataFrame(runs)
     runs.attrs["table"] = table
     return runs, pandas.DataFrame(task_rows) if tasks else None
+
+
+def generate_instance(path, servers, cores, tasks, replication=3, beta=1000.0, theta=1.0, seed=1):
+    """Writes a planning instance (DynDL's generator, as ``master sim gen``)
+    to ``path``: ``servers`` x ``cores``, ``tasks`` tasks of one job with
+    ``replication`` replicas each, initial core loads drawn up to ``beta``,
+    DynDL's remote cost with ``theta``."""
+    _native.generate_instance(str(path), servers, cores, tasks, replication, beta, theta, seed)
+
+
+def simulate_instance(path, schedulers, tick=1.0, seed=1):
+    """Runs each of ``schedulers`` (built-in names or TOML, or Python policy
+    classes) on the instance file at ``path`` in the discrete-event
+    simulator. Returns ``(runs, placements)`` DataFrames: one row per
+    scheduler (makespan, remote tasks), one per task placed."""
+    configs = [s if isinstance(s, str) else policy_config(s) for s in schedulers]
+    runs, placements = _native.simulate_instance(str(path), configs, tick, seed)
+    return pandas.DataFrame(runs), pandas.DataFrame(placements)

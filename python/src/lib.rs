@@ -8,7 +8,10 @@
 //!   one served on a socket to a real master.
 //! - `simulate_trace(spec, calibration, schedulers, ...)`: `master sim
 //!   trace`, returning its table, one dict per run and, if asked, one dict
-//!   per task run.
+//!   per task run;
+//! - `generate_instance(path, ...)` and `simulate_instance(path,
+//!   schedulers, ...)`: a planning instance (`master sim gen`) and the
+//!   online policies on it in the discrete-event simulator.
 //!
 //! Other addresses (`unix:`, `tcp:`) go through `common::policy_socket`.
 
@@ -164,11 +167,103 @@ fn simulate_trace<'py>(
     Ok((table, rows, task_rows))
 }
 
+/// Writes a generated planning instance (DynDL's generator, as `master
+/// sim gen`): `servers` x `cores`, `tasks` tasks of one job with
+/// `replication` replicas each, initial loads up to `beta`, DynDL's remote
+/// cost with `theta`.
+#[pyfunction]
+#[pyo3(signature = (path, servers, cores, tasks, replication=3, beta=1000.0, theta=1.0, seed=1))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments
+fn generate_instance(
+    path: PathBuf,
+    servers: u32,
+    cores: u32,
+    tasks: u32,
+    replication: u32,
+    beta: f64,
+    theta: f64,
+    seed: u64,
+) -> PyResult<()> {
+    let params = ctl::lab::GenParams {
+        servers,
+        cores,
+        tasks,
+        replication,
+        alpha: 0.0,
+        beta,
+        cost: ctl::lab::Cost::Dyndl { theta },
+        idle: None,
+        racks: None,
+        placement: Default::default(),
+    };
+    params
+        .validate()
+        .map_err(|e| PyValueError::new_err(format!("instance parameters: {e}")))?;
+    ctl::lab::write_instance(&params.generate(seed), &path)
+        .map_err(|e| PyRuntimeError::new_err(format!("{e:#}")))
+}
+
+/// Runs each of `schedulers` on the instance file at `path` in the
+/// discrete-event simulator (`master sim run`'s online part: every task of
+/// the instance's one job, offers every `tick` time units). Returns (one
+/// dict per scheduler: makespan, remote tasks; one dict per task placed).
+#[pyfunction]
+#[pyo3(signature = (path, schedulers, tick=1.0, seed=1))]
+fn simulate_instance<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    schedulers: Vec<String>,
+    tick: f64,
+    seed: u64,
+) -> PyResult<(Rows<'py>, Rows<'py>)> {
+    let inst =
+        ctl::lab::read_instance(&path).map_err(|e| PyValueError::new_err(format!("{e:#}")))?;
+    let mut rows = Vec::new();
+    let mut placements = Vec::new();
+    for text in &schedulers {
+        let config: SchedulerConfig = text
+            .parse()
+            .map_err(|e| PyValueError::new_err(format!("scheduler {text:?}: {e}")))?;
+        config
+            .validate()
+            .map_err(|e| PyValueError::new_err(format!("scheduler {text:?}: {e}")))?;
+        let label = config.label();
+        let (out, counters) = py.detach(|| {
+            let mut s = sched::build(&config, seed);
+            let out = sched::sim::simulate(s.as_mut(), &inst, tick, 1e9);
+            (out, s.counters())
+        });
+        let out = out.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        let d = PyDict::new(py);
+        d.set_item("scheduler", &label)?;
+        d.set_item("makespan", out.makespan)?;
+        d.set_item("remote", out.remote_tasks())?;
+        d.set_item("tasks", out.placements.len())?;
+        for (name, v) in &counters {
+            d.set_item(format!("policy_{name}"), v)?;
+        }
+        rows.push(d);
+        for p in &out.placements {
+            let d = PyDict::new(py);
+            d.set_item("scheduler", &label)?;
+            d.set_item("task", p.task)?;
+            d.set_item("server", p.server)?;
+            d.set_item("remote", p.remote)?;
+            d.set_item("start", p.start)?;
+            d.set_item("end", p.end)?;
+            placements.push(d);
+        }
+    }
+    Ok((rows, placements))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sched::policy::external::install_connector(Box::new(Connector));
     m.add_function(wrap_pyfunction!(register_policy, m)?)?;
     m.add_function(wrap_pyfunction!(simulate_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(generate_instance, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_instance, m)?)?;
     m.add(
         "PROTOCOL_VERSION",
         sched::policy::external::PROTOCOL_VERSION,

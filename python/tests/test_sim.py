@@ -70,3 +70,41 @@ def test_bad_input_gets_a_clear_error():
         mrtb.sim.simulate_trace(SPEC, calibration(), ["nosuch"])
     with pytest.raises(RuntimeError, match="nothing.toml"):
         mrtb.sim.simulate_trace(os.path.join(ROOT, "nothing.toml"), calibration(), ["hadoop"])
+
+
+def test_an_instance_runs_under_built_in_and_python_policies(tmp_path):
+    path = tmp_path / "inst.json"
+    mrtb.sim.generate_instance(path, servers=20, cores=4, tasks=300, beta=50.0, seed=2)
+    Delay = example("delay").Delay
+    runs, placements = mrtb.sim.simulate_instance(
+        path, ['policy = "delay", threshold_s = 3, pick = "oldest"', Delay, "hadoop"]
+    )
+    assert list(runs["tasks"]) == [300, 300, 300]
+    assert (runs["makespan"] > 0).all()
+    labels = list(runs["scheduler"])
+    # The 40-line Python delay places every task where and when DELAY3
+    # (oldest) does.
+    cols = ["task", "server", "remote", "start", "end"]
+    a = placements[placements["scheduler"] == labels[0]][cols].reset_index(drop=True)
+    b = placements[placements["scheduler"] == labels[1]][cols].reset_index(drop=True)
+    assert a.equals(b)
+    with pytest.raises(ValueError, match="instance parameters"):
+        mrtb.sim.generate_instance(tmp_path / "bad.json", servers=0, cores=4, tasks=10)
+    with pytest.raises(ValueError, match="nothing.json"):
+        mrtb.sim.simulate_instance(tmp_path / "nothing.json", ["hadoop"])
+
+
+def test_the_python_delay_example_at_its_default_makes_delay3s_launches():
+    # The example's default threshold is DELAY3's, 3 s.
+    Delay = example("delay").Delay
+    assert Delay.threshold_ms == 3000
+    runs, tasks = mrtb.sim.simulate_trace(
+        SPEC, calibration(), ['policy = "delay", threshold_s = 3, pick = "oldest"', Delay],
+        workers=10, tasks=True,
+    )
+    labels = list(dict.fromkeys(runs["scheduler"]))
+    assert labels[0] == "delay3(oldest)"
+    cols = ["seed", "job", "task", "worker", "source", "start_ms", "end_ms"]
+    a = tasks[tasks["scheduler"] == labels[0]][cols].reset_index(drop=True)
+    b = tasks[tasks["scheduler"] == labels[1]][cols].reset_index(drop=True)
+    assert len(a) > 2000 and a.equals(b)

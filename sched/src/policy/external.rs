@@ -1,6 +1,8 @@
 //! `external`: a policy served outside this codebase, in any language.
 //!
-//! On each offer of a free map slot, [`External`] sends the policy one
+//! On each offer of a free map slot while some job has a pending map (with
+//! none, nothing can launch and the policy is not asked), [`External`]
+//! sends the policy one
 //! [`OfferMessage`] (the offered worker, every worker, every active job with
 //! its pending tasks, their replica locations and sizes, and the time) and
 //! reads one [`Reply`] (the launches, and why it declined what it left
@@ -22,7 +24,8 @@
 //! This crate does no I/O: the transport is a [`PolicyCall`] injected from
 //! above. The binaries install a [`Connect`] ([`install_connector`]) that
 //! opens the address (`common::policy_socket` for Unix and TCP sockets);
-//! the Python package builds an [`External`] around a Python object. The
+//! the Python package's native module installs one that also reaches the
+//! Python policies it registers in process (`inproc:<name>`). The
 //! real master, the simulators and the replay call the same [`External`],
 //! so an external policy decides the same way in each, given the same
 //! replies.
@@ -603,6 +606,10 @@ impl Scheduler for External {
     }
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        if !ctx.view().jobs().any(|j| j.has_pending()) {
+            ctx.decline(Why::rule(Rule::NothingToRun));
+            return;
+        }
         if let Some(until) = self.paused_until {
             if now < until {
                 self.stats.fallback_offers += 1;

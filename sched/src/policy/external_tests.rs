@@ -188,7 +188,12 @@ fn a_failed_call_goes_to_the_fallback_and_three_in_a_row_pause_the_policy() {
         "{st:?}"
     );
     // Paused for 5 s: no call, the fallback decides.
-    v.add_job(JobId(2), 30, "default", vec![task(2, 0, &[0])]);
+    v.add_job(
+        JobId(2),
+        30,
+        "default",
+        vec![task(2, 0, &[0]), task(2, 1, &[1])],
+    );
     v.set_free(w(0), 1);
     assert_eq!(offer(&mut e, 4_000, w(0), &mut v).len(), 1);
     assert_eq!(e.stats().calls, 3);
@@ -203,6 +208,17 @@ fn a_failed_call_goes_to_the_fallback_and_three_in_a_row_pause_the_policy() {
         "{notes}"
     );
     assert!(notes.contains("1 timed out (100 ms)"), "{notes}");
+}
+
+#[test]
+fn with_nothing_pending_the_policy_is_not_asked() {
+    let s = Script::default();
+    let mut e = external(&s, "");
+    let mut v = ClusterView::new();
+    v.upsert_worker(w(0), 1);
+    assert!(offer(&mut e, 0, w(0), &mut v).is_empty());
+    assert_eq!((e.stats().calls, e.stats().fallback_offers), (0, 0));
+    assert!(s.requests.lock().unwrap().is_empty());
 }
 
 #[test]
