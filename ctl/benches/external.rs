@@ -19,11 +19,7 @@ use std::path::Path;
 fn main() {
     common::policy_socket::install();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let cal = std::fs::read_dir(root.join("results/swim-hour"))
-        .expect("results/swim-hour")
-        .map(|e| e.unwrap().path().join("calibration"))
-        .find(|p| p.join("meta.json").exists())
-        .expect("a calibrated swim-hour folder is shipped");
+    let cal = ctl::lab::trace::shipped_swim_calibration(&root).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let unix = ctl::policy_server::spawn(
         &format!("unix:{}", dir.path().join("p.sock").display()),

@@ -71,11 +71,7 @@ fn the_reference_and_python_policies_make_the_built_in_delays_launches_in_the_si
     .unwrap();
     let tcp = ctl::policy_server::spawn("tcp:127.0.0.1:0", 1.5).unwrap();
     let python = PythonPolicy::start(dir.path(), 1.5);
-    let cal = std::fs::read_dir(root().join("results/swim-hour"))
-        .unwrap()
-        .map(|e| e.unwrap().path().join("calibration"))
-        .find(|p| p.join("meta.json").exists())
-        .expect("a calibrated swim-hour folder is shipped");
+    let cal = ctl::lab::trace::shipped_swim_calibration(&root()).unwrap();
     let built_in: SchedulerConfig = BUILT_IN.parse().unwrap();
     let opts = ctl::lab::trace::TraceOptions {
         schedulers: vec![
@@ -137,11 +133,7 @@ fn the_reference_and_python_policies_make_the_built_in_delays_launches_in_the_si
 fn a_dead_policy_falls_back_to_the_named_policy_and_the_table_says_so() {
     common::policy_socket::install();
     let dir = tempfile::tempdir().unwrap();
-    let cal = std::fs::read_dir(root().join("results/swim-hour"))
-        .unwrap()
-        .map(|e| e.unwrap().path().join("calibration"))
-        .find(|p| p.join("meta.json").exists())
-        .unwrap();
+    let cal = ctl::lab::trace::shipped_swim_calibration(&root()).unwrap();
     let dead = format!(
         "policy = \"external\", address = \"unix:{}\", fallback = '{BUILT_IN}'",
         dir.path().join("nobody.sock").display()

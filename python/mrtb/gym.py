@@ -80,6 +80,24 @@ def observe(view, taken=(), max_tasks=16):
     return obs, mask, cands
 
 
+def decide(view, max_tasks, choose):
+    """The launches for one offer: for each free slot, ``choose(obs, mask,
+    cands)`` gives a candidate's index or more (the slot stays free, and so
+    do the rest); an offer with no candidate left asks nothing more."""
+    taken, launches = [], []
+    for _ in range(view["free_slots"]):
+        obs, mask, cands = observe(view, taken, max_tasks)
+        if not cands:
+            break
+        a = int(choose(obs, mask, cands))
+        if a >= len(cands):
+            break
+        j, task, src, _ = cands[a]
+        taken.append((j["id"], task))
+        launches.append({"job": j["id"], "task": task, "source": src})
+    return launches
+
+
 class AgentPolicy:
     """A policy class (for ``mrtb.policy.serve`` or ``mrtb.sim``) that asks
     ``self.agent.act(observation, mask)`` for each free slot."""
@@ -92,16 +110,7 @@ class AgentPolicy:
         return type("AgentPolicy", (cls,), {"agent": agent, "max_tasks": max_tasks})
 
     def offer(self, view):
-        taken, launches = [], []
-        for _ in range(view["free_slots"]):
-            obs, mask, cands = observe(view, taken, self.max_tasks)
-            a = int(self.agent.act(obs, mask))
-            if a >= len(cands):
-                break
-            j, task, src, _ = cands[a]
-            taken.append((j["id"], task))
-            launches.append({"job": j["id"], "task": task, "source": src})
-        return launches
+        return decide(view, self.max_tasks, lambda obs, mask, _: self.agent.act(obs, mask))
 
 
 _DONE = object()
@@ -125,13 +134,9 @@ class TraceEnv(gymnasium.Env):
     # The simulation runs on its own thread; its policy hands each decision
     # over to step() through these queues.
     def _offer(self, view):
-        taken, launches = [], []
-        for _ in range(view["free_slots"]):
+        def choose(obs, mask, _cands):
             if self._abandon.is_set():
                 raise RuntimeError("the episode was reset")
-            obs, mask, cands = observe(view, taken, self.max_tasks)
-            if not cands:
-                break  # nothing to decide: no step
             dt = (view["now_ms"] - self._last_ms) / 1000.0
             self._last_ms = view["now_ms"]
             reward = -len(view["jobs"]) * dt
@@ -139,12 +144,9 @@ class TraceEnv(gymnasium.Env):
             a = self._act.get()
             if a is _DONE:
                 raise RuntimeError("the episode was reset")
-            if a >= len(cands):
-                break
-            j, task, src, _ = cands[a]
-            taken.append((j["id"], task))
-            launches.append({"job": j["id"], "task": task, "source": src})
-        return launches
+            return a
+
+        return decide(view, self.max_tasks, choose)
 
     def _run(self, seed):
         env = self

@@ -41,7 +41,7 @@ use sched::replay::{
     self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayTask,
 };
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use workloads::Workload;
 
@@ -808,6 +808,23 @@ pub fn run(
 }
 
 /// `run`, with the spec's path in the error.
+/// The calibration folder shipped with the SWIM hour's results under
+/// `root` (the repository): `results/swim-hour/<stamp>/calibration`, the
+/// first stamp that has one.
+pub fn shipped_swim_calibration(root: &Path) -> anyhow::Result<PathBuf> {
+    let dir = root.join("results/swim-hour");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path().join("calibration")))
+        .filter(|p| p.join("meta.json").exists())
+        .collect();
+    found.sort();
+    found
+        .into_iter()
+        .next()
+        .with_context(|| format!("no calibrated folder in {}", dir.display()))
+}
+
 pub fn run_file(path: &Path, calibration: &Path, opts: &TraceOptions) -> anyhow::Result<String> {
     run(path, calibration, opts)
         .map(|(t, _)| t)
@@ -1155,11 +1172,8 @@ mix = [
     #[test]
     fn the_shipped_trace_spec_runs_at_a_larger_scale_with_its_calibration() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let cal = std::fs::read_dir(root.join("results/swim-hour"))
-            .unwrap()
-            .map(|e| e.unwrap().path().join("calibration"))
-            .find(|p| p.join("meta.json").exists())
-            .expect("a calibrated swim-hour folder is shipped");
+        let cal =
+            shipped_swim_calibration(&root).expect("a calibrated swim-hour folder is shipped");
         let spec = root.join("experiments/swim-hour.toml");
         let (table, runs) = run(&spec, &cal, &TraceOptions::at(Some(30), None)).unwrap();
         // 5 schedulers x 3 seeds, every job of the hour run.
