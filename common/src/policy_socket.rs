@@ -113,21 +113,8 @@ fn timed_out(e: &std::io::Error) -> bool {
 
 impl SocketCall {
     fn exchange(&mut self, request: &str, deadline: Instant) -> Result<String, CallError> {
-        let address = self.address.clone().map_err(CallError::Unreachable)?;
         let timeout_ms = self.timeout.as_millis() as u64;
         let left = |d: Instant| d.saturating_duration_since(Instant::now());
-        if self.conn.is_none() {
-            let s = Stream::open(&address, self.timeout).map_err(|e| {
-                if timed_out(&e) {
-                    CallError::Timeout(timeout_ms)
-                } else {
-                    CallError::Unreachable(format!("connecting to {}: {e}", self.name))
-                }
-            })?;
-            self.buf.clear();
-            self.conn = Some(s);
-        }
-        let conn = self.conn.as_mut().expect("connected above");
         let io = |e: std::io::Error, what: &str| {
             if timed_out(&e) {
                 CallError::Timeout(timeout_ms)
@@ -135,6 +122,17 @@ impl SocketCall {
                 CallError::Unreachable(format!("{what}: {e}"))
             }
         };
+        if self.conn.is_none() {
+            let address = self
+                .address
+                .as_ref()
+                .map_err(|e| CallError::Unreachable(e.clone()))?;
+            let s = Stream::open(address, self.timeout)
+                .map_err(|e| io(e, &format!("connecting to {}", self.name)))?;
+            self.buf.clear();
+            self.conn = Some(s);
+        }
+        let conn = self.conn.as_mut().expect("connected above");
         conn.set_timeouts(left(deadline).max(Duration::from_millis(1)))
             .map_err(|e| io(e, "setting timeouts"))?;
         let mut line = Vec::with_capacity(request.len() + 1);
