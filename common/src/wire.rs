@@ -231,7 +231,7 @@ pub struct ReduceLaunch {
     pub partition: u32,
     /// Every map's output, fetched over HTTP (also from this worker itself).
     pub inputs: Vec<ShuffleInput>,
-    /// sort: the key range [lo, hi) of this partition (None = unbounded).
+    /// sort: the range [lo, hi) of this partition: whole split records (or key prefixes) (None = unbounded).
     #[serde(default)]
     pub range: Option<KeyRange>,
     pub output: OutputTarget,

@@ -527,6 +527,141 @@ async fn tiny_tasks_bench() {
     );
 }
 
+/// Section 8: sort on 1 GiB of lines made outside the testbed (gensort's
+/// ASCII shape, four key distributions) on 2 workers x 1 slot, 64 MiB
+/// blocks, 2 reduces, against `LC_ALL=C sort -o` on the same file; the
+/// output checked equal to GNU sort's, and the largest reduce's share of
+/// the shuffled bytes (balanced: 0.50).
+async fn anyones_records_bench() {
+    use support::lines::{self, Keys};
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
+    let bytes: u64 = std::env::var("BENCH_LINES_MIB")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(1024)
+        << 20;
+    let reduces = 2u32;
+    println!(
+        "8. sort of {} MiB of gensort-shaped lines made outside the testbed, 2 workers x 1 slot, 64 MiB blocks, replication 2, {reduces} reduces, vs `LC_ALL=C sort -o` (target ratio >= 2.5; largest reduce's share target <= {:.2})",
+        bytes >> 20,
+        1.1 / reduces as f64
+    );
+    for keys in Keys::ALL {
+        let input = dir.path().join(format!("{}.lines", keys.name()));
+        lines::write_file(&input, keys, bytes, 17).unwrap();
+        let name = format!("lines-{}", keys.name());
+        loader::load(
+            &cl.client,
+            &LoadSpec {
+                name: name.clone(),
+                source: Source::File(input.clone()),
+                block_size: 64 << 20,
+                replication: 2,
+                seed: 9,
+                placement: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+        let mut job = JobSubmit::new(Workload::Sort, &name);
+        job.reduces = Some(reduces);
+        job.output = Some(format!("{name}-sorted"));
+        // Neither side pays for the bench's own writes (the generated
+        // file, the other side's output): both start with nothing dirty.
+        sync_disks();
+        let t = Instant::now();
+        let id = cl.client.submit(&job).await.unwrap();
+        let r = cl.client.wait_job(id).await.unwrap();
+        let ours = t.elapsed().as_secs_f64();
+        assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
+        let shares: Vec<u64> = r
+            .attempts
+            .iter()
+            .filter(|a| a.kind == common::wire::TaskKind::Reduce && a.ok)
+            .map(|a| a.input_bytes)
+            .collect();
+        let largest =
+            *shares.iter().max().unwrap() as f64 / shares.iter().sum::<u64>().max(1) as f64;
+        let maps_done = r
+            .attempts
+            .iter()
+            .filter(|a| a.kind == common::wire::TaskKind::Map)
+            .map(|a| a.end_ms)
+            .max()
+            .unwrap_or(0) as f64
+            / 1e3;
+        let reference = input.with_extension("gnu");
+        sync_disks();
+        let t = Instant::now();
+        let st = std::process::Command::new("sort")
+            .arg("-o")
+            .arg(&reference)
+            .arg(&input)
+            .env("LC_ALL", "C")
+            .status()
+            .unwrap();
+        let theirs = t.elapsed().as_secs_f64();
+        assert!(st.success(), "GNU sort failed");
+        let got = input.with_extension("ours");
+        dump_file(&cl, &format!("{name}-sorted"), &got).await;
+        let same = files_equal(&got, &reference);
+        println!(
+            "   {:<13} job {:.2} s (maps done at {:.2} s), `LC_ALL=C sort -o` {:.2} s: ratio {:.2}; largest reduce's share {:.3} ({}); output {}",
+            keys.name(),
+            ours,
+            maps_done,
+            theirs,
+            theirs / ours,
+            largest,
+            shares
+                .iter()
+                .map(|b| format!("{:.0} MB", *b as f64 / 1e6))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            if same { "equal to GNU sort's" } else { "DIFFERS from GNU sort's" }
+        );
+        assert!(same, "the sort of {} differs from GNU sort's", keys.name());
+        for p in [&input, &reference, &got] {
+            let _ = std::fs::remove_file(p);
+        }
+        cl.client.delete_file(&name).await.unwrap();
+        cl.client
+            .delete_file(&format!("{name}-sorted"))
+            .await
+            .unwrap();
+    }
+}
+
+/// Writes every dirty page of the machine to disk (`sync`).
+fn sync_disks() {
+    let st = std::process::Command::new("sync").status().unwrap();
+    assert!(st.success(), "sync failed");
+}
+
+/// Whether two files hold the same bytes (read in 8 MiB pieces).
+fn files_equal(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::io::Read;
+    let (mut fa, mut fb) = (
+        std::fs::File::open(a).unwrap(),
+        std::fs::File::open(b).unwrap(),
+    );
+    if fa.metadata().unwrap().len() != fb.metadata().unwrap().len() {
+        return false;
+    }
+    let (mut ba, mut bb) = (vec![0u8; 8 << 20], vec![0u8; 8 << 20]);
+    loop {
+        let n = fa.read(&mut ba).unwrap();
+        if n == 0 {
+            return true;
+        }
+        fb.read_exact(&mut bb[..n]).unwrap();
+        if ba[..n] != bb[..n] {
+            return false;
+        }
+    }
+}
+
 fn main() {
     // `cargo bench` passes --bench; nothing to parse. RUST_LOG shows the
     // cluster's logs (e.g. `worker::shuffle=debug` for the reduce phases).
@@ -539,7 +674,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny` runs one part.
+    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines` runs one part.
     let only = std::env::var("BENCH_ONLY").ok();
     let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
     rt.block_on(async {
@@ -566,6 +701,9 @@ fn main() {
         }
         if run("tiny") {
             tiny_tasks_bench().await;
+        }
+        if run("lines") {
+            anyones_records_bench().await;
         }
     });
 }

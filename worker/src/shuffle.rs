@@ -440,7 +440,7 @@ impl Opened {
 }
 
 /// Opens a map output part kept here and finds the bytes asked for: the
-/// whole partition, or a sorted run's key range `lo <= key < hi`.
+/// whole partition, or a sorted run's range of records `lo <= record < hi`.
 fn open_output(
     outputs: &MapOutputs,
     want: &OutputPart,
@@ -552,8 +552,8 @@ pub(crate) async fn read_local(
     Ok(data)
 }
 
-/// The byte range of a stored sorted run (`len` bytes) holding the keys
-/// `lo <= key < hi`, reading only the keys its binary search visits.
+/// The byte range of a stored sorted run (`len` bytes) holding the records
+/// `lo <= record < hi`, reading only the records its binary search visits.
 fn range_in_file(
     file: &std::fs::File,
     len: u64,
@@ -561,18 +561,18 @@ fn range_in_file(
     hi: Option<&[u8]>,
 ) -> std::io::Result<(u64, u64)> {
     use std::os::unix::fs::FileExt;
-    use workloads::sort::{KEY, RECORD};
+    use workloads::sort::RECORD;
     if !len.is_multiple_of(RECORD as u64) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("a sorted run of {len} bytes is not whole {RECORD}-byte records"),
         ));
     }
-    let key = |i: u64| {
-        let mut k = [0u8; KEY];
-        file.read_exact_at(&mut k, i * RECORD as u64).map(|_| k)
+    let record = |i: u64| {
+        let mut r = [0u8; RECORD];
+        file.read_exact_at(&mut r, i * RECORD as u64).map(|_| r)
     };
-    workloads::sort::range_by_key(len / RECORD as u64, key, lo, hi)
+    workloads::sort::range_by_record(len / RECORD as u64, record, lo, hi)
 }
 
 #[cfg(test)]

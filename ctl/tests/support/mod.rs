@@ -1,6 +1,9 @@
 //! A whole cluster in this process, on loopback with port 0: one master and
 //! `nic.len()` workers, shared by the end-to-end tests and `make bench`.
 
+#[allow(dead_code)] // the bench and some tests use it
+pub mod lines;
+
 use common::config::WorkerSettings;
 use ctl::ops::client::MasterClient;
 use master::state::MasterSettings;

@@ -1,0 +1,123 @@
+//! Sort input made outside the testbed's loader, in the shape of gensort's
+//! ASCII mode: 100-byte lines of a 10-byte key, a space, an 88-byte payload
+//! (the row number as 32 hex digits, then filler) and a newline. The key
+//! distribution is what the bench varies; nothing of the loader's
+//! `records` generator (its keys, its payload) is used.
+
+use rand::{Rng, SeedableRng};
+use std::io::Write;
+
+pub const LINE: usize = 100;
+
+/// How the 10-byte keys are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keys {
+    /// Each byte uniform over printable ASCII (' '..='~'), as gensort -a.
+    Uniform,
+    /// 8 distinct keys: every line shares its key with an eighth of the file.
+    FewDistinct,
+    /// Three 7-byte prefixes ("user_00", "user_01", "item_00"), then 3
+    /// uniform bytes: comparisons decide on the last bytes of the key.
+    SharedPrefix,
+    /// One million distinct keys drawn by rank with P(rank) ~ 1/rank: the
+    /// most common key is about 7% of the lines.
+    Zipf,
+}
+
+impl Keys {
+    pub const ALL: [Keys; 4] = [
+        Keys::Uniform,
+        Keys::FewDistinct,
+        Keys::SharedPrefix,
+        Keys::Zipf,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Keys::Uniform => "uniform",
+            Keys::FewDistinct => "few-distinct",
+            Keys::SharedPrefix => "shared-prefix",
+            Keys::Zipf => "zipf",
+        }
+    }
+}
+
+fn printable(r: &mut impl Rng) -> u8 {
+    r.gen_range(b' '..=b'~')
+}
+
+fn random_key(r: &mut impl Rng) -> [u8; 10] {
+    std::array::from_fn(|_| printable(r))
+}
+
+/// Writes `lines` lines with `keys` to `out`, deterministically from `seed`.
+pub fn write(out: &mut impl Write, keys: Keys, lines: u64, seed: u64) -> std::io::Result<()> {
+    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let few: Vec<[u8; 10]> = (0..8).map(|_| random_key(&mut r)).collect();
+    let (zipf_keys, zipf_cdf) = if keys == Keys::Zipf {
+        const N: usize = 1_000_000;
+        let keys: Vec<[u8; 10]> = (0..N).map(|_| random_key(&mut r)).collect();
+        let total: f64 = (1..=N).map(|k| 1.0 / k as f64).sum();
+        let mut acc = 0.0;
+        let cdf: Vec<f64> = (1..=N)
+            .map(|k| {
+                acc += 1.0 / k as f64 / total;
+                acc
+            })
+            .collect();
+        (keys, cdf)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    const PREFIXES: [&[u8; 7]; 3] = [b"user_00", b"user_01", b"item_00"];
+    let mut buf = Vec::with_capacity(1 << 20);
+    for row in 0..lines {
+        let key: [u8; 10] = match keys {
+            Keys::Uniform => random_key(&mut r),
+            Keys::FewDistinct => few[r.gen_range(0..few.len())],
+            Keys::SharedPrefix => {
+                let mut k = [0u8; 10];
+                k[..7].copy_from_slice(PREFIXES[r.gen_range(0..3)]);
+                for b in &mut k[7..] {
+                    *b = printable(&mut r);
+                }
+                k
+            }
+            Keys::Zipf => {
+                let u: f64 = r.gen();
+                let at = zipf_cdf
+                    .partition_point(|c| *c < u)
+                    .min(zipf_keys.len() - 1);
+                zipf_keys[at]
+            }
+        };
+        buf.extend_from_slice(&key);
+        buf.push(b' ');
+        // gensort's payload: the row number in hex, then filler of hex
+        // digits in groups of four.
+        write!(buf, "{row:032X}").expect("to memory");
+        for g in 0..14 {
+            let c = b"0123456789ABCDEF"[((row as usize) + g) % 16];
+            buf.extend_from_slice(&[c; 4]);
+        }
+        buf.push(b'\n');
+        debug_assert_eq!(buf.len() % LINE, 0);
+        if buf.len() >= (1 << 20) - LINE {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)
+}
+
+/// Writes `bytes` (rounded down to whole lines) of `keys` lines to `path`.
+pub fn write_file(
+    path: &std::path::Path,
+    keys: Keys,
+    bytes: u64,
+    seed: u64,
+) -> std::io::Result<()> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    write(&mut f, keys, bytes / LINE as u64, seed)?;
+    f.flush()
+}
