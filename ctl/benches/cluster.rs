@@ -547,7 +547,12 @@ async fn anyones_records_bench() {
         bytes >> 20,
         1.1 / reduces as f64
     );
+    // `BENCH_LINES_KEYS=uniform|few-distinct|shared-prefix|zipf` runs one.
+    let only = std::env::var("BENCH_LINES_KEYS").ok();
     for keys in Keys::ALL {
+        if only.as_deref().is_some_and(|o| o != keys.name()) {
+            continue;
+        }
         let input = dir.path().join(format!("{}.lines", keys.name()));
         lines::write_file(&input, keys, bytes, 17).unwrap();
         let name = format!("lines-{}", keys.name());
@@ -564,50 +569,63 @@ async fn anyones_records_bench() {
         )
         .await
         .unwrap();
-        let mut job = JobSubmit::new(Workload::Sort, &name);
-        job.reduces = Some(reduces);
-        job.output = Some(format!("{name}-sorted"));
-        // Neither side pays for the bench's own writes (the generated
-        // file, the other side's output): both start with nothing dirty.
-        sync_disks();
-        let t = Instant::now();
-        let id = cl.client.submit(&job).await.unwrap();
-        let r = cl.client.wait_job(id).await.unwrap();
-        let ours = t.elapsed().as_secs_f64();
-        assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
-        let shares: Vec<u64> = r
-            .attempts
-            .iter()
-            .filter(|a| a.kind == common::wire::TaskKind::Reduce && a.ok)
-            .map(|a| a.input_bytes)
-            .collect();
+        // Best of `ROUNDS` on each side (the first job of the cluster also
+        // pays for its buffers' first touch: see workloads::pool).
+        let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
+        let (mut shares, mut maps_done) = (Vec::new(), 0.0);
+        let reference = input.with_extension("gnu");
+        for round in 0..ROUNDS {
+            let out = format!("{name}-sorted");
+            if round > 0 {
+                cl.client.delete_file(&out).await.unwrap();
+            }
+            let mut job = JobSubmit::new(Workload::Sort, &name);
+            job.reduces = Some(reduces);
+            job.output = Some(out);
+            // Neither side pays for the bench's own writes (the generated
+            // file, the other side's output): both start with nothing dirty.
+            sync_disks();
+            let t = Instant::now();
+            let id = cl.client.submit(&job).await.unwrap();
+            let r = cl.client.wait_job(id).await.unwrap();
+            let secs = t.elapsed().as_secs_f64();
+            assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
+            if secs < ours {
+                ours = secs;
+                shares = r
+                    .attempts
+                    .iter()
+                    .filter(|a| a.kind == common::wire::TaskKind::Reduce && a.ok)
+                    .map(|a| a.input_bytes)
+                    .collect();
+                maps_done = r
+                    .attempts
+                    .iter()
+                    .filter(|a| a.kind == common::wire::TaskKind::Map)
+                    .map(|a| a.end_ms)
+                    .max()
+                    .unwrap_or(0) as f64
+                    / 1e3;
+            }
+            sync_disks();
+            let t = Instant::now();
+            let st = std::process::Command::new("sort")
+                .arg("-o")
+                .arg(&reference)
+                .arg(&input)
+                .env("LC_ALL", "C")
+                .status()
+                .unwrap();
+            theirs = theirs.min(t.elapsed().as_secs_f64());
+            assert!(st.success(), "GNU sort failed");
+        }
         let largest =
             *shares.iter().max().unwrap() as f64 / shares.iter().sum::<u64>().max(1) as f64;
-        let maps_done = r
-            .attempts
-            .iter()
-            .filter(|a| a.kind == common::wire::TaskKind::Map)
-            .map(|a| a.end_ms)
-            .max()
-            .unwrap_or(0) as f64
-            / 1e3;
-        let reference = input.with_extension("gnu");
-        sync_disks();
-        let t = Instant::now();
-        let st = std::process::Command::new("sort")
-            .arg("-o")
-            .arg(&reference)
-            .arg(&input)
-            .env("LC_ALL", "C")
-            .status()
-            .unwrap();
-        let theirs = t.elapsed().as_secs_f64();
-        assert!(st.success(), "GNU sort failed");
         let got = input.with_extension("ours");
         dump_file(&cl, &format!("{name}-sorted"), &got).await;
         let same = files_equal(&got, &reference);
         println!(
-            "   {:<13} job {:.2} s (maps done at {:.2} s), `LC_ALL=C sort -o` {:.2} s: ratio {:.2}; largest reduce's share {:.3} ({}); output {}",
+            "   {:<13} job {:.2} s (maps done at {:.2} s), `LC_ALL=C sort -o` {:.2} s, best of {ROUNDS} each: ratio {:.2}; largest reduce's share {:.3} ({}); output {}",
             keys.name(),
             ours,
             maps_done,
@@ -638,6 +656,9 @@ fn sync_disks() {
     let st = std::process::Command::new("sync").status().unwrap();
     assert!(st.success(), "sync failed");
 }
+
+/// Rounds of each side in section 8 (the best of them is compared).
+const ROUNDS: usize = 2;
 
 /// Whether two files hold the same bytes (read in 8 MiB pieces).
 fn files_equal(a: &std::path::Path, b: &std::path::Path) -> bool {

@@ -368,17 +368,10 @@ pub async fn serve(
                 }
                 let n = READ.min(end - at);
                 let f = file.clone();
-                // Read into a pooled buffer, which goes back to the pool
-                // once the last piece of it is sent.
-                let read = tokio::task::spawn_blocking(move || {
-                    let mut v = workloads::pool::take(n as usize);
-                    v.resize(n as usize, 0);
-                    f.read_at(at, &mut v)
-                        .map(|_| Bytes::from_owner(workloads::pool::Pooled::new(v)))
-                })
-                .await
-                .map_err(std::io::Error::other)
-                .and_then(|r| r);
+                let read = tokio::task::spawn_blocking(move || f.read(at, n as usize))
+                    .await
+                    .map_err(std::io::Error::other)
+                    .and_then(|r| r);
                 match read {
                     Ok(v) => {
                         at += n;
@@ -427,16 +420,45 @@ enum Source {
 }
 
 impl Opened {
-    /// Fills `buf` from byte `at` of the part (within `start..end`).
-    fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        use std::os::unix::fs::FileExt;
+    /// `n` bytes of the part from byte `at` (within `start..end`): a kept
+    /// output's bytes where they lie, a file's read into a pooled buffer
+    /// that goes back to the pool once the last piece of it is sent.
+    fn read(&self, at: u64, n: usize) -> std::io::Result<Bytes> {
         match &self.src {
-            Source::File(f) => f.read_exact_at(buf, at),
-            Source::Kept(out, part) => out
-                .read_at(*part, at as usize, buf)
-                .map_err(std::io::Error::other),
+            Source::File(f) => read_file_range(f, at, n)
+                .map(|v| Bytes::from_owner(workloads::pool::Pooled::new(v))),
+            Source::Kept(out, part) => {
+                let kept = workloads::KeptInput {
+                    output: out.clone(),
+                    part: *part,
+                    start: at as usize,
+                    end: at as usize + n,
+                };
+                workloads::KeptBytes::new(kept)
+                    .map(Bytes::from_owner)
+                    .map_err(std::io::Error::other)
+            }
         }
     }
+}
+
+/// Bytes `at..at + n` of `f` into a pooled buffer, read into its spare
+/// room (no zeroing first). `f`'s offset moves: each caller has its own
+/// handle.
+fn read_file_range(mut f: &std::fs::File, at: u64, n: usize) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek};
+    let mut v = workloads::pool::take(n);
+    f.seek(std::io::SeekFrom::Start(at))?;
+    f.take(n as u64).read_to_end(&mut v)?;
+    if v.len() != n {
+        let got = v.len();
+        workloads::pool::give(v);
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("wanted {n} bytes at {at}, the file had {got}"),
+        ));
+    }
+    Ok(v)
 }
 
 /// Opens a map output part kept here and finds the bytes asked for: the
@@ -535,13 +557,11 @@ pub(crate) async fn read_local(
                 start,
                 end,
             })),
-            Source::File(f) => {
-                use std::os::unix::fs::FileExt;
-                let mut v = workloads::pool::take(end - start);
-                v.resize(end - start, 0);
-                f.read_exact_at(&mut v, start as u64)?;
-                Ok(Input::Fetched(v))
-            }
+            Source::File(f) => Ok(Input::Fetched(read_file_range(
+                &f,
+                start as u64,
+                end - start,
+            )?)),
         }
     })
     .await

@@ -624,17 +624,18 @@ impl BlockReader {
         let sums = &self.block.sums;
         let id = &self.block.info.id;
         let (start, end) = sums.chunk_range(i);
-        let mut buf = vec![0u8; (end - start) as usize];
+        // Read into the buffer's spare room: no zeroing first.
+        let mut buf = Vec::with_capacity((end - start) as usize);
         self.file
             .seek(SeekFrom::Start(start))
-            .and_then(|_| read_full(&mut self.file, &mut buf))
+            .and_then(|_| (&mut self.file).take(end - start).read_to_end(&mut buf))
             .map_err(|source| StoreError::Io {
                 what: "reading block",
                 path: PathBuf::from(id.as_str()),
                 source,
             })
             .and_then(|n| {
-                if n < buf.len() {
+                if n < (end - start) as usize {
                     Err(StoreError::Truncated {
                         block: id.clone(),
                         expected: sums.len,
@@ -680,17 +681,6 @@ impl BlockReader {
     pub fn chunk_bytes(&self) -> u64 {
         self.block.sums.chunk_bytes as u64
     }
-}
-
-fn read_full(f: &mut File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
-        }
-    }
-    Ok(n)
 }
 
 #[cfg(test)]

@@ -101,25 +101,28 @@ pub enum MapOutput {
 }
 
 impl MapOutput {
-    /// Fills `buf` from byte `at` of part `part` (a partition's index; 0
-    /// for a sorted run, laid out in key order).
+    /// Part `part`'s bytes (a partition's index; 0 for a sorted run, laid
+    /// out in order), if it has that part.
+    pub fn part(&self, part: usize) -> Option<&[u8]> {
+        match self {
+            MapOutput::SortedRun { run, .. } if part == 0 => Some(run.bytes()),
+            MapOutput::Partitions(parts) => parts.get(part).map(|p| p.as_slice()),
+            _ => None,
+        }
+    }
+
+    /// Fills `buf` from byte `at` of part `part`.
     pub fn read_at(&self, part: usize, at: usize, buf: &mut [u8]) -> Result<(), String> {
         let end = at + buf.len();
-        match self {
-            MapOutput::SortedRun { run, .. } if part == 0 && end <= run.len() => {
-                run.read_at(at, buf);
+        match self.part(part) {
+            Some(p) if end <= p.len() => {
+                buf.copy_from_slice(&p[at..end]);
                 Ok(())
             }
-            MapOutput::Partitions(parts) if parts.get(part).is_some_and(|p| end <= p.len()) => {
-                buf.copy_from_slice(&parts[part][at..end]);
-                Ok(())
-            }
-            MapOutput::SortedRun { .. } | MapOutput::Partitions(_) => Err(format!(
+            Some(_) => Err(format!(
                 "bytes {at}..{end} of part {part} are not in this map output"
             )),
-            MapOutput::None | MapOutput::Invalid(_) => {
-                Err("this map output holds nothing to read".into())
-            }
+            None => Err(format!("this map output has no part {part} to read")),
         }
     }
 }
@@ -144,12 +147,46 @@ impl KeptInput {
         self.end == self.start
     }
 
+    /// The bytes, where they lie; `None` if the output has no such range.
+    pub fn bytes(&self) -> Option<&[u8]> {
+        self.output
+            .part(self.part)
+            .and_then(|p| p.get(self.start..self.end))
+    }
+
     /// The bytes copied out, laid out as a fetch would have brought them.
     pub fn to_vec(&self) -> Result<Vec<u8>, String> {
-        let mut v = pool::take(self.len());
-        v.resize(self.len(), 0);
-        self.output.read_at(self.part, self.start, &mut v)?;
+        let b = self.bytes().ok_or_else(|| {
+            format!(
+                "bytes {}..{} of part {} are not in this map output",
+                self.start, self.end, self.part
+            )
+        })?;
+        let mut v = pool::take(b.len());
+        v.extend_from_slice(b);
         Ok(v)
+    }
+}
+
+/// A kept range checked to exist ([`KeptInput::bytes`]), as the owner of
+/// an HTTP body's bytes: served where they lie, with no copy.
+pub struct KeptBytes(KeptInput);
+
+impl KeptBytes {
+    pub fn new(k: KeptInput) -> Result<KeptBytes, String> {
+        match k.bytes() {
+            Some(_) => Ok(KeptBytes(k)),
+            None => Err(format!(
+                "bytes {}..{} of part {} are not in this map output",
+                k.start, k.end, k.part
+            )),
+        }
+    }
+}
+
+impl AsRef<[u8]> for KeptBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.0.bytes().expect("checked by KeptBytes::new")
     }
 }
 

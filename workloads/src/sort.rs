@@ -182,9 +182,25 @@ fn sorted_order(data: &[u8]) -> Vec<u32> {
     let rec = |i: u32| &data[i as usize * RECORD..(i as usize + 1) * RECORD];
     for b in 0..BUCKETS {
         let (s, e) = (start[b], start[b + 1]);
-        if e - s > 1 {
-            keyed[s..e]
-                .sort_unstable_by(|(ka, a), (kb, b)| ka.cmp(kb).then_with(|| rec(*a).cmp(rec(*b))));
+        if e - s < 2 {
+            continue;
+        }
+        // By key, stably: records with equal keys stay in input order,
+        // which is often already the order of the rest of their lines
+        // (records written in sequence). Each run of equal keys is then
+        // checked in one pass over records at increasing offsets, and
+        // sorted by the whole line only if it is out of order.
+        keyed[s..e].sort_by_key(|(k, _)| *k);
+        let mut g = s;
+        while g < e {
+            let mut h = g + 1;
+            while h < e && keyed[h].0 == keyed[g].0 {
+                h += 1;
+            }
+            if h - g > 1 && !keyed[g..h].is_sorted_by(|(_, a), (_, b)| rec(*a) <= rec(*b)) {
+                keyed[g..h].sort_unstable_by(|(_, a), (_, b)| rec(*a).cmp(rec(*b)));
+            }
+            g = h;
         }
     }
     keyed.into_iter().map(|(_, i)| i).collect()
@@ -357,10 +373,14 @@ impl ReduceTask for SortReduce {
 const PIECE_RECORDS: usize = crate::OUTPUT_PIECE / RECORD;
 
 /// K-way merge of sorted runs, handed to `emit` in pieces of whole records
-/// as they fill; stops when `emit` returns false. A tree of losers: each
-/// record costs log2(k) comparisons of cached integer keys on the path
-/// from its run's leaf to the root, and none of the heap's sifting down
-/// and up.
+/// as they fill; stops when `emit` returns false. A tree of losers with
+/// offset-value codes: each stored loser carries where it first differs
+/// from the record that beat it and its byte there, so a match is decided
+/// by comparing two integers; only records equal up to and including that
+/// byte are compared further, from there on. A run's next record is coded
+/// against the record it follows (the one just written, still in the
+/// cache), so runs of equal keys (few distinct keys, skewed keys) cost no
+/// comparison from the start of the line, and uniform keys cost a byte.
 fn merge(runs: &[View<'_>], emit: &mut dyn FnMut(Vec<u8>) -> bool) {
     let k = runs.len();
     if k == 0 {
@@ -370,40 +390,44 @@ fn merge(runs: &[View<'_>], emit: &mut dyn FnMut(Vec<u8>) -> bool) {
     let mut heads = Heads {
         runs,
         pos: vec![0; k],
-        keys: runs
-            .iter()
-            .map(|r| {
-                if r.n == 0 {
-                    (0, 0)
-                } else {
-                    prefix(r.record(0))
-                }
-            })
-            .collect(),
     };
-    // tree[node] for node in 1..n: the loser of the match played there.
-    let mut tree = vec![usize::MAX; n];
-    fn play(node: usize, n: usize, heads: &Heads<'_, '_>, tree: &mut [usize]) -> usize {
+    // Every head's code against a record below all: its first byte.
+    let codes: Vec<u32> = (0..n)
+        .map(|i| {
+            if heads.done(i) {
+                DONE
+            } else {
+                code(0, runs[i].record(0)[0])
+            }
+        })
+        .collect();
+    // tree[node] for node in 1..n: the loser of the match played there
+    // and its code against the winner.
+    let mut tree = vec![(usize::MAX, DONE); n];
+    fn play(
+        node: usize,
+        n: usize,
+        heads: &Heads<'_, '_>,
+        codes: &[u32],
+        tree: &mut [(usize, u32)],
+    ) -> (usize, u32) {
         if node >= n {
-            return node - n;
+            return (node - n, codes[node - n]);
         }
-        let a = play(2 * node, n, heads, tree);
-        let b = play(2 * node + 1, n, heads, tree);
-        if heads.less(b, a) {
-            tree[node] = a;
-            b
-        } else {
-            tree[node] = b;
-            a
-        }
+        let a = play(2 * node, n, heads, codes, tree);
+        let b = play(2 * node + 1, n, heads, codes, tree);
+        let (winner, loser) = heads.decide(a, b);
+        tree[node] = loser;
+        winner
     }
-    let mut winner = play(1, n, &heads, &mut tree);
+    let (mut winner, _) = play(1, n, &heads, &codes, &mut tree);
     let piece_bytes = PIECE_RECORDS * RECORD;
     let mut out = crate::pool::take(piece_bytes);
     while !heads.done(winner) {
         let p = heads.pos[winner];
         let run = &heads.runs[winner];
-        out.extend_from_slice(run.record(p));
+        let written = run.record(p);
+        out.extend_from_slice(written);
         if out.len() == piece_bytes {
             let next = crate::pool::take(piece_bytes);
             if !emit(std::mem::replace(&mut out, next)) {
@@ -411,15 +435,25 @@ fn merge(runs: &[View<'_>], emit: &mut dyn FnMut(Vec<u8>) -> bool) {
             }
         }
         heads.pos[winner] = p + 1;
-        if p + 1 < run.n {
-            heads.keys[winner] = prefix(run.record(p + 1));
-        }
-        // Replay the winner's path: it meets the losers stored there.
+        // The run's next record against the one just written.
+        let mut c = if p + 1 < run.n {
+            let next = run.record(p + 1);
+            let at = first_difference(written, next, 0);
+            if at == RECORD {
+                0
+            } else {
+                code(at, next[at])
+            }
+        } else {
+            DONE
+        };
+        // Replay the winner's path: each loser there is coded against the
+        // record just written, as the new candidate is.
         let mut node = (winner + n) / 2;
         while node >= 1 {
-            if heads.less(tree[node], winner) {
-                std::mem::swap(&mut tree[node], &mut winner);
-            }
+            let (w, l) = heads.decide(tree[node], (winner, c));
+            tree[node] = l;
+            (winner, c) = w;
             node /= 2;
         }
     }
@@ -428,12 +462,41 @@ fn merge(runs: &[View<'_>], emit: &mut dyn FnMut(Vec<u8>) -> bool) {
     }
 }
 
-/// The merge's runs, where each stands (in records), and the key of its
-/// next record.
+/// The code of an exhausted run (and of padding leaves): above every record's.
+const DONE: u32 = u32::MAX;
+
+/// The offset-value code of a record that first differs from the record it
+/// is coded against at byte `at`, where it has `byte` (greater than the
+/// other's there): the later it differs, the smaller the code, then the
+/// smaller its byte. An equal record's code is 0.
+#[inline]
+fn code(at: usize, byte: u8) -> u32 {
+    (((RECORD - at) as u32) << 8) | byte as u32
+}
+
+/// The first byte at or after `from` where `a` and `b` differ (RECORD if none).
+#[inline]
+fn first_difference(a: &[u8], b: &[u8], from: usize) -> usize {
+    let (a, b) = (&a[..RECORD], &b[..RECORD]);
+    let mut at = from;
+    while at + 8 <= RECORD {
+        let x = u64::from_be_bytes(a[at..at + 8].try_into().expect("8 bytes"));
+        let y = u64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+        if x != y {
+            return at + (x ^ y).leading_zeros() as usize / 8;
+        }
+        at += 8;
+    }
+    while at < RECORD && a[at] == b[at] {
+        at += 1;
+    }
+    at
+}
+
+/// The merge's runs and where each stands (in records).
 struct Heads<'r, 'a> {
     runs: &'r [View<'a>],
     pos: Vec<usize>,
-    keys: Vec<(u64, u16)>,
 }
 
 impl Heads<'_, '_> {
@@ -443,22 +506,35 @@ impl Heads<'_, '_> {
         i >= self.runs.len() || self.pos[i] >= self.runs[i].n
     }
 
-    /// Run `a`'s next record sorts before run `b`'s (a done run never
-    /// does): the cached key first, the whole record on equal keys.
+    /// The match of two heads coded against the same record: (winner,
+    /// loser), the loser coded against the winner. Equal codes compare the
+    /// records past the byte the codes share; equal records go by run.
     #[inline]
-    fn less(&self, a: usize, b: usize) -> bool {
-        match (self.done(a), self.done(b)) {
-            (true, _) => false,
-            (false, true) => true,
-            (false, false) => {
-                let (ka, kb) = (self.keys[a], self.keys[b]);
-                if ka != kb {
-                    return ka < kb;
-                }
-                let ra = self.runs[a].record(self.pos[a]);
-                let rb = self.runs[b].record(self.pos[b]);
-                (ra, a) < (rb, b)
-            }
+    fn decide(&self, a: (usize, u32), b: (usize, u32)) -> ((usize, u32), (usize, u32)) {
+        if a.1 != b.1 {
+            return if a.1 < b.1 { (a, b) } else { (b, a) };
+        }
+        if a.1 == DONE {
+            return (a, b);
+        }
+        let from = if a.1 == 0 {
+            RECORD
+        } else {
+            RECORD - (a.1 >> 8) as usize + 1
+        };
+        let (ra, rb) = (
+            self.runs[a.0].record(self.pos[a.0]),
+            self.runs[b.0].record(self.pos[b.0]),
+        );
+        let at = first_difference(ra, rb, from);
+        if at == RECORD {
+            let (w, l) = if a.0 < b.0 { (a, b) } else { (b, a) };
+            return (w, (l.0, 0));
+        }
+        if ra[at] < rb[at] {
+            (a, (b.0, code(at, rb[at])))
+        } else {
+            (b, (a.0, code(at, ra[at])))
         }
     }
 }
@@ -610,6 +686,41 @@ mod tests {
                 assert!(pieces >= 3, "{pieces} pieces");
             }
         }
+    }
+
+    #[test]
+    fn the_coded_merge_orders_records_differing_anywhere_and_duplicates() {
+        // Records of two byte values differing at a random few of their
+        // 100 bytes (first difference anywhere, often late), with exact
+        // duplicates within and across runs: every tie the codes leave
+        // is compared further, from the byte the codes share.
+        let mut next = lcg(19);
+        for trial in 0..200 {
+            let runs = 1 + (next() % 12) as usize;
+            let mut all = Vec::new();
+            let mut r = Workload::Sort.reduce_task().unwrap();
+            for _ in 0..runs {
+                let mut run: Vec<Vec<u8>> = (0..next() % 40)
+                    .map(|_| {
+                        let mut x = vec![b'a'; RECORD];
+                        for _ in 0..next() % 3 {
+                            x[(next() as usize) % RECORD] = b'b';
+                        }
+                        x
+                    })
+                    .collect();
+                run.sort();
+                all.extend(run.iter().cloned());
+                r.consume(run.concat()).unwrap();
+            }
+            all.sort();
+            let (_, out) = r.finish();
+            assert_eq!(out, all.concat(), "trial {trial}");
+        }
+        assert_eq!(first_difference(&[7; RECORD], &[7; RECORD], 0), RECORD);
+        let mut late = [7; RECORD];
+        late[RECORD - 1] = 8;
+        assert_eq!(first_difference(&[7; RECORD], &late, 3), RECORD - 1);
     }
 
     #[test]
