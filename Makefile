@@ -118,6 +118,7 @@ bench: build
 	$(CARGO) bench -p ctl --bench cluster
 	$(CARGO) bench -p ctl --bench map
 	$(CARGO) bench -p ctl --bench scale
+	SCALE_WORKERS=10000 SCALE_HEARTBEAT_MS=3000 SCALE_SECONDS=20 $(CARGO) bench -p ctl --bench scale
 	$(CARGO) bench -p ctl --bench external
 	scripts/test-deps python-package
 	python3 python/bench/sim_policy.py
