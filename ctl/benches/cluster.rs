@@ -665,6 +665,84 @@ async fn anyones_records_bench() {
     }
 }
 
+/// Section 9: a job's time in a sequence of mixed jobs, 2 workers x 1 slot,
+/// 64 MiB blocks at replication 2: 1 GiB of gensort-shaped lines and 1 GiB
+/// of text loaded, then sort, wordcount, sort, wordcount, sort, wordcount
+/// back to back, as a user would run them (no sync between them). Prints
+/// each job's time and, per workload, slowest / fastest (target <= 1.25).
+async fn sequence_bench() {
+    use support::lines::{self, Keys};
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
+    let path = dir.path().join("seq.lines");
+    lines::write_file(&path, Keys::Uniform, 1 << 30, 23).unwrap();
+    for (name, source) in [
+        ("seq-lines", Source::File(path.clone())),
+        (
+            "seq-text",
+            Source::Generate {
+                kind: Generator::Text,
+                blocks: 16,
+            },
+        ),
+    ] {
+        loader::load(
+            &cl.client,
+            &LoadSpec {
+                name: name.into(),
+                source,
+                block_size: 64 << 20,
+                replication: 2,
+                seed: 9,
+                placement: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+    }
+    let _ = std::fs::remove_file(&path);
+    println!(
+        "9. a sequence of mixed jobs on 2 workers x 1 slot (1 GiB of lines, 1 GiB of text, 2 reduces each, no sync between jobs)"
+    );
+    let mut times: Vec<(Workload, f64)> = Vec::new();
+    for round in 0..3 {
+        for (workload, input) in [
+            (Workload::Sort, "seq-lines"),
+            (Workload::Wordcount, "seq-text"),
+        ] {
+            let out = format!("{input}-out{round}");
+            let mut job = JobSubmit::new(workload, input);
+            job.reduces = Some(2);
+            job.output = Some(out.clone());
+            let t = Instant::now();
+            let id = cl.client.submit(&job).await.unwrap();
+            let r = cl.client.wait_job(id).await.unwrap();
+            assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
+            times.push((workload, t.elapsed().as_secs_f64()));
+            cl.client.delete_file(&out).await.unwrap();
+        }
+    }
+    println!(
+        "   in order: {}",
+        times
+            .iter()
+            .map(|(w, t)| format!("{w} {t:.2} s"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for w in [Workload::Sort, Workload::Wordcount] {
+        let ts: Vec<f64> = times
+            .iter()
+            .filter(|(x, _)| *x == w)
+            .map(|(_, t)| *t)
+            .collect();
+        let (lo, hi) = ts
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
+        println!("   {w}: slowest / fastest {:.2} (target <= 1.25)", hi / lo);
+    }
+}
+
 /// Writes every dirty page of the machine to disk (`sync`).
 fn sync_disks() {
     let st = std::process::Command::new("sync").status().unwrap();
@@ -709,7 +787,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines` runs one part.
+    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|sequence` runs one part.
     let only = std::env::var("BENCH_ONLY").ok();
     let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
     rt.block_on(async {
@@ -739,6 +817,9 @@ fn main() {
         }
         if run("lines") {
             anyones_records_bench().await;
+        }
+        if run("sequence") {
+            sequence_bench().await;
         }
     });
 }
