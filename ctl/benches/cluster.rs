@@ -11,7 +11,11 @@
 //! 6. a 1 GiB sort on the default `make cluster` shape (4 workers x 4 slots,
 //!    NICs at 400 Mbit/s, 4 reduces): its time and on how many workers the
 //!    reduces ran;
-//! 7. 100 tiny map tasks on 2 workers x 1 slot, submit to done.
+//! 7. 100 tiny map tasks on 2 workers x 1 slot, submit to done;
+//! 8. sort of 1 GiB of gensort-shaped lines made outside the testbed, four
+//!    key distributions, against `LC_ALL=C sort -o`, with the largest
+//!    reduce's share;
+//! 9. a sequence of mixed jobs: each workload's slowest / fastest run.
 
 use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
