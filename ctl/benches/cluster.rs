@@ -311,6 +311,30 @@ async fn overhead_bench() {
     );
 }
 
+/// Loads `source` as `name` in blocks of `block_size`, `replication`
+/// replicas each (seed 9 for generated data).
+async fn load(
+    cl: &support::LocalCluster,
+    name: &str,
+    source: Source,
+    block_size: u64,
+    replication: u32,
+) {
+    loader::load(
+        &cl.client,
+        &LoadSpec {
+            name: name.into(),
+            source,
+            block_size,
+            replication,
+            seed: 9,
+            placement: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+}
+
 /// Concatenates a loaded file's blocks (read from the worker holding them)
 /// into `path`; returns its size.
 async fn dump_file(cl: &support::LocalCluster, name: &str, path: &std::path::Path) -> u64 {
@@ -375,19 +399,14 @@ async fn versus_coreutils(
         if only.as_deref().is_some_and(|o| o != workload.name()) {
             continue;
         }
-        loader::load(
-            &cl.client,
-            &LoadSpec {
-                name: name.into(),
-                source: Source::Generate { kind, blocks },
-                block_size,
-                replication,
-                seed: 9,
-                placement: Default::default(),
-            },
+        load(
+            cl,
+            name,
+            Source::Generate { kind, blocks },
+            block_size,
+            replication,
         )
-        .await
-        .unwrap();
+        .await;
         let file = dir.join(format!("{name}.input"));
         let bytes = dump_file(cl, name, &file).await as f64;
         let mut ours = f64::MAX;
@@ -485,22 +504,17 @@ async fn default_cluster_sort_bench() {
     let dir = tempfile::tempdir().unwrap();
     let cap = Some(common::config::mbps_to_bytes(400.0));
     let cl = support::start_cluster(dir.path(), TOKEN, 4, &[cap; 4], 100).await;
-    loader::load(
-        &cl.client,
-        &LoadSpec {
-            name: "recs".into(),
-            source: Source::Generate {
-                kind: Generator::Records,
-                blocks: 16,
-            },
-            block_size: 64 << 20,
-            replication: 2,
-            seed: 9,
-            placement: Default::default(),
+    load(
+        &cl,
+        "recs",
+        Source::Generate {
+            kind: Generator::Records,
+            blocks: 16,
         },
+        64 << 20,
+        2,
     )
-    .await
-    .unwrap();
+    .await;
     let mut job = JobSubmit::new(Workload::Sort, "recs");
     job.reduces = Some(4);
     job.output = Some("recs-sorted".into());
@@ -574,19 +588,7 @@ async fn anyones_records_bench() {
         let input = dir.path().join(format!("{}.lines", keys.name()));
         lines::write_file(&input, keys, bytes, 17).unwrap();
         let name = format!("lines-{}", keys.name());
-        loader::load(
-            &cl.client,
-            &LoadSpec {
-                name: name.clone(),
-                source: Source::File(input.clone()),
-                block_size: 64 << 20,
-                replication: 2,
-                seed: 9,
-                placement: Default::default(),
-            },
-        )
-        .await
-        .unwrap();
+        load(&cl, &name, Source::File(input.clone()), 64 << 20, 2).await;
         // Best of `ROUNDS` on each side (the first job of the cluster also
         // pays for its buffers' first touch: see workloads::pool).
         let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
@@ -690,19 +692,7 @@ async fn sequence_bench() {
             },
         ),
     ] {
-        loader::load(
-            &cl.client,
-            &LoadSpec {
-                name: name.into(),
-                source,
-                block_size: 64 << 20,
-                replication: 2,
-                seed: 9,
-                placement: Default::default(),
-            },
-        )
-        .await
-        .unwrap();
+        load(&cl, name, source, 64 << 20, 2).await;
     }
     let _ = std::fs::remove_file(&path);
     println!(
