@@ -350,6 +350,20 @@ async fn dump_file(cl: &support::LocalCluster, name: &str, path: &std::path::Pat
     out.len() as u64
 }
 
+/// The input bytes of each successful reduce attempt of a job.
+fn reduce_inputs(r: &common::wire::JobReport) -> Vec<u64> {
+    r.attempts
+        .iter()
+        .filter(|a| a.kind == common::wire::TaskKind::Reduce && a.ok)
+        .map(|a| a.input_bytes)
+        .collect()
+}
+
+/// The largest reduce's share of all reduce input (0 with none).
+fn largest_share(inputs: &[u64]) -> f64 {
+    inputs.iter().max().copied().unwrap_or(0) as f64 / inputs.iter().sum::<u64>().max(1) as f64
+}
+
 /// Wall time of a shell pipeline over `input` (LC_ALL=C), its output written
 /// to a file next to the input (as the job writes its output file).
 fn time_shell(cmd: &str, input: &std::path::Path) -> f64 {
@@ -419,14 +433,10 @@ async fn versus_coreutils(
             let id = cl.client.submit(&job).await.unwrap();
             let r = cl.client.wait_job(id).await.unwrap();
             assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
-            if t.elapsed().as_secs_f64() < ours {
-                ours = t.elapsed().as_secs_f64();
-                shares = r
-                    .attempts
-                    .iter()
-                    .filter(|a| a.kind == common::wire::TaskKind::Reduce && a.ok)
-                    .map(|a| a.input_bytes)
-                    .collect();
+            let secs = t.elapsed().as_secs_f64();
+            if secs < ours {
+                ours = secs;
+                shares = reduce_inputs(&r);
             }
             if std::env::var_os("BENCH_DETAIL").is_some() {
                 for a in &r.attempts {
@@ -446,8 +456,7 @@ async fn versus_coreutils(
         let _ = std::fs::remove_file(file.with_extension("reference-out"));
         cl.client.delete_file(name).await.unwrap();
         let (a, b) = (bytes / 1e6 / ours, bytes / 1e6 / theirs);
-        let largest = shares.iter().max().copied().unwrap_or(0) as f64
-            / shares.iter().sum::<u64>().max(1) as f64;
+        let largest = largest_share(&shares);
         println!(
             "   {workload} of {:.0} MB: job {:.2} s = {:.1} MB/s ({:.1} MB/s per core); `LC_ALL=C {cmd}` {:.2} s = {:.1} MB/s ({:.1} per core); ratio {:.2} (target >= {target}); largest of {} reduces' input {:.3} (target <= {:.3})",
             bytes / 1e6,
@@ -612,12 +621,7 @@ async fn anyones_records_bench() {
             assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
             if secs < ours {
                 ours = secs;
-                shares = r
-                    .attempts
-                    .iter()
-                    .filter(|a| a.kind == common::wire::TaskKind::Reduce && a.ok)
-                    .map(|a| a.input_bytes)
-                    .collect();
+                shares = reduce_inputs(&r);
                 maps_done = r
                     .attempts
                     .iter()
@@ -639,8 +643,7 @@ async fn anyones_records_bench() {
             theirs = theirs.min(t.elapsed().as_secs_f64());
             assert!(st.success(), "GNU sort failed");
         }
-        let largest =
-            *shares.iter().max().unwrap() as f64 / shares.iter().sum::<u64>().max(1) as f64;
+        let largest = largest_share(&shares);
         let got = input.with_extension("ours");
         dump_file(&cl, &format!("{name}-sorted"), &got).await;
         let same = files_equal(&got, &reference);
