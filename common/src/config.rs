@@ -162,6 +162,13 @@ pub struct WorkerDefaults {
     /// all of it is with 0. Either way it lives until its job ends.
     #[serde(default = "defaults::shuffle_memory_mb")]
     pub shuffle_memory_mb: u64,
+    /// Fetched map output a running sort reduce holds in memory, in MB
+    /// (10^6 bytes); past it the reduce merges what it holds into a sorted
+    /// file on its worker's disk, and merges those files with the rest at
+    /// the end (Hadoop's shuffle merge to disk). 0 = every fetched part
+    /// goes to a file.
+    #[serde(default = "defaults::reduce_memory_mb")]
+    pub reduce_memory_mb: u64,
     /// ssh/scp options for every worker with a `host`, e.g.
     /// `["-i", "/home/me/.ssh/testbed"]` (BatchMode is always on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -179,6 +186,7 @@ impl Default for WorkerDefaults {
             scrub_mbps: None,
             min_free_mb: defaults::min_free_mb(),
             shuffle_memory_mb: defaults::shuffle_memory_mb(),
+            reduce_memory_mb: defaults::reduce_memory_mb(),
             ssh_options: Vec::new(),
         }
     }
@@ -325,6 +333,9 @@ mod defaults {
         64
     }
     pub fn shuffle_memory_mb() -> u64 {
+        1024
+    }
+    pub fn reduce_memory_mb() -> u64 {
         1024
     }
 

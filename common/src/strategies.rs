@@ -109,13 +109,14 @@ pub fn map_summary() -> impl Strategy<Value = MapSummary> {
 }
 
 pub fn reduce_summary() -> impl Strategy<Value = ReduceSummary> {
-    (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(input_bytes, records, output_bytes)| {
-        ReduceSummary {
+    (any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()).prop_map(
+        |(input_bytes, records, output_bytes, spilled_bytes)| ReduceSummary {
             input_bytes,
             records,
             output_bytes,
-        }
-    })
+            spilled_bytes,
+        },
+    )
 }
 
 pub fn task_outcome() -> impl Strategy<Value = TaskOutcome> {

@@ -740,6 +740,231 @@ async fn sequence_bench() {
     }
 }
 
+/// Memory each worker holds for the shuffle in section 10: map output kept
+/// (`workers.shuffle_memory_mb`) and a sort reduce's fetched runs
+/// (`workers.reduce_memory_mb`), each this many MB.
+const SCALE_BUDGET_MB: u64 = 256;
+
+/// Section 10: linear cost. Sort (gensort-shaped lines, uniform keys) and
+/// wordcount (lines of 10 words from a 74,585-word dictionary), both made
+/// outside the testbed, at 1, 4 and 10 GiB (`BENCH_SCALE_GIB=1,4,10`) on 2
+/// workers x 1 slot, 64 MiB blocks, 2 reduces, each worker's shuffle
+/// memory held to [`SCALE_BUDGET_MB`] for kept map output and as much for
+/// each reduce's fetched runs (the rest goes to disk). Replication 2,
+/// or 1 where the disk is short (it says which). Each size prints the
+/// job's time per GiB, the bytes spilled, the process's peak RSS during
+/// the job (the master and both workers), and for sort `LC_ALL=C sort -o`
+/// on the same file; then, per workload, the time per GiB at the largest
+/// size over that at the smallest (target <= 1.2).
+async fn linear_cost_bench() {
+    use support::lines::{self, Keys};
+    let dir = tempfile::tempdir().unwrap();
+    let budget = SCALE_BUDGET_MB * 1_000_000;
+    let cl = support::start_cluster_with(dir.path(), TOKEN, 1, &[None, None], 100, |o| {
+        o.shuffle_memory_bytes = budget;
+        o.reduce_memory_bytes = budget;
+    })
+    .await;
+    let sizes: Vec<u64> = std::env::var("BENCH_SCALE_GIB")
+        .unwrap_or_else(|_| "1,4,10".into())
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse()
+                .expect("BENCH_SCALE_GIB: GiB numbers, e.g. 1,4,10")
+        })
+        .collect();
+    println!(
+        "10. linear cost: sort and wordcount at {} GiB, 2 workers x 1 slot, 64 MiB blocks, 2 reduces; per worker {SCALE_BUDGET_MB} MB of kept map output and {SCALE_BUDGET_MB} MB of fetched runs per reduce, the rest spilled to disk",
+        sizes.iter().map(|g| g.to_string()).collect::<Vec<_>>().join(", ")
+    );
+    let mut per_gib: Vec<(Workload, u64, f64)> = Vec::new();
+    for &gib in &sizes {
+        let bytes = gib << 30;
+        // Sort at its peak holds the input file, the loaded input, the map
+        // output on disk, the spill files and the output: 3 + 2r sizes.
+        let free = free_bytes(dir.path());
+        let margin = 4u64 << 30;
+        let replication = if free >= 7 * bytes + margin {
+            2
+        } else if free >= 5 * bytes + margin {
+            1
+        } else {
+            println!(
+                "   {gib} GiB: skipped, {:.1} GB free on the bench's disk (needs {:.1} GB at replication 1)",
+                free as f64 / 1e9,
+                (5 * bytes + margin) as f64 / 1e9
+            );
+            continue;
+        };
+        // Sort.
+        let input = dir.path().join(format!("scale-{gib}.lines"));
+        lines::write_file(&input, Keys::Uniform, bytes, 31).unwrap();
+        let name = format!("scale-{gib}-lines");
+        load(
+            &cl,
+            &name,
+            Source::File(input.clone()),
+            64 << 20,
+            replication,
+        )
+        .await;
+        let (secs, spilled, peak) =
+            timed_job(&cl, Workload::Sort, &name, &format!("{name}-sorted")).await;
+        cl.client.delete_file(&name).await.unwrap();
+        sync_disks();
+        let reference = input.with_extension("gnu");
+        let t = Instant::now();
+        let st = std::process::Command::new("sort")
+            .arg("-o")
+            .arg(&reference)
+            .arg(&input)
+            .env("LC_ALL", "C")
+            .status()
+            .unwrap();
+        let theirs = t.elapsed().as_secs_f64();
+        assert!(st.success(), "GNU sort failed");
+        let _ = std::fs::remove_file(&input);
+        let same = output_equals(&cl, &format!("{name}-sorted"), &reference).await;
+        let _ = std::fs::remove_file(&reference);
+        cl.client
+            .delete_file(&format!("{name}-sorted"))
+            .await
+            .unwrap();
+        println!(
+            "   sort      {gib:>2} GiB, replication {replication}: job {secs:.1} s, {:.2} s/GiB; spilled {:.2} GB; peak RSS {:.2} GB; `LC_ALL=C sort -o` {theirs:.1} s, {:.2} s/GiB (ratio {:.2}); output {}",
+            secs / gib as f64,
+            spilled as f64 / 1e9,
+            peak as f64 / 1e9,
+            theirs / gib as f64,
+            theirs / secs,
+            if same { "equal to GNU sort's" } else { "DIFFERS from GNU sort's" }
+        );
+        assert!(same, "the {gib} GiB sort differs from GNU sort's");
+        per_gib.push((Workload::Sort, gib, secs / gib as f64));
+        // Wordcount.
+        let input = dir.path().join(format!("scale-{gib}.words"));
+        let words = lines::write_words_file(&input, bytes, 37).unwrap();
+        let name = format!("scale-{gib}-words");
+        load(
+            &cl,
+            &name,
+            Source::File(input.clone()),
+            64 << 20,
+            replication,
+        )
+        .await;
+        let _ = std::fs::remove_file(&input);
+        let out = format!("{name}-counts");
+        let (secs, _, peak) = timed_job(&cl, Workload::Wordcount, &name, &out).await;
+        let counts = ctl::ops::verify::wordcount_pairs(
+            &ctl::ops::files::read_file(&cl.client, &out).await.unwrap(),
+        )
+        .unwrap();
+        let counted: u64 = counts.iter().map(|(_, c)| c).sum();
+        cl.client.delete_file(&name).await.unwrap();
+        cl.client.delete_file(&out).await.unwrap();
+        println!(
+            "   wordcount {gib:>2} GiB, replication {replication}: job {secs:.1} s, {:.2} s/GiB; peak RSS {:.2} GB; {counted} words counted of {words} written, {} distinct",
+            secs / gib as f64,
+            peak as f64 / 1e9,
+            counts.len()
+        );
+        assert_eq!(counted, words, "wordcount lost or invented words");
+        per_gib.push((Workload::Wordcount, gib, secs / gib as f64));
+    }
+    for w in [Workload::Sort, Workload::Wordcount] {
+        let runs: Vec<&(Workload, u64, f64)> = per_gib.iter().filter(|r| r.0 == w).collect();
+        if let (Some(small), Some(large)) = (runs.first(), runs.last()) {
+            if small.1 != large.1 {
+                println!(
+                    "   {w}: time per GiB at {} GiB / at {} GiB = {:.2} (target <= 1.2)",
+                    large.1,
+                    small.1,
+                    large.2 / small.2
+                );
+            }
+        }
+    }
+}
+
+/// Runs one job of `workload` on `input` (2 reduces) into `output`, from
+/// clean disks; returns its seconds, the bytes its reduces spilled, and the
+/// process's peak resident memory while it ran.
+async fn timed_job(
+    cl: &support::LocalCluster,
+    workload: Workload,
+    input: &str,
+    output: &str,
+) -> (f64, u64, u64) {
+    let spilled = || -> u64 {
+        cl.workers
+            .iter()
+            .map(|w| w.exec.shuffle.reduce_spilled())
+            .sum()
+    };
+    sync_disks();
+    let before = spilled();
+    // The peak from here on (Linux: 5 resets VmHWM to the current RSS).
+    std::fs::write("/proc/self/clear_refs", "5").unwrap();
+    let mut job = JobSubmit::new(workload, input);
+    job.reduces = Some(2);
+    job.output = Some(output.into());
+    let t = Instant::now();
+    let id = cl.client.submit(&job).await.unwrap();
+    let r = cl.client.wait_job(id).await.unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
+    (secs, spilled() - before, peak_rss())
+}
+
+/// This process's peak resident memory (VmHWM), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/self/status");
+    kb * 1024
+}
+
+/// Bytes free for an unprivileged user on the file system holding `path`.
+fn free_bytes(path: &std::path::Path) -> u64 {
+    let s = nix::sys::statvfs::statvfs(path).unwrap();
+    s.blocks_available() as u64 * s.fragment_size() as u64
+}
+
+/// Whether a loaded file's blocks, in order (each read from the worker
+/// holding its first replica, 8 MiB at a time), are `reference`'s bytes.
+async fn output_equals(
+    cl: &support::LocalCluster,
+    name: &str,
+    reference: &std::path::Path,
+) -> bool {
+    use std::io::Read;
+    let f = cl.client.file(name).await.unwrap();
+    let mut theirs = std::fs::File::open(reference).unwrap();
+    let (mut a, mut b) = (vec![0u8; 8 << 20], vec![0u8; 8 << 20]);
+    let mut total = 0u64;
+    for (i, reps) in f.replicas.iter().enumerate() {
+        let w = cl.workers.iter().find(|w| w.name == reps[0]).unwrap();
+        let id = BlockId::for_file(name, i as u32).unwrap();
+        let mut ours = std::fs::File::open(w.store.data_path(&id)).unwrap();
+        loop {
+            let n = ours.read(&mut a).unwrap();
+            if n == 0 {
+                break;
+            }
+            if theirs.read_exact(&mut b[..n]).is_err() || a[..n] != b[..n] {
+                return false;
+            }
+            total += n as u64;
+        }
+    }
+    total == theirs.metadata().unwrap().len()
+}
+
 /// Writes every dirty page of the machine to disk (`sync`).
 fn sync_disks() {
     let st = std::process::Command::new("sync").status().unwrap();
@@ -784,7 +1009,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|sequence` runs one part.
+    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|sequence|scale` runs one part.
     let only = std::env::var("BENCH_ONLY").ok();
     let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
     rt.block_on(async {
@@ -817,6 +1042,9 @@ fn main() {
         }
         if run("sequence") {
             sequence_bench().await;
+        }
+        if run("scale") {
+            linear_cost_bench().await;
         }
     });
 }

@@ -80,7 +80,7 @@ fn sort_section() {
     };
     // Once gathered, to check the bytes; then timed as a job runs it: the
     // pieces handed on as they fill, and back to the pool once used.
-    let (_, gathered) = reduce().finish();
+    let (_, gathered) = reduce().finish().unwrap();
     assert!(
         gathered == heap_merge(&runs),
         "both merges give the same bytes"
@@ -92,7 +92,8 @@ fn sort_section() {
         r.finish_into(&mut |piece| {
             workloads::pool::give(std::hint::black_box(piece));
             true
-        });
+        })
+        .unwrap();
         tree.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
         std::hint::black_box(heap_merge(&runs));

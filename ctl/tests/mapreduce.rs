@@ -63,11 +63,13 @@ async fn wordcount_and_sort_match_coreutils() {
     let nic = Some(common::config::mbps_to_bytes(400.0));
     // w0 keeps no map output in memory (all of it goes to its disk), the
     // others keep all of theirs: reduces read both kinds, locally and over
-    // HTTP.
+    // HTTP. Sort reduces hold 20 KB of fetched runs (w1: none), so each
+    // merges what it fetched to spill files and merges those at the end.
     let c = support::start_cluster_with(dir.path(), TOKEN, 2, &[nic, nic, nic], 50, |o| {
         if o.name == "w0" {
             o.shuffle_memory_bytes = 0;
         }
+        o.reduce_memory_bytes = if o.name == "w1" { 0 } else { 20_000 };
     })
     .await;
 
@@ -108,6 +110,19 @@ async fn wordcount_and_sort_match_coreutils() {
     // Every partition got some of the records (the splits came from samples).
     let f = c.client.file("sorted").await.unwrap();
     assert_eq!(f.blocks, 4);
+    // Every reduce took about 75 KB, more than its budget: all of it that
+    // was fetched (not read in place from map output kept here) went
+    // through spill files, which are gone now.
+    let spilled: u64 = c
+        .workers
+        .iter()
+        .map(|w| w.exec.shuffle.reduce_spilled())
+        .sum();
+    assert!(spilled >= 2 * 60_000, "{spilled} bytes spilled");
+    for i in 0..3 {
+        let spill_dir = dir.path().join(format!("w{i}")).join("spill");
+        assert_eq!(std::fs::read_dir(&spill_dir).unwrap().count(), 0);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

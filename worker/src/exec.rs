@@ -48,6 +48,10 @@ pub struct Executor {
     pub peers: Arc<Peers>,
     /// Compute pacing per slot, bytes/s.
     pub slot_rate_bytes: Option<f64>,
+    /// Fetched map output a sort reduce holds before merging it to disk.
+    pub reduce_memory_bytes: u64,
+    /// Where reduces put their spill files (anonymous ones).
+    pub spill_dir: std::path::PathBuf,
 }
 
 impl Executor {
@@ -58,6 +62,8 @@ impl Executor {
             shuffle: &self.shuffle,
             disk: &self.disk,
             peers: &self.peers,
+            reduce_memory: self.reduce_memory_bytes,
+            spill_dir: &self.spill_dir,
         }
     }
 }

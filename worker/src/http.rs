@@ -567,6 +567,7 @@ async fn metrics(State(ctx): State<Arc<Served>>) -> Response {
         background_slots,
         blocks: ctx.store.list().len(),
         shuffle_kept: ctx.shuffle.kept_bytes(),
+        reduce_spilled: ctx.shuffle.reduce_spilled(),
         replicas: &ctx.replicas,
         outcomes: ctx.slots.outcomes(),
     });

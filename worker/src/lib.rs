@@ -63,6 +63,9 @@ pub struct WorkerOptions {
     pub min_free_bytes: u64,
     /// Map output kept in memory (`workers.shuffle_memory_mb`).
     pub shuffle_memory_bytes: u64,
+    /// Fetched map output a sort reduce holds in memory before merging it
+    /// to disk (`workers.reduce_memory_mb`).
+    pub reduce_memory_bytes: u64,
 }
 
 impl WorkerOptions {
@@ -114,6 +117,7 @@ impl WorkerOptions {
             http_timeouts: Default::default(),
             min_free_bytes: cfg.workers.min_free_mb * 1_000_000,
             shuffle_memory_bytes: cfg.workers.shuffle_memory_mb.saturating_mul(1_000_000),
+            reduce_memory_bytes: cfg.workers.reduce_memory_mb.saturating_mul(1_000_000),
         }
     }
 }
@@ -203,17 +207,24 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             opts.data_dir.display()
         )
     })?);
-    // Map output of an earlier life is useless: the master forgot those attempts.
+    // Map output of an earlier life is useless: the master forgot those
+    // attempts. Spill files are anonymous; their directory is made afresh.
     let shuffle_root = shuffle::root(&opts.data_dir);
-    if shuffle_root.exists() {
-        std::fs::remove_dir_all(&shuffle_root).map_err(|e| {
-            anyhow::anyhow!(
-                "worker {}: cannot clear {}: {e}",
-                opts.name,
-                shuffle_root.display()
-            )
-        })?;
+    let spill_dir = opts.data_dir.join("spill");
+    for dir in [&shuffle_root, &spill_dir] {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).map_err(|e| {
+                anyhow::anyhow!("worker {}: cannot clear {}: {e}", opts.name, dir.display())
+            })?;
+        }
     }
+    std::fs::create_dir_all(&spill_dir).map_err(|e| {
+        anyhow::anyhow!(
+            "worker {}: cannot make {}: {e}",
+            opts.name,
+            spill_dir.display()
+        )
+    })?;
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .map_err(|e| {
@@ -265,6 +276,8 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         disk: disk.clone(),
         peers,
         slot_rate_bytes: opts.slot_rate_bytes,
+        reduce_memory_bytes: opts.reduce_memory_bytes,
+        spill_dir,
     });
     let served = Arc::new(http::Served {
         name: opts.name.clone(),

@@ -111,6 +111,8 @@ pub struct Snapshot<'a> {
     pub blocks: usize,
     /// Map output kept in memory.
     pub shuffle_kept: u64,
+    /// Bytes reduces wrote to spill files.
+    pub reduce_spilled: u64,
     pub replicas: &'a Replicas,
     pub outcomes: &'a Outcomes,
 }
@@ -183,6 +185,14 @@ pub fn encode(s: &Snapshot<'_>) -> String {
         "Map output kept in memory for running jobs (workers.shuffle_memory_mb)",
         Unit::Bytes,
         kept,
+    );
+    let spilled = Counter::<u64>::default();
+    spilled.inc_by(s.reduce_spilled);
+    r.register_with_unit(
+        "reduce_spilled",
+        "Bytes sort reduces here merged to spill files past workers.reduce_memory_mb",
+        Unit::Bytes,
+        spilled,
     );
     let pooled = Gauge::<i64>::default();
     pooled.set(workloads::pool::held() as i64);

@@ -32,8 +32,12 @@ pub struct ReduceIo<'a> {
     pub advertise: &'a str,
     pub store: &'a Arc<BlockStore>,
     pub shuffle: &'a Arc<MapOutputs>,
-    pub disk: &'a Link,
+    pub disk: &'a Arc<Link>,
     pub peers: &'a Peers,
+    /// Fetched map output a sort reduce holds before merging it to disk.
+    pub reduce_memory: u64,
+    /// Where its spill files go.
+    pub spill_dir: &'a std::path::Path,
 }
 
 /// Why a reduce attempt ended without output.
@@ -64,7 +68,7 @@ pub async fn run_reduce(
     r: &ReduceLaunch,
     progress: &Progress,
 ) -> Result<(ReduceSummary, u64, u64), Failure> {
-    let Some(task) = workload.reduce_task() else {
+    let Some(task) = workload.reduce_task_within(Some(spill(io))) else {
         return Err((
             0,
             0,
@@ -79,10 +83,25 @@ pub async fn run_reduce(
         merge_store_and_replicate(io, r, task, writer, progress, t0).await
     };
     let (summary, merged, stored, replicated) = phases.await.map_err(|e| (local, remote, e))?;
+    io.shuffle.count_spilled(summary.spilled_bytes);
     let ms = |d: Duration| d.as_millis() as u64;
     tracing::debug!(%attempt, fetched_ms = ms(fetched), merged_ms = ms(merged),
-        stored_ms = ms(stored), replicated_ms = ms(replicated), "reduce phases (ms from its start)");
+        stored_ms = ms(stored), replicated_ms = ms(replicated), spilled_bytes = summary.spilled_bytes,
+        "reduce phases (ms from its start)");
     Ok((summary, local, remote))
+}
+
+/// The reduce's memory budget and spill files, their writes and reads
+/// paced by this worker's (emulated) disk.
+fn spill(io: &ReduceIo<'_>) -> workloads::Spill {
+    let disk = io.disk.clone();
+    let rt = tokio::runtime::Handle::current();
+    workloads::Spill {
+        memory_budget: io.reduce_memory,
+        dir: io.spill_dir.to_path_buf(),
+        // Called from the reduce's blocking threads (consume, the merge).
+        charge: Arc::new(move |n| rt.block_on(disk.acquire_all(n))),
+    }
 }
 
 /// The shuffle: every map's part for this reduce, a few at once (remote
@@ -308,7 +327,8 @@ async fn merge_store_and_replicate(
         drop(pieces);
         let summary = merging
             .await
-            .map_err(|e| ReduceError::Failed(format!("reduce panicked: {e}")))?;
+            .map_err(|e| ReduceError::Failed(format!("reduce panicked: {e}")))?
+            .map_err(ReduceError::Failed)?;
         let merged_at = t0.elapsed();
         drop(write_tx);
         drop(feeds);
@@ -344,7 +364,7 @@ fn spawn_merge(
     task: Box<dyn ReduceTask>,
 ) -> (
     tokio::sync::mpsc::Receiver<Bytes>,
-    tokio::task::JoinHandle<ReduceSummary>,
+    tokio::task::JoinHandle<Result<ReduceSummary, String>>,
 ) {
     let (piece_tx, piece_rx) = tokio::sync::mpsc::channel::<Bytes>(2);
     let merging = tokio::task::spawn_blocking(move || {

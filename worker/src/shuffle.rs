@@ -45,6 +45,9 @@ fn map_dir(root: &std::path::Path, a: AttemptId) -> PathBuf {
 pub struct MapOutputs {
     root: PathBuf,
     kept: KeptOutputs,
+    /// Bytes the reduces here wrote to spill files (their memory budget's
+    /// overflow, `workers.reduce_memory_mb`).
+    reduce_spilled: std::sync::atomic::AtomicU64,
 }
 
 impl MapOutputs {
@@ -54,7 +57,20 @@ impl MapOutputs {
         MapOutputs {
             root,
             kept: KeptOutputs::new(memory_budget),
+            reduce_spilled: Default::default(),
         }
+    }
+
+    /// Counts bytes a reduce here wrote to spill files.
+    pub fn count_spilled(&self, bytes: u64) {
+        self.reduce_spilled
+            .fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Bytes the reduces here wrote to spill files so far.
+    pub fn reduce_spilled(&self) -> u64 {
+        self.reduce_spilled
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Bytes kept in memory now.

@@ -55,12 +55,21 @@ impl Workload {
         }
     }
 
-    /// A fresh reduce task, or None for map-only workloads.
+    /// A fresh reduce task holding all its input in memory, or None for
+    /// map-only workloads.
     pub fn reduce_task(self) -> Option<Box<dyn ReduceTask>> {
+        self.reduce_task_within(None)
+    }
+
+    /// A fresh reduce task that, given `spill`, holds at most its budget of
+    /// fetched input in memory and merges the rest to disk (sort; a
+    /// wordcount reduce holds its distinct words, not its input), or None
+    /// for map-only workloads.
+    pub fn reduce_task_within(self, spill: Option<Spill>) -> Option<Box<dyn ReduceTask>> {
         match self {
             Workload::InputSink => None,
             Workload::Wordcount => Some(Box::<wordcount::WordcountReduce>::default()),
-            Workload::Sort => Some(Box::<sort::SortReduce>::default()),
+            Workload::Sort => Some(Box::new(sort::SortReduce::new(spill))),
         }
     }
 }
@@ -190,6 +199,33 @@ impl AsRef<[u8]> for KeptBytes {
     }
 }
 
+/// Where a reduce puts the input beyond its memory budget, as Hadoop's
+/// reduce merges fetched map outputs to its local disk once they outgrow
+/// `mapreduce.reduce.shuffle.input.buffer.percent` of its heap.
+#[derive(Clone)]
+pub struct Spill {
+    /// Bytes of fetched input held in memory; beyond them, what is held is
+    /// merged into a sorted file.
+    pub memory_budget: u64,
+    /// Directory of the spill files. They are anonymous (`O_TMPFILE`):
+    /// gone when the task ends, however it ends, even if its process dies.
+    pub dir: std::path::PathBuf,
+    /// Told the bytes of every spill write and read, before it is made
+    /// (the worker's emulated disk paces it).
+    pub charge: std::sync::Arc<dyn Fn(u64) + Send + Sync>,
+}
+
+impl Spill {
+    /// Spill files in `dir` beyond `memory_budget`, paced by nothing.
+    pub fn unpaced(memory_budget: u64, dir: impl Into<std::path::PathBuf>) -> Spill {
+        Spill {
+            memory_budget,
+            dir: dir.into(),
+            charge: std::sync::Arc::new(|_| {}),
+        }
+    }
+}
+
 /// One running map task. `consume` is called with consecutive pieces of the
 /// input block, in order; `finish` once after the last piece.
 pub trait MapTask: Send {
@@ -208,6 +244,14 @@ pub struct ReduceSummary {
     /// Output records (words, or sort records).
     pub records: u64,
     pub output_bytes: u64,
+    /// Bytes written to spill files past the reduce's memory budget
+    /// (Hadoop's spilled records, in bytes); 0 when all of it fit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spilled_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One running reduce task: `consume` (or `consume_kept`) once per
@@ -231,18 +275,23 @@ pub trait ReduceTask: Send {
 
     /// Produces the output in order, one piece (a buffer from [`pool`]) at
     /// a time, to `emit`; stops early when `emit` returns false (whoever
-    /// takes the output gave up).
-    fn finish_into(self: Box<Self>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> ReduceSummary;
+    /// takes the output gave up). An error (a spill file that cannot be
+    /// read back) ends the output where it stands: what was handed on is
+    /// not the whole output.
+    fn finish_into(
+        self: Box<Self>,
+        emit: &mut dyn FnMut(Vec<u8>) -> bool,
+    ) -> Result<ReduceSummary, String>;
 
     /// The whole output in one buffer.
-    fn finish(self: Box<Self>) -> (ReduceSummary, Vec<u8>) {
+    fn finish(self: Box<Self>) -> Result<(ReduceSummary, Vec<u8>), String> {
         let mut out = Vec::new();
         let summary = self.finish_into(&mut |piece| {
             out.extend_from_slice(&piece);
             pool::give(piece);
             true
-        });
-        (summary, out)
+        })?;
+        Ok((summary, out))
     }
 }
 
@@ -272,7 +321,9 @@ mod props {
                         proptest::prop_assert!(!e.is_empty());
                     }
                 }
-                let _ = r.finish();
+                if let Err(e) = r.finish() {
+                    proptest::prop_assert!(!e.is_empty());
+                }
             }
         }
     }

@@ -268,9 +268,119 @@ pub fn range_by_record<E, R: AsRef<[u8]>>(
     Ok((s * RECORD as u64, e * RECORD as u64))
 }
 
-#[derive(Default)]
+/// A sort reduce: the sorted runs it is given (one per map), merged into
+/// its partition. Fetched runs are held in memory up to its [`Spill`]
+/// budget; past it, those held are merged into a sorted file on disk and
+/// their memory goes back to the pool, as Hadoop's reduce merges its
+/// shuffle to disk. The output is one merge of the runs still held, the
+/// kept ones (map outputs this worker holds, read where they lie and
+/// counted against the map side's budget, not this one) and the files,
+/// each file read through a window of [`WINDOW`] bytes. Files beyond
+/// [`SPILL_FACTOR`] are first merged into one (Hadoop's
+/// `mapreduce.task.io.sort.factor`), so the final merge reads at most that
+/// many. Without a budget every run is held.
 pub struct SortReduce {
     runs: Vec<Run>,
+    /// Bytes of fetched runs held now.
+    held: u64,
+    /// Input bytes taken, held or spilled.
+    taken: u64,
+    spill: Option<crate::Spill>,
+    /// The sorted files made so far, each with its length.
+    files: Vec<(std::fs::File, u64)>,
+    /// Bytes written to them, merges of files included.
+    spilled: u64,
+}
+
+impl SortReduce {
+    /// A reduce holding at most `spill`'s budget of fetched runs (with
+    /// `None`, all of them).
+    pub fn new(spill: Option<crate::Spill>) -> SortReduce {
+        SortReduce {
+            runs: Vec::new(),
+            held: 0,
+            taken: 0,
+            spill,
+            files: Vec::new(),
+            spilled: 0,
+        }
+    }
+
+    /// Sorted files written so far (a test's and a bench's view).
+    pub fn spilled_files(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Merges the fetched runs held into a new sorted file, giving their
+    /// buffers back; then, with [`SPILL_FACTOR`] files, merges those into one.
+    fn spill_held(&mut self) -> Result<(), String> {
+        let Some(spill) = self.spill.clone() else {
+            return Ok(());
+        };
+        let (fetched, kept): (Vec<Run>, Vec<Run>) = std::mem::take(&mut self.runs)
+            .into_iter()
+            .partition(|r| matches!(r, Run::Fetched(_)));
+        self.runs = kept;
+        let cursors = fetched.iter().map(|r| Cursor::memory(r.bytes())).collect();
+        let written = write_merged(&spill, cursors);
+        for r in fetched {
+            if let Run::Fetched(v) = r {
+                crate::pool::give(v);
+            }
+        }
+        let written = written?;
+        self.spilled += written.1;
+        self.files.push(written);
+        self.held = 0;
+        if self.files.len() >= SPILL_FACTOR {
+            let files = std::mem::take(&mut self.files);
+            let cursors = files
+                .iter()
+                .map(|(f, len)| Cursor::file(f, *len, &*spill.charge))
+                .collect();
+            let merged = write_merged(&spill, cursors)?;
+            self.spilled += merged.1;
+            self.files.push(merged);
+        }
+        Ok(())
+    }
+}
+
+/// Files a reduce merges at once (see [`SortReduce`]).
+pub const SPILL_FACTOR: usize = 32;
+
+/// Bytes of a spill file a merge reads at a time: whole records, about 1 MiB.
+pub const WINDOW: usize = (1 << 20) / RECORD * RECORD;
+
+/// Merges `cursors` into a new anonymous file in `spill.dir`; returns it
+/// and its length.
+fn write_merged(
+    spill: &crate::Spill,
+    cursors: Vec<Cursor<'_>>,
+) -> Result<(std::fs::File, u64), String> {
+    use std::io::Write;
+    let dir = spill.dir.display();
+    let mut file = tempfile::tempfile_in(&spill.dir)
+        .map_err(|e| format!("making a spill file in {dir}: {e}"))?;
+    let mut len = 0u64;
+    let mut failed = None;
+    merge(cursors, &mut |piece| {
+        (spill.charge)(piece.len() as u64);
+        let res = file.write_all(&piece);
+        len += piece.len() as u64;
+        crate::pool::give(piece);
+        match res {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(format!("writing a spill file in {dir}: {e}"));
+    }
+    Ok((file, len))
 }
 
 /// A sorted run a reduce merges: fetched into a buffer, or a map output
@@ -280,16 +390,10 @@ enum Run {
     Kept(crate::KeptInput),
 }
 
-/// Records `0..n` of a run in sorted order, end to end: a fetched run, or
-/// the range of a kept map output a reduce here takes, read where it lies.
-struct View<'a> {
-    data: &'a [u8],
-    n: usize,
-}
-
-impl<'a> View<'a> {
-    fn of(run: &'a Run) -> View<'a> {
-        let data: &'a [u8] = match run {
+impl Run {
+    /// Its records in sorted order, end to end.
+    fn bytes(&self) -> &[u8] {
+        match self {
             Run::Fetched(v) => v,
             Run::Kept(k) => {
                 let MapOutput::SortedRun { run, .. } = &*k.output else {
@@ -297,16 +401,120 @@ impl<'a> View<'a> {
                 };
                 &run.bytes()[k.start..k.end]
             }
-        };
-        View {
-            data,
-            n: data.len() / RECORD,
+        }
+    }
+}
+
+/// Where a merge stands in one sorted run: its head record is at `at` in
+/// the window, a run held in memory (all of it) or a file's bytes read so
+/// far.
+struct Cursor<'a> {
+    src: Source<'a>,
+    at: usize,
+}
+
+enum Source<'a> {
+    Memory(&'a [u8]),
+    File {
+        file: &'a std::fs::File,
+        len: u64,
+        /// Where the next window starts in the file.
+        next: u64,
+        window: Vec<u8>,
+        /// Bytes of `window` read.
+        filled: usize,
+        charge: &'a (dyn Fn(u64) + Send + Sync),
+    },
+}
+
+impl<'a> Cursor<'a> {
+    fn memory(data: &'a [u8]) -> Cursor<'a> {
+        Cursor {
+            src: Source::Memory(data),
+            at: 0,
         }
     }
 
+    /// A cursor at the start of a sorted file of `len` bytes (its first
+    /// window is read at the merge's first look).
+    fn file(
+        file: &'a std::fs::File,
+        len: u64,
+        charge: &'a (dyn Fn(u64) + Send + Sync),
+    ) -> Cursor<'a> {
+        Cursor {
+            src: Source::File {
+                file,
+                len,
+                next: 0,
+                window: Vec::new(),
+                filled: 0,
+                charge,
+            },
+            at: 0,
+        }
+    }
+
+    fn window(&self) -> &[u8] {
+        match &self.src {
+            Source::Memory(d) => d,
+            Source::File { window, filled, .. } => &window[..*filled],
+        }
+    }
+
+    /// No record left (after [`Cursor::advance`] or [`Cursor::fill`]).
     #[inline]
-    fn record(&self, i: usize) -> &'a [u8] {
-        &self.data[i * RECORD..(i + 1) * RECORD]
+    fn done(&self) -> bool {
+        self.at >= self.window().len()
+    }
+
+    /// The head record (not [`Cursor::done`]).
+    #[inline]
+    fn head(&self) -> &[u8] {
+        &self.window()[self.at..self.at + RECORD]
+    }
+
+    /// Past the head; reads the file's next window once this one is used.
+    #[inline]
+    fn advance(&mut self) -> Result<(), String> {
+        self.at += RECORD;
+        if self.at >= self.window().len() {
+            self.fill()?;
+        }
+        Ok(())
+    }
+
+    /// Reads a file's next window if its current one is used up.
+    fn fill(&mut self) -> Result<(), String> {
+        use std::os::unix::fs::FileExt;
+        let Source::File {
+            file,
+            len,
+            next,
+            window,
+            filled,
+            charge,
+        } = &mut self.src
+        else {
+            return Ok(());
+        };
+        if self.at < *filled || *next >= *len {
+            return Ok(());
+        }
+        let n = (*len - *next).min(WINDOW as u64) as usize;
+        if !n.is_multiple_of(RECORD) {
+            return Err(format!(
+                "a spill file of {len} bytes is not whole {RECORD}-byte records"
+            ));
+        }
+        window.resize(WINDOW, 0);
+        charge(n as u64);
+        file.read_exact_at(&mut window[..n], *next)
+            .map_err(|e| format!("reading back a spill file at byte {next}: {e}"))?;
+        *next += n as u64;
+        *filled = n;
+        self.at = 0;
+        Ok(())
     }
 }
 
@@ -318,8 +526,14 @@ impl ReduceTask for SortReduce {
                 input.len()
             ));
         }
+        let n = input.len() as u64;
+        self.taken += n;
+        self.held += n;
         self.runs.push(Run::Fetched(input));
-        Ok(())
+        match &self.spill {
+            Some(s) if self.held > s.memory_budget => self.spill_held(),
+            _ => Ok(()),
+        }
     }
 
     fn consume_kept(&mut self, input: crate::KeptInput) -> Result<(), String> {
@@ -338,35 +552,45 @@ impl ReduceTask for SortReduce {
                 run.len()
             ));
         }
+        self.taken += input.len() as u64;
         self.runs.push(Run::Kept(input));
         Ok(())
     }
 
     fn output_len(&self) -> Option<u64> {
         // Every record it took, in order.
-        let len = |r: &Run| match r {
-            Run::Fetched(v) => v.len(),
-            Run::Kept(k) => k.len(),
-        };
-        Some(self.runs.iter().map(len).sum::<usize>() as u64)
+        Some(self.taken)
     }
 
-    fn finish_into(self: Box<Self>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> ReduceSummary {
-        let views: Vec<View<'_>> = self.runs.iter().map(View::of).collect();
-        let records: usize = views.iter().map(|v| v.n).sum();
-        merge(&views, emit);
-        drop(views);
+    fn finish_into(
+        self: Box<Self>,
+        emit: &mut dyn FnMut(Vec<u8>) -> bool,
+    ) -> Result<ReduceSummary, String> {
+        let none: &(dyn Fn(u64) + Send + Sync) = &|_| {};
+        let charge = self.spill.as_ref().map_or(none, |s| &*s.charge);
+        let cursors = self
+            .runs
+            .iter()
+            .map(|r| Cursor::memory(r.bytes()))
+            .chain(
+                self.files
+                    .iter()
+                    .map(|(f, len)| Cursor::file(f, *len, charge)),
+            )
+            .collect();
+        let merged = merge(cursors, emit);
         for r in self.runs {
             if let Run::Fetched(v) = r {
                 crate::pool::give(v);
             }
         }
-        let bytes = (records * RECORD) as u64;
-        ReduceSummary {
-            input_bytes: bytes,
-            records: records as u64,
-            output_bytes: bytes,
-        }
+        merged?;
+        Ok(ReduceSummary {
+            input_bytes: self.taken,
+            records: self.taken / RECORD as u64,
+            output_bytes: self.taken,
+            spilled_bytes: self.spilled,
+        })
     }
 }
 
@@ -382,23 +606,24 @@ const PIECE_RECORDS: usize = crate::OUTPUT_PIECE / RECORD;
 /// against the record it follows (the one just written, still in the
 /// cache), so runs of equal keys (few distinct keys, skewed keys) cost no
 /// comparison from the start of the line, and uniform keys cost a byte.
-fn merge(runs: &[View<'_>], emit: &mut dyn FnMut(Vec<u8>) -> bool) {
+/// An error reading a file's run ends the merge with it.
+fn merge(mut runs: Vec<Cursor<'_>>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Result<(), String> {
     let k = runs.len();
     if k == 0 {
-        return;
+        return Ok(());
+    }
+    for r in runs.iter_mut() {
+        r.fill()?;
     }
     let n = k.next_power_of_two();
-    let mut heads = Heads {
-        runs,
-        pos: vec![0; k],
-    };
+    let mut heads = Heads { runs };
     // Every head's code against a record below all: its first byte.
     let codes: Vec<u32> = (0..n)
         .map(|i| {
             if heads.done(i) {
                 DONE
             } else {
-                code(0, runs[i].record(0)[0])
+                code(0, heads.runs[i].head()[0])
             }
         })
         .collect();
@@ -408,7 +633,7 @@ fn merge(runs: &[View<'_>], emit: &mut dyn FnMut(Vec<u8>) -> bool) {
     fn play(
         node: usize,
         n: usize,
-        heads: &Heads<'_, '_>,
+        heads: &Heads<'_>,
         codes: &[u32],
         tree: &mut [(usize, u32)],
     ) -> (usize, u32) {
@@ -425,29 +650,28 @@ fn merge(runs: &[View<'_>], emit: &mut dyn FnMut(Vec<u8>) -> bool) {
     let piece_bytes = PIECE_RECORDS * RECORD;
     let mut out = crate::pool::take(piece_bytes);
     while !heads.done(winner) {
-        let p = heads.pos[winner];
-        let run = &heads.runs[winner];
-        let written = run.record(p);
-        out.extend_from_slice(written);
-        if out.len() == piece_bytes {
-            let next = crate::pool::take(piece_bytes);
-            if !emit(std::mem::replace(&mut out, next)) {
-                return;
-            }
-        }
-        heads.pos[winner] = p + 1;
+        let run = &mut heads.runs[winner];
+        out.extend_from_slice(run.head());
+        run.advance()?;
         // The run's next record against the one just written.
-        let mut c = if p + 1 < run.n {
-            let next = run.record(p + 1);
+        let written = &out[out.len() - RECORD..];
+        let mut c = if run.done() {
+            DONE
+        } else {
+            let next = run.head();
             let at = first_difference(written, next, 0);
             if at == RECORD {
                 0
             } else {
                 code(at, next[at])
             }
-        } else {
-            DONE
         };
+        if out.len() == piece_bytes {
+            let next = crate::pool::take(piece_bytes);
+            if !emit(std::mem::replace(&mut out, next)) {
+                return Ok(());
+            }
+        }
         // Replay the winner's path: each loser there is coded against the
         // record just written, as the new candidate is.
         let mut node = (winner + n) / 2;
@@ -461,6 +685,7 @@ fn merge(runs: &[View<'_>], emit: &mut dyn FnMut(Vec<u8>) -> bool) {
     if !out.is_empty() {
         emit(out);
     }
+    Ok(())
 }
 
 /// The code of an exhausted run (and of padding leaves): above every record's.
@@ -494,17 +719,16 @@ fn first_difference(a: &[u8], b: &[u8], from: usize) -> usize {
     at
 }
 
-/// The merge's runs and where each stands (in records).
-struct Heads<'r, 'a> {
-    runs: &'r [View<'a>],
-    pos: Vec<usize>,
+/// The merge's runs, each at its head.
+struct Heads<'a> {
+    runs: Vec<Cursor<'a>>,
 }
 
-impl Heads<'_, '_> {
+impl Heads<'_> {
     /// Run `i` has no record left (`i` may be a padding leaf, always done).
     #[inline]
     fn done(&self, i: usize) -> bool {
-        i >= self.runs.len() || self.pos[i] >= self.runs[i].n
+        i >= self.runs.len() || self.runs[i].done()
     }
 
     /// The match of two heads coded against the same record: (winner,
@@ -523,10 +747,7 @@ impl Heads<'_, '_> {
         } else {
             RECORD - (a.1 >> 8) as usize + 1
         };
-        let (ra, rb) = (
-            self.runs[a.0].record(self.pos[a.0]),
-            self.runs[b.0].record(self.pos[b.0]),
-        );
+        let (ra, rb) = (self.runs[a.0].head(), self.runs[b.0].head());
         let at = first_difference(ra, rb, from);
         if at == RECORD {
             let (w, l) = if a.0 < b.0 { (a, b) } else { (b, a) };
@@ -612,7 +833,7 @@ mod tests {
         let b: Vec<u8> = [rec("a", 3), rec("b", 0), rec("e", 4)].concat();
         r.consume(a).unwrap();
         r.consume(b).unwrap();
-        let (s, out) = r.finish();
+        let (s, out) = r.finish().unwrap();
         assert_eq!(s.records, 5);
         let keys: Vec<u8> = out.chunks(RECORD).map(|c| c[0]).collect();
         assert_eq!(keys, b"abbde");
@@ -625,9 +846,17 @@ mod tests {
         // Many runs with duplicate keys, some empty, every other one kept
         // in memory (a map's sorted run, cut to a range of keys):
         // the merge must neither lose nor reorder records.
+        // Every third trial holds no fetched run in memory (each goes to a
+        // file at once), every third a few records' worth.
+        let dir = tempfile::tempdir().unwrap();
         let mut next = lcg(7);
         for trial in 0..30 {
-            let mut r = Workload::Sort.reduce_task().unwrap();
+            let spill = match trial % 3 {
+                0 => None,
+                1 => Some(crate::Spill::unpaced(0, dir.path())),
+                _ => Some(crate::Spill::unpaced(30 * RECORD as u64, dir.path())),
+            };
+            let mut r = Workload::Sort.reduce_task_within(spill).unwrap();
             let mut all: Vec<Vec<u8>> = Vec::new();
             // 0-6 runs, then 9-17 (trees of losers over 16 and 32 leaves);
             // the last trial's runs fill several output pieces.
@@ -670,12 +899,14 @@ mod tests {
             assert_eq!(r.output_len(), Some((all.len() * RECORD) as u64));
             let mut pieces = 0;
             let mut out = Vec::new();
-            let s = r.finish_into(&mut |p| {
-                assert!(p.len().is_multiple_of(RECORD) && !p.is_empty());
-                pieces += 1;
-                out.extend_from_slice(&p);
-                true
-            });
+            let s = r
+                .finish_into(&mut |p| {
+                    assert!(p.len().is_multiple_of(RECORD) && !p.is_empty());
+                    pieces += 1;
+                    out.extend_from_slice(&p);
+                    true
+                })
+                .unwrap();
             assert_eq!(s.records as usize, all.len());
             assert_eq!(out, all.concat(), "trial {trial}");
             assert_eq!(
@@ -687,6 +918,78 @@ mod tests {
                 assert!(pieces >= 3, "{pieces} pieces");
             }
         }
+    }
+
+    #[test]
+    fn a_reduce_past_its_budget_merges_to_files_and_gives_the_whole_sort() {
+        // 75 fetched runs and 5 kept ones; a budget of 1 run: files of 2
+        // runs are written as the runs come, merged into one at
+        // SPILL_FACTOR, and the output is every record in order.
+        let dir = tempfile::tempdir().unwrap();
+        let mut next = lcg(5);
+        let written = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = written.clone();
+        let spill = crate::Spill {
+            memory_budget: 300 * RECORD as u64,
+            dir: dir.path().into(),
+            charge: std::sync::Arc::new(move |n| {
+                counted.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            }),
+        };
+        let mut task = SortReduce::new(Some(spill));
+        let mut all: Vec<Vec<u8>> = Vec::new();
+        let mut most_files = 0;
+        for i in 0..80 {
+            let mut run: Vec<Vec<u8>> = (0..300)
+                .map(|_| rec(&format!("k{:03}", next() % 500), next() % 4))
+                .collect();
+            all.extend(run.iter().cloned());
+            if i % 16 == 15 {
+                let mut m = Workload::Sort.map_task(1);
+                m.consume(&run.concat());
+                let out = std::sync::Arc::new(m.finish().1);
+                let end = out.part(0).unwrap().len();
+                let kept = crate::KeptInput {
+                    output: out,
+                    part: 0,
+                    start: 0,
+                    end,
+                };
+                task.consume_kept(kept).unwrap();
+            } else {
+                run.sort();
+                task.consume(run.concat()).unwrap();
+            }
+            most_files = most_files.max(task.spilled_files());
+        }
+        assert_eq!(
+            most_files,
+            SPILL_FACTOR - 1,
+            "merged into one at the factor"
+        );
+        assert!(task.spilled_files() < SPILL_FACTOR);
+        all.sort();
+        let read_before = written.load(std::sync::atomic::Ordering::Relaxed);
+        let (s, out) = (Box::new(task) as Box<dyn ReduceTask>).finish().unwrap();
+        assert_eq!(s.records as usize, all.len());
+        assert!(out == all.concat(), "the output is the whole sort");
+        assert_eq!(
+            s.spilled_bytes, read_before,
+            "every byte written was counted"
+        );
+        // Every spilled byte was charged when written and again when read.
+        let all_read = written.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(read_before >= 75 * 300 * RECORD as u64, "{read_before}");
+        assert!(all_read > read_before);
+        // Nothing is left in the directory: the files were anonymous.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // A spill directory that is not there is named in the error.
+        let gone = dir.path().join("gone");
+        let mut r = Workload::Sort
+            .reduce_task_within(Some(crate::Spill::unpaced(0, &gone)))
+            .unwrap();
+        let e = r.consume(rec("a", 0)).unwrap_err();
+        assert!(e.contains("gone") && e.contains("spill"), "{e}");
     }
 
     #[test]
@@ -715,7 +1018,7 @@ mod tests {
                 r.consume(run.concat()).unwrap();
             }
             all.sort();
-            let (_, out) = r.finish();
+            let (_, out) = r.finish().unwrap();
             assert_eq!(out, all.concat(), "trial {trial}");
         }
         assert_eq!(first_difference(&[7; RECORD], &[7; RECORD], 0), RECORD);
@@ -735,7 +1038,8 @@ mod tests {
         r.finish_into(&mut |_| {
             calls += 1;
             false
-        });
+        })
+        .unwrap();
         assert_eq!(calls, 1);
         // A kept range that cuts a record, and a partition, are refused.
         let mut m = Workload::Sort.map_task(1);

@@ -179,7 +179,10 @@ impl ReduceTask for WordcountReduce {
         )
     }
 
-    fn finish_into(self: Box<Self>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> ReduceSummary {
+    fn finish_into(
+        self: Box<Self>,
+        emit: &mut dyn FnMut(Vec<u8>) -> bool,
+    ) -> Result<ReduceSummary, String> {
         let mut out = crate::pool::take(crate::OUTPUT_PIECE);
         let mut written = 0u64;
         let mut going = true;
@@ -202,11 +205,12 @@ impl ReduceTask for WordcountReduce {
             written += out.len() as u64;
             emit(out);
         }
-        ReduceSummary {
+        Ok(ReduceSummary {
             input_bytes: self.input_bytes,
             records: self.counts.len() as u64,
             output_bytes: written,
-        }
+            spilled_bytes: 0,
+        })
     }
 }
 
@@ -255,7 +259,7 @@ mod tests {
             r.consume(p).unwrap();
             // It says its output's length before making it.
             let len = r.output_len();
-            let out = r.finish().1;
+            let out = r.finish().unwrap().1;
             assert_eq!(len, Some(out.len() as u64));
             all.extend(out);
         }

@@ -719,6 +719,7 @@ impl RunEnv<'_> {
                 scrub_mbps: None,
                 min_free_mb: common::config::WorkerDefaults::default().min_free_mb,
                 shuffle_memory_mb: common::config::WorkerDefaults::default().shuffle_memory_mb,
+                reduce_memory_mb: common::config::WorkerDefaults::default().reduce_memory_mb,
                 ssh_options: Vec::new(),
             },
             worker: (0..c.workers as usize)

@@ -121,3 +121,56 @@ pub fn write_file(
     write(&mut f, keys, bytes / LINE as u64, seed)?;
     f.flush()
 }
+
+/// Distinct words in [`write_words`]' dictionary (the size of the one
+/// the measurements drew from).
+pub const DICTIONARY: usize = 74_585;
+
+/// Words per line in [`write_words`].
+pub const WORDS_PER_LINE: u64 = 10;
+
+/// Writes about `bytes` of wordcount input to `out`: lines of
+/// [`WORDS_PER_LINE`] words separated by single spaces, each drawn
+/// uniformly from a dictionary of [`DICTIONARY`] distinct lowercase words
+/// of 2 to 12 letters, all made from `seed`. Nothing of the loader's
+/// `text` generator is used. Returns the words written.
+pub fn write_words(out: &mut impl Write, bytes: u64, seed: u64) -> std::io::Result<u64> {
+    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut seen = std::collections::HashSet::new();
+    let mut dictionary: Vec<Vec<u8>> = Vec::with_capacity(DICTIONARY);
+    while dictionary.len() < DICTIONARY {
+        let len = r.gen_range(2..=12);
+        let w: Vec<u8> = (0..len).map(|_| r.gen_range(b'a'..=b'z')).collect();
+        if seen.insert(w.clone()) {
+            dictionary.push(w);
+        }
+    }
+    let (mut written, mut words) = (0u64, 0u64);
+    let mut buf = Vec::with_capacity(1 << 20);
+    while written < bytes {
+        for i in 0..WORDS_PER_LINE {
+            if i > 0 {
+                buf.push(b' ');
+            }
+            buf.extend_from_slice(&dictionary[r.gen_range(0..DICTIONARY)]);
+        }
+        buf.push(b'\n');
+        words += WORDS_PER_LINE;
+        if buf.len() >= (1 << 20) - 256 {
+            written += buf.len() as u64;
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    out.write_all(&buf)?;
+    Ok(words)
+}
+
+/// Writes about `bytes` of [`write_words`]' lines to `path`; returns the
+/// words written.
+pub fn write_words_file(path: &std::path::Path, bytes: u64, seed: u64) -> std::io::Result<u64> {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let words = write_words(&mut f, bytes, seed)?;
+    f.flush()?;
+    Ok(words)
+}

@@ -130,6 +130,7 @@ pub async fn start_cluster_tuned(
             http_timeouts: Default::default(),
             min_free_bytes: 0,
             shuffle_memory_bytes: 1 << 30,
+            reduce_memory_bytes: 1 << 30,
         };
         tune(&mut opts);
         workers.push(worker::start(opts).await.unwrap());
