@@ -674,59 +674,72 @@ async fn anyones_records_bench() {
     }
 }
 
-/// Section 9: a job's time in a sequence of mixed jobs, 2 workers x 1 slot,
+/// Section 9: a job's time in sequences of mixed jobs, 2 workers x 1 slot,
 /// 64 MiB blocks at replication 2: 1 GiB of gensort-shaped lines and 1 GiB
-/// of text loaded, then sort, wordcount, sort, wordcount, sort, wordcount
-/// back to back, as a user would run them (no sync between them). Prints
-/// each job's time and, per workload, slowest / fastest (target <= 1.25).
+/// of dictionary words loaded, then the sequence (3 sorts, then 3
+/// wordcounts) and an alternating one (sort, wordcount, 3 times), back to
+/// back with every output kept, as a user would run them (no sync between
+/// them). Prints each job's time with the dirty pages and pooled buffers
+/// it started with and, per workload, slowest / fastest (target <= 1.25).
 async fn sequence_bench() {
     use support::lines::{self, Keys};
     let dir = tempfile::tempdir().unwrap();
     let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
-    let path = dir.path().join("seq.lines");
-    lines::write_file(&path, Keys::Uniform, 1 << 30, 23).unwrap();
-    for (name, source) in [
-        ("seq-lines", Source::File(path.clone())),
-        (
-            "seq-text",
-            Source::Generate {
-                kind: Generator::Text,
-                blocks: 16,
-            },
-        ),
-    ] {
-        load(&cl, name, source, 64 << 20, 2).await;
+    let lines_path = dir.path().join("seq.lines");
+    lines::write_file(&lines_path, Keys::Uniform, 1 << 30, 23).unwrap();
+    let words_path = dir.path().join("seq.words");
+    lines::write_words_file(&words_path, 1 << 30, 29).unwrap();
+    for (name, path) in [("seq-lines", &lines_path), ("seq-words", &words_path)] {
+        load(&cl, name, Source::File(path.clone()), 64 << 20, 2).await;
+        let _ = std::fs::remove_file(path);
     }
-    let _ = std::fs::remove_file(&path);
     println!(
-        "9. a sequence of mixed jobs on 2 workers x 1 slot (1 GiB of lines, 1 GiB of text, 2 reduces each, no sync between jobs)"
+        "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), then alternating (sort, wordcount, 3 times)"
     );
+    let grouped = [Workload::Sort; 3]
+        .into_iter()
+        .chain([Workload::Wordcount; 3]);
+    let alternating = [Workload::Sort, Workload::Wordcount]
+        .into_iter()
+        .cycle()
+        .take(6);
     let mut times: Vec<(Workload, f64)> = Vec::new();
-    for round in 0..3 {
-        for (workload, input) in [
-            (Workload::Sort, "seq-lines"),
-            (Workload::Wordcount, "seq-text"),
-        ] {
-            let out = format!("{input}-out{round}");
+    let mut outputs = Vec::new();
+    for (sequence, jobs) in [
+        ("3 sorts, 3 wordcounts", grouped.collect::<Vec<_>>()),
+        ("alternating", alternating.collect()),
+    ] {
+        let mut line = Vec::new();
+        for workload in jobs {
+            let input = match workload {
+                Workload::Sort => "seq-lines",
+                _ => "seq-words",
+            };
+            let out = format!("{input}-out{}", outputs.len());
             let mut job = JobSubmit::new(workload, input);
             job.reduces = Some(2);
             job.output = Some(out.clone());
+            // What the node carries into the job: dirty and in-writeback
+            // pages, free pooled buffers.
+            let (dirty, pooled) = (dirty_bytes(), workloads::pool::held());
             let t = Instant::now();
             let id = cl.client.submit(&job).await.unwrap();
             let r = cl.client.wait_job(id).await.unwrap();
             assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
-            times.push((workload, t.elapsed().as_secs_f64()));
-            cl.client.delete_file(&out).await.unwrap();
+            let secs = t.elapsed().as_secs_f64();
+            times.push((workload, secs));
+            outputs.push(out);
+            line.push(format!(
+                "{workload} {secs:.2} s (dirty {:.0} MB, pooled {:.0} MB at its start)",
+                dirty as f64 / 1e6,
+                pooled as f64 / 1e6
+            ));
         }
+        println!("   {sequence}: {}", line.join(", "));
     }
-    println!(
-        "   in order: {}",
-        times
-            .iter()
-            .map(|(w, t)| format!("{w} {t:.2} s"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    for out in &outputs {
+        cl.client.delete_file(out).await.unwrap();
+    }
     for w in [Workload::Sort, Workload::Wordcount] {
         let ts: Vec<f64> = times
             .iter()
@@ -736,8 +749,26 @@ async fn sequence_bench() {
         let (lo, hi) = ts
             .iter()
             .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
-        println!("   {w}: slowest / fastest {:.2} (target <= 1.25)", hi / lo);
+        println!(
+            "   {w}: slowest / fastest of {} runs {:.2} (target <= 1.25)",
+            ts.len(),
+            hi / lo
+        );
     }
+}
+
+/// The machine's dirty and in-writeback page-cache bytes (/proc/meminfo).
+fn dirty_bytes() -> u64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap();
+    info.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k == "Dirty" || k == "Writeback")
+                .then(|| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                .flatten()
+        })
+        .sum::<u64>()
+        * 1024
 }
 
 /// Memory each worker holds for the shuffle in section 10: map output kept
@@ -750,8 +781,9 @@ const SCALE_BUDGET_MB: u64 = 256;
 /// outside the testbed, at 1, 4 and 10 GiB (`BENCH_SCALE_GIB=1,4,10`) on 2
 /// workers x 1 slot, 64 MiB blocks, 2 reduces, each worker's shuffle
 /// memory held to [`SCALE_BUDGET_MB`] for kept map output and as much for
-/// each reduce's fetched runs (the rest goes to disk). Replication 2,
-/// or 1 where the disk is short (it says which). Each size prints the
+/// each reduce's fetched runs (the rest goes to disk). Replication 2 at
+/// every size, or 1 at every size if the disk is short for the largest
+/// (it says which). Each size prints the
 /// job's time per GiB, the bytes spilled, the process's peak RSS during
 /// the job (the master and both workers), and for sort `LC_ALL=C sort -o`
 /// on the same file; then, per workload, the time per GiB at the largest
@@ -778,42 +810,38 @@ async fn linear_cost_bench() {
         "10. linear cost: sort and wordcount at {} GiB, 2 workers x 1 slot, 64 MiB blocks, 2 reduces; per worker {SCALE_BUDGET_MB} MB of kept map output and {SCALE_BUDGET_MB} MB of fetched runs per reduce, the rest spilled to disk",
         sizes.iter().map(|g| g.to_string()).collect::<Vec<_>>().join(", ")
     );
+    // One replication for every size, so the sizes differ in nothing
+    // else: 2 if the largest sort fits, else 1. At its peak the sort holds
+    // GNU sort's output, the loaded input, the map output on disk, the
+    // spill files and its output: 2 + 2r times the input.
+    let largest = sizes.iter().max().copied().unwrap_or(0) << 30;
+    let free = free_bytes(dir.path());
+    let margin = 4u64 << 30;
+    let Some(replication) = [2u64, 1]
+        .into_iter()
+        .find(|r| free >= (2 + 2 * r) * largest + margin)
+    else {
+        println!(
+            "   skipped: {:.1} GB free on the bench's disk, {:.1} GB needed at replication 1",
+            free as f64 / 1e9,
+            (4 * largest + margin) as f64 / 1e9
+        );
+        return;
+    };
+    let replication = replication as u32;
+    println!(
+        "   replication {replication} at every size ({:.1} GB free on the bench's disk; replication 2 needs {:.1} GB)",
+        free as f64 / 1e9,
+        (6 * largest + margin) as f64 / 1e9
+    );
     let mut per_gib: Vec<(Workload, u64, f64)> = Vec::new();
     for &gib in &sizes {
         let bytes = gib << 30;
-        // Sort at its peak holds the input file, the loaded input, the map
-        // output on disk, the spill files and the output: 3 + 2r sizes.
-        let free = free_bytes(dir.path());
-        let margin = 4u64 << 30;
-        let replication = if free >= 7 * bytes + margin {
-            2
-        } else if free >= 5 * bytes + margin {
-            1
-        } else {
-            println!(
-                "   {gib} GiB: skipped, {:.1} GB free on the bench's disk (needs {:.1} GB at replication 1)",
-                free as f64 / 1e9,
-                (5 * bytes + margin) as f64 / 1e9
-            );
-            continue;
-        };
-        // Sort.
+        // Sort: GNU sort first, on the file the cluster then loads.
         let input = dir.path().join(format!("scale-{gib}.lines"));
         lines::write_file(&input, Keys::Uniform, bytes, 31).unwrap();
-        let name = format!("scale-{gib}-lines");
-        load(
-            &cl,
-            &name,
-            Source::File(input.clone()),
-            64 << 20,
-            replication,
-        )
-        .await;
-        let (secs, spilled, peak) =
-            timed_job(&cl, Workload::Sort, &name, &format!("{name}-sorted")).await;
-        cl.client.delete_file(&name).await.unwrap();
-        sync_disks();
         let reference = input.with_extension("gnu");
+        sync_disks();
         let t = Instant::now();
         let st = std::process::Command::new("sort")
             .arg("-o")
@@ -824,7 +852,19 @@ async fn linear_cost_bench() {
             .unwrap();
         let theirs = t.elapsed().as_secs_f64();
         assert!(st.success(), "GNU sort failed");
+        let name = format!("scale-{gib}-lines");
+        load(
+            &cl,
+            &name,
+            Source::File(input.clone()),
+            64 << 20,
+            replication,
+        )
+        .await;
         let _ = std::fs::remove_file(&input);
+        let (secs, spilled, peak) =
+            timed_job(&cl, Workload::Sort, &name, &format!("{name}-sorted")).await;
+        cl.client.delete_file(&name).await.unwrap();
         let same = output_equals(&cl, &format!("{name}-sorted"), &reference).await;
         let _ = std::fs::remove_file(&reference);
         cl.client
@@ -832,7 +872,7 @@ async fn linear_cost_bench() {
             .await
             .unwrap();
         println!(
-            "   sort      {gib:>2} GiB, replication {replication}: job {secs:.1} s, {:.2} s/GiB; spilled {:.2} GB; peak RSS {:.2} GB; `LC_ALL=C sort -o` {theirs:.1} s, {:.2} s/GiB (ratio {:.2}); output {}",
+            "   sort      {gib:>2} GiB: job {secs:.1} s, {:.2} s/GiB; spilled {:.2} GB; peak RSS {:.2} GB; `LC_ALL=C sort -o` {theirs:.1} s, {:.2} s/GiB (ratio {:.2}); output {}",
             secs / gib as f64,
             spilled as f64 / 1e9,
             peak as f64 / 1e9,
@@ -865,7 +905,7 @@ async fn linear_cost_bench() {
         cl.client.delete_file(&name).await.unwrap();
         cl.client.delete_file(&out).await.unwrap();
         println!(
-            "   wordcount {gib:>2} GiB, replication {replication}: job {secs:.1} s, {:.2} s/GiB; peak RSS {:.2} GB; {counted} words counted of {words} written, {} distinct",
+            "   wordcount {gib:>2} GiB: job {secs:.1} s, {:.2} s/GiB; peak RSS {:.2} GB; {counted} words counted of {words} written, {} distinct",
             secs / gib as f64,
             peak as f64 / 1e9,
             counts.len()
