@@ -722,20 +722,36 @@ async fn sequence_bench() {
             // What the node carries into the job: dirty and in-writeback
             // pages, free pooled buffers.
             let (dirty, pooled) = (dirty_bytes(), workloads::pool::held());
+            let cpu = cpu_ticks();
             let t = Instant::now();
             let id = cl.client.submit(&job).await.unwrap();
             let r = cl.client.wait_job(id).await.unwrap();
             assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
             let secs = t.elapsed().as_secs_f64();
+            let (busy, steal) = cpu_ticks().since(cpu);
             times.push((workload, secs));
             outputs.push(out);
+            let of =
+                |k: common::wire::TaskKind| r.attempts.iter().filter(move |a| a.ok && a.kind == k);
+            let maps_done = of(common::wire::TaskKind::Map).map(|a| a.end_ms).max();
+            let map_ms: Vec<u64> = of(common::wire::TaskKind::Map)
+                .map(|a| a.end_ms - a.start_ms)
+                .collect();
+            let reduce_ms = of(common::wire::TaskKind::Reduce)
+                .map(|a| a.end_ms - a.start_ms)
+                .max();
             line.push(format!(
-                "{workload} {secs:.2} s (dirty {:.0} MB, pooled {:.0} MB at its start)",
+                "{workload} {secs:.2} s [maps done {:.2} s, a map {:.2} s on average; longest reduce {:.2} s; CPU busy {:.0}%, stolen {:.1}%; dirty {:.0} MB, pooled {:.0} MB at its start]",
+                maps_done.unwrap_or(0) as f64 / 1e3,
+                map_ms.iter().sum::<u64>() as f64 / map_ms.len().max(1) as f64 / 1e3,
+                reduce_ms.unwrap_or(0) as f64 / 1e3,
+                busy * 100.0,
+                steal * 100.0,
                 dirty as f64 / 1e6,
                 pooled as f64 / 1e6
             ));
         }
-        println!("   {sequence}: {}", line.join(", "));
+        println!("   {sequence}:\n     {}", line.join("\n     "));
     }
     for out in &outputs {
         cl.client.delete_file(out).await.unwrap();
@@ -754,6 +770,45 @@ async fn sequence_bench() {
             ts.len(),
             hi / lo
         );
+    }
+}
+
+/// The machine's CPU time so far, in clock ticks of all CPUs together
+/// (/proc/stat's `cpu` line).
+#[derive(Clone, Copy)]
+struct CpuTicks {
+    total: u64,
+    idle: u64,
+    steal: u64,
+}
+
+impl CpuTicks {
+    /// The shares of the CPUs' time since `then` that were busy (neither
+    /// idle nor waiting for IO) and stolen by the hypervisor.
+    fn since(self, then: CpuTicks) -> (f64, f64) {
+        let total = self.total.saturating_sub(then.total).max(1) as f64;
+        let idle = self.idle.saturating_sub(then.idle) as f64;
+        let steal = self.steal.saturating_sub(then.steal) as f64;
+        (1.0 - idle / total - steal / total, steal / total)
+    }
+}
+
+fn cpu_ticks() -> CpuTicks {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap();
+    let f: Vec<u64> = stat
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("cpu "))
+        .expect("/proc/stat starts with the cpu line")
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    // user nice system idle iowait irq softirq steal guest guest_nice
+    // (guest time is also counted in user).
+    CpuTicks {
+        total: f.iter().take(8).sum(),
+        idle: f[3] + f[4],
+        steal: f.get(7).copied().unwrap_or(0),
     }
 }
 
