@@ -631,17 +631,7 @@ async fn anyones_records_bench() {
                     .unwrap_or(0) as f64
                     / 1e3;
             }
-            sync_disks();
-            let t = Instant::now();
-            let st = std::process::Command::new("sort")
-                .arg("-o")
-                .arg(&reference)
-                .arg(&input)
-                .env("LC_ALL", "C")
-                .status()
-                .unwrap();
-            theirs = theirs.min(t.elapsed().as_secs_f64());
-            assert!(st.success(), "GNU sort failed");
+            theirs = theirs.min(gnu_sort(&input, &reference));
         }
         let largest = largest_share(&shares);
         let got = input.with_extension("ours");
@@ -690,8 +680,7 @@ async fn sequence_bench() {
     let words_path = dir.path().join("seq.words");
     lines::write_words_file(&words_path, 1 << 30, 29).unwrap();
     for (name, path) in [("seq-lines", &lines_path), ("seq-words", &words_path)] {
-        load(&cl, name, Source::File(path.clone()), 64 << 20, 2).await;
-        let _ = std::fs::remove_file(path);
+        load_file(&cl, name, path, 2).await;
     }
     println!(
         "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), then alternating (sort, wordcount, 3 times)"
@@ -896,27 +885,9 @@ async fn linear_cost_bench() {
         let input = dir.path().join(format!("scale-{gib}.lines"));
         lines::write_file(&input, Keys::Uniform, bytes, 31).unwrap();
         let reference = input.with_extension("gnu");
-        sync_disks();
-        let t = Instant::now();
-        let st = std::process::Command::new("sort")
-            .arg("-o")
-            .arg(&reference)
-            .arg(&input)
-            .env("LC_ALL", "C")
-            .status()
-            .unwrap();
-        let theirs = t.elapsed().as_secs_f64();
-        assert!(st.success(), "GNU sort failed");
+        let theirs = gnu_sort(&input, &reference);
         let name = format!("scale-{gib}-lines");
-        load(
-            &cl,
-            &name,
-            Source::File(input.clone()),
-            64 << 20,
-            replication,
-        )
-        .await;
-        let _ = std::fs::remove_file(&input);
+        load_file(&cl, &name, &input, replication).await;
         let (secs, spilled, peak) =
             timed_job(&cl, Workload::Sort, &name, &format!("{name}-sorted")).await;
         cl.client.delete_file(&name).await.unwrap();
@@ -941,15 +912,7 @@ async fn linear_cost_bench() {
         let input = dir.path().join(format!("scale-{gib}.words"));
         let words = lines::write_words_file(&input, bytes, 37).unwrap();
         let name = format!("scale-{gib}-words");
-        load(
-            &cl,
-            &name,
-            Source::File(input.clone()),
-            64 << 20,
-            replication,
-        )
-        .await;
-        let _ = std::fs::remove_file(&input);
+        load_file(&cl, &name, &input, replication).await;
         let out = format!("{name}-counts");
         let (secs, _, peak) = timed_job(&cl, Workload::Wordcount, &name, &out).await;
         let counts = ctl::ops::verify::wordcount_pairs(
@@ -1011,6 +974,32 @@ async fn timed_job(
     let secs = t.elapsed().as_secs_f64();
     assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
     (secs, spilled() - before, peak_rss())
+}
+
+/// Seconds `LC_ALL=C sort -o reference input` takes, from clean disks.
+fn gnu_sort(input: &std::path::Path, reference: &std::path::Path) -> f64 {
+    sync_disks();
+    let t = Instant::now();
+    let st = std::process::Command::new("sort")
+        .arg("-o")
+        .arg(reference)
+        .arg(input)
+        .env("LC_ALL", "C")
+        .status()
+        .unwrap();
+    assert!(st.success(), "GNU sort failed");
+    t.elapsed().as_secs_f64()
+}
+
+/// Loads the file at `path` as `name` in 64 MiB blocks, then deletes the file.
+async fn load_file(
+    cl: &support::LocalCluster,
+    name: &str,
+    path: &std::path::Path,
+    replication: u32,
+) {
+    load(cl, name, Source::File(path.into()), 64 << 20, replication).await;
+    let _ = std::fs::remove_file(path);
 }
 
 /// This process's peak resident memory (VmHWM), in bytes.
