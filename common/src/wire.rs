@@ -6,7 +6,7 @@ use crate::ids::{AttemptId, BlockId, JobId, WorkerId};
 use serde::{Deserialize, Serialize};
 use workloads::{MapSummary, ReduceSummary, Workload};
 
-/// Header carrying a block's digest (hex SHA-256 of its chunk digests) on
+/// Header carrying a block's digest (hex SHA-256 of its length and chunk CRC32Cs) on
 /// upload and download.
 pub const BLOCK_DIGEST_HEADER: &str = "x-block-digest";
 /// Headers naming the file a block belongs to, on upload.

@@ -344,7 +344,7 @@ fn parse_header<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Result<T, Ap
 
 #[utoipa::path(put, path = "/blocks/{id}", tag = "blocks",
     params(("id" = String, Path, description = "block id: <file>.b<index, 5 digits or more>"),
-        ("x-block-digest" = String, Header, description = "hex SHA-256 of the block's chunk digests"),
+        ("x-block-digest" = String, Header, description = "hex SHA-256 of the block's length, chunk size and chunk CRC32Cs"),
         ("x-block-file" = String, Header, description = "the file the block belongs to"),
         ("x-block-index" = u32, Header, description = "its index in the file"),
         ("x-block-file-blocks" = u32, Header, description = "the file's block count"),

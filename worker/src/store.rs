@@ -2,7 +2,11 @@
 //!
 //! Layout under the store's directory:
 //! - `blocks/<id>.blk`: the bytes; `blocks/<id>.meta`: file, index, length and
-//!   per-chunk SHA-256 digests (bincode). A block exists iff its `.meta` does.
+//!   per-chunk CRC32C checksums (bincode). A block exists iff its `.meta` does.
+//!   A store written before CRC32C (SHA-256 per chunk, `MRBLK001`) is
+//!   converted when it opens: each block is read once, verified against its
+//!   SHA-256 digests, and its meta rewritten (a block that fails is dropped
+//!   as damaged, and the master copies it back from another replica).
 //! - `tmp/`: uploads in progress; emptied when the store opens.
 //!
 //! Writes are crash-safe: data and meta go to temp files, are fsynced, the
@@ -27,7 +31,7 @@ use std::sync::{Arc, Mutex, RwLock};
 pub enum StoreError {
     #[error("block {block} not found")]
     NotFound { block: BlockId },
-    #[error("block {block} is corrupt: chunk at offset {offset} ({len} bytes) fails its SHA-256 checksum")]
+    #[error("block {block} is corrupt: chunk at offset {offset} ({len} bytes) fails its CRC32C checksum")]
     Corrupt {
         block: BlockId,
         offset: u64,
@@ -70,7 +74,21 @@ fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> S
     }
 }
 
-const META_MAGIC: &[u8; 8] = b"MRBLK001";
+const META_MAGIC: &[u8; 8] = b"MRBLK002";
+
+/// The `.meta` of a store written before CRC32C: SHA-256 per chunk.
+const LEGACY_META_MAGIC: &[u8; 8] = b"MRBLK001";
+
+/// What a legacy `.meta` holds.
+#[derive(Debug, Serialize, Deserialize)]
+struct LegacyMeta {
+    file: String,
+    index: u32,
+    file_blocks: u32,
+    len: u64,
+    chunk_bytes: u32,
+    chunks: Vec<Sha>,
+}
 
 /// What `.meta` holds.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -122,9 +140,9 @@ impl BlockStore {
                 .unwrap_or_default();
             if let Some(id) = name.strip_suffix(".meta") {
                 let Ok(id) = BlockId::new(id) else { continue };
-                match read_meta(&path) {
+                let data = blocks_dir.join(format!("{id}.blk"));
+                match read_meta(&path, &data) {
                     Ok(meta) => {
-                        let data = blocks_dir.join(format!("{id}.blk"));
                         let on_disk = fs::metadata(&data).map(|m| m.len()).ok();
                         if on_disk != Some(meta.sums.len) {
                             tracing::warn!(block = %id, ?on_disk, expected = meta.sums.len, "dropping block whose data file is missing or of the wrong size");
@@ -303,8 +321,72 @@ fn stored(id: BlockId, meta: BlockMeta) -> StoredBlock {
     }
 }
 
-fn read_meta(path: &Path) -> Result<BlockMeta, String> {
-    decode_meta(&fs::read(path).map_err(|e| e.to_string())?)
+/// The meta at `path` of the block whose bytes are at `data`; a legacy
+/// meta is converted first ([`convert_legacy`]).
+fn read_meta(path: &Path, data: &Path) -> Result<BlockMeta, String> {
+    let bytes = fs::read(path).map_err(|e| e.to_string())?;
+    match bytes.strip_prefix(LEGACY_META_MAGIC.as_slice()) {
+        Some(body) => convert_legacy(body, path, data),
+        None => decode_meta(&bytes),
+    }
+}
+
+/// Converts a block written with SHA-256 chunk digests: reads its bytes
+/// once, checks every chunk against its digest, and replaces its meta with
+/// one of CRC32C checksums (written whole and synced, then renamed over
+/// the old one). An error (a chunk that fails, a short file) leaves the
+/// old meta for the caller to drop with the block.
+fn convert_legacy(body: &[u8], path: &Path, data: &Path) -> Result<BlockMeta, String> {
+    let (old, _): (LegacyMeta, usize) =
+        bincode::serde::decode_from_slice(body, meta_config()).map_err(|e| e.to_string())?;
+    if old.chunk_bytes == 0
+        || old.chunks.len() != BlockChecksums::chunk_count(old.len, old.chunk_bytes)
+    {
+        return Err(format!(
+            "inconsistent legacy meta: {} bytes in {} chunks of {}",
+            old.len,
+            old.chunks.len(),
+            old.chunk_bytes
+        ));
+    }
+    let mut file = File::open(data).map_err(|e| format!("opening {}: {e}", data.display()))?;
+    let mut hasher = ChunkHasher::new();
+    let mut buf = vec![0u8; old.chunk_bytes as usize];
+    for (i, want) in old.chunks.iter().enumerate() {
+        let start = i as u64 * old.chunk_bytes as u64;
+        let n = (old.len - start).min(old.chunk_bytes as u64) as usize;
+        file.read_exact(&mut buf[..n])
+            .map_err(|e| format!("reading {} at byte {start}: {e}", data.display()))?;
+        if common::checksum::sha256(&buf[..n]) != *want {
+            return Err(format!(
+                "chunk at offset {start} ({n} bytes) fails its SHA-256 checksum"
+            ));
+        }
+        hasher.update(&buf[..n]);
+    }
+    let meta = BlockMeta {
+        file: old.file,
+        index: old.index,
+        file_blocks: old.file_blocks,
+        sums: hasher.finish(),
+    };
+    let part = path.with_extension("meta.part");
+    write_synced(&part, &encode_meta(&meta)).map_err(|e| e.to_string())?;
+    fs::rename(&part, path).map_err(|e| format!("renaming {}: {e}", part.display()))?;
+    if let Some(d) = path.parent().and_then(|p| File::open(p).ok()) {
+        let _ = d.sync_all();
+    }
+    decode_meta(&encode_meta(&meta))
+}
+
+/// A `.meta` file's bytes for `meta`.
+fn encode_meta(meta: &BlockMeta) -> Vec<u8> {
+    let mut bytes = META_MAGIC.to_vec();
+    bytes.extend(
+        bincode::serde::encode_to_vec(meta, bincode::config::standard())
+            .expect("block meta always encodes"),
+    );
+    bytes
 }
 
 /// The largest `.meta` body decoded: a 4 GiB block (`MAX_BLOCK_BYTES`) in
@@ -551,13 +633,8 @@ impl BlockWriter {
             file_blocks: self.target.file_blocks,
             sums,
         };
-        let mut meta_bytes = META_MAGIC.to_vec();
-        meta_bytes.extend(
-            bincode::serde::encode_to_vec(&meta, bincode::config::standard())
-                .expect("block meta always encodes"),
-        );
         let meta_tmp = self.tmp.with_extension("meta.part");
-        write_synced(&meta_tmp, &meta_bytes)?;
+        write_synced(&meta_tmp, &encode_meta(&meta))?;
         let data_final = store.data_path(&id);
         fs::rename(&self.tmp, &data_final).map_err(io_err("renaming into place", &data_final))?;
         let meta_final = store.blocks_dir.join(format!("{id}.meta"));
@@ -645,7 +722,7 @@ impl BlockReader {
                     Ok(())
                 }
             })?;
-        if common::checksum::sha256(&buf) != sums.chunks[i] {
+        if !sums.chunk_ok(i, &buf) {
             return Err(StoreError::Corrupt {
                 block: id.clone(),
                 offset: start,
@@ -699,6 +776,67 @@ mod tests {
 
     fn data(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i * 31 % 253) as u8).collect()
+    }
+
+    #[test]
+    fn a_store_written_with_sha256_chunks_is_converted_when_it_opens() {
+        // The layout the previous version wrote, nested as it was.
+        #[derive(Serialize)]
+        struct OldSums {
+            len: u64,
+            chunk_bytes: u32,
+            chunks: Vec<Sha>,
+        }
+        #[derive(Serialize)]
+        struct OldMeta {
+            file: String,
+            index: u32,
+            file_blocks: u32,
+            sums: OldSums,
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let blocks = dir.path().join("blocks");
+        fs::create_dir_all(&blocks).unwrap();
+        let d = data(2 * CHUNK_BYTES + 10);
+        let old = OldMeta {
+            file: "f".into(),
+            index: 0,
+            file_blocks: 1,
+            sums: OldSums {
+                len: d.len() as u64,
+                chunk_bytes: CHUNK_BYTES as u32,
+                chunks: d
+                    .chunks(CHUNK_BYTES)
+                    .map(common::checksum::sha256)
+                    .collect(),
+            },
+        };
+        let mut bytes = LEGACY_META_MAGIC.to_vec();
+        bytes.extend(bincode::serde::encode_to_vec(&old, bincode::config::standard()).unwrap());
+        // "good" is whole; "bad" has one byte changed in its last chunk.
+        let mut bad = d.clone();
+        bad[2 * CHUNK_BYTES + 3] ^= 1;
+        for (name, content) in [("good", &d), ("bad", &bad)] {
+            fs::write(blocks.join(format!("{name}.b00000.blk")), content).unwrap();
+            fs::write(blocks.join(format!("{name}.b00000.meta")), &bytes).unwrap();
+        }
+        for round in 0..2 {
+            let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+            let ids: Vec<String> = s.list().iter().map(|b| b.id.to_string()).collect();
+            assert_eq!(ids, ["good.b00000"], "round {round}");
+            let id = BlockId::new("good.b00000").unwrap();
+            assert_eq!(s.get(&id).unwrap().sums, BlockChecksums::of(&d));
+            let mut r = s.reader(&id).unwrap();
+            let mut all = Vec::new();
+            for i in 0..r.chunk_count() {
+                all.extend_from_slice(&r.read_chunk(i).unwrap());
+            }
+            assert!(all == d);
+            let meta = fs::read(blocks.join("good.b00000.meta")).unwrap();
+            assert!(meta.starts_with(META_MAGIC));
+            assert!(!blocks.join("bad.b00000.blk").exists());
+            assert!(!blocks.join("bad.b00000.meta").exists());
+        }
     }
 
     #[test]
@@ -821,12 +959,6 @@ mod tests {
         assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
     }
 
-    fn encode_meta(meta: &BlockMeta) -> Vec<u8> {
-        let mut bytes = META_MAGIC.to_vec();
-        bytes.extend(bincode::serde::encode_to_vec(meta, bincode::config::standard()).unwrap());
-        bytes
-    }
-
     fn meta_strategy() -> impl proptest::strategy::Strategy<Value = BlockMeta> {
         use proptest::prelude::*;
         (
@@ -839,13 +971,7 @@ mod tests {
             .prop_flat_map(|(len, chunk_bytes, file, file_blocks, seed)| {
                 let n = BlockChecksums::chunk_count(len, chunk_bytes);
                 (0..file_blocks).prop_map(move |index| {
-                    let chunks = (0..n)
-                        .map(|i| {
-                            let mut d = [0u8; 32];
-                            d[..8].copy_from_slice(&(seed ^ i as u64).to_le_bytes());
-                            d
-                        })
-                        .collect();
+                    let chunks = (0..n).map(|i| (seed ^ i as u64) as u32).collect();
                     BlockMeta {
                         file: file.clone(),
                         index,
@@ -911,12 +1037,10 @@ mod tests {
             sums: BlockChecksums {
                 len: 9,
                 chunk_bytes: 0,
-                chunks: vec![[0u8; 32]; 3],
+                chunks: vec![0; 3],
             },
         };
-        let mut bytes = META_MAGIC.to_vec();
-        bytes.extend(bincode::serde::encode_to_vec(&meta, bincode::config::standard()).unwrap());
-        fs::write(dir.path().join("blocks/m.b00000.meta"), bytes).unwrap();
+        fs::write(dir.path().join("blocks/m.b00000.meta"), encode_meta(&meta)).unwrap();
         let s = Arc::new(BlockStore::open(dir.path()).unwrap());
         assert!(s.list().is_empty());
         assert!(!dir.path().join("blocks/m.b00000.blk").exists());

@@ -4,7 +4,7 @@
 //!
 //! A file is read block by block in index order, each block from the first
 //! live holder that serves it whole and whose bytes hash to the digest the
-//! holder sent (`x-block-digest`, the same chunked SHA-256 the store keeps):
+//! holder sent (`x-block-digest`, from the same chunk CRC32Cs the store keeps):
 //! a damaged or short replica costs a switch to the next holder, never a
 //! wrong byte out.
 
