@@ -14,7 +14,8 @@
 //! rest of the line, and the partitions stay balanced however few distinct
 //! keys there are (the output, read in partition order, is still sorted).
 //! Reduce: merges the sorted ranges it fetched (one per mapper) into its
-//! output partition.
+//! output partition, holding at most its memory budget of them and merging
+//! the rest to spill files first ([`SortReduce`]).
 
 use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask};
 
