@@ -270,7 +270,7 @@ pub fn range_by_record<E, R: AsRef<[u8]>>(
 }
 
 /// A sort reduce: the sorted runs it is given (one per map), merged into
-/// its partition. Fetched runs are held in memory up to its [`Spill`]
+/// its partition. Fetched runs are held in memory up to its [`crate::Spill`]
 /// budget; past it, those held are merged into a sorted file on disk and
 /// their memory goes back to the pool, as Hadoop's reduce merges its
 /// shuffle to disk. The output is one merge of the runs still held, the
