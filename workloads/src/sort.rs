@@ -324,11 +324,7 @@ impl SortReduce {
         self.runs = kept;
         let cursors = fetched.iter().map(|r| Cursor::memory(r.bytes())).collect();
         let written = write_merged(&spill, cursors);
-        for r in fetched {
-            if let Run::Fetched(v) = r {
-                crate::pool::give(v);
-            }
-        }
+        recycle(fetched);
         let written = written?;
         self.spilled += written.1;
         self.files.push(written);
@@ -402,6 +398,16 @@ impl Run {
                 };
                 &run.bytes()[k.start..k.end]
             }
+        }
+    }
+}
+
+/// Gives the fetched runs' buffers back to the pool (kept ones belong to
+/// their map output).
+fn recycle(runs: Vec<Run>) {
+    for r in runs {
+        if let Run::Fetched(v) = r {
+            crate::pool::give(v);
         }
     }
 }
@@ -580,11 +586,7 @@ impl ReduceTask for SortReduce {
             )
             .collect();
         let merged = merge(cursors, emit);
-        for r in self.runs {
-            if let Run::Fetched(v) = r {
-                crate::pool::give(v);
-            }
-        }
+        recycle(self.runs);
         merged?;
         Ok(ReduceSummary {
             input_bytes: self.taken,
