@@ -169,6 +169,13 @@ pub struct WorkerDefaults {
     /// goes to a file.
     #[serde(default = "defaults::reduce_memory_mb")]
     pub reduce_memory_mb: u64,
+    /// Task buffers, in MB (10^6 bytes), a worker faults in at start
+    /// (writing every page) and keeps for reuse however long they sit idle,
+    /// as the JVM's `-XX:+AlwaysPreTouch` with `-Xms`: the first job on a
+    /// fresh worker, and a job after a pause, then run on memory as warm as
+    /// the jobs between them. 0 = none (buffers come and go with the load).
+    #[serde(default)]
+    pub pretouch_mb: u64,
     /// ssh/scp options for every worker with a `host`, e.g.
     /// `["-i", "/home/me/.ssh/testbed"]` (BatchMode is always on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -187,6 +194,7 @@ impl Default for WorkerDefaults {
             min_free_mb: defaults::min_free_mb(),
             shuffle_memory_mb: defaults::shuffle_memory_mb(),
             reduce_memory_mb: defaults::reduce_memory_mb(),
+            pretouch_mb: 0,
             ssh_options: Vec::new(),
         }
     }

@@ -15,7 +15,8 @@
 //! 8. sort of 1 GiB of gensort-shaped lines made outside the testbed, four
 //!    key distributions, against `LC_ALL=C sort -o`, with the largest
 //!    reduce's share;
-//! 9. a sequence of mixed jobs: each workload's slowest / fastest run.
+//! 9. sequences of mixed jobs, back to back and spaced, without and with
+//!    `workers.pretouch_mb`: each workload's slowest / fastest run.
 
 use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
@@ -667,24 +668,61 @@ async fn anyones_records_bench() {
 /// Section 9: a job's time in sequences of mixed jobs, 2 workers x 1 slot,
 /// 64 MiB blocks at replication 2: 1 GiB of gensort-shaped lines and 1 GiB
 /// of dictionary words loaded, then the sequence (3 sorts, then 3
-/// wordcounts) and an alternating one (sort, wordcount, 3 times), back to
-/// back with every output kept, as a user would run them (no sync between
-/// them). Prints each job's time with the dirty pages and pooled buffers
-/// it started with and, per workload, slowest / fastest (target <= 1.25).
+/// wordcounts), an alternating one (sort, wordcount, 3 times), both back
+/// to back with every output kept, as a user would run them (no sync
+/// between them), and a spaced one (sort, wordcount, twice, each after a
+/// pause longer than the buffer pool's idle trim). All of it twice, on
+/// fresh clusters: workers with no buffers faulted in, then workers with
+/// [`SEQUENCE_PRETOUCH_MB`] each (`workers.pretouch_mb`). Prints each
+/// job's time with the dirty pages and pooled buffers it started with and,
+/// per workload and cluster, slowest / fastest (target <= 1.25).
 async fn sequence_bench() {
     use support::lines::{self, Keys};
     let dir = tempfile::tempdir().unwrap();
-    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
     let lines_path = dir.path().join("seq.lines");
     lines::write_file(&lines_path, Keys::Uniform, 1 << 30, 23).unwrap();
     let words_path = dir.path().join("seq.words");
     lines::write_words_file(&words_path, 1 << 30, 29).unwrap();
-    for (name, path) in [("seq-lines", &lines_path), ("seq-words", &words_path)] {
-        load_file(&cl, name, path, 2).await;
-    }
-    println!(
-        "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), then alternating (sort, wordcount, 3 times)"
+    let pause = std::time::Duration::from_secs(
+        std::env::var("BENCH_SEQUENCE_PAUSE_S")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(35),
     );
+    println!(
+        "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), alternating (sort, wordcount, 3 times), then spaced (sort, wordcount, twice, each after {} s idle; the pool trims buffers idle 30 s); on a fresh cluster without and then with {SEQUENCE_PRETOUCH_MB} MB of buffers faulted in per worker (`workers.pretouch_mb`)",
+        pause.as_secs()
+    );
+    for pretouch_mb in [0, SEQUENCE_PRETOUCH_MB] {
+        // Each cluster starts with the pool as a fresh process has it.
+        let limit = workloads::pool::limit();
+        workloads::pool::set_limit(0);
+        workloads::pool::set_limit(limit);
+        let store = tempfile::tempdir_in(dir.path()).unwrap();
+        let t = Instant::now();
+        let cl = support::start_cluster_with(store.path(), TOKEN, 1, &[None, None], 100, |o| {
+            o.pretouch_bytes = pretouch_mb * 1_000_000;
+        })
+        .await;
+        println!(
+            "   pretouch_mb = {pretouch_mb}: workers up in {:.2} s",
+            t.elapsed().as_secs_f64()
+        );
+        for (name, path) in [("seq-lines", &lines_path), ("seq-words", &words_path)] {
+            load(&cl, name, Source::File(path.clone()), 64 << 20, 2).await;
+        }
+        run_sequences(&cl, pause).await;
+        drop(cl);
+    }
+}
+
+/// Buffers each worker faults in for the second cluster of section 9: a
+/// 1 GiB sort's working set on 2 workers (each keeps 512 MiB of sorted
+/// runs, fetches 256 MiB, and reads blocks and hands on output besides).
+const SEQUENCE_PRETOUCH_MB: u64 = 1100;
+
+/// Section 9's sequences on `cl` (see [`sequence_bench`]).
+async fn run_sequences(cl: &support::LocalCluster, pause: std::time::Duration) {
     let grouped = [Workload::Sort; 3]
         .into_iter()
         .chain([Workload::Wordcount; 3]);
@@ -692,14 +730,28 @@ async fn sequence_bench() {
         .into_iter()
         .cycle()
         .take(6);
+    let spaced = [Workload::Sort, Workload::Wordcount]
+        .into_iter()
+        .cycle()
+        .take(4);
     let mut times: Vec<(Workload, f64)> = Vec::new();
     let mut outputs = Vec::new();
-    for (sequence, jobs) in [
-        ("3 sorts, 3 wordcounts", grouped.collect::<Vec<_>>()),
-        ("alternating", alternating.collect()),
+    for (sequence, jobs, gap) in [
+        (
+            "3 sorts, 3 wordcounts",
+            grouped.collect::<Vec<_>>(),
+            std::time::Duration::ZERO,
+        ),
+        (
+            "alternating",
+            alternating.collect(),
+            std::time::Duration::ZERO,
+        ),
+        ("spaced", spaced.collect(), pause),
     ] {
         let mut line = Vec::new();
         for workload in jobs {
+            tokio::time::sleep(gap).await;
             let input = match workload {
                 Workload::Sort => "seq-lines",
                 _ => "seq-words",
@@ -740,7 +792,7 @@ async fn sequence_bench() {
                 pooled as f64 / 1e6
             ));
         }
-        println!("   {sequence}:\n     {}", line.join("\n     "));
+        println!("     {sequence}:\n       {}", line.join("\n       "));
     }
     for out in &outputs {
         cl.client.delete_file(out).await.unwrap();
@@ -755,7 +807,7 @@ async fn sequence_bench() {
             .iter()
             .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
         println!(
-            "   {w}: slowest / fastest of {} runs {:.2} (target <= 1.25)",
+            "     {w}: slowest / fastest of {} runs {:.2} (target <= 1.25)",
             ts.len(),
             hi / lo
         );

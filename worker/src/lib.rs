@@ -66,6 +66,8 @@ pub struct WorkerOptions {
     /// Fetched map output a sort reduce holds in memory before merging it
     /// to disk (`workers.reduce_memory_mb`).
     pub reduce_memory_bytes: u64,
+    /// Task buffers faulted in at start and kept (`workers.pretouch_mb`).
+    pub pretouch_bytes: u64,
 }
 
 impl WorkerOptions {
@@ -118,6 +120,7 @@ impl WorkerOptions {
             min_free_bytes: cfg.workers.min_free_mb * 1_000_000,
             shuffle_memory_bytes: cfg.workers.shuffle_memory_mb.saturating_mul(1_000_000),
             reduce_memory_bytes: cfg.workers.reduce_memory_mb.saturating_mul(1_000_000),
+            pretouch_bytes: cfg.workers.pretouch_mb.saturating_mul(1_000_000),
         }
     }
 }
@@ -174,6 +177,9 @@ pub struct WorkerHandle {
     background: Option<tokio::task::JoinHandle<()>>,
     scrubber: Option<tokio::task::JoinHandle<()>>,
     sampler: tokio::task::JoinHandle<()>,
+    /// Bytes of the process's buffer pool this worker reserved
+    /// (`workers.pretouch_mb`), given back when it is dropped.
+    pretouched: usize,
 }
 
 impl WorkerHandle {
@@ -195,7 +201,43 @@ impl WorkerHandle {
 impl Drop for WorkerHandle {
     fn drop(&mut self) {
         self.abort();
+        workloads::pool::unreserve(self.pretouched);
     }
+}
+
+/// Faults `bytes` of task buffers into the pool before the worker takes
+/// any task (`workers.pretouch_mb`); refuses more than the machine has
+/// available, which would only end in the OOM killer.
+async fn pretouch(name: &str, bytes: u64) -> anyhow::Result<usize> {
+    if let Some(avail) = mem_available() {
+        anyhow::ensure!(
+            bytes < avail,
+            "worker {name}: workers.pretouch_mb = {} is more than the {} MB of memory available on this machine",
+            bytes / 1_000_000,
+            avail / 1_000_000
+        );
+    }
+    let t = std::time::Instant::now();
+    let want = usize::try_from(bytes).unwrap_or(usize::MAX);
+    let made = tokio::task::spawn_blocking(move || workloads::pool::pretouch(want))
+        .await
+        .map_err(|e| anyhow::anyhow!("worker {name}: faulting task buffers in failed: {e}"))?;
+    tracing::info!(
+        worker = %name,
+        mb = made as f64 / 1e6,
+        secs = t.elapsed().as_secs_f64(),
+        "task buffers faulted in and kept (workers.pretouch_mb)"
+    );
+    Ok(made)
+}
+
+/// The memory this machine can give without swapping (/proc/meminfo's
+/// `MemAvailable`), if the kernel says.
+fn mem_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Opens the block store, binds the HTTP server and starts heartbeating.
@@ -225,6 +267,11 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             spill_dir.display()
         )
     })?;
+    let pretouched = if opts.pretouch_bytes > 0 {
+        pretouch(&opts.name, opts.pretouch_bytes).await?
+    } else {
+        0
+    };
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .map_err(|e| {
@@ -328,5 +375,6 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         background,
         scrubber,
         sampler,
+        pretouched,
     })
 }

@@ -15,6 +15,12 @@
 //! buffers (the least recently returned go first); a worker drops buffers
 //! nobody took for a while ([`trim_idle`]). Buffers under [`MIN_POOLED`]
 //! are left to the allocator, which reuses small blocks itself.
+//!
+//! So the first job on a fresh worker, and a job after a pause longer
+//! than the idle trim, pay for fresh pages that the jobs between them do
+//! not. [`pretouch`] (the worker's `workers.pretouch_mb`, as the JVM's
+//! `-XX:+AlwaysPreTouch` with `-Xms`) faults buffers in at start and
+//! keeps that many free bytes through trims and limits from then on.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -31,12 +37,16 @@ struct Pool {
     free: Vec<(Vec<u8>, Instant)>,
     held: usize,
     limit: usize,
+    /// Free bytes kept whatever the limit and however long idle
+    /// ([`pretouch`]).
+    reserved: usize,
 }
 
 static POOL: Mutex<Pool> = Mutex::new(Pool {
     free: Vec::new(),
     held: 0,
     limit: DEFAULT_LIMIT,
+    reserved: 0,
 });
 
 fn pool() -> std::sync::MutexGuard<'static, Pool> {
@@ -123,7 +133,63 @@ impl Drop for Pooled {
     }
 }
 
-/// Drops the buffers returned more than `age` ago.
+/// Size of the buffers [`pretouch`] makes: the testbed's and Hadoop 1's
+/// default block size, so a map's input buffer is one of them, and a
+/// 16-64 MiB fetched part or sorted run takes one as it is (larger
+/// requests grow one, keeping its pages).
+pub const PRETOUCH_PIECE: usize = 64 << 20;
+
+/// Faults `bytes` (rounded up to whole [`PRETOUCH_PIECE`]s) of new buffers
+/// into the pool, writing one byte in every page, and from then on keeps
+/// that many more free bytes: through [`trim_idle`] and above [`limit`].
+/// Each call adds to what earlier ones reserved (workers sharing a process
+/// share the pool). Returns the bytes faulted in.
+pub fn pretouch(bytes: usize) -> usize {
+    let pieces = bytes.div_ceil(PRETOUCH_PIECE);
+    let mut made = Vec::with_capacity(pieces);
+    for _ in 0..pieces {
+        let mut b: Vec<u8> = Vec::with_capacity(PRETOUCH_PIECE);
+        let spare = b.spare_capacity_mut();
+        for i in (0..spare.len()).step_by(PAGE) {
+            // SAFETY: `i` is within the buffer's spare capacity. A volatile
+            // write, so the fault cannot be optimised away.
+            unsafe { std::ptr::write_volatile(spare[i].as_mut_ptr(), 0) };
+        }
+        made.push(b);
+    }
+    let total = pieces * PRETOUCH_PIECE;
+    let mut p = pool();
+    p.reserved += total;
+    let now = Instant::now();
+    for b in made {
+        p.held += b.capacity();
+        p.free.push((b, now));
+    }
+    total
+}
+
+/// Stops keeping `bytes` that [`pretouch`] reserved (a worker sharing the
+/// process stopped); the pool drops what is then over its limit.
+pub fn unreserve(bytes: usize) {
+    let evicted = {
+        let mut p = pool();
+        p.reserved = p.reserved.saturating_sub(bytes);
+        evict(&mut p, |_| false)
+    };
+    drop(evicted);
+}
+
+/// Free bytes [`pretouch`] reserved.
+pub fn reserved() -> usize {
+    pool().reserved
+}
+
+/// The smallest page the kernel maps: writing one byte in every span this
+/// long faults every page in.
+const PAGE: usize = 4096;
+
+/// Drops the buffers returned more than `age` ago, down to the bytes
+/// [`pretouch`] reserved.
 pub fn trim_idle(age: Duration) {
     let now = Instant::now();
     let evicted = evict(&mut pool(), |t| now.saturating_duration_since(t) > age);
@@ -140,9 +206,11 @@ pub fn set_limit(bytes: usize) {
     drop(evicted);
 }
 
-/// The most free bytes the pool keeps.
+/// The most free bytes the pool keeps: the limit set, or what
+/// [`pretouch`] reserved if that is more.
 pub fn limit() -> usize {
-    pool().limit
+    let p = pool();
+    p.limit.max(p.reserved)
 }
 
 /// Free bytes the pool holds now.
@@ -151,12 +219,18 @@ pub fn held() -> usize {
 }
 
 /// Removes the buffers `stale` says to drop, then the oldest until the
-/// pool is within its limit.
+/// pool is within its limit, each only if the pool keeps what it reserved
+/// without it.
 fn evict(p: &mut Pool, stale: impl Fn(Instant) -> bool) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
+    let limit = p.limit.max(p.reserved);
     let mut i = 0;
     while i < p.free.len() {
-        if stale(p.free[i].1) || p.held > p.limit {
+        let cap = p.free[i].0.capacity();
+        // Never below the reserve: over the limit by less than one
+        // buffer rather than under the reserve by most of one.
+        let keeps_reserve = p.held - cap >= p.reserved;
+        if keeps_reserve && (stale(p.free[i].1) || p.held > limit) {
             let (b, _) = p.free.remove(i);
             p.held -= b.capacity();
             out.push(b);
@@ -226,6 +300,41 @@ mod tests {
         let grown = take(3 << 20);
         assert!(grown.capacity() >= 3 << 20);
         assert_eq!(held(), 0);
+        set_limit(DEFAULT_LIMIT);
+    }
+
+    #[test]
+    fn pretouched_bytes_stay_through_idle_trims_and_limits() {
+        let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        set_limit(0);
+        assert_eq!(pretouch(PRETOUCH_PIECE + 1), 2 * PRETOUCH_PIECE);
+        assert_eq!(reserved(), 2 * PRETOUCH_PIECE);
+        // Kept above a lower limit, which now reads as the reserve.
+        assert_eq!(held(), 2 * PRETOUCH_PIECE);
+        assert_eq!(limit(), 2 * PRETOUCH_PIECE);
+        std::thread::sleep(Duration::from_millis(2));
+        trim_idle(Duration::ZERO);
+        assert_eq!(held(), 2 * PRETOUCH_PIECE);
+        // A block-sized request takes a faulted buffer whole.
+        let a = take(PRETOUCH_PIECE);
+        assert_eq!(a.capacity(), PRETOUCH_PIECE);
+        assert_eq!(held(), PRETOUCH_PIECE);
+        // With more returned than reserved, the idle trim drops down to
+        // the reserve, never below it.
+        set_limit(4 * PRETOUCH_PIECE);
+        give(take(2 << 20));
+        give(a);
+        assert_eq!(held(), 2 * PRETOUCH_PIECE + (2 << 20));
+        std::thread::sleep(Duration::from_millis(2));
+        trim_idle(Duration::ZERO);
+        assert_eq!(held(), 2 * PRETOUCH_PIECE);
+        // The limit still bounds what is kept above the reserve.
+        set_limit(0);
+        give(take(2 << 20));
+        assert_eq!(held(), 2 * PRETOUCH_PIECE);
+        // Given back: the pool is held to its limit again.
+        unreserve(2 * PRETOUCH_PIECE);
+        assert_eq!((reserved(), held(), limit()), (0, 0, 0));
         set_limit(DEFAULT_LIMIT);
     }
 

@@ -131,6 +131,7 @@ pub async fn start_cluster_tuned(
             min_free_bytes: 0,
             shuffle_memory_bytes: 1 << 30,
             reduce_memory_bytes: 1 << 30,
+            pretouch_bytes: 0,
         };
         tune(&mut opts);
         workers.push(worker::start(opts).await.unwrap());
