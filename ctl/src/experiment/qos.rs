@@ -97,6 +97,7 @@ pub fn summary(
     rows: &[JobRow],
 ) -> String {
     let qos = spec.jobs.deadline_s.is_some()
+        || !spec.jobs.deadlines_s.is_empty()
         || spec.jobs.budget.is_some()
         || !spec.public_type.is_empty()
         || !spec.jobs.qos_deadlines_s.is_empty();

@@ -720,6 +720,7 @@ impl RunEnv<'_> {
                 min_free_mb: common::config::WorkerDefaults::default().min_free_mb,
                 shuffle_memory_mb: common::config::WorkerDefaults::default().shuffle_memory_mb,
                 reduce_memory_mb: common::config::WorkerDefaults::default().reduce_memory_mb,
+                pretouch_mb: 0,
                 ssh_options: Vec::new(),
             },
             worker: (0..c.workers as usize)
@@ -874,7 +875,7 @@ async fn run_once(env: &RunEnv<'_>, sched: &NamedScheduler) -> anyhow::Result<Ru
                 max_ms: (b * 1000.0).round() as u64,
                 seed: splitmix64(env.seed ^ splitmix64(0xc0de ^ i as u64)),
             });
-            job.deadline_s = env.spec.jobs.deadline_s;
+            job.deadline_s = env.spec.jobs.deadline_of(i);
             job.budget = env.spec.jobs.budget;
             if plan.workload.has_reduce() {
                 // Distinct per scheduler, in case a deleted replica lingers.

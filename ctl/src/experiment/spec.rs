@@ -258,6 +258,11 @@ pub struct JobsSpec {
     /// Every job's deadline, seconds after its submission (MROSA's D_i).
     #[serde(default)]
     pub deadline_s: Option<f64>,
+    /// Deadlines by job, instead of `deadline_s`: the i-th job submitted
+    /// (0-based) has `deadlines_s[i % len]`, so jobs of one size can rank
+    /// differently under MROSA's equation 8.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deadlines_s: Vec<f64>,
     /// Every job's public-cloud budget (MROSA's C_i).
     #[serde(default)]
     pub budget: Option<f64>,
@@ -268,6 +273,14 @@ pub struct JobsSpec {
 }
 
 impl JobsSpec {
+    /// The deadline of the `i`-th job submitted (0-based), if any.
+    pub fn deadline_of(&self, i: usize) -> Option<f64> {
+        match self.deadlines_s.len() {
+            0 => self.deadline_s,
+            n => Some(self.deadlines_s[i % n]),
+        }
+    }
+
     /// The workload of every job when there is no mix.
     pub fn workload(&self) -> Workload {
         self.workload.unwrap_or(Workload::InputSink)
@@ -597,11 +610,23 @@ impl Spec {
                 ));
             }
         }
+        if self.jobs.deadline_s.is_some() && !self.jobs.deadlines_s.is_empty() {
+            return Err(bad(
+                "jobs.deadlines_s",
+                "gives each job its deadline: not with jobs.deadline_s".into(),
+            ));
+        }
         let mut probe = common::wire::JobSubmit::new(Workload::InputSink, "x");
         probe.deadline_s = self.jobs.deadline_s;
         probe.budget = self.jobs.budget;
         if let Err(e) = probe.check_qos() {
             return Err(bad("jobs", e));
+        }
+        for (i, d) in self.jobs.deadlines_s.iter().enumerate() {
+            probe.deadline_s = Some(*d);
+            if let Err(e) = probe.check_qos() {
+                return Err(bad(&format!("jobs.deadlines_s[{i}]"), e));
+            }
         }
         if let Some(f) = self.jobs.reduce_fraction {
             if !(f.is_finite() && f > 0.0 && f <= 10.0) || self.jobs.reduces.is_some() {
@@ -1081,6 +1106,24 @@ jobs = 8
         ] {
             let e = parse(&SPEC.replace(from, to)).unwrap_err();
             assert!(e.contains(key), "{key}: {e}");
+        }
+    }
+
+    #[test]
+    fn deadlines_by_job_cycle_and_bad_ones_are_named() {
+        let with = |keys: &str| SPEC.replace("count = 4\n", &format!("count = 4\n{keys}\n"));
+        let s = parse(&with("deadlines_s = [20, 10]")).unwrap();
+        let d: Vec<Option<f64>> = (0..4).map(|i| s.jobs.deadline_of(i)).collect();
+        assert_eq!(d, [Some(20.0), Some(10.0), Some(20.0), Some(10.0)]);
+        let one = parse(&with("deadline_s = 7")).unwrap();
+        assert_eq!(one.jobs.deadline_of(3), Some(7.0));
+        assert_eq!(parse(SPEC).unwrap().jobs.deadline_of(0), None);
+        for (keys, key) in [
+            ("deadline_s = 7\ndeadlines_s = [5]", "jobs.deadlines_s"),
+            ("deadlines_s = [5, -1]", "jobs.deadlines_s[1]"),
+        ] {
+            let e = parse(&with(keys)).unwrap_err();
+            assert!(e.contains(key), "{keys}: {e}");
         }
     }
 

@@ -58,11 +58,12 @@ pub fn run(path: &Path, workers: Option<u32>) -> anyhow::Result<String> {
                 let seed = spec.seed + rep as u64;
                 let jobs: Vec<SimJob> = arrivals(seed, p.jobs, spec.jobs.arrival_s)
                     .into_iter()
-                    .map(|at| SimJob {
+                    .enumerate()
+                    .map(|(i, at)| SimJob {
                         arrival_ms: at,
                         maps: p.blocks,
                         block: p.block_bytes,
-                        deadline_s: spec.jobs.deadline_s,
+                        deadline_s: spec.jobs.deadline_of(i),
                         budget: spec.jobs.budget,
                     })
                     .collect();
