@@ -671,9 +671,10 @@ async fn anyones_records_bench() {
 /// wordcounts), an alternating one (sort, wordcount, 3 times), both back
 /// to back with every output kept, as a user would run them (no sync
 /// between them), and a spaced one (sort, wordcount, twice, each after a
-/// pause longer than the buffer pool's idle trim). All of it twice, on
-/// fresh clusters: workers with no buffers faulted in, then workers with
-/// [`SEQUENCE_PRETOUCH_MB`] each (`workers.pretouch_mb`). Prints each
+/// pause longer than the buffer pool's idle trim). All of it three times,
+/// on fresh clusters: workers with no buffers faulted in, then workers with
+/// [`SEQUENCE_PRETOUCH_MB`] each (`workers.pretouch_mb`), then the same
+/// with output written once instead of twice. Prints each
 /// job's time with the dirty pages and pooled buffers it started with and,
 /// per workload and cluster, slowest / fastest (target <= 1.25).
 async fn sequence_bench() {
@@ -690,22 +691,33 @@ async fn sequence_bench() {
             .unwrap_or(35),
     );
     println!(
-        "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), alternating (sort, wordcount, 3 times), then spaced (sort, wordcount, twice, each after {} s idle; the pool trims buffers idle 30 s); on a fresh cluster without and then with {SEQUENCE_PRETOUCH_MB} MB of buffers faulted in per worker (`workers.pretouch_mb`)",
+        "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), alternating (sort, wordcount, 3 times), then spaced (sort, wordcount, twice, each after {} s idle; the pool trims buffers idle 30 s); on a fresh cluster without and then with {SEQUENCE_PRETOUCH_MB} MB of buffers faulted in per worker (`workers.pretouch_mb`), then with output replication 1 instead of 2",
         pause.as_secs()
     );
-    for pretouch_mb in [0, SEQUENCE_PRETOUCH_MB] {
+    // (pretouch_mb, output replication): the third shows how much of what
+    // varies is the output's writes to the disk.
+    for (pretouch_mb, output_replication) in
+        [(0, 2), (SEQUENCE_PRETOUCH_MB, 2), (SEQUENCE_PRETOUCH_MB, 1)]
+    {
         // Each cluster starts with the pool as a fresh process has it.
         let limit = workloads::pool::limit();
         workloads::pool::set_limit(0);
         workloads::pool::set_limit(limit);
         let store = tempfile::tempdir_in(dir.path()).unwrap();
         let t = Instant::now();
-        let cl = support::start_cluster_with(store.path(), TOKEN, 1, &[None, None], 100, |o| {
-            o.pretouch_bytes = pretouch_mb * 1_000_000;
-        })
+        let cl = support::start_cluster_tuned(
+            store.path(),
+            TOKEN,
+            1,
+            &[None, None],
+            &[common::config::Role::Both; 2],
+            100,
+            |m| m.replication = output_replication,
+            |o| o.pretouch_bytes = pretouch_mb * 1_000_000,
+        )
         .await;
         println!(
-            "   pretouch_mb = {pretouch_mb}: workers up in {:.2} s",
+            "   pretouch_mb = {pretouch_mb}, output replication {output_replication}: workers up in {:.2} s",
             t.elapsed().as_secs_f64()
         );
         for (name, path) in [("seq-lines", &lines_path), ("seq-words", &words_path)] {
