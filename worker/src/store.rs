@@ -364,19 +364,19 @@ fn convert_legacy(body: &[u8], path: &Path, data: &Path) -> Result<BlockMeta, St
         }
         hasher.update(&buf[..n]);
     }
-    let meta = BlockMeta {
+    let meta = consistent(BlockMeta {
         file: old.file,
         index: old.index,
         file_blocks: old.file_blocks,
         sums: hasher.finish(),
-    };
+    })?;
     let part = path.with_extension("meta.part");
     write_synced(&part, &encode_meta(&meta)).map_err(|e| e.to_string())?;
     fs::rename(&part, path).map_err(|e| format!("renaming {}: {e}", part.display()))?;
     if let Some(d) = path.parent().and_then(|p| File::open(p).ok()) {
         let _ = d.sync_all();
     }
-    decode_meta(&encode_meta(&meta))
+    Ok(meta)
 }
 
 /// A `.meta` file's bytes for `meta`.
@@ -408,6 +408,11 @@ fn decode_meta(bytes: &[u8]) -> Result<BlockMeta, String> {
         .ok_or("bad magic")?;
     let (meta, _): (BlockMeta, usize) =
         bincode::serde::decode_from_slice(body, meta_config()).map_err(|e| e.to_string())?;
+    consistent(meta)
+}
+
+/// `meta` if it adds up: chunks for its length, its index within its file.
+fn consistent(meta: BlockMeta) -> Result<BlockMeta, String> {
     let s = &meta.sums;
     if s.chunk_bytes == 0
         || s.chunks.len() != BlockChecksums::chunk_count(s.len, s.chunk_bytes)

@@ -42,6 +42,13 @@ struct Pool {
     reserved: usize,
 }
 
+impl Pool {
+    /// The most free bytes kept: the limit, or the reserve if more.
+    fn ceiling(&self) -> usize {
+        self.limit.max(self.reserved)
+    }
+}
+
 static POOL: Mutex<Pool> = Mutex::new(Pool {
     free: Vec::new(),
     held: 0,
@@ -209,8 +216,7 @@ pub fn set_limit(bytes: usize) {
 /// The most free bytes the pool keeps: the limit set, or what
 /// [`pretouch`] reserved if that is more.
 pub fn limit() -> usize {
-    let p = pool();
-    p.limit.max(p.reserved)
+    pool().ceiling()
 }
 
 /// Free bytes the pool holds now.
@@ -223,7 +229,7 @@ pub fn held() -> usize {
 /// without it.
 fn evict(p: &mut Pool, stale: impl Fn(Instant) -> bool) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
-    let limit = p.limit.max(p.reserved);
+    let limit = p.ceiling();
     let mut i = 0;
     while i < p.free.len() {
         let cap = p.free[i].0.capacity();
