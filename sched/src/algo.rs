@@ -3,6 +3,7 @@
 //! the discrete-event simulator ([`crate::sim`]) or offered one round of
 //! idle cores (Guo's one-round locality and waves).
 
+use crate::compile_time::Skip;
 use crate::model::{Assignment, Cost, Eval, Instance};
 use crate::offline::Offline;
 use crate::policy::build;
@@ -31,6 +32,8 @@ pub enum LabError {
     NoGroups,
     #[error("stopped by its caller before it finished")]
     Stopped,
+    #[error("{algo}: a driver applies to online policies only (an offline planner assigns every task itself)")]
+    DriverOffline { algo: String },
     #[error(transparent)]
     Sim(#[from] SimError),
 }
@@ -53,7 +56,49 @@ pub enum Algo {
         config: SchedulerConfig,
         /// The cost parameters taken from each instance's cost model.
         from_instance: FromInstance,
+        /// How the policy is run over an instance.
+        driver: Driver,
     },
+}
+
+/// How the lab runs an online policy over an instance.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Driver {
+    /// The discrete-event simulator ([`crate::sim::simulate`]): cores free
+    /// as their tasks end and every free one is offered each `tick`.
+    #[default]
+    Events,
+    /// BAR's compile-time scheme ([`crate::compile_time`]): the least
+    /// loaded core under the static cost model is offered next; a skipped
+    /// one does as the [`Skip`] rule says.
+    CompileTime(Skip),
+}
+
+impl std::fmt::Display for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Driver::Events => write!(f, "events"),
+            Driver::CompileTime(skip) => write!(f, "compile-time:{skip}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Driver {
+    type Err = String;
+    /// `events`, or `compile-time:RULE` with RULE `set-aside`, `wake` or
+    /// `after=H`.
+    fn from_str(s: &str) -> Result<Driver, String> {
+        let s = s.trim();
+        if s == "events" {
+            return Ok(Driver::Events);
+        }
+        match s.strip_prefix("compile-time:") {
+            Some(rule) => Ok(Driver::CompileTime(rule.parse()?)),
+            None => Err(format!(
+                "{s:?} is not a driver (events, compile-time:set-aside, compile-time:wake, compile-time:after=H)"
+            )),
+        }
+    }
 }
 
 /// Which parameters of a policy's data-remote cost the lab takes from the
@@ -142,11 +187,36 @@ impl std::str::FromStr for Algo {
             },
             config,
             from_instance,
+            driver: Driver::Events,
         })
     }
 }
 
 impl Algo {
+    /// The same online policy run by `driver`; its label, when it is not
+    /// the default driver, says which. An error for an offline planner.
+    pub fn with_driver(self, driver: Driver) -> Result<Algo, LabError> {
+        match self {
+            Algo::Offline(o) => Err(LabError::DriverOffline {
+                algo: o.name().into(),
+            }),
+            Algo::Online {
+                label,
+                config,
+                from_instance,
+                ..
+            } => Ok(Algo::Online {
+                label: match driver {
+                    Driver::Events => label,
+                    d => format!("{label} [{d}]"),
+                },
+                config,
+                from_instance,
+                driver,
+            }),
+        }
+    }
+
     /// Guo's one-round measurement: every idle core (initial load 0) is
     /// offered once, in server order, at time 0 (for `hadoop`, Guo's
     /// dl-sched, a data-local-only pass over all of them comes first);
@@ -343,6 +413,19 @@ impl Algo {
             Algo::Online {
                 config,
                 from_instance,
+                driver: Driver::CompileTime(skip),
+                ..
+            } => {
+                let mut s = build(&from_instance.apply(config, inst.cost), seed);
+                Ok(Some(Planned {
+                    assignment: crate::compile_time::run(s.as_mut(), inst, *skip)?,
+                    sim_makespan: None,
+                }))
+            }
+            Algo::Online {
+                config,
+                from_instance,
+                driver: Driver::Events,
                 ..
             } => {
                 let mut s = build(&from_instance.apply(config, inst.cost), seed);
@@ -493,6 +576,7 @@ mod tests {
             label,
             config,
             from_instance,
+            ..
         } = &on
         else {
             panic!("online")
@@ -823,5 +907,54 @@ mod tests {
             phases: Vec::new(),
         };
         assert_eq!(mb.plan_probed(&inst, 1, 1.0, &mut none).unwrap(), None);
+    }
+
+    #[test]
+    fn a_driver_runs_online_policies_only_and_labels_them() {
+        let d: Driver = "compile-time:after=5".parse().unwrap();
+        assert_eq!(d, Driver::CompileTime(Skip::After(5.0)));
+        assert_eq!(d.to_string(), "compile-time:after=5");
+        assert_eq!("events".parse(), Ok(Driver::Events));
+        let e = "heap".parse::<Driver>().unwrap_err();
+        assert!(
+            e.contains("\"heap\"") && e.contains("compile-time:set-aside"),
+            "{e}"
+        );
+        let e = "compile-time:never".parse::<Driver>().unwrap_err();
+        assert!(e.contains("\"never\""), "{e}");
+        let hds = "hadoop"
+            .parse::<Algo>()
+            .unwrap()
+            .with_driver("compile-time:set-aside".parse().unwrap())
+            .unwrap();
+        assert_eq!(hds.label(), "hadoop [compile-time:set-aside]");
+        let e = "bar"
+            .parse::<Algo>()
+            .unwrap()
+            .with_driver(Driver::Events)
+            .unwrap_err();
+        assert!(e.to_string().contains("online policies only"), "{e}");
+        // The two drivers plan differently on an instance where the
+        // static load decides: under compile-time every task is assigned
+        // and no simulated makespan is reported.
+        let inst = crate::model::fixtures::random(
+            3,
+            Cost::Bar {
+                c_loc: 20.0,
+                q: 10.0,
+            },
+        );
+        let p = hds.plan(&inst, 1, 1.0).unwrap();
+        assert_eq!(p.sim_makespan, None);
+        assert!(p
+            .assignment
+            .iter()
+            .all(|&c| (c as usize) < inst.flat().init.len()));
+        let ev = "hadoop"
+            .parse::<Algo>()
+            .unwrap()
+            .plan(&inst, 1, 1.0)
+            .unwrap();
+        assert!(ev.sim_makespan.is_some());
     }
 }

@@ -38,6 +38,7 @@
 
 pub mod algo;
 pub mod assign;
+pub mod compile_time;
 pub mod decision;
 pub mod hybrid;
 pub mod hybrid_plan;

@@ -73,10 +73,18 @@ pub enum Mode {
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(untagged)]
+#[serde(untagged, deny_unknown_fields)]
 pub enum AlgoEntry {
     Plain(String),
-    Labelled { label: String, algo: String },
+    Labelled {
+        label: String,
+        algo: String,
+        /// How an online policy is run (`events`, the default, or BAR's
+        /// `compile-time:set-aside`, `compile-time:wake`,
+        /// `compile-time:after=H`; see [`sched::algo::Driver`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        driver: Option<String>,
+    },
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -149,6 +157,14 @@ impl SweepSpec {
                     format!("{l}: mode = \"round\", \"waves\" or \"fair-round\" takes online policies only"),
                 ));
             }
+            if let Some((l, _)) = algos.iter().find(|(_, a)| {
+                matches!(a, Algo::Online { driver, .. } if *driver != sched::algo::Driver::Events)
+            }) {
+                return Err(bad(
+                    "algorithms",
+                    format!("{l}: a driver is for mode = \"makespan\" only (a round offers each idle core once)"),
+                ));
+            }
         }
         match (&self.groups, self.mode) {
             (None, Mode::FairRound) => {
@@ -211,13 +227,25 @@ impl SweepSpec {
         let mut out: Vec<(String, Algo)> = Vec::new();
         for (i, e) in self.algorithms.iter().enumerate() {
             let key = || format!("algorithms[{i}]");
-            let (label, text) = match e {
-                AlgoEntry::Plain(s) => (None, s),
-                AlgoEntry::Labelled { label, algo } => (Some(label.clone()), algo),
+            let (label, text, driver) = match e {
+                AlgoEntry::Plain(s) => (None, s, None),
+                AlgoEntry::Labelled {
+                    label,
+                    algo,
+                    driver,
+                } => (Some(label.clone()), algo, driver.as_ref()),
             };
-            let a: Algo = text
+            let mut a: Algo = text
                 .parse()
                 .map_err(|e: sched::algo::LabError| KeyError::new(key(), e.to_string()))?;
+            if let Some(d) = driver {
+                let d: sched::algo::Driver = d
+                    .parse()
+                    .map_err(|e: String| KeyError::new(format!("{}.driver", key()), e))?;
+                a = a
+                    .with_driver(d)
+                    .map_err(|e| KeyError::new(format!("{}.driver", key()), e.to_string()))?;
+            }
             let label = label.unwrap_or_else(|| a.label());
             if out.iter().any(|(l, _)| *l == label) {
                 return Err(KeyError::new(
@@ -806,12 +834,73 @@ beta = 50
                 "base.placement",
             ),
             ("beta = 50", "racks = 0", "points[1].racks"),
+            (
+                "algo = \"dyndl-off\" }",
+                "algo = \"dyndl-off\", driver = \"compile-time:wake\" }",
+                "algorithms[1].driver`: DynDLOff: a driver applies to online policies only",
+            ),
+            (
+                "\"hadoop\",",
+                "{ label = \"H\", algo = \"hadoop\", driver = \"compile-time:after=-1\" },",
+                "algorithms[0].driver`: after=-1: H must be",
+            ),
+            (
+                "\"hadoop\",",
+                "{ label = \"H\", algo = \"hadoop\", drive = \"events\" },",
+                "algorithms",
+            ),
+            (
+                "instances = 2",
+                "instances = 2\nmode = \"round\"",
+                "online policies only",
+            ),
         ] {
             let t = SPEC.replacen(from, to, 1);
             assert_ne!(t, SPEC, "{from}");
             let e = parse(&t).unwrap_err();
             assert!(e.contains(key), "{key}: {e}");
         }
+    }
+
+    #[test]
+    fn a_driver_is_run_and_labelled_and_only_in_makespan_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("t.toml");
+        let text = SPEC.replacen(
+            "\"bar\"]",
+            "\"bar\", { label = \"H-ct\", algo = \"hadoop\", driver = \"compile-time:set-aside\" }]",
+            1,
+        );
+        std::fs::write(&spec, &text).unwrap();
+        let out = run(&spec, &dir.path().join("results")).unwrap();
+        let mut r = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+        let rows: Vec<SweepRow> = r.deserialize().map(Result::unwrap).collect();
+        let ct: Vec<&SweepRow> = rows.iter().filter(|r| r.algorithm == "H-ct").collect();
+        assert_eq!(ct.len(), 4);
+        // The compile-time scheme has no simulated run: its makespan is
+        // the static one alone.
+        assert!(ct
+            .iter()
+            .all(|r| r.makespan > 0.0 && r.sim_makespan.is_nan()));
+        let ev = rows.iter().find(|r| r.algorithm == "hadoop").unwrap();
+        assert!(ev.sim_makespan > 0.0, "{ev:?}");
+        // Unlabelled, the driver shows in the label.
+        let spec2: SweepSpec =
+            toml::from_str(&text.replacen("label = \"H-ct\", ", "label = \"x\", ", 1)).unwrap();
+        assert!(spec2.algorithms().is_ok());
+        let a: Algo = "hadoop".parse().unwrap();
+        let a = a.with_driver("compile-time:wake".parse().unwrap()).unwrap();
+        assert_eq!(a.label(), "hadoop [compile-time:wake]");
+        // Not in a round.
+        let t = text
+            .replacen("instances = 2", "instances = 2\nmode = \"round\"", 1)
+            .replacen("\"bar\", ", "", 1)
+            .replacen("{ label = \"DynDLOff\", algo = \"dyndl-off\" }, ", "", 1);
+        let e = parse(&t).unwrap_err();
+        assert!(
+            e.contains("H-ct: a driver is for mode = \"makespan\" only"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -6,8 +6,9 @@
 //!   delay counter grows by one; when the counter exceeds `fraction` x the
 //!   number of live workers, the slot takes a random pending task remotely.
 //!   The counter restarts at zero after a remote launch (as BAR describes
-//!   DS) and after a data-local one (as in Zaharia et al.'s Algorithm 1,
-//!   the delay scheduling BAR cites).
+//!   DS) and, by default, after a data-local one too (as in Zaharia et
+//!   al.'s Algorithm 1, the delay scheduling BAR cites); `restart =
+//!   "remote"` keeps it through data-local launches (BAR's text alone).
 //! - `gcc` (Good Cache Compute, from Raicu et al.'s data diffusion): the
 //!   head job launches a data-local task if it has one; otherwise, while
 //!   the number of workers with a free slot is below `idle_fraction` x the
@@ -40,6 +41,27 @@ pub struct DsParams {
     /// Job order: `fifo` (default, BAR's) or another, as an ablation.
     #[serde(default = "fifo", skip_serializing_if = "JobOrder::is_fifo")]
     pub order: JobOrder,
+    /// Which launches restart the counter: `any` (default; Zaharia et
+    /// al.'s Algorithm 1) or `remote` (only a remote one, BAR's words).
+    #[serde(default, skip_serializing_if = "Restart::is_any")]
+    pub restart: Restart,
+}
+
+/// Which launches restart DS's count of skipped opportunities.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Restart {
+    /// Every launch, data-local or remote.
+    #[default]
+    Any,
+    /// Only a remote launch.
+    Remote,
+}
+
+impl Restart {
+    fn is_any(&self) -> bool {
+        *self == Restart::Any
+    }
 }
 
 fn fifo() -> JobOrder {
@@ -60,6 +82,7 @@ impl DsParams {
         DsParams {
             fraction,
             order: JobOrder::Fifo,
+            restart: Restart::Any,
         }
     }
 }
@@ -69,6 +92,7 @@ impl Policy for DsParams {
         "ds0.15",
         "ds0.25",
         "policy = \"ds\", fraction = 0.15, order = \"fair\"",
+        "policy = \"ds\", fraction = 0.15, restart = \"remote\"",
     ];
 
     fn name(&self) -> &'static str {
@@ -76,7 +100,11 @@ impl Policy for DsParams {
     }
 
     fn label(&self, _: bool) -> String {
-        with_order("ds", self.fraction, self.order)
+        let l = with_order("ds", self.fraction, self.order);
+        match self.restart {
+            Restart::Any => l,
+            Restart::Remote => format!("{l}-restart-remote"),
+        }
     }
 
     fn set_order(&mut self, order: JobOrder) -> Result<(), String> {
@@ -182,14 +210,16 @@ impl Scheduler for Ds {
     fn offer(&mut self, _now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let live = ctx.view().live_map_workers() as f64;
         let threshold = self.params.fraction * live;
-        let order = self.params.order;
+        let (order, restart) = (self.params.order, self.params.restart);
         let (counter, rng) = (&mut self.counter, &mut self.rng);
         ctx.fill_why(worker, |view| {
             let job = first_job(view, order).ok_or(Why::rule(Rule::NothingToRun))?;
             let ranked = |rule: Rule| order.ranked(view, Why::rule(rule), job, 0);
             match job.local_task(worker) {
                 Some(t) => {
-                    *counter = 0;
+                    if restart == Restart::Any {
+                        *counter = 0;
+                    }
                     Ok(Pick {
                         task: t.task,
                         source: worker,
@@ -322,6 +352,31 @@ mod tests {
         assert!(offer(&mut s, 0, WorkerId(5), &mut v).is_empty());
         assert!(offer(&mut s, 0, WorkerId(6), &mut v).is_empty());
         assert_eq!(offer(&mut s, 0, WorkerId(7), &mut v).len(), 1);
+    }
+
+    #[test]
+    fn ds_restarting_on_remote_launches_only_keeps_the_count_through_local_ones() {
+        // As above, but the local launch leaves the count at 1: the next
+        // skip brings it to 2 and the one after goes remote.
+        let mut v = view(10);
+        let p: super::super::SchedulerConfig = "policy = 'ds', fraction = 0.2, restart = 'remote'"
+            .parse()
+            .unwrap();
+        let super::super::SchedulerConfig::Ds(p) = p else {
+            panic!("{p:?}")
+        };
+        assert_eq!(p.label(false), "ds0.2-restart-remote");
+        let mut s = Ds::new(p, 1);
+        assert!(offer(&mut s, 0, WorkerId(1), &mut v).is_empty());
+        let l = offer(&mut s, 0, WorkerId(0), &mut v);
+        assert!(l.len() == 1 && l[0].is_local());
+        assert!(offer(&mut s, 0, WorkerId(2), &mut v).is_empty());
+        let l = offer(&mut s, 0, WorkerId(3), &mut v);
+        assert!(l.len() == 1 && !l[0].is_local(), "{l:?}");
+        // The remote launch restarted it: two skips again.
+        assert!(offer(&mut s, 0, WorkerId(4), &mut v).is_empty());
+        assert!(offer(&mut s, 0, WorkerId(5), &mut v).is_empty());
+        assert_eq!(offer(&mut s, 0, WorkerId(6), &mut v).len(), 1);
     }
 
     #[test]
