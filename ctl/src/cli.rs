@@ -324,7 +324,7 @@ pub enum SimCmd {
         gen: GenArgs,
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Algorithms: bar, dyndl-off, list, ltfpa, mb (MaxCover-BalAssign), or any scheduler
+        /// Algorithms: bar, dyndl-off, list, ltfpa, ltfpa-scan, mb (MaxCover-BalAssign), or any scheduler
         /// (hadoop, delay3, dyndl-on, rand, lsap, ...). Repeatable.
         #[arg(long = "algo", default_values_t = ["hadoop".to_string(), "delay3".into(), "policy = 'dyndl-on', w_s = 3".into(), "list".into(), "ltfpa".into(), "bar".into(), "dyndl-off".into()])]
         algos: Vec<String>,

@@ -20,7 +20,7 @@ use rand_chacha::ChaCha8Rng;
 /// Why an algorithm could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LabError {
-    #[error("{input:?} is neither an offline algorithm (bar, dyndl-off, list, ltfpa, mb) nor a scheduler: {reason}")]
+    #[error("{input:?} is neither an offline algorithm (bar, dyndl-off, list, ltfpa, ltfpa-scan, mb) nor a scheduler: {reason}")]
     UnknownAlgo { input: String, reason: String },
     #[error("{algo}: round locality needs an online policy")]
     NotOnline { algo: String },
@@ -898,7 +898,7 @@ mod tests {
                     assert_eq!(none.phases, &o.phases()[..1], "{o:?}");
                 }
                 Offline::MaxCover => assert_eq!(stopped, None),
-                Offline::List | Offline::Ltfpa => assert!(stopped.is_some()),
+                Offline::List | Offline::Ltfpa | Offline::LtfpaScan => assert!(stopped.is_some()),
             }
         }
         let mb = Algo::Offline(Offline::MaxCover);

@@ -8,6 +8,11 @@
 //! running time is the server's data-remote cost with it included. Tasks
 //! left when every core would stay idle are then taken remotely regardless
 //! of the threshold (so every task is assigned).
+//!
+//! [`assign`] finds the longest queue with a heap, O(log |S|) a steal;
+//! [`assign_scan`] looks at every queue, O(|S|) a steal, as "the longest
+//! queue in the system" reads when done directly (DynDL's Fig 9 has its
+//! LTFPA's time grow with the number of servers). Both give the same plan.
 
 use crate::model::OrdF64;
 use crate::model::{Assignment, Instance};
@@ -21,6 +26,15 @@ use std::collections::{BinaryHeap, VecDeque};
 pub const DEFAULT_THRESHOLD: usize = 0;
 
 pub fn assign(inst: &Instance, threshold: usize) -> Assignment {
+    plan(inst, threshold, false)
+}
+
+/// [`assign`], finding the longest queue by scanning every queue.
+pub fn assign_scan(inst: &Instance, threshold: usize) -> Assignment {
+    plan(inst, threshold, true)
+}
+
+fn plan(inst: &Instance, threshold: usize, scan: bool) -> Assignment {
     let cores = inst.flat();
     let lc = inst.cost.local();
     let mut queues: Vec<VecDeque<u32>> = vec![VecDeque::new(); inst.servers()];
@@ -61,27 +75,43 @@ pub fn assign(inst: &Instance, threshold: usize) -> Assignment {
         };
         let s = cores.server[p as usize] as usize;
         if let Some(t) = queues[s].pop_front() {
-            longest.push((queues[s].len(), Reverse(s as u32)));
+            if !scan {
+                longest.push((queues[s].len(), Reverse(s as u32)));
+            }
             a[t as usize] = p;
             left -= 1;
             free.push(Reverse((OrdF64(now + lc), p)));
             continue;
         }
-        // Longest queue, skipping stale entries.
-        let victim = loop {
-            match longest.peek() {
-                Some(&(len, Reverse(v))) if len != queues[v as usize].len() => {
-                    longest.pop();
+        let steals = |len: usize| len > threshold || (force && len > 0);
+        let victim = if scan {
+            // The longest queue, the lowest server id among equals.
+            let (mut best, mut best_len) = (None, 0usize);
+            for (v, q) in queues.iter().enumerate() {
+                if q.len() > best_len {
+                    (best, best_len) = (Some(v as u32), q.len());
                 }
-                Some(&(len, Reverse(v))) if len > threshold || (force && len > 0) => break Some(v),
-                _ => break None,
+            }
+            best.filter(|_| steals(best_len))
+        } else {
+            // Longest queue, skipping stale entries.
+            loop {
+                match longest.peek() {
+                    Some(&(len, Reverse(v))) if len != queues[v as usize].len() => {
+                        longest.pop();
+                    }
+                    Some(&(len, Reverse(v))) if steals(len) => break Some(v),
+                    _ => break None,
+                }
             }
         };
         match victim {
             Some(v) => {
                 let t = queues[v as usize].pop_back().expect("non-empty");
-                longest.pop();
-                longest.push((queues[v as usize].len(), Reverse(v)));
+                if !scan {
+                    longest.pop();
+                    longest.push((queues[v as usize].len(), Reverse(v)));
+                }
                 a[t as usize] = p;
                 left -= 1;
                 let cost = if inst.is_local(t as usize, s as u32) {
@@ -124,5 +154,32 @@ mod tests {
         let a = assign(&inst, 3);
         assert_eq!(a, vec![0, 0, 0]);
         assert!((inst.evaluate(&a).makespan - 3.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_scan_plans_as_the_heap_does() {
+        use crate::model::GenParams;
+        for seed in 0..40 {
+            let g = GenParams {
+                servers: 30,
+                cores: 1 + (seed % 3) as u32,
+                tasks: 200,
+                replication: 3,
+                alpha: 0.0,
+                beta: 50.0,
+                cost: Cost::Dyndl { theta: 1.0 },
+                idle: None,
+                racks: None,
+                placement: Default::default(),
+            };
+            let inst = g.generate(seed);
+            for threshold in [0, 2, 5] {
+                assert_eq!(
+                    assign(&inst, threshold),
+                    assign_scan(&inst, threshold),
+                    "seed {seed}, threshold {threshold}"
+                );
+            }
+        }
     }
 }

@@ -23,6 +23,8 @@ pub enum Offline {
     DyndlOff,
     List,
     Ltfpa,
+    /// LTFPA finding the longest queue by a scan of every queue.
+    LtfpaScan,
     /// MaxCover-BalAssign (Fischer et al.), BAR's flow-based baseline.
     #[serde(rename = "mb")]
     MaxCover,
@@ -35,16 +37,18 @@ impl Offline {
             Offline::DyndlOff => "DynDLOff",
             Offline::List => "LIST",
             Offline::Ltfpa => "LTFPA",
+            Offline::LtfpaScan => "LTFPA-scan",
             Offline::MaxCover => "MB",
         }
     }
 
     /// Every offline planner.
-    pub const ALL: [Offline; 5] = [
+    pub const ALL: [Offline; 6] = [
         Offline::Bar,
         Offline::DyndlOff,
         Offline::List,
         Offline::Ltfpa,
+        Offline::LtfpaScan,
         Offline::MaxCover,
     ];
 
@@ -55,6 +59,7 @@ impl Offline {
             Offline::DyndlOff => "dyndl-off",
             Offline::List => "list",
             Offline::Ltfpa => "ltfpa",
+            Offline::LtfpaScan => "ltfpa-scan",
             Offline::MaxCover => "mb",
         }
     }
@@ -70,7 +75,7 @@ impl Offline {
         match self {
             Offline::Bar => &bar::PHASES,
             Offline::DyndlOff => &dyndl_off::PHASES,
-            Offline::List | Offline::Ltfpa | Offline::MaxCover => &[],
+            Offline::List | Offline::Ltfpa | Offline::LtfpaScan | Offline::MaxCover => &[],
         }
     }
 
@@ -83,6 +88,7 @@ impl Offline {
             Offline::DyndlOff => dyndl_off::assign_probed(inst, probe),
             Offline::List => Some(list::assign(inst)),
             Offline::Ltfpa => Some(ltfpa::assign(inst, ltfpa::DEFAULT_THRESHOLD)),
+            Offline::LtfpaScan => Some(ltfpa::assign_scan(inst, ltfpa::DEFAULT_THRESHOLD)),
             Offline::MaxCover => maxcover::assign_probed(inst, probe),
         }
     }
@@ -107,14 +113,14 @@ impl Probe for NoProbe {}
 
 /// Not the name of an offline planner.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{input:?} is not an offline algorithm (bar, dyndl-off, list, ltfpa, mb)")]
+#[error("{input:?} is not an offline algorithm (bar, dyndl-off, list, ltfpa, ltfpa-scan, mb)")]
 pub struct UnknownOffline {
     pub input: String,
 }
 
 impl std::str::FromStr for Offline {
     type Err = UnknownOffline;
-    /// `bar`, `dyndl-off`, `list`, `ltfpa`, `mb` (or `maxcover-balassign`),
+    /// `bar`, `dyndl-off`, `list`, `ltfpa`, `ltfpa-scan`, `mb` (or `maxcover-balassign`),
     /// case-insensitive.
     fn from_str(s: &str) -> Result<Offline, UnknownOffline> {
         let key = s.trim().to_ascii_lowercase();
