@@ -70,6 +70,7 @@ test:
 	$(CARGO) fmt --all -- --check
 	python3 scripts/check-figures --self-test
 	python3 scripts/check-figures
+	python3 scripts/bar-readings --self-test
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --release --bins
 	$(CARGO) build --bins
