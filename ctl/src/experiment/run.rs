@@ -681,7 +681,9 @@ impl RunEnv<'_> {
                 replication: self.point.replication,
                 heartbeat_ms: self.point.heartbeat_ms,
                 out_of_band_heartbeat: self.point.out_of_band_heartbeat,
-                worker_timeout_ms: (50 * self.point.heartbeat_ms).max(5_000),
+                worker_timeout_ms: c
+                    .worker_timeout_ms
+                    .unwrap_or((50 * self.point.heartbeat_ms).max(5_000)),
                 max_task_attempts: 4,
                 task_timeout_ms: 600_000,
                 data_dir: self.work.join("data"),

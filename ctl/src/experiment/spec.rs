@@ -141,6 +141,12 @@ pub struct ClusterSpec {
     /// `out_of_band_heartbeat`); false = only every `heartbeat_ms`.
     #[serde(default = "yes")]
     pub out_of_band_heartbeat: bool,
+    /// Silence after which the master declares a worker lost (cluster.toml's
+    /// `worker_timeout_ms`); absent = 50 heartbeats, at least 5 s. A slow
+    /// shared link that delays heartbeats behind block transfers needs
+    /// more (Hadoop's TaskTracker expiry is 10 minutes).
+    #[serde(default)]
+    pub worker_timeout_ms: Option<u64>,
     /// The last this many workers run only reduces, the others only maps
     /// (and hold the data); 0 = every worker does both.
     #[serde(default)]
@@ -659,6 +665,18 @@ impl Spec {
                     &key("heartbeat_ms"),
                     format!("must be 10..=60000 ms (got {})", p.heartbeat_ms),
                 ));
+            }
+            if let Some(t) = self.cluster.worker_timeout_ms {
+                if t < 2 * p.heartbeat_ms || t > 3_600_000 {
+                    return Err(bad(
+                        "cluster.worker_timeout_ms",
+                        format!(
+                            "must be at least two heartbeats ({} ms at {}) and at most an hour (got {t})",
+                            2 * p.heartbeat_ms,
+                            p.label
+                        ),
+                    ));
+                }
             }
             if p.replication == 0 || p.replication > map_workers {
                 return Err(bad(
@@ -1226,6 +1244,20 @@ jobs = 8
         );
         let e = parse(&SPEC.replace("slots = 2", "slots = 2\nnic_mbps = 2e6")).unwrap_err();
         assert!(e.contains("points[0].nic_mbps"), "{e}");
+        // The worker timeout: at least two heartbeats, at most an hour.
+        let s = parse(&SPEC.replace("slots = 2", "slots = 2\nworker_timeout_ms = 60000")).unwrap();
+        assert_eq!(s.cluster.worker_timeout_ms, Some(60_000));
+        for bad in ["150", "3600001"] {
+            let e = parse(&SPEC.replace(
+                "slots = 2",
+                &format!("slots = 2\nworker_timeout_ms = {bad}"),
+            ))
+            .unwrap_err();
+            assert!(
+                e.contains("cluster.worker_timeout_ms") && e.contains(&format!("got {bad}")),
+                "{e}"
+            );
+        }
     }
 
     #[test]
