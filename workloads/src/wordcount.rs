@@ -8,9 +8,7 @@
 //!
 //! Map: counts its block's words in a hash map (the combiner; FxHash, a fast
 //! non-cryptographic hash: the words come from the job's own input, and a
-//! word already counted costs a lookup, no allocation; a word of up to
-//! [`INLINE_WORD`] bytes is kept inside the table's bucket, so a lookup
-//! reads one place in memory, not the bucket and then the word), then splits
+//! word already counted costs a lookup, no allocation), then splits
 //! them into R partitions by a fixed hash of the word (FNV-1a, so every
 //! mapper sends a word to the same reducer). Partition encoding: repeated
 //! `u32 LE length, word bytes, u64 LE count`.
@@ -18,9 +16,8 @@
 //! `word\tcount\n` lines sorted by word bytes (LC_ALL=C order).
 
 use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask};
-use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::BuildHasher;
 
 pub fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
@@ -39,73 +36,9 @@ pub fn word_hash(w: &[u8]) -> u64 {
 /// The combiner's hash by default (rustc's FxHash).
 pub type FastHash = rustc_hash::FxBuildHasher;
 
-/// Words of up to this many bytes are stored inside a [`WordKey`].
-pub const INLINE_WORD: usize = 22;
-
-/// The combiner's key: a word, its bytes inside the key when it is short
-/// (24 bytes in all, as a `Vec<u8>`'s header), else on the heap. It hashes
-/// and compares as the `[u8]` it holds, so the table is looked up by slice.
-#[derive(Clone)]
-pub enum WordKey {
-    Inline { len: u8, bytes: [u8; INLINE_WORD] },
-    Heap(Box<[u8]>),
-}
-
-impl WordKey {
-    pub fn as_slice(&self) -> &[u8] {
-        match self {
-            WordKey::Inline { len, bytes } => &bytes[..*len as usize],
-            WordKey::Heap(b) => b,
-        }
-    }
-}
-
-impl From<&[u8]> for WordKey {
-    fn from(w: &[u8]) -> Self {
-        if w.len() <= INLINE_WORD {
-            let mut bytes = [0u8; INLINE_WORD];
-            bytes[..w.len()].copy_from_slice(w);
-            WordKey::Inline {
-                len: w.len() as u8,
-                bytes,
-            }
-        } else {
-            WordKey::Heap(w.into())
-        }
-    }
-}
-
-impl Borrow<[u8]> for WordKey {
-    fn borrow(&self) -> &[u8] {
-        self.as_slice()
-    }
-}
-
-impl Hash for WordKey {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        // As the slice hashes, which `Borrow` requires.
-        self.as_slice().hash(h)
-    }
-}
-
-impl PartialEq for WordKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl Eq for WordKey {}
-
-/// What the combiner's table keys a word by: [`WordKey`] (the workers'),
-/// or `Vec<u8>` (every word on the heap; benchmarks compare the two).
-pub trait CombinerKey: Hash + Eq + Borrow<[u8]> + for<'a> From<&'a [u8]> + Send {}
-
-impl CombinerKey for WordKey {}
-impl CombinerKey for Vec<u8> {}
-
-pub struct WordcountMap<S = FastHash, K = WordKey> {
+pub struct WordcountMap<S = FastHash> {
     reduces: u32,
-    counts: HashMap<K, u64, S>,
+    counts: HashMap<Vec<u8>, u64, S>,
     /// A word cut by a piece boundary, waiting for the next piece.
     partial: Vec<u8>,
     input_bytes: u64,
@@ -118,9 +51,8 @@ impl WordcountMap {
     }
 }
 
-impl<S: BuildHasher, K: CombinerKey> WordcountMap<S, K> {
-    /// A map whose combiner hashes with `hasher` and keys words by `K`
-    /// (benchmarks compare them).
+impl<S: BuildHasher> WordcountMap<S> {
+    /// A map whose combiner hashes with `hasher` (benchmarks compare them).
     pub fn with_hasher(reduces: u32, hasher: S) -> Self {
         WordcountMap {
             reduces: reduces.max(1),
@@ -136,12 +68,12 @@ impl<S: BuildHasher, K: CombinerKey> WordcountMap<S, K> {
         if let Some(c) = self.counts.get_mut(w) {
             *c += 1;
         } else {
-            self.counts.insert(K::from(w), 1);
+            self.counts.insert(w.to_vec(), 1);
         }
     }
 }
 
-impl<S: BuildHasher + Send, K: CombinerKey> MapTask for WordcountMap<S, K> {
+impl<S: BuildHasher + Send> MapTask for WordcountMap<S> {
     fn consume(&mut self, piece: &[u8]) {
         self.input_bytes += piece.len() as u64;
         let mut start = 0;
@@ -187,7 +119,6 @@ impl<S: BuildHasher + Send, K: CombinerKey> MapTask for WordcountMap<S, K> {
         let r = self.reduces as usize;
         let mut parts: Vec<Vec<u8>> = vec![Vec::new(); r];
         for (w, c) in &self.counts {
-            let w: &[u8] = w.borrow();
             let p = &mut parts[(word_hash(w) % r as u64) as usize];
             p.extend_from_slice(&(w.len() as u32).to_le_bytes());
             p.extend_from_slice(w);
@@ -354,51 +285,6 @@ mod tests {
                 let want: Vec<&[u8]> = want.iter().copied().filter(|l| !l.is_empty()).collect();
                 assert_eq!(lines, want, "cut at {cut}, {r} reducers");
             }
-        }
-    }
-
-    #[test]
-    fn short_and_long_words_count_alike_and_keys_stay_small() {
-        assert_eq!(std::mem::size_of::<WordKey>(), 24);
-        // Words around the inline limit, each several times, cut across
-        // pieces: the same output as with every word on the heap.
-        let mut text = Vec::new();
-        for n in [1, 21, 22, 23, 40] {
-            for rep in 0..3 {
-                text.extend(std::iter::repeat_n(b'a' + (n % 26) as u8, n));
-                text.push(if rep == 1 { b'\n' } else { b' ' });
-            }
-        }
-        let heap = |pieces: &[&[u8]]| {
-            let mut m: Box<dyn MapTask> = Box::new(WordcountMap::<FastHash, Vec<u8>>::with_hasher(
-                1,
-                FastHash::default(),
-            ));
-            for p in pieces {
-                m.consume(p);
-            }
-            let (_, MapOutput::Partitions(parts)) = m.finish() else {
-                panic!("partitions")
-            };
-            let mut r = Workload::Wordcount.reduce_task().unwrap();
-            r.consume(parts.into_iter().next().unwrap()).unwrap();
-            r.finish().unwrap().1
-        };
-        for cut in [0, 10, 22, 23, 50, text.len()] {
-            let got = run(&[&text[..cut], &text[cut..]], 1);
-            assert_eq!(got, heap(&[&text[..cut], &text[cut..]]), "cut at {cut}");
-            let lines = String::from_utf8(got).unwrap();
-            for n in [1usize, 21, 22, 23, 40] {
-                let w: String = std::iter::repeat_n((b'a' + (n % 26) as u8) as char, n).collect();
-                assert!(lines.contains(&format!("{w}\t3\n")), "{n}: {lines}");
-            }
-        }
-        // A key says the bytes it was made from, inline or not.
-        for n in [0usize, 22, 23] {
-            let w = vec![b'x'; n];
-            let k = WordKey::from(&w[..]);
-            assert_eq!(k.as_slice(), &w[..]);
-            assert_eq!(matches!(k, WordKey::Inline { .. }), n <= INLINE_WORD);
         }
     }
 
