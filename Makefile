@@ -71,6 +71,7 @@ test:
 	python3 scripts/check-figures --self-test
 	python3 scripts/check-figures
 	python3 scripts/bar-readings --self-test
+	python3 scripts/compare-runs --self-test
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --release --bins
 	$(CARGO) build --bins

@@ -55,6 +55,7 @@ const SCHED: &[&str] = &[
     "policy",
     "reduce",
     "sim",
+    "compile_time",
     "hybrid_sim",
     "replay",
     "recheck",
