@@ -72,8 +72,11 @@ pub enum Mode {
     FairRound,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(untagged, deny_unknown_fields)]
+/// One of a sweep's algorithms: its name (`"bar"`), or a table with a
+/// label. Read by hand rather than as an untagged enum, so that a table
+/// with an unknown key is refused naming that key.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
 pub enum AlgoEntry {
     Plain(String),
     Labelled {
@@ -85,6 +88,41 @@ pub enum AlgoEntry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         driver: Option<String>,
     },
+}
+
+/// The table form of [`AlgoEntry`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LabelledEntry {
+    label: String,
+    algo: String,
+    #[serde(default)]
+    driver: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for AlgoEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = AlgoEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an algorithm's name, or a table { label, algo, driver }")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<AlgoEntry, E> {
+                Ok(AlgoEntry::Plain(s.into()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<AlgoEntry, A::Error> {
+                let e =
+                    LabelledEntry::deserialize(serde::de::value::MapAccessDeserializer::new(m))?;
+                Ok(AlgoEntry::Labelled {
+                    label: e.label,
+                    algo: e.algo,
+                    driver: e.driver,
+                })
+            }
+        }
+        d.deserialize_any(Entry)
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -847,8 +885,9 @@ beta = 50
             (
                 "\"hadoop\",",
                 "{ label = \"H\", algo = \"hadoop\", drive = \"events\" },",
-                "algorithms",
+                "unknown field `drive`, expected one of `label`, `algo`, `driver`",
             ),
+            ("\"hadoop\",", "7,", "an algorithm's name, or a table"),
             (
                 "instances = 2",
                 "instances = 2\nmode = \"round\"",
