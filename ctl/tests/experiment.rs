@@ -697,8 +697,9 @@ fn recorded_specs_in_results_still_resolve() {
 
 /// `master replot` rewrites a QoS experiment's summary whole: every
 /// committed folder with a QoS section, copied, its summary.md deleted and
-/// replotted from runs.csv, jobs.csv and meta.json, gives back the committed
-/// summary.md to the byte (the QoS section was once left out).
+/// replotted from runs.csv, jobs.csv and meta.json (and whether it has a
+/// failed-runs/ directory), gives back the committed summary.md to the byte
+/// (the QoS section was once left out).
 #[test]
 fn replot_gives_back_a_qos_folders_summary() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -721,6 +722,11 @@ fn replot_gives_back_a_qos_folders_summary() {
             for f in ["meta.json", "runs.csv", "jobs.csv"] {
                 std::fs::copy(dir.join(f), copy.join(f))
                     .unwrap_or_else(|e| panic!("{}: {f}: {e}", dir.display()));
+            }
+            // A folder that keeps failed runs' node logs says so in its
+            // summary; the copy keeps the directory (not its logs).
+            if dir.join("failed-runs").is_dir() {
+                std::fs::create_dir(copy.join("failed-runs")).unwrap();
             }
             ctl::experiment::run::replot(&copy).unwrap();
             let again = std::fs::read_to_string(copy.join("summary.md")).unwrap();
