@@ -402,6 +402,115 @@ slot_rate_mbs = 100
     assert!(summary.contains("failed-runs/"), "{summary}");
 }
 
+/// Ctrl-C (or SIGTERM) during a run stops that run's cluster, which would
+/// otherwise outlive the runner (each run's nodes are detached processes,
+/// in the netns mode inside namespaces), marks meta.json interrupted and
+/// says so in the error.
+#[test]
+fn an_interrupted_experiment_stops_its_cluster() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("long.toml");
+    // One map at 10 KB/s over 2 MiB: longer than the test waits.
+    std::fs::write(
+        &spec,
+        r#"
+name = "long"
+schedulers = ["hadoop"]
+timeout_s = 600
+[cluster]
+workers = 2
+slots = 1
+replication = 1
+heartbeat_ms = 50
+slot_rate_mbs = 0.01
+[data]
+files = 1
+blocks = 1
+block_size = "2MiB"
+[jobs]
+count = 1
+[[points]]
+label = "long"
+"#,
+    )
+    .unwrap();
+    let (results, work) = (tmp.path().join("results"), tmp.path().join("work"));
+    let child = std::process::Command::new(bin.join("master"))
+        .arg("experiment")
+        .arg(&spec)
+        .arg("--results")
+        .arg(&results)
+        .arg("--work")
+        .arg(&work)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run's cluster is up once its process list names the master and
+    // both workers, and the job runs once the master's log says so.
+    let list = work.join("long/cluster/run/cluster.json");
+    let log = work.join("long/cluster/run/logs/master.log");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let pids: Vec<u32> = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run's cluster did not start"
+        );
+        let procs: Vec<serde_json::Value> = std::fs::read_to_string(&list)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        let submitted = std::fs::read_to_string(&log).is_ok_and(|l| l.contains("job submitted"));
+        if procs.len() == 3 && submitted {
+            break procs
+                .iter()
+                .map(|p| p["pid"].as_u64().unwrap() as u32)
+                .collect();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    };
+    assert!(pids.iter().all(|&p| alive(p)), "{pids:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("interrupted by SIGINT after 0 of 1 runs: stopped the cluster of the run in progress and removed the scratch space"),
+        "{stderr}"
+    );
+    for &p in &pids {
+        let gone = (0..50).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            !alive(p)
+        });
+        assert!(gone, "process {p} of the interrupted run is still running");
+    }
+    assert!(!work.join("long").exists(), "the scratch space stays");
+    let dir = std::fs::read_dir(results.join("long"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("meta.json")).unwrap()).unwrap();
+    assert_eq!(meta["interrupted"], "SIGINT after 0 of 1 runs", "{meta}");
+}
+
 /// A job mix on dedicated map and reduce machines (the shape of EAS Table 1,
 /// in miniature): every job succeeds, maps run only on map machines and
 /// reduces only on reduce machines, strict-locality policies never read

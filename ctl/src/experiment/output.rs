@@ -935,6 +935,9 @@ pub struct Meta {
     /// Where the clusters ran: `processes` or `docker`.
     #[serde(default = "processes")]
     pub deployment: String,
+    /// Set when a signal stopped the experiment: which, after how many runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 fn processes() -> String {
@@ -964,6 +967,7 @@ impl Meta {
             runs: 0,
             failed_runs: 0,
             deployment: processes(),
+            interrupted: None,
         }
     }
 

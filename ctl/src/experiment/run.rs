@@ -102,60 +102,64 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
         .expect("valid template"),
     );
     let mut runs: Vec<RunRecord> = Vec::new();
-    let mut tasks_csv = output::TaskWriter::create(&out.join("tasks.csv"))?;
-    let mut jobs_csv = output::TaskWriter::create(&out.join("jobs.csv"))?;
     let mut job_rows: Vec<super::qos::JobRow> = Vec::new();
-    let mut timelines_csv = timeline::TimelineWriter::create(&out)?;
-    for point in &points {
-        for rep in 0..spec.repetitions {
-            let seed = spec.seed + rep as u64;
-            let env = RunEnv {
-                spec: &spec,
-                point,
-                seed,
-                ports: &ports,
-                work: &work,
-                bin: &opts.bin,
-                deployment: &opts.deployment,
-            };
-            pb.set_message(format!("{} rep {rep}: loading data", point.label));
-            let load_started = std::time::SystemTime::now();
-            let loaded = load_data(&env).await;
-            for (i, s) in schedulers.iter().enumerate() {
-                pb.set_message(format!("{} rep {rep}: {}", point.label, s.label));
-                // Logs older than this are an earlier run's.
-                let since = match &loaded {
-                    Ok(()) => std::time::SystemTime::now(),
-                    Err(_) => load_started,
+    // The runs, until they end or a signal stops them: dropping the body's
+    // future stops its requests, and the run's cluster is stopped below.
+    let body = async {
+        let mut tasks_csv = output::TaskWriter::create(&out.join("tasks.csv"))?;
+        let mut jobs_csv = output::TaskWriter::create(&out.join("jobs.csv"))?;
+        let mut timelines_csv = timeline::TimelineWriter::create(&out)?;
+        for point in &points {
+            for rep in 0..spec.repetitions {
+                let seed = spec.seed + rep as u64;
+                let env = RunEnv {
+                    spec: &spec,
+                    point,
+                    seed,
+                    ports: &ports,
+                    work: &work,
+                    bin: &opts.bin,
+                    deployment: &opts.deployment,
                 };
-                let t0 = Instant::now();
-                let cpu0 = super::output::host_cpu_ticks();
-                let mut result = match &loaded {
-                    Ok(()) => run_once(&env, s).await,
-                    Err(e) => Err(anyhow::anyhow!("loading the data failed: {e:#}")),
-                };
-                // Another process may take a port between runs: new ports,
-                // and the run again (at most twice).
-                for _ in 0..2 {
-                    match &result {
-                        Err(e) if format!("{e:#}").contains("Address already in use") => {
-                            tracing::warn!("a port was taken; retrying the run on new ports");
-                            env.stop();
-                            *ports.borrow_mut() = free_ports(spec.cluster.workers as usize + 1)?;
-                            result = run_once(&env, s).await;
+                pb.set_message(format!("{} rep {rep}: loading data", point.label));
+                let load_started = std::time::SystemTime::now();
+                let loaded = load_data(&env).await;
+                for (i, s) in schedulers.iter().enumerate() {
+                    pb.set_message(format!("{} rep {rep}: {}", point.label, s.label));
+                    // Logs older than this are an earlier run's.
+                    let since = match &loaded {
+                        Ok(()) => std::time::SystemTime::now(),
+                        Err(_) => load_started,
+                    };
+                    let t0 = Instant::now();
+                    let cpu0 = super::output::host_cpu_ticks();
+                    let mut result = match &loaded {
+                        Ok(()) => run_once(&env, s).await,
+                        Err(e) => Err(anyhow::anyhow!("loading the data failed: {e:#}")),
+                    };
+                    // Another process may take a port between runs: new ports,
+                    // and the run again (at most twice).
+                    for _ in 0..2 {
+                        match &result {
+                            Err(e) if format!("{e:#}").contains("Address already in use") => {
+                                tracing::warn!("a port was taken; retrying the run on new ports");
+                                env.stop();
+                                *ports.borrow_mut() =
+                                    free_ports(spec.cluster.workers as usize + 1)?;
+                                result = run_once(&env, s).await;
+                            }
+                            _ => break,
                         }
-                        _ => break,
                     }
-                }
-                // A failed run's node logs are kept with the results (the
-                // next run's cluster overwrites them): jobs that failed, a
-                // master that stopped answering. Data that failed to load
-                // fails every scheduler's run of it: its logs once.
-                let failed = match &result {
-                    Ok((reports, ..)) => reports.iter().any(|r| r.state != JobState::Succeeded),
-                    Err(_) => loaded.is_ok() || i == 0,
-                };
-                let kept = failed.then(|| {
+                    // A failed run's node logs are kept with the results (the
+                    // next run's cluster overwrites them): jobs that failed, a
+                    // master that stopped answering. Data that failed to load
+                    // fails every scheduler's run of it: its logs once.
+                    let failed = match &result {
+                        Ok((reports, ..)) => reports.iter().any(|r| r.state != JobState::Succeeded),
+                        Err(_) => loaded.is_ok() || i == 0,
+                    };
+                    let kept = failed.then(|| {
                     let dest = out.join("failed-runs").join(format!(
                         "{}-{}-r{rep}",
                         timeline::slug(&point.label),
@@ -170,92 +174,125 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                         }
                     }
                 });
-                env.stop();
-                let wall = t0.elapsed().as_secs_f64();
-                let host_cpu_pct = super::output::cpu_pct(cpu0, super::output::host_cpu_ticks());
-                let (mut record, rows) = match result {
-                    Ok((reports, t0_unix, timelines, decisions, notes)) => {
-                        let (map_workers, _) = spec.machines();
-                        let mut rec = RunRecord::from_reports(
-                            &point.label,
-                            s,
-                            rep,
-                            seed,
-                            &reports,
-                            t0_unix,
-                            &map_workers,
-                            wall,
-                        );
-                        rec.scheduler_notes = notes.join("; ");
-                        let rows =
-                            TaskRow::from_reports(&point.label, &s.label, rep, &reports, t0_unix);
-                        let jobs =
-                            super::qos::JobRow::from_reports(&point.label, &s.label, rep, &reports);
-                        jobs_csv.write(&jobs)?;
-                        job_rows.extend(jobs);
-                        let (maps, reduces) = spec.machines();
-                        rec.set_eas_metrics(&rows, &maps, &reduces);
-                        timelines_csv.write((&point.label, &s.label, rep), t0_unix, &timelines)?;
-                        let file = format!(
-                            "{}-{}-r{rep}",
-                            timeline::slug(&point.label),
-                            timeline::slug(&s.label)
-                        );
-                        if let Some(log) = &decisions {
-                            let dir = out.join("decisions");
-                            write_decisions(&dir.join(format!("{file}.csv.gz")), log, t0_unix)?;
-                            crate::ops::report::write_record(
-                                &dir.join(format!("{file}.record.json.gz")),
-                                log,
+                    env.stop();
+                    let wall = t0.elapsed().as_secs_f64();
+                    let host_cpu_pct =
+                        super::output::cpu_pct(cpu0, super::output::host_cpu_ticks());
+                    let (mut record, rows) = match result {
+                        Ok((reports, t0_unix, timelines, decisions, notes)) => {
+                            let (map_workers, _) = spec.machines();
+                            let mut rec = RunRecord::from_reports(
+                                &point.label,
+                                s,
+                                rep,
+                                seed,
+                                &reports,
+                                t0_unix,
+                                &map_workers,
+                                wall,
+                            );
+                            rec.scheduler_notes = notes.join("; ");
+                            let rows = TaskRow::from_reports(
+                                &point.label,
+                                &s.label,
+                                rep,
+                                &reports,
+                                t0_unix,
+                            );
+                            let jobs = super::qos::JobRow::from_reports(
+                                &point.label,
+                                &s.label,
+                                rep,
+                                &reports,
+                            );
+                            jobs_csv.write(&jobs)?;
+                            job_rows.extend(jobs);
+                            let (maps, reduces) = spec.machines();
+                            rec.set_eas_metrics(&rows, &maps, &reduces);
+                            timelines_csv.write(
+                                (&point.label, &s.label, rep),
+                                t0_unix,
+                                &timelines,
                             )?;
-                            rec.rechecked = match crate::ops::report::recheck(log) {
-                                Ok(_) => "same".into(),
-                                Err(e) => format!("differs: {e:#}"),
-                            };
+                            let file = format!(
+                                "{}-{}-r{rep}",
+                                timeline::slug(&point.label),
+                                timeline::slug(&s.label)
+                            );
+                            if let Some(log) = &decisions {
+                                let dir = out.join("decisions");
+                                write_decisions(&dir.join(format!("{file}.csv.gz")), log, t0_unix)?;
+                                crate::ops::report::write_record(
+                                    &dir.join(format!("{file}.record.json.gz")),
+                                    log,
+                                )?;
+                                rec.rechecked = match crate::ops::report::recheck(log) {
+                                    Ok(_) => "same".into(),
+                                    Err(e) => format!("differs: {e:#}"),
+                                };
+                            }
+                            timeline::plot(
+                                &out.join("timelines"),
+                                &file,
+                                &format!(
+                                    "{} / {} / repetition {rep} (seed {seed})",
+                                    point.label, s.label
+                                ),
+                                &rows,
+                                &timeline::series(&timelines, t0_unix),
+                            )?;
+                            (rec, rows)
                         }
-                        timeline::plot(
-                            &out.join("timelines"),
-                            &file,
-                            &format!(
-                                "{} / {} / repetition {rep} (seed {seed})",
-                                point.label, s.label
+                        Err(e) => (
+                            RunRecord::failed(
+                                &point.label,
+                                s,
+                                rep,
+                                seed,
+                                point.jobs,
+                                format!("{e:#}"),
+                                wall,
                             ),
-                            &rows,
-                            &timeline::series(&timelines, t0_unix),
-                        )?;
-                        (rec, rows)
-                    }
-                    Err(e) => (
-                        RunRecord::failed(
-                            &point.label,
-                            s,
-                            rep,
-                            seed,
-                            point.jobs,
-                            format!("{e:#}"),
-                            wall,
+                            Vec::new(),
                         ),
-                        Vec::new(),
-                    ),
-                };
-                record.host_cpu_pct = host_cpu_pct;
-                // A hidden bar (no terminal, e.g. CI or a log file) drops
-                // println; progress must still reach the log.
-                let mut line = record.one_line();
-                if let Some(dir) = kept.flatten() {
-                    line += &format!(" (node logs in {})", dir.display());
+                    };
+                    record.host_cpu_pct = host_cpu_pct;
+                    // A hidden bar (no terminal, e.g. CI or a log file) drops
+                    // println; progress must still reach the log.
+                    let mut line = record.one_line();
+                    if let Some(dir) = kept.flatten() {
+                        line += &format!(" (node logs in {})", dir.display());
+                    }
+                    if pb.is_hidden() {
+                        println!("[{}/{total}] {line}", runs.len() + 1);
+                    } else {
+                        pb.println(line);
+                    }
+                    tasks_csv.write(&rows)?;
+                    runs.push(record);
+                    dir.write_runs(&runs)?;
+                    pb.inc(1);
                 }
-                if pb.is_hidden() {
-                    println!("[{}/{total}] {line}", runs.len() + 1);
-                } else {
-                    pb.println(line);
-                }
-                tasks_csv.write(&rows)?;
-                runs.push(record);
-                dir.write_runs(&runs)?;
-                pb.inc(1);
             }
         }
+        anyhow::Ok(())
+    };
+    let signal = tokio::select! {
+        r = body => { r?; None }
+        s = interrupted() => Some(s),
+    };
+    if let Some(signal) = signal {
+        pb.abandon();
+        stop_cluster(&opts.deployment, &work, opts.keep_data);
+        let why = format!("{signal} after {} of {total} runs", runs.len());
+        meta.finish(&runs);
+        meta.interrupted = Some(why.clone());
+        dir.write_meta(&meta)?;
+        bail!(
+            "interrupted by {why}: stopped the cluster of the run in progress{}; the finished runs are in {} (runs.csv, tasks.csv; no summary or plots)",
+            if opts.keep_data { "" } else { " and removed the scratch space" },
+            out.display()
+        );
     }
     pb.finish_and_clear();
     dir.write_summary(&summary_md(
@@ -269,14 +306,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     plots::plot_all(&out, &schedulers, &points, &runs)?;
     meta.finish(&runs);
     dir.write_meta(&meta)?;
-    if let Deployment::Docker { project, .. } = &opts.deployment {
-        // The block stores are volumes: removed unless kept.
-        let _ = crate::ops::docker::down_with(&work.join("cluster").join("run"), !opts.keep_data);
-        let _ = crate::ops::docker::remove_images(project);
-    }
-    if !opts.keep_data {
-        let _ = std::fs::remove_dir_all(&work);
-    }
+    stop_cluster(&opts.deployment, &work, opts.keep_data);
     let failed = runs.iter().filter(|r| r.status != "ok").count();
     println!(
         "{} runs ({} failed); results in {}",
@@ -285,6 +315,50 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
         out.display()
     );
     Ok(out)
+}
+
+/// Removes what the experiment's last cluster left: in the container mode
+/// its containers, network, images and (unless kept) the volumes holding
+/// the block stores; in the other modes its processes and network
+/// namespaces (each run stops its own, so these are an interrupted run's);
+/// then the scratch space, unless kept.
+fn stop_cluster(deployment: &Deployment, work: &Path, keep_data: bool) {
+    let run = work.join("cluster").join("run");
+    match deployment {
+        Deployment::Docker { project, .. } => {
+            let _ = crate::ops::docker::down_with(&run, !keep_data);
+            let _ = crate::ops::docker::remove_images(project);
+        }
+        Deployment::Processes | Deployment::Netns { .. } => {
+            if let Err(e) = local::down(&run) {
+                tracing::warn!(error = %format!("{e:#}"), "cannot stop the run's cluster");
+            }
+        }
+    }
+    if !keep_data {
+        let _ = std::fs::remove_dir_all(work);
+    }
+}
+
+/// Resolves at the first SIGINT, SIGTERM or SIGHUP, naming it; never where
+/// the handlers cannot be installed.
+async fn interrupted() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        tracing::warn!(
+            "cannot install signal handlers: an interrupted experiment leaves its cluster running"
+        );
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => "SIGINT",
+        _ = term.recv() => "SIGTERM",
+        _ = hup.recv() => "SIGHUP",
+    }
 }
 
 /// A results directory, its `meta.json`, and the spec recorded there with
