@@ -409,6 +409,11 @@ slot_rate_mbs = 100
 #[test]
 fn an_interrupted_experiment_stops_its_cluster() {
     let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    assert!(
+        bin.join("worker").exists(),
+        "{} is missing: build the binaries first (`cargo build --bins`; make test does)",
+        bin.join("worker").display()
+    );
     let tmp = tempfile::tempdir().unwrap();
     let spec = tmp.path().join("long.toml");
     // One map at 10 KB/s over 2 MiB: longer than the test waits.
@@ -436,7 +441,7 @@ label = "long"
     )
     .unwrap();
     let (results, work) = (tmp.path().join("results"), tmp.path().join("work"));
-    let child = std::process::Command::new(bin.join("master"))
+    let mut child = std::process::Command::new(bin.join("master"))
         .arg("experiment")
         .arg(&spec)
         .arg("--results")
@@ -457,6 +462,14 @@ label = "long"
             std::time::Instant::now() < deadline,
             "the run's cluster did not start"
         );
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "the experiment ended before the run's cluster was up: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         let procs: Vec<serde_json::Value> = std::fs::read_to_string(&list)
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok())
