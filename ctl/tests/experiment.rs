@@ -346,20 +346,14 @@ count = 1
     assert!(summary.contains("## Failed runs"), "{summary}");
 }
 
-/// A run that started its cluster and then failed (here: it exceeds
-/// timeout_s) keeps its nodes' logs with the results, the next run's cluster
-/// overwriting them; a run that succeeds keeps none.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_run_keeps_its_nodes_logs() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    let spec = tmp.path().join("slow.toml");
-    std::fs::write(
-        &spec,
+/// A spec of one hadoop job on 2 workers of 1 slot that process 10 KB/s:
+/// `blocks` blocks of `block_size`, ended after `timeout_s`, at `points`.
+fn slow_spec(name: &str, timeout_s: u32, blocks: u32, block_size: &str, points: &str) -> String {
+    format!(
         r#"
-name = "slow"
+name = "{name}"
 schedulers = ["hadoop"]
-timeout_s = 5
+timeout_s = {timeout_s}
 [cluster]
 workers = 2
 slots = 1
@@ -368,18 +362,25 @@ heartbeat_ms = 50
 slot_rate_mbs = 0.01
 [data]
 files = 1
-blocks = 2
-block_size = "256KiB"
+blocks = {blocks}
+block_size = "{block_size}"
 [jobs]
 count = 1
-[[points]]
-label = "slow"
-[[points]]
-label = "fast"
-slot_rate_mbs = 100
-"#,
+{points}"#
     )
-    .unwrap();
+}
+
+/// A run that started its cluster and then failed (here: it exceeds
+/// timeout_s) keeps its nodes' logs with the results, the next run's cluster
+/// overwriting them; a run that succeeds keeps none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_run_keeps_its_nodes_logs() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = tmp.path().join("slow.toml");
+    let points =
+        "[[points]]\nlabel = \"slow\"\n[[points]]\nlabel = \"fast\"\nslot_rate_mbs = 100\n";
+    std::fs::write(&spec, slow_spec("slow", 5, 2, "256KiB", points)).unwrap();
     let out = run_in(tmp.path(), spec, bin).await.unwrap();
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     assert!(runs.contains("run exceeded timeout_s = 5"), "{runs}");
@@ -417,29 +418,8 @@ fn an_interrupted_experiment_stops_its_cluster() {
     let tmp = tempfile::tempdir().unwrap();
     let spec = tmp.path().join("long.toml");
     // One map at 10 KB/s over 2 MiB: longer than the test waits.
-    std::fs::write(
-        &spec,
-        r#"
-name = "long"
-schedulers = ["hadoop"]
-timeout_s = 600
-[cluster]
-workers = 2
-slots = 1
-replication = 1
-heartbeat_ms = 50
-slot_rate_mbs = 0.01
-[data]
-files = 1
-blocks = 1
-block_size = "2MiB"
-[jobs]
-count = 1
-[[points]]
-label = "long"
-"#,
-    )
-    .unwrap();
+    let points = "[[points]]\nlabel = \"long\"\n";
+    std::fs::write(&spec, slow_spec("long", 600, 1, "2MiB", points)).unwrap();
     let (results, work) = (tmp.path().join("results"), tmp.path().join("work"));
     let mut child = std::process::Command::new(bin.join("master"))
         .arg("experiment")
