@@ -18,15 +18,21 @@ async fn run_in(dir: &Path, spec: PathBuf, bin: &Path) -> anyhow::Result<PathBuf
     .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn smoke_spec_runs_every_scheduler_and_writes_results() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+/// The folder of the built `master` and `worker` binaries the runs start.
+fn built_bins() -> &'static Path {
     let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
     assert!(
         bin.join("worker").exists(),
         "{} is missing: build the binaries first (`cargo build --bins`; make test does)",
         bin.join("worker").display()
     );
+    bin
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_spec_runs_every_scheduler_and_writes_results() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let bin = built_bins();
     let tmp = tempfile::tempdir().unwrap();
     let spec = root.join("experiments/smoke.toml");
     let out = run_in(tmp.path(), spec.clone(), bin).await.unwrap();
@@ -409,12 +415,7 @@ async fn a_failed_run_keeps_its_nodes_logs() {
 /// says so in the error.
 #[test]
 fn an_interrupted_experiment_stops_its_cluster() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    assert!(
-        bin.join("worker").exists(),
-        "{} is missing: build the binaries first (`cargo build --bins`; make test does)",
-        bin.join("worker").display()
-    );
+    let bin = built_bins();
     let tmp = tempfile::tempdir().unwrap();
     let spec = tmp.path().join("long.toml");
     // One map at 10 KB/s over 2 MiB: longer than the test waits.
