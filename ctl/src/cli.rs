@@ -227,6 +227,12 @@ pub enum Cmd {
     /// Rewrite an experiment's summary.md and plots from its runs.csv and
     /// meta.json (no runs are repeated).
     Replot { dir: PathBuf },
+    /// The papers' claims (experiments/claims/*.toml) judged on their
+    /// results folders, and the verdict table generated from them.
+    Claims {
+        #[command(subcommand)]
+        cmd: crate::claims::ClaimsCmd,
+    },
     /// Serve the reference external policy until stopped: delay scheduling
     /// written again from the protocol's messages (`policy = "external"`
     /// with this address reaches it; see docs/schedulers.md).
@@ -490,6 +496,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             return tokio::task::spawn_blocking(move || l.serve(policy)).await?;
         }
         Cmd::Replot { dir } => return replot(dir),
+        Cmd::Claims { cmd } => return crate::claims::run(cmd),
         Cmd::Chaos {
             seed,
             jobs,
@@ -686,6 +693,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Experiment { .. }
         | Cmd::Sim { .. }
         | Cmd::Replot { .. }
+        | Cmd::Claims { .. }
         | Cmd::Chaos { .. }
         | Cmd::Soak { .. }
         | Cmd::PolicyServer { .. } => {

@@ -9,12 +9,15 @@
 //! - [`experiment`]: real-cluster experiment specs and their runner;
 //! - [`lab`]: instance files, timed runs and sweeps of the `sched` crate's
 //!   algorithms;
+//! - [`claims`]: the papers' claims judged on results folders, and the
+//!   verdict table generated from them;
 //! - [`chaos`]: the chaos run, a cluster under injected faults;
 //! - [`policy_server`]: the reference external policy and its socket
 //!   server;
 //! - [`cli`]: the `master` command line, one function per subcommand.
 
 pub mod chaos;
+pub mod claims;
 pub mod cli;
 pub mod experiment;
 pub mod lab;
