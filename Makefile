@@ -64,9 +64,11 @@ stop:
 	-$(MASTER) down
 
 ## Tests that cannot run here (no root, no chromium, no Docker engine, ...)
-## say so in the last lines, with the package that would run them
-## (scripts/test-deps install installs the same list as CI).
+## say so in the last lines, with the package that would run them. It first
+## installs what it needs (scripts/test-deps setup: the same list as CI's
+## install as root; the Python tools with pip --user otherwise).
 test:
+	scripts/test-deps setup
 	$(CARGO) fmt --all -- --check
 	python3 scripts/check-figures --self-test
 	python3 scripts/check-figures
@@ -74,12 +76,13 @@ test:
 	python3 scripts/compare-runs --self-test
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --release --bins
+	$(BIN)/master claims check --verify --quiet
 	$(CARGO) build --bins
 	$(MAKE) docker-bins
 	rm -f target/tmp/skipped-tests.txt
 	$(CARGO) test --workspace -- --test-threads=2
 	scripts/test-deps python-package
-	python3 -m pytest -q python/tests
+	scripts/test-deps pytest
 	@scripts/test-deps report
 
 ## Run an experiment spec; results in results/<name>/<timestamp>/. Specs named

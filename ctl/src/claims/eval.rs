@@ -148,7 +148,10 @@ fn provenance(dir: &Path) -> Option<String> {
     }
 }
 
+/// The runs of `sched` at `point`; `name@other` names another point's
+/// (to compare layouts: the runs are still paired by seed).
 fn runs<'a>(values: &'a Values, point: &str, sched: &str) -> Option<&'a BTreeMap<String, f64>> {
+    let (sched, point) = sched.split_once('@').unwrap_or((sched, point));
     values
         .get(&(point.to_string(), sched.to_string()))
         .filter(|m| !m.is_empty())

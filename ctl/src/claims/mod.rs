@@ -89,7 +89,8 @@ pub struct Claim {
     #[serde(default)]
     pub points: Vec<String>,
     pub kind: Kind,
-    /// The scheduler (or algorithm) the claim is about ...
+    /// The scheduler (or algorithm) the claim is about (`name@point`:
+    /// at that point, whatever point is judged) ...
     #[serde(default)]
     pub a: String,
     /// ... and the one it is compared with.
@@ -231,6 +232,10 @@ impl Claim {
             bail!("claim {id}: `series` is for rises and falls");
         } else if self.a.is_empty() {
             bail!("claim {id}: give `a`, the scheduler the claim is about");
+        }
+        let qualified = self.a.contains('@') || self.b.as_deref().is_some_and(|b| b.contains('@'));
+        if qualified && self.points.len() != 1 {
+            bail!("claim {id}: with `name@point` give exactly one point in `points`");
         }
         match (self.table.as_str(), self.aggregate.as_deref()) {
             ("runs", None) | ("jobs", Some("mean" | "share")) => {}
