@@ -91,6 +91,7 @@ const MASTER: &[&str] = &[
 const CTL: &[&str] = &[
     "ops",
     "results",
+    "claims",
     "experiment",
     "lab",
     "chaos",
