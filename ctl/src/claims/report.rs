@@ -183,6 +183,10 @@ pub fn verdict_table(checked: &Checked) -> String {
                     .map(|(c, _)| format!("`{}`", c.id))
                     .collect();
                 cell = format!("see docs/claims.md: {}", ids.join(", "));
+                let with_note = format!("{cell}. {}", fig.note);
+                if !fig.note.is_empty() && with_note.chars().count() <= 400 {
+                    cell = with_note;
+                }
             }
             if cell.is_empty() {
                 cell = "-".into();
