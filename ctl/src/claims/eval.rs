@@ -253,25 +253,18 @@ fn compare(
             _ => (Outcome::Fails, "the opposite holds".into()),
         }
     } else {
-        let rel = if mb != 0.0 {
-            (ma / mb - 1.0).abs()
+        // Equivalence: the whole interval within +-tol of b's mean.
+        let margin = claim.tol.unwrap_or(0.0) * mb.abs();
+        if e.lo >= -margin && e.hi <= margin {
+            (Outcome::Holds, String::new())
         } else {
-            f64::INFINITY
-        };
-        let tol = claim.tol.unwrap_or(0.0);
-        if e.sign() != 0 {
-            (Outcome::Fails, "a difference is shown".into())
-        } else if rel > tol {
             (
                 Outcome::Fails,
                 format!(
-                    "the means are {:.0}% apart (tolerance {:.0}%)",
-                    rel * 100.0,
-                    tol * 100.0
+                    "the interval reaches beyond ±{:.0}% of {bn}'s mean (±{margin:.d$})",
+                    claim.tol.unwrap_or(0.0) * 100.0
                 ),
             )
-        } else {
-            (Outcome::Holds, String::new())
         }
     };
     point_result(point, outcome, measured, why)

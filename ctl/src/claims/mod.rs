@@ -128,7 +128,8 @@ pub enum Kind {
     AtMost,
     /// a / b (or a's mean) at least `value`.
     AtLeast,
-    /// No difference: the paired interval holds 0 and the means are within `tol`.
+    /// No difference that matters: the paired difference's whole interval
+    /// within +-`tol` x b's mean (an equivalence test).
     Same,
     /// a's mean grows at each step of `points`, and last minus first is
     /// above 0 (Welch's interval).

@@ -224,7 +224,8 @@ pub fn claims_page(checked: &Checked) -> String {
          the per-seed ratios for a ratio, over the runs for one scheduler's value, Welch's for \
          the two ends of a trend). An ordering holds when the whole interval lies on the \
          claimed side; an interval that holds 0 is \"no difference shown\" and does not hold. \
-         A ratio or threshold is judged on the mean, its interval shown. A claim holds when it \
+         A \"same\" claim holds when the whole interval lies within its tolerance of the second \
+         scheduler's mean. A ratio or threshold is judged on the mean, its interval shown. A claim holds when it \
          holds at every point it names.\n",
     );
     for (f, results) in &checked.papers {

@@ -7,6 +7,7 @@
 pub mod calibrate;
 pub mod grid;
 pub mod output;
+pub mod paired;
 pub mod plots;
 pub mod qos;
 pub mod run;

@@ -912,6 +912,14 @@ pub fn summary(
             }
         );
     }
+    s += &super::paired::section(
+        &points.iter().map(|p| p.label.clone()).collect::<Vec<_>>(),
+        &schedulers
+            .iter()
+            .map(|x| x.label.clone())
+            .collect::<Vec<_>>(),
+        runs,
+    );
     s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/` (whiskers: min-max over repetitions), \
           `timelines/` (per run: a Gantt chart of every slot above each worker's NIC rates), `nic.csv` and `background.csv` \
           (the timelines' data), `meta.json` (spec, seeds, commit, machine).\n";
