@@ -1527,6 +1527,16 @@ file = "../traces/swim/FB-2010_samples_24_times_1hr_withInputPaths_0.tsv"
             .unwrap_err()
             .to_string();
         assert!(e.contains("data.files") && e.contains("[trace]"), "{e}");
+        let e = Spec::parse(
+            &text("", "hour = 10\nbytes_scale = 18446744073709551615e-5"),
+            &at,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("trace.bytes_scale") && e.contains("1 TiB"),
+            "{e}"
+        );
         let e = Spec::parse(&text("", "hour = 40\nbytes_scale = 1e-5"), &at)
             .unwrap_err()
             .to_string();

@@ -237,11 +237,23 @@ pub fn plan(
         });
         *e = (*e).max(scaled(j.input_bytes));
     }
+    // A testbed file is at most 1 TiB: a larger scale is a typo, and its
+    // sizes would overflow the block arithmetic below.
+    const MAX_FILE: u64 = 1 << 40;
+    if let Some((p, b)) = size.iter().find(|(_, b)| **b > MAX_FILE) {
+        return Err(bad(
+            "bytes_scale",
+            format!(
+                "{} makes input path {p} {b} bytes; a file may have at most {MAX_FILE} (1 TiB)",
+                spec.bytes_scale
+            ),
+        ));
+    }
     let files: Vec<TraceFile> = order
         .iter()
         .map(|p| {
             let bytes = size[p];
-            let (blocks, block_bytes) = if bytes * 2 < block {
+            let (blocks, block_bytes) = if bytes.saturating_mul(2) < block {
                 (1, bytes.max(MIN_BLOCK).div_ceil(MIN_BLOCK) * MIN_BLOCK)
             } else {
                 (((bytes as f64 / block as f64).round() as u32).max(1), block)
