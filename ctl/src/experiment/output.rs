@@ -912,13 +912,23 @@ pub fn summary(
             }
         );
     }
+    let samples: Vec<super::paired::Sample> = runs
+        .iter()
+        .filter(|r| r.status == "ok")
+        .map(|r| super::paired::Sample {
+            point: &r.point,
+            scheduler: &r.scheduler,
+            seed: r.seed,
+            values: [r.mean_jct_s, r.makespan_s],
+        })
+        .collect();
     s += &super::paired::section(
         &points.iter().map(|p| p.label.clone()).collect::<Vec<_>>(),
         &schedulers
             .iter()
             .map(|x| x.label.clone())
             .collect::<Vec<_>>(),
-        runs,
+        &samples,
     );
     s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/` (whiskers: min-max over repetitions), \
           `timelines/` (per run: a Gantt chart of every slot above each worker's NIC rates), `nic.csv` and `background.csv` \

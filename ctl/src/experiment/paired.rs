@@ -3,25 +3,26 @@
 //! schedulers are compared on their per-seed differences, with a Student-t
 //! 95% interval, and "no difference shown" where it holds zero.
 
-use super::output::RunRecord;
 use crate::claims::stats::{decimals_for, Estimate};
 use std::collections::BTreeMap;
 
-/// A compared metric: its heading and how a run gives it.
-type Metric = (&'static str, fn(&RunRecord) -> f64);
+/// The headings of the compared metrics, in [`Sample::values`]' order.
+pub const METRICS: [&str; 2] = ["mean JCT (s)", "makespan (s)"];
 
-/// The metrics compared.
-const METRICS: [Metric; 2] = [
-    ("mean JCT (s)", |r| r.mean_jct_s),
-    ("makespan (s)", |r| r.makespan_s),
-];
+/// One successful run: its point, scheduler, seed and metrics.
+pub struct Sample<'a> {
+    pub point: &'a str,
+    pub scheduler: &'a str,
+    pub seed: u64,
+    pub values: [f64; 2],
+}
 
 /// The "Paired differences" section (empty with fewer than two seeds or
 /// schedulers a point).
-pub fn section(points: &[String], schedulers: &[String], runs: &[RunRecord]) -> String {
-    let mut by: BTreeMap<(&str, &str), BTreeMap<u64, &RunRecord>> = BTreeMap::new();
-    for r in runs.iter().filter(|r| r.status == "ok") {
-        by.entry((r.point.as_str(), r.scheduler.as_str()))
+pub fn section(points: &[String], schedulers: &[String], runs: &[Sample]) -> String {
+    let mut by: BTreeMap<(&str, &str), BTreeMap<u64, &Sample>> = BTreeMap::new();
+    for r in runs {
+        by.entry((r.point, r.scheduler))
             .or_default()
             .insert(r.seed, r);
     }
@@ -35,14 +36,14 @@ pub fn section(points: &[String], schedulers: &[String], runs: &[RunRecord]) -> 
                 ) else {
                     continue;
                 };
-                let pairs: Vec<(&RunRecord, &RunRecord)> = ra
+                let pairs: Vec<(&Sample, &Sample)> = ra
                     .iter()
                     .filter_map(|(seed, x)| rb.get(seed).map(|y| (*x, *y)))
                     .collect();
                 if pairs.len() < 2 {
                     continue;
                 }
-                let cells: Vec<String> = METRICS.iter().map(|(_, m)| cell(&pairs, *m)).collect();
+                let cells: Vec<String> = (0..METRICS.len()).map(|m| cell(&pairs, m)).collect();
                 rows.push(format!(
                     "| {p} | {a} − {b} | {} | {} |",
                     pairs.len(),
@@ -54,7 +55,6 @@ pub fn section(points: &[String], schedulers: &[String], runs: &[RunRecord]) -> 
     if rows.is_empty() {
         return String::new();
     }
-    let heads: Vec<&str> = METRICS.iter().map(|(h, _)| *h).collect();
     format!(
         "## Paired differences\n\n\
          Each scheduler of a point ran on the same files, placement, arrivals and background per \
@@ -62,16 +62,16 @@ pub fn section(points: &[String], schedulers: &[String], runs: &[RunRecord]) -> 
          over the seeds both ran: the mean difference with Student's t 95% interval. \"no \
          difference shown\" marks an interval that holds 0.\n\n\
          | point | pair | seeds | {} |\n|---|---|---|{}\n{}\n\n",
-        heads.join(" | "),
-        "---|".repeat(heads.len()),
+        METRICS.join(" | "),
+        "---|".repeat(METRICS.len()),
         rows.join("\n")
     )
 }
 
-fn cell(pairs: &[(&RunRecord, &RunRecord)], metric: fn(&RunRecord) -> f64) -> String {
+fn cell(pairs: &[(&Sample, &Sample)], m: usize) -> String {
     let d: Vec<f64> = pairs
         .iter()
-        .map(|(a, b)| metric(a) - metric(b))
+        .map(|(a, b)| a.values[m] - b.values[m])
         .filter(|v| v.is_finite())
         .collect();
     if d.len() < 2 {
@@ -80,7 +80,7 @@ fn cell(pairs: &[(&RunRecord, &RunRecord)], metric: fn(&RunRecord) -> f64) -> St
     let e = Estimate::of(&d);
     let scale = pairs
         .iter()
-        .map(|(a, _)| metric(a).abs())
+        .map(|(a, _)| a.values[m].abs())
         .fold(0.0, f64::max);
     let shown = e.show(decimals_for(scale));
     if e.sign() == 0 {
@@ -94,18 +94,13 @@ fn cell(pairs: &[(&RunRecord, &RunRecord)], metric: fn(&RunRecord) -> f64) -> St
 mod tests {
     use super::*;
 
-    fn run(point: &str, sched: &str, seed: u64, jct: f64) -> RunRecord {
-        let s = crate::experiment::spec::NamedScheduler {
-            label: sched.into(),
-            config: sched::policy::SchedulerConfig::hadoop(),
-            reduces: Default::default(),
-            grid: None,
-        };
-        let mut r = RunRecord::failed(point, &s, 0, seed, 1, String::new(), 0.0);
-        r.status = "ok".into();
-        r.mean_jct_s = jct;
-        r.makespan_s = jct * 2.0;
-        r
+    fn run<'a>(point: &'a str, scheduler: &'a str, seed: u64, jct: f64) -> Sample<'a> {
+        Sample {
+            point,
+            scheduler,
+            seed,
+            values: [jct, jct * 2.0],
+        }
     }
 
     #[test]
