@@ -80,11 +80,7 @@ pub fn print(checked: &Checked) -> String {
                 let _ = writeln!(s, "    judged on results/{folder}{prov}");
             }
             for p in &r.points {
-                let why = if p.why.is_empty() {
-                    String::new()
-                } else {
-                    format!(" -- {}", p.why)
-                };
+                let why = suffix(" -- ", &p.why);
                 let _ = writeln!(
                     s,
                     "    {}: {} => {}{why}",
@@ -264,11 +260,7 @@ pub fn claims_page(checked: &Checked) -> String {
             if !r.points.is_empty() {
                 s.push_str("\n| point | measured (95% interval) | outcome |\n|---|---|---|\n");
                 for p in &r.points {
-                    let why = if p.why.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", p.why)
-                    };
+                    let why = suffix(": ", &p.why);
                     let _ = writeln!(
                         s,
                         "| {} | {} | {}{why} |",
@@ -342,4 +334,13 @@ fn write_whole(path: &Path, text: &str) -> anyhow::Result<()> {
     let tmp = path.with_extension("md.tmp");
     std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+}
+
+/// `why` after `sep`, or nothing when there is no reason.
+fn suffix(sep: &str, why: &str) -> String {
+    if why.is_empty() {
+        String::new()
+    } else {
+        format!("{sep}{why}")
+    }
 }
