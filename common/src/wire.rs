@@ -704,7 +704,7 @@ pub struct DecisionLog {
     #[serde(default)]
     pub dropped: u64,
     /// How the policy was built: its configuration, seed and reduce
-    /// placement (`sched::recheck` builds it again from these).
+    /// placement (`lab::recheck` builds it again from these).
     #[serde(default)]
     pub scheduler: Option<sched::policy::SchedulerConfig>,
     #[serde(default)]

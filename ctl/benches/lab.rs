@@ -10,7 +10,7 @@
 //! - the whole DynDL Fig 5-8 sweep, `experiments/sim-dyndl-fig{5,6,7,8}.toml`
 //!   (target at most 30 s);
 //! - one SWIM hour (`experiments/swim-hour.toml`, bytes scaled to ~34,000
-//!   maps) on 1,000 servers x 12 slots in `sched::replay` (`master sim
+//!   maps) on 1,000 servers x 12 slots in `lab::replay` (`master sim
 //!   trace`; target: 100,000 tasks in 10 s, so the ratio is per task).
 //!
 //! The planners are measured with criterion (10 samples each; criterion's

@@ -20,12 +20,14 @@ const CRATES: &[(&str, &[&str])] = &[
     ("workloads", &[]),
     ("base", &[]),
     ("sched", &["base"]),
+    // The simulators: used by the tools and the Python package only.
+    ("lab", &["base", "sched"]),
     ("common", &["base", "sched", "workloads"]),
     ("worker", &["common", "workloads"]),
     ("master", &["common", "sched", "workloads"]),
-    ("ctl", &["common", "sched", "workloads", "master"]),
+    ("ctl", &["common", "sched", "lab", "workloads", "master"]),
     // The Python package's native module (`mrtb-python`).
-    ("python", &["common", "sched", "ctl"]),
+    ("python", &["common", "sched", "lab", "ctl"]),
 ];
 
 /// Top-level modules of each crate, lowest first.
@@ -54,6 +56,8 @@ const SCHED: &[&str] = &[
     "hybrid_plan",
     "policy",
     "reduce",
+];
+const LAB: &[&str] = &[
     "sim",
     "compile_time",
     "hybrid_sim",
@@ -103,11 +107,12 @@ const CTL: &[&str] = &[
 /// The Python package's native module: all in its lib.rs.
 const PYTHON: &[&str] = &[];
 
-fn layers() -> [(&'static str, &'static [&'static str]); 8] {
+fn layers() -> [(&'static str, &'static [&'static str]); 9] {
     [
         ("workloads", WORKLOADS),
         ("base", BASE),
         ("sched", SCHED),
+        ("lab", LAB),
         ("common", COMMON),
         ("worker", WORKER),
         ("master", MASTER),
@@ -508,6 +513,25 @@ fn the_daemon_holds_no_tools() {
         NOT_IN_THE_DAEMON.iter().all(|c| tools.contains(*c)),
         "{tools:?}"
     );
+}
+
+/// The simulators are the tools' (`ctl`, the Python package): neither
+/// daemon compiles them, and `sched` does not hold them.
+#[test]
+fn the_daemons_compile_no_simulator() {
+    for daemon in ["master", "worker"] {
+        let tree = dependency_tree(daemon);
+        assert!(tree.contains("common"), "{daemon}: {tree:?}");
+        assert!(!tree.contains("lab"), "{daemon} depends on the simulators");
+    }
+    assert!(dependency_tree("ctl").contains("lab"));
+    let sched = workspace().join("sched/src");
+    for module in LAB {
+        assert!(
+            !sched.join(format!("{module}.rs")).exists(),
+            "sched/src/{module}.rs: the simulators are in lab/"
+        );
+    }
 }
 
 #[test]

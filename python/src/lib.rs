@@ -230,7 +230,7 @@ fn simulate_instance<'py>(
         let label = config.label();
         let (out, counters) = py.detach(|| {
             let mut s = sched::build(&config, seed);
-            let out = sched::sim::simulate(s.as_mut(), &inst, tick, 1e9);
+            let out = lab::sim::simulate(s.as_mut(), &inst, tick, 1e9);
             (out, s.counters())
         });
         let out = out.map_err(|e| PyRuntimeError::new_err(e.to_string()))?;

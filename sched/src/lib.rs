@@ -1,5 +1,7 @@
 //! Scheduling, pure: the planning model, the offline planners, the online
-//! policies and the discrete-event simulator that drives them.
+//! policies, reduce placement, speculation and the decision record. The
+//! simulators that drive these on virtual time are in the `lab` crate, so
+//! the daemons (`master`, `worker`) do not compile them.
 //!
 //! A [`Scheduler`] is a deterministic state machine: it is given the time
 //! and a [`ClusterView`] and answers through a [`SchedContext`]. No I/O, no
@@ -26,23 +28,12 @@
 //!   `mrosa` and `coshic`;
 //! - [`policy`]: one file per online policy with its parameters, and
 //!   [`SchedulerConfig`](policy::SchedulerConfig), the list of them;
-//! - [`reduce`]: reduce placement (`ReducePlacer`, `offer_reduces`);
-//! - [`sim`]: the discrete-event simulator;
-//! - [`hybrid_sim`]: a hybrid cloud (private workers, public instances
-//!   started on demand, jobs with deadlines) on virtual time;
-//! - [`replay`]: a whole real run (jobs, heartbeats, background, fitted
-//!   remote-read cost) simulated, for `master sim calibrate`;
-//! - [`recheck`]: a decision record's inputs run through its policy again,
-//!   row for row;
-//! - [`algo`]: any algorithm (offline or online) run on an instance.
+//! - [`reduce`]: reduce placement (`ReducePlacer`, `offer_reduces`).
 
-pub mod algo;
 pub mod assign;
-pub mod compile_time;
 pub mod decision;
 pub mod hybrid;
 pub mod hybrid_plan;
-pub mod hybrid_sim;
 pub mod input;
 pub mod model;
 pub mod offline;
@@ -50,10 +41,7 @@ pub mod order;
 mod pending;
 pub mod pick;
 pub mod policy;
-pub mod recheck;
 pub mod reduce;
-pub mod replay;
-pub mod sim;
 pub mod speculation;
 pub mod view;
 

@@ -19,7 +19,7 @@
 //!   ran each block in the runs of the same seed (every scheduler of a
 //!   repetition reads the same data).
 //!
-//! Every run is then simulated with `sched::replay` under its own scheduler
+//! Every run is then simulated with `lab::replay` under its own scheduler
 //! and seed; DIR/calibration/ gets `predictions.csv` (per run),
 //! `predicted-jobs.csv` (per job, against DIR's `jobs.csv`),
 //! `predicted-tasks.csv`, `summary.md` (means, and the per-job error's
@@ -33,7 +33,7 @@ use anyhow::Context;
 use common::hash::splitmix64;
 use common::wire::TaskCompute;
 use common::{JobId, WorkerId};
-use sched::replay::{
+use lab::replay::{
     self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome,
     ReplayTask,
 };
@@ -1443,7 +1443,7 @@ fn summary(
 ) -> String {
     let mut s = format!(
         "# Calibrated simulation of {}\n\n{} (`master sim calibrate`). Every run \
-         simulated with `sched::replay`: its own scheduler and seed, arrivals, background and \
+         simulated with `lab::replay`: its own scheduler and seed, arrivals, background and \
          heartbeat phases; local task time = the drawn compute + an overhead drawn from the \
          point's measured local overheads; a remote map reads its block under one of three \
          models: `source+reader` (a fixed extra at its start: base + per-source + per-reader \

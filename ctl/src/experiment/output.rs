@@ -66,7 +66,7 @@ pub struct RunRecord {
     #[serde(default = "nan")]
     pub host_cpu_pct: f64,
     /// The run's decision record run through its policy again
-    /// (`sched::recheck`): `same` (row for row), `differs: <the first row
+    /// (`lab::recheck`): `same` (row for row), `differs: <the first row
     /// that differs>`, or empty (no record kept).
     #[serde(default)]
     pub rechecked: String,

@@ -1,5 +1,5 @@
 //! `master sim hybrid <spec>`: an experiment spec with public instance
-//! types (experiments/mrosa-*.toml) run in `sched::hybrid_sim` instead of on
+//! types (experiments/mrosa-*.toml) run in `lab::hybrid_sim` instead of on
 //! a real cluster: the same policies, jobs, arrivals and prices, on virtual
 //! time, and with as many private workers as asked (`--workers`), so a
 //! policy can be tried at thousands of servers. Jobs are map-only there (the
@@ -9,7 +9,7 @@ use crate::experiment::qos::spread;
 use crate::experiment::run::arrivals;
 use crate::experiment::spec::Spec;
 use anyhow::Context;
-use sched::hybrid_sim::{simulate, HybridCluster, JobOutcome, SimJob};
+use lab::hybrid_sim::{simulate, HybridCluster, JobOutcome, SimJob};
 use std::path::Path;
 
 /// Runs every point, scheduler and repetition of the spec at `path`; returns

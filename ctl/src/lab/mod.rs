@@ -8,7 +8,7 @@ pub mod hybrid;
 pub mod sweep;
 pub mod trace;
 
-pub use sched::algo::{Algo, LabError, Planned};
+pub use lab::algo::{Algo, LabError, Planned};
 pub use sched::model::{Cost, Eval, GenParams, Instance};
 pub use sched::offline::Offline;
 

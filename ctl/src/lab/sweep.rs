@@ -84,7 +84,7 @@ pub enum AlgoEntry {
         algo: String,
         /// How an online policy is run (`events`, the default, or BAR's
         /// `compile-time:set-aside`, `compile-time:wake`,
-        /// `compile-time:after=H`; see [`sched::algo::Driver`]).
+        /// `compile-time:after=H`; see [`lab::algo::Driver`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         driver: Option<String>,
     },
@@ -196,7 +196,7 @@ impl SweepSpec {
                 ));
             }
             if let Some((l, _)) = algos.iter().find(|(_, a)| {
-                matches!(a, Algo::Online { driver, .. } if *driver != sched::algo::Driver::Events)
+                matches!(a, Algo::Online { driver, .. } if *driver != lab::algo::Driver::Events)
             }) {
                 return Err(bad(
                     "algorithms",
@@ -275,9 +275,9 @@ impl SweepSpec {
             };
             let mut a: Algo = text
                 .parse()
-                .map_err(|e: sched::algo::LabError| KeyError::new(key(), e.to_string()))?;
+                .map_err(|e: lab::algo::LabError| KeyError::new(key(), e.to_string()))?;
             if let Some(d) = driver {
-                let d: sched::algo::Driver = d
+                let d: lab::algo::Driver = d
                     .parse()
                     .map_err(|e: String| KeyError::new(format!("{}.driver", key()), e))?;
                 a = a

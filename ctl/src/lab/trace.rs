@@ -1,6 +1,6 @@
 //! `master sim trace <spec> --calibration <dir>` (also `sim scale`): a
 //! trace spec's hour (`[trace]`), or a spec's own input-sink jobs (`[data]`,
-//! `[jobs]`, `[background]`, every point), run in `sched::replay` instead
+//! `[jobs]`, `[background]`, every point), run in `lab::replay` instead
 //! of on a real cluster, at any number of workers: the same policies, jobs,
 //! files and arrivals as the experiment runner makes of the spec, with task
 //! times and the cost of a remote read from a calibration of real runs
@@ -34,12 +34,12 @@ use crate::ops::loader::{place_even, Placement};
 use anyhow::Context;
 use common::config::BackgroundConfig;
 use common::{JobId, WorkerId};
+use lab::replay::{
+    self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayTask,
+};
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sched::replay::{
-    self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayTask,
-};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -130,9 +130,9 @@ pub fn job_report(j: &JobReport) -> String {
 }
 
 /// Runs a decision record fetched with its inputs through the policy again
-/// (`sched::recheck`): the same decisions, row for row, or an error naming
+/// (`lab::recheck`): the same decisions, row for row, or an error naming
 /// what is missing or the first row that differs.
-pub fn recheck(log: &common::wire::DecisionLog) -> anyhow::Result<sched::recheck::Rechecked> {
+pub fn recheck(log: &common::wire::DecisionLog) -> anyhow::Result<lab::recheck::Rechecked> {
     use anyhow::bail;
     if !log.recording {
         bail!("the master kept no decision record (master.decisions = false)");
@@ -153,7 +153,7 @@ pub fn recheck(log: &common::wire::DecisionLog) -> anyhow::Result<sched::recheck
     if log.inputs.is_empty() {
         bail!("the record has no inputs (fetch it with /v1/decisions?inputs=true)");
     }
-    sched::recheck::recheck(sched::recheck::Record {
+    lab::recheck::recheck(lab::recheck::Record {
         scheduler,
         seed: log.seed,
         reduce_placement,

@@ -1,6 +1,6 @@
 //! `Record`: the decision record since the master started (every launch
 //! and declined offer with its reason) and its inputs (every change to the
-//! scheduler's view and every offer, for `sched::recheck`), each kept
+//! scheduler's view and every offer, for `lab::recheck`), each kept
 //! within `master.decisions_max` by dropping its oldest entries.
 
 use common::JobId;

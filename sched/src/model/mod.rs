@@ -334,9 +334,10 @@ impl Ord for OrdF64 {
 }
 
 /// Instances of the papers' worked examples, and small random ones, for
-/// tests across the crate.
-#[cfg(test)]
-pub(crate) mod fixtures {
+/// tests across the crate and the simulators' (`lab`'s, through the
+/// `fixtures` feature).
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;

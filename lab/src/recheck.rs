@@ -1,4 +1,4 @@
-//! A decision record run again: the recorded inputs ([`crate::input`]) fed,
+//! A decision record run again: the recorded inputs ([`sched::input`]) fed,
 //! in order, to a fresh [`ClusterView`] and to the policy and reduce
 //! placement built from the recorded configuration and seed. Each offer's
 //! decisions must equal the recorded ones, row for row (the task, where it
@@ -7,11 +7,11 @@
 //! difference means the record left out an input, or a policy depends on
 //! something it was not given (a clock, a hash order, a global).
 
-use crate::decision::Decision;
-use crate::input::Input;
-use crate::policy::SchedulerConfig;
-use crate::reduce::{offer_reduces, ReducePlacement, ReducePlacer};
-use crate::view::{offer, ClusterView};
+use sched::decision::Decision;
+use sched::input::Input;
+use sched::policy::SchedulerConfig;
+use sched::reduce::{offer_reduces, ReducePlacement, ReducePlacer};
+use sched::view::{offer, ClusterView};
 
 /// What a record holds: how the policy was built, what it was given, and
 /// what it decided.
@@ -75,7 +75,7 @@ impl std::fmt::Display for Differs {
 pub fn recheck(record: Record<'_>) -> Result<Rechecked, Differs> {
     let mut view = ClusterView::new();
     view.record_decisions(true);
-    let mut policy = crate::build(record.scheduler, record.seed);
+    let mut policy = sched::build(record.scheduler, record.seed);
     let mut placer = ReducePlacer::new(record.reduce_placement, record.scheduler);
     let mut row = 0;
     let mut offers = 0;

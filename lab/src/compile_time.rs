@@ -24,10 +24,10 @@
 //! The assignment is evaluated under the static model as the papers'
 //! makespan; waiting time orders the offers, it is not part of it.
 
-use crate::model::{Assignment, Instance, OrdF64};
 use crate::sim::{add_as_job, SimError, UNIT_MS};
-use crate::view::{offer, ClusterView, Millis, Scheduler};
 use base::{JobId, WorkerId};
+use sched::model::{Assignment, Instance, OrdF64};
+use sched::view::{offer, ClusterView, Millis, Scheduler};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -262,8 +262,8 @@ fn wake(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Cost;
-    use crate::policy::build;
+    use sched::model::Cost;
+    use sched::policy::build;
 
     fn policy(text: &str) -> Box<dyn Scheduler> {
         build(&text.parse().unwrap(), 1)
@@ -370,7 +370,7 @@ mod tests {
         fn name(&self) -> String {
             "never".into()
         }
-        fn offer(&mut self, _: Millis, _: WorkerId, _: &mut crate::view::SchedContext<'_>) {}
+        fn offer(&mut self, _: Millis, _: WorkerId, _: &mut sched::view::SchedContext<'_>) {}
     }
 
     #[test]

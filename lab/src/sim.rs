@@ -17,9 +17,9 @@
 //! to stand in for heartbeats, to every server with a free core every
 //! `tick` units, so waiting policies (delay, DynDLOn) are re-asked.
 
-use crate::model::{Assignment, Instance, OrdF64};
-use crate::view::{offer, ClusterView, Millis, PendingTask, Scheduler};
 use base::{JobId, TaskRef, WorkerId};
+use sched::model::{Assignment, Instance, OrdF64};
+use sched::view::{offer, ClusterView, Millis, PendingTask, Scheduler};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -282,10 +282,10 @@ pub fn assignment_of(inst: &Instance, placements: &[Placement]) -> Assignment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Cost;
-    use crate::policy::build;
+    use sched::model::Cost;
+    use sched::policy::build;
 
-    use crate::model::fixtures::table2;
+    use sched::model::fixtures::table2;
 
     fn run(policy: &str) -> Outcome {
         let mut s = build(&policy.parse().unwrap(), 1);
@@ -351,7 +351,7 @@ mod tests {
             cost: Cost::Bar { c_loc: 5.0, q: 0.0 },
             racks: Vec::new(),
         };
-        let cfg: crate::policy::SchedulerConfig =
+        let cfg: sched::policy::SchedulerConfig =
             format!("policy = 'delay', threshold_s = 6, wait_from = '{wait_from}'")
                 .parse()
                 .unwrap();

@@ -1,21 +1,21 @@
 //! Any algorithm of the lab, run on an instance: an offline planner
-//! ([`crate::offline`]), or an online policy ([`crate::policy`]) driven by
+//! ([`sched::offline`]), or an online policy ([`sched::policy`]) driven by
 //! the discrete-event simulator ([`crate::sim`]) or offered one round of
 //! idle cores (Guo's one-round locality and waves).
 
 use crate::compile_time::Skip;
-use crate::model::{Assignment, Cost, Eval, Instance};
-use crate::offline::Offline;
-use crate::policy::build;
-use crate::policy::strict::StrictParams;
-use crate::policy::SchedulerConfig;
-use crate::policy::Weights;
 use crate::sim::{add_as_job, assignment_of, simulate, SimError};
-use crate::view::{offer, ClusterView, Millis, PendingTask, SchedContext, Scheduler};
 use base::TaskRef;
 use base::{JobId, WorkerId};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use sched::model::{Assignment, Cost, Eval, Instance};
+use sched::offline::Offline;
+use sched::policy::build;
+use sched::policy::strict::StrictParams;
+use sched::policy::SchedulerConfig;
+use sched::policy::Weights;
+use sched::view::{offer, ClusterView, Millis, PendingTask, SchedContext, Scheduler};
 
 /// Why an algorithm could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -313,7 +313,7 @@ impl Algo {
         let mut passes: Vec<Box<dyn Scheduler>> = Vec::new();
         if matches!(config, SchedulerConfig::Hadoop(_)) {
             passes.push(build(
-                &SchedulerConfig::Strict(StrictParams::new(crate::policy::JobOrder::Fifo)),
+                &SchedulerConfig::Strict(StrictParams::new(sched::policy::JobOrder::Fifo)),
                 seed,
             ));
             if view.has_racks() {
@@ -391,7 +391,7 @@ impl Algo {
     /// as they free and every `tick` units) and the simulated makespan.
     /// Callers that report running time time this call.
     pub fn plan(&self, inst: &Instance, seed: u64, tick: f64) -> Result<Planned, LabError> {
-        self.plan_probed(inst, seed, tick, &mut crate::offline::NoProbe)?
+        self.plan_probed(inst, seed, tick, &mut sched::offline::NoProbe)?
             .ok_or(LabError::Stopped)
     }
 
@@ -403,7 +403,7 @@ impl Algo {
         inst: &Instance,
         seed: u64,
         tick: f64,
-        probe: &mut dyn crate::offline::Probe,
+        probe: &mut dyn sched::offline::Probe,
     ) -> Result<Option<Planned>, LabError> {
         match self {
             Algo::Offline(o) => Ok(o.run_probed(inst, probe).map(|assignment| Planned {
@@ -520,7 +520,7 @@ fn add_group_jobs(
     for (g, t) in tasks.into_iter().enumerate() {
         view.add_job(JobId(g as u32 + 1), 0, names[g], t);
     }
-    let mut ctx = crate::view::SchedContext::new(view);
+    let mut ctx = sched::view::SchedContext::new(view);
     for (task, srv) in running {
         ctx.launch(task, srv, srv)
             .expect("a busy core's slot is free until the idle ones are set");
@@ -531,8 +531,8 @@ fn add_group_jobs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Cores, Cost, GenParams};
     use rand::Rng;
+    use sched::model::{Cores, Cost, GenParams};
 
     /// Most data-local tasks any injective assignment of the tasks to idle
     /// cores achieves (brute force; needs tasks <= idle cores).
@@ -752,7 +752,7 @@ mod tests {
             cost: Cost::Dyndl { theta: 0.0 },
             idle: Some(0.01),
             racks: Some(10),
-            placement: crate::model::gen::Placement::RackAware,
+            placement: sched::model::gen::Placement::RackAware,
         };
         let (mut dl_rack, mut rand_rack, mut node) = (0.0, 0.0, 0.0);
         for seed in 0..10 {
@@ -849,7 +849,7 @@ mod tests {
         phases: Vec<&'static str>,
     }
 
-    impl crate::offline::Probe for Stopper {
+    impl sched::offline::Probe for Stopper {
         fn phase_done(&mut self, name: &'static str) {
             self.phases.push(name);
         }
@@ -937,7 +937,7 @@ mod tests {
         // The two drivers plan differently on an instance where the
         // static load decides: under compile-time every task is assigned
         // and no simulated makespan is reported.
-        let inst = crate::model::fixtures::random(
+        let inst = sched::model::fixtures::random(
             3,
             Cost::Bar {
                 c_loc: 20.0,

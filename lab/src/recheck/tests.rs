@@ -65,7 +65,7 @@ fn outcome(config: &SchedulerConfig, placement: ReducePlacement) -> ReplayOutcom
         slowdown: Vec::new(),
         speculation: Default::default(),
     };
-    let mut policy = crate::build(config, SEED);
+    let mut policy = sched::build(config, SEED);
     let mut placer = ReducePlacer::new(placement, config);
     replay(
         policy.as_mut(),
@@ -94,14 +94,17 @@ fn record<'a>(config: &'a SchedulerConfig, o: &'a ReplayOutcome) -> Record<'a> {
 
 #[test]
 fn every_policy_decides_the_same_again_row_for_row() {
-    for config in crate::policy::tests::suite_configs() {
+    for config in SchedulerConfig::examples().into_iter().map(|(_, s)| {
+        s.parse::<SchedulerConfig>()
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+    }) {
         let o = outcome(&config, ReducePlacement::Policy);
         let label = config.label();
         assert!(!o.decisions.is_empty(), "{label}: no decision recorded");
         assert!(
             o.decisions
                 .iter()
-                .any(|d| d.kind == crate::decision::Kind::Map),
+                .any(|d| d.kind == sched::decision::Kind::Map),
             "{label}: no map launched"
         );
         let done = recheck(record(&config, &o)).unwrap_or_else(|e| panic!("{label}: {e}"));
@@ -124,7 +127,7 @@ fn every_reduce_placement_decides_the_same_again() {
         assert!(
             o.decisions
                 .iter()
-                .any(|d| d.kind == crate::decision::Kind::Reduce),
+                .any(|d| d.kind == sched::decision::Kind::Reduce),
             "{placement:?}"
         );
         let r = Record {
@@ -159,7 +162,7 @@ fn a_changed_decision_is_found_at_its_row() {
     let row = o
         .decisions
         .iter()
-        .position(|d| d.kind == crate::decision::Kind::Map && d.worker == d.source)
+        .position(|d| d.kind == sched::decision::Kind::Map && d.worker == d.source)
         .unwrap();
     let mut changed = o.decisions.clone();
     changed[row].source = Some(WorkerId(4));

@@ -1,6 +1,6 @@
 use super::*;
-use crate::decision::{Kind, Rule};
-use crate::policy::build;
+use sched::decision::{Kind, Rule};
+use sched::policy::build;
 
 fn w(i: u32) -> WorkerId {
     WorkerId(i)
@@ -78,7 +78,7 @@ fn run_with(
     bg: &[BackgroundRun],
     remote: RemoteModel,
 ) -> ReplayOutcome {
-    let config: crate::policy::SchedulerConfig = "hadoop".parse().unwrap();
+    let config: sched::policy::SchedulerConfig = "hadoop".parse().unwrap();
     let mut s = build(&config, 1);
     let mut p = ReducePlacer::new(Default::default(), &config);
     replay(s.as_mut(), &mut p, c, jobs, bg, remote, 60_000).unwrap()
@@ -214,7 +214,7 @@ fn a_policy_that_never_launches_is_reported() {
         end_ms: u64::MAX,
     }];
     let jobs = [job(1, 0, &[(1, 1_000)])];
-    let config: crate::policy::SchedulerConfig = "fifo-s".parse().unwrap();
+    let config: sched::policy::SchedulerConfig = "fifo-s".parse().unwrap();
     let mut s = build(&config, 1);
     let mut p = ReducePlacer::new(Default::default(), &config);
     let remote = RemoteModel::Static(RemoteCost::default());
@@ -273,7 +273,7 @@ fn reduces_wait_for_the_maps_and_go_where_the_placer_says() {
     let mut c = cluster(&[1, 1, 1, 1], 100, false);
     c.runs_maps = vec![true, true, false, false];
     c.runs_reduces = vec![false, false, true, true];
-    let config: crate::policy::SchedulerConfig = "eas".parse().unwrap();
+    let config: sched::policy::SchedulerConfig = "eas".parse().unwrap();
     let mut s = build(&config, 1);
     // EAS's own placement (Algorithm 3): one reduce to each machine.
     let mut p = ReducePlacer::new(Default::default(), &config);
@@ -350,7 +350,7 @@ fn without_out_of_band_heartbeats_a_map_counts_running_until_its_worker_reports(
     // job 2 (none running) goes first; once w0 has reported (w0 heartbeating
     // every 0.4 s), job 1 (older, equal share) does.
     let jobs = [job(1, 0, &[(0, 100), (1, 100)]), job(2, 0, &[(1, 100)])];
-    let config: crate::policy::SchedulerConfig =
+    let config: sched::policy::SchedulerConfig =
         "policy = 'delay', threshold_s = 100".parse().unwrap();
     let on_w1_at_500 = |w0_period_ms: f64| {
         let mut c = cluster(&[1, 1], 1_500, false);
@@ -376,7 +376,7 @@ fn without_out_of_band_heartbeats_a_map_counts_running_until_its_worker_reports(
 /// was over, and DELAY's declined offers say the wait was not.
 #[test]
 fn the_decision_record_changes_nothing_and_has_a_row_per_launch() {
-    use crate::decision::{Kind, Rule};
+    use sched::decision::{Kind, Rule};
     // Three workers, most data on w0: jobs must wait, then go remote.
     let mut jobs: Vec<ReplayJob> = (0..4)
         .map(|j| {
@@ -392,8 +392,8 @@ fn the_decision_record_changes_nothing_and_has_a_row_per_launch() {
         local_ms: 200,
         bytes: 0,
     }];
-    for (policy, example) in crate::policy::SchedulerConfig::examples() {
-        let config: crate::policy::SchedulerConfig = example.parse().unwrap();
+    for (policy, example) in sched::policy::SchedulerConfig::examples() {
+        let config: sched::policy::SchedulerConfig = example.parse().unwrap();
         let go = |record: bool| {
             let mut c = cluster(&[2, 2, 2], 100, true);
             c.record_decisions = record;
@@ -505,7 +505,7 @@ fn speculation_rescues_the_job_from_a_slow_worker_in_the_replay() {
             c.slowdown = vec![1.0, 1.0, 1.0, 10.0];
         }
         if speculate {
-            c.speculation = crate::speculation::Speculation::on();
+            c.speculation = sched::speculation::Speculation::on();
         }
         let o = run(&c, &jobs, &[], RemoteCost::default());
         assert_eq!(o.runs.len(), 32, "one successful run per map");
@@ -517,7 +517,7 @@ fn speculation_rescues_the_job_from_a_slow_worker_in_the_replay() {
     let counted = {
         let mut c = cluster(&[2, 2, 2, 2], 100, true);
         c.slowdown = vec![1.0, 1.0, 1.0, 10.0];
-        c.speculation = crate::speculation::Speculation::on();
+        c.speculation = sched::speculation::Speculation::on();
         let o = run(&c, &jobs, &[], RemoteCost::default());
         (o.backups, o.backups_won)
     };
@@ -574,7 +574,7 @@ fn speculation_backs_up_a_slow_reduce_in_the_replay() {
         c.slowdown = vec![1.0, 1.0, 1.0, 1.0, 10.0];
         c.record_decisions = true;
         if speculate {
-            c.speculation = crate::speculation::Speculation::on();
+            c.speculation = sched::speculation::Speculation::on();
         }
         let o = run(&c, &jobs, &[], RemoteCost::default());
         assert_eq!(o.runs.len(), 13, "one successful run per task");

@@ -18,13 +18,13 @@
 //!   modelled: jobs here are map-only);
 //! - a refused job ends at once, missing its deadline.
 
-use crate::hybrid::{InstanceId, WorkerProfile};
-use crate::view::{offer, ClusterView, JobQos, Millis, PendingTask, Scheduler};
 use base::public::PublicType;
 use base::{JobId, TaskRef, WorkerId};
 use rand::seq::index::sample;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use sched::hybrid::{InstanceId, WorkerProfile};
+use sched::view::{offer, ClusterView, JobQos, Millis, PendingTask, Scheduler};
 use std::collections::BTreeMap;
 
 /// The hybrid cloud simulated.
@@ -282,7 +282,7 @@ pub fn simulate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::build;
+    use sched::policy::build;
 
     fn cluster(private_workers: u32) -> HybridCluster {
         HybridCluster {

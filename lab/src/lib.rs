@@ -1,0 +1,24 @@
+//! The simulators: the `sched` crate's policies and planners driven on
+//! virtual time. The real master runs the same policy code live; this
+//! crate is used by `ctl` (the `master sim`, `master lab` and calibration
+//! commands) and the Python package, never by the daemons, so neither
+//! `master` nor `worker` compiles it.
+//!
+//! Modules, lowest first (each uses only those above it in this list):
+//! - [`sim`]: the discrete-event simulator of one instance;
+//! - [`compile_time`]: BAR's compile-time scheme, online policies driven
+//!   from a min-heap of cores under the instance's static cost model;
+//! - [`hybrid_sim`]: a hybrid cloud (private workers, public instances
+//!   started on demand, jobs with deadlines) on virtual time;
+//! - [`replay`]: a whole real run (jobs, heartbeats, background, fitted
+//!   remote-read cost) simulated, for `master sim calibrate`;
+//! - [`recheck`]: a decision record's inputs run through its policy again,
+//!   row for row;
+//! - [`algo`]: any algorithm (offline or online) run on an instance.
+
+pub mod algo;
+pub mod compile_time;
+pub mod hybrid_sim;
+pub mod recheck;
+pub mod replay;
+pub mod sim;

@@ -1,0 +1,241 @@
+//! A simulator of a whole real run: many jobs arriving over time, workers
+//! that heartbeat at their own phase, background processes holding slots,
+//! tasks of given lengths, and data-remote reads that cost more the more
+//! remote reads share their source and their reader. It drives the same
+//! [`Scheduler`] through the same [`ClusterView`](sched::view::ClusterView) and [`offer`](sched::view::offer) calls as
+//! the master, so a policy runs here exactly as on the real cluster, on
+//! virtual time in milliseconds.
+//!
+//! The model (every part measured on real runs by `master sim calibrate`):
+//! - a worker is offered its free slots only at its heartbeats (every
+//!   `heartbeat_ms`, from its `phase_ms`), and also at once when one of its
+//!   tasks ends and when a job arrives (the master wakes idle workers) if
+//!   `out_of_band`; launches start at the heartbeat. Without `out_of_band`
+//!   the master learns of a map's end at its worker's next heartbeat, as
+//!   the real one does: until then the job counts it running (the fair
+//!   order sees it), and a job whose last map it was ends at that report;
+//! - free slots = slots - running tasks - background processes running;
+//! - a data-local task lasts its `local_ms`; a data-remote one first reads
+//!   its block, by one of two [`RemoteModel`]s: a fixed extra when it starts
+//!   ([`RemoteCost::extra_ms`] of the remote reads running from the same
+//!   source and on the same reader, and of the block's size), or a transfer
+//!   that shares the source's uplink and the reader's downlink fairly with
+//!   the other transfers for as long as it lasts (its time alone in
+//!   proportion to the block's size when the maps' inputs differ);
+//! - when a job's last map ends its reduces wait, and each heartbeat offers
+//!   the worker to the [`ReducePlacer`] before any map (as the master
+//!   does); a reduce lasts its given time; a job ends when its last task
+//!   (map, or reduce if it has any) ends.
+//!
+//! Launches a batch policy makes for another worker start at once (the
+//! master would hold them until that worker's next heartbeat).
+
+use crate::sim::SimError;
+use base::{JobId, TaskRef, WorkerId};
+use sched::reduce::ReducePlacer;
+use sched::view::Scheduler;
+
+mod engine;
+pub use engine::Replay;
+
+/// The workers: slots, heartbeat cadence and phase.
+#[derive(Clone, Debug)]
+pub struct ReplayCluster {
+    /// Slots per worker; worker `i` is `WorkerId(i)`.
+    pub slots: Vec<u32>,
+    pub heartbeat_ms: u64,
+    /// Each worker's first heartbeat (then one every period).
+    pub phase_ms: Vec<u64>,
+    /// Each worker's heartbeat period as measured (ms; a real worker's
+    /// drifts a little above `heartbeat_ms`); empty: `heartbeat_ms`.
+    pub period_ms: Vec<f64>,
+    /// A worker also heartbeats when one of its tasks ends, and when a job
+    /// arrives (the master asks idle workers to).
+    pub out_of_band: bool,
+    /// Worker roles (EAS's dedicated machines); empty: every worker runs
+    /// both.
+    pub runs_maps: Vec<bool>,
+    pub runs_reduces: Vec<bool>,
+    /// Each regular heartbeat comes up to this many ms late, drawn per
+    /// worker and heartbeat from `jitter_seed` (0: on time). Real workers'
+    /// heartbeats reach the master in an order that varies from round to
+    /// round; this lets the replay vary it too.
+    pub jitter_ms: u64,
+    pub jitter_seed: u64,
+    /// Keep the decision record ([`sched::decision`]), as the master does
+    /// with `master.decisions`: [`ReplayOutcome::decisions`].
+    pub record_decisions: bool,
+    /// Host contention: each map lasts this many ms longer per other map
+    /// launched anywhere in the cluster in the [`HOST_WINDOW_MS`] before
+    /// it. The testbed's workers share one host's cores, so a burst of
+    /// block reads and checks slows every task starting in it, and the
+    /// bursts grow with the number of workers (0: none, as on a cluster of
+    /// separate machines).
+    pub host_ms_per_start: f64,
+    /// Each worker's tasks last this many times their given length (a
+    /// slow machine: 10 = a tenth of the speed); empty or missing: 1.
+    pub slowdown: Vec<f64>,
+    /// Speculative execution, as the master's `[speculation]`: the view
+    /// runs the same rule, a backup runs like any map or reduce, the first
+    /// attempt the master learns of wins and the other is killed then.
+    pub speculation: sched::speculation::Speculation,
+}
+
+/// The window of [`ReplayCluster::host_ms_per_start`]: launches this recent
+/// count.
+pub const HOST_WINDOW_MS: u64 = 1_000;
+
+#[derive(Clone, Debug)]
+pub struct ReplayTask {
+    pub index: u32,
+    pub replicas: Vec<WorkerId>,
+    /// How long it runs data-local.
+    pub local_ms: u64,
+    /// A map's input bytes (0: not known), which the per-byte terms of a
+    /// remote read scale with.
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReplayJob {
+    pub id: JobId,
+    pub arrival_ms: u64,
+    /// The maps.
+    pub tasks: Vec<ReplayTask>,
+    /// The reduces (their `replicas` are unused; `local_ms` is how long
+    /// each runs), waiting once every map has ended.
+    pub reduces: Vec<ReplayTask>,
+    /// Estimated input bytes of each reduce (the least-loaded placement's
+    /// load).
+    pub reduce_load: u64,
+}
+
+/// A background process holding one slot of `worker` over [start, end).
+#[derive(Clone, Copy, Debug)]
+pub struct BackgroundRun {
+    pub worker: WorkerId,
+    pub start_ms: u64,
+    pub end_ms: u64,
+}
+
+/// What a data-remote read adds to a task: `base_ms + per_source_ms *
+/// n_src + per_reader_ms * n_dst + per_mb_ms * MB`, with n_src (n_dst) the
+/// other remote reads running from the same source (on the same reader)
+/// when it starts and MB its block's size in 10^6 bytes. Never negative.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RemoteCost {
+    pub base_ms: f64,
+    pub per_source_ms: f64,
+    pub per_reader_ms: f64,
+    pub per_mb_ms: f64,
+}
+
+impl RemoteCost {
+    /// The cost as a formula in ms: `base + a n_src + b n_dst`, and
+    /// `+ c/MB` when it has a per-MB term.
+    pub fn formula(&self) -> String {
+        let mut f = format!(
+            "{:.0} + {:.0} n_src + {:.0} n_dst",
+            self.base_ms, self.per_source_ms, self.per_reader_ms
+        );
+        if self.per_mb_ms != 0.0 {
+            f += &format!(" + {:.0}/MB", self.per_mb_ms);
+        }
+        f
+    }
+
+    pub fn extra_ms(&self, n_src: u32, n_dst: u32, bytes: u64) -> u64 {
+        let mut x = self.base_ms
+            + self.per_source_ms * f64::from(n_src)
+            + self.per_reader_ms * f64::from(n_dst);
+        if self.per_mb_ms != 0.0 {
+            x += self.per_mb_ms * bytes as f64 / 1e6;
+        }
+        x.max(0.0).round() as u64
+    }
+}
+
+/// How a data-remote read is charged.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RemoteModel {
+    /// A fixed extra decided when the task starts.
+    Static(RemoteCost),
+    /// A transfer of `transfer_ms` when alone (for a block of `ref_bytes`;
+    /// a block of `bytes` takes `transfer_ms * bytes / ref_bytes`, unless
+    /// either is 0), progressing at 1 / n, n the larger of the transfers
+    /// from its source and to its reader now (max of the two links' fair
+    /// shares); then the task runs its `local_ms`.
+    FairShare { transfer_ms: f64, ref_bytes: u64 },
+}
+
+/// One task as it ran in the simulation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskRun {
+    pub task: TaskRef,
+    pub worker: WorkerId,
+    /// Where a map read its block (the worker itself for a reduce).
+    pub source: WorkerId,
+    pub start_ms: u64,
+    pub end_ms: u64,
+    pub reduce: bool,
+}
+
+impl TaskRun {
+    pub fn is_remote(&self) -> bool {
+        self.worker != self.source
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ReplayOutcome {
+    /// (job, arrival, end) per job, in `jobs` order.
+    pub jobs: Vec<(JobId, u64, u64)>,
+    pub runs: Vec<TaskRun>,
+    /// The decision record (empty unless `record_decisions`), oldest first,
+    /// and its inputs ([`sched::input`]).
+    pub decisions: Vec<sched::decision::Decision>,
+    pub inputs: Vec<sched::input::Input>,
+    /// Backup attempts launched (speculation), and how many finished
+    /// before the attempt they backed up.
+    pub backups: u32,
+    pub backups_won: u32,
+}
+
+impl ReplayOutcome {
+    pub fn mean_jct_s(&self) -> f64 {
+        let n = self.jobs.len().max(1) as f64;
+        self.jobs
+            .iter()
+            .map(|(_, a, e)| e.saturating_sub(*a) as f64 / 1000.0)
+            .sum::<f64>()
+            / n
+    }
+
+    /// The last job's end, seconds from time 0 (the run's start).
+    pub fn makespan_s(&self) -> f64 {
+        self.jobs.iter().map(|j| j.2).max().unwrap_or(0) as f64 / 1000.0
+    }
+
+    pub fn remote_tasks(&self) -> usize {
+        self.runs.iter().filter(|r| r.is_remote()).count()
+    }
+}
+
+/// Runs `sched` over `jobs` on `cluster` with `background` and `remote`
+/// ([`Replay`]). Fails if `give_up_ms` pass with tasks waiting and nothing
+/// launched.
+#[allow(clippy::too_many_arguments)]
+pub fn replay(
+    sched: &mut dyn Scheduler,
+    placer: &mut ReducePlacer,
+    cluster: &ReplayCluster,
+    jobs: &[ReplayJob],
+    background: &[BackgroundRun],
+    remote: RemoteModel,
+    give_up_ms: u64,
+) -> Result<ReplayOutcome, SimError> {
+    Replay::new(sched, placer, cluster, jobs, background, remote, give_up_ms).run()
+}
+
+#[cfg(test)]
+mod tests;

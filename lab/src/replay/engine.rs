@@ -1,0 +1,689 @@
+//! The replay's state on virtual time, and one method per event: a job's
+//! arrival, a heartbeat's offer (reduces, then maps), a block read's end, a
+//! task's end and the master learning of it, the background and the
+//! progress a heartbeat reports, speculation's backups and their losers.
+//! [`Replay::run`] takes the earliest event until every task has ended.
+
+use super::{
+    BackgroundRun, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome, TaskRun, HOST_WINDOW_MS,
+};
+use crate::sim::SimError;
+use base::{JobId, TaskRef, WorkerId};
+use sched::reduce::{offer_reduces, ReducePlacer};
+use sched::view::{offer, Assignment, ClusterView, Millis, PendingTask, Scheduler, SlotBusy};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+
+/// A running task: (end, worker, job, index, source, start, reduce).
+type Ending = Reverse<(u64, u32, JobId, u32, u32, u64, bool)>;
+
+/// A heartbeat: (time, worker, Some(k) for the k-th regular one); a
+/// regular one schedules the next, an out-of-band one does not.
+type Beat = Reverse<(u64, u32, Option<u64>)>;
+
+/// An attempt, by task, kind (true: a reduce), worker and start.
+type AttemptKey = (TaskRef, bool, u32, u64);
+
+/// One attempt of a task in flight: its worker, source, start and (once
+/// its read is over, or at once without a fair-share read) its end.
+#[derive(Clone, Copy, Debug)]
+struct Attempt {
+    worker: u32,
+    source: u32,
+    start: u64,
+    end: Option<u64>,
+}
+
+/// A block read in flight under [`RemoteModel::FairShare`].
+struct Transfer {
+    job: JobId,
+    index: u32,
+    worker: u32,
+    source: u32,
+    start: u64,
+    /// Work left, in ms alone.
+    left: f64,
+    /// The task's local time, run once the block is read.
+    then_ms: u64,
+}
+
+/// What a job has left: its index in the jobs, maps and reduces left, and
+/// the maps it ran per worker (the reduces' input, counted one unit a map).
+struct JobLeft {
+    index: usize,
+    maps: usize,
+    reduces: usize,
+    ran_on: BTreeMap<WorkerId, u64>,
+}
+
+/// The next thing to happen.
+enum Event {
+    /// Block reads ended (fair-share), at the clock.
+    ReadsDone,
+    /// A task ends (ties: before the heartbeat, which then sees the slot
+    /// free).
+    TaskEnd,
+    Heartbeat,
+}
+
+/// A whole run on virtual time: the policy, the view it decides on and
+/// everything the simulated cluster holds.
+pub struct Replay<'a> {
+    sched: &'a mut dyn Scheduler,
+    placer: &'a mut ReducePlacer,
+    cluster: &'a ReplayCluster,
+    jobs: &'a [ReplayJob],
+    background: &'a [BackgroundRun],
+    remote: RemoteModel,
+    give_up_ms: u64,
+    view: ClusterView,
+    /// Jobs by arrival, and the next to arrive.
+    order: Vec<usize>,
+    next_job: usize,
+    left: HashMap<JobId, JobLeft>,
+    job_index: HashMap<JobId, usize>,
+    done_at: Vec<Option<u64>>,
+    beats: BinaryHeap<Beat>,
+    ends: BinaryHeap<Ending>,
+    /// Per worker: running tasks (start times), remote reads in and out.
+    running: Vec<Vec<u64>>,
+    remote_in: Vec<u32>,
+    remote_out: Vec<u32>,
+    /// Map launches in the last HOST_WINDOW_MS, for the host term.
+    launched: VecDeque<u64>,
+    runs: Vec<TaskRun>,
+    total: usize,
+    finished: usize,
+    last_progress: u64,
+    /// FairShare: transfers in flight, per source and per reader.
+    transfers: Vec<Transfer>,
+    xfer_out: Vec<u32>,
+    xfer_in: Vec<u32>,
+    clock: f64,
+    /// Tasks in flight, by task and kind (a job's reduces may be numbered
+    /// as its maps are): each task's attempts; the attempts killed whose
+    /// end is still to come; the tasks whose first end the master took.
+    live: BTreeMap<(TaskRef, bool), Vec<Attempt>>,
+    killed: HashSet<AttemptKey>,
+    tasks_done: HashSet<(TaskRef, bool)>,
+    /// Backups launched, won, and their attempts until they end.
+    backups: u32,
+    backups_won: u32,
+    backup_of: HashSet<AttemptKey>,
+    /// Maps ended whose worker has not heartbeated since.
+    unreported: Vec<Vec<(TaskRef, u32, u64)>>,
+}
+
+impl<'a> Replay<'a> {
+    /// The cluster at time 0: workers registered, first heartbeats due at
+    /// their phases, and (with out-of-band heartbeats) one for every worker
+    /// at each arrival.
+    pub fn new(
+        sched: &'a mut dyn Scheduler,
+        placer: &'a mut ReducePlacer,
+        cluster: &'a ReplayCluster,
+        jobs: &'a [ReplayJob],
+        background: &'a [BackgroundRun],
+        remote: RemoteModel,
+        give_up_ms: u64,
+    ) -> Self {
+        let n = cluster.slots.len();
+        let mut view = ClusterView::new();
+        view.record_decisions(cluster.record_decisions);
+        for (i, &s) in cluster.slots.iter().enumerate() {
+            let w = WorkerId(i as u32);
+            view.upsert_worker(w, s);
+            view.set_runs_maps(w, cluster.runs_maps.get(i).copied().unwrap_or(true));
+            view.set_runs_reduces(w, cluster.runs_reduces.get(i).copied().unwrap_or(true));
+        }
+        let mut order: Vec<usize> = (0..jobs.len()).collect();
+        order.sort_by_key(|&j| (jobs[j].arrival_ms, j));
+        let mut beats: BinaryHeap<Beat> = (0..n)
+            .map(|w| {
+                Reverse((
+                    cluster.phase(w).round() as u64 + cluster.jitter(w, 0),
+                    w as u32,
+                    Some(0),
+                ))
+            })
+            .collect();
+        if cluster.out_of_band {
+            // A job's arrival wakes every worker (one with no free slot
+            // takes nothing, as one the master does not wake).
+            let mut arrivals: Vec<u64> = jobs.iter().map(|j| j.arrival_ms).collect();
+            arrivals.sort_unstable();
+            arrivals.dedup();
+            for t in arrivals {
+                beats.extend((0..n).map(|w| Reverse((t, w as u32, None))));
+            }
+        }
+        view.set_speculation(cluster.speculation.clone());
+        Replay {
+            sched,
+            placer,
+            cluster,
+            jobs,
+            background,
+            remote,
+            give_up_ms,
+            view,
+            order,
+            next_job: 0,
+            left: HashMap::new(),
+            job_index: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
+            done_at: vec![None; jobs.len()],
+            beats,
+            ends: BinaryHeap::new(),
+            running: vec![Vec::new(); n],
+            remote_in: vec![0; n],
+            remote_out: vec![0; n],
+            launched: VecDeque::new(),
+            runs: Vec::new(),
+            total: jobs.iter().map(|j| j.tasks.len() + j.reduces.len()).sum(),
+            finished: 0,
+            last_progress: 0,
+            transfers: Vec::new(),
+            xfer_out: vec![0; n],
+            xfer_in: vec![0; n],
+            clock: 0.0,
+            live: BTreeMap::new(),
+            killed: HashSet::new(),
+            tasks_done: HashSet::new(),
+            backups: 0,
+            backups_won: 0,
+            backup_of: HashSet::new(),
+            unreported: vec![Vec::new(); n],
+        }
+    }
+
+    /// Every event in time order until every task has ended. Fails if
+    /// `give_up_ms` pass with tasks waiting and nothing launched.
+    pub fn run(mut self) -> Result<ReplayOutcome, SimError> {
+        while self.finished < self.total {
+            match self.advance() {
+                Event::ReadsDone => self.reads_done(),
+                Event::TaskEnd => self.task_end(),
+                Event::Heartbeat => self.heartbeat()?,
+            }
+        }
+        Ok(self.outcome())
+    }
+
+    /// A transfer's rate: 1 / the larger of its source's and its reader's
+    /// transfers in flight.
+    fn share(&self, x: &Transfer) -> f64 {
+        f64::from(
+            self.xfer_out[x.source as usize]
+                .max(self.xfer_in[x.worker as usize])
+                .max(1),
+        )
+    }
+
+    /// Moves the clock to the next event, the transfers progressing at
+    /// their current shares until then, and says which it is.
+    fn advance(&mut self) -> Event {
+        let next_end = self.ends.peek().map(|Reverse(e)| e.0);
+        let Reverse((t_beat, ..)) = *self.beats.peek().expect("every worker heartbeats");
+        let next_xfer = self
+            .transfers
+            .iter()
+            .map(|x| self.clock + x.left * self.share(x))
+            .fold(f64::INFINITY, f64::min);
+        let next_event = next_end.map_or(t_beat, |e| e.min(t_beat)) as f64;
+        let to = next_xfer.min(next_event);
+        let shares: Vec<f64> = self.transfers.iter().map(|x| self.share(x)).collect();
+        for (x, share) in self.transfers.iter_mut().zip(shares) {
+            x.left -= (to - self.clock) / share;
+        }
+        self.clock = self.clock.max(to);
+        if next_xfer < next_event {
+            Event::ReadsDone
+        } else if next_end.is_some_and(|e| e <= t_beat) {
+            Event::TaskEnd
+        } else {
+            Event::Heartbeat
+        }
+    }
+
+    /// Block reads whose work is done: each task now runs its local time.
+    fn reads_done(&mut self) {
+        let at = self.clock.round() as u64;
+        let mut i = 0;
+        while i < self.transfers.len() {
+            if self.transfers[i].left > 1e-6 {
+                i += 1;
+                continue;
+            }
+            let x = self.transfers.swap_remove(i);
+            self.xfer_out[x.source as usize] -= 1;
+            self.xfer_in[x.worker as usize] -= 1;
+            let t = TaskRef {
+                job: x.job,
+                index: x.index,
+            };
+            if let Some(a) = self.live.get_mut(&(t, false)).and_then(|a| {
+                a.iter_mut()
+                    .find(|a| a.worker == x.worker && a.start == x.start)
+            }) {
+                a.end = Some(at + x.then_ms);
+            }
+            self.ends.push(Reverse((
+                at + x.then_ms,
+                x.worker,
+                x.job,
+                x.index,
+                x.source,
+                x.start,
+                false,
+            )));
+        }
+    }
+
+    /// The earliest task ends: its slot and remote read free; the master
+    /// hears at once of a reduce (or of anything with out-of-band
+    /// heartbeats), of a map at the worker's next heartbeat.
+    fn task_end(&mut self) {
+        let Reverse((end, w, job, index, src, start, reduce)) = self.ends.pop().expect("peeked");
+        let task = TaskRef { job, index };
+        if self.killed.remove(&(task, reduce, w, start)) {
+            // Speculation's loser: its slot was freed when it was killed.
+            return;
+        }
+        if let Some(a) = self.live.get_mut(&(task, reduce)) {
+            a.retain(|x| !(x.worker == w && x.start == start));
+        }
+        self.runs.push(TaskRun {
+            task,
+            worker: WorkerId(w),
+            source: WorkerId(src),
+            start_ms: start,
+            end_ms: end,
+            reduce,
+        });
+        self.free_slot(w, src, start);
+        self.last_progress = end;
+        if reduce || self.cluster.out_of_band {
+            self.report(end, w, task, src, reduce, start);
+        } else {
+            // Without out-of-band heartbeats the master learns of a map's
+            // end at the worker's next heartbeat (a reduce's worker
+            // heartbeats once its output is stored).
+            self.unreported[w as usize].push((task, src, start));
+        }
+        if self.cluster.out_of_band {
+            self.beats.push(Reverse((end, w, None)));
+        }
+    }
+
+    /// The slot of the attempt started at `start` on `w` frees, and its
+    /// remote read from `src` with it.
+    fn free_slot(&mut self, w: u32, src: u32, start: u64) {
+        if let Some(p) = self.running[w as usize].iter().position(|s| *s == start) {
+            self.running[w as usize].swap_remove(p);
+        }
+        if w != src {
+            self.remote_in[w as usize] -= 1;
+            self.remote_out[src as usize] -= 1;
+        }
+    }
+
+    /// The view hears of an attempt's end, successful or not.
+    fn attempt_ended(&mut self, task: TaskRef, reduce: bool, w: u32, src: u32, at: u64, ok: bool) {
+        if reduce {
+            self.view.reduce_attempt_ended(task, WorkerId(w), at, ok);
+        } else {
+            self.view.map_ended(task, WorkerId(w), w != src, at, ok);
+        }
+    }
+
+    /// The master learns at `at` that `task`'s attempt started at `start`
+    /// ended on worker `w`: the first end of a task counts (its other
+    /// attempts are killed), a later one only frees its slot.
+    fn report(&mut self, at: u64, w: u32, task: TaskRef, src: u32, reduce: bool, start: u64) {
+        if !self.tasks_done.insert((task, reduce)) {
+            // A task's second attempt to end after the master took the
+            // first's (speculation): its slot frees, nothing counts.
+            self.attempt_ended(task, reduce, w, src, at, false);
+            return;
+        }
+        self.attempt_ended(task, reduce, w, src, at, true);
+        if self.backup_of.contains(&(task, reduce, w, start)) {
+            self.backups_won += 1;
+        }
+        self.kill_losers(task, reduce, w, at);
+        self.finished += 1;
+        let job = task.job;
+        let e = self.left.get_mut(&job).expect("running job");
+        if reduce {
+            e.reduces -= 1;
+        } else {
+            e.maps -= 1;
+            *e.ran_on.entry(WorkerId(w)).or_default() += 1;
+            if e.maps == 0 && e.reduces > 0 {
+                // The reduces wait; map output counted one unit a map.
+                let j = &self.jobs[e.index];
+                self.view.add_reduces(
+                    job,
+                    j.reduces.iter().map(|r| r.index),
+                    j.reduce_load,
+                    std::mem::take(&mut e.ran_on),
+                );
+            }
+        }
+        if e.maps == 0 && e.reduces == 0 {
+            self.done_at[e.index] = Some(at);
+            self.view.remove_job(job);
+        }
+    }
+
+    /// `task` succeeded on `winner`: its other attempts in flight lost,
+    /// killed now (a read in flight is dropped; a running task's end is
+    /// ignored when it comes).
+    fn kill_losers(&mut self, task: TaskRef, reduce: bool, winner: u32, at: u64) {
+        let losers: Vec<Attempt> = self
+            .live
+            .remove(&(task, reduce))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|a| a.worker != winner)
+            .collect();
+        for a in losers {
+            self.free_slot(a.worker, a.source, a.start);
+            if let Some(i) = self.transfers.iter().position(|x| {
+                x.job == task.job
+                    && x.index == task.index
+                    && x.worker == a.worker
+                    && x.start == a.start
+            }) {
+                let x = self.transfers.swap_remove(i);
+                self.xfer_out[x.source as usize] -= 1;
+                self.xfer_in[x.worker as usize] -= 1;
+            } else {
+                self.killed.insert((task, reduce, a.worker, a.start));
+            }
+            self.attempt_ended(task, reduce, a.worker, a.source, at, false);
+        }
+    }
+
+    /// The earliest heartbeat: the worker reports the maps that ended
+    /// since its last one, the jobs arrived so far join, the worker's
+    /// slots, background and progress reach the view, and it is offered
+    /// to the reduce placement and then the policy.
+    fn heartbeat(&mut self) -> Result<(), SimError> {
+        let Reverse((t, w, regular)) = self.beats.pop().expect("peeked");
+        for (task, src, start) in std::mem::take(&mut self.unreported[w as usize]) {
+            self.report(t, w, task, src, false, start);
+        }
+        if let Some(k) = regular {
+            let wu = w as usize;
+            let next = (self.cluster.phase(wu) + (k + 1) as f64 * self.cluster.period(wu)).round()
+                as u64
+                + self.cluster.jitter(wu, k + 1);
+            self.beats.push(Reverse((next.max(t + 1), w, Some(k + 1))));
+        }
+        self.arrivals(t);
+        self.worker_state(t, w);
+        self.offer_reduces(t, w);
+        let wid = WorkerId(w);
+        for a in offer(&mut *self.sched, t as Millis, wid, &mut self.view) {
+            self.launch(a, w, t);
+        }
+        let waiting = self.next_job < self.order.len() || self.view.pending_total() > 0;
+        let idle = self.ends.is_empty() && self.transfers.is_empty();
+        if waiting && idle && t.saturating_sub(self.last_progress) > self.give_up_ms {
+            return Err(SimError {
+                policy: self.sched.name(),
+                unassigned: self.total - self.finished,
+                tasks: self.total,
+                at: t as f64 / 1000.0,
+            });
+        }
+        Ok(())
+    }
+
+    /// The jobs that have arrived by `t` join the view (a job with no map
+    /// is done on arrival).
+    fn arrivals(&mut self, t: u64) {
+        while self.next_job < self.order.len()
+            && self.jobs[self.order[self.next_job]].arrival_ms <= t
+        {
+            let index = self.order[self.next_job];
+            let j = &self.jobs[index];
+            self.left.insert(
+                j.id,
+                JobLeft {
+                    index,
+                    maps: j.tasks.len(),
+                    reduces: j.reduces.len(),
+                    ran_on: BTreeMap::new(),
+                },
+            );
+            if j.tasks.is_empty() {
+                // No map, so no reduce either: done on arrival.
+                self.done_at[index] = Some(j.arrival_ms);
+                self.finished += j.reduces.len();
+            } else {
+                let tasks = j.tasks.iter().map(|task| PendingTask {
+                    task: TaskRef {
+                        job: j.id,
+                        index: task.index,
+                    },
+                    len: 1,
+                    replicas: task.replicas.clone(),
+                });
+                self.view
+                    .add_job(j.id, j.arrival_ms, "default", tasks.collect());
+            }
+            self.next_job += 1;
+        }
+    }
+
+    /// What worker `w`'s heartbeat at `t` tells the view: its free slots
+    /// (slots - running tasks - background processes running), each busy
+    /// slot's age, and with speculation each attempt's progress.
+    fn worker_state(&mut self, t: u64, w: u32) {
+        let wid = WorkerId(w);
+        let bg: Vec<&BackgroundRun> = self
+            .background
+            .iter()
+            .filter(|b| b.worker == wid && b.start_ms <= t && t < b.end_ms)
+            .collect();
+        let slots = self.cluster.slots[w as usize];
+        let busy_n = self.running[w as usize].len() as u32 + bg.len() as u32;
+        self.view.set_free(wid, slots.saturating_sub(busy_n));
+        let busy: Vec<SlotBusy> = self.running[w as usize]
+            .iter()
+            .map(|s| SlotBusy {
+                elapsed_ms: t - s,
+                remaining_ms: None,
+            })
+            .chain(bg.iter().map(|b| SlotBusy {
+                elapsed_ms: t.saturating_sub(b.start_ms),
+                remaining_ms: Some(b.end_ms - t),
+            }))
+            .collect();
+        self.view.set_busy(wid, t, busy);
+        if self.cluster.speculation.enabled {
+            for ((task, _), attempts) in &self.live {
+                for a in attempts.iter().filter(|a| a.worker == w) {
+                    let done = a.end.map_or(0.0, |end| {
+                        t.saturating_sub(a.start) as f64 / end.saturating_sub(a.start).max(1) as f64
+                    });
+                    self.view.task_progress(*task, wid, done.min(1.0), t);
+                }
+            }
+        }
+    }
+
+    /// Waiting reduces first, as the master offers them.
+    fn offer_reduces(&mut self, t: u64, w: u32) {
+        for task in offer_reduces(self.placer, t as Millis, WorkerId(w), &mut self.view) {
+            self.start_reduce(task, w, t);
+        }
+    }
+
+    /// A reduce attempt of `task` starts on worker `w` at `t`.
+    fn start_reduce(&mut self, task: TaskRef, w: u32, t: u64) {
+        let len = self.jobs[self.job_index[&task.job]]
+            .reduces
+            .iter()
+            .find(|r| r.index == task.index)
+            .map_or(0, |r| r.local_ms);
+        let len = (len as f64 * self.cluster.slowdown(w as usize)).round() as u64;
+        self.running[w as usize].push(t);
+        self.live.entry((task, true)).or_default().push(Attempt {
+            worker: w,
+            source: w,
+            start: t,
+            end: Some(t + len),
+        });
+        self.ends
+            .push(Reverse((t + len, w, task.job, task.index, w, t, true)));
+        self.last_progress = t;
+    }
+
+    /// A launch the policy made at worker `w`'s heartbeat: a reduce's
+    /// backup (speculation) runs as a reduce; a map runs its local time,
+    /// slowed by its worker and the host term, after its block's read.
+    fn launch(&mut self, a: Assignment, w: u32, t: u64) {
+        if self.view.running_tasks().is_reduce(a.task) == Some(true) {
+            self.start_reduce(a.task, w, t);
+            self.backups += 1;
+            self.backup_of.insert((a.task, true, w, t));
+            return;
+        }
+        let (tw, src) = (a.worker.0 as usize, a.source.0 as usize);
+        if a.backup {
+            self.backups += 1;
+            self.backup_of.insert((a.task, false, tw as u32, t));
+        }
+        let (len0, bytes) = self.map_time(a.task);
+        let mut len = (len0 as f64 * self.cluster.slowdown(tw)).round() as u64;
+        if self.cluster.host_ms_per_start > 0.0 {
+            while self
+                .launched
+                .front()
+                .is_some_and(|&at| at + HOST_WINDOW_MS <= t)
+            {
+                self.launched.pop_front();
+            }
+            len += (self.cluster.host_ms_per_start * self.launched.len() as f64).round() as u64;
+            self.launched.push_back(t);
+        }
+        self.running[tw].push(t);
+        self.last_progress = t;
+        let mut end = Some(t + len);
+        if tw != src {
+            self.remote_in[tw] += 1;
+            self.remote_out[src] += 1;
+            match self.remote {
+                RemoteModel::Static(cost) => {
+                    len += cost.extra_ms(self.remote_out[src] - 1, self.remote_in[tw] - 1, bytes);
+                    end = Some(t + len);
+                }
+                RemoteModel::FairShare {
+                    transfer_ms,
+                    ref_bytes,
+                } => {
+                    let alone = if ref_bytes > 0 && bytes > 0 {
+                        transfer_ms * bytes as f64 / ref_bytes as f64
+                    } else {
+                        transfer_ms
+                    };
+                    self.xfer_out[src] += 1;
+                    self.xfer_in[tw] += 1;
+                    self.transfers.push(Transfer {
+                        job: a.task.job,
+                        index: a.task.index,
+                        worker: tw as u32,
+                        source: src as u32,
+                        start: t,
+                        left: alone.max(0.0),
+                        then_ms: len,
+                    });
+                    end = None;
+                }
+            }
+        }
+        self.live.entry((a.task, false)).or_default().push(Attempt {
+            worker: tw as u32,
+            source: src as u32,
+            start: t,
+            end,
+        });
+        if let Some(end) = end {
+            self.ends.push(Reverse((
+                end,
+                tw as u32,
+                a.task.job,
+                a.task.index,
+                src as u32,
+                t,
+                false,
+            )));
+        }
+    }
+
+    /// A map's local time and input bytes.
+    fn map_time(&self, task: TaskRef) -> (u64, u64) {
+        self.jobs[self.job_index[&task.job]]
+            .tasks
+            .iter()
+            .find(|t| t.index == task.index)
+            .map_or((0, 0), |t| (t.local_ms, t.bytes))
+    }
+
+    fn outcome(mut self) -> ReplayOutcome {
+        self.runs
+            .sort_by_key(|r| (r.start_ms, r.task.job, r.task.index));
+        ReplayOutcome {
+            jobs: self
+                .jobs
+                .iter()
+                .zip(&self.done_at)
+                .map(|(j, d)| (j.id, j.arrival_ms, d.unwrap_or(j.arrival_ms)))
+                .collect(),
+            runs: self.runs,
+            decisions: self.view.take_decisions(),
+            inputs: self.view.take_inputs(),
+            backups: self.backups,
+            backups_won: self.backups_won,
+        }
+    }
+}
+
+impl ReplayCluster {
+    /// Worker `w`'s first heartbeat.
+    fn phase(&self, w: usize) -> f64 {
+        self.phase_ms.get(w).copied().unwrap_or(0) as f64
+    }
+
+    /// Worker `w`'s heartbeat period.
+    fn period(&self, w: usize) -> f64 {
+        self.period_ms
+            .get(w)
+            .copied()
+            .filter(|p| p.is_finite() && *p >= 1.0)
+            .unwrap_or(self.heartbeat_ms.max(1) as f64)
+    }
+
+    /// How late worker `w`'s `k`-th regular heartbeat comes.
+    fn jitter(&self, w: usize, k: u64) -> u64 {
+        if self.jitter_ms == 0 {
+            return 0;
+        }
+        let h = base::hash::splitmix64(
+            self.jitter_seed ^ base::hash::splitmix64(((w as u64) << 40) ^ k),
+        );
+        h % (self.jitter_ms + 1)
+    }
+
+    /// How many times its given length worker `w`'s tasks last.
+    fn slowdown(&self, w: usize) -> f64 {
+        self.slowdown
+            .get(w)
+            .copied()
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .unwrap_or(1.0)
+    }
+}
