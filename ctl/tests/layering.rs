@@ -58,6 +58,7 @@ const SCHED: &[&str] = &[
     "reduce",
 ];
 const LAB: &[&str] = &[
+    "agreement",
     "sim",
     "compile_time",
     "hybrid_sim",

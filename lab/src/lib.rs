@@ -5,6 +5,8 @@
 //! `master` nor `worker` compiles it.
 //!
 //! Modules, lowest first (each uses only those above it in this list):
+//! - [`agreement`]: a simulated run's launches against the real run's,
+//!   map by map, and where and why they first went apart;
 //! - [`sim`]: the discrete-event simulator of one instance;
 //! - [`compile_time`]: BAR's compile-time scheme, online policies driven
 //!   from a min-heap of cores under the instance's static cost model;
@@ -16,6 +18,7 @@
 //!   row for row;
 //! - [`algo`]: any algorithm (offline or online) run on an instance.
 
+pub mod agreement;
 pub mod algo;
 pub mod compile_time;
 pub mod hybrid_sim;

@@ -784,9 +784,15 @@ impl<'a> Measured<'a> {
         }
         for s in &setups {
             let m = held_out.get(&s.key.1).unwrap_or(&model);
+            let real = super::agreement::real_launches(
+                self.maps[s.key]
+                    .iter()
+                    .chain(self.reduces_of(s.key))
+                    .copied(),
+            )?;
             for (label, remote) in m.models() {
                 let (sim, _) = self.simulate(s, m, remote, &replicas)?;
-                out.add(s, label, sim, &self.jobs);
+                out.add(s, label, sim, &self.jobs, &real);
             }
         }
         Ok(Some(model))
@@ -806,6 +812,7 @@ struct Predicted {
     tasks: Vec<PredictedTask>,
     jobs: Vec<PredictedJob>,
     decisions: Vec<(String, Vec<sched::decision::Decision>)>,
+    agreements: Vec<super::agreement::AgreementRow>,
 }
 
 impl Predicted {
@@ -817,7 +824,19 @@ impl Predicted {
         label: &str,
         mut sim: ReplayOutcome,
         measured: &BTreeMap<(String, String, u32, String), f64>,
+        real: &[lab::agreement::Launch],
     ) {
+        let agreement = lab::agreement::compare(
+            real,
+            &super::agreement::sim_launches(&sim.runs),
+            s.cluster.heartbeat_ms,
+        );
+        self.agreements.push(super::agreement::AgreementRow::new(
+            s.key,
+            label,
+            s.cluster.heartbeat_ms,
+            &agreement,
+        ));
         if !sim.decisions.is_empty() {
             self.decisions.push((
                 format!(
@@ -949,6 +968,7 @@ fn write_calibration(
     if !out.jobs.is_empty() {
         cal.write_csv("predicted-jobs.csv", &out.jobs)?;
     }
+    cal.write_csv("agreement.csv", &out.agreements)?;
     // Simulated decision records, in the measured runs' format (worker i
     // is w<i+1>, times from the run's start).
     for (file, rows) in out.decisions {
@@ -965,15 +985,18 @@ fn write_calibration(
         super::run::write_decisions(&folder.join("decisions").join(file), &log, 0)?;
     }
     let order: Vec<String> = schedulers.iter().map(|s| s.label.clone()).collect();
-    cal.write_summary(&summary(
-        spec,
-        dir,
-        fit,
-        &out.models,
-        &out.predictions,
-        &out.jobs,
-        &order,
-    ))?;
+    let agreement = super::agreement::section(&out.agreements, &MODELS, &order);
+    cal.write_summary(
+        &(summary(
+            spec,
+            dir,
+            fit,
+            &out.models,
+            &out.predictions,
+            &out.jobs,
+            &order,
+        ) + &agreement),
+    )?;
     prov.finish();
     cal.write_meta(&serde_json::json!({
         "calibrated_on": dir.display().to_string(),

@@ -4,6 +4,7 @@
 //! placement, arrivals and background load, and writes CSV, a summary, plots
 //! and metadata under `results/<name>/<timestamp>/`.
 
+pub mod agreement;
 pub mod calibrate;
 pub mod grid;
 pub mod output;
