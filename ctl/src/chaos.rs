@@ -12,7 +12,7 @@
 use crate::ops::client::MasterClient;
 use crate::ops::loader::{self, Generator, LoadSpec, Source};
 use crate::ops::{files, local, verify};
-use crate::results::{Provenance, ResultsDir};
+use crate::results::VerdictRun;
 use anyhow::{bail, Context};
 use common::config::ClusterConfig;
 use common::wire::{JobState, JobSubmit};
@@ -679,18 +679,7 @@ fn write_results(
     events: &[Event],
     figures: &ChaosFigures,
 ) -> anyhow::Result<(PathBuf, ChaosFigures)> {
-    let dir = ResultsDir::create(&opts.results, "chaos", started_ms)?;
-    dir.write_runs(rows)?;
-    {
-        let path = dir.path().join("events.csv");
-        let mut w = csv::Writer::from_path(&path)?;
-        for e in events {
-            w.serialize(e)?;
-        }
-        w.flush()?;
-    }
-    let problems = figures.problems();
-    let mut s = format!(
+    let mut body = format!(
         "# chaos run, seed {}\n\n{} workers, replication 3, block scanner at 50 MB/s; {} jobs \
          (wordcount, sort, input-sink in turn) arriving over 40 s; faults for {:.0} s: SIGKILL \
          every 20 s (restart 10 s later), one SIGSTOP for 30 s, one flipped byte every 10 s.\n\n\
@@ -699,27 +688,27 @@ fn write_results(
     );
     let v = serde_json::to_value(figures)?;
     for (k, val) in v.as_object().expect("a struct") {
-        s += &format!("| {k} | {val} |\n");
+        body += &format!("| {k} | {val} |\n");
     }
-    s += &format!(
-        "\nVerdict: {}\n\nFiles: `runs.csv` (one row a job), `events.csv` (one row a fault), `meta.json`.\n",
-        if problems.is_empty() {
-            "every requirement met".to_owned()
-        } else {
-            problems.join("; ")
-        }
-    );
-    dir.write_summary(&s)?;
-    let mut provenance = Provenance::capture(started_ms);
-    provenance.finish();
-    dir.write_meta(&serde_json::json!({
-        "experiment": "chaos",
+    let serde_json::Value::Object(meta) = serde_json::json!({
         "seed": opts.seed,
         "jobs": opts.jobs,
         "figures": figures,
-        "provenance": provenance,
-    }))?;
-    Ok((dir.path().to_path_buf(), figures.clone()))
+    }) else {
+        unreachable!("an object")
+    };
+    let dir = VerdictRun {
+        name: "chaos",
+        started_ms,
+        extra: ("events.csv", events),
+        body,
+        problems: figures.problems(),
+        passed: "every requirement met".into(),
+        files: "`runs.csv` (one row a job), `events.csv` (one row a fault), `meta.json`.",
+        meta,
+    }
+    .write(&opts.results, rows)?;
+    Ok((dir, figures.clone()))
 }
 
 #[cfg(test)]

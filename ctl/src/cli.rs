@@ -5,6 +5,7 @@
 use crate::experiment;
 use crate::lab::{self, Algo, Cost, GenParams, Measure};
 use crate::ops::client::MasterClient;
+use crate::ops::deploy::{Keep, Kind};
 use crate::ops::loader::{self, Generator, LoadSpec, Source};
 use crate::ops::{local, report};
 use anyhow::Context;
@@ -539,16 +540,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             deployment,
             docker_bin,
         } => {
-            let deployment = match deployment.as_str() {
-                "docker" => experiment::run::Deployment::Docker {
-                    bin: docker_bin.clone(),
-                    project: format!("mrtbexp{}", std::process::id()),
-                },
-                "netns" => experiment::run::Deployment::Netns {
-                    prefix: "mrx-".into(),
-                },
-                _ => experiment::run::Deployment::Processes,
-            };
+            let deployment = Kind::for_experiments(deployment, docker_bin)?.deployment();
             return run_experiment(spec, results, work, *keep_data, deployment).await;
         }
         _ => {}
@@ -567,35 +559,38 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         } => serve(&cfg, listen, scheduler, instances.as_deref()).await,
         Cmd::Up {
             fresh,
-            docker: true,
+            netns,
+            netns_prefix,
+            docker,
             docker_project,
             docker_subnet,
             docker_bin,
-            ..
         } => {
-            crate::ops::docker::up(&cfg, fresh, &docker_project, docker_subnet, &docker_bin)
-                .await?;
-            let d = ClusterConfig::load(crate::ops::docker::config_path(&cfg))?;
-            println!(
-                "cluster up in containers (project {docker_project}): master at {}, {} workers; \
-                 CLI: master --config {} ...",
-                d.master_url(),
-                d.worker.len(),
-                crate::ops::docker::config_path(&cfg).display()
-            );
+            let kind = if docker {
+                Kind::Docker {
+                    project: docker_project,
+                    third: docker_subnet,
+                    bin: docker_bin,
+                }
+            } else if netns {
+                Kind::Netns {
+                    prefix: netns_prefix,
+                    third: 0,
+                    host_link: false,
+                }
+            } else {
+                Kind::Processes
+            };
+            let d = kind.deployment();
+            let keep = if fresh {
+                Keep::Nothing
+            } else {
+                Keep::Everything
+            };
+            d.start(&cfg, keep, &local::bin_dir()?).await?;
+            println!("{}", d.up_line(&cfg)?);
             Ok(())
         }
-        Cmd::Up {
-            fresh,
-            netns: false,
-            ..
-        } => local::up(&cfg, fresh).await,
-        Cmd::Up {
-            fresh,
-            netns: true,
-            netns_prefix,
-            ..
-        } => local::up_netns(&cfg, fresh, &netns_prefix).await,
         Cmd::Down => down(&cfg),
         Cmd::Load {
             name,
@@ -1041,7 +1036,7 @@ pub async fn run_experiment(
     results: &Path,
     work: &Path,
     keep_data: bool,
-    deployment: experiment::run::Deployment,
+    deployment: Box<dyn crate::ops::deploy::Deployment>,
 ) -> anyhow::Result<()> {
     experiment::run::run(&experiment::run::Options {
         spec: spec.into(),

@@ -16,7 +16,7 @@
 
 use crate::chaos::{ChaosOptions, Cluster};
 use crate::ops::{files, local, verify};
-use crate::results::{Provenance, ResultsDir};
+use crate::results::VerdictRun;
 use common::wire::{JobState, JobSubmit};
 use common::JobId;
 use serde::Serialize;
@@ -498,17 +498,7 @@ fn write_results(
     samples: &[Sample],
     figures: &SoakFigures,
 ) -> anyhow::Result<(PathBuf, SoakFigures)> {
-    let dir = ResultsDir::create(&opts.results, "soak", started_ms)?;
-    dir.write_runs(rows)?;
-    {
-        let mut w = csv::Writer::from_path(dir.path().join("samples.csv"))?;
-        for s in samples {
-            w.serialize(s)?;
-        }
-        w.flush()?;
-    }
-    let problems = figures.problems();
-    let mut s = format!(
+    let mut body = format!(
         "# soak run, {:.0} minutes, seed {}\n\n5 workers, replication 3; a job every {} s \
          (wordcount, sort, input-sink in turn over 8 MB of text and 8 MB of records), each \
          output checked against coreutils' and deleted; `master.retained_jobs = {RETAINED_JOBS}`; \
@@ -533,7 +523,7 @@ fn write_results(
         })
     };
     for g in &figures.growth {
-        s += &format!(
+        body += &format!(
             "| {} | {:.0} | {:.0} | {} -> {} ({:+.1}%) | {} -> {} | {} -> {} | {} | {} |\n",
             g.process,
             g.from_t_s,
@@ -549,31 +539,32 @@ fn write_results(
             pair(g.pooled_kb)
         );
     }
-    s += &format!(
-        "\nVerdict: {}\n\nFiles: `samples.csv` (every process every sample), `runs.csv` (one row a job), `meta.json`.\n",
-        if problems.is_empty() {
-            format!(
-                "every job succeeded, every output equal, nothing grew by more than {:.0}%",
-                GROWTH_LIMIT * 100.0
-            )
-        } else {
-            problems.join("; ")
-        }
-    );
-    dir.write_summary(&s)?;
-    let mut provenance = Provenance::capture(started_ms);
-    provenance.finish();
-    dir.write_meta(&serde_json::json!({
-        "experiment": "soak",
+    let serde_json::Value::Object(meta) = serde_json::json!({
         "seed": opts.seed,
         "minutes": opts.minutes,
         "sample_s": opts.sample_s,
         "arrival_s": opts.arrival_s,
         "retained_jobs": RETAINED_JOBS,
         "figures": figures,
-        "provenance": provenance,
-    }))?;
-    Ok((dir.path().to_path_buf(), figures.clone()))
+    }) else {
+        unreachable!("an object")
+    };
+    let dir = VerdictRun {
+        name: "soak",
+        started_ms,
+        extra: ("samples.csv", samples),
+        body,
+        problems: figures.problems(),
+        passed: format!(
+            "every job succeeded, every output equal, nothing grew by more than {:.0}%",
+            GROWTH_LIMIT * 100.0
+        ),
+        files:
+            "`samples.csv` (every process every sample), `runs.csv` (one row a job), `meta.json`.",
+        meta,
+    }
+    .write(&opts.results, rows)?;
+    Ok((dir, figures.clone()))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ async fn run_in(dir: &Path, spec: PathBuf, bin: &Path) -> anyhow::Result<PathBuf
         work: dir.join("work"),
         keep_data: false,
         bin: bin.to_owned(),
-        deployment: Default::default(),
+        deployment: ctl::ops::deploy::Kind::Processes.deployment(),
     })
     .await
 }

@@ -229,7 +229,7 @@ arrival_s = [0, 1]
         work: dir.path().join("work"),
         keep_data: false,
         bin: bin.to_owned(),
-        deployment: Default::default(),
+        deployment: ctl::ops::deploy::Kind::Processes.deployment(),
     })
     .await
     .unwrap();

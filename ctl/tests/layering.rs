@@ -605,3 +605,122 @@ fn sched_builds_without_a_runtime_http_or_plotting() {
         assert!(!tree.contains(banned), "sched's tree holds {banned}");
     }
 }
+
+/// ARCHITECTURE.md's section of a crate's modules (`## `<crate>`...`): the
+/// modules its table names (every backticked name of a row's first cell).
+fn documented_modules(doc: &str, krate: &str) -> Option<BTreeSet<String>> {
+    let start = doc.find(&format!("\n## `{krate}`"))?;
+    let section = &doc[start + 1..];
+    let end = section[3..].find("\n## ").map_or(section.len(), |e| e + 3);
+    let names = section[..end]
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .flat_map(|l| {
+            let first = l.split('|').nth(1).unwrap_or("");
+            first
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect::<BTreeSet<String>>();
+    (!names.is_empty()).then_some(names)
+}
+
+/// ARCHITECTURE.md's crate table: each crate's "may use" cell.
+fn documented_uses(doc: &str) -> BTreeMap<String, String> {
+    let table = doc.split("\n## ").next().unwrap_or("");
+    table
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let name = cells.get(1)?.trim_matches('`');
+            (cells.len() >= 4 && CRATES.iter().any(|(c, _)| *c == name))
+                .then(|| (name.to_owned(), cells[3].to_owned()))
+        })
+        .collect()
+}
+
+/// Every dependency a crate's manifest names under `[dependencies]`.
+fn all_deps(krate: &str) -> Vec<String> {
+    let manifest = std::fs::read_to_string(workspace().join(krate).join("Cargo.toml")).unwrap();
+    let deps = manifest
+        .split("[dependencies]")
+        .nth(1)
+        .and_then(|d| d.split("\n[").next())
+        .unwrap_or("");
+    deps.lines()
+        .filter_map(|l| {
+            let name = l.split(['=', '.', ' ']).next()?.trim();
+            (!name.is_empty() && !name.starts_with('#')).then(|| name.to_owned())
+        })
+        .collect()
+}
+
+/// The crates kept small on purpose: ARCHITECTURE.md names every one of
+/// their dependencies.
+const FULLY_DOCUMENTED: &[&str] = &["workloads", "base", "sched", "lab"];
+
+#[test]
+fn architecture_md_names_the_crates_their_dependencies_and_modules() {
+    let doc = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    let uses = documented_uses(&doc);
+    let mut bad = Vec::new();
+    for (krate, _) in CRATES.iter().filter(|(c, _)| *c != "python") {
+        let Some(cell) = uses.get(*krate) else {
+            bad.push(format!("the crate table has no row for {krate}"));
+            continue;
+        };
+        let words: BTreeSet<&str> = cell
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .collect();
+        for dep in workspace_deps(krate) {
+            if !words.contains(dep.as_str()) {
+                bad.push(format!("{krate}'s row does not name {dep}, which it uses"));
+            }
+        }
+        for (other, _) in CRATES {
+            if words.contains(other) && !workspace_deps(krate).iter().any(|d| d == other) {
+                bad.push(format!(
+                    "{krate}'s row names {other}, which it does not use"
+                ));
+            }
+        }
+        if FULLY_DOCUMENTED.contains(krate) {
+            for dep in all_deps(krate) {
+                if !words.contains(dep.as_str()) {
+                    bad.push(format!("{krate}'s row does not name its dependency {dep}"));
+                }
+            }
+        }
+    }
+    for (krate, modules) in layers() {
+        let Some(documented) = documented_modules(&doc, krate) else {
+            continue; // base, common, python: described in prose
+        };
+        let code: BTreeSet<String> = modules.iter().map(|m| m.to_string()).collect();
+        for m in code.difference(&documented) {
+            bad.push(format!("{krate}'s module table has no row for {m}"));
+        }
+        for m in documented.difference(&code) {
+            bad.push(format!(
+                "{krate}'s module table names {m}, not a module of the crate"
+            ));
+        }
+    }
+    let first = doc.split("\n\n").nth(1).unwrap_or("");
+    let n = CRATES.len();
+    let words = ["", "", "", "", "", "", "", "", "Eight", "Nine", "Ten"];
+    assert!(
+        first.starts_with(&format!("{} crates", words[n])),
+        "ARCHITECTURE.md's first paragraph does not say {n} crates: {first}"
+    );
+    assert!(bad.is_empty(), "{bad:#?}");
+    // The check reads what it should.
+    assert!(documented_modules(&doc, "sched")
+        .unwrap()
+        .contains("pending"));
+    assert!(uses["lab"].contains("sched"));
+}

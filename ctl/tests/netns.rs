@@ -451,9 +451,12 @@ arrival_s = [0, 0.5]
         work: tmp.path().join("work"),
         keep_data: false,
         bin: bin("master").parent().unwrap().to_owned(),
-        deployment: ctl::experiment::run::Deployment::Netns {
+        deployment: ctl::ops::deploy::Kind::Netns {
             prefix: prefix.clone(),
-        },
+            third: 1,
+            host_link: true,
+        }
+        .deployment(),
     })
     .await
     .unwrap();

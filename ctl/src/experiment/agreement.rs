@@ -23,6 +23,11 @@ pub struct AgreementRow {
     pub same_time: usize,
     pub same_worker_and_time: usize,
     pub unmatched: usize,
+    /// The four counts above as a % of `maps` (NaN with none).
+    pub same_level_pct: f64,
+    pub same_worker_pct: f64,
+    pub same_time_pct: f64,
+    pub same_worker_and_time_pct: f64,
     /// The first divergence (empty when none): the map, where and when it
     /// ran for real and simulated, and the cause with its detail.
     pub first_job: String,
@@ -52,6 +57,10 @@ impl AgreementRow {
             same_time: a.same_time,
             same_worker_and_time: a.same_worker_and_time,
             unmatched: a.unmatched,
+            same_level_pct: 100.0 * a.share(a.same_level),
+            same_worker_pct: 100.0 * a.share(a.same_worker),
+            same_time_pct: 100.0 * a.share(a.same_time),
+            same_worker_and_time_pct: 100.0 * a.share(a.same_worker_and_time),
             first_job: d.map_or(String::new(), |d| format!("job-{}", d.real.job)),
             first_task: d.map_or(String::new(), |d| d.real.index.to_string()),
             real_worker: d.map_or(String::new(), |d| w(d.real.worker)),
@@ -223,4 +232,100 @@ fn cell_row(cell: &[&AgreementRow], models: &[&str]) -> String {
         divergence,
         causes.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lab::agreement::compare;
+
+    fn row(rep: u32, model: &str, real: &[Launch], sim: &[Launch]) -> AgreementRow {
+        let key = ("p".to_owned(), "DELAY3".to_owned(), rep);
+        AgreementRow::new(&key, model, 1500, &compare(real, sim, 1500))
+    }
+
+    #[test]
+    fn the_section_pools_the_reps_per_model_and_names_rep_0s_divergence() {
+        let l = |index, worker, start_ms| Launch {
+            job: 1,
+            index,
+            reduce: false,
+            worker,
+            source: worker,
+            start_ms,
+            end_ms: start_ms + 1000,
+        };
+        let real = [l(0, 0, 0), l(1, 1, 0)];
+        let moved = [l(0, 0, 0), l(1, 2, 100)];
+        let rows = vec![
+            row(0, "source+reader", &real, &moved),
+            row(1, "source+reader", &real, &real),
+            row(0, "fair-share", &real, &real),
+            row(1, "fair-share", &real, &real),
+        ];
+        assert_eq!(rows[0].same_worker_pct, 50.0);
+        assert_eq!(
+            (rows[0].cause.as_str(), rows[1].cause.as_str()),
+            ("tie", "")
+        );
+        let s = section(
+            &rows,
+            &["source+reader", "fair-share"],
+            &["DELAY3".to_owned()],
+        );
+        assert!(s.contains("| scheduler | maps per run |"), "{s}");
+        assert!(
+            s.contains(
+                "| DELAY3 | 2 | 100% / 100% | 75% / 100% | 100% / 100% | 75% / 100% | \
+                 job-1 map 1 at 0.000 s on w2, simulated 0.100 s on w3: tie | none 1, tie 1 |"
+            ),
+            "{s}"
+        );
+        assert_eq!(section(&[], &["source+reader"], &[]), "");
+    }
+
+    #[test]
+    fn tasks_csv_rows_become_launches_and_bad_names_are_named() {
+        let t = TaskRow {
+            point: "p".into(),
+            scheduler: "s".into(),
+            rep: 0,
+            job: "job-3".into(),
+            job_name: "j2".into(),
+            arrival_s: 0.0,
+            task: 4,
+            kind: "map".into(),
+            attempt: 0,
+            worker: "w2".into(),
+            slot: 0,
+            locality: "remote".into(),
+            source: "w5".into(),
+            start_s: 1.5,
+            end_s: 2.25,
+            input_bytes: 0,
+            remote_bytes: 0,
+            ok: true,
+            error: String::new(),
+        };
+        let l = real_launches([&t]).unwrap();
+        assert_eq!(
+            l,
+            vec![Launch {
+                job: 3,
+                index: 4,
+                reduce: false,
+                worker: 1,
+                source: 4,
+                start_ms: 1500,
+                end_ms: 2250
+            }]
+        );
+        assert!(!l[0].is_local());
+        let bad = TaskRow {
+            worker: "node2".into(),
+            ..t
+        };
+        let e = real_launches([&bad]).unwrap_err();
+        assert!(format!("{e:#}").contains("\"node2\""), "{e:#}");
+    }
 }

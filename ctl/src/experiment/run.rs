@@ -10,8 +10,9 @@ use super::plots;
 use super::spec::{NamedScheduler, Point, Spec};
 use super::timeline;
 use crate::ops::client::MasterClient;
+use crate::ops::deploy::{Deployment, Keep};
+use crate::ops::files;
 use crate::ops::loader::{self, Generator, LoadSpec, Source};
-use crate::ops::{files, local};
 use crate::results::ResultsDir;
 use anyhow::{bail, Context};
 use common::config::{ClusterConfig, ClusterSection, MasterSection, WorkerDefaults, WorkerEntry};
@@ -38,34 +39,9 @@ pub struct Options {
     pub keep_data: bool,
     /// Where the `master` and `worker` binaries are.
     pub bin: PathBuf,
-    /// Where each run's cluster runs.
-    pub deployment: Deployment,
-}
-
-/// Where an experiment's clusters run; the results have the same layout
-/// either way, so the deployments' JCTs compare side by side.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum Deployment {
-    /// Local processes on loopback (`master up`).
-    #[default]
-    Processes,
-    /// Docker containers on a private network (`master up --docker`), from
-    /// the static binaries in `bin`.
-    Docker { bin: PathBuf, project: String },
-    /// Linux network namespaces with tc-shaped links (`master up --netns`;
-    /// root), on 10.77.1.0/24 under `prefix`, with a link from this
-    /// namespace so the runner reaches the nodes.
-    Netns { prefix: String },
-}
-
-impl Deployment {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Deployment::Processes => "processes",
-            Deployment::Docker { .. } => "docker",
-            Deployment::Netns { .. } => "netns",
-        }
-    }
+    /// Where each run's cluster runs (the results have the same layout
+    /// whichever it is, so the deployments' JCTs compare side by side).
+    pub deployment: Box<dyn Deployment>,
 }
 
 /// Runs the experiment and returns its result directory.
@@ -73,12 +49,13 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     let (spec, text) = Spec::load(&opts.spec)?;
     let schedulers = spec.schedulers().map_err(|e| e.in_file(&opts.spec))?;
     let points = spec.points().map_err(|e| e.in_file(&opts.spec))?;
-    if !matches!(opts.deployment, Deployment::Netns { .. }) {
+    if !opts.deployment.shapes_racks() {
         if let Some(p) = points.iter().find(|p| p.rack_link_mbps.is_some()) {
             anyhow::bail!(
-                "{}: point {:?} has a rack link (rack_link_mbps), which only the netns deployment shapes: run with --deployment netns (root)",
+                "{}: point {:?} has a rack link (rack_link_mbps), which the {} deployment does not shape: run with --deployment netns (root)",
                 opts.spec.display(),
-                p.label
+                p.label,
+                opts.deployment.name()
             );
         }
     }
@@ -119,7 +96,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                     ports: &ports,
                     work: &work,
                     bin: &opts.bin,
-                    deployment: &opts.deployment,
+                    deployment: opts.deployment.as_ref(),
                 };
                 pb.set_message(format!("{} rep {rep}: loading data", point.label));
                 let load_started = std::time::SystemTime::now();
@@ -283,7 +260,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     };
     if let Some(signal) = signal {
         pb.abandon();
-        stop_cluster(&opts.deployment, &work, opts.keep_data);
+        stop_cluster(opts.deployment.as_ref(), &work, opts.keep_data);
         let why = format!("{signal} after {} of {total} runs", runs.len());
         meta.finish(&runs);
         meta.interrupted = Some(why.clone());
@@ -306,7 +283,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     plots::plot_all(&out, &schedulers, &points, &runs)?;
     meta.finish(&runs);
     dir.write_meta(&meta)?;
-    stop_cluster(&opts.deployment, &work, opts.keep_data);
+    stop_cluster(opts.deployment.as_ref(), &work, opts.keep_data);
     let failed = runs.iter().filter(|r| r.status != "ok").count();
     println!(
         "{} runs ({} failed); results in {}",
@@ -322,18 +299,10 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
 /// the block stores; in the other modes its processes and network
 /// namespaces (each run stops its own, so these are an interrupted run's);
 /// then the scratch space, unless kept.
-fn stop_cluster(deployment: &Deployment, work: &Path, keep_data: bool) {
+fn stop_cluster(deployment: &dyn Deployment, work: &Path, keep_data: bool) {
     let run = work.join("cluster").join("run");
-    match deployment {
-        Deployment::Docker { project, .. } => {
-            let _ = crate::ops::docker::down_with(&run, !keep_data);
-            let _ = crate::ops::docker::remove_images(project);
-        }
-        Deployment::Processes | Deployment::Netns { .. } => {
-            if let Err(e) = local::down(&run) {
-                tracing::warn!(error = %format!("{e:#}"), "cannot stop the run's cluster");
-            }
-        }
+    if let Err(e) = deployment.down(&run, keep_data) {
+        tracing::warn!(error = %format!("{e:#}"), "cannot stop the run's cluster");
     }
     if !keep_data {
         let _ = std::fs::remove_dir_all(work);
@@ -509,7 +478,7 @@ struct RunEnv<'a> {
     ports: &'a std::cell::RefCell<Vec<u16>>,
     work: &'a Path,
     bin: &'a Path,
-    deployment: &'a Deployment,
+    deployment: &'a dyn Deployment,
 }
 
 impl RunEnv<'_> {
@@ -518,97 +487,22 @@ impl RunEnv<'_> {
     /// every run starts with no job history. Returns the config the
     /// clients use (the containers' addresses in the container mode).
     async fn start(&self, cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<ClusterConfig> {
-        match self.deployment {
-            Deployment::Processes => {
-                local::stop_previous(cfg, fresh)?;
-                let journal = cfg.resolve(&cfg.master.journal);
-                if journal.exists() {
-                    std::fs::remove_file(&journal)
-                        .with_context(|| format!("removing {}", journal.display()))?;
-                }
-                local::start_with(cfg, self.bin).await?;
-                Ok(cfg.clone())
-            }
-            Deployment::Docker { bin, project } => {
-                use crate::ops::docker;
-                let run = local::run_dir(cfg);
-                docker::down_with(&run, fresh)?;
-                // No job history: the master's journal volume goes.
-                let _ = docker::docker(&["volume", "rm", &format!("{project}_master-state")]);
-                docker::up(cfg, false, project, docker::DEFAULT_SUBNET_THIRD + 200, bin).await?;
-                Ok(ClusterConfig::load(docker::config_path(cfg))?)
-            }
-            Deployment::Netns { prefix } => {
-                // No job history: the journal the derived config names goes.
-                let derived = local::netns_config_path(cfg);
-                if let Ok(d) = ClusterConfig::load(&derived) {
-                    let journal = d.resolve(&d.master.journal);
-                    if journal.exists() {
-                        std::fs::remove_file(&journal)
-                            .with_context(|| format!("removing {}", journal.display()))?;
-                    }
-                }
-                let layout = crate::ops::netns::Layout::plan_in(prefix, cfg, 1)?.with_host_link();
-                local::up_netns_layout(cfg, fresh, &layout, self.bin).await?;
-                Ok(ClusterConfig::load(derived)?)
-            }
-        }
+        let keep = if fresh { Keep::Nothing } else { Keep::Stores };
+        self.deployment.start(cfg, keep, self.bin).await?;
+        self.deployment.config(cfg)
     }
 
     /// Copies the logs of the run's nodes into `dest` (each process's log
     /// file written `since`, others being an earlier run's; the containers'
     /// logs in one file); returns how many files.
     fn keep_logs(&self, dest: &Path, since: std::time::SystemTime) -> anyhow::Result<usize> {
-        let run = self.cluster_dir().join("run");
-        let mkdir = || {
-            std::fs::create_dir_all(dest).with_context(|| format!("creating {}", dest.display()))
-        };
-        match self.deployment {
-            Deployment::Processes | Deployment::Netns { .. } => {
-                let logs = run.join("logs");
-                let Ok(entries) = std::fs::read_dir(&logs) else {
-                    return Ok(0);
-                };
-                let mut n = 0;
-                for e in entries {
-                    let e = e?;
-                    let path = e.path();
-                    let fresh = e.metadata()?.modified()? >= since;
-                    if fresh && path.extension().is_some_and(|x| x == "log") {
-                        mkdir()?;
-                        let to = dest.join(path.file_name().expect("a file name"));
-                        std::fs::copy(&path, &to).with_context(|| {
-                            format!("copying {} to {}", path.display(), to.display())
-                        })?;
-                        n += 1;
-                    }
-                }
-                Ok(n)
-            }
-            Deployment::Docker { .. } => match crate::ops::docker::logs(&run)? {
-                Some(text) => {
-                    mkdir()?;
-                    let to = dest.join("containers.log");
-                    std::fs::write(&to, text)
-                        .with_context(|| format!("writing {}", to.display()))?;
-                    Ok(1)
-                }
-                None => Ok(0),
-            },
-        }
+        self.deployment
+            .logs(&self.cluster_dir().join("run"), dest, since)
     }
 
     /// Stops the run's cluster (its block stores stay for the next run).
     fn stop(&self) {
-        let run = self.cluster_dir().join("run");
-        match self.deployment {
-            Deployment::Processes | Deployment::Netns { .. } => {
-                let _ = local::down(&run);
-            }
-            Deployment::Docker { .. } => {
-                let _ = crate::ops::docker::down_with(&run, false);
-            }
-        }
+        let _ = self.deployment.stop(&self.cluster_dir().join("run"));
     }
 
     fn cluster_dir(&self) -> PathBuf {

@@ -341,20 +341,6 @@ pub fn refuse_rack_links(cfg: &ClusterConfig, mode: &str) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Starts the master and every worker of `cfg` as local processes.
-pub async fn up(cfg: &ClusterConfig, fresh: bool) -> anyhow::Result<()> {
-    let stopped = stop_previous(cfg, fresh)?;
-    print_stopped(&stopped);
-    start(cfg).await?;
-    println!(
-        "cluster up: master at {}, {} workers; logs in {}",
-        cfg.master_url(),
-        cfg.worker.len(),
-        run_dir(cfg).join("logs").display()
-    );
-    Ok(())
-}
-
 /// Starts the master and every worker of `cfg` as local processes (binaries
 /// next to this one), silently; returns once every worker has registered.
 /// Stop them with [`down`].
@@ -404,7 +390,8 @@ pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
     r
 }
 
-fn print_stopped(stopped: &Stopped) {
+/// Says what a start stopped of the previous cluster, if anything.
+pub fn print_stopped(stopped: &Stopped) {
     if stopped.processes > 0 || !stopped.namespaces.is_empty() {
         println!(
             "stopped the previous cluster ({} processes, {} namespaces)",
@@ -452,12 +439,7 @@ pub fn netns_config_path(cfg: &ClusterConfig) -> PathBuf {
 /// the workers' emulated NIC off. Writes the derived config to
 /// [`netns_config_path`]. On failure, every process and namespace it
 /// started is removed before the error returns.
-pub async fn up_netns(cfg: &ClusterConfig, fresh: bool, prefix: &str) -> anyhow::Result<()> {
-    let layout = crate::ops::netns::Layout::plan(prefix, cfg)?;
-    up_netns_layout(cfg, fresh, &layout, &bin_dir()?).await
-}
-
-/// [`up_netns`] with the `master` and `worker` binaries taken from `bin`.
+/// The `master` and `worker` binaries are taken from `bin`.
 pub async fn up_netns_with(
     cfg: &ClusterConfig,
     fresh: bool,
@@ -567,14 +549,6 @@ pub async fn up_netns_layout(
             }
         };
         spawn_and_wait(&run, specs, probe, cfg.worker.len()).await?;
-        println!(
-            "cluster up in network namespaces {prefix}*: master at {url} in {}, {} workers \
-             shaped by tc; config for the CLI: {}; logs in {}",
-            layout.master.ns,
-            layout.workers.len(),
-            dpath.display(),
-            run.join("logs").display()
-        );
         anyhow::Ok(())
     }
     .await;

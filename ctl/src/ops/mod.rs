@@ -1,6 +1,7 @@
 //! Operating a cluster from outside the master: [`client`] is the typed API
 //! client (used by the CLI, the loader, the experiment runner and the
-//! tests); [`loader`] generates or splits files into replicated blocks;
+//! tests); [`deploy`] is where a cluster runs, one `Deployment` trait over
+//! the modes below; [`loader`] generates or splits files into replicated blocks;
 //! [`local`] starts and stops a cluster of local processes; [`netns`] does
 //! the same in Linux network namespaces with shaped links; [`docker`] in
 //! containers ([`docker_api`] talks to the engine's socket); [`instances`]
@@ -12,6 +13,7 @@
 //! (a decision record with its inputs, a calibration's models).
 
 pub mod client;
+pub mod deploy;
 pub mod docker;
 pub mod docker_api;
 pub mod files;

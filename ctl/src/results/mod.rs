@@ -90,6 +90,54 @@ impl ResultsDir {
     }
 }
 
+/// A run judged by a verdict (`master chaos`, `master soak`), written as
+/// one folder: runs.csv, a second CSV, summary.md ending with the verdict
+/// and the files, meta.json with the provenance.
+pub struct VerdictRun<'a, E> {
+    /// The folder's name under the results directory (and meta.json's
+    /// `experiment`).
+    pub name: &'a str,
+    pub started_ms: u64,
+    /// The second CSV (`events.csv`, `samples.csv`) and its rows.
+    pub extra: (&'a str, &'a [E]),
+    /// summary.md up to the verdict.
+    pub body: String,
+    /// What fell short (empty: the run passed), and the verdict when
+    /// nothing did.
+    pub problems: Vec<String>,
+    pub passed: String,
+    /// The summary's list of files.
+    pub files: &'a str,
+    /// meta.json's fields besides `experiment` and `provenance`.
+    pub meta: serde_json::Map<String, serde_json::Value>,
+}
+
+impl<E: Serialize> VerdictRun<'_, E> {
+    /// Writes `<results>/<name>/<stamp>/` with `rows` as runs.csv, each
+    /// file whole; returns the folder.
+    pub fn write<R: Serialize>(self, results: &Path, rows: &[R]) -> anyhow::Result<PathBuf> {
+        let dir = ResultsDir::create(results, self.name, self.started_ms)?;
+        dir.write_runs(rows)?;
+        dir.write_csv(self.extra.0, self.extra.1)?;
+        let verdict = if self.problems.is_empty() {
+            self.passed
+        } else {
+            self.problems.join("; ")
+        };
+        dir.write_summary(&format!(
+            "{}\nVerdict: {verdict}\n\nFiles: {}\n",
+            self.body, self.files
+        ))?;
+        let mut provenance = Provenance::capture(self.started_ms);
+        provenance.finish();
+        let mut meta = self.meta;
+        meta.insert("experiment".into(), self.name.into());
+        meta.insert("provenance".into(), serde_json::to_value(&provenance)?);
+        dir.write_meta(&meta)?;
+        Ok(dir.path().to_path_buf())
+    }
+}
+
 fn rename(from: &Path, to: &Path) -> anyhow::Result<()> {
     std::fs::rename(from, to)
         .with_context(|| format!("renaming {} to {}", from.display(), to.display()))
@@ -228,6 +276,51 @@ pub fn read_csv<T: DeserializeOwned>(path: &Path) -> anyhow::Result<Vec<T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_verdict_run_is_one_whole_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |problems: Vec<String>| {
+            let mut meta = serde_json::Map::new();
+            meta.insert("seed".into(), 7.into());
+            VerdictRun {
+                name: "chaos",
+                started_ms: 1_700_000_000_000,
+                extra: ("events.csv", &[(1, "kill")][..]),
+                body: "# body\n".into(),
+                problems,
+                passed: "all good".into(),
+                files: "`runs.csv`.",
+                meta,
+            }
+            .write(dir.path(), &[(0.5, "job-1")])
+            .unwrap()
+        };
+        let out = run(vec![]);
+        assert!(out.starts_with(dir.path().join("chaos")));
+        let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+        assert_eq!(
+            read("summary.md"),
+            "# body\n\nVerdict: all good\n\nFiles: `runs.csv`.\n"
+        );
+        assert_eq!(read("events.csv"), "1,kill\n");
+        assert_eq!(read("runs.csv"), "0.5,job-1\n");
+        let meta: serde_json::Value = serde_json::from_str(&read("meta.json")).unwrap();
+        assert_eq!(
+            (meta["experiment"].as_str(), meta["seed"].as_u64()),
+            (Some("chaos"), Some(7))
+        );
+        assert!(meta["provenance"].is_object(), "{meta}");
+        let names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+        // A shortfall is the verdict, each named.
+        let bad = run(vec!["1 of 2 jobs".into(), "w2 exited".into()]);
+        let text = std::fs::read_to_string(bad.join("summary.md")).unwrap();
+        assert!(text.contains("Verdict: 1 of 2 jobs; w2 exited\n"), "{text}");
+    }
 
     #[test]
     fn a_tree_is_dirty_for_its_code_not_for_its_results() {
