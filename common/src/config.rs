@@ -526,94 +526,108 @@ impl ClusterConfig {
         let mut addrs = HashSet::new();
         addrs.insert(self.master.listen);
         for (i, w) in self.worker.iter().enumerate() {
-            if crate::ids::validate_file_name(&w.name).is_err() {
+            self.check_worker(i, w, &mut names, &mut addrs)?;
+        }
+        Ok(())
+    }
+
+    /// Worker `i`'s entry: a unique name and address (`names`, `addrs`
+    /// hold the ones seen so far), its slots and rates, rack, host and ssh
+    /// settings.
+    fn check_worker<'a>(
+        &self,
+        i: usize,
+        w: &'a WorkerEntry,
+        names: &mut HashSet<&'a str>,
+        addrs: &mut HashSet<SocketAddr>,
+    ) -> Result<(), KeyError> {
+        if crate::ids::validate_file_name(&w.name).is_err() {
+            return Err(self.invalid(
+                format!("worker[{i}].name"),
+                format!(
+                    "{:?} must be 1-100 ASCII letters, digits, '-', '_' or '.' (not leading)",
+                    w.name
+                ),
+            ));
+        }
+        if !names.insert(w.name.as_str()) {
+            return Err(self.invalid(
+                format!("worker[{i}].name"),
+                format!("{:?} is used by two workers", w.name),
+            ));
+        }
+        if w.listen.port() != 0 && !addrs.insert(w.listen) {
+            return Err(self.invalid(
+                format!("worker[{i}].listen"),
+                format!(
+                    "{} is already used by the master or another worker",
+                    w.listen
+                ),
+            ));
+        }
+        if let Some(s) = w.slots {
+            check_slots(self, &format!("worker[{i}].slots"), s)?;
+        }
+        check_rate(self, &format!("worker[{i}].nic_mbps"), w.nic_mbps)?;
+        check_rate(self, &format!("worker[{i}].slot_rate_mbs"), w.slot_rate_mbs)?;
+        check_rate(self, &format!("worker[{i}].disk_mbs"), w.disk_mbs)?;
+        if let Some(r) = &w.rack {
+            let ok = r.starts_with('/')
+                && r.len() > 1
+                && r.len() <= 100
+                && r.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c));
+            if !ok {
                 return Err(self.invalid(
-                    format!("worker[{i}].name"),
-                    format!(
-                        "{:?} must be 1-100 ASCII letters, digits, '-', '_' or '.' (not leading)",
-                        w.name
-                    ),
+                    format!("worker[{i}].rack"),
+                    format!("{r:?} must be a path like \"/dc1/rack2\" (a leading '/', then ASCII letters, digits, '/', '.', '_' or '-')"),
                 ));
             }
-            if !names.insert(w.name.as_str()) {
+        }
+        if let Some(h) = &w.host {
+            let ok = !h.is_empty()
+                && h.len() <= 253
+                && h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".-_:[]".contains(c))
+                && !h.starts_with('-');
+            if !ok {
                 return Err(self.invalid(
-                    format!("worker[{i}].name"),
-                    format!("{:?} is used by two workers", w.name),
+                    format!("worker[{i}].host"),
+                    format!("{h:?} is not a host name or address"),
                 ));
             }
-            if w.listen.port() != 0 && !addrs.insert(w.listen) {
+        }
+        if let Some(u) = &w.ssh_user {
+            let ok = !u.is_empty()
+                && u.len() <= 64
+                && u.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                && !u.starts_with('-');
+            if !ok {
                 return Err(self.invalid(
-                    format!("worker[{i}].listen"),
-                    format!(
-                        "{} is already used by the master or another worker",
-                        w.listen
-                    ),
+                    format!("worker[{i}].ssh_user"),
+                    format!("{u:?} is not a user name"),
                 ));
             }
-            if let Some(s) = w.slots {
-                check_slots(self, &format!("worker[{i}].slots"), s)?;
-            }
-            check_rate(self, &format!("worker[{i}].nic_mbps"), w.nic_mbps)?;
-            check_rate(self, &format!("worker[{i}].slot_rate_mbs"), w.slot_rate_mbs)?;
-            check_rate(self, &format!("worker[{i}].disk_mbs"), w.disk_mbs)?;
-            if let Some(r) = &w.rack {
-                let ok = r.starts_with('/')
-                    && r.len() > 1
-                    && r.len() <= 100
-                    && r.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c));
-                if !ok {
+        }
+        if w.host.is_none() {
+            for (k, set) in [
+                ("ssh_user", w.ssh_user.is_some()),
+                ("ssh_port", w.ssh_port.is_some()),
+                ("remote_dir", w.remote_dir.is_some()),
+                ("remote_bin", w.remote_bin.is_some()),
+                ("ssh_options", w.ssh_options.is_some()),
+            ] {
+                if set {
                     return Err(self.invalid(
-                        format!("worker[{i}].rack"),
-                        format!("{r:?} must be a path like \"/dc1/rack2\" (a leading '/', then ASCII letters, digits, '/', '.', '_' or '-')"),
+                        format!("worker[{i}].{k}"),
+                        "only for a worker on another machine: set `host` too",
                     ));
                 }
             }
-            if let Some(h) = &w.host {
-                let ok = !h.is_empty()
-                    && h.len() <= 253
-                    && h.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || ".-_:[]".contains(c))
-                    && !h.starts_with('-');
-                if !ok {
-                    return Err(self.invalid(
-                        format!("worker[{i}].host"),
-                        format!("{h:?} is not a host name or address"),
-                    ));
-                }
-            }
-            if let Some(u) = &w.ssh_user {
-                let ok = !u.is_empty()
-                    && u.len() <= 64
-                    && u.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-                    && !u.starts_with('-');
-                if !ok {
-                    return Err(self.invalid(
-                        format!("worker[{i}].ssh_user"),
-                        format!("{u:?} is not a user name"),
-                    ));
-                }
-            }
-            if w.host.is_none() {
-                for (k, set) in [
-                    ("ssh_user", w.ssh_user.is_some()),
-                    ("ssh_port", w.ssh_port.is_some()),
-                    ("remote_dir", w.remote_dir.is_some()),
-                    ("remote_bin", w.remote_bin.is_some()),
-                    ("ssh_options", w.ssh_options.is_some()),
-                ] {
-                    if set {
-                        return Err(self.invalid(
-                            format!("worker[{i}].{k}"),
-                            "only for a worker on another machine: set `host` too",
-                        ));
-                    }
-                }
-            }
-            if w.ssh_port == Some(0) {
-                return Err(self.invalid(format!("worker[{i}].ssh_port"), "must be 1..=65535"));
-            }
+        }
+        if w.ssh_port == Some(0) {
+            return Err(self.invalid(format!("worker[{i}].ssh_port"), "must be 1..=65535"));
         }
         Ok(())
     }

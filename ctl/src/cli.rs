@@ -472,38 +472,22 @@ impl GenArgs {
 }
 
 /// Runs one command line.
-pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    // External policies (`policy = "external"`) are reached over sockets.
-    common::policy_socket::install();
-    // Commands that need no cluster.toml.
-    match &cli.cmd {
-        Cmd::Sim { cmd } => return sim(cmd),
+/// The commands that need no cluster.toml; false for the others.
+async fn run_tools(cmd: &Cmd) -> anyhow::Result<bool> {
+    let r = match cmd {
+        Cmd::Sim { cmd } => sim(cmd),
         Cmd::PolicyServer {
             listen,
             threshold_s,
-        } => {
-            anyhow::ensure!(
-                threshold_s.is_finite() && *threshold_s >= 0.0,
-                "--threshold-s must be a number of seconds >= 0, not {threshold_s}"
-            );
-            let l = crate::policy_server::Listener::bind(listen)?;
-            println!(
-                "serving the reference delay policy (threshold {threshold_s} s) at {}",
-                l.address()
-            );
-            let policy = std::sync::Arc::new(std::sync::Mutex::new(
-                crate::policy_server::Sessions::new(*threshold_s),
-            ));
-            return tokio::task::spawn_blocking(move || l.serve(policy)).await?;
-        }
-        Cmd::Replot { dir } => return replot(dir),
-        Cmd::Claims { cmd } => return crate::claims::run(cmd),
+        } => policy_server(listen, *threshold_s).await,
+        Cmd::Replot { dir } => replot(dir),
+        Cmd::Claims { cmd } => crate::claims::run(cmd),
         Cmd::Chaos {
             seed,
             jobs,
             results,
             work,
-        } => return chaos(*seed, *jobs, results, work).await,
+        } => chaos(*seed, *jobs, results, work).await,
         Cmd::Soak {
             minutes,
             seed,
@@ -512,10 +496,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             results,
             work,
         } => {
-            if !(*minutes > 0.0 && *sample_s > 0.0 && *arrival_s > 0.0) {
-                anyhow::bail!("--minutes, --sample-s and --arrival-s must be > 0");
-            }
-            let (dir, figures) = crate::soak::run(&crate::soak::SoakOptions {
+            let opts = crate::soak::SoakOptions {
                 results: results.clone(),
                 work: work.clone(),
                 bin: local::bin_dir()?,
@@ -523,14 +504,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 minutes: *minutes,
                 sample_s: *sample_s,
                 arrival_s: *arrival_s,
-            })
-            .await?;
-            println!("results in {}", dir.display());
-            let problems = figures.problems();
-            if !problems.is_empty() {
-                anyhow::bail!("the soak failed: {}", problems.join("; "));
-            }
-            return Ok(());
+            };
+            soak(&opts).await
         }
         Cmd::Experiment {
             spec,
@@ -541,9 +516,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             docker_bin,
         } => {
             let deployment = Kind::for_experiments(deployment, docker_bin)?.deployment();
-            return run_experiment(spec, results, work, *keep_data, deployment).await;
+            run_experiment(spec, results, work, *keep_data, deployment).await
         }
-        _ => {}
+        _ => return Ok(false),
+    };
+    r?;
+    Ok(true)
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    // External policies (`policy = "external"`) are reached over sockets.
+    common::policy_socket::install();
+    if run_tools(&cli.cmd).await? {
+        return Ok(());
     }
     let cfg = ClusterConfig::load(&cli.config)?;
     let client = MasterClient::new(
@@ -551,12 +536,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         &cfg.cluster.token,
     )
     .retrying(std::time::Duration::from_secs(cli.retry_s));
-    match cli.cmd {
+    run_cluster(cli.cmd, &cfg, &client).await
+}
+
+/// The commands that act on the cluster of `cfg` through `client`.
+async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> anyhow::Result<()> {
+    match cmd {
         Cmd::Serve {
             listen,
             scheduler,
             instances,
-        } => serve(&cfg, listen, scheduler, instances.as_deref()).await,
+        } => serve(cfg, listen, scheduler, instances.as_deref()).await,
         Cmd::Up {
             fresh,
             netns,
@@ -581,17 +571,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 Kind::Processes
             };
-            let d = kind.deployment();
-            let keep = if fresh {
-                Keep::Nothing
-            } else {
-                Keep::Everything
-            };
-            d.start(&cfg, keep, &local::bin_dir()?).await?;
-            println!("{}", d.up_line(&cfg)?);
-            Ok(())
+            up(cfg, kind, fresh).await
         }
-        Cmd::Down => down(&cfg),
+        Cmd::Down => down(cfg),
         Cmd::Load {
             name,
             generate,
@@ -618,7 +600,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 seed: seed.unwrap_or(cfg.cluster.seed),
                 placement,
             };
-            load(&client, &spec).await
+            load(client, &spec).await
         }
         Cmd::Submit {
             workload,
@@ -657,7 +639,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 wait,
                 json,
             };
-            submit(&client, &job, &how).await
+            submit(client, &job, &how).await
         }
         Cmd::Jobs => {
             print!("{}", report::jobs_table(&client.jobs().await?));
@@ -669,15 +651,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             wait,
             decisions,
         } => match decisions {
-            false => show_report(&client, &job, json, wait).await,
-            true => show_decisions(&client, &job, json, wait).await,
+            false => show_report(client, &job, json, wait).await,
+            true => show_decisions(client, &job, json, wait).await,
         },
-        Cmd::Workers => workers(&client).await,
-        Cmd::Files => files(&client).await,
-        Cmd::Get { file, output } => get(&client, &file, output.as_deref()).await,
-        Cmd::Cat { file } => get(&client, &file, None).await,
+        Cmd::Workers => workers(client).await,
+        Cmd::Files => files(client).await,
+        Cmd::Get { file, output } => get(client, &file, output.as_deref()).await,
+        Cmd::Cat { file } => get(client, &file, None).await,
         Cmd::Rm { file } => {
-            let d = crate::ops::files::remove(&client, &file, std::time::Duration::from_secs(60))
+            let d = crate::ops::files::remove(client, &file, std::time::Duration::from_secs(60))
                 .await?;
             println!(
                 "deleted {}: {} blocks, {} replicas",
@@ -695,6 +677,50 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             unreachable!("handled above")
         }
     }
+}
+
+/// `master policy-server`: the reference delay policy on a socket.
+async fn policy_server(listen: &str, threshold_s: f64) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        threshold_s.is_finite() && threshold_s >= 0.0,
+        "--threshold-s must be a number of seconds >= 0, not {threshold_s}"
+    );
+    let l = crate::policy_server::Listener::bind(listen)?;
+    println!(
+        "serving the reference delay policy (threshold {threshold_s} s) at {}",
+        l.address()
+    );
+    let policy = std::sync::Arc::new(std::sync::Mutex::new(crate::policy_server::Sessions::new(
+        threshold_s,
+    )));
+    tokio::task::spawn_blocking(move || l.serve(policy)).await?
+}
+
+/// `master soak`: fails when the run's figures fall short.
+async fn soak(opts: &crate::soak::SoakOptions) -> anyhow::Result<()> {
+    if !(opts.minutes > 0.0 && opts.sample_s > 0.0 && opts.arrival_s > 0.0) {
+        anyhow::bail!("--minutes, --sample-s and --arrival-s must be > 0");
+    }
+    let (dir, figures) = crate::soak::run(opts).await?;
+    println!("results in {}", dir.display());
+    let problems = figures.problems();
+    if !problems.is_empty() {
+        anyhow::bail!("the soak failed: {}", problems.join("; "));
+    }
+    Ok(())
+}
+
+/// `master up`: the cluster of `cfg` started where `kind` says.
+async fn up(cfg: &ClusterConfig, kind: Kind, fresh: bool) -> anyhow::Result<()> {
+    let d = kind.deployment();
+    let keep = if fresh {
+        Keep::Nothing
+    } else {
+        Keep::Everything
+    };
+    d.start(cfg, keep, &local::bin_dir()?).await?;
+    println!("{}", d.up_line(cfg)?);
+    Ok(())
 }
 
 /// `master get` and `master cat`.

@@ -728,130 +728,179 @@ pub fn summary(
         s += &format!("{}\n\n", spec.notes.trim());
     }
     for p in points {
-        let trace = spec.trace_plan(p.block_bytes).ok().flatten();
-        let data = if let (Some(plan), Some(t)) = (trace, &spec.trace) {
-            format!(
-                "SWIM hour {} of {}: {} jobs ({} map-only, {} left out without input), {} maps over {} files, {:.1} MB stored, bytes x {}, time / {}",
-                t.hour,
-                t.file.display(),
-                plan.jobs.len(),
-                plan.jobs
-                    .iter()
-                    .filter(|j| j.workload == workloads::Workload::InputSink)
-                    .count(),
-                plan.no_input,
-                plan.maps(),
-                plan.files.len(),
-                plan.stored_bytes() as f64 / 1e6,
-                t.bytes_scale,
-                t.time_scale
-            )
-        } else if spec.jobs.mix.is_empty() {
-            format!("{} files x {} blocks", p.files, p.blocks)
-        } else {
-            let mix: Vec<String> = spec
-                .jobs
-                .mix
+        s += &point_heading(spec, p);
+        s += &point_table(p, schedulers, &cells);
+    }
+    s += &run_notes(runs, failed_logs);
+    let samples: Vec<super::paired::Sample> = runs
+        .iter()
+        .filter(|r| r.status == "ok")
+        .map(|r| super::paired::Sample {
+            point: &r.point,
+            scheduler: &r.scheduler,
+            seed: r.seed,
+            values: [r.mean_jct_s, r.makespan_s],
+        })
+        .collect();
+    s += &super::paired::section(
+        &points.iter().map(|p| p.label.clone()).collect::<Vec<_>>(),
+        &schedulers
+            .iter()
+            .map(|x| x.label.clone())
+            .collect::<Vec<_>>(),
+        &samples,
+    );
+    s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/` (whiskers: min-max over repetitions), \
+          `timelines/` (per run: a Gantt chart of every slot above each worker's NIC rates), `nic.csv` and `background.csv` \
+          (the timelines' data), `meta.json` (spec, seeds, commit, machine).\n";
+    s
+}
+
+/// A point's heading in `summary.md`: its jobs, data, block size,
+/// replication and what it changes of the cluster's settings.
+fn point_heading(spec: &Spec, p: &Point) -> String {
+    let mut s = String::new();
+    let trace = spec.trace_plan(p.block_bytes).ok().flatten();
+    let data = if let (Some(plan), Some(t)) = (trace, &spec.trace) {
+        format!(
+            "SWIM hour {} of {}: {} jobs ({} map-only, {} left out without input), {} maps over {} files, {:.1} MB stored, bytes x {}, time / {}",
+            t.hour,
+            t.file.display(),
+            plan.jobs.len(),
+            plan.jobs
                 .iter()
-                .map(|c| {
-                    let r = c.reduces.map_or("default".into(), |r| r.to_string());
-                    format!("{} x {} {}/{r}", c.count, c.workload, c.maps)
-                })
-                .collect();
-            format!("one file per job ({}, maps/reduces)", mix.join(", "))
-        };
-        let background = match (&p.background, &spec.background) {
-            (Some(b), Some(base)) if b.duration_s != base.duration_s => {
-                format!(", background U[{}, {}] s", b.duration_s[0], b.duration_s[1])
+                .filter(|j| j.workload == workloads::Workload::InputSink)
+                .count(),
+            plan.no_input,
+            plan.maps(),
+            plan.files.len(),
+            plan.stored_bytes() as f64 / 1e6,
+            t.bytes_scale,
+            t.time_scale
+        )
+    } else if spec.jobs.mix.is_empty() {
+        format!("{} files x {} blocks", p.files, p.blocks)
+    } else {
+        let mix: Vec<String> = spec
+            .jobs
+            .mix
+            .iter()
+            .map(|c| {
+                let r = c.reduces.map_or("default".into(), |r| r.to_string());
+                format!("{} x {} {}/{r}", c.count, c.workload, c.maps)
+            })
+            .collect();
+        format!("one file per job ({}, maps/reduces)", mix.join(", "))
+    };
+    let background = match (&p.background, &spec.background) {
+        (Some(b), Some(base)) if b.duration_s != base.duration_s => {
+            format!(", background U[{}, {}] s", b.duration_s[0], b.duration_s[1])
+        }
+        _ => String::new(),
+    };
+    let disk = if p.disk_mbs != spec.cluster.disk_mbs {
+        p.disk_mbs
+            .map_or(", no disk".into(), |d| format!(", disk {d} MB/s"))
+    } else {
+        String::new()
+    };
+    let heartbeat = if p.heartbeat_ms != spec.cluster.heartbeat_ms
+        || p.out_of_band_heartbeat != spec.cluster.out_of_band_heartbeat
+    {
+        format!(
+            ", heartbeat {} ms{}",
+            p.heartbeat_ms,
+            if p.out_of_band_heartbeat {
+                " + out-of-band"
+            } else {
+                ", no out-of-band"
             }
-            _ => String::new(),
+        )
+    } else {
+        String::new()
+    };
+    s += &format!(
+        "## {}: {} jobs, {data}, blocks of {:.2} MB, replication {}{background}{heartbeat}{disk}\n\n",
+        p.label,
+        p.jobs,
+        p.block_bytes as f64 / 1e6,
+        p.replication
+    );
+    s
+}
+
+/// A point's table in `summary.md`: a row per scheduler, the slowdown
+/// against the first, EAS's load balance normalised by the point's maximum.
+fn point_table(
+    p: &Point,
+    schedulers: &[NamedScheduler],
+    cells: &BTreeMap<(String, String), Cell>,
+) -> String {
+    let mut s = String::new();
+    s += "| scheduler | runs | mean JCT (s) | p95 JCT (s) | makespan (s) | data-local | data-remote | locality % | remote MB | slowdown | flowtime (s) | map MB/s | reduce MB/s | load balance | map MB/s (EAS eq. 3) | reduce MB/s (EAS eq. 4) | load balance (EAS 5.4) | load balance (5.4, reader) |\n";
+    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    let base = cells
+        .get(&(p.label.clone(), schedulers[0].label.clone()))
+        .map(|c| c.mean_jct_s)
+        .unwrap_or(f64::NAN);
+    // EAS normalises the load-balance value to [0, 1]: by the point's maximum.
+    let lb_max = schedulers
+        .iter()
+        .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
+        .map(|c| c.load_balance)
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let lbs_max = schedulers
+        .iter()
+        .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
+        .map(|c| c.load_balance_sampled)
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let lbr_max = schedulers
+        .iter()
+        .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
+        .map(|c| c.load_balance_sampled_reader)
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    for sc in schedulers {
+        let Some(c) = cells.get(&(p.label.clone(), sc.label.clone())) else {
+            continue;
         };
-        let disk = if p.disk_mbs != spec.cluster.disk_mbs {
-            p.disk_mbs
-                .map_or(", no disk".into(), |d| format!(", disk {d} MB/s"))
+        let runs = if c.failed > 0 {
+            format!("{} ({} failed)", c.runs, c.failed)
         } else {
-            String::new()
-        };
-        let heartbeat = if p.heartbeat_ms != spec.cluster.heartbeat_ms
-            || p.out_of_band_heartbeat != spec.cluster.out_of_band_heartbeat
-        {
-            format!(
-                ", heartbeat {} ms{}",
-                p.heartbeat_ms,
-                if p.out_of_band_heartbeat {
-                    " + out-of-band"
-                } else {
-                    ", no out-of-band"
-                }
-            )
-        } else {
-            String::new()
+            c.runs.to_string()
         };
         s += &format!(
-            "## {}: {} jobs, {data}, blocks of {:.2} MB, replication {}{background}{heartbeat}{disk}\n\n",
-            p.label,
-            p.jobs,
-            p.block_bytes as f64 / 1e6,
-            p.replication
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            sc.label,
+            runs,
+            fs(c.mean_jct_s, c.spread.mean_jct_s, c.runs, 2),
+            f(c.p95_jct_s, 2),
+            fs(c.makespan_s, c.spread.makespan_s, c.runs, 2),
+            f(c.data_local, 1),
+            fs(c.data_remote, c.spread.data_remote, c.runs, 1),
+            f(c.locality_pct, 1),
+            f(c.remote_mb, 1),
+            f(c.mean_jct_s / base, 2),
+            fs(c.total_jct_s, c.spread.total_jct_s, c.runs, 1),
+            f(c.map_tp, 1),
+            f(c.reduce_tp, 1),
+            f(normalised(c.load_balance, lb_max), 2),
+            f(c.map_tp_machines, 1),
+            f(c.reduce_tp_machines, 1),
+            f(normalised(c.load_balance_sampled, lbs_max), 2),
+            f(normalised(c.load_balance_sampled_reader, lbr_max), 2),
         );
-        s += "| scheduler | runs | mean JCT (s) | p95 JCT (s) | makespan (s) | data-local | data-remote | locality % | remote MB | slowdown | flowtime (s) | map MB/s | reduce MB/s | load balance | map MB/s (EAS eq. 3) | reduce MB/s (EAS eq. 4) | load balance (EAS 5.4) | load balance (5.4, reader) |\n";
-        s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-        let base = cells
-            .get(&(p.label.clone(), schedulers[0].label.clone()))
-            .map(|c| c.mean_jct_s)
-            .unwrap_or(f64::NAN);
-        // EAS normalises the load-balance value to [0, 1]: by the point's maximum.
-        let lb_max = schedulers
-            .iter()
-            .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
-            .map(|c| c.load_balance)
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max);
-        let lbs_max = schedulers
-            .iter()
-            .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
-            .map(|c| c.load_balance_sampled)
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max);
-        let lbr_max = schedulers
-            .iter()
-            .filter_map(|sc| cells.get(&(p.label.clone(), sc.label.clone())))
-            .map(|c| c.load_balance_sampled_reader)
-            .filter(|v| v.is_finite())
-            .fold(0.0, f64::max);
-        for sc in schedulers {
-            let Some(c) = cells.get(&(p.label.clone(), sc.label.clone())) else {
-                continue;
-            };
-            let runs = if c.failed > 0 {
-                format!("{} ({} failed)", c.runs, c.failed)
-            } else {
-                c.runs.to_string()
-            };
-            s += &format!(
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-                sc.label,
-                runs,
-                fs(c.mean_jct_s, c.spread.mean_jct_s, c.runs, 2),
-                f(c.p95_jct_s, 2),
-                fs(c.makespan_s, c.spread.makespan_s, c.runs, 2),
-                f(c.data_local, 1),
-                fs(c.data_remote, c.spread.data_remote, c.runs, 1),
-                f(c.locality_pct, 1),
-                f(c.remote_mb, 1),
-                f(c.mean_jct_s / base, 2),
-                fs(c.total_jct_s, c.spread.total_jct_s, c.runs, 1),
-                f(c.map_tp, 1),
-                f(c.reduce_tp, 1),
-                f(normalised(c.load_balance, lb_max), 2),
-                f(c.map_tp_machines, 1),
-                f(c.reduce_tp_machines, 1),
-                f(normalised(c.load_balance_sampled, lbs_max), 2),
-                f(normalised(c.load_balance_sampled_reader, lbr_max), 2),
-            );
-        }
-        s += "\n";
     }
+    s += "\n";
+    s
+}
+
+/// The failed runs, the host's CPU and the rechecked decision records, as
+/// `summary.md` ends.
+fn run_notes(runs: &[RunRecord], failed_logs: bool) -> String {
+    let mut s = String::new();
     let failures: Vec<&RunRecord> = runs.iter().filter(|r| r.status != "ok").collect();
     if !failures.is_empty() {
         s += "## Failed runs\n\n";
@@ -912,27 +961,6 @@ pub fn summary(
             }
         );
     }
-    let samples: Vec<super::paired::Sample> = runs
-        .iter()
-        .filter(|r| r.status == "ok")
-        .map(|r| super::paired::Sample {
-            point: &r.point,
-            scheduler: &r.scheduler,
-            seed: r.seed,
-            values: [r.mean_jct_s, r.makespan_s],
-        })
-        .collect();
-    s += &super::paired::section(
-        &points.iter().map(|p| p.label.clone()).collect::<Vec<_>>(),
-        &schedulers
-            .iter()
-            .map(|x| x.label.clone())
-            .collect::<Vec<_>>(),
-        &samples,
-    );
-    s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/` (whiskers: min-max over repetitions), \
-          `timelines/` (per run: a Gantt chart of every slot above each worker's NIC rates), `nic.csv` and `background.csv` \
-          (the timelines' data), `meta.json` (spec, seeds, commit, machine).\n";
     s
 }
 

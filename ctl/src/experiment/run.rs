@@ -25,7 +25,7 @@ use sched::policy::SchedulerConfig;
 use sched::reduce::ReducePlacement;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use workloads::Workload;
 
 const TOKEN: &str = "experiment";
@@ -71,13 +71,7 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     dir.write_meta(&meta)?;
 
     let total = points.len() * spec.repetitions as usize * schedulers.len();
-    let pb = ProgressBar::new(total as u64);
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{bar:30} {pos}/{len} runs, elapsed {elapsed}, ETA {eta}: {msg}",
-        )
-        .expect("valid template"),
-    );
+    let pb = progress_bar(total);
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut job_rows: Vec<super::qos::JobRow> = Vec::new();
     // The runs, until they end or a signal stops them: dropping the body's
@@ -104,120 +98,39 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                 for (i, s) in schedulers.iter().enumerate() {
                     pb.set_message(format!("{} rep {rep}: {}", point.label, s.label));
                     // Logs older than this are an earlier run's.
-                    let since = match &loaded {
-                        Ok(()) => std::time::SystemTime::now(),
-                        Err(_) => load_started,
-                    };
+                    let since = loaded.as_ref().map_or(load_started, |()| SystemTime::now());
                     let t0 = Instant::now();
                     let cpu0 = super::output::host_cpu_ticks();
-                    let mut result = match &loaded {
-                        Ok(()) => run_once(&env, s).await,
+                    let result = match &loaded {
+                        Ok(()) => run_retrying(&env, s).await,
                         Err(e) => Err(anyhow::anyhow!("loading the data failed: {e:#}")),
                     };
-                    // Another process may take a port between runs: new ports,
-                    // and the run again (at most twice).
-                    for _ in 0..2 {
-                        match &result {
-                            Err(e) if format!("{e:#}").contains("Address already in use") => {
-                                tracing::warn!("a port was taken; retrying the run on new ports");
-                                env.stop();
-                                *ports.borrow_mut() =
-                                    free_ports(spec.cluster.workers as usize + 1)?;
-                                result = run_once(&env, s).await;
-                            }
-                            _ => break,
-                        }
-                    }
-                    // A failed run's node logs are kept with the results (the
-                    // next run's cluster overwrites them): jobs that failed, a
-                    // master that stopped answering. Data that failed to load
-                    // fails every scheduler's run of it: its logs once.
+                    // Data that failed to load fails every scheduler's run of
+                    // it: its logs once.
                     let failed = match &result {
                         Ok((reports, ..)) => reports.iter().any(|r| r.state != JobState::Succeeded),
                         Err(_) => loaded.is_ok() || i == 0,
                     };
-                    let kept = failed.then(|| {
-                    let dest = out.join("failed-runs").join(format!(
-                        "{}-{}-r{rep}",
-                        timeline::slug(&point.label),
-                        timeline::slug(&s.label)
-                    ));
-                    match env.keep_logs(&dest, since) {
-                        Ok(n) if n > 0 => Some(dest),
-                        Ok(_) => None,
-                        Err(e) => {
-                            tracing::warn!(error = %format!("{e:#}"), "cannot keep the failed run's logs");
-                            None
-                        }
-                    }
-                });
+                    let kept = failed
+                        .then(|| keep_failed_logs(&env, &out, s, rep, since))
+                        .flatten();
                     env.stop();
                     let wall = t0.elapsed().as_secs_f64();
                     let host_cpu_pct =
                         super::output::cpu_pct(cpu0, super::output::host_cpu_ticks());
                     let (mut record, rows) = match result {
-                        Ok((reports, t0_unix, timelines, decisions, notes)) => {
-                            let (map_workers, _) = spec.machines();
-                            let mut rec = RunRecord::from_reports(
-                                &point.label,
+                        Ok(outcome) => {
+                            let (rec, rows, jobs) = record_run(
+                                &out,
+                                &env,
                                 s,
                                 rep,
-                                seed,
-                                &reports,
-                                t0_unix,
-                                &map_workers,
                                 wall,
-                            );
-                            rec.scheduler_notes = notes.join("; ");
-                            let rows = TaskRow::from_reports(
-                                &point.label,
-                                &s.label,
-                                rep,
-                                &reports,
-                                t0_unix,
-                            );
-                            let jobs = super::qos::JobRow::from_reports(
-                                &point.label,
-                                &s.label,
-                                rep,
-                                &reports,
-                            );
-                            jobs_csv.write(&jobs)?;
+                                outcome,
+                                &mut jobs_csv,
+                                &mut timelines_csv,
+                            )?;
                             job_rows.extend(jobs);
-                            let (maps, reduces) = spec.machines();
-                            rec.set_eas_metrics(&rows, &maps, &reduces);
-                            timelines_csv.write(
-                                (&point.label, &s.label, rep),
-                                t0_unix,
-                                &timelines,
-                            )?;
-                            let file = format!(
-                                "{}-{}-r{rep}",
-                                timeline::slug(&point.label),
-                                timeline::slug(&s.label)
-                            );
-                            if let Some(log) = &decisions {
-                                let dir = out.join("decisions");
-                                write_decisions(&dir.join(format!("{file}.csv.gz")), log, t0_unix)?;
-                                crate::ops::report::write_record(
-                                    &dir.join(format!("{file}.record.json.gz")),
-                                    log,
-                                )?;
-                                rec.rechecked = match crate::ops::report::recheck(log) {
-                                    Ok(_) => "same".into(),
-                                    Err(e) => format!("differs: {e:#}"),
-                                };
-                            }
-                            timeline::plot(
-                                &out.join("timelines"),
-                                &file,
-                                &format!(
-                                    "{} / {} / repetition {rep} (seed {seed})",
-                                    point.label, s.label
-                                ),
-                                &rows,
-                                &timeline::series(&timelines, t0_unix),
-                            )?;
                             (rec, rows)
                         }
                         Err(e) => (
@@ -236,10 +149,12 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
                     record.host_cpu_pct = host_cpu_pct;
                     // A hidden bar (no terminal, e.g. CI or a log file) drops
                     // println; progress must still reach the log.
-                    let mut line = record.one_line();
-                    if let Some(dir) = kept.flatten() {
-                        line += &format!(" (node logs in {})", dir.display());
-                    }
+                    let line = match kept {
+                        Some(dir) => {
+                            format!("{} (node logs in {})", record.one_line(), dir.display())
+                        }
+                        None => record.one_line(),
+                    };
                     if pb.is_hidden() {
                         println!("[{}/{total}] {line}", runs.len() + 1);
                     } else {
@@ -261,37 +176,60 @@ pub async fn run(opts: &Options) -> anyhow::Result<PathBuf> {
     if let Some(signal) = signal {
         pb.abandon();
         stop_cluster(opts.deployment.as_ref(), &work, opts.keep_data);
-        let why = format!("{signal} after {} of {total} runs", runs.len());
-        meta.finish(&runs);
-        meta.interrupted = Some(why.clone());
-        dir.write_meta(&meta)?;
-        bail!(
-            "interrupted by {why}: stopped the cluster of the run in progress{}; the finished runs are in {} (runs.csv, tasks.csv; no summary or plots)",
-            if opts.keep_data { "" } else { " and removed the scratch space" },
-            out.display()
-        );
+        return Err(interrupted_exit(
+            signal, opts, &out, &dir, &mut meta, &runs, total,
+        ));
     }
     pb.finish_and_clear();
-    dir.write_summary(&summary_md(
-        &out,
-        &spec,
-        &schedulers,
-        &points,
-        &runs,
-        &job_rows,
-    ))?;
+    let summary = summary_md(&out, &spec, &schedulers, &points, &runs, &job_rows);
+    dir.write_summary(&summary)?;
     plots::plot_all(&out, &schedulers, &points, &runs)?;
     meta.finish(&runs);
     dir.write_meta(&meta)?;
     stop_cluster(opts.deployment.as_ref(), &work, opts.keep_data);
     let failed = runs.iter().filter(|r| r.status != "ok").count();
     println!(
-        "{} runs ({} failed); results in {}",
+        "{} runs ({failed} failed); results in {}",
         runs.len(),
-        failed,
         out.display()
     );
     Ok(out)
+}
+
+/// The runner's progress bar over `total` runs.
+fn progress_bar(total: usize) -> ProgressBar {
+    let pb = ProgressBar::new(total as u64);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} runs, elapsed {elapsed}, ETA {eta}: {msg}",
+        )
+        .expect("valid template"),
+    );
+    pb
+}
+
+/// An experiment a signal stopped (its cluster stopped already): meta.json
+/// says after how many runs, and the error says where the finished ones are.
+fn interrupted_exit(
+    signal: &str,
+    opts: &Options,
+    out: &Path,
+    dir: &ResultsDir,
+    meta: &mut output::Meta,
+    runs: &[RunRecord],
+    total: usize,
+) -> anyhow::Error {
+    let why = format!("{signal} after {} of {total} runs", runs.len());
+    meta.finish(runs);
+    meta.interrupted = Some(why.clone());
+    if let Err(e) = dir.write_meta(meta) {
+        return e;
+    }
+    anyhow::anyhow!(
+        "interrupted by {why}: stopped the cluster of the run in progress{}; the finished runs are in {} (runs.csv, tasks.csv; no summary or plots)",
+        if opts.keep_data { "" } else { " and removed the scratch space" },
+        out.display()
+    )
 }
 
 /// Removes what the experiment's last cluster left: in the container mode
@@ -923,6 +861,110 @@ async fn run_once(env: &RunEnv<'_>, sched: &NamedScheduler) -> anyhow::Result<Ru
 
 /// A run's job reports, its start (Unix ms), the workers' timelines and,
 /// if the spec keeps it, the master's decision record.
+/// A run, again on new ports (at most twice) when another process took
+/// one of its ports between runs.
+async fn run_retrying(env: &RunEnv<'_>, s: &NamedScheduler) -> anyhow::Result<RunOutcome> {
+    let mut result = run_once(env, s).await;
+    for _ in 0..2 {
+        match &result {
+            Err(e) if format!("{e:#}").contains("Address already in use") => {
+                tracing::warn!("a port was taken; retrying the run on new ports");
+                env.stop();
+                *env.ports.borrow_mut() = free_ports(env.spec.cluster.workers as usize + 1)?;
+                result = run_once(env, s).await;
+            }
+            _ => break,
+        }
+    }
+    result
+}
+
+/// A failed run's node logs (jobs that failed, a master that stopped
+/// answering), kept with the results in
+/// `failed-runs/<point>-<scheduler>-r<rep>/` (the next run's cluster
+/// overwrites them); the folder, if any log was written since `since`.
+fn keep_failed_logs(
+    env: &RunEnv<'_>,
+    out: &Path,
+    s: &NamedScheduler,
+    rep: u32,
+    since: std::time::SystemTime,
+) -> Option<PathBuf> {
+    let dest = out.join("failed-runs").join(format!(
+        "{}-{}-r{rep}",
+        timeline::slug(&env.point.label),
+        timeline::slug(&s.label)
+    ));
+    match env.keep_logs(&dest, since) {
+        Ok(n) if n > 0 => Some(dest),
+        Ok(_) => None,
+        Err(e) => {
+            tracing::warn!(error = %format!("{e:#}"), "cannot keep the failed run's logs");
+            None
+        }
+    }
+}
+
+/// What a successful run leaves in the results folder `out`: its jobs
+/// (jobs.csv), timelines, decision record (rechecked against its policy)
+/// and Gantt chart. Returns its runs.csv row, its tasks and its jobs.
+#[allow(clippy::too_many_arguments)]
+fn record_run(
+    out: &Path,
+    env: &RunEnv<'_>,
+    s: &NamedScheduler,
+    rep: u32,
+    wall: f64,
+    outcome: RunOutcome,
+    jobs_csv: &mut output::TaskWriter,
+    timelines_csv: &mut timeline::TimelineWriter,
+) -> anyhow::Result<(RunRecord, Vec<TaskRow>, Vec<super::qos::JobRow>)> {
+    let (reports, t0_unix, timelines, decisions, notes) = outcome;
+    let (map_workers, _) = env.spec.machines();
+    let mut rec = RunRecord::from_reports(
+        &env.point.label,
+        s,
+        rep,
+        env.seed,
+        &reports,
+        t0_unix,
+        &map_workers,
+        wall,
+    );
+    rec.scheduler_notes = notes.join("; ");
+    let rows = TaskRow::from_reports(&env.point.label, &s.label, rep, &reports, t0_unix);
+    let jobs = super::qos::JobRow::from_reports(&env.point.label, &s.label, rep, &reports);
+    jobs_csv.write(&jobs)?;
+    let (maps, reduces) = env.spec.machines();
+    rec.set_eas_metrics(&rows, &maps, &reduces);
+    timelines_csv.write((&env.point.label, &s.label, rep), t0_unix, &timelines)?;
+    let file = format!(
+        "{}-{}-r{rep}",
+        timeline::slug(&env.point.label),
+        timeline::slug(&s.label)
+    );
+    if let Some(log) = &decisions {
+        let dir = out.join("decisions");
+        write_decisions(&dir.join(format!("{file}.csv.gz")), log, t0_unix)?;
+        crate::ops::report::write_record(&dir.join(format!("{file}.record.json.gz")), log)?;
+        rec.rechecked = match crate::ops::report::recheck(log) {
+            Ok(_) => "same".into(),
+            Err(e) => format!("differs: {e:#}"),
+        };
+    }
+    timeline::plot(
+        &out.join("timelines"),
+        &file,
+        &format!(
+            "{} / {} / repetition {rep} (seed {})",
+            env.point.label, s.label, env.seed
+        ),
+        &rows,
+        &timeline::series(&timelines, t0_unix),
+    )?;
+    Ok((rec, rows, jobs))
+}
+
 type RunOutcome = (
     Vec<JobReport>,
     u64,

@@ -408,6 +408,15 @@ impl Spec {
     }
 
     fn check(&self) -> Result<(), KeyError> {
+        self.check_run()?;
+        let map_workers = self.check_cluster()?;
+        self.check_inputs()?;
+        self.check_jobs()?;
+        self.check_points(map_workers)
+    }
+
+    /// The spec's name, schedulers, repetitions and timeout.
+    fn check_run(&self) -> Result<(), KeyError> {
         let bad = |key: &str, problem: String| KeyError::new(key, problem);
         if common::ids::validate_file_name(&self.name).is_err() {
             return Err(bad(
@@ -431,6 +440,13 @@ impl Spec {
                 format!("must be > 0 (got {})", self.timeout_s),
             ));
         }
+        Ok(())
+    }
+
+    /// The cluster's workers, slots, roles, layout and replication;
+    /// returns the number of workers holding data.
+    fn check_cluster(&self) -> Result<u32, KeyError> {
+        let bad = |key: &str, problem: String| KeyError::new(key, problem);
         let c = &self.cluster;
         if c.workers == 0 || c.workers > 240 {
             return Err(bad(
@@ -506,6 +522,13 @@ impl Spec {
                 ));
             }
         }
+        Ok(map_workers)
+    }
+
+    /// Where the jobs and their data come from: a trace, a job mix, or
+    /// the files and blocks of one workload.
+    fn check_inputs(&self) -> Result<(), KeyError> {
+        let bad = |key: &str, problem: String| KeyError::new(key, problem);
         let mix = !self.jobs.mix.is_empty();
         let trace = self.trace.is_some();
         if trace {
@@ -597,6 +620,13 @@ impl Spec {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The jobs' background, arrivals, task times, deadlines, reduces,
+    /// QoS deadlines and the public instances.
+    fn check_jobs(&self) -> Result<(), KeyError> {
+        let bad = |key: &str, problem: String| KeyError::new(key, problem);
         if let Some(b) = &self.background {
             b.validate().map_err(|(k, p)| bad(&k, p))?;
         }
@@ -655,6 +685,13 @@ impl Spec {
             &self.public_type,
             self.cluster.slot_rate_mbs.is_some(),
         )?;
+        Ok(())
+    }
+
+    /// Each point's counts, heartbeat, replication and rates.
+    fn check_points(&self, map_workers: u32) -> Result<(), KeyError> {
+        let bad = |key: &str, problem: String| KeyError::new(key, problem);
+        let (mix, trace) = (!self.jobs.mix.is_empty(), self.trace.is_some());
         for (i, p) in self.points()?.iter().enumerate() {
             let key = |k: &str| format!("points[{i}].{k}");
             if !mix && !trace && (p.files == 0 || p.blocks == 0 || p.jobs == 0) {

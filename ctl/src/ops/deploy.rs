@@ -315,8 +315,10 @@ impl Deployment for Docker {
     }
 
     fn down(&self, run: &Path, keep_data: bool) -> anyhow::Result<()> {
-        docker::down_with(run, !keep_data)?;
-        docker::remove_images(&self.project)
+        // Both, whatever the first says: images left behind outlive the run.
+        let downed = docker::down_with(run, !keep_data);
+        let removed = docker::remove_images(&self.project);
+        downed.map(|_| ()).and(removed)
     }
 
     fn logs(&self, run: &Path, dest: &Path, _since: SystemTime) -> anyhow::Result<usize> {

@@ -22,28 +22,7 @@ impl Master {
     /// the master's clock starts at: the age of the oldest job it rebuilt
     /// (ms), so every rebuilt job was submitted at 0 or later.
     pub fn restore(&mut self, entries: Vec<JournalEntry>, now_unix_ms: u64) -> Millis {
-        let ended: HashSet<JobId> = entries
-            .iter()
-            .filter_map(|e| match e {
-                JournalEntry::Ended { report } => Some(report.job),
-                _ => None,
-            })
-            .collect();
-        let now = entries
-            .iter()
-            .filter_map(|e| match e {
-                JournalEntry::Submitted {
-                    job,
-                    submit_unix_ms,
-                    blocks,
-                    ..
-                } if !ended.contains(job) && !blocks.is_empty() => {
-                    Some(now_unix_ms.saturating_sub(*submit_unix_ms))
-                }
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
+        let (ended, now) = replay_clock(&entries, now_unix_ms);
         self.incarnation = entries
             .iter()
             .filter_map(|e| match e {
@@ -410,4 +389,33 @@ impl Master {
             }
         }
     }
+}
+
+/// The jobs the journal ended, and the time the restarted master's clock
+/// starts at: the age of the oldest job it will rebuild (ms), so every
+/// rebuilt job was submitted at 0 or later.
+fn replay_clock(entries: &[JournalEntry], now_unix_ms: u64) -> (HashSet<JobId>, Millis) {
+    let ended: HashSet<JobId> = entries
+        .iter()
+        .filter_map(|e| match e {
+            JournalEntry::Ended { report } => Some(report.job),
+            _ => None,
+        })
+        .collect();
+    let now = entries
+        .iter()
+        .filter_map(|e| match e {
+            JournalEntry::Submitted {
+                job,
+                submit_unix_ms,
+                blocks,
+                ..
+            } if !ended.contains(job) && !blocks.is_empty() => {
+                Some(now_unix_ms.saturating_sub(*submit_unix_ms))
+            }
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    (ended, now)
 }
