@@ -539,16 +539,14 @@ fn write_results(
             pair(g.pooled_kb)
         );
     }
-    let serde_json::Value::Object(meta) = serde_json::json!({
+    let meta = serde_json::json!({
         "seed": opts.seed,
         "minutes": opts.minutes,
         "sample_s": opts.sample_s,
         "arrival_s": opts.arrival_s,
         "retained_jobs": RETAINED_JOBS,
         "figures": figures,
-    }) else {
-        unreachable!("an object")
-    };
+    });
     let dir = VerdictRun {
         name: "soak",
         started_ms,

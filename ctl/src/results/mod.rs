@@ -108,8 +108,9 @@ pub struct VerdictRun<'a, E> {
     pub passed: String,
     /// The summary's list of files.
     pub files: &'a str,
-    /// meta.json's fields besides `experiment` and `provenance`.
-    pub meta: serde_json::Map<String, serde_json::Value>,
+    /// meta.json's fields besides `experiment` and `provenance` (a JSON
+    /// object).
+    pub meta: serde_json::Value,
 }
 
 impl<E: Serialize> VerdictRun<'_, E> {
@@ -130,7 +131,9 @@ impl<E: Serialize> VerdictRun<'_, E> {
         ))?;
         let mut provenance = Provenance::capture(self.started_ms);
         provenance.finish();
-        let mut meta = self.meta;
+        let serde_json::Value::Object(mut meta) = self.meta else {
+            anyhow::bail!("{}: meta.json's fields must be a JSON object", self.name);
+        };
         meta.insert("experiment".into(), self.name.into());
         meta.insert("provenance".into(), serde_json::to_value(&provenance)?);
         dir.write_meta(&meta)?;
@@ -281,8 +284,7 @@ mod tests {
     fn a_verdict_run_is_one_whole_folder() {
         let dir = tempfile::tempdir().unwrap();
         let run = |problems: Vec<String>| {
-            let mut meta = serde_json::Map::new();
-            meta.insert("seed".into(), 7.into());
+            let meta = serde_json::json!({ "seed": 7 });
             VerdictRun {
                 name: "chaos",
                 started_ms: 1_700_000_000_000,
