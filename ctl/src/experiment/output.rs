@@ -750,9 +750,16 @@ pub fn summary(
             .collect::<Vec<_>>(),
         &samples,
     );
-    s += "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/` (whiskers: min-max over repetitions), \
-          `timelines/` (per run: a Gantt chart of every slot above each worker's NIC rates), `nic.csv` and `background.csv` \
-          (the timelines' data), `meta.json` (spec, seeds, commit, machine).\n";
+    let whiskers = if cells.values().any(|c| c.runs as usize >= super::plots::INTERVAL_FROM) {
+        "whiskers: min-max over repetitions, or the mean's Student-t 95% interval where a bar rests on 5 or more"
+    } else {
+        "whiskers: min-max over repetitions"
+    };
+    s += &format!(
+        "Files: `runs.csv` (one row a run), `tasks.csv` (every task attempt), `plots/` ({whiskers}), \
+         `timelines/` (per run: a Gantt chart of every slot above each worker's NIC rates), `nic.csv` and `background.csv` \
+         (the timelines' data), `meta.json` (spec, seeds, commit, machine).\n"
+    );
     s
 }
 

@@ -85,6 +85,40 @@ const METRICS: &[(Chart, Value)] = &[
     ),
 ];
 
+/// Repetitions from which a bar's whisker is the mean's 95% interval
+/// rather than the min-max over the repetitions (issue 59: a spread over 3
+/// seeds is not a confidence statement, and over 5 a t interval is one).
+pub const INTERVAL_FROM: usize = 5;
+
+/// A bar's whisker over its repetitions' values: none for one value, the
+/// min-max under [`INTERVAL_FROM`] values, else Student's t 95% interval of
+/// the mean (`claims::stats::Estimate`).
+pub fn whisker(xs: &[f64]) -> Option<(f64, f64)> {
+    match xs.len() {
+        0 | 1 => None,
+        n if n < INTERVAL_FROM => Some((
+            xs.iter().copied().fold(f64::INFINITY, f64::min),
+            xs.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        )),
+        _ => {
+            let e = crate::claims::stats::Estimate::of(xs);
+            Some((e.lo, e.hi))
+        }
+    }
+}
+
+/// The per-run value a chart's whisker is drawn from, for the charts that
+/// have one.
+fn per_run(file: &str) -> Option<fn(&RunRecord) -> f64> {
+    match file {
+        "mean_jct" => Some(|r| r.mean_jct_s),
+        "makespan" => Some(|r| r.makespan_s),
+        "remote_tasks" => Some(|r| f64::from(r.data_remote)),
+        "flowtime" => Some(|r| r.total_jct_s),
+        _ => None,
+    }
+}
+
 /// Writes `plots/<metric>.svg` and `.png`; a missing font only prints a note.
 pub fn plot_all(
     out: &Path,
@@ -101,17 +135,34 @@ pub fn plot_all(
             .get(&(groups[g].clone(), series[0].clone()))
             .map_or(f64::NAN, |c| c.mean_jct_s);
         let cell = cells.get(&(groups[g].clone(), series[s].clone()))?;
-        let spread = match METRICS[c].0.file {
-            "mean_jct" => Some(cell.spread.mean_jct_s),
-            "makespan" => Some(cell.spread.makespan_s),
-            "remote_tasks" => Some(cell.spread.data_remote),
-            "flowtime" => Some(cell.spread.total_jct_s),
-            _ => None,
-        }
-        .filter(|_| cell.runs > 1);
+        let spread = per_run(METRICS[c].0.file).and_then(|value| {
+            let xs: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.status == "ok" && r.point == groups[g] && r.scheduler == series[s])
+                .map(value)
+                .filter(|x| x.is_finite())
+                .collect();
+            whisker(&xs)
+        });
         Some(Bar {
             value: (METRICS[c].1)(cell, base),
             spread,
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whiskers_are_min_max_under_five_runs_and_t_intervals_from_five() {
+        assert_eq!(whisker(&[3.0]), None);
+        assert_eq!(whisker(&[1.0, 3.0, 2.0]), Some((1.0, 3.0)));
+        // Five values 1..5: mean 3, s^2 = 2.5, t(4) = 2.776: 3 -+ 1.963,
+        // not the min-max 1..5.
+        let (lo, hi) = whisker(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+        let half = 2.776 * (2.5f64 / 5.0).sqrt();
+        assert!((lo - (3.0 - half)).abs() < 1e-9 && (hi - (3.0 + half)).abs() < 1e-9, "{lo} {hi}");
+    }
 }
