@@ -74,6 +74,7 @@ test:
 	python3 scripts/check-figures
 	python3 scripts/bar-readings --self-test
 	python3 scripts/compare-runs --self-test
+	python3 scripts/trace-meta --self-test
 	python3 scripts/check-docs --self-test
 	python3 scripts/check-docs
 	$(CARGO) clippy --all-targets -- -D warnings
