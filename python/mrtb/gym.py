@@ -4,9 +4,9 @@ Each step decides one free map slot of one offer: the observation lists up
 to ``max_tasks`` candidate pending maps for the offered worker, the action
 picks one of them (``0 .. max_tasks - 1``) or leaves the slot free
 (``max_tasks``); an offer with no pending map is no step. The reward is minus the active jobs times the simulated
-seconds since the previous decision, so an episode's rewards add up to
-minus the sum of its jobs' times in the system (their JCTs, as far as the
-scheduler's view holds them). ``reset(seed=s)`` runs the spec's jobs with
+seconds since the previous decision, and the step that ends the episode
+is rewarded with the time after the last decision, so an episode's rewards
+add up to minus the sum of its jobs' times in the system (their JCTs). ``reset(seed=s)`` runs the spec's jobs with
 seed ``s`` (data placement, arrivals and task times drawn from it).
 
 The observation is :func:`observe` of the protocol's offer message, and
@@ -19,7 +19,11 @@ Candidates: first the maps with a replica on the offered worker (the
 oldest map; a map appears once. Features per candidate (float32): data
 local (1/0), the job's running maps, its pending maps, seconds since the
 job's submission, seconds since its last launch (or submission), input MB.
-``info["mask"]`` marks the real candidates, ``info["view"]`` is the offer.
+``info["mask"]`` marks the real candidates, ``info["view"]`` is the offer
+(without its protocol session, so that a seed gives the same infos).
+
+Registered as ``mrtb/Trace-v0``: ``gymnasium.make("mrtb/Trace-v0",
+spec=..., calibration=..., workers=10)``.
 """
 
 import queue
@@ -32,6 +36,9 @@ from gymnasium import spaces
 from . import sim
 
 FEATURES = 6
+# The observation's bound: finite, as Gymnasium's checker asks (every
+# feature is a count, a flag, seconds or MB, far below it).
+HIGH = float(np.finfo(np.float32).max)
 
 
 def candidates(view, taken, max_tasks):
@@ -123,10 +130,11 @@ class TraceEnv(gymnasium.Env):
     metadata = {"render_modes": []}
 
     def __init__(self, spec, calibration, workers=None, slots=None, max_tasks=16):
-        self.spec, self.calibration = str(spec), str(calibration)
+        # Not `self.spec`: Gymnasium keeps the registration's EnvSpec there.
+        self.spec_path, self.calibration = str(spec), str(calibration)
         self.workers, self.slots, self.max_tasks = workers, slots, max_tasks
         self.action_space = spaces.Discrete(max_tasks + 1)
-        self.observation_space = spaces.Box(0.0, np.inf, (max_tasks, FEATURES), np.float32)
+        self.observation_space = spaces.Box(0.0, HIGH, (max_tasks, FEATURES), np.float32)
         self._thread = None
         self._abandon = threading.Event()
         self.runs = None
@@ -140,7 +148,9 @@ class TraceEnv(gymnasium.Env):
             dt = (view["now_ms"] - self._last_ms) / 1000.0
             self._last_ms = view["now_ms"]
             reward = -len(view["jobs"]) * dt
-            self._obs.put((obs, reward, {"mask": mask, "view": view}))
+            self._rewarded += reward
+            shown = {k: v for k, v in view.items() if k != "session"}
+            self._obs.put((obs, reward, {"mask": mask, "view": shown}))
             a = self._act.get()
             if a is _DONE:
                 raise RuntimeError("the episode was reset")
@@ -156,9 +166,10 @@ class TraceEnv(gymnasium.Env):
                 return env._offer(view)
 
         try:
-            self.runs, _ = sim.simulate_trace(
-                self.spec, self.calibration, [Agent], self.workers, self.slots, seed=seed
+            self.runs, tasks = sim.simulate_trace(
+                self.spec_path, self.calibration, [Agent], self.workers, self.slots, tasks=True, seed=seed
             )
+            self._jobs = int(tasks["job"].nunique()) if len(tasks) else 0
         except Exception as e:  # shown by the step that ends the episode
             self.runs = e
         self._obs.put(_DONE)
@@ -176,6 +187,7 @@ class TraceEnv(gymnasium.Env):
         self._abandon = threading.Event()
         self._obs, self._act = queue.Queue(), queue.Queue()
         self._last_ms = 0
+        self._rewarded, self._jobs = 0.0, 0
         seed = int(self.np_random.integers(1 << 31)) if seed is None else seed
         self._thread = threading.Thread(target=self._run, args=(seed,), daemon=True)
         self._thread.start()
@@ -194,9 +206,16 @@ class TraceEnv(gymnasium.Env):
             if isinstance(self.runs, Exception):
                 raise self.runs
             obs = np.zeros(self.observation_space.shape, dtype=np.float32)
-            return obs, 0.0, True, False, {"runs": self.runs}
+            # The time after the last decision: the jobs' whole time in the
+            # system (mean JCT x jobs) less what the steps counted.
+            total = float(self.runs["mean_jct_s"][0]) * self._jobs
+            return obs, min(0.0, -total - self._rewarded), True, False, {"runs": self.runs}
         obs, reward, info = item
         return obs, reward, False, False, info
 
     def close(self):
         self._stop()
+
+
+if "mrtb/Trace-v0" not in gymnasium.registry:
+    gymnasium.register(id="mrtb/Trace-v0", entry_point="mrtb.gym:TraceEnv")

@@ -56,6 +56,26 @@ def test_an_episode_is_seeded_and_its_rewards_are_minus_the_time_jobs_spend():
     c = play(env, FirstLocal(), seed=4)
     assert c[1] != a[1], "another seed, another episode"
     env.close()
+    # The rewards add up to minus the jobs' whole time in the system, the
+    # time after the last decision included (the ending step's reward).
+    served, tasks = mrtb.sim.simulate_trace(
+        SPEC, calibration(), [AgentPolicy.of(FirstLocal())], workers=10, tasks=True, seed=3
+    )
+    whole = served["mean_jct_s"][0] * tasks["job"].nunique()
+    assert abs(total + whole) <= 1e-6 * whole, (total, whole)
+
+
+def test_gymnasiums_checker_passes_and_gym_make_builds_it():
+    from gymnasium.utils.env_checker import check_env
+
+    env = TraceEnv(SPEC, calibration(), workers=10)
+    check_env(env, skip_render_check=True)
+    env.close()
+    env = gymnasium.make("mrtb/Trace-v0", spec=SPEC, calibration=calibration(), workers=10)
+    obs, info = env.reset(seed=3)
+    assert env.observation_space.contains(obs) and info["mask"].any()
+    assert "session" not in info["view"], "a seed gives the same infos"
+    env.close()
 
 
 def test_an_agent_is_served_as_a_policy_unchanged():
