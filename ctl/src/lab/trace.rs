@@ -27,7 +27,6 @@
 //! says all this beside the figures.
 
 use crate::experiment::calibrate::pacing_ms;
-use crate::experiment::qos::spread;
 use crate::experiment::spec::{NamedScheduler, Point, Spec};
 use crate::experiment::trace::{TraceFile, TraceJob, TracePlan};
 use crate::ops::loader::{place_even, Placement};
@@ -44,6 +43,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use workloads::Workload;
+
+mod table;
 
 /// The calibrated terms a trace run needs (one point of a calibration).
 #[derive(Clone, Debug, PartialEq)]
@@ -514,6 +515,25 @@ pub struct TraceRun {
     pub counters: Vec<(&'static str, u64)>,
 }
 
+/// What every run of one `sim trace` call shares.
+pub(crate) struct Setting<'a> {
+    pub spec: &'a Spec,
+    pub path: &'a Path,
+    pub calibration: &'a Path,
+    pub model: &'a Model,
+    pub remote: RemoteModel,
+    pub opts: &'a TraceOptions,
+}
+
+/// The runs of a call so far, with the policies' notes and each point's
+/// jobs and maps (for the table).
+#[derive(Default)]
+pub(crate) struct Runs {
+    pub runs: Vec<TraceRun>,
+    pub notes: Vec<String>,
+    pub maps_of: Vec<(String, u32, u64)>,
+}
+
 /// Every scheduler of the spec at `path`, at every point, each
 /// repetition's seed, on `workers` x `slots` (default: the spec's), a
 /// remote read charged by the calibration's `source+reader` cost or, with
@@ -524,42 +544,75 @@ pub fn run(
     calibration: &Path,
     opts: &TraceOptions,
 ) -> anyhow::Result<(String, Vec<TraceRun>)> {
-    let (workers, slots, fair_share) = (opts.workers, opts.slots, opts.fair_share);
-    let point = opts.point.as_deref();
     let (spec, _) = Spec::load(path)?;
-    let mut schedulers = spec.schedulers().map_err(|e| e.in_file(path))?;
-    if !opts.schedulers.is_empty() {
-        schedulers = opts
-            .schedulers
-            .iter()
-            .map(|c| {
-                c.validate()
-                    .map_err(|e| anyhow::anyhow!("--scheduler {}: {e}", c.label()))?;
-                Ok(NamedScheduler {
-                    label: c.label(),
-                    config: c.clone(),
-                    reduces: spec.cluster.reduce_placement,
-                    grid: None,
-                })
-            })
-            .collect::<anyhow::Result<_>>()?;
-    }
+    let schedulers = schedulers_of(&spec, opts, path)?;
     let points = spec.points().map_err(|e| e.in_file(path))?;
     let first = points.first().context("the spec has no point")?;
-    let model = Model::read(calibration, point)?;
-    let remote = match (fair_share, model.transfer_ms) {
-        (false, _) => RemoteModel::Static(model.remote),
-        (true, Some(transfer_ms)) => RemoteModel::FairShare {
+    let model = Model::read(calibration, opts.point.as_deref())?;
+    let set = Setting {
+        spec: &spec,
+        path,
+        calibration,
+        model: &model,
+        remote: remote_model(&model, opts.fair_share, calibration)?,
+        opts,
+    };
+    let shape = shape_of(&spec, first, opts);
+    if shape.workers == 0 || shape.slots == 0 {
+        anyhow::bail!("--workers and --slots must be at least 1");
+    }
+    let mut out = Runs::default();
+    for p in &points {
+        simulate_point(&set, p, &schedulers, &mut out)?;
+    }
+    let table = table::write(&set, first, &shape, &schedulers, &out)?;
+    Ok((table, out.runs))
+}
+
+/// The spec's schedulers, or `--scheduler`'s instead.
+fn schedulers_of(
+    spec: &Spec,
+    opts: &TraceOptions,
+    path: &Path,
+) -> anyhow::Result<Vec<NamedScheduler>> {
+    if opts.schedulers.is_empty() {
+        return spec.schedulers().map_err(|e| e.in_file(path));
+    }
+    opts.schedulers
+        .iter()
+        .map(|c| {
+            c.validate()
+                .map_err(|e| anyhow::anyhow!("--scheduler {}: {e}", c.label()))?;
+            Ok(NamedScheduler {
+                label: c.label(),
+                config: c.clone(),
+                reduces: spec.cluster.reduce_placement,
+                grid: None,
+            })
+        })
+        .collect()
+}
+
+/// A remote read's cost: the calibration's `source+reader` terms, or its
+/// fair-share transfer (`--fair-share`).
+fn remote_model(model: &Model, fair_share: bool, calibration: &Path) -> anyhow::Result<RemoteModel> {
+    match (fair_share, model.transfer_ms) {
+        (false, _) => Ok(RemoteModel::Static(model.remote)),
+        (true, Some(transfer_ms)) => Ok(RemoteModel::FairShare {
             transfer_ms,
             ref_bytes: model.ref_bytes,
-        },
+        }),
         (true, None) => anyhow::bail!(
             "{}: the calibration has no fair-share transfer time (`transfer_ms`): calibrate again",
             calibration.display()
         ),
-    };
-    // Dedicated reduce workers keep their share of the cluster at any size.
-    let reduce_workers = match workers {
+    }
+}
+
+/// The simulated cluster at point `p`: the spec's, with `--workers` and
+/// `--slots`, dedicated reduce workers keeping their share at any size.
+fn shape_of(spec: &Spec, p: &Point, opts: &TraceOptions) -> Shape {
+    let reduce_workers = match opts.workers {
         Some(w) if spec.cluster.reduce_workers > 0 => {
             ((u64::from(spec.cluster.reduce_workers) * u64::from(w)
                 + u64::from(spec.cluster.workers) / 2)
@@ -568,11 +621,11 @@ pub fn run(
         }
         _ => spec.cluster.reduce_workers,
     };
-    let shape_of = |p: &Point| Shape {
-        workers: workers.unwrap_or(spec.cluster.workers),
+    Shape {
+        workers: opts.workers.unwrap_or(spec.cluster.workers),
         reduce_workers,
         placement: spec.data.placement,
-        slots: slots.unwrap_or(spec.cluster.slots),
+        slots: opts.slots.unwrap_or(spec.cluster.slots),
         replication: p.replication,
         heartbeat_ms: p.heartbeat_ms,
         out_of_band: p.out_of_band_heartbeat,
@@ -583,228 +636,75 @@ pub fn run(
             ..spec.cluster.speculation.clone()
         },
         slow: opts.slow,
-    };
-    let shape = shape_of(first);
-    if shape.workers == 0 || shape.slots == 0 {
-        anyhow::bail!("--workers and --slots must be at least 1");
     }
+}
+
+/// One point's runs: every scheduler at every seed (`--seed`, or the
+/// spec's repetitions).
+fn simulate_point(
+    set: &Setting,
+    p: &Point,
+    schedulers: &[NamedScheduler],
+    out: &mut Runs,
+) -> anyhow::Result<()> {
+    let (spec, path, model) = (set.spec, set.path, set.model);
+    let shape = shape_of(spec, p, set.opts);
     let limit_ms = (spec.timeout_s * 1000.0) as u64;
-    let mut runs = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    let mut maps_of: Vec<(String, u32, u64)> = Vec::new();
-    for p in &points {
-        let shape = shape_of(p);
-        let traced = spec
-            .trace_plan(p.block_bytes)
-            .map_err(|e| e.in_file(path))?;
-        let seeds: Vec<u64> = match opts.seed {
-            Some(s) => vec![s],
-            None => (0..spec.repetitions)
-                .map(|rep| spec.seed + u64::from(rep))
-                .collect(),
-        };
-        for s in &schedulers {
-            for &seed in &seeds {
-                let plan = match &traced {
-                    Some(plan) => plan.clone(),
-                    None => synthetic_plan(&spec, p, seed, &model.shuffle_ratio)
-                        .with_context(|| format!("{}", path.display()))?,
-                };
-                if !maps_of.iter().any(|m| m.0 == p.label) {
-                    maps_of.push((p.label.clone(), plan.jobs.len() as u32, plan.maps()));
-                }
-                let jobs = replay_jobs(&plan, &shape, &model, seed);
-                let bg = background(p.background.as_ref(), &shape, seed, limit_ms);
-                let mut policy = sched::build(&s.config, seed);
-                let mut placer = sched::ReducePlacer::new(s.reduces, &s.config);
-                let t0 = Instant::now();
-                let out = replay::replay(
-                    policy.as_mut(),
-                    &mut placer,
-                    &cluster(&shape, seed),
-                    &jobs,
-                    &bg,
-                    remote,
-                    limit_ms,
-                )
-                .with_context(|| format!("simulating {} at {} seed {seed}", s.label, p.label))?;
-                runs.push(TraceRun {
-                    point: p.label.clone(),
-                    scheduler: s.label.clone(),
-                    seed,
-                    mean_jct_s: out.mean_jct_s(),
-                    makespan_s: out.makespan_s(),
-                    remote: out.remote_tasks(),
-                    maps: out.runs.iter().filter(|r| !r.reduce).count(),
-                    backups: out.backups,
-                    backups_won: out.backups_won,
-                    wall_s: t0.elapsed().as_secs_f64(),
-                    outcome: opts.keep_outcomes.then(|| std::sync::Arc::new(out)),
-                    counters: policy.counters(),
-                });
-                for n in policy.notes() {
-                    notes.push(format!("{} seed {seed}: {n}", s.label));
-                }
-            }
-        }
-    }
-    let source = match &spec.trace {
-        Some(t) => {
-            let plan = spec
-                .trace_plan(first.block_bytes)
-                .map_err(|e| e.in_file(path))?
-                .expect("a [trace] spec has a plan");
-            format!(
-                "SWIM hour {} of `{}` (bytes x {}, time / {}): {} jobs, {} maps, {} files",
-                t.hour,
-                t.file.display(),
-                t.bytes_scale,
-                t.time_scale,
-                plan.jobs.len(),
-                plan.maps(),
-                plan.files.len()
-            )
-        }
-        None => {
-            let mut s = if spec.jobs.mix.is_empty() {
-                format!(
-                    "the spec's {} jobs: per point `files` files of `blocks` blocks, job i reading file i mod `files`, arrivals drawn in [{}, {}] s",
-                    spec.jobs.workload().name(),
-                    spec.jobs.arrival_s[0],
-                    spec.jobs.arrival_s[1]
-                )
-            } else {
-                format!(
-                    "the spec's job mix ({}), each job its own file, in the runner's seeded order, arrivals drawn in [{}, {}] s; a job's reduces share its input x the calibration's shuffle ratio ({})",
-                    spec.jobs
-                        .mix
-                        .iter()
-                        .map(|c| format!(
-                            "{} x {} {}/{}",
-                            c.count,
-                            c.workload.name(),
-                            c.maps,
-                            c.reduces.unwrap_or(0)
-                        ))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    spec.jobs.arrival_s[0],
-                    spec.jobs.arrival_s[1],
-                    model
-                        .shuffle_ratio
-                        .iter()
-                        .map(|(w, r)| format!("{w} {r:.3}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
-            if let Some([a, b]) = spec.jobs.task_time_s {
-                s += &format!(", each map computing U[{a}, {b}] s");
-            }
-            if let Some(bg) = &first.background {
-                s += &format!(
-                    "; background: {:.0}% of each worker's slots at start, {} more a minute, each U[{}, {}] s",
-                    bg.initial * 100.0,
-                    bg.per_minute,
-                    bg.duration_s[0],
-                    bg.duration_s[1]
-                );
-            }
-            s
-        }
+    let traced = spec
+        .trace_plan(p.block_bytes)
+        .map_err(|e| e.in_file(path))?;
+    let seeds: Vec<u64> = match set.opts.seed {
+        Some(s) => vec![s],
+        None => (0..spec.repetitions)
+            .map(|rep| spec.seed + u64::from(rep))
+            .collect(),
     };
-    let mut table = format!(
-        "# {} in the simulator\n\n{source}; {} workers{} x {} slots, replication {}, heartbeat {} ms{}; \
-         blocks placed {} per seed{}. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {}; \
-         a reduce {:.0} + {:.0} ms per MB of its shuffle share. Mean (min-max) over {} seeds.\n\n\
-         | point | jobs | maps | scheduler | mean JCT (s) | makespan (s) | remote maps | backups (won) | simulation (s) |\n|---|---|---|---|---|---|---|---|---|\n",
-        spec.name,
-        shape.workers,
-        if shape.reduce_workers > 0 {
-            format!(
-                " ({} map + {} reduce)",
-                shape.workers - shape.reduce_workers,
-                shape.reduce_workers
+    for s in schedulers {
+        for &seed in &seeds {
+            let plan = match &traced {
+                Some(plan) => plan.clone(),
+                None => synthetic_plan(spec, p, seed, &model.shuffle_ratio)
+                    .with_context(|| format!("{}", path.display()))?,
+            };
+            if !out.maps_of.iter().any(|m| m.0 == p.label) {
+                out.maps_of
+                    .push((p.label.clone(), plan.jobs.len() as u32, plan.maps()));
+            }
+            let jobs = replay_jobs(&plan, &shape, model, seed);
+            let bg = background(p.background.as_ref(), &shape, seed, limit_ms);
+            let mut policy = sched::build(&s.config, seed);
+            let mut placer = sched::ReducePlacer::new(s.reduces, &s.config);
+            let t0 = Instant::now();
+            let run = replay::replay(
+                policy.as_mut(),
+                &mut placer,
+                &cluster(&shape, seed),
+                &jobs,
+                &bg,
+                set.remote,
+                limit_ms,
             )
-        } else {
-            String::new()
-        },
-        shape.slots,
-        shape.replication,
-        shape.heartbeat_ms,
-        if shape.out_of_band {
-            ", out of band"
-        } else {
-            ""
-        },
-        match shape.placement {
-            Placement::Random => "at random",
-            Placement::Even => "evenly over the map workers",
-        },
-        {
-            let mut s = String::new();
-            if let Some(slow) = shape.slow {
-                s += &format!(
-                    "; {:.0} workers ({}%), drawn per seed, run every task {}x longer",
-                    (slow.fraction * f64::from(shape.workers)).round(),
-                    slow.fraction * 100.0,
-                    slow.factor
-                );
+            .with_context(|| format!("simulating {} at {} seed {seed}", s.label, p.label))?;
+            out.runs.push(TraceRun {
+                point: p.label.clone(),
+                scheduler: s.label.clone(),
+                seed,
+                mean_jct_s: run.mean_jct_s(),
+                makespan_s: run.makespan_s(),
+                remote: run.remote_tasks(),
+                maps: run.runs.iter().filter(|r| !r.reduce).count(),
+                backups: run.backups,
+                backups_won: run.backups_won,
+                wall_s: t0.elapsed().as_secs_f64(),
+                outcome: set.opts.keep_outcomes.then(|| std::sync::Arc::new(run)),
+                counters: policy.counters(),
+            });
+            for n in policy.notes() {
+                out.notes.push(format!("{} seed {seed}: {n}", s.label));
             }
-            if shape.speculation.enabled {
-                s += "; speculative execution on (the spec's `[cluster.speculation]`)";
-            }
-            s
-        },
-        calibration.display(),
-        model.point,
-        match (shape.slot_rate_mbs, shape.task_time_s) {
-            (Some(r), _) => format!("its block at {r} MB/s"),
-            (None, Some(_)) => "its drawn compute".to_owned(),
-            (None, None) => "no pacing".to_owned(),
-        },
-        model.overhead_ms,
-        match remote {
-            RemoteModel::FairShare { transfer_ms, .. } => format!(
-                "a transfer of {transfer_ms:.0} ms alone{}, sharing its source's and its reader's links fairly with the other transfers (fair-share), then its compute",
-                if model.ref_bytes > 0 {
-                    format!(" per {} bytes", model.ref_bytes)
-                } else {
-                    String::new()
-                }
-            ),
-            RemoteModel::Static(c) => format!("{} ms", c.formula()),
-        },
-        model.reduce_base_ms,
-        model.reduce_ms_per_mb,
-        spec.repetitions,
-    );
-    for (label, jobs, maps) in &maps_of {
-        for s in &schedulers {
-            let mine: Vec<&TraceRun> = runs
-                .iter()
-                .filter(|r| r.scheduler == s.label && &r.point == label)
-                .collect();
-            let col = |f: fn(&TraceRun) -> f64| mine.iter().map(|r| f(r)).collect::<Vec<f64>>();
-            table += &format!(
-                "| {label} | {jobs} | {maps} | {} | {} | {} | {} | {} ({}) | {} |\n",
-                s.label,
-                spread(&col(|r| r.mean_jct_s), 2),
-                spread(&col(|r| r.makespan_s), 1),
-                spread(&col(|r| r.remote as f64), 0),
-                spread(&col(|r| f64::from(r.backups)), 0),
-                spread(&col(|r| f64::from(r.backups_won)), 0),
-                spread(&col(|r| r.wall_s), 2),
-            );
         }
     }
-    if !notes.is_empty() {
-        table += "\n";
-        for n in notes {
-            table += &format!("- {n}\n");
-        }
-    }
-    Ok((table, runs))
+    Ok(())
 }
 
 /// `run`, with the spec's path in the error.
