@@ -76,73 +76,139 @@ pub fn simulate(
     tick: f64,
     give_up: f64,
 ) -> Result<Outcome, SimError> {
-    let mut view = ClusterView::new();
-    let mut free_at: Vec<(f64, u32)> = Vec::new();
-    for (s, loads) in inst.cores.iter().enumerate() {
-        view.upsert_worker(WorkerId(s as u32), loads.len() as u32);
-        if !inst.racks.is_empty() {
-            view.set_rack(WorkerId(s as u32), inst.rack(s as u32));
-        }
-        view.set_free(WorkerId(s as u32), 0);
-        for &l in loads {
-            free_at.push((l, s as u32));
+    let mut sim = Sim::new(inst);
+    let total = inst.replicas.len();
+    while sim.done.len() < total {
+        let t = sim.next_event();
+        sim.advance(t);
+        let ended = sim.ended();
+        let woken = sim.wake(ended, tick);
+        sim.offer_all(sched, woken);
+        if sim.now - sim.last_progress > give_up {
+            return Err(SimError {
+                policy: sched.name(),
+                unassigned: total - sim.done.len() - sim.local.len() - sim.remote.len(),
+                tasks: total,
+                at: sim.now,
+            });
         }
     }
-    free_at.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-    let job = JobId(1);
-    add_as_job(inst, &mut view, job);
-    let lc = inst.cost.local();
-    // A task's work is its local cost; a remote one progresses at
-    // lc / (its remote cost with the remote tasks running now).
-    let g = |s: u32, n: u32, total: u32| {
-        inst.cost
-            .remote(inst.cores[s as usize].len(), n as usize, total as usize)
-            / lc
-    };
-    let mut remote_on = vec![0u32; inst.cores.len()];
-    let mut remote_total = 0u32;
-    // Local tasks end at a fixed time: a min-heap of (end, task, server,
-    // start). Remote tasks' rates change with the remote tasks running, so
-    // they are advanced event by event (there are few of them).
-    let mut local: BinaryHeap<Reverse<(OrdF64, u32, u32, OrdF64)>> = BinaryHeap::new();
-    let mut remote: Vec<Running> = Vec::new();
-    let mut done: Vec<Placement> = Vec::new();
-    let mut next_free = 0usize;
-    let mut now = 0.0f64;
-    let mut ticks = 0u64;
-    let mut next_tick = 0.0f64;
-    let total = inst.replicas.len();
-    let mut last_progress = 0.0f64;
-    let mut ended: Vec<Placement> = Vec::new();
-    while done.len() < total {
-        // Next event: a core's initial load ends, a task ends, or a tick.
-        let rate = |r: &Running, remote_on: &[u32], total: u32| {
-            1.0 / g(r.server, remote_on[r.server as usize], total)
-        };
-        let mut t_next = next_tick;
-        if let Some(&(t, _)) = free_at.get(next_free) {
+    let mut done = sim.done;
+    done.sort_by_key(|p| p.task);
+    let makespan = done.iter().map(|p| p.end).fold(0.0, f64::max);
+    Ok(Outcome {
+        makespan,
+        placements: done,
+    })
+}
+
+/// The run's state: the view the policy decides on, the cores' initial
+/// loads, the tasks running and those done.
+struct Sim<'a> {
+    inst: &'a Instance,
+    /// A data-local task's running time (the work of every task).
+    lc: f64,
+    job: JobId,
+    view: ClusterView,
+    /// When each core's initial load ends (sorted), and the next to end.
+    free_at: Vec<(f64, u32)>,
+    next_free: usize,
+    remote_on: Vec<u32>,
+    remote_total: u32,
+    /// Local tasks end at a fixed time: a min-heap of (end, task, server,
+    /// start). Remote tasks' rates change with the remote tasks running,
+    /// so they are advanced event by event (there are few of them).
+    local: BinaryHeap<Reverse<(OrdF64, u32, u32, OrdF64)>>,
+    remote: Vec<Running>,
+    done: Vec<Placement>,
+    now: f64,
+    ticks: u64,
+    next_tick: f64,
+    last_progress: f64,
+}
+
+impl<'a> Sim<'a> {
+    fn new(inst: &'a Instance) -> Self {
+        let mut view = ClusterView::new();
+        let mut free_at: Vec<(f64, u32)> = Vec::new();
+        for (s, loads) in inst.cores.iter().enumerate() {
+            view.upsert_worker(WorkerId(s as u32), loads.len() as u32);
+            if !inst.racks.is_empty() {
+                view.set_rack(WorkerId(s as u32), inst.rack(s as u32));
+            }
+            view.set_free(WorkerId(s as u32), 0);
+            for &l in loads {
+                free_at.push((l, s as u32));
+            }
+        }
+        free_at.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let job = JobId(1);
+        add_as_job(inst, &mut view, job);
+        Sim {
+            inst,
+            lc: inst.cost.local(),
+            job,
+            view,
+            free_at,
+            next_free: 0,
+            remote_on: vec![0u32; inst.cores.len()],
+            remote_total: 0,
+            local: BinaryHeap::new(),
+            remote: Vec::new(),
+            done: Vec::new(),
+            now: 0.0,
+            ticks: 0,
+            next_tick: 0.0,
+            last_progress: 0.0,
+        }
+    }
+
+    /// A remote task's progress per time unit: lc / (its remote cost with
+    /// the remote tasks running now), in units of its local time.
+    fn rate(&self, r: &Running) -> f64 {
+        let g = self.inst.cost.remote(
+            self.inst.cores[r.server as usize].len(),
+            self.remote_on[r.server as usize] as usize,
+            self.remote_total as usize,
+        ) / self.lc;
+        1.0 / g
+    }
+
+    /// The next event: a core's initial load ends, a task ends, or a tick.
+    fn next_event(&self) -> f64 {
+        let mut t_next = self.next_tick;
+        if let Some(&(t, _)) = self.free_at.get(self.next_free) {
             t_next = t_next.min(t);
         }
-        if let Some(Reverse((OrdF64(end), ..))) = local.peek() {
+        if let Some(Reverse((OrdF64(end), ..))) = self.local.peek() {
             t_next = t_next.min(*end);
         }
-        for r in &remote {
-            t_next = t_next.min(now + r.left / rate(r, &remote_on, remote_total));
+        for r in &self.remote {
+            t_next = t_next.min(self.now + r.left / self.rate(r));
         }
-        // Advance the remote tasks to t_next at the current rates.
-        let dt = t_next - now;
-        for r in remote.iter_mut() {
-            let rt = rate(r, &remote_on, remote_total);
-            r.left -= dt * rt;
+        t_next
+    }
+
+    /// Advances the remote tasks to `t` at the current rates.
+    fn advance(&mut self, t: f64) {
+        let dt = t - self.now;
+        for i in 0..self.remote.len() {
+            let rt = self.rate(&self.remote[i]);
+            self.remote[i].left -= dt * rt;
         }
-        now = t_next;
-        // Tasks that ended (within float noise), offered by server id.
-        ended.clear();
-        while let Some(&Reverse((OrdF64(end), task, server, OrdF64(start)))) = local.peek() {
+        self.now = t;
+    }
+
+    /// The tasks that ended by now (within float noise), by server and
+    /// task.
+    fn ended(&mut self) -> Vec<Placement> {
+        let now = self.now;
+        let mut ended = Vec::new();
+        while let Some(&Reverse((OrdF64(end), task, server, OrdF64(start)))) = self.local.peek() {
             if end > now + 1e-9 {
                 break;
             }
-            local.pop();
+            self.local.pop();
             ended.push(Placement {
                 task,
                 server,
@@ -152,11 +218,11 @@ pub fn simulate(
             });
         }
         let mut i = 0;
-        while i < remote.len() {
-            if remote[i].left <= 1e-9 {
-                let r = remote.swap_remove(i);
-                remote_on[r.server as usize] -= 1;
-                remote_total -= 1;
+        while i < self.remote.len() {
+            if self.remote[i].left <= 1e-9 {
+                let r = self.remote.swap_remove(i);
+                self.remote_on[r.server as usize] -= 1;
+                self.remote_total -= 1;
                 ended.push(Placement {
                     task: r.task,
                     server: r.server,
@@ -169,72 +235,71 @@ pub fn simulate(
             }
         }
         ended.sort_by_key(|p| (p.server, p.task));
+        ended
+    }
+
+    /// Records the ended tasks and frees the cores whose initial load
+    /// ended; the servers to offer (every one on a tick).
+    fn wake(&mut self, ended: Vec<Placement>, tick: f64) -> Vec<u32> {
+        let now = self.now;
         let mut woken: Vec<u32> = Vec::with_capacity(ended.len());
-        for p in ended.drain(..) {
-            view.task_ended(job, WorkerId(p.server), p.remote);
+        for p in ended {
+            self.view.task_ended(self.job, WorkerId(p.server), p.remote);
             woken.push(p.server);
-            last_progress = now;
-            done.push(p);
+            self.last_progress = now;
+            self.done.push(p);
         }
-        while let Some(&(t, s)) = free_at.get(next_free) {
+        while let Some(&(t, s)) = self.free_at.get(self.next_free) {
             if t > now + 1e-12 {
                 break;
             }
             let w = WorkerId(s);
-            let free = view.free_slots(w) + 1;
-            view.set_free(w, free);
+            let free = self.view.free_slots(w) + 1;
+            self.view.set_free(w, free);
             woken.push(s);
-            next_free += 1;
+            self.next_free += 1;
         }
-        let ticked = now + 1e-12 >= next_tick;
-        if ticked {
-            ticks += 1;
-            next_tick = ticks as f64 * tick;
-            woken.extend(0..inst.cores.len() as u32);
+        if now + 1e-12 >= self.next_tick {
+            self.ticks += 1;
+            self.next_tick = self.ticks as f64 * tick;
+            woken.extend(0..self.inst.cores.len() as u32);
         }
-        let mut seen = vec![false; inst.cores.len()];
+        woken
+    }
+
+    /// Offers each woken server once, in order, and starts what the policy
+    /// launches.
+    fn offer_all(&mut self, sched: &mut dyn Scheduler, woken: Vec<u32>) {
+        let now = self.now;
+        let mut seen = vec![false; self.inst.cores.len()];
         let ms = (now * UNIT_MS).round() as Millis;
         for s in woken {
             if std::mem::replace(&mut seen[s as usize], true) {
                 continue;
             }
-            for a in offer(sched, ms, WorkerId(s), &mut view) {
+            for a in offer(sched, ms, WorkerId(s), &mut self.view) {
                 let server = a.worker.0;
                 if a.is_local() {
-                    local.push(Reverse((
-                        OrdF64(now + lc),
+                    self.local.push(Reverse((
+                        OrdF64(now + self.lc),
                         a.task.index,
                         server,
                         OrdF64(now),
                     )));
                 } else {
-                    remote_on[server as usize] += 1;
-                    remote_total += 1;
-                    remote.push(Running {
+                    self.remote_on[server as usize] += 1;
+                    self.remote_total += 1;
+                    self.remote.push(Running {
                         task: a.task.index,
                         server,
                         start: now,
-                        left: lc,
+                        left: self.lc,
                     });
                 }
-                last_progress = now;
+                self.last_progress = now;
             }
         }
-        if now - last_progress > give_up {
-            return Err(SimError {
-                policy: sched.name(),
-                unassigned: total - done.len() - local.len() - remote.len(),
-                tasks: total,
-                at: now,
-            });
-        }
     }
-    done.sort_by_key(|p| p.task);
-    let makespan = done.iter().map(|p| p.end).fold(0.0, f64::max);
-    Ok(Outcome {
-        makespan,
-        placements: done,
-    })
 }
 
 /// Adds every task as a pending task of `job` (submitted at 0), server
