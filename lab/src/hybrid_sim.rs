@@ -93,38 +93,87 @@ pub fn simulate(
     seed: u64,
     limit_ms: Millis,
 ) -> Vec<JobOutcome> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut view = ClusterView::new();
-    view.set_public_types(cluster.types.clone(), cluster.max_instances);
-    let n = cluster.private_workers;
-    for w in 0..n {
-        let id = WorkerId(w);
-        view.upsert_worker(id, cluster.slots);
-        view.set_profile(
-            id,
-            WorkerProfile {
-                slot_rate: Some(cluster.slot_rate),
-                nic: Some(cluster.nic),
-                speed: 1.0,
-            },
-        );
-    }
-    let mut out = vec![JobOutcome::default(); jobs.len()];
-    let mut left: Vec<u32> = jobs.iter().map(|j| j.maps).collect();
-    let mut ended = vec![false; jobs.len()];
-    let mut running: Vec<Running> = Vec::new();
-    let mut instances: BTreeMap<InstanceId, Instance> = BTreeMap::new();
-    let mut next_worker = n;
-    // Worker -> (link bytes/s, speed, instance).
-    let mut link: BTreeMap<WorkerId, (f64, f64, Option<InstanceId>)> = (0..n)
-        .map(|w| (WorkerId(w), (cluster.nic, 1.0, None)))
-        .collect();
-    let job_id = |i: usize| JobId(i as u32 + 1);
+    let mut sim = HybridSim::new(cluster, jobs, seed);
     let dt = cluster.tick_ms.max(1);
-    let mut now: Millis = 0;
-    while now <= limit_ms && ended.iter().any(|e| !e) {
-        // Arrivals.
-        for (i, j) in jobs.iter().enumerate() {
+    while sim.now <= limit_ms && sim.ended.iter().any(|e| !e) {
+        sim.arrivals(dt);
+        sim.boot();
+        sim.offers(sched);
+        sim.progress(dt);
+        sim.stop_idle();
+    }
+    // Instances still up at the end: billed until now.
+    let now = sim.now;
+    for inst in sim.instances.values() {
+        let ty = &cluster.types[inst.ty];
+        sim.out[inst.job].cost += ty.price_per_s * (now - inst.requested) as f64 / 1000.0;
+    }
+    sim.out
+}
+
+fn job_id(i: usize) -> JobId {
+    JobId(i as u32 + 1)
+}
+
+/// The run's state: the view the policy decides on, the jobs' progress,
+/// the maps running and the instances rented.
+struct HybridSim<'a> {
+    cluster: &'a HybridCluster,
+    jobs: &'a [SimJob],
+    rng: ChaCha8Rng,
+    view: ClusterView,
+    out: Vec<JobOutcome>,
+    /// Maps still to end, per job.
+    left: Vec<u32>,
+    ended: Vec<bool>,
+    running: Vec<Running>,
+    instances: BTreeMap<InstanceId, Instance>,
+    next_worker: u32,
+    /// Worker -> (link bytes/s, speed, instance).
+    link: BTreeMap<WorkerId, (f64, f64, Option<InstanceId>)>,
+    now: Millis,
+}
+
+impl<'a> HybridSim<'a> {
+    fn new(cluster: &'a HybridCluster, jobs: &'a [SimJob], seed: u64) -> Self {
+        let mut view = ClusterView::new();
+        view.set_public_types(cluster.types.clone(), cluster.max_instances);
+        let n = cluster.private_workers;
+        for w in 0..n {
+            let id = WorkerId(w);
+            view.upsert_worker(id, cluster.slots);
+            view.set_profile(
+                id,
+                WorkerProfile {
+                    slot_rate: Some(cluster.slot_rate),
+                    nic: Some(cluster.nic),
+                    speed: 1.0,
+                },
+            );
+        }
+        HybridSim {
+            cluster,
+            jobs,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            view,
+            out: vec![JobOutcome::default(); jobs.len()],
+            left: jobs.iter().map(|j| j.maps).collect(),
+            ended: vec![false; jobs.len()],
+            running: Vec::new(),
+            instances: BTreeMap::new(),
+            next_worker: n,
+            link: (0..n)
+                .map(|w| (WorkerId(w), (cluster.nic, 1.0, None)))
+                .collect(),
+            now: 0,
+        }
+    }
+
+    /// The jobs arriving in this step, their maps' replicas drawn on the
+    /// private workers.
+    fn arrivals(&mut self, dt: Millis) {
+        let (now, n) = (self.now, self.cluster.private_workers);
+        for (i, j) in self.jobs.iter().enumerate() {
             if j.arrival_ms == now || (j.arrival_ms < now && j.arrival_ms + dt > now) {
                 let tasks = (0..j.maps)
                     .map(|t| PendingTask {
@@ -133,14 +182,18 @@ pub fn simulate(
                             index: t,
                         },
                         len: j.block,
-                        replicas: sample(&mut rng, n as usize, cluster.replication.min(n) as usize)
-                            .into_iter()
-                            .map(|w| WorkerId(w as u32))
-                            .collect(),
+                        replicas: sample(
+                            &mut self.rng,
+                            n as usize,
+                            self.cluster.replication.min(n) as usize,
+                        )
+                        .into_iter()
+                        .map(|w| WorkerId(w as u32))
+                        .collect(),
                     })
                     .collect();
-                view.add_job(job_id(i), now, "default", tasks);
-                view.set_job_qos(
+                self.view.add_job(job_id(i), now, "default", tasks);
+                self.view.set_job_qos(
                     job_id(i),
                     JobQos {
                         deadline: j.deadline_s.map(|d| now + (d * 1000.0) as Millis),
@@ -151,52 +204,63 @@ pub fn simulate(
                 );
             }
         }
-        // Instances that finished booting register.
-        for (id, inst) in instances.iter_mut() {
-            let ty = &cluster.types[inst.ty];
+    }
+
+    /// Instances that finished booting register as workers.
+    fn boot(&mut self) {
+        let now = self.now;
+        for (id, inst) in self.instances.iter_mut() {
+            let ty = &self.cluster.types[inst.ty];
             if inst.worker.is_none() && now >= inst.requested + (ty.start_s * 1000.0) as Millis {
-                let w = WorkerId(next_worker);
-                next_worker += 1;
-                view.upsert_worker(w, ty.slots);
-                view.set_runs_reduces(w, false);
-                view.set_profile(
+                let w = WorkerId(self.next_worker);
+                self.next_worker += 1;
+                self.view.upsert_worker(w, ty.slots);
+                self.view.set_runs_reduces(w, false);
+                self.view.set_profile(
                     w,
                     WorkerProfile {
-                        slot_rate: Some(cluster.slot_rate * ty.speed),
+                        slot_rate: Some(self.cluster.slot_rate * ty.speed),
                         nic: Some(ty.nic_bytes_per_sec()),
                         speed: ty.speed,
                     },
                 );
-                view.instance_up(*id, w);
-                link.insert(w, (ty.nic_bytes_per_sec(), ty.speed, Some(*id)));
+                self.view.instance_up(*id, w);
+                self.link
+                    .insert(w, (ty.nic_bytes_per_sec(), ty.speed, Some(*id)));
                 inst.worker = Some(w);
                 inst.idle_since = now;
             }
         }
-        // Offers, every worker with a free slot (and one to plan).
-        let workers: Vec<WorkerId> = view.workers().filter(|w| w.alive).map(|w| w.id).collect();
+    }
+
+    /// Offers every live worker (and so lets the policy plan): its
+    /// launches start, its instance requests are booked, its refusals end
+    /// their jobs.
+    fn offers(&mut self, sched: &mut dyn Scheduler) {
+        let now = self.now;
+        let workers: Vec<WorkerId> = self.view.workers().filter(|w| w.alive).map(|w| w.id).collect();
         for w in workers {
-            for a in offer(sched, now, w, &mut view) {
+            for a in offer(sched, now, w, &mut self.view) {
                 let i = (a.task.job.0 - 1) as usize;
-                let (_, speed, inst) = link[&a.worker];
+                let (_, speed, inst) = self.link[&a.worker];
                 let remote = a.worker != a.source;
                 if let Some(id) = inst {
-                    out[i].public_maps += 1;
-                    let ty = &cluster.types[instances[&id].ty];
-                    out[i].cost += a.len as f64 * (ty.storage_per_gb + ty.transfer_in_per_gb) / 1e9;
+                    self.out[i].public_maps += 1;
+                    let ty = &self.cluster.types[self.instances[&id].ty];
+                    self.out[i].cost += a.len as f64 * (ty.storage_per_gb + ty.transfer_in_per_gb) / 1e9;
                 }
-                running.push(Running {
+                self.running.push(Running {
                     job: i,
                     worker: a.worker,
                     remote,
                     len: a.len,
                     to_move: if remote { a.len as f64 } else { 0.0 },
-                    compute_s: a.len as f64 / (cluster.slot_rate * speed),
+                    compute_s: a.len as f64 / (self.cluster.slot_rate * speed),
                     started: now,
                 });
             }
-            for r in view.take_requests() {
-                instances.insert(
+            for r in self.view.take_requests() {
+                self.instances.insert(
                     r.id,
                     Instance {
                         ty: r.ty,
@@ -206,77 +270,80 @@ pub fn simulate(
                         idle_since: now,
                     },
                 );
-                out[(r.for_job.0 - 1) as usize].instances += 1;
+                self.out[(r.for_job.0 - 1) as usize].instances += 1;
             }
-            for (job, _) in view.take_refusals() {
+            for (job, _) in self.view.take_refusals() {
                 let i = (job.0 - 1) as usize;
-                view.remove_job(job);
-                ended[i] = true;
-                out[i].refused = true;
-                out[i].deadline_met = jobs[i].deadline_s.map(|_| false);
+                self.view.remove_job(job);
+                self.ended[i] = true;
+                self.out[i].refused = true;
+                self.out[i].deadline_met = self.jobs[i].deadline_s.map(|_| false);
             }
         }
-        // Progress over one step: transfers share their worker's link.
+    }
+
+    /// One step of progress (transfers share their worker's link), then
+    /// the maps that ended and the jobs they complete.
+    fn progress(&mut self, dt: Millis) {
         let mut moving: BTreeMap<WorkerId, u32> = BTreeMap::new();
-        for r in running.iter().filter(|r| r.to_move > 0.0) {
+        for r in self.running.iter().filter(|r| r.to_move > 0.0) {
             *moving.entry(r.worker).or_default() += 1;
         }
         let step = dt as f64 / 1000.0;
-        for r in running.iter_mut() {
+        for r in self.running.iter_mut() {
             if r.to_move > 0.0 {
-                let share = link[&r.worker].0 / moving[&r.worker] as f64;
+                let share = self.link[&r.worker].0 / moving[&r.worker] as f64;
                 r.to_move -= share * step;
             } else {
                 r.compute_s -= step;
             }
         }
-        now += dt;
+        self.now += dt;
+        let now = self.now;
         let mut k = 0;
-        while k < running.len() {
-            if running[k].to_move <= 0.0 && running[k].compute_s <= 1e-9 {
-                let r = running.swap_remove(k);
-                view.task_ended(job_id(r.job), r.worker, r.remote);
-                view.note_map(r.worker, r.len, now - r.started, !r.remote, 0);
-                left[r.job] -= 1;
-                if left[r.job] == 0 && !ended[r.job] {
-                    ended[r.job] = true;
-                    view.remove_job(job_id(r.job));
-                    let jct = now - jobs[r.job].arrival_ms;
-                    out[r.job].jct_ms = Some(jct);
-                    out[r.job].deadline_met =
-                        jobs[r.job].deadline_s.map(|d| jct as f64 <= d * 1000.0);
+        while k < self.running.len() {
+            if self.running[k].to_move <= 0.0 && self.running[k].compute_s <= 1e-9 {
+                let r = self.running.swap_remove(k);
+                self.view.task_ended(job_id(r.job), r.worker, r.remote);
+                self.view.note_map(r.worker, r.len, now - r.started, !r.remote, 0);
+                self.left[r.job] -= 1;
+                if self.left[r.job] == 0 && !self.ended[r.job] {
+                    self.ended[r.job] = true;
+                    self.view.remove_job(job_id(r.job));
+                    let jct = now - self.jobs[r.job].arrival_ms;
+                    self.out[r.job].jct_ms = Some(jct);
+                    self.out[r.job].deadline_met =
+                        self.jobs[r.job].deadline_s.map(|d| jct as f64 <= d * 1000.0);
                 }
             } else {
                 k += 1;
             }
         }
-        // Idle instances stop; their life is billed.
-        let busy: std::collections::BTreeSet<WorkerId> = running.iter().map(|r| r.worker).collect();
+    }
+
+    /// Idle instances stop; their life is billed.
+    fn stop_idle(&mut self) {
+        let now = self.now;
+        let busy: std::collections::BTreeSet<WorkerId> = self.running.iter().map(|r| r.worker).collect();
         let mut stop = Vec::new();
-        for (id, inst) in instances.iter_mut() {
+        for (id, inst) in self.instances.iter_mut() {
             let Some(w) = inst.worker else { continue };
             if busy.contains(&w) {
                 inst.idle_since = now;
-            } else if (now - inst.idle_since) as f64 >= cluster.idle_stop_s * 1000.0 {
+            } else if (now - inst.idle_since) as f64 >= self.cluster.idle_stop_s * 1000.0 {
                 stop.push(*id);
             }
         }
         for id in stop {
-            let inst = instances.remove(&id).expect("listed");
-            let ty = &cluster.types[inst.ty];
-            out[inst.job].cost += ty.price_per_s * (now - inst.requested) as f64 / 1000.0;
+            let inst = self.instances.remove(&id).expect("listed");
+            let ty = &self.cluster.types[inst.ty];
+            self.out[inst.job].cost += ty.price_per_s * (now - inst.requested) as f64 / 1000.0;
             if let Some(w) = inst.worker {
-                view.lose_worker(w);
+                self.view.lose_worker(w);
             }
-            view.instance_gone(id);
+            self.view.instance_gone(id);
         }
     }
-    // Instances still up at the end: billed until now.
-    for inst in instances.values() {
-        let ty = &cluster.types[inst.ty];
-        out[inst.job].cost += ty.price_per_s * (now - inst.requested) as f64 / 1000.0;
-    }
-    out
 }
 
 #[cfg(test)]
