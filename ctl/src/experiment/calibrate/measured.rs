@@ -1,0 +1,463 @@
+//! A results folder's measured runs, indexed for the calibration
+//! ([`Measured`]), and what the calibration predicts from them
+//! ([`Predicted`]).
+
+use super::fit::fit_transfer;
+use super::*;
+
+/// A results folder's measured runs, indexed for the calibration: each
+/// run's successful maps and reduces, background processes and seed; the
+/// spec's worker roles, pacing and files; each succeeded job's JCT.
+pub(super) struct Measured<'a> {
+    pub(super) spec: &'a Spec,
+    pub(super) points: &'a [crate::experiment::spec::Point],
+    pub(super) runs: &'a [RunRecord],
+    /// Each succeeded job's measured JCT, by (point, scheduler, rep, job)
+    /// (folders from before jobs.csv have none: the per-job tables are
+    /// left out).
+    pub(super) jobs: BTreeMap<(String, String, u32, String), f64>,
+    pub(super) seed_of: BTreeMap<RunKey, u64>,
+    pub(super) maps: BTreeMap<RunKey, Vec<&'a TaskRow>>,
+    pub(super) reduces: BTreeMap<RunKey, Vec<&'a TaskRow>>,
+    pub(super) background: BTreeMap<RunKey, Vec<&'a BackgroundRow>>,
+    /// Worker roles: the last `reduce_workers` run reduces only.
+    pub(super) runs_maps: Vec<bool>,
+    pub(super) runs_reduces: Vec<bool>,
+    /// Each point's compute pacing (MB/s per slot), if any.
+    pub(super) pacing: BTreeMap<&'a str, f64>,
+    /// With a trace, each point's job -> file (its sample's input path).
+    pub(super) trace_files: BTreeMap<String, Vec<u64>>,
+}
+
+impl<'a> Measured<'a> {
+    pub(super) fn new(
+        dir: &Path,
+        spec: &'a Spec,
+        points: &'a [crate::experiment::spec::Point],
+        runs: &'a [RunRecord],
+        tasks: &'a [TaskRow],
+        background: &'a [BackgroundRow],
+    ) -> anyhow::Result<Self> {
+        let jobs_csv = dir.join("jobs.csv");
+        let jobs = if jobs_csv.exists() {
+            read_csv::<crate::experiment::qos::JobRow>(&jobs_csv)?
+                .into_iter()
+                .filter(|j| j.state == "succeeded" && j.jct_s.is_finite())
+                .map(|j| ((j.point, j.scheduler, j.rep, j.job), j.jct_s))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        let seed_of = runs
+            .iter()
+            .map(|r| ((r.point.clone(), r.scheduler.clone(), r.rep), r.seed))
+            .collect();
+        let (mut maps, mut reduces) = (BTreeMap::new(), BTreeMap::new());
+        for t in tasks.iter().filter(|t| t.ok) {
+            let key = (t.point.clone(), t.scheduler.clone(), t.rep);
+            match t.kind.as_str() {
+                "map" => maps.entry(key).or_insert_with(Vec::new).push(t),
+                _ => reduces.entry(key).or_insert_with(Vec::new).push(t),
+            }
+        }
+        let mut bg: BTreeMap<RunKey, Vec<&BackgroundRow>> = BTreeMap::new();
+        for b in background {
+            bg.entry((b.point.clone(), b.scheduler.clone(), b.rep))
+                .or_default()
+                .push(b);
+        }
+        let workers = spec.cluster.workers as usize;
+        let dedicated = spec.cluster.reduce_workers as usize;
+        let trace_files = points
+            .iter()
+            .map(|p| {
+                let plan = spec.trace_plan(p.block_bytes)?;
+                let files = plan.map_or_else(Vec::new, |plan| {
+                    plan.jobs.iter().map(|j| j.file as u64).collect()
+                });
+                Ok((p.label.clone(), files))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Measured {
+            spec,
+            points,
+            runs,
+            jobs,
+            seed_of,
+            maps,
+            reduces,
+            background: bg,
+            runs_maps: (0..workers)
+                .map(|i| dedicated == 0 || i < workers - dedicated)
+                .collect(),
+            runs_reduces: (0..workers)
+                .map(|i| dedicated == 0 || i >= workers - dedicated)
+                .collect(),
+            pacing: points
+                .iter()
+                .filter_map(|p| Some((p.label.as_str(), p.slot_rate_mbs?)))
+                .collect(),
+            trace_files,
+        })
+    }
+
+    pub(super) fn reduces_of(&self, k: &RunKey) -> &[&'a TaskRow] {
+        self.reduces.get(k).map_or(&[], |v| v.as_slice())
+    }
+
+    pub(super) fn seed(&self, k: &RunKey) -> u64 {
+        self.seed_of.get(k).copied().unwrap_or(self.spec.seed)
+    }
+
+    /// A map's known time: its drawn compute, plus, under compute pacing,
+    /// its input at the slot's rate (a task lasts at least that: maps of
+    /// different sizes, as a trace's, differ by it).
+    pub(super) fn compute(&self, seed: u64, t: &TaskRow) -> anyhow::Result<u64> {
+        let paced = self
+            .pacing
+            .get(t.point.as_str())
+            .map_or(0, |&rate| pacing_ms(t.input_bytes, rate));
+        let Some([a, b]) = self.spec.jobs.task_time_s else {
+            return Ok(paced);
+        };
+        let i = job_number(&t.job_name)?;
+        Ok(paced
+            + TaskCompute {
+                min_ms: (a * 1000.0).round() as u64,
+                max_ms: (b * 1000.0).round() as u64,
+                seed: splitmix64(seed ^ splitmix64(0xc0de ^ i)),
+            }
+            .for_task(t.task))
+    }
+
+    /// The file a task's job read.
+    pub(super) fn file_of(&self, t: &TaskRow) -> anyhow::Result<u64> {
+        let i = job_number(&t.job_name)?;
+        if self.spec.trace.is_some() {
+            return self
+                .trace_files
+                .get(&t.point)
+                .and_then(|f| f.get(i as usize))
+                .copied()
+                .with_context(|| format!("job {} is not in the trace sample", t.job_name));
+        }
+        Ok(if self.spec.jobs.mix.is_empty() {
+            i % u64::from(points_files(self.points, &t.point))
+        } else {
+            i
+        })
+    }
+
+    /// A job's workload, for the shuffle ratios: a mix's seeded order, else
+    /// the spec's one workload; a trace's jobs give their own shuffle.
+    pub(super) fn workload_of(&self, seed: u64, job: &str) -> Option<String> {
+        let spec = self.spec;
+        if spec.trace.is_some() {
+            return None;
+        }
+        if spec.jobs.mix.is_empty() {
+            return Some(spec.jobs.workload().name().to_owned());
+        }
+        let i = job_number(job).ok()?;
+        let order = crate::experiment::run::mix_order(&spec.jobs.mix, seed);
+        order.get(i as usize).map(|c| c.workload.name().to_owned())
+    }
+
+    /// Replicas of point `keys`' blocks: every worker that ran a block
+    /// locally or served it, in any run with the same seed (each
+    /// repetition loads its own data).
+    pub(super) fn replicas(&self, keys: &[&RunKey]) -> anyhow::Result<Replicas> {
+        let mut replicas: Replicas = BTreeMap::new();
+        for k in keys {
+            let seed = self.seed(k);
+            for t in &self.maps[*k] {
+                replicas
+                    .entry((seed, self.file_of(t)?, t.task))
+                    .or_default()
+                    .insert(worker_id(&t.source)?);
+            }
+        }
+        Ok(replicas)
+    }
+
+    /// Each successful run of point `p` (`keys`), ready to simulate.
+    pub(super) fn setups<'s>(
+        &'s self,
+        p: &crate::experiment::spec::Point,
+        keys: &[&'s RunKey],
+        schedulers: &'s [crate::experiment::spec::NamedScheduler],
+        jitter_ms: u64,
+    ) -> anyhow::Result<Vec<Setup<'s>>> {
+        let spec = self.spec;
+        let mut setups: Vec<Setup> = Vec::new();
+        for &k in keys {
+            let Some(run) = self
+                .runs
+                .iter()
+                .find(|r| (&r.point, &r.scheduler, r.rep) == (&k.0, &k.1, k.2) && r.status == "ok")
+            else {
+                continue;
+            };
+            let Some(named) = schedulers.iter().find(|s| s.label == k.1) else {
+                continue;
+            };
+            let bg = self
+                .background
+                .get(k)
+                .map(|v| v.as_slice())
+                .unwrap_or(&[])
+                .iter()
+                .map(|b| {
+                    Ok(BackgroundRun {
+                        worker: worker_id(&b.worker)?,
+                        start_ms: ms(b.start_s.max(0.0)),
+                        end_ms: b.end_s.map_or(u64::MAX, ms),
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let launched: Vec<&TaskRow> = self.maps[k]
+                .iter()
+                .chain(self.reduces_of(k))
+                .copied()
+                .collect();
+            let beats = heartbeats(&launched, spec.cluster.workers, p.heartbeat_ms)?;
+            setups.push(Setup {
+                key: k,
+                run,
+                config: &named.config,
+                reduces: named.reduces,
+                cluster: ReplayCluster {
+                    slots: vec![spec.cluster.slots; spec.cluster.workers as usize],
+                    heartbeat_ms: p.heartbeat_ms,
+                    phase_ms: beats.0,
+                    period_ms: beats.1,
+                    out_of_band: p.out_of_band_heartbeat,
+                    runs_maps: self.runs_maps.clone(),
+                    runs_reduces: self.runs_reduces.clone(),
+                    jitter_ms,
+                    jitter_seed: run.seed,
+                    // The measured runs kept a decision record: so do
+                    // the simulated ones (it changes no decision).
+                    record_decisions: spec.cluster.decisions,
+                    // The model's, set per simulation.
+                    host_ms_per_start: 0.0,
+                    // A spec's workers are alike.
+                    slowdown: Vec::new(),
+                    // The runs' speculation, by the same rule.
+                    speculation: spec.cluster.speculation.clone(),
+                },
+                bg,
+            });
+        }
+        Ok(setups)
+    }
+
+    /// Run `s` simulated under model `m` and remote model `remote`.
+    pub(super) fn simulate(
+        &self,
+        s: &Setup,
+        m: &PointModel,
+        remote: RemoteModel,
+        replicas: &Replicas,
+    ) -> anyhow::Result<(ReplayOutcome, Vec<ReplayJob>)> {
+        let jobs = replay_jobs(
+            &self.maps[s.key],
+            self.reduces_of(s.key),
+            s.run.seed,
+            m,
+            replicas,
+            &|seed, t| self.compute(seed, t),
+            &|t| self.file_of(t),
+        )?;
+        let mut sched = sched::build(s.config, s.run.seed);
+        let mut placer = sched::ReducePlacer::new(s.reduces, s.config);
+        let cluster = ReplayCluster {
+            host_ms_per_start: m.host_ms_per_start,
+            ..s.cluster.clone()
+        };
+        let out = replay::replay(
+            sched.as_mut(),
+            &mut placer,
+            &cluster,
+            &jobs,
+            &s.bg,
+            remote,
+            GIVE_UP_MS,
+        )
+        .with_context(|| format!("simulating {} {} rep {}", s.key.0, s.key.1, s.key.2))?;
+        Ok((out, jobs))
+    }
+
+    /// Point `label`'s model from the runs (`keys`, `setups`) of the
+    /// schedulers `keep` accepts.
+    pub(super) fn fit_on(
+        &self,
+        label: &str,
+        keys: &[&RunKey],
+        setups: &[Setup],
+        replicas: &Replicas,
+        host_term: bool,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> anyhow::Result<PointModel> {
+        let runs_used: Vec<RunRows> = keys
+            .iter()
+            .filter(|k| keep(&k.1))
+            .map(|k| (self.maps[*k].as_slice(), self.reduces_of(k), self.seed(k)))
+            .collect();
+        let mut m = fit_point(
+            label,
+            &runs_used,
+            &|seed, t| self.compute(seed, t),
+            host_term,
+        )?;
+        m.shuffle_ratio = shuffle_ratios(&runs_used, &|seed, job| self.workload_of(seed, job));
+        let used: Vec<&Setup> = setups.iter().filter(|s| keep(&s.key.1)).collect();
+        m.transfer_ms = fit_transfer(&used, &m, &|s, m, remote| {
+            self.simulate(s, m, remote, replicas)
+        })?;
+        Ok(m)
+    }
+
+    /// Point `p`'s model (fitted, or `given`), and every run of it
+    /// predicted by it (or by the model fitted without its scheduler)
+    /// under each remote model, into `out`. `None` when the point has no
+    /// run with map attempts.
+    pub(super) fn calibrate_point(
+        &self,
+        p: &crate::experiment::spec::Point,
+        schedulers: &'a [crate::experiment::spec::NamedScheduler],
+        opts: &Options,
+        given: Option<&BTreeMap<String, PointModel>>,
+        out: &mut Predicted,
+    ) -> anyhow::Result<Option<PointModel>> {
+        let keys: Vec<&RunKey> = self.maps.keys().filter(|k| k.0 == p.label).collect();
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let replicas = self.replicas(&keys)?;
+        let setups = self.setups(p, &keys, schedulers, opts.jitter_ms)?;
+        let fit_on = |keep: &dyn Fn(&str) -> bool| {
+            self.fit_on(&p.label, &keys, &setups, &replicas, opts.host_term, keep)
+        };
+        let model = match (given, &opts.fit) {
+            (Some(given), Fit::From(cal)) => given.get(&p.label).cloned().with_context(|| {
+                format!(
+                    "{}: no model of point {} (it has {})",
+                    cal.display(),
+                    p.label,
+                    given.keys().cloned().collect::<Vec<_>>().join(", ")
+                )
+            })?,
+            _ => fit_on(&|_| true)?,
+        };
+        let mut held_out: BTreeMap<String, PointModel> = BTreeMap::new();
+        if opts.fit == Fit::HoldOut {
+            for sc in schedulers {
+                held_out.insert(sc.label.clone(), fit_on(&|s| s != sc.label)?);
+            }
+        }
+        for s in &setups {
+            let m = held_out.get(&s.key.1).unwrap_or(&model);
+            let real = crate::experiment::agreement::real_launches(
+                self.maps[s.key]
+                    .iter()
+                    .chain(self.reduces_of(s.key))
+                    .copied(),
+            )?;
+            for (label, remote) in m.models() {
+                let (sim, _) = self.simulate(s, m, remote, &replicas)?;
+                out.add(s, label, sim, &self.jobs, &real);
+            }
+        }
+        Ok(Some(model))
+    }
+}
+
+/// What the calibration predicts: the models, then per simulated run its
+/// prediction, its tasks, its jobs beside their measured JCT, and its
+/// decision record (by file name).
+#[derive(Default)]
+pub(super) struct Predicted {
+    pub(super) models: Vec<PointModel>,
+    pub(super) predictions: Vec<Prediction>,
+    pub(super) tasks: Vec<PredictedTask>,
+    pub(super) jobs: Vec<PredictedJob>,
+    pub(super) decisions: Vec<(String, Vec<sched::decision::Decision>)>,
+    pub(super) agreements: Vec<crate::experiment::agreement::AgreementRow>,
+}
+
+impl Predicted {
+    /// Run `s` simulated under model `label` (`sim`), beside what was
+    /// measured (`measured`: each succeeded job's JCT).
+    pub(super) fn add(
+        &mut self,
+        s: &Setup,
+        label: &str,
+        mut sim: ReplayOutcome,
+        measured: &BTreeMap<(String, String, u32, String), f64>,
+        real: &[lab::agreement::Launch],
+    ) {
+        let agreement = lab::agreement::compare(
+            real,
+            &crate::experiment::agreement::sim_launches(&sim.runs),
+            s.cluster.heartbeat_ms,
+        );
+        self.agreements.push(crate::experiment::agreement::AgreementRow::new(
+            s.key,
+            label,
+            s.cluster.heartbeat_ms,
+            &agreement,
+        ));
+        if !sim.decisions.is_empty() {
+            self.decisions.push((
+                format!(
+                    "{}-{}-r{}-{label}.csv.gz",
+                    crate::experiment::timeline::slug(&s.key.0),
+                    crate::experiment::timeline::slug(&s.key.1),
+                    s.key.2
+                ),
+                std::mem::take(&mut sim.decisions),
+            ));
+        }
+        self.tasks.extend(sim.runs.iter().map(|r| PredictedTask {
+            point: s.key.0.clone(),
+            scheduler: s.key.1.clone(),
+            rep: s.key.2,
+            model: label.into(),
+            job: r.task.job.to_string(),
+            task: r.task.index,
+            kind: if r.reduce { "reduce" } else { "map" }.into(),
+            worker: format!("w{}", r.worker.0 + 1),
+            source: format!("w{}", r.source.0 + 1),
+            start_s: r.start_ms as f64 / 1000.0,
+            end_s: r.end_ms as f64 / 1000.0,
+        }));
+        for &(job, arrival, end) in &sim.jobs {
+            let name = format!("job-{}", job.0);
+            let key = (s.key.0.clone(), s.key.1.clone(), s.key.2, name);
+            if let Some(&measured) = measured.get(&key) {
+                self.jobs.push(PredictedJob {
+                    point: key.0,
+                    scheduler: key.1,
+                    rep: key.2,
+                    model: label.into(),
+                    job: key.3,
+                    measured_jct_s: measured,
+                    predicted_jct_s: end.saturating_sub(arrival) as f64 / 1000.0,
+                });
+            }
+        }
+        self.predictions.push(Prediction {
+            point: s.key.0.clone(),
+            scheduler: s.key.1.clone(),
+            rep: s.key.2,
+            model: label.into(),
+            measured_mean_jct_s: s.run.mean_jct_s,
+            predicted_mean_jct_s: sim.mean_jct_s(),
+            measured_makespan_s: s.run.makespan_s,
+            predicted_makespan_s: sim.makespan_s(),
+            measured_remote: s.run.data_remote,
+            predicted_remote: sim.remote_tasks() as u32,
+        });
+    }
+}
