@@ -238,7 +238,12 @@ impl<'a> HybridSim<'a> {
     /// their jobs.
     fn offers(&mut self, sched: &mut dyn Scheduler) {
         let now = self.now;
-        let workers: Vec<WorkerId> = self.view.workers().filter(|w| w.alive).map(|w| w.id).collect();
+        let workers: Vec<WorkerId> = self
+            .view
+            .workers()
+            .filter(|w| w.alive)
+            .map(|w| w.id)
+            .collect();
         for w in workers {
             for a in offer(sched, now, w, &mut self.view) {
                 let i = (a.task.job.0 - 1) as usize;
@@ -247,7 +252,8 @@ impl<'a> HybridSim<'a> {
                 if let Some(id) = inst {
                     self.out[i].public_maps += 1;
                     let ty = &self.cluster.types[self.instances[&id].ty];
-                    self.out[i].cost += a.len as f64 * (ty.storage_per_gb + ty.transfer_in_per_gb) / 1e9;
+                    self.out[i].cost +=
+                        a.len as f64 * (ty.storage_per_gb + ty.transfer_in_per_gb) / 1e9;
                 }
                 self.running.push(Running {
                     job: i,
@@ -305,15 +311,17 @@ impl<'a> HybridSim<'a> {
             if self.running[k].to_move <= 0.0 && self.running[k].compute_s <= 1e-9 {
                 let r = self.running.swap_remove(k);
                 self.view.task_ended(job_id(r.job), r.worker, r.remote);
-                self.view.note_map(r.worker, r.len, now - r.started, !r.remote, 0);
+                self.view
+                    .note_map(r.worker, r.len, now - r.started, !r.remote, 0);
                 self.left[r.job] -= 1;
                 if self.left[r.job] == 0 && !self.ended[r.job] {
                     self.ended[r.job] = true;
                     self.view.remove_job(job_id(r.job));
                     let jct = now - self.jobs[r.job].arrival_ms;
                     self.out[r.job].jct_ms = Some(jct);
-                    self.out[r.job].deadline_met =
-                        self.jobs[r.job].deadline_s.map(|d| jct as f64 <= d * 1000.0);
+                    self.out[r.job].deadline_met = self.jobs[r.job]
+                        .deadline_s
+                        .map(|d| jct as f64 <= d * 1000.0);
                 }
             } else {
                 k += 1;
@@ -324,7 +332,8 @@ impl<'a> HybridSim<'a> {
     /// Idle instances stop; their life is billed.
     fn stop_idle(&mut self) {
         let now = self.now;
-        let busy: std::collections::BTreeSet<WorkerId> = self.running.iter().map(|r| r.worker).collect();
+        let busy: std::collections::BTreeSet<WorkerId> =
+            self.running.iter().map(|r| r.worker).collect();
         let mut stop = Vec::new();
         for (id, inst) in self.instances.iter_mut() {
             let Some(w) = inst.worker else { continue };

@@ -750,7 +750,10 @@ pub fn summary(
             .collect::<Vec<_>>(),
         &samples,
     );
-    let whiskers = if cells.values().any(|c| c.runs as usize >= super::plots::INTERVAL_FROM) {
+    let whiskers = if cells
+        .values()
+        .any(|c| c.runs as usize >= super::plots::INTERVAL_FROM)
+    {
         "whiskers: min-max over repetitions, or the mean's Student-t 95% interval where a bar rests on 5 or more"
     } else {
         "whiskers: min-max over repetitions"

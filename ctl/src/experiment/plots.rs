@@ -163,6 +163,9 @@ mod tests {
         // not the min-max 1..5.
         let (lo, hi) = whisker(&[1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
         let half = 2.776 * (2.5f64 / 5.0).sqrt();
-        assert!((lo - (3.0 - half)).abs() < 1e-9 && (hi - (3.0 + half)).abs() < 1e-9, "{lo} {hi}");
+        assert!(
+            (lo - (3.0 - half)).abs() < 1e-9 && (hi - (3.0 + half)).abs() < 1e-9,
+            "{lo} {hi}"
+        );
     }
 }

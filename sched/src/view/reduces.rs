@@ -125,7 +125,11 @@ impl ClusterView {
         self.run_reduce(task, worker, load);
     }
 
-    pub(super) fn apply_reduce(&mut self, task: TaskRef, worker: WorkerId) -> Result<(), SchedError> {
+    pub(super) fn apply_reduce(
+        &mut self,
+        task: TaskRef,
+        worker: WorkerId,
+    ) -> Result<(), SchedError> {
         let w = self
             .workers
             .get(&worker)

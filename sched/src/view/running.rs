@@ -98,7 +98,11 @@ impl ClusterView {
 
     /// A backup of a slow task for `worker` now, by the rule of
     /// [`crate::speculation`].
-    pub(super) fn pick_backup(&self, now: Millis, worker: WorkerId) -> Option<crate::speculation::Backup> {
+    pub(super) fn pick_backup(
+        &self,
+        now: Millis,
+        worker: WorkerId,
+    ) -> Option<crate::speculation::Backup> {
         let alive = |w: WorkerId| self.workers.get(&w).is_some_and(|v| v.alive);
         let runs_maps = |w: WorkerId| self.workers.get(&w).is_some_and(|v| v.runs_maps);
         let runs_reduces = |w: WorkerId| self.workers.get(&w).is_some_and(|v| v.runs_reduces);

@@ -402,12 +402,13 @@ impl Predicted {
             &crate::experiment::agreement::sim_launches(&sim.runs),
             s.cluster.heartbeat_ms,
         );
-        self.agreements.push(crate::experiment::agreement::AgreementRow::new(
-            s.key,
-            label,
-            s.cluster.heartbeat_ms,
-            &agreement,
-        ));
+        self.agreements
+            .push(crate::experiment::agreement::AgreementRow::new(
+                s.key,
+                label,
+                s.cluster.heartbeat_ms,
+                &agreement,
+            ));
         if !sim.decisions.is_empty() {
             self.decisions.push((
                 format!(

@@ -1,3 +1,4 @@
+
 use super::*;
 
 #[test]

@@ -1,0 +1,422 @@
+
+use super::*;
+
+fn model() -> Model {
+    Model {
+        point: "default".into(),
+        overhead_ms: 100,
+        remote: RemoteCost {
+            base_ms: 50.0,
+            per_mb_ms: 1000.0,
+            ..Default::default()
+        },
+        transfer_ms: None,
+        ref_bytes: 0,
+        reduce_base_ms: 10.0,
+        reduce_ms_per_mb: 2000.0,
+        shuffle_ratio: BTreeMap::new(),
+    }
+}
+
+fn plan() -> TracePlan {
+    let job = |file: usize, at: u64, reduces: Option<u32>, shuffle: u64| TraceJob {
+        id: format!("job{at}"),
+        arrival_ms: at,
+        workload: Workload::InputSink,
+        file,
+        reduces,
+        shuffle_bytes: shuffle,
+    };
+    TracePlan {
+        files: vec![
+            TraceFile {
+                path: "a".into(),
+                blocks: 3,
+                block_bytes: 1_000_000,
+            },
+            TraceFile {
+                path: "b".into(),
+                blocks: 1,
+                block_bytes: 4096,
+            },
+        ],
+        jobs: vec![
+            job(0, 0, None, 0),
+            job(1, 500, Some(2), 3_000_000),
+            job(0, 900, None, 0),
+        ],
+        no_input: 0,
+    }
+}
+
+fn shape(workers: u32) -> Shape {
+    Shape {
+        workers,
+        reduce_workers: 0,
+        placement: Placement::Random,
+        slots: 2,
+        replication: 2,
+        heartbeat_ms: 100,
+        out_of_band: false,
+        slot_rate_mbs: Some(0.5),
+        task_time_s: None,
+        speculation: Default::default(),
+        slow: None,
+    }
+}
+
+#[test]
+fn jobs_that_share_a_file_share_its_replicas_and_tasks_are_timed_by_the_model() {
+    let jobs = replay_jobs(&plan(), &shape(10), &model(), 1);
+    assert_eq!(jobs.len(), 3);
+    // A 1 MB block at 0.5 MB/s: 2 s, plus the 100 ms overhead.
+    assert!(jobs[0]
+        .tasks
+        .iter()
+        .all(|t| t.local_ms == 2_100 && t.bytes == 1_000_000));
+    for (a, b) in jobs[0].tasks.iter().zip(&jobs[2].tasks) {
+        assert_eq!(a.replicas, b.replicas, "the same file, the same blocks");
+        assert_eq!(a.replicas.len(), 2);
+        assert_ne!(a.replicas[0], a.replicas[1], "replicas on distinct workers");
+    }
+    // Two reduces of 1.5 MB each: 10 + 2000 x 1.5 ms.
+    let r = &jobs[1].reduces;
+    assert_eq!(
+        (r.len(), r[0].local_ms, jobs[1].reduce_load),
+        (2, 3_010, 1_500_000)
+    );
+    assert_eq!(r[0].index, 1, "reduces are numbered after the maps");
+    assert_eq!(jobs[1].arrival_ms, 500);
+    // Another seed, other replicas; more replicas than workers: all.
+    assert_ne!(
+        replay_jobs(&plan(), &shape(10), &model(), 2)[0].tasks[0].replicas,
+        jobs[0].tasks[0].replicas
+    );
+    assert_eq!(
+        replay_jobs(&plan(), &shape(1), &model(), 1)[0].tasks[0].replicas,
+        [WorkerId(0)]
+    );
+}
+
+#[test]
+fn a_spec_without_a_trace_runs_its_own_jobs_at_every_point() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("s.toml");
+    std::fs::write(
+        &spec,
+        r#"
+name = "tiny"
+seed = 3
+repetitions = 2
+schedulers = ["hadoop", { label = "DELAY6", scheduler = "policy = 'delay', threshold_s = 3" }]
+[cluster]
+workers = 8
+slots = 2
+replication = 2
+heartbeat_ms = 1500
+out_of_band_heartbeat = false
+[background]
+duration_s = [1, 6]
+initial = 0.5
+[data]
+files = 1
+blocks = 10
+block_size = "1MiB"
+[jobs]
+count = 6
+workload = "input-sink"
+arrival_s = [0, 4]
+task_time_s = [1, 6]
+[[points]]
+label = "one-file"
+[[points]]
+label = "three-files"
+files = 3
+jobs = 9
+"#,
+    )
+    .unwrap();
+    let cal = root.join("results/dyndl-real/20261124-173842/calibration");
+    let opts = TraceOptions {
+        point: Some("64MB-50".into()),
+        ..TraceOptions::at(Some(40), Some(3))
+    };
+    let (table, runs) = run(&spec, &cal, &opts).unwrap();
+    // 2 points x 2 schedulers x 2 seeds; every map of every job ran.
+    assert_eq!(runs.len(), 8, "{table}");
+    for r in &runs {
+        let jobs = if r.point == "one-file" { 6 } else { 9 };
+        assert_eq!(r.maps, jobs * 10, "{r:?}");
+        // Each map computes at least 1 s.
+        assert!(r.makespan_s >= 1.0 && r.mean_jct_s > 1.0, "{r:?}");
+    }
+    assert!(
+        table.contains("| three-files | 9 | 90 | DELAY6 |"),
+        "{table}"
+    );
+    assert!(table.contains("40 workers x 3 slots"), "{table}");
+    assert!(table.contains("each map computing U[1, 6] s"), "{table}");
+    assert!(table.contains("610 + 81 n_src + 33 n_dst"), "{table}");
+    // On 40 workers with 20 holders at most, hadoop reads remotely more
+    // than DELAY6, which waits.
+    let remote = |s: &str| -> usize {
+        runs.iter()
+            .filter(|r| r.scheduler == s)
+            .map(|r| r.remote)
+            .sum()
+    };
+    assert!(remote("hadoop") > remote("DELAY6"), "{table}");
+    // The calibration's fair-share transfer instead of the fixed extra.
+    let fair_opts = TraceOptions {
+        fair_share: true,
+        ..opts.clone()
+    };
+    let (fair, fair_runs) = run(&spec, &cal, &fair_opts).unwrap();
+    assert!(fair.contains("a transfer of 273 ms alone"), "{fair}");
+    assert_eq!(fair_runs.len(), 8);
+    assert!(fair_runs.iter().all(|r| r.mean_jct_s > 1.0));
+    // The plan: job i reads file i mod files, arrivals in the window.
+    let (parsed, _) = Spec::load(&spec).unwrap();
+    let points = parsed.points().unwrap();
+    let none = BTreeMap::new();
+    let plan = synthetic_plan(&parsed, &points[1], 3, &none).unwrap();
+    assert_eq!(plan.files.len(), 3);
+    let files: Vec<usize> = plan.jobs.iter().map(|j| j.file).collect();
+    assert_eq!(files, [0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    assert!(plan.jobs.iter().all(|j| j.arrival_ms <= 4_000));
+    assert_ne!(
+        synthetic_plan(&parsed, &points[1], 4, &none).unwrap().jobs[8].arrival_ms,
+        plan.jobs[8].arrival_ms
+    );
+    // A mix with reduces needs the shuffle the calibration measured:
+    // dyndl-real's input-sink runs had none, and the error says so.
+    std::fs::write(
+        &spec,
+        r#"
+name = "tiny-mix"
+seed = 3
+schedulers = ["hadoop"]
+[cluster]
+workers = 8
+slots = 2
+replication = 2
+[data]
+block_size = "1MiB"
+[jobs]
+count = 3
+arrival_s = [0, 4]
+mix = [
+    { workload = "wordcount", count = 2, maps = 3, reduces = 1 },
+    { workload = "input-sink", count = 1, maps = 2 },
+]
+"#,
+    )
+    .unwrap();
+    let e = format!(
+        "{:#}",
+        run(
+            &spec,
+            &cal,
+            &TraceOptions {
+                point: Some("64MB-50".into()),
+                ..Default::default()
+            }
+        )
+        .unwrap_err()
+    );
+    assert!(
+        e.contains("measured no shuffle for wordcount (it has none)"),
+        "{e}"
+    );
+    // With a ratio: each job its own file of its class's maps, in the
+    // runner's seeded order, shuffling its input x the ratio.
+    let (parsed, _) = Spec::load(&spec).unwrap();
+    let points = parsed.points().unwrap();
+    let ratio = BTreeMap::from([("wordcount".to_owned(), 0.25)]);
+    let plan = synthetic_plan(&parsed, &points[0], 3, &ratio).unwrap();
+    let order = crate::experiment::run::mix_order(&parsed.jobs.mix, 3);
+    assert_eq!(plan.jobs.len(), 3);
+    for (i, (j, c)) in plan.jobs.iter().zip(&order).enumerate() {
+        assert_eq!((j.file, j.workload, j.reduces), (i, c.workload, c.reduces));
+        assert_eq!(plan.files[i].blocks, c.maps);
+        let want = if c.reduces.is_some() {
+            3 * (1 << 20) / 4
+        } else {
+            0
+        };
+        assert_eq!(j.shuffle_bytes, want, "{j:?}");
+    }
+}
+
+#[test]
+fn dedicated_reduce_workers_hold_no_data_and_run_no_maps() {
+    let mut s = shape(6);
+    s.reduce_workers = 2;
+    let c = cluster(&s, 1);
+    assert_eq!(c.runs_maps, [true, true, true, true, false, false]);
+    assert_eq!(c.runs_reduces, [false, false, false, false, true, true]);
+    s.replication = 3;
+    for seed in 0..20 {
+        for j in replay_jobs(&plan(), &s, &model(), seed) {
+            for t in &j.tasks {
+                assert!(t.replicas.iter().all(|w| w.0 < 4), "{t:?}");
+            }
+        }
+    }
+    assert!(cluster(&shape(6), 1).runs_maps.is_empty(), "all do both");
+    // Even placement deals each file's blocks over the map workers.
+    s.placement = Placement::Even;
+    s.replication = 2;
+    let jobs = replay_jobs(&plan(), &s, &model(), 1);
+    let mut held = [0; 4];
+    for t in &jobs[0].tasks {
+        assert_ne!(t.replicas[0], t.replicas[1]);
+        for w in &t.replicas {
+            held[w.0 as usize] += 1;
+        }
+    }
+    // 3 blocks x 2 replicas over 4 workers: 1 or 2 each.
+    assert!(held.iter().all(|&n| (1..=2).contains(&n)), "{held:?}");
+}
+
+#[test]
+fn background_fills_the_initial_share_then_arrives_poisson() {
+    let cfg = BackgroundConfig {
+        duration_s: [1.0, 6.0],
+        initial: 0.5,
+        per_minute: 30.0,
+    };
+    let bg = background(Some(&cfg), &shape(4), 7, 60_000);
+    // 2 slots, half busy at start: one process per worker at 0.
+    for w in 0..4 {
+        let mine: Vec<&BackgroundRun> = bg.iter().filter(|b| b.worker == WorkerId(w)).collect();
+        assert_eq!(mine.iter().filter(|b| b.start_ms == 0).count(), 1);
+        // ~30 more in the minute.
+        assert!((10..60).contains(&mine.len()), "{}", mine.len());
+        assert!(mine
+            .iter()
+            .all(|b| (1_000..=6_000).contains(&(b.end_ms - b.start_ms)) && b.start_ms < 60_000));
+    }
+    assert_eq!(background(Some(&cfg), &shape(4), 7, 60_000).len(), bg.len());
+    assert!(background(None, &shape(4), 7, 60_000).is_empty());
+}
+
+#[test]
+fn a_calibration_folder_gives_its_points_model() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("meta.json"),
+        r#"{"models": [{"point": "p1", "overhead_mean_ms": 99.6, "reduce_base_ms": 1.0,
+                "reduce_ms_per_mb": 2.0, "cost": {"base_ms": 3.0, "per_source_ms": 4.0,
+                "per_reader_ms": 5.0, "per_mb_ms": 6.0, "rmse_ms": 0.0}},
+               {"point": "p2", "overhead_mean_ms": 1.0, "reduce_base_ms": 1.0,
+                "reduce_ms_per_mb": 2.0, "cost": {"base_ms": 3.0, "per_source_ms": 4.0,
+                "per_reader_ms": 5.0, "rmse_ms": 0.0}}]}"#,
+    )
+    .unwrap();
+    let m = Model::read(dir.path(), None).unwrap();
+    assert_eq!(
+        (m.point.as_str(), m.overhead_ms, m.remote.per_mb_ms),
+        ("p1", 100, 6.0)
+    );
+    let m = Model::read(dir.path(), Some("p2")).unwrap();
+    assert_eq!(
+        m.remote.per_mb_ms, 0.0,
+        "an older calibration: no per-MB term"
+    );
+    let e = Model::read(dir.path(), Some("p3")).unwrap_err().to_string();
+    assert!(e.contains("no point p3 (points: p1, p2)"), "{e}");
+    let e = Model::read(&dir.path().join("nope"), None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a `master sim calibrate` folder"), "{e}");
+}
+
+#[test]
+fn the_shipped_trace_spec_runs_at_a_larger_scale_with_its_calibration() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cal = shipped_swim_calibration(&root).expect("a calibrated swim-hour folder is shipped");
+    let spec = root.join("experiments/swim-hour.toml");
+    let (table, runs) = run(&spec, &cal, &TraceOptions::at(Some(30), None)).unwrap();
+    // 5 schedulers x 3 seeds, every job of the hour run.
+    assert_eq!(runs.len(), 15, "{table}");
+    assert!(table.contains("30 workers x 2 slots"), "{table}");
+    let maps = runs[0].maps;
+    assert!(maps > 500 && runs.iter().all(|r| r.maps == maps), "{table}");
+    assert!(runs
+        .iter()
+        .all(|r| r.mean_jct_s > 0.0 && r.makespan_s >= r.mean_jct_s));
+    // Locality tells the policies apart: hadoop reads remote, delay
+    // scheduling waits.
+    let remote = |s: &str| {
+        runs.iter()
+            .filter(|r| r.scheduler == s)
+            .map(|r| r.remote)
+            .sum::<usize>()
+    };
+    assert!(remote("hadoop") > 3 * remote("delay1.5"), "{table}");
+
+    // A tenth of the workers ten times slower: the hour's jobs wait on
+    // their stragglers; speculation gives them backups, which win, and
+    // every policy's jobs end sooner.
+    let slow = TraceOptions {
+        slow: Some("0.1:10".parse().unwrap()),
+        ..TraceOptions::at(Some(30), None)
+    };
+    let (slow_table, slow_runs) = run(&spec, &cal, &slow).unwrap();
+    assert!(slow_table.contains("3 workers (10%)"), "{slow_table}");
+    let spec_opts = TraceOptions {
+        speculate: true,
+        ..slow
+    };
+    let (spec_table, spec_runs) = run(&spec, &cal, &spec_opts).unwrap();
+    assert!(
+        spec_table.contains("speculative execution on"),
+        "{spec_table}"
+    );
+    let mean = |runs: &[TraceRun], s: &str| {
+        let v: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.scheduler == s)
+            .map(|r| r.mean_jct_s)
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    for s in ["hadoop", "delay1.5"] {
+        let (base, off, on) = (mean(&runs, s), mean(&slow_runs, s), mean(&spec_runs, s));
+        eprintln!("{s}: mean JCT {base:.2} s; slow workers {off:.2} s, with speculation {on:.2} s");
+        assert!(off > base && on < off, "{s}: {base} {off} {on}");
+    }
+    assert!(slow_runs.iter().all(|r| r.backups == 0));
+    assert!(
+        spec_runs
+            .iter()
+            .all(|r| r.backups > 0 && r.backups_won > 0 && r.backups_won <= r.backups),
+        "{spec_table}"
+    );
+}
+
+#[test]
+fn slow_workers_are_read_with_clear_errors_and_drawn_per_seed() {
+    let s: Slow = "0.25:4".parse().unwrap();
+    assert_eq!((s.fraction, s.factor), (0.25, 4.0));
+    for (bad, says) in [
+        ("0.1", "FRACTION:FACTOR"),
+        ("x:10", "fraction \"x\" is not a number"),
+        ("0.1:y", "factor \"y\" is not a number"),
+        ("1.5:10", "in [0, 1]"),
+        ("0.1:0.5", ">= 1"),
+    ] {
+        let e = bad.parse::<Slow>().unwrap_err();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+    let mut sh = shape(20);
+    sh.slow = Some(s);
+    let a = slowdown(&sh, 1);
+    assert_eq!(a.iter().filter(|f| **f == 4.0).count(), 5);
+    assert_eq!(a.iter().filter(|f| **f == 1.0).count(), 15);
+    assert_eq!(slowdown(&sh, 1), a, "the same seed, the same workers");
+    assert_ne!(slowdown(&sh, 2), a, "another seed, others");
+    assert!(slowdown(&shape(20), 1).is_empty());
+}

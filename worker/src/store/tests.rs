@@ -1,0 +1,315 @@
+
+use super::*;
+use common::checksum::CHUNK_BYTES;
+
+fn target(id: &str) -> BlockTarget {
+    BlockTarget {
+        id: BlockId::new(id).unwrap(),
+        file: "f".into(),
+        index: 0,
+        file_blocks: 1,
+    }
+}
+
+fn data(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 31 % 253) as u8).collect()
+}
+
+#[test]
+fn a_store_written_with_sha256_chunks_is_converted_when_it_opens() {
+    // The layout the previous version wrote, nested as it was.
+    #[derive(Serialize)]
+    struct OldSums {
+        len: u64,
+        chunk_bytes: u32,
+        chunks: Vec<Sha>,
+    }
+    #[derive(Serialize)]
+    struct OldMeta {
+        file: String,
+        index: u32,
+        file_blocks: u32,
+        sums: OldSums,
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let blocks = dir.path().join("blocks");
+    fs::create_dir_all(&blocks).unwrap();
+    let d = data(2 * CHUNK_BYTES + 10);
+    let old = OldMeta {
+        file: "f".into(),
+        index: 0,
+        file_blocks: 1,
+        sums: OldSums {
+            len: d.len() as u64,
+            chunk_bytes: CHUNK_BYTES as u32,
+            chunks: d
+                .chunks(CHUNK_BYTES)
+                .map(common::checksum::sha256)
+                .collect(),
+        },
+    };
+    let mut bytes = LEGACY_META_MAGIC.to_vec();
+    bytes.extend(bincode::serde::encode_to_vec(&old, bincode::config::standard()).unwrap());
+    // "good" is whole; "bad" has one byte changed in its last chunk.
+    let mut bad = d.clone();
+    bad[2 * CHUNK_BYTES + 3] ^= 1;
+    for (name, content) in [("good", &d), ("bad", &bad)] {
+        fs::write(blocks.join(format!("{name}.b00000.blk")), content).unwrap();
+        fs::write(blocks.join(format!("{name}.b00000.meta")), &bytes).unwrap();
+    }
+    for round in 0..2 {
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        let ids: Vec<String> = s.list().iter().map(|b| b.id.to_string()).collect();
+        assert_eq!(ids, ["good.b00000"], "round {round}");
+        let id = BlockId::new("good.b00000").unwrap();
+        assert_eq!(s.get(&id).unwrap().sums, BlockChecksums::of(&d));
+        let mut r = s.reader(&id).unwrap();
+        let mut all = Vec::new();
+        for i in 0..r.chunk_count() {
+            all.extend_from_slice(&r.read_chunk(i).unwrap());
+        }
+        assert!(all == d);
+        let meta = fs::read(blocks.join("good.b00000.meta")).unwrap();
+        assert!(meta.starts_with(META_MAGIC));
+        assert!(!blocks.join("bad.b00000.blk").exists());
+        assert!(!blocks.join("bad.b00000.meta").exists());
+    }
+}
+
+#[test]
+fn put_read_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = data(2 * CHUNK_BYTES + 10);
+    {
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        let info = s.put(target("f.b00000"), &d).unwrap();
+        assert_eq!(info.len, d.len() as u64);
+        let mut r = s.reader(&info.id).unwrap();
+        let mut all = Vec::new();
+        for i in 0..r.chunk_count() {
+            all.extend_from_slice(&r.read_chunk(i).unwrap());
+        }
+        assert_eq!(all, d);
+    }
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    assert_eq!(s.list().len(), 1);
+    assert_eq!(s.list()[0].file, "f");
+}
+
+/// Drop-behind (O_DIRECT) writes: any length, in pieces that do not
+/// line up with the aligned buffer, reads back exactly, and the file
+/// is cut back to the block's length.
+#[test]
+fn drop_behind_blocks_of_any_length_read_back_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    let buf = DirectSink::BUF;
+    for (k, n) in [0, 1, 4095, 4096, buf, buf + 3, 2 * CHUNK_BYTES + 10]
+        .into_iter()
+        .enumerate()
+    {
+        let d = data(n);
+        let id = format!("d.b{k:05}");
+        let mut w = s
+            .writer_caching(target(&id), [0; 32], Caching::DropBehind)
+            .unwrap();
+        if k == 0 {
+            // Where the file system takes O_DIRECT (ext4, xfs), it is used.
+            let probe = dir.path().join("probe");
+            if DirectSink::create(&probe).is_some() {
+                assert!(matches!(w.file, Some(Sink::Direct(_))));
+            }
+        }
+        w.verify = false;
+        for piece in d.chunks(777_777) {
+            w.write(piece).unwrap();
+        }
+        // The checksums taken before commit (a streamed output's, sent
+        // on as the replicas' trailer) are the stored ones.
+        let sums = w.checksums();
+        assert_eq!(sums, BlockChecksums::of(&d));
+        let info = w.commit().unwrap();
+        assert_eq!(s.get(&info.id).unwrap().sums, sums);
+        assert_eq!(info.len, n as u64);
+        assert_eq!(fs::metadata(s.data_path(&info.id)).unwrap().len(), n as u64);
+        let mut r = s.reader(&info.id).unwrap();
+        let mut all = Vec::new();
+        for i in 0..r.chunk_count() {
+            all.extend_from_slice(&r.read_chunk(i).unwrap());
+        }
+        assert!(all == d, "{n} bytes");
+    }
+}
+
+#[test]
+fn corrupted_chunk_names_block_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    let d = data(3 * CHUNK_BYTES);
+    let info = s.put(target("c.b00000"), &d).unwrap();
+    // Flip one byte in the second chunk.
+    let path = s.data_path(&info.id);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[CHUNK_BYTES + 77] ^= 0xff;
+    fs::write(&path, &bytes).unwrap();
+    let mut r = s.reader(&info.id).unwrap();
+    assert!(r.read_chunk(0).is_ok());
+    let e = r.read_chunk(1).unwrap_err();
+    match &e {
+        StoreError::Corrupt { block, offset, .. } => {
+            assert_eq!(block.as_str(), "c.b00000");
+            assert_eq!(*offset, CHUNK_BYTES as u64);
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+    assert!(e.to_string().contains("c.b00000") && e.to_string().contains("1048576"));
+}
+
+#[test]
+fn digest_mismatch_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    let mut w = s.writer(target("x.b00000"), [0u8; 32]).unwrap();
+    w.write(b"hello").unwrap();
+    assert!(matches!(w.commit(), Err(StoreError::DigestMismatch { .. })));
+    assert!(s.list().is_empty());
+    assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    assert_eq!(fs::read_dir(dir.path().join("blocks")).unwrap().count(), 0);
+}
+
+#[test]
+fn abandoned_writer_and_orphans_are_cleaned() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        let mut w = s.writer(target("y.b00000"), [0u8; 32]).unwrap();
+        w.write(b"partial").unwrap();
+        drop(w);
+        assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+    }
+    // A crash between the data rename and the meta rename leaves an orphan.
+    fs::write(dir.path().join("blocks/z.b00000.blk"), b"orphan").unwrap();
+    fs::write(dir.path().join("tmp/q.part"), b"interrupted").unwrap();
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    assert!(s.list().is_empty());
+    assert!(!dir.path().join("blocks/z.b00000.blk").exists());
+    assert_eq!(fs::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
+}
+
+fn meta_strategy() -> impl proptest::strategy::Strategy<Value = BlockMeta> {
+    use proptest::prelude::*;
+    (
+        0u64..4_000_000,
+        512u32..=1 << 20,
+        "\\PC{0,16}",
+        1u32..=1000,
+        any::<u64>(),
+    )
+        .prop_flat_map(|(len, chunk_bytes, file, file_blocks, seed)| {
+            let n = BlockChecksums::chunk_count(len, chunk_bytes);
+            (0..file_blocks).prop_map(move |index| {
+                let chunks = (0..n).map(|i| (seed ^ i as u64) as u32).collect();
+                BlockMeta {
+                    file: file.clone(),
+                    index,
+                    file_blocks,
+                    sums: BlockChecksums {
+                        len,
+                        chunk_bytes,
+                        chunks,
+                    },
+                }
+            })
+        })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+    /// Block metadata round trips through its binary encoding; damaged
+    /// (cut, flipped) or arbitrary bytes decode to an error or to a
+    /// meta that still adds up, never a panic.
+    #[test]
+    fn block_meta_round_trips_and_damage_never_panics(
+        meta in meta_strategy(),
+        cut in proptest::prelude::any::<proptest::sample::Index>(),
+        flip in proptest::prelude::any::<(proptest::sample::Index, u8)>(),
+        junk in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+    ) {
+        let bytes = encode_meta(&meta);
+        let back = decode_meta(&bytes).unwrap();
+        proptest::prop_assert_eq!(
+            (&back.file, back.index, back.file_blocks, &back.sums),
+            (&meta.file, meta.index, meta.file_blocks, &meta.sums)
+        );
+        let mut damaged = bytes.clone();
+        let i = flip.0.index(damaged.len());
+        damaged[i] = flip.1;
+        damaged.truncate(cut.index(damaged.len() + 1));
+        for b in [damaged, junk.clone(), [META_MAGIC.to_vec(), junk].concat()] {
+            if let Ok(m) = decode_meta(&b) {
+                let s = &m.sums;
+                proptest::prop_assert!(s.chunk_bytes > 0 && m.index < m.file_blocks);
+                proptest::prop_assert_eq!(
+                    s.chunks.len(),
+                    BlockChecksums::chunk_count(s.len, s.chunk_bytes)
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_inconsistent_meta_is_dropped_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        s.put(target("m.b00000"), b"some data").unwrap();
+    }
+    // Decodes, but claims chunks of 0 bytes and more chunks than bytes.
+    let meta = BlockMeta {
+        file: "m".into(),
+        index: 0,
+        file_blocks: 1,
+        sums: BlockChecksums {
+            len: 9,
+            chunk_bytes: 0,
+            chunks: vec![0; 3],
+        },
+    };
+    fs::write(dir.path().join("blocks/m.b00000.meta"), encode_meta(&meta)).unwrap();
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    assert!(s.list().is_empty());
+    assert!(!dir.path().join("blocks/m.b00000.blk").exists());
+}
+
+#[test]
+fn reupload_same_is_idempotent_different_conflicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    s.put(target("r.b00000"), b"abc").unwrap();
+    let g = s.generation();
+    s.put(target("r.b00000"), b"abc").unwrap();
+    assert_eq!(s.generation(), g);
+    assert!(matches!(
+        s.put(target("r.b00000"), b"abd"),
+        Err(StoreError::Conflict { .. })
+    ));
+    s.delete(&BlockId::new("r.b00000").unwrap()).unwrap();
+    assert!(s.list().is_empty());
+}
+
+#[test]
+fn range_to_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    let info = s
+        .put(target("g.b00000"), &data(2 * CHUNK_BYTES + 5))
+        .unwrap();
+    let r = s.reader(&info.id).unwrap();
+    let cb = CHUNK_BYTES as u64;
+    assert_eq!(r.chunks_for_range(0, 1).unwrap(), 0..1);
+    assert_eq!(r.chunks_for_range(cb - 1, cb + 1).unwrap(), 0..2);
+    assert_eq!(r.chunks_for_range(2 * cb, 2 * cb + 5).unwrap(), 2..3);
+    assert!(r.chunks_for_range(0, 2 * cb + 6).is_err());
+}
