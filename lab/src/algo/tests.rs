@@ -1,4 +1,3 @@
-
 use super::*;
 use rand::Rng;
 use sched::model::{Cores, Cost, GenParams};

@@ -1,4 +1,3 @@
-
 use super::*;
 use common::checksum::CHUNK_BYTES;
 

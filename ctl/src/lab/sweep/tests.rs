@@ -1,4 +1,3 @@
-
 use super::*;
 use crate::lab::Offline;
 use common::tomlfile;

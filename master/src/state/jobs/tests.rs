@@ -1,4 +1,3 @@
-
 use super::*;
 use common::wire::Locality;
 
