@@ -28,6 +28,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 use workloads::Workload;
 
+mod record;
+mod replot;
+pub use record::write_decisions;
+use record::{keep_failed_logs, record_run};
+use replot::summary_md;
+pub use replot::{open_results, replot, OpenedResults};
+
 const TOKEN: &str = "experiment";
 
 pub struct Options {
@@ -266,137 +273,6 @@ async fn interrupted() -> &'static str {
         _ = term.recv() => "SIGTERM",
         _ = hup.recv() => "SIGHUP",
     }
-}
-
-/// A results directory, its `meta.json`, and the spec recorded there with
-/// its schedulers and points.
-pub type OpenedResults = (
-    ResultsDir,
-    serde_json::Value,
-    Spec,
-    Vec<NamedScheduler>,
-    Vec<Point>,
-);
-
-/// Opens a results directory of the runner and parses the spec its
-/// `meta.json` recorded (errors name the spec file and the key).
-pub fn open_results(dir: &Path) -> anyhow::Result<OpenedResults> {
-    let results = ResultsDir::open(dir);
-    let meta = results.read_meta()?;
-    let text = meta["spec_text"]
-        .as_str()
-        .context("meta.json has no spec_text")?;
-    let recorded = meta["spec_file"].as_str().unwrap_or("spec.toml");
-    // The spec's path as the run was given it, relative to where it ran:
-    // from elsewhere, relative to the checkout holding `results/<name>/<stamp>`
-    // (a trace's file is found from the spec's directory).
-    let file = match Path::new(recorded) {
-        p if p.is_relative() && !p.exists() => std::fs::canonicalize(dir)
-            .ok()
-            .and_then(|d| d.ancestors().nth(3).map(|root| root.join(p)))
-            .filter(|p| p.exists())
-            .unwrap_or_else(|| p.to_owned()),
-        p => p.to_owned(),
-    };
-    let spec = Spec::parse(text, &file)?;
-    let schedulers = spec.schedulers().map_err(|e| e.in_file(&file))?;
-    let points = spec.points().map_err(|e| e.in_file(&file))?;
-    Ok((results, meta, spec, schedulers, points))
-}
-
-/// Rewrites `summary.md` and `plots/` of a results directory from its
-/// `runs.csv` and the spec recorded in `meta.json` (after a change to the
-/// tables or plots; the runs are not repeated).
-pub fn replot(dir: &Path) -> anyhow::Result<()> {
-    let (results, _, spec, schedulers, points) = open_results(dir)?;
-    let mut runs: Vec<RunRecord> = results.read_runs()?;
-    // Metrics computed from the task attempts (EAS's per-machine ones) are
-    // recomputed when tasks.csv is there.
-    // (`read_csv` reads tasks.csv, or tasks.csv.gz where that is what is kept.)
-    let tasks = dir.join("tasks.csv");
-    if tasks.exists() || dir.join("tasks.csv.gz").exists() {
-        // The task attempts of each run, grouped once.
-        let mut by_run: std::collections::BTreeMap<(String, String, u32), Vec<TaskRow>> =
-            Default::default();
-        for t in crate::results::read_csv::<TaskRow>(&tasks)? {
-            by_run
-                .entry((t.point.clone(), t.scheduler.clone(), t.rep))
-                .or_default()
-                .push(t);
-        }
-        let (maps, reduces) = spec.machines();
-        for r in runs.iter_mut().filter(|r| r.status == "ok") {
-            let key = (r.point.clone(), r.scheduler.clone(), r.rep);
-            r.set_eas_metrics(by_run.get(&key).map_or(&[][..], |v| v), &maps, &reduces);
-        }
-        results.write_runs(&runs)?;
-        // Timelines already drawn are drawn again from nic.csv and
-        // background.csv (when both are there).
-        let tl_dir = dir.join("timelines");
-        if tl_dir.is_dir() && dir.join("nic.csv").exists() && dir.join("background.csv").exists() {
-            let series = timeline::read_series(dir, spec.cluster.workers, spec.cluster.slots)?;
-            for (key, workers) in &series {
-                let (point, sched, rep) = key;
-                let file = format!("{}-{}-r{rep}", timeline::slug(point), timeline::slug(sched));
-                if !tl_dir.join(format!("{file}.png")).exists() {
-                    continue;
-                }
-                let seed = runs
-                    .iter()
-                    .find(|r| &r.point == point && &r.scheduler == sched && r.rep == *rep)
-                    .map_or(String::from("?"), |r| r.seed.to_string());
-                timeline::plot(
-                    &tl_dir,
-                    &file,
-                    &format!("{point} / {sched} / repetition {rep} (seed {seed})"),
-                    by_run.get(key).map_or(&[][..], |v| v),
-                    workers,
-                )?;
-            }
-        }
-    }
-    // The QoS section, as the run wrote it, from the per-job rows.
-    let jobs_csv = dir.join("jobs.csv");
-    let job_rows: Vec<super::qos::JobRow> = if jobs_csv.exists() {
-        crate::results::read_csv(&jobs_csv)?
-    } else {
-        Vec::new()
-    };
-    results.write_summary(&summary_md(
-        dir,
-        &spec,
-        &schedulers,
-        &points,
-        &runs,
-        &job_rows,
-    ))?;
-    plots::plot_all(dir, &schedulers, &points, &runs)?;
-    Ok(())
-}
-
-/// A results folder's `summary.md`: the runs' tables, the QoS section (for
-/// specs with deadlines, budgets or public types), the grid's effects.
-fn summary_md(
-    dir: &Path,
-    spec: &Spec,
-    schedulers: &[NamedScheduler],
-    points: &[Point],
-    runs: &[RunRecord],
-    job_rows: &[super::qos::JobRow],
-) -> String {
-    let point_labels: Vec<String> = points.iter().map(|p| p.label.clone()).collect();
-    format!(
-        "{}{}{}",
-        output::summary(
-            spec,
-            schedulers,
-            points,
-            runs,
-            dir.join("failed-runs").exists()
-        ),
-        super::qos::summary(spec, schedulers, points, job_rows),
-        super::grid::section(schedulers, &point_labels, runs)
-    )
 }
 
 /// One job of a run.
@@ -877,125 +753,6 @@ async fn run_retrying(env: &RunEnv<'_>, s: &NamedScheduler) -> anyhow::Result<Ru
         }
     }
     result
-}
-
-/// A failed run's node logs (jobs that failed, a master that stopped
-/// answering), kept with the results in
-/// `failed-runs/<point>-<scheduler>-r<rep>/` (the next run's cluster
-/// overwrites them); the folder, if any log was written since `since`.
-fn keep_failed_logs(
-    env: &RunEnv<'_>,
-    out: &Path,
-    s: &NamedScheduler,
-    rep: u32,
-    since: std::time::SystemTime,
-) -> Option<PathBuf> {
-    let dest = out.join("failed-runs").join(format!(
-        "{}-{}-r{rep}",
-        timeline::slug(&env.point.label),
-        timeline::slug(&s.label)
-    ));
-    match env.keep_logs(&dest, since) {
-        Ok(n) if n > 0 => Some(dest),
-        Ok(_) => None,
-        Err(e) => {
-            tracing::warn!(error = %format!("{e:#}"), "cannot keep the failed run's logs");
-            None
-        }
-    }
-}
-
-/// What a successful run leaves in the results folder `out`: its jobs
-/// (jobs.csv), timelines, decision record (rechecked against its policy)
-/// and Gantt chart. Returns its runs.csv row, its tasks and its jobs.
-#[allow(clippy::too_many_arguments)]
-fn record_run(
-    out: &Path,
-    env: &RunEnv<'_>,
-    s: &NamedScheduler,
-    rep: u32,
-    wall: f64,
-    outcome: RunOutcome,
-    jobs_csv: &mut output::TaskWriter,
-    timelines_csv: &mut timeline::TimelineWriter,
-) -> anyhow::Result<(RunRecord, Vec<TaskRow>, Vec<super::qos::JobRow>)> {
-    let (reports, t0_unix, timelines, decisions, notes) = outcome;
-    let (map_workers, _) = env.spec.machines();
-    let mut rec = RunRecord::from_reports(
-        &env.point.label,
-        s,
-        rep,
-        env.seed,
-        &reports,
-        t0_unix,
-        &map_workers,
-        wall,
-    );
-    rec.scheduler_notes = notes.join("; ");
-    let rows = TaskRow::from_reports(&env.point.label, &s.label, rep, &reports, t0_unix);
-    let jobs = super::qos::JobRow::from_reports(&env.point.label, &s.label, rep, &reports);
-    jobs_csv.write(&jobs)?;
-    let (maps, reduces) = env.spec.machines();
-    rec.set_eas_metrics(&rows, &maps, &reduces);
-    timelines_csv.write((&env.point.label, &s.label, rep), t0_unix, &timelines)?;
-    let file = format!(
-        "{}-{}-r{rep}",
-        timeline::slug(&env.point.label),
-        timeline::slug(&s.label)
-    );
-    if let Some(log) = &decisions {
-        let dir = out.join("decisions");
-        write_decisions(&dir.join(format!("{file}.csv.gz")), log, t0_unix)?;
-        crate::ops::report::write_record(&dir.join(format!("{file}.record.json.gz")), log)?;
-        rec.rechecked = match crate::ops::report::recheck(log) {
-            Ok(_) => "same".into(),
-            Err(e) => format!("differs: {e:#}"),
-        };
-    }
-    timeline::plot(
-        &out.join("timelines"),
-        &file,
-        &format!(
-            "{} / {} / repetition {rep} (seed {})",
-            env.point.label, s.label, env.seed
-        ),
-        &rows,
-        &timeline::series(&timelines, t0_unix),
-    )?;
-    Ok((rec, rows, jobs))
-}
-
-type RunOutcome = (
-    Vec<JobReport>,
-    u64,
-    Vec<common::wire::WorkerTimeline>,
-    Option<common::wire::DecisionLog>,
-    Vec<String>,
-);
-
-/// Writes a run's decision record as gzipped CSV, times in seconds since
-/// the run began (as tasks.csv's).
-pub fn write_decisions(
-    path: &Path,
-    log: &common::wire::DecisionLog,
-    t0_unix: u64,
-) -> anyhow::Result<()> {
-    use std::io::Write;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    // Written aside and renamed: never a partial file under the real name.
-    let tmp = path.with_extension("gz.partial");
-    let f = std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    let mut gz = flate2::write::GzEncoder::new(std::io::BufWriter::new(f), Default::default());
-    writeln!(gz, "t_s,{}", sched::decision::Decision::CSV_HEADER)?;
-    for d in &log.decisions {
-        let t = (log.unix_ms(d) as f64 - t0_unix as f64) / 1000.0;
-        writeln!(gz, "{t:.3},{}", d.csv_row(|w| log.name(w)))?;
-    }
-    gz.finish()?.flush()?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
 }
 
 /// `n` distinct free TCP ports on 127.0.0.1, below the kernel's ephemeral
