@@ -1,0 +1,458 @@
+//! The `master` command line's arguments: its subcommands and their
+//! options, parsed by clap.
+
+use super::*;
+
+#[derive(Parser)]
+#[command(about = "Master of the mini-MapReduce testbed, and its command line")]
+pub struct Cli {
+    /// Cluster description.
+    #[arg(long, global = true, default_value = "cluster.toml")]
+    pub config: PathBuf,
+    /// Master URL instead of http://<master.listen> from cluster.toml.
+    #[arg(long, global = true)]
+    pub master: Option<String>,
+    /// While the master cannot be reached (it restarts), send requests
+    /// again with backoff for up to this many seconds, saying so on
+    /// stderr; 0: fail at once.
+    #[arg(long, global = true, default_value_t = crate::ops::client::DEFAULT_RETRY.as_secs())]
+    pub retry_s: u64,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Run the master.
+    Serve {
+        /// Listen here instead of master.listen.
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+        /// Scheduler instead of [scheduler]: a name (`hadoop`) or `policy = "...", key = value`.
+        #[arg(long)]
+        scheduler: Option<SchedulerConfig>,
+        /// Start public instances as this file says (network-namespace hosts
+        /// or containers; written by `up --netns` and `up --docker`) instead
+        /// of as local processes.
+        #[arg(long)]
+        instances: Option<PathBuf>,
+    },
+    /// Start the master and all workers as local processes; returns when all registered.
+    Up {
+        /// Delete the workers' block stores first.
+        #[arg(long)]
+        fresh: bool,
+        /// Linux netns mode (root): each node in its own network namespace,
+        /// links shaped by tc at nic_mbps; see docs/deployments.md.
+        #[arg(long)]
+        netns: bool,
+        /// Name prefix of the namespaces (netns mode).
+        #[arg(long, default_value = crate::ops::netns::DEFAULT_PREFIX, requires = "netns")]
+        netns_prefix: String,
+        /// Container mode: every node in its own Docker container on a
+        /// private network (docs/deployments.md); needs static binaries (make docker-bins).
+        #[arg(long, conflicts_with = "netns")]
+        docker: bool,
+        /// Compose project name (container mode).
+        #[arg(long, default_value = crate::ops::docker::DEFAULT_PROJECT, requires = "docker")]
+        docker_project: String,
+        /// Third octet of the private subnet 10.78.N.0/24 (container mode).
+        #[arg(long, default_value_t = crate::ops::docker::DEFAULT_SUBNET_THIRD, requires = "docker")]
+        docker_subnet: u8,
+        /// Where the static `master` and `worker` binaries are (container mode).
+        #[arg(long, default_value = crate::ops::docker::DEFAULT_BIN, requires = "docker")]
+        docker_bin: PathBuf,
+    },
+    /// Stop the local cluster started by `up`.
+    Down,
+    /// Generate or split a file into blocks and upload its replicas.
+    Load {
+        /// Name of the file in the cluster.
+        #[arg(long)]
+        name: String,
+        /// Generate synthetic data of this kind...
+        #[arg(long, conflicts_with = "file", requires = "blocks")]
+        generate: Option<Generator>,
+        /// ...with this many blocks.
+        #[arg(long)]
+        blocks: Option<u32>,
+        /// Or split this local file.
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Block size, e.g. 8MiB, 64MB.
+        #[arg(long, value_parser = loader::parse_size)]
+        block_size: u64,
+        /// Replicas per block (default: cluster.replication).
+        #[arg(long)]
+        replication: Option<u32>,
+        /// Seed of data and placement (default: cluster.seed).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Replica placement: `random` (each block's replicas on random
+        /// distinct workers) or `even` (every worker the same share).
+        #[arg(long, value_enum, default_value_t = loader::Placement::Random)]
+        placement: loader::Placement,
+    },
+    /// Submit jobs; with --wait, print their reports when they end.
+    Submit {
+        #[arg(long, value_enum)]
+        workload: Workload,
+        #[arg(long)]
+        input: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// Submit this many identical jobs.
+        #[arg(long, default_value_t = 1)]
+        count: u32,
+        /// Fair-share group (pool) for `fair` and `lsap-fair`.
+        #[arg(long)]
+        group: Option<String>,
+        /// Reduce tasks (wordcount, sort; default 1).
+        #[arg(long)]
+        reduces: Option<u32>,
+        /// Output file name (default `<job name>.out`; with --count, `-<i>` is appended).
+        #[arg(long)]
+        output: Option<String>,
+        /// Emulated compute per map task on top of reading, drawn per task
+        /// uniformly from MIN:MAX milliseconds (seeded by cluster.seed and
+        /// the job's number), e.g. `2000:12000`.
+        #[arg(long, value_parser = parse_compute)]
+        compute_ms: Option<(u64, u64)>,
+        /// Spread the jobs' arrivals uniformly over this many seconds
+        /// (seeded by cluster.seed); default: all at once.
+        #[arg(long, default_value_t = 0.0)]
+        spread_s: f64,
+        #[arg(long)]
+        wait: bool,
+        /// With --wait: print only a JSON array of the reports on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Seconds after submission by which the job should be done
+        /// (`mrosa` and `coshic` rent public instances to meet it).
+        #[arg(long)]
+        deadline_s: Option<f64>,
+        /// Most the job may spend on public instances.
+        #[arg(long)]
+        budget: Option<f64>,
+    },
+    /// List jobs.
+    Jobs,
+    /// Show one job's report.
+    Report {
+        job: String,
+        #[arg(long)]
+        json: bool,
+        /// Wait for the job to end first.
+        #[arg(long)]
+        wait: bool,
+        /// Print the job's decision record instead: every launch and every
+        /// offer it declined, with the rule (needs `master.decisions = true`
+        /// in cluster.toml); with --json, the rows as JSON.
+        #[arg(long)]
+        decisions: bool,
+    },
+    /// List workers.
+    Workers,
+    /// Run an experiment spec (experiments/<name>.toml) on fresh local
+    /// clusters; results in <results>/<name>/<timestamp>/. Needs no cluster.toml.
+    Experiment {
+        spec: PathBuf,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Scratch space for block stores and logs (removed afterwards).
+        #[arg(long, default_value = "run/experiments")]
+        work: PathBuf,
+        /// Keep the scratch space (block stores, configs, logs).
+        #[arg(long)]
+        keep_data: bool,
+        /// Where each run's cluster runs: `processes` (loopback), `netns`
+        /// (network namespaces with tc-shaped links; root) or `docker`
+        /// (containers on a private network; needs make docker-bins).
+        #[arg(long, default_value = "processes", value_parser = ["processes", "netns", "docker"])]
+        deployment: String,
+        /// The static binaries for `--deployment docker`.
+        #[arg(long, default_value = crate::ops::docker::DEFAULT_BIN)]
+        docker_bin: PathBuf,
+    },
+    /// The chaos run: a 5-worker cluster of local processes runs a seeded job
+    /// mix while workers are killed, stopped and their replicas corrupted;
+    /// checks every job, every output and the healing, and writes
+    /// <results>/chaos/<timestamp>/. Needs no cluster.toml; fails if the
+    /// cluster did not survive.
+    Chaos {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 30)]
+        jobs: u32,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Scratch space (cluster config, block stores, logs).
+        #[arg(long, default_value = "run/chaos")]
+        work: PathBuf,
+    },
+    /// The soak run: the chaos run's cluster and job mix at a steady
+    /// arrival rate for --minutes, without faults; the master, every worker
+    /// and this client sampled for memory, descriptors and threads; fails
+    /// if a job fails, an output differs, or a figure grew by more than 10%
+    /// from the tenth minute to the end. Writes <results>/soak/<timestamp>/.
+    Soak {
+        #[arg(long, default_value_t = 30.0)]
+        minutes: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Seconds between samples.
+        #[arg(long, default_value_t = 60.0)]
+        sample_s: f64,
+        /// Seconds between job arrivals.
+        #[arg(long, default_value_t = 2.0)]
+        arrival_s: f64,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        #[arg(long, default_value = "run/soak")]
+        work: PathBuf,
+    },
+    /// Rewrite an experiment's summary.md and plots from its runs.csv and
+    /// meta.json (no runs are repeated).
+    Replot { dir: PathBuf },
+    /// The papers' claims (experiments/claims/*.toml) judged on their
+    /// results folders, and the verdict table generated from them.
+    Claims {
+        #[command(subcommand)]
+        cmd: crate::claims::ClaimsCmd,
+    },
+    /// Serve the reference external policy until stopped: delay scheduling
+    /// written again from the protocol's messages (`policy = "external"`
+    /// with this address reaches it; see docs/schedulers.md).
+    PolicyServer {
+        /// `unix:<path>` or `tcp:<host>:<port>` (port 0: any free port).
+        #[arg(long)]
+        listen: String,
+        /// Seconds a job may be skipped before it reads remotely.
+        #[arg(long, default_value_t = 3.0)]
+        threshold_s: f64,
+    },
+    /// List files and where their blocks are.
+    Files,
+    /// Read a file back from its live replicas, block by block in order,
+    /// each block's digest checked; to stdout, or with -o to a file
+    /// (written whole or not at all).
+    Get {
+        file: String,
+        /// Write here instead of stdout (replaced only once complete).
+        #[arg(short = 'o', long)]
+        output: Option<PathBuf>,
+    },
+    /// `get` to stdout.
+    Cat { file: String },
+    /// Delete a file: its replicas on every worker (refused while a job
+    /// reads or writes it); returns once no live worker holds one.
+    Rm { file: String },
+    /// The scheduling lab: generate instances, run the offline planners and
+    /// the online policies (in the discrete-event simulator) on them, sweep
+    /// the papers' simulations. Needs no cluster.
+    Sim {
+        #[command(subcommand)]
+        cmd: SimCmd,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum SimCmd {
+    /// Calibrate the simulator on a real run's results folder (map-only
+    /// jobs): fit task times, background and the remote-read cost, simulate
+    /// every run and write predicted against measured to DIR/calibration/.
+    Calibrate {
+        /// A results folder of `master experiment` (results/<name>/<stamp>).
+        dir: PathBuf,
+        /// Predict each scheduler's runs with a model fitted on the other
+        /// schedulers' runs only (writes DIR/calibration-hold-out/).
+        #[arg(long, conflicts_with = "model_from")]
+        hold_out: bool,
+        /// Predict every run with the models of another calibration folder
+        /// (results/<name>/<stamp>/calibration) instead of fitting on DIR:
+        /// e.g. the 8-worker runs' model predicting the 32-worker runs of
+        /// the same workload family, point by point of the same label
+        /// (writes DIR/calibration-from-<name>/).
+        #[arg(long)]
+        model_from: Option<PathBuf>,
+        /// Delay each simulated heartbeat by up to this many ms (seeded per
+        /// run, worker and heartbeat), so the workers' heartbeats reach the
+        /// scheduler in varying order; writes DIR/calibration[-hold-out]-jitterMS/.
+        #[arg(long, default_value_t = 0)]
+        heartbeat_jitter_ms: u64,
+        /// Also fit the host term: a map's overhead grows with the maps
+        /// launched on the testbed's shared host in the second before it
+        /// (writes DIR/calibration...-host/).
+        #[arg(long)]
+        host_term: bool,
+    },
+    /// The calibrated simulator's error against the cluster's size: DIRs
+    /// are results folders of one workload family at growing worker counts
+    /// (experiments/scale-dyndl-8/16/32.toml), the smallest first. Calibrates
+    /// on the first, predicts every folder by its models and by its own fit,
+    /// and writes per-job errors against workers, a summary and plots to
+    /// <results>/<family>-error/<stamp>/.
+    ScaleError {
+        #[arg(required = true, num_args = 2..)]
+        dirs: Vec<PathBuf>,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+    /// Generate a seeded instance and write it as JSON.
+    Gen {
+        #[command(flatten)]
+        gen: GenArgs,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Run algorithms on an instance (a file, or generated from the
+    /// parameters) and print makespan, locality and running time.
+    Run {
+        /// Instance file (JSON, from `sim gen`); else one is generated.
+        #[arg(long)]
+        instance: Option<PathBuf>,
+        #[command(flatten)]
+        gen: GenArgs,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Algorithms: bar, dyndl-off, list, ltfpa, ltfpa-scan, mb (MaxCover-BalAssign), or any scheduler
+        /// (hadoop, delay3, dyndl-on, rand, lsap, ...). Repeatable.
+        #[arg(long = "algo", default_values_t = ["hadoop".to_string(), "delay3".into(), "policy = 'dyndl-on', w_s = 3".into(), "list".into(), "ltfpa".into(), "bar".into(), "dyndl-off".into()])]
+        algos: Vec<String>,
+        /// Re-offer period of the simulator (time units).
+        #[arg(long, default_value_t = 0.1)]
+        tick: f64,
+    },
+    /// Run an experiment spec with public instance types
+    /// (experiments/mrosa-*.toml) in the hybrid-cloud simulator and print
+    /// each point's JCT, deadlines met, cost and instances per scheduler.
+    Hybrid {
+        spec: PathBuf,
+        /// Private workers instead of the spec's (e.g. thousands).
+        #[arg(long)]
+        workers: Option<u32>,
+    },
+    /// Run a trace spec's hour (`[trace]`, e.g. experiments/swim-hour.toml),
+    /// or a spec's own input-sink jobs at every point (e.g.
+    /// experiments/whatif-dyndl-1000.toml), in the simulator at any scale,
+    /// with task times and the remote-read cost of a calibration (`master
+    /// sim calibrate`); print each scheduler's mean JCT, makespan, remote
+    /// maps and simulation time per point. Also `sim scale`.
+    #[command(alias = "scale")]
+    Trace {
+        spec: PathBuf,
+        /// A calibration folder (results/<name>/<stamp>/calibration).
+        #[arg(long)]
+        calibration: PathBuf,
+        /// The calibration's point to take the model from (default: its first).
+        #[arg(long)]
+        point: Option<String>,
+        /// Workers instead of the spec's (e.g. 1000).
+        #[arg(long)]
+        workers: Option<u32>,
+        /// Slots per worker instead of the spec's.
+        #[arg(long)]
+        slots: Option<u32>,
+        /// Charge a remote read as the calibration's fair-share transfer
+        /// (its source's and reader's links shared by the transfers on
+        /// them) instead of its fixed `source+reader` extra.
+        #[arg(long)]
+        fair_share: bool,
+        /// Slow machines, FRACTION:FACTOR: that share of the workers,
+        /// drawn per seed, run every task FACTOR times longer (e.g.
+        /// 0.05:10).
+        #[arg(long)]
+        slow: Option<crate::lab::trace::Slow>,
+        /// Speculative execution on, with the spec's `[cluster.speculation]`
+        /// settings or Hadoop's defaults (backups of slow maps and reduces).
+        #[arg(long)]
+        speculation: bool,
+        /// Run this scheduler instead of the spec's (repeat for several):
+        /// a name or `policy = "...", key = value` (`policy = "external",
+        /// address = "unix:/tmp/p.sock"` for a policy served outside).
+        #[arg(long)]
+        scheduler: Vec<SchedulerConfig>,
+    },
+    /// Run a real run's decision record through its policy again, from its
+    /// inputs (every change to the scheduler's view and every offer), and
+    /// say whether it decides the same, row for row, or where it first
+    /// differs. FILE: an experiment's decisions/*.record.json.gz, or the
+    /// JSON of GET /v1/decisions?inputs=true. Exits non-zero if it differs.
+    Recheck { file: PathBuf },
+    /// Run a sweep spec (experiments/sim-*.toml); results in
+    /// <results>/<name>/<timestamp>/.
+    Sweep {
+        spec: PathBuf,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct GenArgs {
+    /// |S|.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) servers: u32,
+    /// Cores per server.
+    #[arg(long, default_value_t = 40)]
+    pub(crate) cores: u32,
+    /// |T|.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) tasks: u32,
+    #[arg(long, default_value_t = 3)]
+    pub(crate) replication: u32,
+    /// Load skew α.
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) alpha: f64,
+    /// Initial loads in [0, α·server + β] (BAR's W).
+    #[arg(long, default_value_t = 100.0)]
+    pub(crate) beta: f64,
+    /// Cost model: dyndl (uses --theta) or bar (uses --c-loc, --q).
+    #[arg(long, default_value = "dyndl", value_parser = ["dyndl", "bar"])]
+    pub(crate) model: String,
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) theta: f64,
+    #[arg(long, default_value_t = 20.0)]
+    pub(crate) c_loc: f64,
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) q: f64,
+    /// Racks of consecutive servers (default one).
+    #[arg(long)]
+    pub(crate) racks: Option<u32>,
+    /// Replica placement: random, or HDFS's rack-aware (needs --racks >= 2).
+    #[arg(long, default_value = "random", value_parser = ["random", "rack-aware"])]
+    pub(crate) placement: String,
+}
+
+impl GenArgs {
+    pub(super) fn params(&self) -> anyhow::Result<GenParams> {
+        let p = GenParams {
+            servers: self.servers,
+            cores: self.cores,
+            tasks: self.tasks,
+            replication: self.replication,
+            alpha: self.alpha,
+            beta: self.beta,
+            cost: if self.model == "bar" {
+                Cost::Bar {
+                    c_loc: self.c_loc,
+                    q: self.q,
+                }
+            } else {
+                Cost::Dyndl { theta: self.theta }
+            },
+            idle: None,
+            racks: self.racks,
+            placement: if self.placement == "rack-aware" {
+                sched::model::gen::Placement::RackAware
+            } else {
+                sched::model::gen::Placement::Random
+            },
+        };
+        p.validate()
+            .with_context(|| format!("--{}", p.validate().unwrap_err().key()))?;
+        Ok(p)
+    }
+}
