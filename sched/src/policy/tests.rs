@@ -195,5 +195,5 @@ fn first_served(cfg: &SchedulerConfig, order: JobOrder) -> Result<JobId, String>
         .ok_or_else(|| format!("{}: launched nothing", cfg.label()))
 }
 
-mod waiting_policies;
 mod batch_and_greedy_policies;
+mod waiting_policies;
