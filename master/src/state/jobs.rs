@@ -97,60 +97,6 @@ pub(super) struct Task {
     pub out_targets: Vec<WorkerId>,
 }
 
-impl Task {
-    fn new(block: BlockId, reduce: Option<u32>, len: u64) -> Self {
-        Task {
-            block,
-            reduce,
-            len,
-            next_attempt: 0,
-            failures: 0,
-            status: TaskStatus::Pending,
-            backup: None,
-            stalled_on: Vec::new(),
-            out_targets: Vec::new(),
-        }
-    }
-
-    pub fn kind(&self) -> common::wire::TaskKind {
-        if self.reduce.is_some() {
-            common::wire::TaskKind::Reduce
-        } else {
-            common::wire::TaskKind::Map
-        }
-    }
-
-    /// Its next attempt starts, running on `worker` and reading from
-    /// `source`; returns the attempt's number.
-    fn start(&mut self, worker: WorkerId, source: WorkerId, now: Millis) -> u32 {
-        let attempt = self.number();
-        self.status = TaskStatus::Running(RunningAttempt::new(attempt, worker, source, now));
-        self.backup = None;
-        attempt
-    }
-
-    /// The next attempt's number, taken.
-    fn number(&mut self) -> u32 {
-        self.next_attempt += 1;
-        self.next_attempt - 1
-    }
-
-    /// Its running attempts: the current one, then the backup.
-    pub fn attempts(&self) -> impl Iterator<Item = RunningAttempt> + '_ {
-        let current = match self.status {
-            TaskStatus::Running(ra) => Some(ra),
-            _ => None,
-        };
-        current.into_iter().chain(self.backup)
-    }
-
-    /// The task is done or pending again: no attempt runs.
-    fn settle(&mut self, status: TaskStatus) {
-        self.status = status;
-        self.backup = None;
-    }
-}
-
 #[derive(Debug)]
 pub(super) struct Job {
     pub id: JobId,
@@ -938,51 +884,10 @@ impl Jobs {
     }
 }
 
-/// The report of a job that ended without running a task, failed with
-/// `error` (a job an earlier incarnation was running when it stopped).
-pub(super) fn unstarted_report(
-    job: JobId,
-    name: String,
-    scheduler: String,
-    submit_unix_ms: u64,
-    spec: &JobSubmit,
-    error: String,
-) -> JobReport {
-    JobReport {
-        job,
-        name,
-        workload: spec.workload,
-        input: spec.input.clone(),
-        group: spec.group().to_owned(),
-        scheduler,
-        state: JobState::Failed,
-        error: Some(error),
-        submit_unix_ms,
-        start_ms: None,
-        finish_ms: None,
-        jct_ms: None,
-        tasks: 0,
-        tasks_done: 0,
-        reduces: 0,
-        reduces_done: 0,
-        shuffle_bytes: 0,
-        output: None,
-        data_local: 0,
-        data_remote: 0,
-        bytes_local: 0,
-        bytes_remote: 0,
-        attempts: Vec::new(),
-        running: Vec::new(),
-        deadline_ms: spec.deadline_s.map(|d| (d * 1000.0) as u64),
-        deadline_met: spec.deadline_s.map(|_| false),
-        budget: spec.budget,
-        public_cost: None,
-        master_restarts: 0,
-        restart_reruns: 0,
-        backups: 0,
-        backups_won: 0,
-    }
-}
+mod report;
+mod task;
+
+pub(super) use report::unstarted_report;
 
 #[cfg(test)]
 mod tests;
