@@ -31,7 +31,7 @@ use workloads::Workload;
 mod record;
 mod replot;
 pub use record::write_decisions;
-use record::{keep_failed_logs, record_run};
+use record::{keep_failed_logs, record_run, RunOutcome};
 use replot::summary_md;
 pub use replot::{open_results, replot, OpenedResults};
 

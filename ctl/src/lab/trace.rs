@@ -576,7 +576,7 @@ fn schedulers_of(
     path: &Path,
 ) -> anyhow::Result<Vec<NamedScheduler>> {
     if opts.schedulers.is_empty() {
-        return spec.schedulers().map_err(|e| e.in_file(path));
+        return Ok(spec.schedulers().map_err(|e| e.in_file(path))?);
     }
     opts.schedulers
         .iter()

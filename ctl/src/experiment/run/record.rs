@@ -90,7 +90,7 @@ pub(super) fn record_run(
     Ok((rec, rows, jobs))
 }
 
-type RunOutcome = (
+pub(super) type RunOutcome = (
     Vec<JobReport>,
     u64,
     Vec<common::wire::WorkerTimeline>,
