@@ -5,8 +5,8 @@ to ``max_tasks`` candidate pending maps for the offered worker, the action
 picks one of them (``0 .. max_tasks - 1``) or leaves the slot free
 (``max_tasks``); an offer with no pending map is no step. The reward is minus the active jobs times the simulated
 seconds since the previous decision, and the step that ends the episode
-is rewarded with the time after the last decision, so an episode's rewards
-add up to minus the sum of its jobs' times in the system (their JCTs). ``reset(seed=s)`` runs the spec's jobs with
+with minus the jobs' time after the last decision (until each job's last
+task ends), so the time the last decisions leave is counted too. ``reset(seed=s)`` runs the spec's jobs with
 seed ``s`` (data placement, arrivals and task times drawn from it).
 
 The observation is :func:`observe` of the protocol's offer message, and
@@ -169,7 +169,8 @@ class TraceEnv(gymnasium.Env):
             self.runs, tasks = sim.simulate_trace(
                 self.spec_path, self.calibration, [Agent], self.workers, self.slots, tasks=True, seed=seed
             )
-            self._jobs = int(tasks["job"].nunique()) if len(tasks) else 0
+            # When each job's last task (map or reduce) ends, ms.
+            self._finish = [float(v) for v in tasks.groupby("job")["end_ms"].max()] if len(tasks) else []
         except Exception as e:  # shown by the step that ends the episode
             self.runs = e
         self._obs.put(_DONE)
@@ -187,7 +188,7 @@ class TraceEnv(gymnasium.Env):
         self._abandon = threading.Event()
         self._obs, self._act = queue.Queue(), queue.Queue()
         self._last_ms = 0
-        self._rewarded, self._jobs = 0.0, 0
+        self._rewarded, self._finish = 0.0, []
         seed = int(self.np_random.integers(1 << 31)) if seed is None else seed
         self._thread = threading.Thread(target=self._run, args=(seed,), daemon=True)
         self._thread.start()
@@ -206,10 +207,11 @@ class TraceEnv(gymnasium.Env):
             if isinstance(self.runs, Exception):
                 raise self.runs
             obs = np.zeros(self.observation_space.shape, dtype=np.float32)
-            # The time after the last decision: the jobs' whole time in the
-            # system (mean JCT x jobs) less what the steps counted.
-            total = float(self.runs["mean_jct_s"][0]) * self._jobs
-            return obs, min(0.0, -total - self._rewarded), True, False, {"runs": self.runs}
+            # The jobs' time after the last decision, until each one's last
+            # task ends.
+            tail = sum(max(0.0, f - self._last_ms) for f in self._finish) / 1000.0
+            info = {"runs": self.runs, "last_decision_ms": self._last_ms}
+            return obs, -tail, True, False, info
         obs, reward, info = item
         return obs, reward, False, False, info
 

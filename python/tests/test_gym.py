@@ -56,13 +56,27 @@ def test_an_episode_is_seeded_and_its_rewards_are_minus_the_time_jobs_spend():
     c = play(env, FirstLocal(), seed=4)
     assert c[1] != a[1], "another seed, another episode"
     env.close()
-    # The rewards add up to minus the jobs' whole time in the system, the
-    # time after the last decision included (the ending step's reward).
-    served, tasks = mrtb.sim.simulate_trace(
+
+
+def test_the_ending_step_counts_the_time_after_the_last_decision():
+    # The same agent and seed as a policy: the same run, so the same jobs'
+    # last tasks; the ending step is minus their time after the last
+    # decision.
+    env = TraceEnv(SPEC, calibration(), workers=10)
+    obs, info = env.reset(seed=3)
+    agent = FirstLocal()
+    while True:
+        obs, reward, terminated, _, info = env.step(agent.act(obs, info["mask"]))
+        if terminated:
+            break
+    env.close()
+    _, tasks = mrtb.sim.simulate_trace(
         SPEC, calibration(), [AgentPolicy.of(FirstLocal())], workers=10, tasks=True, seed=3
     )
-    whole = served["mean_jct_s"][0] * tasks["job"].nunique()
-    assert abs(total + whole) <= 1e-6 * whole, (total, whole)
+    last = info["last_decision_ms"]
+    tail = sum(max(0.0, f - last) for f in tasks.groupby("job")["end_ms"].max()) / 1000.0
+    assert tail > 0, "the reduces and maps still running at the last decision"
+    assert abs(reward + tail) < 1e-9, (reward, tail)
 
 
 def test_gymnasiums_checker_passes_and_gym_make_builds_it():
