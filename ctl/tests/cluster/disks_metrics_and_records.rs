@@ -290,7 +290,10 @@ async fn the_openapi_descriptions_cover_every_route() {
             c.client.base().to_owned(),
             include_str!("../../../master/src/http.rs"),
         ),
-        (c.workers[0].url(), include_str!("../../../worker/src/http.rs")),
+        (
+            c.workers[0].url(),
+            include_str!("../../../worker/src/http.rs"),
+        ),
     ];
     for (base, source) in servers {
         let doc: serde_json::Value = http
