@@ -84,6 +84,12 @@ pub struct RunRecord {
 /// was saturated.
 pub const SATURATED_CPU_PCT: f64 = 95.0;
 
+/// Repetitions from which a plotted bar's whisker is the mean's 95%
+/// interval rather than the min-max over the repetitions (issue 59: a
+/// spread over 3 seeds is not a confidence statement, and over 5 a t
+/// interval is one).
+pub const INTERVAL_FROM: usize = 5;
+
 /// The host's CPU time counters (`/proc/stat`'s first line): busy and total
 /// jiffies, or None off Linux.
 pub fn host_cpu_ticks() -> Option<(u64, u64)> {

@@ -2,7 +2,7 @@
 //! JCT, slowdown against the first scheduler, data-remote tasks, makespan,
 //! flowtime, locality, throughput and load balance.
 
-use super::output::{cells, Cell, RunRecord};
+use super::output::{cells, Cell, RunRecord, INTERVAL_FROM};
 use super::spec::{NamedScheduler, Point};
 use crate::results::plot::{charts, Bar, Chart};
 use std::path::Path;
@@ -84,11 +84,6 @@ const METRICS: &[(Chart, Value)] = &[
         |c, _| c.load_balance,
     ),
 ];
-
-/// Repetitions from which a bar's whisker is the mean's 95% interval
-/// rather than the min-max over the repetitions (issue 59: a spread over 3
-/// seeds is not a confidence statement, and over 5 a t interval is one).
-pub const INTERVAL_FROM: usize = 5;
 
 /// A bar's whisker over its repetitions' values: none for one value, the
 /// min-max under [`INTERVAL_FROM`] values, else Student's t 95% interval of

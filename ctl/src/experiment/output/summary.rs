@@ -116,10 +116,7 @@ pub fn summary(
             .collect::<Vec<_>>(),
         &samples,
     );
-    let whiskers = if cells
-        .values()
-        .any(|c| c.runs as usize >= crate::experiment::plots::INTERVAL_FROM)
-    {
+    let whiskers = if cells.values().any(|c| c.runs as usize >= INTERVAL_FROM) {
         "whiskers: min-max over repetitions, or the mean's Student-t 95% interval where a bar rests on 5 or more"
     } else {
         "whiskers: min-max over repetitions"
