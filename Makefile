@@ -72,6 +72,8 @@ test:
 	$(CARGO) fmt --all -- --check
 	python3 scripts/check-figures --self-test
 	python3 scripts/check-figures
+	python3 scripts/check-prose --self-test
+	python3 scripts/check-prose
 	python3 scripts/bar-readings --self-test
 	python3 scripts/compare-runs --self-test
 	python3 scripts/trace-meta --self-test
