@@ -130,5 +130,6 @@ bench: build
 	$(CARGO) bench -p ctl --bench scale
 	SCALE_WORKERS=10000 SCALE_HEARTBEAT_MS=3000 SCALE_SECONDS=20 $(CARGO) bench -p ctl --bench scale
 	$(CARGO) bench -p ctl --bench external
+	$(CARGO) bench -p ctl --bench journal
 	scripts/test-deps python-package
 	python3 python/bench/sim_policy.py

@@ -95,7 +95,17 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
             listen,
             scheduler,
             instances,
-        } => serve(cfg, listen, scheduler, instances.as_deref()).await,
+            journal_recover,
+        } => {
+            serve(
+                cfg,
+                listen,
+                scheduler,
+                instances.as_deref(),
+                journal_recover,
+            )
+            .await
+        }
         Cmd::Up {
             fresh,
             netns,
@@ -303,8 +313,10 @@ pub async fn serve(
     listen: Option<SocketAddr>,
     scheduler: Option<SchedulerConfig>,
     instances: Option<&std::path::Path>,
+    journal_recover: bool,
 ) -> anyhow::Result<()> {
     let mut settings = master::state::MasterSettings::from_config(cfg);
+    settings.journal_recover = journal_recover;
     if let Some(s) = scheduler {
         settings.scheduler = s;
     }

@@ -12,6 +12,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use workloads::Workload;
 
+mod tmpfs;
+use tmpfs::Tmpfs;
+
 const TOKEN: &str = "fault-token";
 
 /// A cluster of real processes in a temporary directory; stopped when the
@@ -674,29 +677,6 @@ async fn a_master_restart_during_the_shuffle_keeps_the_job() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_master_restart_during_output_commit_keeps_the_job() {
     restart_during(Phase::Commit).await;
-}
-
-/// A tmpfs mounted for a test, unmounted when dropped.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    fn mount(at: &Path, size: &str) -> Tmpfs {
-        std::fs::create_dir_all(at).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "mounting a tmpfs at {}", at.display());
-        Tmpfs(at.to_owned())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
 }
 
 /// A worker whose disk fills up: the map (or reduce) that met ENOSPC is

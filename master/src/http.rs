@@ -56,6 +56,10 @@ pub struct AppState {
     journal: Option<std::path::PathBuf>,
     /// Task entries were appended to the journal since its last fsync.
     journal_dirty: std::sync::atomic::AtomicBool,
+    /// Why the journal could not be written last time (a full disk):
+    /// until an append succeeds, no job, deletion or replication change
+    /// is taken (`journaled`).
+    journal_failure: Mutex<Option<String>>,
     started: Instant,
     /// Notified whenever a job reaches a final state.
     job_ended: Notify,
@@ -124,13 +128,27 @@ impl AppState {
         // Journal under the lock, so entries land in the order they happened.
         if let Some(path) = &self.journal {
             let entries = m.take_journal();
-            match journal::append(path, &entries) {
-                Ok(true) => self
-                    .journal_dirty
-                    .store(true, std::sync::atomic::Ordering::Relaxed),
-                Ok(false) => {}
+            let result = journal::append(path, &entries);
+            let mut failure = self
+                .journal_failure
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match result {
+                Ok(dirty) => {
+                    if dirty {
+                        self.journal_dirty
+                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if failure.take().is_some() {
+                        tracing::info!(path = %path.display(), entries = entries.len(), "the job journal is written again; the entries held meanwhile are in it");
+                    }
+                }
                 Err(e) => {
-                    tracing::error!(path = %path.display(), error = %e, "cannot append to the job journal")
+                    if failure.is_none() {
+                        tracing::error!(path = %path.display(), error = %e, "cannot append to the job journal: its entries are held in memory and written with the next; no new job is taken until then");
+                    }
+                    *failure = Some(format!("{e:#}"));
+                    m.requeue_journal(entries);
                 }
             }
         }
@@ -140,6 +158,34 @@ impl AppState {
             self.job_ended.notify_waiters();
         }
         r
+    }
+}
+
+impl AppState {
+    /// `with`, for a change the journal must hold before it is answered
+    /// (a job, a deletion, a replication factor): refused with 503 while
+    /// the journal cannot be written, after trying once more to write
+    /// what it holds.
+    fn journaled<R>(&self, f: impl FnOnce(&mut Master, Millis) -> R) -> Result<R, ApiError> {
+        let failing = || {
+            self.journal_failure
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone()
+        };
+        if failing().is_some() {
+            self.with(|_, _| ()); // writes the held entries if it can now
+        }
+        if let Some(e) = failing() {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the job journal cannot be written ({e}): the master runs what it has but takes no new job, \
+                     deletion or replication change until it can"
+                ),
+            ));
+        }
+        Ok(self.with(f))
     }
 }
 
@@ -374,13 +420,13 @@ async fn file(
     params(("name" = String, Path, description = "file name")),
     responses((status = 200, body = FileDeleted),
         (status = 404, description = "no such file", body = ErrorBody),
-        (status = 409, description = "a job that has not ended reads or writes it", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+        (status = 409, description = "a job that has not ended reads or writes it", body = ErrorBody), (status = 503, description = "the job journal cannot be written (a full disk)", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Deletes a file: every holder drops its replicas at its next heartbeat.
 async fn delete_file(
     State(s): State<Arc<AppState>>,
     Path(name): Path<String>,
 ) -> Result<Json<FileDeleted>, ApiError> {
-    s.with(|m, _| m.delete_file(&name))
+    s.journaled(|m, _| m.delete_file(&name))?
         .map(Json)
         .map_err(api_error)
 }
@@ -390,14 +436,14 @@ async fn delete_file(
     request_body = FileReplication,
     responses((status = 204, description = "kept at that factor from now on"),
         (status = 400, description = "factor out of range", body = ErrorBody),
-        (status = 404, description = "no such file", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+        (status = 404, description = "no such file", body = ErrorBody), (status = 503, description = "the job journal cannot be written (a full disk)", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// The replication factor the master keeps a file at.
 async fn file_replication(
     State(s): State<Arc<AppState>>,
     Path(name): Path<String>,
     ApiJson(r): ApiJson<FileReplication>,
 ) -> Result<StatusCode, ApiError> {
-    s.with(|m, _| m.set_file_replication(&name, r.replication))
+    s.journaled(|m, _| m.set_file_replication(&name, r.replication))?
         .map(|()| StatusCode::NO_CONTENT)
         .map_err(api_error)
 }
@@ -407,17 +453,17 @@ async fn file_replication(
     responses((status = 201, body = JobSubmitted),
         (status = 400, description = "a bad field, named", body = ErrorBody),
         (status = 404, description = "no such input file", body = ErrorBody),
-        (status = 409, description = "the input is incomplete", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+        (status = 409, description = "the input is incomplete", body = ErrorBody), (status = 503, description = "the job journal cannot be written (a full disk)", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Submits a job.
 async fn submit(
     State(s): State<Arc<AppState>>,
     ApiJson(spec): ApiJson<JobSubmit>,
 ) -> Result<(StatusCode, Json<JobSubmitted>), ApiError> {
     let unix = common::unix_ms();
-    let (job, wake) = s.with(|m, now| {
+    let (job, wake) = s.journaled(|m, now| {
         let job = m.submit(now, unix, spec);
         (job, m.to_wake())
-    });
+    })?;
     // Free slots take the new tasks now, not at their next heartbeat.
     s.wake.send(wake);
     job.map(|job| (StatusCode::CREATED, Json(JobSubmitted { job })))
@@ -597,18 +643,31 @@ pub async fn start_with(
 ) -> anyhow::Result<MasterHandle> {
     let heartbeat = Duration::from_millis(settings.heartbeat_ms);
     let journal_path = settings.journal.clone();
+    let settings_damage = if settings.journal_recover {
+        journal::Damage::KeepIntact
+    } else {
+        journal::Damage::Refuse
+    };
     let provision = settings.provision.clone();
     let mut master = Master::new(settings);
     // The master's clock (ms since it started) begins at the age of the
     // oldest job it takes back, so that job's submission is at 0 or later.
     let mut clock_from = Duration::ZERO;
     if let Some(path) = &journal_path {
-        let entries = journal::read(path)?;
+        let replayed = journal::read_with(path, settings_damage)?;
+        journal::check_cluster(path, &replayed, token)?;
+        for what in &replayed.dropped {
+            tracing::warn!(path = %path.display(), "job journal: {what}");
+        }
+        let entries = replayed.entries;
         let mut kept = journal::compacted(&entries);
         let dropped = entries.len() - kept.len();
         clock_from = Duration::from_millis(master.restore(entries, common::unix_ms()));
+        if let Some(job) = replayed.dropped_job_max {
+            master.reserve_ids_through(common::JobId(job));
+        }
         kept.extend(master.take_journal());
-        journal::rewrite(path, &kept)?;
+        journal::rewrite(path, &journal::cluster_fingerprint(token), &kept)?;
         if dropped > 0 {
             tracing::info!(path = %path.display(), dropped, kept = kept.len(), "job journal compacted");
         }
@@ -620,6 +679,7 @@ pub async fn start_with(
         master: Mutex::new(master),
         journal: journal_path,
         journal_dirty: Default::default(),
+        journal_failure: Default::default(),
         started,
         job_ended: Notify::new(),
         wake: WakeClient {
@@ -731,6 +791,54 @@ mod tests {
         assert!(
             stepped >= released,
             "the waiting step saw {stepped} ms, the lock was released at {released} ms"
+        );
+        m.abort();
+    }
+
+    /// While the journal cannot be written (a directory where its file
+    /// should be: every append fails, as on a full disk), its entries are
+    /// held, a job is refused with 503 naming the cause, and once it can
+    /// be written the held entries go out and jobs are taken again.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_journal_that_cannot_be_written_holds_its_entries_and_refuses_new_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let mut settings = crate::state::tests::settings(1, 1);
+        settings.journal = Some(path.clone());
+        let m = start("127.0.0.1:0".parse().unwrap(), "t", settings)
+            .await
+            .unwrap();
+        assert_eq!(journal::read(&path).unwrap().len(), 1, "its incarnation");
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let held = journal::JournalEntry::Replication {
+            file: "f".into(),
+            replication: 2,
+        };
+        m.state.with(|m, _| m.requeue_journal(vec![held]));
+        let submit = || async {
+            reqwest::Client::new()
+                .post(format!("{}/v1/jobs", m.url()))
+                .bearer_auth("t")
+                .json(&common::wire::JobSubmit::new(
+                    workloads::Workload::InputSink,
+                    "nofile",
+                ))
+                .send()
+                .await
+                .unwrap()
+        };
+        let r = submit().await;
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let body = r.text().await.unwrap();
+        assert!(body.contains("the job journal cannot be written"), "{body}");
+        std::fs::remove_dir(&path).unwrap();
+        // Writable again: the job is taken (and refused for its input).
+        assert_eq!(submit().await.status(), StatusCode::NOT_FOUND);
+        let back = journal::read(&path).unwrap();
+        assert!(
+            matches!(&back[..], [journal::JournalEntry::Replication { file, .. }] if file == "f"),
+            "{back:?}"
         );
         m.abort();
     }

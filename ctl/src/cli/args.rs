@@ -36,6 +36,11 @@ pub enum Cmd {
         /// of as local processes.
         #[arg(long)]
         instances: Option<PathBuf>,
+        /// A job journal damaged before its last line (a changed byte): keep
+        /// the entries before the damage, drop the rest and keep the whole
+        /// file beside it, instead of refusing to start.
+        #[arg(long)]
+        journal_recover: bool,
     },
     /// Start the master and all workers as local processes; returns when all registered.
     Up {

@@ -157,13 +157,16 @@ pub fn restart_worker(cfg: &ClusterConfig, bin: &Path, name: &str) -> anyhow::Re
 /// Starts the master of `cfg` again (after it was killed), as
 /// [`restart_worker`] does a worker.
 pub fn restart_master(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<u32> {
+    restart_master_with(cfg, bin, &[])
+}
+
+/// [`restart_master`] with more `master serve` arguments
+/// (`--journal-recover`).
+pub fn restart_master_with(cfg: &ClusterConfig, bin: &Path, extra: &[&str]) -> anyhow::Result<u32> {
     let config = cfg.path.to_string_lossy().into_owned();
-    restart(
-        cfg,
-        "master",
-        &bin.join("master"),
-        &["serve", "--config", config.as_str()],
-    )
+    let mut args = vec!["serve", "--config", config.as_str()];
+    args.extend_from_slice(extra);
+    restart(cfg, "master", &bin.join("master"), &args)
 }
 
 fn restart(cfg: &ClusterConfig, name: &str, program: &Path, args: &[&str]) -> anyhow::Result<u32> {

@@ -76,6 +76,7 @@ pub async fn start_cluster_tuned(
     let n = nic.len() as u32;
     let mut settings = MasterSettings {
         journal: None,
+        journal_recover: false,
         public_types: Vec::new(),
         public: Default::default(),
         slot_rate_mbs: None,

@@ -88,6 +88,10 @@ pub struct MasterSettings {
     pub workers: Vec<WorkerSettings>,
     /// The job journal's file; `None` = no journal (tests).
     pub journal: Option<std::path::PathBuf>,
+    /// A journal damaged before its last line: keep the entries before
+    /// the damage (the file kept aside) instead of refusing to start
+    /// (`master serve --journal-recover`).
+    pub journal_recover: bool,
     /// Public instance types the scheduler may rent, and `[public]`.
     pub public_types: Vec<common::public::PublicType>,
     pub public: common::public::PublicSection,
@@ -126,6 +130,7 @@ impl MasterSettings {
                 .unwrap_or(cfg.cluster.replication),
             workers: cfg.worker_settings(),
             journal: Some(cfg.resolve(&cfg.master.journal)),
+            journal_recover: false,
             public_types: cfg.public_type.clone(),
             public: cfg.public_section(),
             slot_rate_mbs: cfg.workers.slot_rate_mbs,

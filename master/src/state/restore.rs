@@ -18,6 +18,12 @@ use sched::{Millis, PendingTask};
 use std::collections::{BTreeMap, HashSet};
 
 impl Master {
+    /// Job ids go on past `job` (the highest a dropped part of a damaged
+    /// journal names).
+    pub fn reserve_ids_through(&mut self, job: JobId) {
+        self.jobs.seen(job);
+    }
+
     /// Takes back what an earlier incarnation journaled. Returns the time
     /// the master's clock starts at: the age of the oldest job it rebuilt
     /// (ms), so every rebuilt job was submitted at 0 or later.

@@ -17,6 +17,7 @@ use workloads::{MapSummary, Workload};
 pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
     MasterSettings {
         journal: None,
+        journal_recover: false,
         public_types: Vec::new(),
         public: Default::default(),
         slot_rate_mbs: None,

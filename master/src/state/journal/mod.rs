@@ -17,6 +17,9 @@
 //! go on once the workers have registered again (work-preserving restart,
 //! as YARN-556's ResourceManager). The catalog needs no journal: it comes
 //! back from the workers' block reports.
+//!
+//! The file itself (`file.rs`): a header naming the cluster, a checksum per
+//! line, and what a torn, damaged, foreign or unwritable journal gives.
 
 use super::Master;
 use common::wire::{JobReport, JobSubmit, TaskRecord};
