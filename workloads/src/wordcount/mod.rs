@@ -6,20 +6,20 @@
 //! strings (no case folding, no punctuation stripping, no UTF-8 decoding), so
 //! the result equals `tr -s '[:space:]' '\n' | LC_ALL=C sort | uniq -c`.
 //!
-//! Map: counts its block's words in a hash map (the combiner; FxHash, a fast
-//! non-cryptographic hash: the words come from the job's own input, and a
-//! word already counted costs a lookup, no allocation), then splits
-//! them into R partitions by a fixed hash of the word (FNV-1a, so every
-//! mapper sends a word to the same reducer). Partition encoding: repeated
-//! `u32 LE length, word bytes, u64 LE count`.
+//! Map: counts its block's words in a [`WordCounter`] (the combiner: an
+//! open-addressing table of 16-byte slots over an arena that holds each
+//! distinct word once, so a word already counted costs a hash, a probe of
+//! one or two adjacent slots and a compare, with no allocation and no
+//! pointer to chase), then splits them into R partitions by a fixed hash of
+//! the word (FNV-1a, so every mapper sends a word to the same reducer).
+//! Partition encoding: repeated `u32 LE length, word bytes, u64 LE count`.
 //! Reduce: sums the counts of its partition from every mapper and writes
 //! `word\tcount\n` lines sorted by word bytes (LC_ALL=C order).
 
 use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask};
-use std::collections::{BTreeMap, HashMap};
-use std::hash::BuildHasher;
+use std::collections::BTreeMap;
 
-pub fn is_space(b: u8) -> bool {
+pub const fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
@@ -33,12 +33,13 @@ pub fn word_hash(w: &[u8]) -> u64 {
     h
 }
 
-/// The combiner's hash by default (rustc's FxHash).
-pub type FastHash = rustc_hash::FxBuildHasher;
+mod counter;
+pub use counter::WordCounter;
+use counter::SPACE;
 
-pub struct WordcountMap<S = FastHash> {
+pub struct WordcountMap {
     reduces: u32,
-    counts: HashMap<Vec<u8>, u64, S>,
+    counts: WordCounter,
     /// A word cut by a piece boundary, waiting for the next piece.
     partial: Vec<u8>,
     input_bytes: u64,
@@ -47,33 +48,23 @@ pub struct WordcountMap<S = FastHash> {
 
 impl WordcountMap {
     pub fn new(reduces: u32) -> Self {
-        Self::with_hasher(reduces, FastHash::default())
-    }
-}
-
-impl<S: BuildHasher> WordcountMap<S> {
-    /// A map whose combiner hashes with `hasher` (benchmarks compare them).
-    pub fn with_hasher(reduces: u32, hasher: S) -> Self {
         WordcountMap {
             reduces: reduces.max(1),
-            counts: HashMap::with_hasher(hasher),
+            counts: WordCounter::default(),
             partial: Vec::new(),
             input_bytes: 0,
             words: 0,
         }
     }
 
+    #[inline]
     fn add(&mut self, w: &[u8]) {
         self.words += 1;
-        if let Some(c) = self.counts.get_mut(w) {
-            *c += 1;
-        } else {
-            self.counts.insert(w.to_vec(), 1);
-        }
+        self.counts.add(w);
     }
 }
 
-impl<S: BuildHasher + Send> MapTask for WordcountMap<S> {
+impl MapTask for WordcountMap {
     fn consume(&mut self, piece: &[u8]) {
         self.input_bytes += piece.len() as u64;
         let mut start = 0;
@@ -81,7 +72,7 @@ impl<S: BuildHasher + Send> MapTask for WordcountMap<S> {
         if !self.partial.is_empty() {
             let end = piece
                 .iter()
-                .position(|&b| is_space(b))
+                .position(|&b| SPACE[b as usize])
                 .unwrap_or(piece.len());
             self.partial.extend_from_slice(&piece[..end]);
             if end == piece.len() {
@@ -91,24 +82,10 @@ impl<S: BuildHasher + Send> MapTask for WordcountMap<S> {
             self.add(&w);
             start = end;
         }
-        let mut i = start;
-        let n = piece.len();
-        while i < n {
-            while i < n && is_space(piece[i]) {
-                i += 1;
-            }
-            let s = i;
-            while i < n && !is_space(piece[i]) {
-                i += 1;
-            }
-            if s < i {
-                if i == n {
-                    self.partial.extend_from_slice(&piece[s..i]);
-                } else {
-                    self.add(&piece[s..i]);
-                }
-            }
-        }
+        let (words, cut) = self.counts.add_words(&piece[start..]);
+        self.words += words;
+        // The last word, if the piece ends inside it, waits for the next.
+        self.partial.extend_from_slice(&piece[start + cut..]);
     }
 
     fn finish(mut self: Box<Self>) -> (MapSummary, MapOutput) {
@@ -117,8 +94,10 @@ impl<S: BuildHasher + Send> MapTask for WordcountMap<S> {
             self.add(&w);
         }
         let r = self.reduces as usize;
-        let mut parts: Vec<Vec<u8>> = vec![Vec::new(); r];
-        for (w, c) in &self.counts {
+        // Each partition's share of the encoded words, reserved once.
+        let bytes = self.counts.word_bytes() + 12 * self.counts.len();
+        let mut parts: Vec<Vec<u8>> = (0..r).map(|_| Vec::with_capacity(bytes / r + 64)).collect();
+        for (w, c) in self.counts.iter() {
             let p = &mut parts[(word_hash(w) % r as u64) as usize];
             p.extend_from_slice(&(w.len() as u32).to_le_bytes());
             p.extend_from_slice(w);
@@ -285,6 +264,80 @@ mod tests {
                 let want: Vec<&[u8]> = want.iter().copied().filter(|l| !l.is_empty()).collect();
                 assert_eq!(lines, want, "cut at {cut}, {r} reducers");
             }
+        }
+    }
+
+    /// The counter against a `HashMap`: the same counts, through many
+    /// growths of its table, for words of every length (empty, 1 byte, 8,
+    /// 9 and 40: its hash's steps) and words that differ in one byte.
+    #[test]
+    fn the_word_counter_counts_as_a_hash_map_does() {
+        let mut c = WordCounter::default();
+        let mut want: std::collections::HashMap<Vec<u8>, u64> = Default::default();
+        let (mut text, mut in_text) = (Vec::new(), std::collections::HashMap::new());
+        let mut x: u64 = 7;
+        for i in 0..200_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let len = [0usize, 1, 8, 9, 40][(x >> 60) as usize % 5];
+            let id = (x >> 33) % if i % 2 == 0 { 50 } else { 30_000 };
+            let mut w = format!("{id:0>width$}", width = len.max(1)).into_bytes();
+            w.truncate(len.max(w.len().min(len)));
+            c.add(&w);
+            if !w.is_empty() {
+                text.extend_from_slice(&w);
+                text.push(if i % 7 == 0 { b'\n' } else { b' ' });
+                *in_text.entry(w.clone()).or_default() += 1;
+            }
+            *want.entry(w).or_default() += 1;
+        }
+        assert_eq!(c.len(), want.len());
+        let got: std::collections::HashMap<Vec<u8>, u64> =
+            c.iter().map(|(w, n)| (w.to_vec(), n)).collect();
+        assert_eq!(got, want);
+        // The same words as a text, counted in batches straight from it.
+        let mut t = WordCounter::default();
+        let (words, cut) = t.add_words(&text);
+        assert_eq!((words, cut), (in_text.values().sum::<u64>(), text.len()));
+        let got: std::collections::HashMap<Vec<u8>, u64> =
+            t.iter().map(|(w, n)| (w.to_vec(), n)).collect();
+        assert_eq!(got, in_text);
+        // A text ending inside a word leaves it for the next piece.
+        assert_eq!(WordCounter::default().add_words(b"ab cd ef"), (2, 6));
+    }
+
+    /// Random bytes (every value: the five control spaces, 0x20, bytes of
+    /// 0x80 and up, NUL) counted 64 bytes at a time equal a split on
+    /// `is_space`, at every offset a text may start at.
+    #[test]
+    fn the_space_mask_splits_every_byte_as_is_space_does() {
+        let mut x: u64 = 99;
+        let text: Vec<u8> = (0..20_000)
+            .map(|_| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                // Spaces often enough for short words.
+                let b = (x >> 56) as u8;
+                if b.is_multiple_of(5) {
+                    [b' ', b'\t', b'\n', 0x0b, 0x0c, b'\r'][(b % 6) as usize]
+                } else {
+                    b
+                }
+            })
+            .collect();
+        for skip in [0, 1, 7, 63, 64, 65] {
+            let t = &text[skip..];
+            let mut c = WordCounter::default();
+            let (words, cut) = c.add_words(t);
+            let mut want: std::collections::HashMap<&[u8], u64> = Default::default();
+            let end = t.iter().rposition(|&b| is_space(b)).map_or(0, |p| p + 1);
+            for w in t[..end].split(|&b| is_space(b)).filter(|w| !w.is_empty()) {
+                *want.entry(w).or_default() += 1;
+            }
+            let got: std::collections::HashMap<&[u8], u64> = c.iter().collect();
+            assert_eq!(got, want, "from byte {skip}");
+            assert_eq!(words, want.values().sum::<u64>());
+            assert_eq!(cut, end, "the cut word starts after the last space");
         }
     }
 
