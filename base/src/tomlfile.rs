@@ -58,10 +58,11 @@ impl KeyError {
 /// Why a TOML file could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    #[error("cannot read {path}: {source}")]
+    /// (The I/O error is in the message, not a `source`: shown once.)
+    #[error("cannot read {path}: {error}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Bad syntax, a wrong type, an unknown or missing key; `key` is empty
     /// when the problem is not inside a key (a syntax error).
@@ -103,9 +104,9 @@ impl FileError {
 /// Reads, parses and validates `path`; returns the value and the text
 /// (recorded beside results).
 pub fn load<T: TomlFile>(path: &Path) -> Result<(T, String), FileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| FileError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| FileError::Read {
         path: path.to_owned(),
-        source,
+        error,
     })?;
     let value = parse(&text, path)?;
     Ok((value, text))

@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use workloads::Workload;
 
 mod args;
+pub mod exit;
 pub use args::{Cli, Cmd, GenArgs, SimCmd};
+use exit::{bad_input, Failed};
 
 /// Runs one command line.
 /// The commands that need no cluster.toml; false for the others.
@@ -30,6 +32,17 @@ async fn run_tools(cmd: &Cmd) -> anyhow::Result<bool> {
             threshold_s,
         } => policy_server(listen, *threshold_s).await,
         Cmd::Replot { dir } => replot(dir),
+        Cmd::Completions { shell } => {
+            use clap::CommandFactory;
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "master", &mut script);
+            // Into a buffer first: a reader that stops early (`| head`) ends
+            // the output, not the program with a panic.
+            match std::io::Write::write_all(&mut std::io::stdout(), &script) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
+            }
+        }
         Cmd::Claims { cmd } => crate::claims::run(cmd),
         Cmd::Chaos {
             seed,
@@ -149,7 +162,11 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
                     blocks: blocks.unwrap_or(0),
                 },
                 (None, Some(p)) => Source::File(p),
-                _ => anyhow::bail!("give either --generate KIND --blocks N or --file PATH"),
+                _ => {
+                    return Err(bad_input(
+                        "give either --generate KIND --blocks N or --file PATH",
+                    ))
+                }
             };
             let spec = LoadSpec {
                 name,
@@ -232,6 +249,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
         | Cmd::Claims { .. }
         | Cmd::Chaos { .. }
         | Cmd::Soak { .. }
+        | Cmd::Completions { .. }
         | Cmd::PolicyServer { .. } => {
             unreachable!("handled above")
         }
@@ -258,13 +276,15 @@ async fn policy_server(listen: &str, threshold_s: f64) -> anyhow::Result<()> {
 /// `master soak`: fails when the run's figures fall short.
 async fn soak(opts: &crate::soak::SoakOptions) -> anyhow::Result<()> {
     if !(opts.minutes > 0.0 && opts.sample_s > 0.0 && opts.arrival_s > 0.0) {
-        anyhow::bail!("--minutes, --sample-s and --arrival-s must be > 0");
+        return Err(bad_input(
+            "--minutes, --sample-s and --arrival-s must be > 0",
+        ));
     }
     let (dir, figures) = crate::soak::run(opts).await?;
     println!("results in {}", dir.display());
     let problems = figures.problems();
     if !problems.is_empty() {
-        anyhow::bail!("the soak failed: {}", problems.join("; "));
+        return Err(Failed(format!("the soak failed: {}", problems.join("; "))).into());
     }
     Ok(())
 }
@@ -425,7 +445,9 @@ pub async fn submit(
         json,
     } = *how;
     if !(spread_s.is_finite() && spread_s >= 0.0) {
-        anyhow::bail!("--spread-s must be a number of seconds >= 0 (got {spread_s})");
+        return Err(bad_input(format!(
+            "--spread-s must be a number of seconds >= 0 (got {spread_s})"
+        )));
     }
     let at = experiment::run::arrivals(seed, count, [0.0, spread_s]);
     let t0 = tokio::time::Instant::now();
@@ -509,6 +531,14 @@ pub async fn submit(
         } else {
             println!("{}", report::jobs_table(&client.jobs().await?));
         }
+        let failed: Vec<String> = reports
+            .iter()
+            .filter(|r| r.state != common::wire::JobState::Succeeded)
+            .map(|r| format!("{} {:?}", r.job, r.state))
+            .collect();
+        if !failed.is_empty() {
+            return Err(Failed(format!("jobs that did not succeed: {}", failed.join(", "))).into());
+        }
     }
     Ok(())
 }
@@ -526,6 +556,9 @@ pub async fn show_report(
     } else {
         print!("{}", report::job_report(&r));
     }
+    if wait && r.state != common::wire::JobState::Succeeded {
+        return Err(Failed(format!("{} ended {:?}", r.job, r.state)).into());
+    }
     Ok(())
 }
 
@@ -535,7 +568,7 @@ async fn job_report(
     job: &str,
     wait: bool,
 ) -> anyhow::Result<common::wire::JobReport> {
-    let id = master::http::parse_job_id(job).map_err(anyhow::Error::msg)?;
+    let id = master::http::parse_job_id(job).map_err(bad_input)?;
     Ok(if wait {
         client.wait_job(id).await?
     } else {
@@ -640,7 +673,9 @@ pub async fn run_experiment(
 /// `master chaos`.
 pub async fn chaos(seed: u64, jobs: u32, results: &Path, work: &Path) -> anyhow::Result<()> {
     if jobs < 3 {
-        anyhow::bail!("--jobs must be at least 3 (one of each workload; got {jobs})");
+        return Err(bad_input(format!(
+            "--jobs must be at least 3 (one of each workload; got {jobs})"
+        )));
     }
     let (dir, figures) = crate::chaos::run(&crate::chaos::ChaosOptions {
         results: results.into(),
@@ -654,7 +689,11 @@ pub async fn chaos(seed: u64, jobs: u32, results: &Path, work: &Path) -> anyhow:
     println!("results in {}", dir.display());
     let problems = figures.problems();
     if !problems.is_empty() {
-        anyhow::bail!("the cluster did not survive: {}", problems.join("; "));
+        return Err(Failed(format!(
+            "the cluster did not survive: {}",
+            problems.join("; ")
+        ))
+        .into());
     }
     Ok(())
 }
@@ -782,7 +821,7 @@ pub fn sim_gen(params: &GenParams, seed: u64, out: &Path) -> anyhow::Result<()> 
 /// `master sim run`: every algorithm on one instance, a line each.
 pub fn sim_run(inst: &lab::Instance, seed: u64, algos: &[String], tick: f64) -> anyhow::Result<()> {
     if !(tick.is_finite() && tick > 0.0) {
-        anyhow::bail!("--tick must be > 0 (got {tick})");
+        return Err(bad_input(format!("--tick must be > 0 (got {tick})")));
     }
     let algos: Vec<Algo> = algos
         .iter()

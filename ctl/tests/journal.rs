@@ -191,7 +191,7 @@ async fn a_foreign_or_damaged_journal_stops_the_master_until_told_to_recover() {
 
 /// A full disk under the journal (root: a 512 KiB tmpfs at the journal's
 /// directory, filled): the job whose entry met it is taken and its entries
-/// held in memory, the next is refused with 503 naming the journal, the
+/// held in memory, the next is refused with 507 naming the journal, the
 /// master goes on; with room again jobs are taken, the held entries are
 /// written, and a master killed and started again replays every job.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,13 +223,13 @@ async fn a_full_disk_under_the_journal_holds_new_jobs_until_it_has_room() {
     let held = match submit().await {
         Ok(id) => Some(id),
         Err(e) => {
-            assert!(format!("{e:#}").contains("503"), "{e:#}");
+            assert!(format!("{e:#}").contains("507"), "{e:#}");
             None
         }
     };
     let err = format!("{:#}", submit().await.unwrap_err());
     assert!(
-        err.contains("503") && err.contains("the job journal cannot be written"),
+        err.contains("507") && err.contains("the job journal cannot be written"),
         "{err}"
     );
     assert!(client.cluster().await.is_ok(), "the master goes on");

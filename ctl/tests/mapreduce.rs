@@ -170,14 +170,7 @@ async fn bad_reduce_requests_are_clear_errors() {
 /// Runs the `master` binary against cluster `c` (its token from a
 /// cluster.toml in `dir`); its exit status, stdout and stderr.
 fn cli(c: &support::LocalCluster, dir: &std::path::Path, args: &[&str]) -> (bool, Vec<u8>, String) {
-    let cfg = ctl::ops::local::write_loopback_config(dir, TOKEN, 1, "replication = 1", "").unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_master"))
-        .arg("--config")
-        .arg(&cfg.path)
-        .args(["--master", c.client.base()])
-        .args(args)
-        .output()
-        .unwrap();
+    let out = support::run_cli(env!("CARGO_BIN_EXE_master"), c, dir, TOKEN, args);
     (
         out.status.success(),
         out.stdout,

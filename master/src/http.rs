@@ -163,7 +163,7 @@ impl AppState {
 
 impl AppState {
     /// `with`, for a change the journal must hold before it is answered
-    /// (a job, a deletion, a replication factor): refused with 503 while
+    /// (a job, a deletion, a replication factor): refused with 507 (Insufficient Storage) while
     /// the journal cannot be written, after trying once more to write
     /// what it holds.
     fn journaled<R>(&self, f: impl FnOnce(&mut Master, Millis) -> R) -> Result<R, ApiError> {
@@ -178,7 +178,7 @@ impl AppState {
         }
         if let Some(e) = failing() {
             return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
+                StatusCode::INSUFFICIENT_STORAGE,
                 format!(
                     "the job journal cannot be written ({e}): the master runs what it has but takes no new job, \
                      deletion or replication change until it can"
@@ -420,7 +420,7 @@ async fn file(
     params(("name" = String, Path, description = "file name")),
     responses((status = 200, body = FileDeleted),
         (status = 404, description = "no such file", body = ErrorBody),
-        (status = 409, description = "a job that has not ended reads or writes it", body = ErrorBody), (status = 503, description = "the job journal cannot be written (a full disk)", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+        (status = 409, description = "a job that has not ended reads or writes it", body = ErrorBody), (status = 507, description = "the job journal cannot be written (a full disk)", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Deletes a file: every holder drops its replicas at its next heartbeat.
 async fn delete_file(
     State(s): State<Arc<AppState>>,
@@ -436,7 +436,7 @@ async fn delete_file(
     request_body = FileReplication,
     responses((status = 204, description = "kept at that factor from now on"),
         (status = 400, description = "factor out of range", body = ErrorBody),
-        (status = 404, description = "no such file", body = ErrorBody), (status = 503, description = "the job journal cannot be written (a full disk)", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+        (status = 404, description = "no such file", body = ErrorBody), (status = 507, description = "the job journal cannot be written (a full disk)", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// The replication factor the master keeps a file at.
 async fn file_replication(
     State(s): State<Arc<AppState>>,
@@ -453,7 +453,7 @@ async fn file_replication(
     responses((status = 201, body = JobSubmitted),
         (status = 400, description = "a bad field, named", body = ErrorBody),
         (status = 404, description = "no such input file", body = ErrorBody),
-        (status = 409, description = "the input is incomplete", body = ErrorBody), (status = 503, description = "the job journal cannot be written (a full disk)", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+        (status = 409, description = "the input is incomplete", body = ErrorBody), (status = 507, description = "the job journal cannot be written (a full disk)", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Submits a job.
 async fn submit(
     State(s): State<Arc<AppState>>,
@@ -797,7 +797,7 @@ mod tests {
 
     /// While the journal cannot be written (a directory where its file
     /// should be: every append fails, as on a full disk), its entries are
-    /// held, a job is refused with 503 naming the cause, and once it can
+    /// held, a job is refused with 507 naming the cause, and once it can
     /// be written the held entries go out and jobs are taken again.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_journal_that_cannot_be_written_holds_its_entries_and_refuses_new_jobs() {
@@ -829,7 +829,7 @@ mod tests {
                 .unwrap()
         };
         let r = submit().await;
-        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.status(), StatusCode::INSUFFICIENT_STORAGE);
         let body = r.text().await.unwrap();
         assert!(body.contains("the job journal cannot be written"), "{body}");
         std::fs::remove_dir(&path).unwrap();

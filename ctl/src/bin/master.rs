@@ -15,6 +15,6 @@ async fn main() {
         .init();
     if let Err(e) = ctl::cli::run(ctl::cli::Cli::parse()).await {
         eprintln!("error: {e:#}");
-        std::process::exit(1);
+        std::process::exit(ctl::cli::exit::code(&e));
     }
 }

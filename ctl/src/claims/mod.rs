@@ -446,6 +446,9 @@ pub enum ClaimsCmd {
     /// value, the measured one with its 95% interval and the outcome;
     /// `--write` regenerates the verdict table and docs/claims.md,
     /// `--verify` fails if either differs from what would be generated.
+    #[command(
+        after_help = "Examples:\n  master claims check\n  master claims check --write\n  master claims check --verify --quiet\n  master claims check --results /tmp/results --papers ../shared/papers"
+    )]
     Check {
         #[arg(long, default_value = "experiments/claims")]
         claims: PathBuf,

@@ -4,7 +4,10 @@
 use super::*;
 
 #[derive(Parser)]
-#[command(about = "Master of the mini-MapReduce testbed, and its command line")]
+#[command(
+    about = "Master of the mini-MapReduce testbed, and its command line",
+    after_help = super::exit::HELP
+)]
 pub struct Cli {
     /// Cluster description.
     #[arg(long, global = true, default_value = "cluster.toml")]
@@ -24,6 +27,9 @@ pub struct Cli {
 #[derive(Subcommand)]
 pub enum Cmd {
     /// Run the master.
+    #[command(
+        after_help = "Examples:\n  master serve\n  master serve --scheduler delay3 --listen 127.0.0.1:7100\n  master serve --journal-recover"
+    )]
     Serve {
         /// Listen here instead of master.listen.
         #[arg(long)]
@@ -43,6 +49,9 @@ pub enum Cmd {
         journal_recover: bool,
     },
     /// Start the master and all workers as local processes; returns when all registered.
+    #[command(
+        after_help = "Examples:\n  master up\n  master up --fresh\n  sudo master up --netns\n  master up --docker"
+    )]
     Up {
         /// Delete the workers' block stores first.
         #[arg(long)]
@@ -69,8 +78,12 @@ pub enum Cmd {
         docker_bin: PathBuf,
     },
     /// Stop the local cluster started by `up`.
+    #[command(after_help = "Examples:\n  master down")]
     Down,
     /// Generate or split a file into blocks and upload its replicas.
+    #[command(
+        after_help = "Examples:\n  master load --name demo --generate text --blocks 8 --block-size 8MiB\n  master load --name recs --generate records --blocks 4 --block-size 64MiB --placement even\n  master load --name books --file books.txt --block-size 64MiB --replication 2"
+    )]
     Load {
         /// Name of the file in the cluster.
         #[arg(long)]
@@ -99,6 +112,9 @@ pub enum Cmd {
         placement: loader::Placement,
     },
     /// Submit jobs; with --wait, print their reports when they end.
+    #[command(
+        after_help = "Examples:\n  master submit --workload wordcount --input demo --wait\n  master submit --workload sort --input recs --reduces 2 --output recs-sorted --wait --json\n  master submit --workload input-sink --input demo --count 10 --spread-s 30 --compute-ms 2000:12000"
+    )]
     Submit {
         #[arg(long, value_enum)]
         workload: Workload,
@@ -141,8 +157,12 @@ pub enum Cmd {
         budget: Option<f64>,
     },
     /// List jobs.
+    #[command(after_help = "Examples:\n  master jobs")]
     Jobs,
     /// Show one job's report.
+    #[command(
+        after_help = "Examples:\n  master report job-3\n  master report 3 --wait --json\n  master report job-3 --decisions"
+    )]
     Report {
         job: String,
         #[arg(long)]
@@ -157,9 +177,13 @@ pub enum Cmd {
         decisions: bool,
     },
     /// List workers.
+    #[command(after_help = "Examples:\n  master workers")]
     Workers,
     /// Run an experiment spec (experiments/<name>.toml) on fresh local
     /// clusters; results in <results>/<name>/<timestamp>/. Needs no cluster.toml.
+    #[command(
+        after_help = "Examples:\n  master experiment experiments/smoke.toml\n  sudo master experiment experiments/dyndl-real.toml --deployment netns\n  master experiment experiments/swim-hour.toml --results /tmp/results --keep-data"
+    )]
     Experiment {
         spec: PathBuf,
         #[arg(long, default_value = "results")]
@@ -184,6 +208,7 @@ pub enum Cmd {
     /// checks every job, every output and the healing, and writes
     /// <results>/chaos/<timestamp>/. Needs no cluster.toml; fails if the
     /// cluster did not survive.
+    #[command(after_help = "Examples:\n  master chaos\n  master chaos --seed 7 --jobs 60")]
     Chaos {
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -200,6 +225,9 @@ pub enum Cmd {
     /// and this client sampled for memory, descriptors and threads; fails
     /// if a job fails, an output differs, or a figure grew by more than 10%
     /// from the tenth minute to the end. Writes <results>/soak/<timestamp>/.
+    #[command(
+        after_help = "Examples:\n  master soak --minutes 20\n  master soak --minutes 5 --arrival-s 1 --sample-s 30"
+    )]
     Soak {
         #[arg(long, default_value_t = 30.0)]
         minutes: f64,
@@ -218,9 +246,13 @@ pub enum Cmd {
     },
     /// Rewrite an experiment's summary.md and plots from its runs.csv and
     /// meta.json (no runs are repeated).
+    #[command(after_help = "Examples:\n  master replot results/dyndl-real/20261127-133758")]
     Replot { dir: PathBuf },
     /// The papers' claims (experiments/claims/*.toml) judged on their
     /// results folders, and the verdict table generated from them.
+    #[command(
+        after_help = "Examples:\n  master claims check\n  master claims check --write\n  master claims check --verify --quiet"
+    )]
     Claims {
         #[command(subcommand)]
         cmd: crate::claims::ClaimsCmd,
@@ -228,6 +260,9 @@ pub enum Cmd {
     /// Serve the reference external policy until stopped: delay scheduling
     /// written again from the protocol's messages (`policy = "external"`
     /// with this address reaches it; see docs/schedulers.md).
+    #[command(
+        after_help = "Examples:\n  master policy-server --listen unix:/tmp/mrtb-policy.sock\n  master policy-server --listen tcp:127.0.0.1:0 --threshold-s 1.5"
+    )]
     PolicyServer {
         /// `unix:<path>` or `tcp:<host>:<port>` (port 0: any free port).
         #[arg(long)]
@@ -236,11 +271,24 @@ pub enum Cmd {
         #[arg(long, default_value_t = 3.0)]
         threshold_s: f64,
     },
+    /// Print a shell completion script for `master` (bash, zsh, fish,
+    /// elvish, powershell). Needs no cluster.
+    #[command(
+        after_help = "Examples:\n  master completions bash > ~/.local/share/bash-completion/completions/master\n  master completions zsh > \"${fpath[1]}/_master\"\n  master completions fish > ~/.config/fish/completions/master.fish"
+    )]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
     /// List files and where their blocks are.
+    #[command(after_help = "Examples:\n  master files")]
     Files,
     /// Read a file back from its live replicas, block by block in order,
     /// each block's digest checked; to stdout, or with -o to a file
     /// (written whole or not at all).
+    #[command(
+        after_help = "Examples:\n  master get demo-counts -o counts.txt\n  master get recs-sorted > sorted.txt"
+    )]
     Get {
         file: String,
         /// Write here instead of stdout (replaced only once complete).
@@ -248,13 +296,18 @@ pub enum Cmd {
         output: Option<PathBuf>,
     },
     /// `get` to stdout.
+    #[command(after_help = "Examples:\n  master cat demo-counts | sort -k2,2nr | head")]
     Cat { file: String },
     /// Delete a file: its replicas on every worker (refused while a job
     /// reads or writes it); returns once no live worker holds one.
+    #[command(after_help = "Examples:\n  master rm demo-counts")]
     Rm { file: String },
     /// The scheduling lab: generate instances, run the offline planners and
     /// the online policies (in the discrete-event simulator) on them, sweep
     /// the papers' simulations. Needs no cluster.
+    #[command(
+        after_help = "Examples:\n  master sim trace experiments/swim-hour-grid.toml --calibration results/swim-hour-grid/20261125-150012/calibration --workers 60\n  master sim sweep experiments/sim-dyndl-fig5.toml\n  master sim run --servers 20 --tasks 200"
+    )]
     Sim {
         #[command(subcommand)]
         cmd: SimCmd,
@@ -266,6 +319,9 @@ pub enum SimCmd {
     /// Calibrate the simulator on a real run's results folder (map-only
     /// jobs): fit task times, background and the remote-read cost, simulate
     /// every run and write predicted against measured to DIR/calibration/.
+    #[command(
+        after_help = "Examples:\n  master sim calibrate results/dyndl-real/20261127-133758\n  master sim calibrate results/scale-dyndl-32/20261126-002815 --model-from results/scale-dyndl-8/20261126-001335/calibration\n  master sim calibrate results/swim-hour/20261125-142849 --hold-out --host-term"
+    )]
     Calibrate {
         /// A results folder of `master experiment` (results/<name>/<stamp>).
         dir: PathBuf,
@@ -297,6 +353,9 @@ pub enum SimCmd {
     /// on the first, predicts every folder by its models and by its own fit,
     /// and writes per-job errors against workers, a summary and plots to
     /// <results>/<family>-error/<stamp>/.
+    #[command(
+        after_help = "Examples:\n  master sim scale-error results/scale-dyndl-8/20261126-001335 results/scale-dyndl-16/20261126-002014 results/scale-dyndl-32/20261126-002815"
+    )]
     ScaleError {
         #[arg(required = true, num_args = 2..)]
         dirs: Vec<PathBuf>,
@@ -304,6 +363,9 @@ pub enum SimCmd {
         results: PathBuf,
     },
     /// Generate a seeded instance and write it as JSON.
+    #[command(
+        after_help = "Examples:\n  master sim gen --servers 50 --tasks 1000 --seed 3 --out instance.json"
+    )]
     Gen {
         #[command(flatten)]
         gen: GenArgs,
@@ -314,6 +376,9 @@ pub enum SimCmd {
     },
     /// Run algorithms on an instance (a file, or generated from the
     /// parameters) and print makespan, locality and running time.
+    #[command(
+        after_help = "Examples:\n  master sim run --instance instance.json\n  master sim run --servers 100 --tasks 2000 --algo hadoop --algo bar --algo \"policy = 'dyndl-on', w_s = 3\""
+    )]
     Run {
         /// Instance file (JSON, from `sim gen`); else one is generated.
         #[arg(long)]
@@ -333,6 +398,9 @@ pub enum SimCmd {
     /// Run an experiment spec with public instance types
     /// (experiments/mrosa-*.toml) in the hybrid-cloud simulator and print
     /// each point's JCT, deadlines met, cost and instances per scheduler.
+    #[command(
+        after_help = "Examples:\n  master sim hybrid experiments/mrosa-fig4.toml\n  master sim hybrid experiments/mrosa-fig5.toml --workers 32"
+    )]
     Hybrid {
         spec: PathBuf,
         /// Private workers instead of the spec's (e.g. thousands).
@@ -346,6 +414,9 @@ pub enum SimCmd {
     /// sim calibrate`); print each scheduler's mean JCT, makespan, remote
     /// maps and simulation time per point. Also `sim scale`.
     #[command(alias = "scale")]
+    #[command(
+        after_help = "Examples:\n  master sim trace experiments/swim-hour.toml --calibration results/swim-hour/20261125-142849/calibration\n  master sim trace experiments/whatif-swim-1000.toml --calibration results/swim-hour/20261125-142849/calibration --workers 1000 --fair-share"
+    )]
     Trace {
         spec: PathBuf,
         /// A calibration folder (results/<name>/<stamp>/calibration).
@@ -385,9 +456,15 @@ pub enum SimCmd {
     /// say whether it decides the same, row for row, or where it first
     /// differs. FILE: an experiment's decisions/*.record.json.gz, or the
     /// JSON of GET /v1/decisions?inputs=true. Exits non-zero if it differs.
+    #[command(
+        after_help = "Examples:\n  master sim recheck results/dyndl-real-decisions/20261125-205258/decisions/512MB-50-DELAY10-r0.record.json.gz"
+    )]
     Recheck { file: PathBuf },
     /// Run a sweep spec (experiments/sim-*.toml); results in
     /// <results>/<name>/<timestamp>/.
+    #[command(
+        after_help = "Examples:\n  master sim sweep experiments/sim-bar-fig7.toml\n  master sim sweep experiments/sim-guo-fig4.toml --results /tmp/results"
+    )]
     Sweep {
         spec: PathBuf,
         #[arg(long, default_value = "results")]

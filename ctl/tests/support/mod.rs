@@ -151,3 +151,23 @@ pub async fn start_cluster_tuned(
         client,
     }
 }
+
+/// Runs the `master` binary at `bin` against cluster `c`, its token from
+/// a cluster.toml written into `dir`.
+#[allow(dead_code)] // not every including crate uses it
+pub fn run_cli(
+    bin: &str,
+    c: &LocalCluster,
+    dir: &Path,
+    token: &str,
+    args: &[&str],
+) -> std::process::Output {
+    let cfg = ctl::ops::local::write_loopback_config(dir, token, 1, "replication = 1", "").unwrap();
+    std::process::Command::new(bin)
+        .arg("--config")
+        .arg(&cfg.path)
+        .args(["--master", c.client.base()])
+        .args(args)
+        .output()
+        .unwrap()
+}

@@ -17,7 +17,8 @@
 //! - a full disk while appending: the append is cut back to the last whole
 //!   entry, its entries stay in memory and go out with the next append
 //!   (`AppState::with`), and the master takes no new job, deletion or
-//!   replication change until the journal can be written (503). The request
+//!   replication change until the journal can be written (507, Insufficient
+//!   Storage: not 503, which clients take for a master away and retry). The request
 //!   whose own entry met the full disk was applied before the write failed:
 //!   it is answered as taken, and its entry is among those held (a master
 //!   killed before the disk has room forgets it);
