@@ -18,9 +18,56 @@ from .policy import Sessions
 _names = itertools.count(1)
 
 
+class PolicyError(RuntimeError):
+    """A Python policy failed in the simulator: it raised (or its reply
+    could not be read), so the fallback decided offers for it, or the
+    simulator refused launches it made. The message gives the first
+    reasons; ``runs`` holds every scheduler's rows (the failed ones
+    included), as ``simulate_trace`` would have returned them."""
+
+    def __init__(self, message, runs):
+        super().__init__(message)
+        self.runs = runs
+
+
+# The counters of an external policy's run that say it failed.
+_FAILURES = ("bad_replies", "unreachable", "timeouts", "fallback_offers", "refused")
+
+
+def _check_policies(runs, table):
+    """Raises PolicyError if a Python policy's run has a failure counted."""
+    failed = []
+    for _, row in runs.iterrows():
+        if "inproc:" not in str(row["scheduler"]):
+            continue
+        counts = {k: int(row.get(f"policy_{k}", 0) or 0) for k in _FAILURES}
+        if any(counts.values()):
+            said = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items() if v)
+            failed.append(f"{row['scheduler']} (seed {row['seed']}): {said}")
+    if failed:
+        reasons = [
+            line.strip("- ").strip()
+            for line in table.splitlines()
+            if "refused launches, first:" in line or ("fallback" in line and "decided" in line)
+        ]
+        raise PolicyError(
+            "a Python policy failed in the simulator: "
+            + "; ".join(failed)
+            + (". First reasons: " + " | ".join(reasons[:3]) if reasons else "")
+            + ". (lenient=True lets the fallback decide and returns the rows.)",
+            runs,
+        )
+
+
 def policy_config(policy_class, fallback="hadoop"):
     """The scheduler configuration that runs ``policy_class`` in this
-    process's simulator (one object per run)."""
+    process's simulator (one object per run). A class without a callable
+    ``offer`` is refused at once."""
+    if not callable(getattr(policy_class, "offer", None)):
+        raise TypeError(
+            f"{getattr(policy_class, '__name__', policy_class)!r} has no offer(view) method: "
+            "a policy is a class with offer(view) -> list of launches (see mrtb.policy)"
+        )
     name = f"{policy_class.__name__}-{next(_names)}"
     _native.register_policy(name, Sessions(policy_class).answer)
     return (
@@ -29,7 +76,9 @@ def policy_config(policy_class, fallback="hadoop"):
     )
 
 
-def simulate_trace(spec, calibration, schedulers=(), workers=None, slots=None, tasks=False, seed=None):
+def simulate_trace(
+    spec, calibration, schedulers=(), workers=None, slots=None, tasks=False, seed=None, lenient=False
+):
     """Runs ``spec`` (a trace or job-mix spec) with its ``calibration``
     under each of ``schedulers`` (built-in names or TOML as ``master sim
     trace --scheduler`` takes them, or Python policy classes; empty: the
@@ -40,6 +89,12 @@ def simulate_trace(spec, calibration, schedulers=(), workers=None, slots=None, t
     external policies, ``policy_*`` counts) and, if ``tasks``, one row per
     task run (job, task, worker, source, start_ms, end_ms); the markdown
     table is ``runs.attrs["table"]``.
+
+    A Python policy that raises in ``offer`` (the fallback then decides
+    that offer) or whose launches are refused makes this raise
+    ``PolicyError`` with the first reasons and every row, once the runs
+    are done; ``lenient=True`` returns the rows instead (the ``policy_*``
+    counts and the table's notes say what the fallback decided).
     """
     configs = [s if isinstance(s, str) else policy_config(s) for s in schedulers]
     table, runs, task_rows = _native.simulate_trace(
@@ -47,6 +102,8 @@ def simulate_trace(spec, calibration, schedulers=(), workers=None, slots=None, t
     )
     runs = pandas.DataFrame(runs)
     runs.attrs["table"] = table
+    if not lenient:
+        _check_policies(runs, table)
     return runs, pandas.DataFrame(task_rows) if tasks else None
 
 

@@ -54,15 +54,30 @@ def test_the_python_delay_example_makes_the_built_in_launches():
     assert (runs.groupby("scheduler")["remote"].min() > 0).all()
 
 
-def test_a_policy_that_raises_is_reported_and_the_fallback_decides():
+def test_a_policy_that_raises_fails_loudly_unless_lenient():
     class Broken:
         def offer(self, view):
             raise RuntimeError("no idea")
 
-    runs, _ = mrtb.sim.simulate_trace(SPEC, calibration(), [Broken], workers=10)
+    # By default: an error with the reason, the built-in's rows kept.
+    with pytest.raises(mrtb.sim.PolicyError, match="RuntimeError: no idea") as failed:
+        mrtb.sim.simulate_trace(SPEC, calibration(), ["hadoop", Broken], workers=10)
+    runs = failed.value.runs
+    assert set(runs["scheduler"]) >= {"hadoop"} and len(runs) == 6, runs
+    # Lenient: the fallback decides and the rows say so.
+    runs, _ = mrtb.sim.simulate_trace(SPEC, calibration(), [Broken], workers=10, lenient=True)
     assert (runs["policy_replies"] == 0).all()
     assert (runs["policy_fallback_offers"] > 0).all()
     assert "the policy said: RuntimeError: no idea" in runs.attrs["table"]
+
+
+def test_a_class_without_offer_is_refused_at_once():
+    class NoOffer:
+        def decide(self, view):
+            return []
+
+    with pytest.raises(TypeError, match="has no offer"):
+        mrtb.sim.simulate_trace(SPEC, calibration(), [NoOffer], workers=10)
 
 
 def test_bad_input_gets_a_clear_error():
