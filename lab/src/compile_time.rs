@@ -160,6 +160,7 @@ pub fn run(sched: &mut dyn Scheduler, inst: &Instance, skip: Skip) -> Result<Ass
                 unassigned: left,
                 tasks: inst.tasks(),
                 at: now,
+                reason: None,
             });
         }
         let Some(Reverse((OrdF64(stored), p))) = heap.pop() else {
@@ -170,6 +171,7 @@ pub fn run(sched: &mut dyn Scheduler, inst: &Instance, skip: Skip) -> Result<Ass
                     unassigned: left,
                     tasks: inst.tasks(),
                     at: now,
+                    reason: None,
                 });
             }
             wake(&mut aside, &mut loads, &mut heap, &mut in_heap, now);

@@ -26,14 +26,16 @@ use std::collections::BinaryHeap;
 /// Scheduler milliseconds per simulated time unit.
 pub const UNIT_MS: f64 = 1000.0;
 
-/// A policy left tasks unassigned for longer than the simulation waits.
+/// A policy left tasks unassigned for longer than the simulation waits,
+/// or said it cannot go on (`reason`: a strict external policy failed).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{policy}: {unassigned} of {tasks} tasks still unassigned at t = {at}")]
+#[error("{policy}: {unassigned} of {tasks} tasks still unassigned at t = {at}{}", reason.as_ref().map(|r| format!(": stopped: {r}")).unwrap_or_default())]
 pub struct SimError {
     pub policy: String,
     pub unassigned: usize,
     pub tasks: usize,
     pub at: f64,
+    pub reason: Option<String>,
 }
 
 /// Where and when one task ran.
@@ -90,6 +92,7 @@ pub fn simulate(
                 unassigned: total - sim.done.len() - sim.local.len() - sim.remote.len(),
                 tasks: total,
                 at: sim.now,
+                reason: None,
             });
         }
     }

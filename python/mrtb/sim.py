@@ -35,10 +35,14 @@ _FAILURES = ("bad_replies", "unreachable", "timeouts", "fallback_offers", "refus
 
 
 def _check_policies(runs, table):
-    """Raises PolicyError if a Python policy's run has a failure counted."""
+    """Raises PolicyError if a Python policy's run stopped or has a failure
+    counted."""
     failed = []
     for _, row in runs.iterrows():
         if "inproc:" not in str(row["scheduler"]):
+            continue
+        if isinstance(row.get("error"), str):
+            failed.append(f"{row['scheduler']} (seed {row['seed']}) stopped: {row['error']}")
             continue
         counts = {k: int(row.get(f"policy_{k}", 0) or 0) for k in _FAILURES}
         if any(counts.values()):
@@ -59,10 +63,13 @@ def _check_policies(runs, table):
         )
 
 
-def policy_config(policy_class, fallback="hadoop"):
+def policy_config(policy_class, fallback="hadoop", strict=True):
     """The scheduler configuration that runs ``policy_class`` in this
     process's simulator (one object per run). A class without a callable
-    ``offer`` is refused at once."""
+    ``offer`` is refused at once. ``strict``: the simulator stops the run
+    at the policy's first failure (a raised exception, a refused launch,
+    500 replies with work pending and no launch); else the fallback
+    decides for it."""
     if not callable(getattr(policy_class, "offer", None)):
         raise TypeError(
             f"{getattr(policy_class, '__name__', policy_class)!r} has no offer(view) method: "
@@ -72,7 +79,7 @@ def policy_config(policy_class, fallback="hadoop"):
     _native.register_policy(name, Sessions(policy_class).answer)
     return (
         f'policy = "external", address = "inproc:{name}", '
-        f'fallback = "{fallback}", timeout_ms = 600000'
+        f'fallback = "{fallback}", timeout_ms = 600000, strict = {"true" if strict else "false"}'
     )
 
 
@@ -90,13 +97,15 @@ def simulate_trace(
     task run (job, task, worker, source, start_ms, end_ms); the markdown
     table is ``runs.attrs["table"]``.
 
-    A Python policy that raises in ``offer`` (the fallback then decides
-    that offer) or whose launches are refused makes this raise
-    ``PolicyError`` with the first reasons and every row, once the runs
-    are done; ``lenient=True`` returns the rows instead (the ``policy_*``
-    counts and the table's notes say what the fallback decided).
+    A Python policy that raises in ``offer``, has a launch refused, or
+    answers 500 offers with work pending without a launch stops its run
+    there (the other runs go on; its row's ``error`` says why), and this
+    raises ``PolicyError`` with the reasons and every row once the runs
+    are done; ``lenient=True`` lets the fallback decide instead and
+    returns the rows (the ``policy_*`` counts and the table's notes say
+    what the fallback decided).
     """
-    configs = [s if isinstance(s, str) else policy_config(s) for s in schedulers]
+    configs = [s if isinstance(s, str) else policy_config(s, strict=not lenient) for s in schedulers]
     table, runs, task_rows = _native.simulate_trace(
         str(spec), str(calibration), configs, workers, slots, tasks, seed
     )

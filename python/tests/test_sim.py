@@ -4,6 +4,7 @@ process makes the built-in's launches, one for one."""
 import glob
 import importlib.util
 import os
+import time
 
 import pytest
 
@@ -69,6 +70,28 @@ def test_a_policy_that_raises_fails_loudly_unless_lenient():
     assert (runs["policy_replies"] == 0).all()
     assert (runs["policy_fallback_offers"] > 0).all()
     assert "the policy said: RuntimeError: no idea" in runs.attrs["table"]
+
+
+@pytest.mark.parametrize(
+    "reply, why",
+    [
+        (lambda view: [], "not one launch"),
+        (lambda view: [{"job": 999999, "task": 0, "source": view["worker"]}], "was refused"),
+    ],
+)
+def test_a_policy_that_never_launches_or_is_refused_stops_at_once(reply, why):
+    class Stuck:
+        def offer(self, view):
+            return reply(view)
+
+    t0 = time.monotonic()
+    with pytest.raises(mrtb.sim.PolicyError, match=why) as failed:
+        mrtb.sim.simulate_trace(SPEC, calibration(), ["hadoop", Stuck], workers=10)
+    # Stopped long before the spec's timeout (120 s of simulated waiting,
+    # minutes of calls), the built-in's rows kept.
+    assert time.monotonic() - t0 < 60
+    runs = failed.value.runs
+    assert len(runs[runs["scheduler"] == "hadoop"]) == 3 and runs["error"].notna().sum() == 3
 
 
 def test_a_class_without_offer_is_refused_at_once():

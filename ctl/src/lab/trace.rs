@@ -513,6 +513,9 @@ pub struct TraceRun {
     /// The policy's named counts (an external policy's calls, refusals
     /// and fallbacks; none for the built-ins).
     pub counters: Vec<(&'static str, u64)>,
+    /// Why the run stopped before its end (a strict external policy
+    /// failed); its figures are then NaN, and the other runs go on.
+    pub error: Option<String>,
 }
 
 /// What every run of one `sim trace` call shares.
@@ -679,7 +682,8 @@ fn simulate_point(
             let mut policy = sched::build(&s.config, seed);
             let mut placer = sched::ReducePlacer::new(s.reduces, &s.config);
             let t0 = Instant::now();
-            let run = replay::replay(
+            let what = || format!("simulating {} at {} seed {seed}", s.label, p.label);
+            let run = match replay::replay(
                 policy.as_mut(),
                 &mut placer,
                 &cluster(&shape, seed),
@@ -687,8 +691,32 @@ fn simulate_point(
                 &bg,
                 set.remote,
                 limit_ms,
-            )
-            .with_context(|| format!("simulating {} at {} seed {seed}", s.label, p.label))?;
+            ) {
+                Ok(run) => run,
+                // A policy that stopped itself: its row says why, the
+                // other runs go on.
+                Err(e) if e.reason.is_some() => {
+                    out.notes
+                        .push(format!("{} seed {seed}: stopped: {e}", s.label));
+                    out.runs.push(TraceRun {
+                        point: p.label.clone(),
+                        scheduler: s.label.clone(),
+                        seed,
+                        mean_jct_s: f64::NAN,
+                        makespan_s: f64::NAN,
+                        remote: 0,
+                        maps: 0,
+                        backups: 0,
+                        backups_won: 0,
+                        wall_s: t0.elapsed().as_secs_f64(),
+                        outcome: None,
+                        counters: policy.counters(),
+                        error: Some(e.to_string()),
+                    });
+                    continue;
+                }
+                Err(e) => return Err(anyhow::Error::new(e).context(what())),
+            };
             out.runs.push(TraceRun {
                 point: p.label.clone(),
                 scheduler: s.label.clone(),
@@ -702,6 +730,7 @@ fn simulate_point(
                 wall_s: t0.elapsed().as_secs_f64(),
                 outcome: set.opts.keep_outcomes.then(|| std::sync::Arc::new(run)),
                 counters: policy.counters(),
+                error: None,
             });
             for n in policy.notes() {
                 out.notes.push(format!("{} seed {seed}: {n}", s.label));

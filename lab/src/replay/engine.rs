@@ -428,6 +428,15 @@ impl<'a> Replay<'a> {
         for a in offer(&mut *self.sched, t as Millis, wid, &mut self.view) {
             self.launch(a, w, t);
         }
+        if let Some(why) = self.sched.failure() {
+            return Err(SimError {
+                policy: self.sched.name(),
+                unassigned: self.total - self.finished,
+                tasks: self.total,
+                at: t as f64 / 1000.0,
+                reason: Some(why),
+            });
+        }
         let waiting = self.next_job < self.order.len() || self.view.pending_total() > 0;
         let idle = self.ends.is_empty() && self.transfers.is_empty();
         if waiting && idle && t.saturating_sub(self.last_progress) > self.give_up_ms {
@@ -436,6 +445,7 @@ impl<'a> Replay<'a> {
                 unassigned: self.total - self.finished,
                 tasks: self.total,
                 at: t as f64 / 1000.0,
+                reason: None,
             });
         }
         Ok(())

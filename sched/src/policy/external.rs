@@ -74,7 +74,18 @@ pub struct ExternalParams {
     /// whatever this says.
     #[serde(default = "default_max_tasks")]
     pub max_tasks_per_job: u32,
+    /// Stop at the policy's first failure instead of letting the fallback
+    /// decide: a failed call, a refused launch, or `STRICT_IDLE_REPLIES`
+    /// replies with work pending and no launch yet. The simulators stop
+    /// the run with the reason (the Python package's default); the real
+    /// master ignores it and falls back as always.
+    #[serde(default)]
+    pub strict: bool,
 }
+
+/// Replies without a single launch, with work pending at each, after which
+/// a `strict` policy is taken for one that will never launch.
+pub const STRICT_IDLE_REPLIES: u64 = 500;
 
 fn default_timeout_ms() -> u64 {
     100
@@ -97,6 +108,7 @@ impl ExternalParams {
             fallback: default_fallback(),
             retry_s: default_retry_s(),
             max_tasks_per_job: default_max_tasks(),
+            strict: false,
         }
     }
 
@@ -502,6 +514,8 @@ pub struct External {
     failures_in_row: u32,
     /// While paused, the time of the next try.
     paused_until: Option<Millis>,
+    /// Why a `strict` policy cannot go on (its first failure).
+    failure: Option<String>,
 }
 
 impl External {
@@ -522,6 +536,7 @@ impl External {
             stats: ExternalStats::default(),
             failures_in_row: 0,
             paused_until: None,
+            failure: None,
         }
     }
 
@@ -600,6 +615,15 @@ impl Scheduler for External {
         self.params.label(false)
     }
 
+    fn failure(&self) -> Option<String> {
+        self.failure.as_ref().map(|why| {
+            format!(
+                "the external policy at {} (strict): {why}",
+                self.params.address
+            )
+        })
+    }
+
     fn plan(&mut self, now: Millis, ctx: &mut PlanContext<'_>) {
         // The fallback keeps its own clocks (delay's heartbeat account).
         self.fallback.plan(now, ctx);
@@ -629,8 +653,23 @@ impl Scheduler for External {
                 self.stats.replies += 1;
                 self.failures_in_row = 0;
                 self.apply(reply, worker, ctx);
+                if self.params.strict && self.failure.is_none() {
+                    let s = &self.stats;
+                    if let Some(first) = s.refusals.first() {
+                        self.failure =
+                            Some(format!("a launch it made was refused at {now} ms: {first}"));
+                    } else if s.launches == 0 && s.replies >= STRICT_IDLE_REPLIES {
+                        self.failure = Some(format!(
+                            "{} replies with work pending and not one launch (by {now} ms)",
+                            s.replies
+                        ));
+                    }
+                }
             }
             Err(e) => {
+                if self.params.strict && self.failure.is_none() {
+                    self.failure = Some(format!("its call failed at {now} ms: {e}"));
+                }
                 self.stats.last_failure = Some(format!("at {now} ms: {e}"));
                 self.failures_in_row += 1;
                 if self.failures_in_row >= FAILURES_BEFORE_PAUSE {

@@ -303,3 +303,41 @@ fn a_reply_names_its_fields_or_is_refused() {
     assert!(r.launches.is_empty());
     assert_eq!(r.declined.unwrap().why().rule, Rule::Waiting);
 }
+
+/// A `strict` policy says why it cannot go on at its first failed call,
+/// at its first refused launch, and after `STRICT_IDLE_REPLIES` replies
+/// with work pending and no launch; without `strict`, never.
+#[test]
+fn a_strict_policy_fails_at_its_first_failure_and_a_lenient_one_never() {
+    let failing = |strict: bool, replies: Vec<Result<String, CallError>>, offers: u64| {
+        let s = Script::default();
+        *s.replies.lock().unwrap() = replies;
+        let mut e = external(&s, &format!("strict = {strict}"));
+        for t in 0..offers {
+            let mut v = view();
+            offer(&mut e, t, w(0), &mut v);
+        }
+        e.failure()
+    };
+    let why = failing(true, vec![Err(CallError::Timeout(100))], 1).unwrap();
+    assert!(why.contains("(strict): its call failed at 0 ms"), "{why}");
+    assert_eq!(failing(false, vec![Err(CallError::Timeout(100))], 1), None);
+    let why = failing(true, vec![reply(&[(7, 0, 1)])], 1).unwrap();
+    assert!(
+        why.contains("was refused") && why.contains("job-7/t0"),
+        "{why}"
+    );
+    let idle = || {
+        (0..STRICT_IDLE_REPLIES)
+            .map(|_| reply(&[]))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        failing(true, idle(), STRICT_IDLE_REPLIES - 1),
+        None,
+        "not yet"
+    );
+    let why = failing(true, idle(), STRICT_IDLE_REPLIES).unwrap();
+    assert!(why.contains("not one launch"), "{why}");
+    assert_eq!(failing(false, idle(), STRICT_IDLE_REPLIES), None);
+}

@@ -284,6 +284,13 @@ pub trait Scheduler: Send {
         Vec::new()
     }
 
+    /// Why the policy cannot go on, once it cannot (an external policy in
+    /// `strict` mode that failed): the simulators stop the run with it.
+    /// Default: never.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
     /// Named counts for reports and benches (an external policy's calls,
     /// replies, refusals and fallbacks).
     fn counters(&self) -> Vec<(&'static str, u64)> {
