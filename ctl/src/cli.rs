@@ -234,15 +234,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
         Cmd::Files => files(client).await,
         Cmd::Get { file, output } => get(client, &file, output.as_deref()).await,
         Cmd::Cat { file } => get(client, &file, None).await,
-        Cmd::Rm { file } => {
-            let d = crate::ops::files::remove(client, &file, std::time::Duration::from_secs(60))
-                .await?;
-            println!(
-                "deleted {}: {} blocks, {} replicas",
-                d.name, d.blocks, d.replicas
-            );
-            Ok(())
-        }
+        Cmd::Rm { file } => rm(client, &file).await,
         Cmd::Experiment { .. }
         | Cmd::Sim { .. }
         | Cmd::Replot { .. }
@@ -254,6 +246,16 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
             unreachable!("handled above")
         }
     }
+}
+
+/// `master rm`: a file deleted from every worker.
+async fn rm(client: &MasterClient, file: &str) -> anyhow::Result<()> {
+    let d = crate::ops::files::remove(client, file, std::time::Duration::from_secs(60)).await?;
+    println!(
+        "deleted {}: {} blocks, {} replicas",
+        d.name, d.blocks, d.replicas
+    );
+    Ok(())
 }
 
 /// `master policy-server`: the reference delay policy on a socket.
