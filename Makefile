@@ -74,6 +74,8 @@ test:
 	python3 scripts/check-figures
 	python3 scripts/check-prose --self-test
 	python3 scripts/check-prose
+	python3 scripts/bench-table --self-test
+	python3 scripts/bench-table --check docs/benchmarks.md
 	python3 scripts/bar-readings --self-test
 	python3 scripts/compare-runs --self-test
 	python3 scripts/trace-meta --self-test
@@ -122,14 +124,7 @@ soak: build
 clean: stop
 	rm -rf run
 
+## Every benchmark, side by side in one run; figures in results/bench/<timestamp>/
+## (scripts/bench-table --write docs/benchmarks.md then puts them in the docs).
 bench: build
-	$(CARGO) bench -p sched --bench sched
-	$(CARGO) bench -p ctl --bench lab
-	$(CARGO) bench -p ctl --bench cluster
-	$(CARGO) bench -p ctl --bench map
-	$(CARGO) bench -p ctl --bench scale
-	SCALE_WORKERS=10000 SCALE_HEARTBEAT_MS=3000 SCALE_SECONDS=20 $(CARGO) bench -p ctl --bench scale
-	$(CARGO) bench -p ctl --bench external
-	$(CARGO) bench -p ctl --bench journal
-	scripts/test-deps python-package
-	python3 python/bench/sim_policy.py
+	CARGO="$(CARGO)" scripts/bench

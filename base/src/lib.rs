@@ -5,8 +5,10 @@
 //! for seeded draws. `common` re-exports each module, so the daemons and
 //! tools write `common::ids`, `common::checksum` and so on.
 //!
-//! Nothing here does I/O beyond reading a TOML file.
+//! Nothing here does I/O beyond reading a TOML file and appending a
+//! benchmark's figures to its results folder (`bench`).
 
+pub mod bench;
 pub mod checksum;
 pub mod hash;
 pub mod ids;

@@ -19,7 +19,7 @@ pub mod wire;
 /// The lowest shared pieces live in the `base` crate, below `sched`;
 /// they are re-exported here so that every crate above names them
 /// `common::ids`, `common::checksum` and so on.
-pub use base::{checksum, hash, ids, public, tomlfile, units};
+pub use base::{bench, checksum, hash, ids, public, tomlfile, units};
 pub use ids::{AttemptId, BlockId, IdError, JobId, TaskRef, WorkerId};
 
 /// Milliseconds since the Unix epoch, from the system clock.

@@ -18,6 +18,7 @@
 //! 9. sequences of mixed jobs, back to back and spaced, without and with
 //!    `workers.pretouch_mb`: each workload's slowest / fastest run.
 
+use common::bench::record;
 use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaSource};
 use common::{AttemptId, BlockId, JobId, TaskRef};
 use ctl::ops::loader::{self, Generator, LoadSpec, Source};
@@ -34,8 +35,9 @@ mod scale;
 use scale::{files_equal, gnu_sort, linear_cost_bench, sequence_bench, sync_disks, ROUNDS};
 
 /// Starts `k` concurrent fetches of `size` bytes (fetch(i) returns the
-/// seconds reader i took) and prints aggregate / C and each reader / (C/k).
-async fn nic_round<F, Fut>(k: usize, size: usize, cap: f64, fetch: F)
+/// seconds reader i took) and prints aggregate / C and each reader / (C/k);
+/// the figures go to the results folder as `<id>.k<k>.*`, said as `what`.
+async fn nic_round<F, Fut>(id: &str, what: &str, k: usize, size: usize, cap: f64, fetch: F)
 where
     F: Fn(usize) -> Fut,
     Fut: std::future::Future<Output = f64>,
@@ -57,6 +59,38 @@ where
         agg / cap,
         each.join(", ")
     );
+    let readers = if k == 1 {
+        "1 reader".to_string()
+    } else {
+        format!("{k} concurrent readers")
+    };
+    if k == 1 {
+        record(
+            &format!("{id}.k1.mbps"),
+            &format!("{what}, 1 reader: MB/s"),
+            agg / 1e6,
+            "MB/s",
+            "",
+        );
+    }
+    record(
+        &format!("{id}.k{k}.aggregate"),
+        &format!("{what}, {readers}: aggregate / C"),
+        agg / cap,
+        "x",
+        ">= 0.9",
+    );
+    if k > 1 {
+        for (i, r) in per.iter().enumerate() {
+            record(
+                &format!("{id}.k{k}.reader{i}"),
+                &format!("{what}, {readers}: reader {i} / (C/{k})"),
+                r / (cap / k as f64),
+                "x",
+                "0.85..1.15",
+            );
+        }
+    }
 }
 
 const NIC_MBPS: f64 = 400.0;
@@ -75,26 +109,33 @@ async fn nic_bench() {
         size / 1_000_000
     );
     for k in [1usize, 2, 4] {
-        nic_round(k, size, cap, |i| {
-            let peers = ws[0].exec.peers.clone();
-            let url = ws[1].url();
-            async move {
-                let id = BlockId::for_file("nic", i as u32).unwrap();
-                let s = Instant::now();
-                worker::fetch::fetch_block(
-                    &peers.http,
-                    &peers.nic.rx,
-                    TOKEN,
-                    &url,
-                    &id,
-                    size as u64,
-                    |_| async { Ok(()) },
-                )
-                .await
-                .unwrap();
-                s.elapsed().as_secs_f64()
-            }
-        })
+        nic_round(
+            "nic.emulated",
+            "remote fetch, emulated NIC C = 400 Mbit/s",
+            k,
+            size,
+            cap,
+            |i| {
+                let peers = ws[0].exec.peers.clone();
+                let url = ws[1].url();
+                async move {
+                    let id = BlockId::for_file("nic", i as u32).unwrap();
+                    let s = Instant::now();
+                    worker::fetch::fetch_block(
+                        &peers.http,
+                        &peers.nic.rx,
+                        TOKEN,
+                        &url,
+                        &id,
+                        size as u64,
+                        |_| async { Ok(()) },
+                    )
+                    .await
+                    .unwrap();
+                    s.elapsed().as_secs_f64()
+                }
+            },
+        )
         .await;
     }
 }
@@ -166,25 +207,32 @@ async fn nic_netns_bench() {
                 let http = reqwest::Client::new();
                 let unlimited = worker::nic::Link::new(None);
                 for k in [1usize, 2, 4] {
-                    nic_round(k, NIC_BLOCK, cap, |i| {
-                        let (http, url, link) = (&http, &s_url, &unlimited);
-                        async move {
-                            let id = BlockId::for_file("nic", i as u32).unwrap();
-                            let s = Instant::now();
-                            worker::fetch::fetch_block(
-                                http,
-                                link,
-                                TOKEN,
-                                url,
-                                &id,
-                                NIC_BLOCK as u64,
-                                |_| async { Ok(()) },
-                            )
-                            .await
-                            .unwrap();
-                            s.elapsed().as_secs_f64()
-                        }
-                    })
+                    nic_round(
+                        "nic.netns",
+                        "remote fetch, netns + tc tbf at C = 400 Mbit/s",
+                        k,
+                        NIC_BLOCK,
+                        cap,
+                        |i| {
+                            let (http, url, link) = (&http, &s_url, &unlimited);
+                            async move {
+                                let id = BlockId::for_file("nic", i as u32).unwrap();
+                                let s = Instant::now();
+                                worker::fetch::fetch_block(
+                                    http,
+                                    link,
+                                    TOKEN,
+                                    url,
+                                    &id,
+                                    NIC_BLOCK as u64,
+                                    |_| async { Ok(()) },
+                                )
+                                .await
+                                .unwrap();
+                                s.elapsed().as_secs_f64()
+                            }
+                        },
+                    )
                     .await;
                 }
             })
@@ -263,6 +311,28 @@ async fn local_sink_bench() {
         mb / best_sha,
         best_sha / best_sink
     );
+    let what = "local input-sink of a 256 MiB block, checksums verified";
+    record(
+        "sink.mbps",
+        &format!("{what}: MB/s"),
+        mb / best_sink,
+        "MB/s",
+        "",
+    );
+    record(
+        "sink.sha256sum_mbps",
+        "`sha256sum` of the same file: MB/s",
+        mb / best_sha,
+        "MB/s",
+        "",
+    );
+    record(
+        "sink.ratio",
+        &format!("{what}: speed / `sha256sum`'s"),
+        best_sha / best_sink,
+        "x",
+        ">= 0.7",
+    );
 }
 
 /// Loads `blocks` text blocks of `block_size` bytes as `name` and runs 5
@@ -313,6 +383,13 @@ async fn overhead_bench() {
         "3. 64 x 1 MiB input-sink tasks on 4 workers x 4 slots, submit to report: median {:.3} s over 5 jobs (target <= 0.5 s; ratio {:.2})",
         times[2],
         times[2] / 0.5
+    );
+    record(
+        "overhead.median_s",
+        "64 x 1 MiB input-sink tasks, 4 workers x 4 slots, submit to report: median of 5 jobs",
+        times[2],
+        "s",
+        "<= 0.5",
     );
 }
 
@@ -402,7 +479,9 @@ const VERSUS: [(Generator, &str, Workload, &str, f64); 2] = [
 /// Loads `blocks` blocks of `block_size` with each generator of [`VERSUS`]
 /// (`replication` replicas each), runs the job (best of `rounds`, `reduces` reduces) and the coreutils
 /// command on the same bytes, and prints both and their ratio.
+#[allow(clippy::too_many_arguments)]
 async fn versus_coreutils(
+    section: &str,
     cl: &support::LocalCluster,
     dir: &std::path::Path,
     blocks: u32,
@@ -476,6 +555,46 @@ async fn versus_coreutils(
             largest,
             1.1 / shares.len().max(1) as f64
         );
+        let (id, what) = (
+            format!("{section}.{workload}"),
+            format!("{section}: {workload} of {:.0} MB", bytes / 1e6),
+        );
+        record(
+            &format!("{id}.job_s"),
+            &format!("{what}: job"),
+            ours,
+            "s",
+            "",
+        );
+        record(
+            &format!("{id}.coreutils_s"),
+            &format!("{what}: `LC_ALL=C {cmd}`"),
+            theirs,
+            "s",
+            "",
+        );
+        record(
+            &format!("{id}.mbps_per_core"),
+            &format!("{what}: job MB/s per core"),
+            a / cores,
+            "MB/s",
+            "",
+        );
+        record(
+            &format!("{id}.ratio"),
+            &format!("{what}: job speed / coreutils'"),
+            a / b,
+            "x",
+            &format!(">= {target}"),
+        );
+        let bound = 1.1 / shares.len().max(1) as f64;
+        record(
+            &format!("{id}.largest_reduce"),
+            &format!("{what}: largest reduce's share of the input"),
+            largest,
+            "share",
+            &format!("<= {bound:.3}"),
+        );
     }
 }
 
@@ -499,7 +618,7 @@ async fn mapreduce_bench() {
     );
     // The reduce machine has 2 slots: 2 reduces use both cores.
     // One worker holds data: one replica.
-    versus_coreutils(&cl, dir.path(), 16, 8_000_000, 2, 2, 1).await;
+    versus_coreutils("mapreduce", &cl, dir.path(), 16, 8_000_000, 2, 2, 1).await;
 }
 
 /// Section 5: 1 GiB on 2 workers x 1 slot (both map and reduce), output
@@ -510,7 +629,7 @@ async fn gib_bench() {
     println!(
         "5. 1 GiB (16 x 64 MiB blocks) on 2 workers x 1 slot, unlimited NICs, 2 reduces, output and its replica written"
     );
-    versus_coreutils(&cl, dir.path(), 16, 64 << 20, 2, 1, 2).await;
+    versus_coreutils("gib", &cl, dir.path(), 16, 64 << 20, 2, 1, 2).await;
 }
 
 /// Section 6: a 1 GiB sort on `make cluster`'s shape.
@@ -555,7 +674,23 @@ async fn default_cluster_sort_bench() {
         secs / 20.0,
         maps_end as f64 / 1e3,
         reduce_workers.len(),
-        reduce_workers.into_iter().collect::<Vec<_>>().join(", ")
+        reduce_workers.iter().copied().collect::<Vec<_>>().join(", ")
+    );
+    let what =
+        "1 GiB sort on `make cluster`'s shape (4 workers x 4 slots, NICs 400 Mbit/s, 4 reduces)";
+    record(
+        "default.sort_s",
+        &format!("{what}: job"),
+        secs,
+        "s",
+        "<= 20",
+    );
+    record(
+        "default.reduce_workers",
+        &format!("{what}: workers running a reduce"),
+        reduce_workers.len() as f64,
+        "workers",
+        ">= 4",
     );
 }
 
@@ -570,6 +705,13 @@ async fn tiny_tasks_bench() {
         times[2],
         times[0],
         times[2] / 0.05
+    );
+    record(
+        "tiny.median_s",
+        "100 tiny map tasks (1 KiB input-sink), 2 workers x 1 slot, submit to done: median of 5 jobs",
+        times[2],
+        "s",
+        "<= 0.05",
     );
 }
 
@@ -656,6 +798,49 @@ async fn anyones_records_bench() {
                 .collect::<Vec<_>>()
                 .join(" / "),
             if same { "equal to GNU sort's" } else { "DIFFERS from GNU sort's" }
+        );
+        let (id, what) = (
+            format!("lines.{}", keys.name()),
+            format!(
+                "sort of {} MiB of gensort-shaped lines, {} keys",
+                bytes >> 20,
+                keys.name()
+            ),
+        );
+        record(
+            &format!("{id}.job_s"),
+            &format!("{what}: job, best of {ROUNDS}"),
+            ours,
+            "s",
+            "",
+        );
+        record(
+            &format!("{id}.gnu_s"),
+            &format!("{what}: `LC_ALL=C sort -o`, best of {ROUNDS}"),
+            theirs,
+            "s",
+            "",
+        );
+        record(
+            &format!("{id}.ratio"),
+            &format!("{what}: GNU sort's time / the job's"),
+            theirs / ours,
+            "x",
+            ">= 2.5",
+        );
+        record(
+            &format!("{id}.largest_reduce"),
+            &format!("{what}: largest reduce's share"),
+            largest,
+            "share",
+            &format!("<= {:.3}", 1.1 / reduces as f64),
+        );
+        record(
+            &format!("{id}.equal"),
+            &format!("{what}: output equal to GNU sort's (1 yes)"),
+            f64::from(u8::from(same)),
+            "",
+            ">= 1",
         );
         assert!(same, "the sort of {} differs from GNU sort's", keys.name());
         for p in [&input, &reference, &got] {

@@ -93,5 +93,20 @@ fn main() {
             calls as f64 / s,
             s / base_s
         );
+        let what = format!("external policy over {name}, SWIM hour on 30 workers x 2 slots");
+        common::bench::record(
+            &format!("external.{name}.us_per_offer"),
+            &format!("{what}: us more per offer than the built-in"),
+            per_offer_us,
+            "us",
+            "",
+        );
+        common::bench::record(
+            &format!("external.{name}.slowdown"),
+            &format!("{what}: simulation time / the built-in's"),
+            s / base_s,
+            "x",
+            "",
+        );
     }
 }

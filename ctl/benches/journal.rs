@@ -102,4 +102,43 @@ fn main() {
         "  replay with checksums:      {} entries in {read_ms:.1} ms",
         back.len()
     );
+    let rec = common::bench::record;
+    rec(
+        "journal.task_us",
+        "journal: a task entry appended with its CRC32C line checksum, us",
+        task_ours,
+        "us",
+        "",
+    );
+    rec(
+        "journal.checksum_ratio",
+        "journal: task entry with checksum / the plain JSON line",
+        task_ours / task_plain,
+        "x",
+        "",
+    );
+    rec(
+        "journal.fsync_us",
+        "journal: a fsynced job entry, us",
+        job_plain,
+        "us",
+        "",
+    );
+    rec(
+        "journal.fsync_ratio",
+        "journal: a fsynced job entry / one not fsynced",
+        job_plain / job_unsynced,
+        "x",
+        "",
+    );
+    rec(
+        "journal.replay_ms",
+        &format!(
+            "journal: replay of {} entries with checksums, ms",
+            back.len()
+        ),
+        read_ms,
+        "ms",
+        "",
+    );
 }

@@ -21,6 +21,7 @@
 //! arguments work: `cargo bench -p ctl --bench lab -- BAR` runs the rows
 //! matching BAR only (the sweep runs when the filter is empty or matches "sweep").
 
+use common::bench::record;
 use criterion::{Criterion, SamplingMode};
 use ctl::lab::{Algo, Cost, GenParams, Instance, Offline};
 use std::path::Path;
@@ -131,6 +132,20 @@ fn line(what: &str, d: Duration, target_ms: Option<f64>, paper_ms: Option<f64>) 
         format!(", paper (Java) {p:.0} ms = {:.0}x ours", p / ms)
     });
     println!("{what:<48} {ms:>10.1} ms  {target}{paper}");
+    let slug = what
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+        .to_ascii_lowercase();
+    let bound = target_ms.map_or(String::new(), |t| format!("<= {t}"));
+    record(
+        &format!("lab.{slug}.ms"),
+        &format!("{what}: ms"),
+        ms,
+        "ms",
+        &bound,
+    );
 }
 
 fn main() {
@@ -240,6 +255,24 @@ fn main() {
                 r.maps,
                 r.wall_s * 1e3,
                 r.wall_s / 10.0 * 100_000.0 / r.maps as f64,
+            );
+            let what = format!(
+                "SWIM hour in the replay, 1,000 x 12, {} ({} maps)",
+                r.scheduler, r.maps
+            );
+            record(
+                &format!("lab.trace.{}.s", r.scheduler),
+                &format!("{what}: wall time"),
+                r.wall_s,
+                "s",
+                "",
+            );
+            record(
+                &format!("lab.trace.{}.per_task", r.scheduler),
+                &format!("{what}: time per task / the target's (10 s per 100,000 tasks)"),
+                r.wall_s / 10.0 * 100_000.0 / r.maps as f64,
+                "x",
+                "<= 1",
             );
         }
     }

@@ -10,6 +10,7 @@
 //! Prints MB/s of each and their ratios; the other sections of `make bench`
 //! measure whole jobs.
 
+use common::bench::record;
 use std::time::Instant;
 use workloads::wordcount::WordcountMap;
 use workloads::{MapOutput, MapTask};
@@ -105,6 +106,28 @@ fn sort_section() {
         "sort reduce. merge of 16 sorted runs, {mb:.0} MB: tree of losers, output in 4 MiB pieces {t:.0} MB/s, binary heap into one buffer {h:.0} MB/s (1 thread each); ratio {:.2}",
         t / h
     );
+    let what = format!("sort reduce's merge of 16 sorted runs, {mb:.0} MB, one thread");
+    record(
+        "map.merge.mbps",
+        &format!("{what}: tree of losers in 4 MiB pieces, MB/s"),
+        t,
+        "MB/s",
+        "",
+    );
+    record(
+        "map.merge.heap_mbps",
+        &format!("{what}: binary heap into one buffer, MB/s"),
+        h,
+        "MB/s",
+        "",
+    );
+    record(
+        "map.merge.ratio",
+        &format!("{what}: tree of losers / binary heap"),
+        t / h,
+        "x",
+        "",
+    );
     let block = ctl::ops::loader::generate_records(3, 0, 64 << 20);
     let mb = block.len() as f64 / 1e6;
     let (mut ours, mut plain) = (Vec::new(), Vec::new());
@@ -132,6 +155,28 @@ fn sort_section() {
     println!(
         "sort map. {mb:.0} MB block: the map (sorted run and samples) {o:.0} MB/s, a comparison sort of whole records {p:.0} MB/s; ratio {:.2}",
         o / p
+    );
+    let what = format!("sort map of one {mb:.0} MB block");
+    record(
+        "map.sort.mbps",
+        &format!("{what}: the map (sorted run and samples), MB/s"),
+        o,
+        "MB/s",
+        "",
+    );
+    record(
+        "map.sort.plain_mbps",
+        &format!("{what}: a comparison sort of whole records, MB/s"),
+        p,
+        "MB/s",
+        "",
+    );
+    record(
+        "map.sort.ratio",
+        &format!("{what}: the map / the comparison sort"),
+        o / p,
+        "x",
+        "",
     );
 }
 
@@ -255,7 +300,7 @@ fn texts() -> Vec<(&'static str, Result<Vec<u8>, String>)> {
 /// runs it), the map before it and the reference, interleaved, best of 3.
 fn wordcount_section() {
     let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
-    for (name, data) in texts() {
+    for ((name, data), id) in texts().into_iter().zip(["uniform", "zipf", "prose"]) {
         let data = match data {
             Ok(d) if !d.is_empty() => d,
             Ok(_) => {
@@ -289,6 +334,35 @@ fn wordcount_section() {
              ratio map / reference {:.2}, map / before {:.2}",
             m / r,
             m / o
+        );
+        let what = format!("wordcount map, one core, {mb:.0} MB of {name} ({distinct} distinct)");
+        record(
+            &format!("map.wordcount.{id}.mbps"),
+            &format!("{what}: the map, MB/s"),
+            m,
+            "MB/s",
+            "",
+        );
+        record(
+            &format!("map.wordcount.{id}.before_mbps"),
+            &format!("{what}: the map before (HashMap<Vec<u8>, u64>), MB/s"),
+            o,
+            "MB/s",
+            "",
+        );
+        record(
+            &format!("map.wordcount.{id}.reference_mbps"),
+            &format!("{what}: reference (HashMap<&[u8], u64>, FxHash), MB/s"),
+            r,
+            "MB/s",
+            "",
+        );
+        record(
+            &format!("map.wordcount.{id}.ratio"),
+            &format!("{what}: the map / the reference"),
+            m / r,
+            "x",
+            "",
         );
     }
 }

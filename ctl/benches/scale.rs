@@ -236,6 +236,53 @@ async fn run(
         pct(99.0),
         s.errors
     );
+    let (id, what) = (
+        format!("scale.{workers}w"),
+        format!("the master with {workers} emulated workers heartbeating every {heartbeat_ms} ms"),
+    );
+    let rec = common::bench::record;
+    rec(
+        &format!("{id}.handled"),
+        &format!("{what}: heartbeats handled / asked"),
+        s.beats as f64 / wall / asked,
+        "x",
+        ">= 0.99",
+    );
+    rec(
+        &format!("{id}.cpu_cores"),
+        &format!("{what}: master CPU, cores"),
+        cpu / wall,
+        "cores",
+        "<= 1",
+    );
+    rec(
+        &format!("{id}.p50_ms"),
+        &format!("{what}: heartbeat latency p50, ms"),
+        pct(50.0),
+        "ms",
+        "",
+    );
+    rec(
+        &format!("{id}.p99_ms"),
+        &format!("{what}: heartbeat latency p99, ms"),
+        pct(99.0),
+        "ms",
+        "<= 5",
+    );
+    rec(
+        &format!("{id}.register_s"),
+        &format!("{what}: registration with block reports"),
+        registered,
+        "s",
+        "<= 30",
+    );
+    rec(
+        &format!("{id}.errors"),
+        &format!("{what}: errors"),
+        s.errors as f64,
+        "",
+        "<= 0",
+    );
     Ok(())
 }
 

@@ -40,3 +40,25 @@ print(
     f"{(p - b) / offers * 1e6:.1f} us more per offer, {offers / p:.0f} offers/s; "
     f"the simulation takes {p / b:.1f}x the built-in's time"
 )
+
+
+def record(fid, what, value, unit, target=""):
+    """One figure for the results folder (base::bench's format) when
+    BENCH_RESULTS names one."""
+    folder = os.environ.get("BENCH_RESULTS")
+    if not folder:
+        return
+    import csv
+
+    path = os.path.join(folder, "figures.csv")
+    fresh = not os.path.exists(path) or os.path.getsize(path) == 0
+    with open(path, "a", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        if fresh:
+            w.writerow(["id", "what", "value", "unit", "target"])
+        w.writerow([fid, what, repr(float(value)), unit, target])
+
+
+what = "python/examples/delay.py in process, SWIM hour on 30 workers x 2 slots"
+record("python.us_per_offer", f"{what}: us more per offer than the built-in", (p - b) / offers * 1e6, "us")
+record("python.slowdown", f"{what}: simulation time / the built-in's", p / b, "x")

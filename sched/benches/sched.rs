@@ -73,6 +73,22 @@ fn main() {
         let decisions: u64 = if online { 200_000 } else { 2_000 };
         let (per, launched) = measure(&cfg, decisions, false);
         let cfg_label = cfg.label();
+        let what = format!(
+            "one free-slot decision, {} pending tasks, {JOBS} jobs, {WORKERS} workers: {cfg_label}",
+            JOBS * TASKS_PER_JOB
+        );
+        let bound = if online {
+            format!("<= {TARGET_US}")
+        } else {
+            String::new()
+        };
+        base::bench::record(
+            &format!("sched.{cfg_label}.us"),
+            &format!("{what}, us"),
+            per,
+            "us",
+            &bound,
+        );
         if online {
             println!(
                 "   {cfg_label:<34} {per:>8.2} us per decision ({launched} launches), ratio to target {:.2} (target <= 1.00)",
@@ -108,6 +124,16 @@ fn main() {
             "   {:<34} off {off:>7.2} us, on {on:>7.2} us, ratio on/off {:.2}",
             cfg.label(),
             on / off
+        );
+        base::bench::record(
+            &format!("sched.{}.record_ratio", cfg.label()),
+            &format!(
+                "decision record kept / not, {}, median of 5 rounds",
+                cfg.label()
+            ),
+            on / off,
+            "x",
+            "",
         );
     }
 }

@@ -66,7 +66,11 @@ pub(super) async fn sequence_bench() {
         for (name, path) in [("seq-lines", &lines_path), ("seq-words", &words_path)] {
             load(&cl, name, Source::File(path.clone()), 64 << 20, 2).await;
         }
-        run_sequences(&cl, pause).await;
+        let id = format!("sequence.pretouch{pretouch_mb}.rep{output_replication}");
+        let what = format!(
+            "sequences of jobs, pretouch_mb = {pretouch_mb}, output replication {output_replication}"
+        );
+        run_sequences(&cl, pause, (&id, &what)).await;
         drop(cl);
     }
 }
@@ -77,7 +81,11 @@ pub(super) async fn sequence_bench() {
 pub(super) const SEQUENCE_PRETOUCH_MB: u64 = 1100;
 
 /// Section 9's sequences on `cl` (see [`sequence_bench`]).
-pub(super) async fn run_sequences(cl: &support::LocalCluster, pause: std::time::Duration) {
+pub(super) async fn run_sequences(
+    cl: &support::LocalCluster,
+    pause: std::time::Duration,
+    (id, what): (&str, &str),
+) {
     let grouped = [Workload::Sort; 3]
         .into_iter()
         .chain([Workload::Wordcount; 3]);
@@ -165,6 +173,13 @@ pub(super) async fn run_sequences(cl: &support::LocalCluster, pause: std::time::
             "     {w}: slowest / fastest of {} runs {:.2} (target <= 1.25)",
             ts.len(),
             hi / lo
+        );
+        record(
+            &format!("{id}.{w}.spread"),
+            &format!("{what}: {w}, slowest / fastest of {} runs", ts.len()),
+            hi / lo,
+            "x",
+            "<= 1.25",
         );
     }
 }
@@ -313,6 +328,28 @@ pub(super) async fn linear_cost_bench() {
             theirs / secs,
             if same { "equal to GNU sort's" } else { "DIFFERS from GNU sort's" }
         );
+        let what = format!("linear cost, sort of {gib} GiB of lines, replication {replication}");
+        record(
+            &format!("scale.sort.{gib}gib.s_per_gib"),
+            &format!("{what}: job s/GiB"),
+            secs / gib as f64,
+            "s/GiB",
+            "",
+        );
+        record(
+            &format!("scale.sort.{gib}gib.gnu_ratio"),
+            &format!("{what}: GNU sort's time / the job's"),
+            theirs / secs,
+            "x",
+            "",
+        );
+        record(
+            &format!("scale.sort.{gib}gib.peak_rss_gb"),
+            &format!("{what}: peak RSS of master and workers"),
+            peak as f64 / 1e9,
+            "GB",
+            "",
+        );
         assert!(same, "the {gib} GiB sort differs from GNU sort's");
         per_gib.push((Workload::Sort, gib, secs / gib as f64));
         // Wordcount.
@@ -335,6 +372,22 @@ pub(super) async fn linear_cost_bench() {
             peak as f64 / 1e9,
             counts.len()
         );
+        let what =
+            format!("linear cost, wordcount of {gib} GiB of words, replication {replication}");
+        record(
+            &format!("scale.wordcount.{gib}gib.s_per_gib"),
+            &format!("{what}: job s/GiB"),
+            secs / gib as f64,
+            "s/GiB",
+            "",
+        );
+        record(
+            &format!("scale.wordcount.{gib}gib.peak_rss_gb"),
+            &format!("{what}: peak RSS of master and workers"),
+            peak as f64 / 1e9,
+            "GB",
+            "",
+        );
         assert_eq!(counted, words, "wordcount lost or invented words");
         per_gib.push((Workload::Wordcount, gib, secs / gib as f64));
     }
@@ -347,6 +400,16 @@ pub(super) async fn linear_cost_bench() {
                     large.1,
                     small.1,
                     large.2 / small.2
+                );
+                record(
+                    &format!("scale.{w}.linearity"),
+                    &format!(
+                        "linear cost, {w}: time per GiB at {} GiB / at {} GiB",
+                        large.1, small.1
+                    ),
+                    large.2 / small.2,
+                    "x",
+                    "<= 1.2",
                 );
             }
         }
