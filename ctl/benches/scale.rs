@@ -223,67 +223,92 @@ async fn run(
         }
     };
     let asked = workers as f64 * 1000.0 / heartbeat_ms as f64;
+    report(&Measured {
+        workers,
+        heartbeat_ms,
+        registered,
+        wall,
+        asked,
+        beats: s.beats as f64,
+        launches: s.launches as f64,
+        cpu,
+        p50: pct(50.0),
+        p99: pct(99.0),
+        errors: s.errors as f64,
+    });
+    Ok(())
+}
+
+/// What one scale run measured.
+struct Measured {
+    workers: usize,
+    heartbeat_ms: u64,
+    registered: f64,
+    wall: f64,
+    asked: f64,
+    beats: f64,
+    launches: f64,
+    cpu: f64,
+    p50: f64,
+    p99: f64,
+    errors: f64,
+}
+
+/// Prints a scale run's figures and records them for the results folder.
+fn report(m: &Measured) {
+    let (workers, heartbeat_ms, wall) = (m.workers, m.heartbeat_ms, m.wall);
     println!(
         "scale. master with {workers} emulated workers (one process, real HTTP, heartbeat {heartbeat_ms} ms), {} pending maps in {JOBS} jobs: \
-         registration with block reports {registered:.1} s (target < 30 s); over {wall:.1} s: {:.0} heartbeats/s handled ({:.2} of the {asked:.0} asked), \
+         registration with block reports {:.1} s (target < 30 s); over {wall:.1} s: {:.0} heartbeats/s handled ({:.2} of the {:.0} asked), \
          {:.0} launches/s, master CPU {:.2} cores, heartbeat latency p50 {:.2} ms, p99 {:.2} ms (target p99 <= 5 ms, CPU < 1 core), {} errors",
         JOBS as u32 * BLOCKS_PER_JOB,
-        s.beats as f64 / wall,
-        s.beats as f64 / wall / asked,
-        s.launches as f64 / wall,
-        cpu / wall,
-        pct(50.0),
-        pct(99.0),
-        s.errors
+        m.registered,
+        m.beats / wall,
+        m.beats / wall / m.asked,
+        m.asked,
+        m.launches / wall,
+        m.cpu / wall,
+        m.p50,
+        m.p99,
+        m.errors
     );
-    let (id, what) = (
-        format!("scale.{workers}w"),
-        format!("the master with {workers} emulated workers heartbeating every {heartbeat_ms} ms"),
-    );
-    let rec = common::bench::record;
-    rec(
-        &format!("{id}.handled"),
-        &format!("{what}: heartbeats handled / asked"),
-        s.beats as f64 / wall / asked,
-        "x",
-        ">= 0.99",
-    );
-    rec(
-        &format!("{id}.cpu_cores"),
-        &format!("{what}: master CPU, cores"),
-        cpu / wall,
-        "cores",
-        "<= 1",
-    );
-    rec(
-        &format!("{id}.p50_ms"),
-        &format!("{what}: heartbeat latency p50, ms"),
-        pct(50.0),
-        "ms",
-        "",
-    );
-    rec(
-        &format!("{id}.p99_ms"),
-        &format!("{what}: heartbeat latency p99, ms"),
-        pct(99.0),
-        "ms",
-        "<= 5",
-    );
-    rec(
-        &format!("{id}.register_s"),
-        &format!("{what}: registration with block reports"),
-        registered,
-        "s",
-        "<= 30",
-    );
-    rec(
-        &format!("{id}.errors"),
-        &format!("{what}: errors"),
-        s.errors as f64,
-        "",
-        "<= 0",
-    );
-    Ok(())
+    let id = format!("scale.{workers}w");
+    let what =
+        format!("the master with {workers} emulated workers heartbeating every {heartbeat_ms} ms");
+    for (name, said, value, unit, target) in [
+        (
+            "handled",
+            "heartbeats handled / asked",
+            m.beats / wall / m.asked,
+            "x",
+            ">= 0.99",
+        ),
+        (
+            "cpu_cores",
+            "master CPU, cores",
+            m.cpu / wall,
+            "cores",
+            "<= 1",
+        ),
+        ("p50_ms", "heartbeat latency p50, ms", m.p50, "ms", ""),
+        ("p99_ms", "heartbeat latency p99, ms", m.p99, "ms", "<= 5"),
+        (
+            "register_s",
+            "registration with block reports",
+            m.registered,
+            "s",
+            "<= 30",
+        ),
+        ("errors", "errors", m.errors, "", "<= 0"),
+    ] {
+        common::bench::record(
+            &format!("{id}.{name}"),
+            &format!("{what}: {said}"),
+            value,
+            unit,
+            target,
+        );
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

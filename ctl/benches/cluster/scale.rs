@@ -328,27 +328,26 @@ pub(super) async fn linear_cost_bench() {
             theirs / secs,
             if same { "equal to GNU sort's" } else { "DIFFERS from GNU sort's" }
         );
-        let what = format!("linear cost, sort of {gib} GiB of lines, replication {replication}");
-        record(
-            &format!("scale.sort.{gib}gib.s_per_gib"),
-            &format!("{what}: job s/GiB"),
-            secs / gib as f64,
-            "s/GiB",
-            "",
-        );
-        record(
-            &format!("scale.sort.{gib}gib.gnu_ratio"),
-            &format!("{what}: GNU sort's time / the job's"),
-            theirs / secs,
-            "x",
-            "",
-        );
-        record(
-            &format!("scale.sort.{gib}gib.peak_rss_gb"),
-            &format!("{what}: peak RSS of master and workers"),
-            peak as f64 / 1e9,
-            "GB",
-            "",
+        record_all(
+            &format!("scale.sort.{gib}gib"),
+            &format!("linear cost, sort of {gib} GiB of lines, replication {replication}"),
+            &[
+                ("s_per_gib", "job s/GiB", secs / gib as f64, "s/GiB", ""),
+                (
+                    "gnu_ratio",
+                    "GNU sort's time / the job's",
+                    theirs / secs,
+                    "x",
+                    "",
+                ),
+                (
+                    "peak_rss_gb",
+                    "peak RSS of master and workers",
+                    peak as f64 / 1e9,
+                    "GB",
+                    "",
+                ),
+            ],
         );
         assert!(same, "the {gib} GiB sort differs from GNU sort's");
         per_gib.push((Workload::Sort, gib, secs / gib as f64));
@@ -372,25 +371,29 @@ pub(super) async fn linear_cost_bench() {
             peak as f64 / 1e9,
             counts.len()
         );
-        let what =
-            format!("linear cost, wordcount of {gib} GiB of words, replication {replication}");
-        record(
-            &format!("scale.wordcount.{gib}gib.s_per_gib"),
-            &format!("{what}: job s/GiB"),
-            secs / gib as f64,
-            "s/GiB",
-            "",
-        );
-        record(
-            &format!("scale.wordcount.{gib}gib.peak_rss_gb"),
-            &format!("{what}: peak RSS of master and workers"),
-            peak as f64 / 1e9,
-            "GB",
-            "",
+        record_all(
+            &format!("scale.wordcount.{gib}gib"),
+            &format!("linear cost, wordcount of {gib} GiB of words, replication {replication}"),
+            &[
+                ("s_per_gib", "job s/GiB", secs / gib as f64, "s/GiB", ""),
+                (
+                    "peak_rss_gb",
+                    "peak RSS of master and workers",
+                    peak as f64 / 1e9,
+                    "GB",
+                    "",
+                ),
+            ],
         );
         assert_eq!(counted, words, "wordcount lost or invented words");
         per_gib.push((Workload::Wordcount, gib, secs / gib as f64));
     }
+    report_linearity(&per_gib);
+}
+
+/// Prints and records each workload's time per GiB at the largest size
+/// against the smallest.
+fn report_linearity(per_gib: &[(Workload, u64, f64)]) {
     for w in [Workload::Sort, Workload::Wordcount] {
         let runs: Vec<&(Workload, u64, f64)> = per_gib.iter().filter(|r| r.0 == w).collect();
         if let (Some(small), Some(large)) = (runs.first(), runs.last()) {
@@ -413,6 +416,20 @@ pub(super) async fn linear_cost_bench() {
                 );
             }
         }
+    }
+}
+
+/// Records figures `<prefix>.<name>` for the results folder, each said as
+/// `<what>: <said>`.
+fn record_all(prefix: &str, what: &str, figures: &[(&str, &str, f64, &str, &str)]) {
+    for (name, said, value, unit, target) in figures {
+        record(
+            &format!("{prefix}.{name}"),
+            &format!("{what}: {said}"),
+            *value,
+            unit,
+            target,
+        );
     }
 }
 
