@@ -61,8 +61,11 @@ fn main() {
         .local_addr()
         .unwrap()
         .port();
-    // Workers' addresses are names only: nobody dials them here.
-    let timeout_ms = (heartbeat_ms * 10).max(10_000);
+    // Workers' addresses are names only: nobody dials them here. The
+    // emulated workers heartbeat only once all are registered, so the
+    // timeout outlasts registering them all (10,000 took 24.6 s, then more
+    // than 30 s on a slower afternoon, and the first were declared lost).
+    let timeout_ms = (heartbeat_ms * 10).max(120_000);
     let mut cfg = format!(
         "[cluster]\ntoken = \"{TOKEN}\"\nreplication = {REPLICATION}\nheartbeat_ms = {heartbeat_ms}\n\
          worker_timeout_ms = {timeout_ms}\n[master]\nlisten = \"127.0.0.1:{port}\"\n[workers]\nslots = {SLOTS}\n"

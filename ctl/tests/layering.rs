@@ -32,7 +32,9 @@ const CRATES: &[(&str, &[&str])] = &[
 
 /// Top-level modules of each crate, lowest first.
 const WORKLOADS: &[&str] = &["pool", "input_sink", "sort", "wordcount"];
-const BASE: &[&str] = &["checksum", "hash", "ids", "tomlfile", "units", "public"];
+const BASE: &[&str] = &[
+    "bench", "checksum", "hash", "ids", "tomlfile", "units", "public",
+];
 const COMMON: &[&str] = &[
     "config",
     "wire",
