@@ -35,6 +35,11 @@ pub struct ClusterConfig {
     /// The public cloud's instances (MROSA); absent = private cluster only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub public: Option<crate::public::PublicSection>,
+    /// Secrets per role (`worker`, `client`, `read`), each refused outside
+    /// its role; absent = `cluster.token` alone, for everything
+    /// (see `common::credentials`).
+    #[serde(default, skip_serializing_if = "crate::credentials::CredentialsSection::is_empty")]
+    pub credentials: crate::credentials::CredentialsSection,
     /// Instance types the scheduler may rent.
     #[serde(rename = "public_type", default, skip_serializing_if = "Vec::is_empty")]
     pub public_type: Vec<crate::public::PublicType>,
@@ -423,6 +428,12 @@ impl ClusterConfig {
         KeyError::new(key, problem)
     }
 
+    /// The secret a node of `role` sends: the role's first plaintext
+    /// `[credentials]` entry, else `cluster.token`.
+    pub fn secret(&self, role: crate::credentials::Role) -> &str {
+        self.credentials.sending(role).unwrap_or(&self.cluster.token)
+    }
+
     /// Validates a config built in code (a loaded one already was).
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.check().map_err(|e| e.in_file(&self.path))
@@ -432,6 +443,9 @@ impl ClusterConfig {
         let c = &self.cluster;
         if c.token.trim().is_empty() {
             return Err(self.invalid("cluster.token", "must not be empty"));
+        }
+        if let Some((key, problem)) = self.credentials.problem(&c.token) {
+            return Err(self.invalid(key, problem));
         }
         if c.heartbeat_ms < 10 || c.heartbeat_ms > 60_000 {
             return Err(self.invalid(

@@ -1,15 +1,13 @@
 //! HTTP conventions shared by the master's and the workers' servers: every
-//! endpoint requires the cluster token, and every error is a JSON
+//! endpoint requires a credential (`common::auth`), and every error is a JSON
 //! `{"error": "..."}` with a status that says whose fault it is.
 
 use crate::wire::ErrorBody;
-use axum::extract::{FromRequest, Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::Next;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::de::DeserializeOwned;
-use std::sync::Arc;
 
 /// An error answered as JSON.
 #[derive(Debug)]
@@ -62,35 +60,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     }
 }
 
-/// The cluster token, as the auth middleware's state.
-#[derive(Clone)]
-pub struct Token(pub Arc<str>);
-
 /// `Authorization` header value for `token`.
 pub fn bearer(token: &str) -> String {
     format!("Bearer {token}")
-}
-
-/// Middleware: 401 unless the request carries `Authorization: Bearer <token>`.
-pub async fn require_token(State(token): State<Token>, req: Request, next: Next) -> Response {
-    let given = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match given {
-        Some(g) if constant_time_eq(g.as_bytes(), token.0.as_bytes()) => next.run(req).await,
-        Some(_) => ApiError::new(StatusCode::UNAUTHORIZED, "wrong cluster token").into_response(),
-        None => ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "missing `Authorization: Bearer <cluster token>` header",
-        )
-        .into_response(),
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// How long a server waits on a client before it closes the connection.
@@ -179,7 +151,7 @@ impl utoipa::Modify for BearerSecurity {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("the cluster token (cluster.token in cluster.toml)"))
+                    .description(Some("cluster.token (every route) or a [credentials] secret of a role the route lets in (common::credentials)"))
                     .build(),
             ),
         );

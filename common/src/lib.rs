@@ -6,7 +6,10 @@
 //! pieces (behind features) and `policy_socket`, the transport of external
 //! policies.
 
+#[cfg(feature = "http")]
+pub mod auth;
 pub mod config;
+pub mod credentials;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "client")]

@@ -95,7 +95,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let cfg = ClusterConfig::load(&cli.config)?;
     let client = MasterClient::new(
         cli.master.clone().unwrap_or_else(|| cfg.master_url()),
-        &cfg.cluster.token,
+        cfg.secret(common::credentials::Role::Client),
     )
     .retrying(std::time::Duration::from_secs(cli.retry_s));
     run_cluster(cli.cmd, &cfg, &client).await

@@ -200,7 +200,7 @@ async fn worker_memory(c: &Cluster, name: &str) -> (Option<u64>, Option<u64>) {
         c.client
             .http()
             .get(format!("http://{}/metrics", w.listen))
-            .bearer_auth(&c.cfg.cluster.token)
+            .bearer_auth(c.cfg.secret(common::credentials::Role::Client))
             .timeout(Duration::from_secs(10))
             .send()
             .await?

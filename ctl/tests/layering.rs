@@ -36,10 +36,12 @@ const BASE: &[&str] = &[
     "bench", "checksum", "hash", "ids", "tomlfile", "units", "public",
 ];
 const COMMON: &[&str] = &[
+    "credentials",
     "config",
     "wire",
     "strategies",
     "http",
+    "auth",
     "http_client",
     "policy_socket",
 ];
@@ -88,6 +90,7 @@ const WORKER: &[&str] = &[
     "node",
 ];
 const MASTER: &[&str] = &[
+    "access",
     "catalog",
     "metrics",
     "provision",

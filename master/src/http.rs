@@ -1,6 +1,6 @@
 //! The master's HTTP API: a thin layer over [`Master`]. Every route but the
-//! dashboard's page and the API description needs the cluster token; every
-//! error is JSON. `GET /v1/openapi.json` describes every route below,
+//! dashboard's page and the API description needs a credential of a role
+//! `crate::access::RULES` lets in (or `cluster.token`); every error is JSON. `GET /v1/openapi.json` describes every route below,
 //! generated from the handlers and the Rust types (a test checks that this
 //! table, the description and the routes agree).
 //!
@@ -33,7 +33,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 
 use axum::{Json, Router};
-use common::http::{require_token, ApiError, ApiJson, BearerSecurity, ServerTimeouts, Token};
+use crate::access::RULES;
+use common::credentials::{Credentials, Role, Secret};
+use common::http::{ApiError, ApiJson, BearerSecurity, ServerTimeouts};
 use common::wire::ErrorBody;
 use common::wire::{
     ClusterSummary, DecisionLog, FileDeleted, FileInfo, FileReplication, Heartbeat, HeartbeatReply,
@@ -71,7 +73,8 @@ pub struct AppState {
 /// does not answer heartbeats at its interval as before.
 struct WakeClient {
     http: reqwest::Client,
-    token: String,
+    /// The worker role's secret (workers accept it on this route).
+    token: Secret,
 }
 
 impl WakeClient {
@@ -79,7 +82,7 @@ impl WakeClient {
         for addr in addrs {
             let req = self.http.post(format!("{addr}/v1/heartbeat-now")).header(
                 reqwest::header::AUTHORIZATION,
-                common::http::bearer(&self.token),
+                common::http::bearer(&self.token.get()),
             );
             tokio::spawn(async move {
                 if let Err(e) = req.send().await {
@@ -214,7 +217,7 @@ pub const MAX_REPORT_BYTES: usize = 256 << 20;
 #[openapi(
     info(
         title = "mini-MapReduce testbed: master",
-        description = "The master's HTTP API. Every route but the dashboard's page and this description needs the cluster token as a bearer token. The schemas OfferMessage and Reply are not routes of this API: they are the messages of the external policy protocol (docs/schedulers.md), which the master sends to a policy's socket."
+        description = "The master's HTTP API. Every route but the dashboard's page and this description needs a bearer credential: cluster.token (every route) or a [credentials] secret of a role the route lets in (master::access::RULES; another role gets 403 with the reason). The schemas OfferMessage and Reply are not routes of this API: they are the messages of the external policy protocol (docs/schedulers.md), which the master sends to a policy's socket."
     ),
     components(schemas(
         sched::policy::external::OfferMessage,
@@ -225,8 +228,10 @@ pub const MAX_REPORT_BYTES: usize = 256 << 20;
 )]
 struct ApiDoc;
 
-/// The master's routes and their OpenAPI description, one list.
-pub fn api(token: &str) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
+/// The master's routes and their OpenAPI description, one list; every
+/// route but the dashboard's page and the description needs a credential
+/// of a role [`RULES`] lets in.
+pub fn api(credentials: impl Into<Credentials>) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
     let reports = axum::extract::DefaultBodyLimit::max(MAX_REPORT_BYTES);
     let (api, mut doc) = OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
         .routes(routes!(register).layer(reports))
@@ -243,14 +248,18 @@ pub fn api(token: &str) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
         .routes(routes!(events))
         .split_for_parts();
     let api = api
+        .route_layer(axum::middleware::from_fn_with_state(
+            RULES,
+            common::auth::authorize,
+        ))
         .fallback(|| async {
             ApiError::not_found(
                 "no such endpoint; see GET /v1/openapi.json or the API table in master/src/http.rs",
             )
         })
         .layer(axum::middleware::from_fn_with_state(
-            Token(token.into()),
-            require_token,
+            credentials.into(),
+            common::auth::authenticate,
         ));
     // The dashboard's page and code hold no data: served without the
     // token, which the page keeps in the URL fragment or the tab's
@@ -262,8 +271,8 @@ pub fn api(token: &str) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
     (api.merge(public), doc)
 }
 
-pub fn router(state: Arc<AppState>, token: &str) -> Router {
-    api(token).0.with_state(state)
+pub fn router(state: Arc<AppState>, credentials: impl Into<Credentials>) -> Router {
+    api(credentials).0.with_state(state)
 }
 
 /// The master's OpenAPI description as JSON (built once).
@@ -606,7 +615,13 @@ pub struct MasterHandle {
     pub state: Arc<AppState>,
     server: tokio::task::JoinHandle<()>,
     reaper: tokio::task::JoinHandle<()>,
+    /// Re-reads `[credentials]` when cluster.toml changes.
+    watcher: Option<tokio::task::JoinHandle<()>>,
 }
+
+/// How often the master and the workers look at their cluster.toml for
+/// new credentials.
+pub const CREDENTIALS_EVERY: Duration = Duration::from_secs(1);
 
 impl MasterHandle {
     pub fn url(&self) -> String {
@@ -616,6 +631,9 @@ impl MasterHandle {
     pub fn abort(&self) {
         self.server.abort();
         self.reaper.abort();
+        if let Some(w) = &self.watcher {
+            w.abort();
+        }
     }
 }
 
@@ -649,6 +667,9 @@ pub async fn start_with(
         journal::Damage::Refuse
     };
     let provision = settings.provision.clone();
+    let credentials = Credentials::new(token, &settings.credentials);
+    let wake_secret = Secret::new(settings.credentials.sending(Role::Worker).unwrap_or(token));
+    let config_path = settings.config_path.clone();
     let mut master = Master::new(settings);
     // The master's clock (ms since it started) begins at the age of the
     // oldest job it takes back, so that job's submission is at 0 or later.
@@ -690,14 +711,23 @@ pub async fn start_with(
                 .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
                 .build()
                 .expect("HTTP client builds"),
-            token: token.to_owned(),
+            token: wake_secret.clone(),
         },
     });
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| anyhow::anyhow!("master: cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr()?;
-    let app = router(state.clone(), token);
+    let app = router(state.clone(), credentials.clone());
+    let watcher = config_path.map(|path| {
+        common::auth::watch_credentials(
+            path,
+            token.to_owned(),
+            credentials,
+            Some(wake_secret),
+            CREDENTIALS_EVERY,
+        )
+    });
     let server = tokio::spawn(async move {
         if let Err(e) = common::http::serve(listener, app, timeouts).await {
             tracing::error!(error = %e, "master HTTP server stopped");
@@ -760,6 +790,7 @@ pub async fn start_with(
         state,
         server,
         reaper,
+        watcher,
     })
 }
 

@@ -7,6 +7,7 @@
 //! This crate is only the daemon: the command line that serves it, and
 //! everything that drives a cluster from outside, are the `ctl` crate.
 
+pub mod access;
 pub mod catalog;
 pub mod dashboard;
 pub mod http;

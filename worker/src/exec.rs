@@ -385,7 +385,7 @@ async fn read_remote_replica(
     let res = fetch_block_from(
         &ex.peers.http,
         &ex.peers.nic.rx,
-        &ex.peers.token,
+        &ex.peers.token.get(),
         addr,
         read.block,
         read.len,

@@ -15,7 +15,7 @@ use reqwest::header::AUTHORIZATION;
 #[derive(Clone, Copy)]
 pub struct PeerLink<'a> {
     pub http: &'a reqwest::Client,
-    pub token: &'a str,
+    pub token: &'a common::credentials::Secret,
     pub link: &'a Link,
 }
 
@@ -23,7 +23,9 @@ pub struct PeerLink<'a> {
 /// cluster token and the NIC every transfer is paced by.
 pub struct Peers {
     pub http: reqwest::Client,
-    pub token: String,
+    /// The worker role's secret (or the cluster token), replaced when
+    /// cluster.toml's `[credentials]` change.
+    pub token: common::credentials::Secret,
     pub nic: std::sync::Arc<crate::nic::Nic>,
 }
 

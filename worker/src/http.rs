@@ -2,7 +2,7 @@
 //! the NIC's transmit link, verified chunk by chunk), uploads (paced by the
 //! receive link, visible only once their digest verifies), map output for
 //! the reduces, status, metrics and timelines. Every route but the API
-//! description requires the cluster token. `GET /v1/openapi.json` describes
+//! description requires a credential of a role `RULES` lets in. `GET /v1/openapi.json` describes
 //! every route below (a test checks that this table, the description and
 //! the routes agree).
 //!
@@ -34,7 +34,9 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::{Json, Router};
 use bytes::Bytes;
-use common::http::{require_token, ApiError, BearerSecurity, Token};
+use common::auth::Rule;
+use common::credentials::{Credentials, Role};
+use common::http::{ApiError, BearerSecurity};
 use common::wire::ErrorBody;
 use common::wire::{
     BlockInfo, BLOCK_CACHE_HEADER, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER,
@@ -52,7 +54,7 @@ use utoipa_axum::routes;
 #[openapi(
     info(
         title = "mini-MapReduce testbed: worker",
-        description = "A worker's HTTP API: its block store, map output for reduces, status and metrics. Every route but this description needs the cluster token as a bearer token."
+        description = "A worker's HTTP API: its block store, map output for reduces, status and metrics. Every route but this description needs a bearer credential: cluster.token (every route) or a [credentials] secret of a role the route lets in (worker::http::RULES; another role gets 403 with the reason)."
     ),
     modifiers(&BearerSecurity),
     security(("token" = []))
@@ -83,9 +85,38 @@ impl axum::extract::FromRef<Arc<Served>> for ShuffleService {
     }
 }
 
-/// The worker's routes and their OpenAPI description, one list.
-pub fn api(token: &str) -> (Router<Arc<Served>>, utoipa::openapi::OpenApi) {
-    let token = Token(token.into());
+const PEERS: &[Role] = &[Role::Worker, Role::Client];
+const WORKER: &[Role] = &[Role::Worker];
+const CLIENT: &[Role] = &[Role::Client];
+const WATCHERS: &[Role] = &[Role::Client, Role::Read];
+
+const fn rule(method: &'static str, path: &'static str, roles: &'static [Role], what: &'static str) -> Rule {
+    Rule { method, path, roles, what }
+}
+
+/// Which role may call which route (`cluster.token` may call every one):
+/// workers and clients read and write blocks, only workers fetch map
+/// output and wake a worker (the master sends the worker role's secret),
+/// clients delete blocks, and clients and the read-only role watch.
+pub const RULES: &[Rule] = &[
+    rule("GET", "/blocks", PEERS, "list blocks"),
+    rule("GET", "/blocks/", PEERS, "read a block"),
+    rule("PUT", "/blocks/", PEERS, "store a block"),
+    rule("DELETE", "/blocks/", CLIENT, "delete a block"),
+    rule("GET", "/blocks/{id}", PEERS, "read a block"),
+    rule("PUT", "/blocks/{id}", PEERS, "store a block"),
+    rule("DELETE", "/blocks/{id}", CLIENT, "delete a block"),
+    rule("GET", "/status", WATCHERS, "read the worker's status"),
+    rule("GET", "/metrics", WATCHERS, "read the metrics"),
+    rule("GET", "/timeline", WATCHERS, "read the timeline"),
+    rule("GET", "/shuffle/{job}/{map}/{attempt}/{part}", WORKER, "fetch map output"),
+    rule("POST", "/v1/heartbeat-now", WORKER, "wake a worker"),
+];
+
+/// The worker's routes and their OpenAPI description, one list; every
+/// route but the description needs a credential of a role [`RULES`]
+/// lets in.
+pub fn api(credentials: impl Into<Credentials>) -> (Router<Arc<Served>>, utoipa::openapi::OpenApi) {
     let (api, doc) = OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
         .routes(routes!(list_blocks))
         .routes(routes!(empty_id))
@@ -97,14 +128,22 @@ pub fn api(token: &str) -> (Router<Arc<Served>>, utoipa::openapi::OpenApi) {
         .routes(routes!(heartbeat_now))
         .split_for_parts();
     let api = api
-        .layer(axum::middleware::from_fn_with_state(token, require_token))
+        .route_layer(axum::middleware::from_fn_with_state(
+            RULES,
+            common::auth::authorize,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            credentials.into(),
+            common::auth::authenticate,
+        ))
         .route("/v1/openapi.json", axum::routing::get(openapi));
     (api, doc)
 }
 
-/// The server's routes over `served`, guarded by the cluster `token`.
-pub fn router(served: Arc<Served>, token: &str) -> Router {
-    api(token).0.with_state(served)
+/// The server's routes over `served`, each refused to a credential
+/// whose role its rule does not list.
+pub fn router(served: Arc<Served>, credentials: impl Into<Credentials>) -> Router {
+    api(credentials).0.with_state(served)
 }
 
 /// The worker's OpenAPI description as JSON (built once; no token).

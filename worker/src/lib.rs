@@ -68,6 +68,12 @@ pub struct WorkerOptions {
     pub reduce_memory_bytes: u64,
     /// Task buffers faulted in at start and kept (`workers.pretouch_mb`).
     pub pretouch_bytes: u64,
+    /// The secrets per role (`[credentials]`) besides `token`: the
+    /// worker sends the worker role's and accepts each for its routes.
+    pub credentials: common::credentials::CredentialsSection,
+    /// The cluster.toml to re-read `[credentials]` from when it changes;
+    /// `None`: never.
+    pub config_path: Option<PathBuf>,
 }
 
 impl WorkerOptions {
@@ -121,6 +127,8 @@ impl WorkerOptions {
             shuffle_memory_bytes: cfg.workers.shuffle_memory_mb.saturating_mul(1_000_000),
             reduce_memory_bytes: cfg.workers.reduce_memory_mb.saturating_mul(1_000_000),
             pretouch_bytes: cfg.workers.pretouch_mb.saturating_mul(1_000_000),
+            credentials: cfg.credentials.clone(),
+            config_path: (!cfg.path.as_os_str().is_empty()).then(|| cfg.path.clone()),
         }
     }
 }
@@ -177,6 +185,8 @@ pub struct WorkerHandle {
     background: Option<tokio::task::JoinHandle<()>>,
     scrubber: Option<tokio::task::JoinHandle<()>>,
     sampler: tokio::task::JoinHandle<()>,
+    /// Re-reads `[credentials]` when cluster.toml changes.
+    watcher: Option<tokio::task::JoinHandle<()>>,
     /// Bytes of the process's buffer pool this worker reserved
     /// (`workers.pretouch_mb`), given back when it is dropped.
     pretouched: usize,
@@ -192,7 +202,10 @@ impl WorkerHandle {
         self.server.abort();
         self.node.abort();
         self.sampler.abort();
-        for t in [&self.background, &self.scrubber].into_iter().flatten() {
+        for t in [&self.background, &self.scrubber, &self.watcher]
+            .into_iter()
+            .flatten()
+        {
             t.abort();
         }
     }
@@ -300,6 +313,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
     ));
     let timeline: Arc<timeline::Timeline> = Default::default();
     let advertise = opts.advertise.unwrap_or_else(|| format!("http://{addr}"));
+    let (credentials, sending) = credentials_of(&opts.token, &opts.credentials);
     let peers = Arc::new(fetch::Peers {
         // Every worker-to-worker and worker-to-master call: a dead peer costs
         // at most the connect timeout, a stopped one at most the idle read
@@ -311,7 +325,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
             .build()
             .expect("HTTP client builds"),
-        token: opts.token.clone(),
+        token: sending.clone(),
         nic: nic.clone(),
     });
     let exec = Arc::new(exec::Executor {
@@ -336,7 +350,13 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         shuffle,
         timeline: timeline.clone(),
     });
-    let app = http::router(served, &opts.token);
+    let app = http::router(served, credentials.clone());
+    let watcher = watch_credentials(
+        opts.config_path.clone(),
+        opts.token.clone(),
+        credentials,
+        sending,
+    );
     let http_timeouts = opts.http_timeouts;
     let server = tokio::spawn(async move {
         if let Err(e) = common::http::serve(listener, app, http_timeouts).await {
@@ -375,6 +395,39 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         background,
         scrubber,
         sampler,
+        watcher,
         pretouched,
     })
+}
+
+/// What the worker accepts (`token`, the administrator's, and
+/// `[credentials]`) and what it sends (the worker role's secret, else
+/// `token`).
+fn credentials_of(
+    token: &str,
+    section: &common::credentials::CredentialsSection,
+) -> (
+    common::credentials::Credentials,
+    common::credentials::Secret,
+) {
+    use common::credentials::{Credentials, Role, Secret};
+    let sending = section.sending(Role::Worker).unwrap_or(token);
+    (Credentials::new(token, section), Secret::new(sending))
+}
+
+/// Re-reads `[credentials]` from the worker's cluster.toml once a second,
+/// if it has one.
+fn watch_credentials(
+    path: Option<PathBuf>,
+    admin: String,
+    credentials: common::credentials::Credentials,
+    sending: common::credentials::Secret,
+) -> Option<tokio::task::JoinHandle<()>> {
+    Some(common::auth::watch_credentials(
+        path?,
+        admin,
+        credentials,
+        Some(sending),
+        std::time::Duration::from_secs(1),
+    ))
 }

@@ -58,7 +58,7 @@ async fn post<Req: Serialize, Resp: DeserializeOwned>(
     let resp = peers
         .http
         .post(format!("{}{path}", ctx.master_url))
-        .header(AUTHORIZATION, bearer(&peers.token))
+        .header(AUTHORIZATION, bearer(&peers.token.get()))
         .json(body)
         .timeout(Duration::from_secs(10))
         .send()

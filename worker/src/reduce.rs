@@ -432,7 +432,7 @@ async fn fetch_whole(
     let resp = peer
         .http
         .get(url)
-        .header(AUTHORIZATION, bearer(peer.token))
+        .header(AUTHORIZATION, bearer(&peer.token.get()))
         .send()
         .await
         .map_err(|e| format!("fetching {url}: {}", error_chain(&e)))?;

@@ -49,7 +49,7 @@ pub(crate) async fn upload_streamed(
     let request = peer
         .http
         .put(&url)
-        .header(AUTHORIZATION, bearer(peer.token))
+        .header(AUTHORIZATION, bearer(&peer.token.get()))
         .header(header::TRAILER, BLOCK_DIGEST_HEADER)
         .header(BLOCK_FILE_HEADER, &target.file)
         .header(BLOCK_INDEX_HEADER, target.index.to_string())

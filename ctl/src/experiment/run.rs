@@ -537,6 +537,7 @@ impl RunEnv<'_> {
             },
             // Loading the data (unshaped) needs no public cloud.
             public: self.spec.public.clone().filter(|_| shaped),
+            credentials: Default::default(),
             public_type: if shaped {
                 self.spec.public_type.clone()
             } else {
@@ -551,7 +552,10 @@ impl RunEnv<'_> {
     }
 
     fn client(cfg: &ClusterConfig) -> MasterClient {
-        MasterClient::new(cfg.master_url(), &cfg.cluster.token)
+        MasterClient::new(
+            cfg.master_url(),
+            cfg.secret(common::credentials::Role::Client),
+        )
     }
 }
 

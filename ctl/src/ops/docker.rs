@@ -384,7 +384,10 @@ pub async fn up(
             }
         }
         let derived = ClusterConfig::load(dir.join("cluster.toml"))?;
-        let client = MasterClient::new(derived.master_url(), &derived.cluster.token);
+        let client = MasterClient::new(
+            derived.master_url(),
+            derived.secret(common::credentials::Role::Client),
+        );
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(c) = client.cluster().await {

@@ -384,7 +384,10 @@ pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
         };
         println!("started {name} over ssh (pid {}; {copied})", s.pid);
     }
-    let client = MasterClient::new(cfg.master_url(), &cfg.cluster.token);
+    let client = MasterClient::new(
+        cfg.master_url(),
+        cfg.secret(common::credentials::Role::Client),
+    );
     let probe = || async { client.cluster().await.ok().map(|c| c.workers_alive) };
     let r = spawn_and_wait(&run, specs, probe, cfg.worker.len()).await;
     if r.is_err() {
@@ -527,7 +530,9 @@ pub async fn up_netns_layout(
             });
         }
         let url = derived.master_url();
-        let token = derived.cluster.token.clone();
+        let token = derived
+            .secret(common::credentials::Role::Client)
+            .to_owned();
         let master_ns = layout.master.ns.clone();
         let probe = || {
             let (url, token, ns) = (url.clone(), token.clone(), master_ns.clone());

@@ -75,6 +75,8 @@ pub async fn start_cluster_tuned(
 ) -> LocalCluster {
     let n = nic.len() as u32;
     let mut settings = MasterSettings {
+        credentials: Default::default(),
+        config_path: None,
         journal: None,
         journal_recover: false,
         public_types: Vec::new(),
@@ -133,6 +135,8 @@ pub async fn start_cluster_tuned(
             shuffle_memory_bytes: 1 << 30,
             reduce_memory_bytes: 1 << 30,
             pretouch_bytes: 0,
+            credentials: Default::default(),
+            config_path: None,
         };
         tune(&mut opts);
         workers.push(worker::start(opts).await.unwrap());

@@ -112,6 +112,11 @@ pub struct MasterSettings {
     pub retained_jobs: usize,
     /// Speculative execution (`[speculation]`).
     pub speculation: sched::speculation::Speculation,
+    /// The secrets per role (`[credentials]`) besides `cluster.token`.
+    pub credentials: common::credentials::CredentialsSection,
+    /// The cluster.toml to re-read `[credentials]` from when it changes
+    /// (a rotation without a restart); `None`: never.
+    pub config_path: Option<std::path::PathBuf>,
 }
 
 impl MasterSettings {
@@ -140,6 +145,8 @@ impl MasterSettings {
             decisions_max: usize::try_from(cfg.master.decisions_max).unwrap_or(usize::MAX),
             retained_jobs: usize::try_from(cfg.master.retained_jobs).unwrap_or(usize::MAX),
             speculation: cfg.speculation.clone(),
+            credentials: cfg.credentials.clone(),
+            config_path: (!cfg.path.as_os_str().is_empty()).then(|| cfg.path.clone()),
         }
     }
 }

@@ -16,6 +16,8 @@ use workloads::{MapSummary, Workload};
 
 pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
     MasterSettings {
+        credentials: Default::default(),
+        config_path: None,
         journal: None,
         journal_recover: false,
         public_types: Vec::new(),
