@@ -100,9 +100,15 @@ pub fn watch_credentials(
     every: Duration,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let stamp = |p: &PathBuf| std::fs::metadata(p).and_then(|m| Ok((m.modified()?, m.len()))).ok();
+        let stamp = |p: &PathBuf| {
+            std::fs::metadata(p)
+                .and_then(|m| Ok((m.modified()?, m.len())))
+                .ok()
+        };
         let mut seen = stamp(&path);
-        let mut section = crate::config::ClusterConfig::load(&path).map(|c| c.credentials).unwrap_or_default();
+        let mut section = crate::config::ClusterConfig::load(&path)
+            .map(|c| c.credentials)
+            .unwrap_or_default();
         loop {
             tokio::time::sleep(every).await;
             let now = stamp(&path);
@@ -120,7 +126,9 @@ pub fn watch_credentials(
                     section = cfg.credentials;
                 }
                 Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "credentials not re-read: the file does not load"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "credentials not re-read: the file does not load")
+                }
             }
         }
     })

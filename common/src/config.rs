@@ -38,7 +38,10 @@ pub struct ClusterConfig {
     /// Secrets per role (`worker`, `client`, `read`), each refused outside
     /// its role; absent = `cluster.token` alone, for everything
     /// (see `common::credentials`).
-    #[serde(default, skip_serializing_if = "crate::credentials::CredentialsSection::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::credentials::CredentialsSection::is_empty"
+    )]
     pub credentials: crate::credentials::CredentialsSection,
     /// Instance types the scheduler may rent.
     #[serde(rename = "public_type", default, skip_serializing_if = "Vec::is_empty")]
@@ -431,7 +434,9 @@ impl ClusterConfig {
     /// The secret a node of `role` sends: the role's first plaintext
     /// `[credentials]` entry, else `cluster.token`.
     pub fn secret(&self, role: crate::credentials::Role) -> &str {
-        self.credentials.sending(role).unwrap_or(&self.cluster.token)
+        self.credentials
+            .sending(role)
+            .unwrap_or(&self.cluster.token)
     }
 
     /// Validates a config built in code (a loaded one already was).

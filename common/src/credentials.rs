@@ -105,7 +105,13 @@ impl CredentialsSection {
                     return Some((key, "is cluster.token, which already has every role".into()));
                 }
                 if let Some((_, other)) = seen.iter().find(|(d, _)| *d == digest) {
-                    return Some((key, format!("is also a {} credential: one secret, one role", other.name())));
+                    return Some((
+                        key,
+                        format!(
+                            "is also a {} credential: one secret, one role",
+                            other.name()
+                        ),
+                    ));
                 }
                 seen.push((digest, role));
             }
@@ -172,7 +178,10 @@ impl Credentials {
         let d = hex::encode(Sha256::digest(secret.as_bytes()));
         let t = self.0.read().expect("credentials lock");
         let mut found = None;
-        if t.admin.as_deref().is_some_and(|a| eq(a.as_bytes(), d.as_bytes())) {
+        if t.admin
+            .as_deref()
+            .is_some_and(|a| eq(a.as_bytes(), d.as_bytes()))
+        {
             found = Some(Caller::Admin);
         }
         for (h, role) in &t.roles {
@@ -237,7 +246,11 @@ mod tests {
         assert_eq!(c.caller("r"), Some(Caller::Role(Role::Read)));
         assert_eq!(c.caller("x"), None);
         assert_eq!(section().sending(Role::Worker), Some("w-new"));
-        assert_eq!(section().sending(Role::Client), None, "a hashed entry is never sent");
+        assert_eq!(
+            section().sending(Role::Client),
+            None,
+            "a hashed entry is never sent"
+        );
     }
 
     #[test]

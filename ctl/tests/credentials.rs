@@ -44,37 +44,170 @@ struct Case {
 const READERS: &[&str] = &["client", "read"];
 
 const CASES: &[Case] = &[
-    Case { server: "master", method: "POST", path: "/v1/workers/register", body: Some("{}"), allowed: &["worker"] },
-    Case { server: "master", method: "POST", path: "/v1/workers/heartbeat", body: Some("{}"), allowed: &["worker"] },
-    Case { server: "master", method: "GET", path: "/v1/workers", body: None, allowed: READERS },
-    Case { server: "master", method: "GET", path: "/v1/files", body: None, allowed: READERS },
-    Case { server: "master", method: "GET", path: "/v1/files/none", body: None, allowed: READERS },
-    Case { server: "master", method: "DELETE", path: "/v1/files/none", body: None, allowed: &["client"] },
-    Case { server: "master", method: "PUT", path: "/v1/files/none/replication", body: Some("{\"replication\": 1}"), allowed: &["client"] },
-    Case { server: "master", method: "POST", path: "/v1/jobs", body: Some("{\"workload\": \"input-sink\", \"input\": \"none\"}"), allowed: &["client"] },
-    Case { server: "master", method: "GET", path: "/v1/jobs", body: None, allowed: READERS },
-    Case { server: "master", method: "GET", path: "/v1/jobs/999", body: None, allowed: READERS },
-    Case { server: "master", method: "GET", path: "/v1/decisions", body: None, allowed: READERS },
-    Case { server: "master", method: "GET", path: "/v1/cluster", body: None, allowed: READERS },
-    Case { server: "master", method: "GET", path: "/metrics", body: None, allowed: READERS },
-    Case { server: "master", method: "GET", path: "/v1/nowhere", body: None, allowed: &["worker", "client", "read"] },
-    Case { server: "worker", method: "GET", path: "/blocks", body: None, allowed: &["worker", "client"] },
-    Case { server: "worker", method: "GET", path: "/blocks/none_0", body: None, allowed: &["worker", "client"] },
-    Case { server: "worker", method: "PUT", path: "/blocks/none_0", body: Some(""), allowed: &["worker", "client"] },
-    Case { server: "worker", method: "DELETE", path: "/blocks/none_0", body: None, allowed: &["client"] },
-    Case { server: "worker", method: "POST", path: "/v1/heartbeat-now", body: None, allowed: &["worker"] },
-    Case { server: "worker", method: "GET", path: "/status", body: None, allowed: READERS },
-    Case { server: "worker", method: "GET", path: "/metrics", body: None, allowed: READERS },
-    Case { server: "worker", method: "GET", path: "/timeline", body: None, allowed: READERS },
-    Case { server: "worker", method: "GET", path: "/shuffle/1/0/0/0", body: None, allowed: &["worker"] },
+    Case {
+        server: "master",
+        method: "POST",
+        path: "/v1/workers/register",
+        body: Some("{}"),
+        allowed: &["worker"],
+    },
+    Case {
+        server: "master",
+        method: "POST",
+        path: "/v1/workers/heartbeat",
+        body: Some("{}"),
+        allowed: &["worker"],
+    },
+    Case {
+        server: "master",
+        method: "GET",
+        path: "/v1/workers",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "master",
+        method: "GET",
+        path: "/v1/files",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "master",
+        method: "GET",
+        path: "/v1/files/none",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "master",
+        method: "DELETE",
+        path: "/v1/files/none",
+        body: None,
+        allowed: &["client"],
+    },
+    Case {
+        server: "master",
+        method: "PUT",
+        path: "/v1/files/none/replication",
+        body: Some("{\"replication\": 1}"),
+        allowed: &["client"],
+    },
+    Case {
+        server: "master",
+        method: "POST",
+        path: "/v1/jobs",
+        body: Some("{\"workload\": \"input-sink\", \"input\": \"none\"}"),
+        allowed: &["client"],
+    },
+    Case {
+        server: "master",
+        method: "GET",
+        path: "/v1/jobs",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "master",
+        method: "GET",
+        path: "/v1/jobs/999",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "master",
+        method: "GET",
+        path: "/v1/decisions",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "master",
+        method: "GET",
+        path: "/v1/cluster",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "master",
+        method: "GET",
+        path: "/metrics",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "master",
+        method: "GET",
+        path: "/v1/nowhere",
+        body: None,
+        allowed: &["worker", "client", "read"],
+    },
+    Case {
+        server: "worker",
+        method: "GET",
+        path: "/blocks",
+        body: None,
+        allowed: &["worker", "client"],
+    },
+    Case {
+        server: "worker",
+        method: "GET",
+        path: "/blocks/none_0",
+        body: None,
+        allowed: &["worker", "client"],
+    },
+    Case {
+        server: "worker",
+        method: "PUT",
+        path: "/blocks/none_0",
+        body: Some(""),
+        allowed: &["worker", "client"],
+    },
+    Case {
+        server: "worker",
+        method: "DELETE",
+        path: "/blocks/none_0",
+        body: None,
+        allowed: &["client"],
+    },
+    Case {
+        server: "worker",
+        method: "POST",
+        path: "/v1/heartbeat-now",
+        body: None,
+        allowed: &["worker"],
+    },
+    Case {
+        server: "worker",
+        method: "GET",
+        path: "/status",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "worker",
+        method: "GET",
+        path: "/metrics",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "worker",
+        method: "GET",
+        path: "/timeline",
+        body: None,
+        allowed: READERS,
+    },
+    Case {
+        server: "worker",
+        method: "GET",
+        path: "/shuffle/1/0/0/0",
+        body: None,
+        allowed: &["worker"],
+    },
 ];
 
-async fn call(
-    http: &reqwest::Client,
-    base: &str,
-    c: &Case,
-    secret: Option<&str>,
-) -> (u16, String) {
+async fn call(http: &reqwest::Client, base: &str, c: &Case, secret: Option<&str>) -> (u16, String) {
     let method: reqwest::Method = c.method.parse().unwrap();
     let mut req = http.request(method, format!("{base}{}", c.path));
     if let Some(s) = secret {
@@ -113,7 +246,11 @@ async fn every_route_answers_each_credential_by_its_role() {
     table.push(format!("|---|{}", "---|".repeat(CALLERS.len())));
     let mut wrong = Vec::new();
     for c in CASES {
-        let base = if c.server == "master" { cl.client.base().to_string() } else { worker_url.clone() };
+        let base = if c.server == "master" {
+            cl.client.base().to_string()
+        } else {
+            worker_url.clone()
+        };
         let mut row = vec![format!("{} {} {}", c.server, c.method, c.path)];
         for (label, secret) in CALLERS {
             let (status, text) = call(&http, &base, c, secret).await;
@@ -125,21 +262,36 @@ async fn every_route_answers_each_credential_by_its_role() {
                 _ => refused_role,
             };
             if !ok {
-                wrong.push(format!("{} {} {} as {label}: {status} {text}", c.server, c.method, c.path));
+                wrong.push(format!(
+                    "{} {} {} as {label}: {status} {text}",
+                    c.server, c.method, c.path
+                ));
             }
             row.push(status.to_string());
         }
         table.push(format!("| {} |", row.join(" | ")));
     }
     println!("{}", table.join("\n"));
-    assert!(wrong.is_empty(), "answers against the roles:\n{}", wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "answers against the roles:\n{}",
+        wrong.join("\n")
+    );
     // A refusal names the role the credential has and the one needed.
     let (_, text) = call(&http, cl.client.base(), &CASES[7], Some("r-1")).await;
-    assert!(text.contains("read role") && text.contains("submit a job") && text.contains("client role"), "{text}");
+    assert!(
+        text.contains("read role") && text.contains("submit a job") && text.contains("client role"),
+        "{text}"
+    );
 }
 
 fn write_config(path: &std::path::Path, master_port: u16, creds: &CredentialsSection) {
-    let list = |v: &[String]| v.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ");
+    let list = |v: &[String]| {
+        v.iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let text = format!(
         "[cluster]\ntoken = \"{ADMIN}\"\nreplication = 1\n\n[master]\nlisten = \"127.0.0.1:{master_port}\"\n\n\
          [[worker]]\nname = \"w0\"\nlisten = \"127.0.0.1:0\"\n\n\
@@ -156,7 +308,13 @@ fn write_config(path: &std::path::Path, master_port: u16, creds: &CredentialsSec
 }
 
 async fn status(http: &reqwest::Client, url: &str, secret: &str) -> u16 {
-    http.get(url).bearer_auth(secret).send().await.unwrap().status().as_u16()
+    http.get(url)
+        .bearer_auth(secret)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }
 
 /// Waits until `url` answers `want` with `secret` (the servers re-read the
@@ -208,23 +366,44 @@ async fn secrets_rotate_without_a_restart() {
     let jobs = format!("{}/v1/jobs", cl.client.base());
     let beat = format!("{}/v1/workers/heartbeat", cl.client.base());
     // 1. The new secrets first, the old ones still accepted.
-    write_config(&path, 1, &section(&["w-2", "w-1"], &["c-2", "c-1"], &["r-1"]));
+    write_config(
+        &path,
+        1,
+        &section(&["w-2", "w-1"], &["c-2", "c-1"], &["r-1"]),
+    );
     until(&http, &jobs, "c-2", 200).await;
-    assert_eq!(status(&http, &jobs, "c-1").await, 200, "the old client secret in its grace period");
+    assert_eq!(
+        status(&http, &jobs, "c-1").await,
+        200,
+        "the old client secret in its grace period"
+    );
     // 2. The old ones dropped: refused, and the worker, now sending w-2,
     // stays alive and runs a job.
     write_config(&path, 1, &section(&["w-2"], &["c-2"], &["r-1"]));
     until(&http, &jobs, "c-1", 401).await;
-    let old = http.post(&beat).bearer_auth("w-1").json(&serde_json::json!({})).send().await.unwrap();
+    let old = http
+        .post(&beat)
+        .bearer_auth("w-1")
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(old.status().as_u16(), 401);
     tokio::time::sleep(Duration::from_millis(3000)).await; // two worker timeouts
     let c2 = ctl::ops::client::MasterClient::new(cl.client.base().to_string(), "c-2");
-    assert_eq!(c2.cluster().await.unwrap().workers_alive, 1, "the worker heartbeats with its new secret");
+    assert_eq!(
+        c2.cluster().await.unwrap().workers_alive,
+        1,
+        "the worker heartbeats with its new secret"
+    );
     ctl::ops::loader::load(
         &c2,
         &ctl::ops::loader::LoadSpec {
             name: "rot".into(),
-            source: ctl::ops::loader::Source::Generate { kind: ctl::ops::loader::Generator::Text, blocks: 2 },
+            source: ctl::ops::loader::Source::Generate {
+                kind: ctl::ops::loader::Generator::Text,
+                blocks: 2,
+            },
             block_size: 1 << 16,
             replication: 1,
             seed: 1,
@@ -234,7 +413,10 @@ async fn secrets_rotate_without_a_restart() {
     .await
     .unwrap();
     let id = c2
-        .submit(&common::wire::JobSubmit::new(workloads::Workload::InputSink, "rot"))
+        .submit(&common::wire::JobSubmit::new(
+            workloads::Workload::InputSink,
+            "rot",
+        ))
         .await
         .unwrap();
     let r = c2.wait_job(id).await.unwrap();
@@ -246,9 +428,19 @@ async fn secrets_rotate_without_a_restart() {
 /// dashboard's page.
 #[test]
 fn every_described_route_has_a_rule() {
-    let public = ["/v1/openapi.json", "/", "/ui", "/ui/app.js", "/ui/style.css"];
+    let public = [
+        "/v1/openapi.json",
+        "/",
+        "/ui",
+        "/ui/app.js",
+        "/ui/style.css",
+    ];
     for (server, doc, rules) in [
-        ("master", master::http::openapi_json(), master::access::RULES),
+        (
+            "master",
+            master::http::openapi_json(),
+            master::access::RULES,
+        ),
         ("worker", worker::http::openapi_json(), worker::http::RULES),
     ] {
         let doc: serde_json::Value = serde_json::from_str(doc).unwrap();
@@ -260,7 +452,9 @@ fn every_described_route_has_a_rule() {
                 }
                 described += 1;
                 assert!(
-                    rules.iter().any(|r| r.path == path && r.method.eq_ignore_ascii_case(method)),
+                    rules
+                        .iter()
+                        .any(|r| r.path == path && r.method.eq_ignore_ascii_case(method)),
                     "{server}: {method} {path} has no rule"
                 );
             }

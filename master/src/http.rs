@@ -32,8 +32,8 @@ use crate::state::{journal, Master, MasterError, MasterSettings};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 
-use axum::{Json, Router};
 use crate::access::RULES;
+use axum::{Json, Router};
 use common::credentials::{Credentials, Role, Secret};
 use common::http::{ApiError, ApiJson, BearerSecurity, ServerTimeouts};
 use common::wire::ErrorBody;
@@ -231,7 +231,9 @@ struct ApiDoc;
 /// The master's routes and their OpenAPI description, one list; every
 /// route but the dashboard's page and the description needs a credential
 /// of a role [`RULES`] lets in.
-pub fn api(credentials: impl Into<Credentials>) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
+pub fn api(
+    credentials: impl Into<Credentials>,
+) -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
     let reports = axum::extract::DefaultBodyLimit::max(MAX_REPORT_BYTES);
     let (api, mut doc) = OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
         .routes(routes!(register).layer(reports))

@@ -90,8 +90,18 @@ const WORKER: &[Role] = &[Role::Worker];
 const CLIENT: &[Role] = &[Role::Client];
 const WATCHERS: &[Role] = &[Role::Client, Role::Read];
 
-const fn rule(method: &'static str, path: &'static str, roles: &'static [Role], what: &'static str) -> Rule {
-    Rule { method, path, roles, what }
+const fn rule(
+    method: &'static str,
+    path: &'static str,
+    roles: &'static [Role],
+    what: &'static str,
+) -> Rule {
+    Rule {
+        method,
+        path,
+        roles,
+        what,
+    }
 }
 
 /// Which role may call which route (`cluster.token` may call every one):
@@ -109,7 +119,12 @@ pub const RULES: &[Rule] = &[
     rule("GET", "/status", WATCHERS, "read the worker's status"),
     rule("GET", "/metrics", WATCHERS, "read the metrics"),
     rule("GET", "/timeline", WATCHERS, "read the timeline"),
-    rule("GET", "/shuffle/{job}/{map}/{attempt}/{part}", WORKER, "fetch map output"),
+    rule(
+        "GET",
+        "/shuffle/{job}/{map}/{attempt}/{part}",
+        WORKER,
+        "fetch map output",
+    ),
     rule("POST", "/v1/heartbeat-now", WORKER, "wake a worker"),
 ];
 

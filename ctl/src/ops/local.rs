@@ -530,9 +530,7 @@ pub async fn up_netns_layout(
             });
         }
         let url = derived.master_url();
-        let token = derived
-            .secret(common::credentials::Role::Client)
-            .to_owned();
+        let token = derived.secret(common::credentials::Role::Client).to_owned();
         let master_ns = layout.master.ns.clone();
         let probe = || {
             let (url, token, ns) = (url.clone(), token.clone(), master_ns.clone());
