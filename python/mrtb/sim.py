@@ -9,6 +9,7 @@ exactly as it would served on a socket to a real master.
 """
 
 import itertools
+import os
 
 import pandas
 
@@ -63,19 +64,26 @@ def _check_policies(runs, table):
         )
 
 
-def policy_config(policy_class, fallback="hadoop", strict=True):
-    """The scheduler configuration that runs ``policy_class`` in this
-    process's simulator (one object per run). A class without a callable
-    ``offer`` is refused at once. ``strict``: the simulator stops the run
-    at the policy's first failure (a raised exception, a refused launch,
-    500 replies with work pending and no launch); else the fallback
-    decides for it."""
+def _policy_class(policy_class):
+    """``policy_class``, or TypeError if it has no callable ``offer``."""
     if not callable(getattr(policy_class, "offer", None)):
         raise TypeError(
             f"{getattr(policy_class, '__name__', policy_class)!r} has no offer(view) method: "
             "a policy is a class with offer(view) -> list of launches (see mrtb.policy)"
         )
-    name = f"{policy_class.__name__}-{next(_names)}"
+    return policy_class
+
+
+def policy_config(policy_class, fallback="hadoop", strict=True, name=None):
+    """The scheduler configuration that runs ``policy_class`` in this
+    process's simulator (one object per run). A class without a callable
+    ``offer`` is refused at once. ``strict``: the simulator stops the run
+    at the policy's first failure (a raised exception, a refused launch,
+    500 replies with work pending and no launch); else the fallback
+    decides for it. ``name``: the name it is registered under in this
+    process (default: the class's name and a counter)."""
+    _policy_class(policy_class)
+    name = name or f"{policy_class.__name__}-{next(_names)}"
     _native.register_policy(name, Sessions(policy_class).answer)
     return (
         f'policy = "external", address = "inproc:{name}", '
@@ -84,7 +92,15 @@ def policy_config(policy_class, fallback="hadoop", strict=True):
 
 
 def simulate_trace(
-    spec, calibration, schedulers=(), workers=None, slots=None, tasks=False, seed=None, lenient=False
+    spec,
+    calibration,
+    schedulers=(),
+    workers=None,
+    slots=None,
+    tasks=False,
+    seed=None,
+    lenient=False,
+    client=None,
 ):
     """Runs ``spec`` (a trace or job-mix spec) with its ``calibration``
     under each of ``schedulers`` (built-in names or TOML as ``master sim
@@ -104,16 +120,134 @@ def simulate_trace(
     are done; ``lenient=True`` lets the fallback decide instead and
     returns the rows (the ``policy_*`` counts and the table's notes say
     what the fallback decided).
+
+    ``client``: a Dask ``distributed.Client``; each seed's runs are then one
+    Dask task (on whatever machines the client's scheduler has, which must
+    see ``spec`` and ``calibration`` at the same paths and have this
+    package), gathered into the same rows, in the same order, as in
+    process (``wall_s`` aside: it is each run's own time).
+    ``runs.attrs["table"]`` is then each seed's table in turn, headed by
+    its seed.
     """
-    configs = [s if isinstance(s, str) else policy_config(s, strict=not lenient) for s in schedulers]
+    return sweep(
+        [dict(spec=spec, calibration=calibration, workers=workers, slots=slots, seed=seed)],
+        schedulers,
+        tasks=tasks,
+        lenient=lenient,
+        client=client,
+        label=False,
+    )
+
+
+def _simulate(spec, calibration, schedulers, workers, slots, tasks, seed, lenient):
+    """One call of the simulator: (table, runs, task rows) as lists of
+    dicts, no failure raised (the caller checks). Runs where it is called:
+    in this process or on a Dask worker, which registers the Python
+    policies it is given in its own process."""
+    configs = [s if isinstance(s, str) else policy_config(s[0], strict=not lenient, name=s[1]) for s in schedulers]
     table, runs, task_rows = _native.simulate_trace(
         str(spec), str(calibration), configs, workers, slots, tasks, seed
     )
-    runs = pandas.DataFrame(runs)
+    return table, list(runs), list(task_rows) if tasks else []
+
+
+def spec_seeds(spec):
+    """The seeds a spec's runs use: ``seed`` (default 1) plus each
+    repetition (default 1), as the runner and the simulator take them."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib
+    with open(spec, "rb") as f:
+        text = tomllib.load(f)
+    first, reps = int(text.get("seed", 1)), int(text.get("repetitions", 1))
+    return [first + r for r in range(reps)]
+
+
+def sweep(settings, schedulers=(), tasks=False, lenient=False, client=None, label=True):
+    """Runs every setting under every one of ``schedulers`` (as
+    ``simulate_trace`` takes them; empty: each spec's own) and gathers
+    the rows into one DataFrame pair ``(runs, task_runs)``.
+
+    ``settings``: dicts with ``spec`` and ``calibration`` and optionally
+    ``workers``, ``slots`` and ``seed`` (absent: each of the spec's
+    seeds), e.g. every SWIM hour's spec at every cluster size. Each
+    (setting, seed) is one simulation task: run here one after another,
+    or, with a Dask ``client``, as Dask tasks on its workers, the rows
+    gathered in the same order either way. With ``label``, the rows carry
+    the setting's ``spec``, ``workers`` and ``slots``. A Python policy's
+    failure raises ``PolicyError`` once every task is done, every row
+    kept (``lenient=True``: the fallback decides, as in
+    ``simulate_trace``)."""
+    # A Python policy gets one name for the whole sweep, wherever its runs
+    # go, so its rows carry one scheduler label.
+    named = [s if isinstance(s, str) else (_policy_class(s), f"{s.__name__}-{next(_names)}") for s in schedulers]
+    for i, st in enumerate(settings):
+        unknown = set(st) - {"spec", "calibration", "workers", "slots", "seed"}
+        if unknown or "spec" not in st or "calibration" not in st:
+            raise ValueError(
+                f"setting {i}: needs spec and calibration, may have workers, slots and seed; "
+                f"got {sorted(st)}"
+            )
+
+    def args(st, seed):
+        return (
+            os.fspath(st["spec"]), os.fspath(st["calibration"]), named,
+            st.get("workers"), st.get("slots"), tasks, seed, lenient,
+        )
+
+    if client is None:
+        # One call a setting, every seed in it, as `master sim trace` runs it.
+        results = [(i, None, _simulate(*args(st, st.get("seed")))) for i, st in enumerate(settings)]
+    else:
+        jobs = [
+            (i, seed)
+            for i, st in enumerate(settings)
+            for seed in ([st["seed"]] if st.get("seed") is not None else spec_seeds(st["spec"]))
+        ]
+        futures = [client.submit(_simulate, *args(settings[i], seed), pure=False) for i, seed in jobs]
+        results = [(i, seed, r) for (i, seed), r in zip(jobs, client.gather(futures))]
+    return _gathered(settings, results, tasks, lenient, label)
+
+
+def _gathered(settings, results, tasks, lenient, label):
+    """The runs and task runs of every (setting, seed) in the in-process
+    order: setting, point, scheduler, seed."""
+    runs, task_rows, tables = [], [], []
+    for i, seed, (table, r, t) in results:
+        extra = {}
+        if label:
+            st = settings[i]
+            extra = {"spec": os.fspath(st["spec"]), "workers": st.get("workers"), "slots": st.get("slots")}
+        runs += [dict(row, _setting=i, **extra) for row in r]
+        task_rows += [dict(row, _setting=i, **extra) for row in t]
+        head = [f"setting {i}"] if len(settings) > 1 else []
+        head += [f"seed {seed}"] if seed is not None and len(results) > 1 else []
+        tables.append(f"{', '.join(head)}:\n\n{table}" if head else table)
+    runs = _in_order(pandas.DataFrame(runs))
+    task_runs = _in_order(pandas.DataFrame(task_rows)) if tasks else None
+    table = "\n\n".join(tables)
     runs.attrs["table"] = table
     if not lenient:
         _check_policies(runs, table)
-    return runs, pandas.DataFrame(task_rows) if tasks else None
+    return runs, task_runs
+
+
+def _in_order(df):
+    """Rows sorted as the simulator writes them for one call (point, then
+    scheduler, each in order of first appearance, then seed), settings in
+    turn; the order within a run kept."""
+    if df.empty:
+        return df.drop(columns=["_setting"], errors="ignore")
+    keys = {}
+    for col in ("point", "scheduler"):
+        if col in df:
+            order = {v: k for k, v in enumerate(dict.fromkeys(df[col]))}
+            keys[col] = df[col].map(order)
+    df = df.assign(**{f"_{c}": k for c, k in keys.items()}, _row=range(len(df)))
+    by = ["_setting"] + [f"_{c}" for c in keys] + (["seed"] if "seed" in df else []) + ["_row"]
+    df = df.sort_values(by, kind="stable")
+    return df.drop(columns=[c for c in by if c.startswith("_")]).reset_index(drop=True)
 
 
 def generate_instance(path, servers, cores, tasks, replication=3, beta=1000.0, theta=1.0, seed=1):
