@@ -24,6 +24,28 @@ pub struct Rule {
     pub what: &'static str,
 }
 
+impl Rule {
+    pub const fn new(
+        method: &'static str,
+        path: &'static str,
+        roles: &'static [Role],
+        what: &'static str,
+    ) -> Rule {
+        Rule {
+            method,
+            path,
+            roles,
+            what,
+        }
+    }
+}
+
+/// The role sets the servers' rules share.
+pub const WORKER: &[Role] = &[Role::Worker];
+pub const CLIENT: &[Role] = &[Role::Client];
+/// Clients and the read-only role: whoever may look.
+pub const READERS: &[Role] = &[Role::Client, Role::Read];
+
 /// Middleware (outermost): 401 unless the request carries a secret the
 /// server knows; the caller goes on in the request's extensions.
 pub async fn authenticate(State(c): State<Credentials>, mut req: Request, next: Next) -> Response {

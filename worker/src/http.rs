@@ -34,7 +34,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::{Json, Router};
 use bytes::Bytes;
-use common::auth::Rule;
+use common::auth::{Rule, CLIENT, READERS, WORKER};
 use common::credentials::{Credentials, Role};
 use common::http::{ApiError, BearerSecurity};
 use common::wire::ErrorBody;
@@ -86,46 +86,29 @@ impl axum::extract::FromRef<Arc<Served>> for ShuffleService {
 }
 
 const PEERS: &[Role] = &[Role::Worker, Role::Client];
-const WORKER: &[Role] = &[Role::Worker];
-const CLIENT: &[Role] = &[Role::Client];
-const WATCHERS: &[Role] = &[Role::Client, Role::Read];
-
-const fn rule(
-    method: &'static str,
-    path: &'static str,
-    roles: &'static [Role],
-    what: &'static str,
-) -> Rule {
-    Rule {
-        method,
-        path,
-        roles,
-        what,
-    }
-}
 
 /// Which role may call which route (`cluster.token` may call every one):
 /// workers and clients read and write blocks, only workers fetch map
 /// output and wake a worker (the master sends the worker role's secret),
 /// clients delete blocks, and clients and the read-only role watch.
 pub const RULES: &[Rule] = &[
-    rule("GET", "/blocks", PEERS, "list blocks"),
-    rule("GET", "/blocks/", PEERS, "read a block"),
-    rule("PUT", "/blocks/", PEERS, "store a block"),
-    rule("DELETE", "/blocks/", CLIENT, "delete a block"),
-    rule("GET", "/blocks/{id}", PEERS, "read a block"),
-    rule("PUT", "/blocks/{id}", PEERS, "store a block"),
-    rule("DELETE", "/blocks/{id}", CLIENT, "delete a block"),
-    rule("GET", "/status", WATCHERS, "read the worker's status"),
-    rule("GET", "/metrics", WATCHERS, "read the metrics"),
-    rule("GET", "/timeline", WATCHERS, "read the timeline"),
-    rule(
+    Rule::new("GET", "/blocks", PEERS, "list blocks"),
+    Rule::new("GET", "/blocks/", PEERS, "read a block"),
+    Rule::new("PUT", "/blocks/", PEERS, "store a block"),
+    Rule::new("DELETE", "/blocks/", CLIENT, "delete a block"),
+    Rule::new("GET", "/blocks/{id}", PEERS, "read a block"),
+    Rule::new("PUT", "/blocks/{id}", PEERS, "store a block"),
+    Rule::new("DELETE", "/blocks/{id}", CLIENT, "delete a block"),
+    Rule::new("GET", "/status", READERS, "read the worker's status"),
+    Rule::new("GET", "/metrics", READERS, "read the metrics"),
+    Rule::new("GET", "/timeline", READERS, "read the timeline"),
+    Rule::new(
         "GET",
         "/shuffle/{job}/{map}/{attempt}/{part}",
         WORKER,
         "fetch map output",
     ),
-    rule("POST", "/v1/heartbeat-now", WORKER, "wake a worker"),
+    Rule::new("POST", "/v1/heartbeat-now", WORKER, "wake a worker"),
 ];
 
 /// The worker's routes and their OpenAPI description, one list; every
