@@ -45,7 +45,8 @@ pub fn workload() -> impl Strategy<Value = Workload> {
     prop_oneof![
         Just(Workload::InputSink),
         Just(Workload::Wordcount),
-        Just(Workload::Sort)
+        Just(Workload::Sort),
+        Just(Workload::SortLines)
     ]
 }
 

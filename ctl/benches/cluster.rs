@@ -32,7 +32,11 @@ mod support;
 
 #[path = "cluster/scale.rs"]
 mod scale;
-use scale::{files_equal, gnu_sort, linear_cost_bench, sequence_bench, sync_disks, ROUNDS};
+
+#[path = "cluster/lines.rs"]
+mod lines;
+use lines::{anyones_records_bench, text_lines_bench};
+use scale::{linear_cost_bench, sequence_bench};
 
 /// Starts `k` concurrent fetches of `size` bytes (fetch(i) returns the
 /// seconds reader i took) and prints aggregate / C and each reader / (C/k);
@@ -715,145 +719,6 @@ async fn tiny_tasks_bench() {
     );
 }
 
-/// Section 8: sort on 1 GiB of lines made outside the testbed (gensort's
-/// ASCII shape, four key distributions) on 2 workers x 1 slot, 64 MiB
-/// blocks, 2 reduces, against `LC_ALL=C sort -o` on the same file; the
-/// output checked equal to GNU sort's, and the largest reduce's share of
-/// the shuffled bytes (balanced: 0.50).
-async fn anyones_records_bench() {
-    use support::lines::{self, Keys};
-    let dir = tempfile::tempdir().unwrap();
-    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
-    let bytes: u64 = std::env::var("BENCH_LINES_MIB")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(1024)
-        << 20;
-    let reduces = 2u32;
-    println!(
-        "8. sort of {} MiB of gensort-shaped lines made outside the testbed, 2 workers x 1 slot, 64 MiB blocks, replication 2, {reduces} reduces, vs `LC_ALL=C sort -o` (target ratio >= 2.5; largest reduce's share target <= {:.2})",
-        bytes >> 20,
-        1.1 / reduces as f64
-    );
-    // `BENCH_LINES_KEYS=uniform|few-distinct|shared-prefix|zipf` runs one.
-    let only = std::env::var("BENCH_LINES_KEYS").ok();
-    for keys in Keys::ALL {
-        if only.as_deref().is_some_and(|o| o != keys.name()) {
-            continue;
-        }
-        let input = dir.path().join(format!("{}.lines", keys.name()));
-        lines::write_file(&input, keys, bytes, 17).unwrap();
-        let name = format!("lines-{}", keys.name());
-        load(&cl, &name, Source::File(input.clone()), 64 << 20, 2).await;
-        // Best of `ROUNDS` on each side (the first job of the cluster also
-        // pays for its buffers' first touch: see workloads::pool).
-        let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
-        let (mut shares, mut maps_done) = (Vec::new(), 0.0);
-        let reference = input.with_extension("gnu");
-        for round in 0..ROUNDS {
-            let out = format!("{name}-sorted");
-            if round > 0 {
-                cl.client.delete_file(&out).await.unwrap();
-            }
-            let mut job = JobSubmit::new(Workload::Sort, &name);
-            job.reduces = Some(reduces);
-            job.output = Some(out);
-            // Neither side pays for the bench's own writes (the generated
-            // file, the other side's output): both start with nothing dirty.
-            sync_disks();
-            let t = Instant::now();
-            let id = cl.client.submit(&job).await.unwrap();
-            let r = cl.client.wait_job(id).await.unwrap();
-            let secs = t.elapsed().as_secs_f64();
-            assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
-            if secs < ours {
-                ours = secs;
-                shares = reduce_inputs(&r);
-                maps_done = r
-                    .attempts
-                    .iter()
-                    .filter(|a| a.kind == common::wire::TaskKind::Map)
-                    .map(|a| a.end_ms)
-                    .max()
-                    .unwrap_or(0) as f64
-                    / 1e3;
-            }
-            theirs = theirs.min(gnu_sort(&input, &reference));
-        }
-        let largest = largest_share(&shares);
-        let got = input.with_extension("ours");
-        dump_file(&cl, &format!("{name}-sorted"), &got).await;
-        let same = files_equal(&got, &reference);
-        println!(
-            "   {:<13} job {:.2} s (maps done at {:.2} s), `LC_ALL=C sort -o` {:.2} s, best of {ROUNDS} each: ratio {:.2}; largest reduce's share {:.3} ({}); output {}",
-            keys.name(),
-            ours,
-            maps_done,
-            theirs,
-            theirs / ours,
-            largest,
-            shares
-                .iter()
-                .map(|b| format!("{:.0} MB", *b as f64 / 1e6))
-                .collect::<Vec<_>>()
-                .join(" / "),
-            if same { "equal to GNU sort's" } else { "DIFFERS from GNU sort's" }
-        );
-        let (id, what) = (
-            format!("lines.{}", keys.name()),
-            format!(
-                "sort of {} MiB of gensort-shaped lines, {} keys",
-                bytes >> 20,
-                keys.name()
-            ),
-        );
-        record(
-            &format!("{id}.job_s"),
-            &format!("{what}: job, best of {ROUNDS}"),
-            ours,
-            "s",
-            "",
-        );
-        record(
-            &format!("{id}.gnu_s"),
-            &format!("{what}: `LC_ALL=C sort -o`, best of {ROUNDS}"),
-            theirs,
-            "s",
-            "",
-        );
-        record(
-            &format!("{id}.ratio"),
-            &format!("{what}: GNU sort's time / the job's"),
-            theirs / ours,
-            "x",
-            ">= 2.5",
-        );
-        record(
-            &format!("{id}.largest_reduce"),
-            &format!("{what}: largest reduce's share"),
-            largest,
-            "share",
-            &format!("<= {:.3}", 1.1 / reduces as f64),
-        );
-        record(
-            &format!("{id}.equal"),
-            &format!("{what}: output equal to GNU sort's (1 yes)"),
-            f64::from(u8::from(same)),
-            "",
-            ">= 1",
-        );
-        assert!(same, "the sort of {} differs from GNU sort's", keys.name());
-        for p in [&input, &reference, &got] {
-            let _ = std::fs::remove_file(p);
-        }
-        cl.client.delete_file(&name).await.unwrap();
-        cl.client
-            .delete_file(&format!("{name}-sorted"))
-            .await
-            .unwrap();
-    }
-}
-
 fn main() {
     // `cargo bench` passes --bench; nothing to parse. RUST_LOG shows the
     // cluster's logs (e.g. `worker::shuffle=debug` for the reduce phases).
@@ -866,7 +731,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|sequence|scale` runs one part.
+    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|text|sequence|scale` runs one part.
     let only = std::env::var("BENCH_ONLY").ok();
     let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
     rt.block_on(async {
@@ -896,6 +761,9 @@ fn main() {
         }
         if run("lines") {
             anyones_records_bench().await;
+        }
+        if run("text") {
+            text_lines_bench().await;
         }
         if run("sequence") {
             sequence_bench().await;

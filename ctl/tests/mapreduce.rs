@@ -1,7 +1,8 @@
 //! Map and reduce end to end on loopback: wordcount and sort jobs on real
 //! workers (contended emulated NICs, replicated output), their output checked
 //! against tools nobody here wrote: `tr -s '[:space:]' '\n' | LC_ALL=C sort |
-//! uniq -c` for wordcount and `LC_ALL=C sort` for sort, on the same input.
+//! uniq -c` for wordcount and `LC_ALL=C sort` for sort and sort-lines, on
+//! the same input.
 
 use common::wire::{JobReport, JobState, JobSubmit, TaskKind};
 use ctl::ops::loader::{self, Generator, LoadSpec, Source};
@@ -119,10 +120,51 @@ async fn wordcount_and_sort_match_coreutils() {
         .map(|w| w.exec.shuffle.reduce_spilled())
         .sum();
     assert!(spilled >= 2 * 60_000, "{spilled} bytes spilled");
+    sort_lines_matches_coreutils(&c, dir.path()).await;
     for i in 0..3 {
         let spill_dir = dir.path().join(format!("w{i}")).join("spill");
         assert_eq!(std::fs::read_dir(&spill_dir).unwrap().count(), 0);
     }
+}
+
+/// sort-lines of real prose (this repository's documents: lines of a few
+/// bytes to kilobytes, empty lines, tabs), a line longer than a block and
+/// no final newline, loaded from a local file: byte for byte `LC_ALL=C
+/// sort`'s output.
+async fn sort_lines_matches_coreutils(c: &support::LocalCluster, dir: &std::path::Path) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut text = Vec::new();
+    for f in [
+        "README.md",
+        "docs/guide.md",
+        "docs/api.md",
+        "docs/experiments/dyndl.md",
+    ] {
+        text.extend(std::fs::read(root.join(f)).unwrap());
+    }
+    text.extend(b"a line longer than a block: ");
+    text.extend(b"xy\t".repeat(20_000));
+    text.extend(b"\n\n\nthe last line, without a newline");
+    let path = dir.join("prose.txt");
+    std::fs::write(&path, &text).unwrap();
+    let spec = LoadSpec {
+        name: "prose".into(),
+        source: Source::File(path),
+        block_size: 40_000,
+        replication: 2,
+        seed: 21,
+        placement: Default::default(),
+    };
+    let f = loader::load(&c.client, &spec).await.unwrap();
+    assert!(f.blocks >= 5, "{f:?}");
+    run(c, Workload::SortLines, "prose", 3, "prose.sorted").await;
+    let ours = read_file(c, "prose.sorted").await;
+    let reference = verify::sort_reference(&text).unwrap();
+    assert_eq!(ours.len(), reference.len());
+    assert!(
+        ours == reference,
+        "sort-lines output differs from LC_ALL=C sort"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

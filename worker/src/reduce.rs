@@ -76,7 +76,9 @@ pub async fn run_reduce(
         ));
     };
     let t0 = Instant::now();
-    let (task, local, remote) = shuffle_in(io, attempt.task.job, r, task, progress).await?;
+    let part = part_name(workload, r);
+    let (task, local, remote) =
+        shuffle_in(io, (attempt.task.job, &part), r, task, progress).await?;
     let fetched = t0.elapsed();
     let phases = async {
         let writer = open_output_block(io, r).await?;
@@ -111,7 +113,7 @@ fn spill(io: &ReduceIo<'_>) -> workloads::Spill {
 /// fails the attempt with every output kept where that one is.
 async fn shuffle_in(
     io: &ReduceIo<'_>,
-    job: JobId,
+    job: (JobId, &str),
     r: &ReduceLaunch,
     mut task: Box<dyn ReduceTask>,
     progress: &Progress,
@@ -173,12 +175,12 @@ async fn shuffle_in(
 /// else fetched from its worker. True with it when it was this worker's.
 async fn fetch_input(
     io: &ReduceIo<'_>,
-    job: JobId,
+    (job, part): (JobId, &str),
     r: &ReduceLaunch,
     input: &ShuffleInput,
     progress: &Progress,
 ) -> Result<(bool, Input), String> {
-    let part = part_name(r);
+    let part = part.to_owned();
     if input.addr == io.advertise {
         let want = OutputPart {
             job: job.0,
@@ -194,13 +196,12 @@ async fn fetch_input(
     Ok((false, Input::Fetched(got)))
 }
 
-/// A reduce's part of a map output: its partition (`p<r>`), or sort's
-/// sorted run (`run`, asked for by key range).
-fn part_name(r: &ReduceLaunch) -> String {
-    if r.range.is_some() {
-        "run".to_owned()
-    } else {
-        format!("p{}", r.partition)
+/// A reduce's part of a map output: its partition (`p<r>`), or a sorted
+/// run (`run` of records, `lines`), asked for by key range.
+fn part_name(workload: Workload, r: &ReduceLaunch) -> String {
+    match (&r.range, workload.run_part()) {
+        (Some(_), Some(run)) => run.to_owned(),
+        _ => format!("p{}", r.partition),
     }
 }
 
@@ -219,7 +220,7 @@ fn shuffle_url(job: JobId, input: &ShuffleInput, part: &str, range: Option<&KeyR
             if let Some(hi) = hi {
                 q.push(format!("hi={}", hex::encode(hi)));
             }
-            format!("{base}/run?{}", q.join("&"))
+            format!("{base}/{part}?{}", q.join("&"))
         }
         None => format!("{base}/{part}"),
     }

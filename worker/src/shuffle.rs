@@ -26,6 +26,7 @@ use common::{AttemptId, JobId};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
+use workloads::sort::RunFormat;
 use workloads::MapOutput;
 
 /// Root of this worker's map output.
@@ -280,7 +281,7 @@ fn write_map_files(root: &std::path::Path, a: AttemptId, out: &MapOutput) -> std
             }
         }
         MapOutput::SortedRun { run, .. } => {
-            let mut f = std::fs::File::create(tmp.path().join("run"))?;
+            let mut f = std::fs::File::create(tmp.path().join(run.format().part()))?;
             run.write_to(&mut f)?;
             n += run.len() as u64;
         }
@@ -312,7 +313,7 @@ pub struct RangeQuery {
     params(("job" = u32, Path, description = "the job's number"),
         ("map" = u32, Path, description = "the map task's index"),
         ("attempt" = u32, Path, description = "the map attempt"),
-        ("part" = String, Path, description = "p<r>: partition r (hash-partitioned jobs); run: the sorted run (sort)"),
+        ("part" = String, Path, description = "p<r>: partition r (hash-partitioned jobs); run: the sorted run of records (sort); lines: the sorted run of lines (sort-lines)"),
         ("lo" = Option<String>, Query, description = "run: lowest key, hex (inclusive)"),
         ("hi" = Option<String>, Query, description = "run: key bound, hex (exclusive)")),
     responses((status = 200, description = "the map output asked for", content_type = "application/octet-stream", body = Vec<u8>),
@@ -324,14 +325,14 @@ pub async fn serve(
     Path((job, map, attempt, part)): Path<(u32, u32, u32, String)>,
     Query(q): Query<RangeQuery>,
 ) -> Result<Response, ApiError> {
-    let valid = part == "run"
+    let valid = RunFormat::of_part(&part).is_some()
         || (part.len() > 1
             && part.starts_with('p')
             && part[1..].bytes().all(|b| b.is_ascii_digit()));
     if !valid {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
-            format!("shuffle part {part:?} must be `run` or p<number>"),
+            format!("shuffle part {part:?} must be `run`, `lines` or p<number>"),
         ));
     }
     let unhex = |s: &Option<String>, name: &str| -> Result<Option<Vec<u8>>, ApiError> {
@@ -488,7 +489,7 @@ fn open_output(
     let not_found = || std::io::Error::new(std::io::ErrorKind::NotFound, "not kept here");
     if let Some(out) = outputs.kept.get(want.job, want.map, want.attempt) {
         let (part, start, end) = match (&*out, want.part.as_str()) {
-            (MapOutput::SortedRun { run, .. }, "run") => {
+            (MapOutput::SortedRun { run, .. }, p) if p == run.format().part() => {
                 let (s, e) = run.range(lo, hi);
                 (0, s as u64, e as u64)
             }
@@ -515,10 +516,10 @@ fn open_output(
         .join(&want.part);
     let file = std::fs::File::open(&path)?;
     let len = file.metadata()?.len();
-    let (start, end) = if want.part == "run" {
-        range_in_file(&file, len, lo, hi)?
-    } else {
-        (0, len)
+    let (start, end) = match RunFormat::of_part(&want.part) {
+        Some(RunFormat::Records) => range_in_file(&file, len, lo, hi)?,
+        Some(RunFormat::Lines) => lines_in_file(&file, len, lo, hi)?,
+        None => (0, len),
     };
     Ok(Opened {
         src: Source::File(file),
@@ -609,6 +610,38 @@ fn range_in_file(
         file.read_exact_at(&mut r, i * RECORD as u64).map(|_| r)
     };
     workloads::sort::range_by_record(len / RECORD as u64, record, lo, hi)
+}
+
+/// The byte range of a stored sorted run of lines (`len` bytes) holding
+/// the lines `lo <= line < hi`, reading only the lines its binary search
+/// visits.
+fn lines_in_file(
+    file: &std::fs::File,
+    len: u64,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let read = |at: u64, buf: &mut Vec<u8>| -> std::io::Result<()> {
+        buf.clear();
+        let mut chunk = [0u8; 4096];
+        let mut pos = at;
+        while pos < len {
+            let n = (len - pos).min(chunk.len() as u64) as usize;
+            file.read_exact_at(&mut chunk[..n], pos)?;
+            if let Some(p) = chunk[..n].iter().position(|&b| b == b'\n') {
+                buf.extend_from_slice(&chunk[..=p]);
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            pos += n as u64;
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a sorted run of lines of {len} bytes ends without a newline"),
+        ))
+    };
+    workloads::lines::range_by_line(len, read, lo, hi)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! worker over HTTP) is not its concern.
 
 pub mod input_sink;
+pub mod lines;
 pub mod pool;
 pub mod sort;
 pub mod wordcount;
@@ -22,6 +23,9 @@ pub enum Workload {
     Wordcount,
     /// TeraSort-style sort of 100-byte records; range-partitioned reduces.
     Sort,
+    /// Sort of newline-terminated lines of any length in `LC_ALL=C sort`'s
+    /// order; range-partitioned reduces.
+    SortLines,
 }
 
 impl Workload {
@@ -30,6 +34,7 @@ impl Workload {
             Workload::InputSink => "input-sink",
             Workload::Wordcount => "wordcount",
             Workload::Sort => "sort",
+            Workload::SortLines => "sort-lines",
         }
     }
 
@@ -37,7 +42,23 @@ impl Workload {
     pub fn default_reduces(self) -> u32 {
         match self {
             Workload::InputSink => 0,
-            Workload::Wordcount | Workload::Sort => 1,
+            Workload::Wordcount | Workload::Sort | Workload::SortLines => 1,
+        }
+    }
+
+    /// Whether its reduces take key ranges of sorted runs (split from the
+    /// maps' samples) rather than hash partitions.
+    pub fn range_partitioned(self) -> bool {
+        matches!(self, Workload::Sort | Workload::SortLines)
+    }
+
+    /// The part name a reduce asks a map for: a sorted run's (`run`,
+    /// `lines`), or None for hash partitions (`p<r>`).
+    pub fn run_part(self) -> Option<&'static str> {
+        match self {
+            Workload::Sort => Some(sort::RunFormat::Records.part()),
+            Workload::SortLines => Some(sort::RunFormat::Lines.part()),
+            Workload::InputSink | Workload::Wordcount => None,
         }
     }
 
@@ -52,6 +73,7 @@ impl Workload {
             Workload::InputSink => Box::new(input_sink::InputSink::default()),
             Workload::Wordcount => Box::new(wordcount::WordcountMap::new(reduces)),
             Workload::Sort => Box::new(sort::SortMap::default()),
+            Workload::SortLines => Box::new(lines::LinesMap::default()),
         }
     }
 
@@ -70,6 +92,7 @@ impl Workload {
             Workload::InputSink => None,
             Workload::Wordcount => Some(Box::<wordcount::WordcountReduce>::default()),
             Workload::Sort => Some(Box::new(sort::SortReduce::new(spill))),
+            Workload::SortLines => Some(Box::new(lines::LinesReduce::new(spill))),
         }
     }
 }
@@ -314,7 +337,7 @@ mod props {
         fn reduces_refuse_or_take_arbitrary_map_output(
             pieces in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), 1..4),
         ) {
-            for w in [Workload::Wordcount, Workload::Sort] {
+            for w in [Workload::Wordcount, Workload::Sort, Workload::SortLines] {
                 let mut r = w.reduce_task().expect("has a reduce");
                 for p in &pieces {
                     if let Err(e) = r.consume(p.clone()) {

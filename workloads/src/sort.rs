@@ -85,9 +85,56 @@ impl MapTask for SortMap {
 /// gather holds the block and the run at once: 2 blocks a map slot at peak.
 pub struct SortedRun {
     data: Vec<u8>,
+    format: RunFormat,
+}
+
+/// What a sorted run holds: `sort`'s 100-byte records or `sort-lines`'
+/// newline-terminated lines of any length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunFormat {
+    Records,
+    Lines,
+}
+
+impl RunFormat {
+    /// The name its map output is served and stored under.
+    pub fn part(self) -> &'static str {
+        match self {
+            RunFormat::Records => "run",
+            RunFormat::Lines => "lines",
+        }
+    }
+
+    /// The format served under part name `part`, if a sorted run's.
+    pub fn of_part(part: &str) -> Option<RunFormat> {
+        match part {
+            "run" => Some(RunFormat::Records),
+            "lines" => Some(RunFormat::Lines),
+            _ => None,
+        }
+    }
+
+    /// The byte range of a sorted run in this format holding what lies in
+    /// `lo <= x < hi`.
+    pub fn range(self, run: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> (usize, usize) {
+        match self {
+            RunFormat::Records => range_in_run(run, lo, hi),
+            RunFormat::Lines => crate::lines::range_in_lines(run, lo, hi),
+        }
+    }
 }
 
 impl SortedRun {
+    /// A run of `data`, already laid out in sorted order.
+    pub fn new(data: Vec<u8>, format: RunFormat) -> SortedRun {
+        SortedRun { data, format }
+    }
+
+    /// Records or lines.
+    pub fn format(&self) -> RunFormat {
+        self.format
+    }
+
     /// Sorts `data`'s whole records into a pooled buffer, giving `data`'s
     /// buffer back to the pool.
     fn of(data: Vec<u8>) -> SortedRun {
@@ -98,7 +145,7 @@ impl SortedRun {
             laid.extend_from_slice(&data[at..at + RECORD]);
         }
         crate::pool::give(data);
-        SortedRun { data: laid }
+        SortedRun::new(laid, RunFormat::Records)
     }
 
     /// The run's size in bytes.
@@ -137,9 +184,10 @@ impl SortedRun {
         buf.copy_from_slice(&self.data[at..at + buf.len()]);
     }
 
-    /// The byte range of the records `lo <= record < hi` (see [`range_by_record`]).
+    /// The byte range of the records (or lines) `lo <= x < hi` (see
+    /// [`range_by_record`], [`crate::lines::range_by_line`]).
     pub fn range(&self, lo: Option<&[u8]>, hi: Option<&[u8]>) -> (usize, usize) {
-        range_in_run(&self.data, lo, hi)
+        self.format.range(&self.data, lo, hi)
     }
 
     /// A copy of the run.
@@ -382,14 +430,14 @@ fn write_merged(
 
 /// A sorted run a reduce merges: fetched into a buffer, or a map output
 /// kept in this process, read where it lies.
-enum Run {
+pub(crate) enum Run {
     Fetched(Vec<u8>),
     Kept(crate::KeptInput),
 }
 
 impl Run {
     /// Its records in sorted order, end to end.
-    fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Run::Fetched(v) => v,
             Run::Kept(k) => {
@@ -404,7 +452,7 @@ impl Run {
 
 /// Gives the fetched runs' buffers back to the pool (kept ones belong to
 /// their map output).
-fn recycle(runs: Vec<Run>) {
+pub(crate) fn recycle(runs: Vec<Run>) {
     for r in runs {
         if let Run::Fetched(v) = r {
             crate::pool::give(v);
@@ -547,6 +595,9 @@ impl ReduceTask for SortReduce {
         let MapOutput::SortedRun { run, .. } = &*input.output else {
             return Err("a sort reduce reads sorted runs, not this map output".into());
         };
+        if run.format() != RunFormat::Records {
+            return Err("a sort reduce reads runs of 100-byte records, not of lines".into());
+        }
         if !input.start.is_multiple_of(RECORD)
             || !input.end.is_multiple_of(RECORD)
             || input.start > input.end

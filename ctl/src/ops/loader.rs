@@ -3,7 +3,7 @@
 //! workers' API and waits until the master's catalog shows every replica.
 //!
 //! Blocks are self-contained: generated text and split files end every block
-//! at a newline (a line longer than a block is cut at the block size), and
+//! at a newline (a line longer than a block makes its block longer), and
 //! sort records (100 bytes each) never straddle blocks. So a map task never
 //! needs bytes from a neighbouring block.
 
@@ -155,8 +155,15 @@ pub fn generate_records(seed: u64, index: u32, size: usize) -> Vec<u8> {
     out
 }
 
+/// A line longer than this many blocks is cut (see [`split_points`]).
+pub const LONGEST_LINE_BLOCKS: u64 = 16;
+
 /// Splits a local file into blocks of at most `block_size` bytes, each
-/// ending at a newline where the window holds one. Returns byte ranges.
+/// ending at a newline where the window holds one. A line longer than a
+/// block makes its block longer, to the line's end, so every block is whole
+/// lines (a map never needs its neighbour's bytes); one longer than
+/// [`LONGEST_LINE_BLOCKS`] blocks (a file that is not text) is cut there,
+/// and the cuts are said in the log. Returns byte ranges.
 pub fn split_points(path: &std::path::Path, block_size: u64) -> anyhow::Result<Vec<(u64, u64)>> {
     let mut f =
         std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
@@ -165,6 +172,7 @@ pub fn split_points(path: &std::path::Path, block_size: u64) -> anyhow::Result<V
         bail!("{} is empty: nothing to load", path.display());
     }
     let mut ranges = Vec::new();
+    let mut cuts = 0u64;
     let mut start = 0u64;
     let mut buf = vec![0u8; block_size as usize];
     while start < len {
@@ -176,13 +184,38 @@ pub fn split_points(path: &std::path::Path, block_size: u64) -> anyhow::Result<V
         } else {
             match buf[..want as usize].iter().rposition(|&b| b == b'\n') {
                 Some(p) => start + p as u64 + 1,
-                None => start + want,
+                None => {
+                    let cap = start.saturating_add(block_size.saturating_mul(LONGEST_LINE_BLOCKS));
+                    let end = line_end(&mut f, start + want, cap.min(len), &mut buf)?;
+                    cuts += u64::from(end == cap && end < len);
+                    end
+                }
             }
         };
         ranges.push((start, end));
         start = end;
     }
+    if cuts > 0 {
+        tracing::warn!(file = %path.display(), cuts, longest_line_blocks = LONGEST_LINE_BLOCKS,
+            "lines longer than the longest a block may grow to were cut at block ends: a map sees each cut as a line end");
+    }
     Ok(ranges)
+}
+
+/// The end of the line running at `from` (past its newline), reading `f`
+/// through `buf`; `cap` if it runs on that far.
+fn line_end(f: &mut std::fs::File, from: u64, cap: u64, buf: &mut [u8]) -> anyhow::Result<u64> {
+    let mut at = from;
+    f.seek(SeekFrom::Start(at))?;
+    while at < cap {
+        let n = (cap - at).min(buf.len() as u64) as usize;
+        f.read_exact(&mut buf[..n])?;
+        if let Some(p) = buf[..n].iter().position(|&b| b == b'\n') {
+            return Ok(at + p as u64 + 1);
+        }
+        at += n as u64;
+    }
+    Ok(cap)
 }
 
 /// Replica holders per block: `replication` distinct workers drawn uniformly
@@ -507,7 +540,12 @@ mod tests {
         let p = dir.path().join("in.txt");
         std::fs::write(&p, b"aaaa\nbb\ncccccccccccc\nd").unwrap();
         let r = split_points(&p, 6).unwrap();
-        assert_eq!(r, vec![(0, 5), (5, 8), (8, 14), (14, 20), (20, 22)]);
+        // The 12-byte line makes its block 13 bytes long.
+        assert_eq!(r, vec![(0, 5), (5, 8), (8, 21), (21, 22)]);
+        // A line beyond 16 blocks (a file that is not text) is cut there.
+        std::fs::write(&p, [b"x".repeat(200), b"\ny\n".to_vec()].concat()).unwrap();
+        assert_eq!(split_points(&p, 6).unwrap()[..2], [(0, 96), (96, 192)]);
+        assert_eq!(split_points(&p, 6).unwrap()[2..], [(192, 201), (201, 203)]);
         std::fs::write(dir.path().join("e"), b"").unwrap();
         assert!(split_points(&dir.path().join("e"), 6).is_err());
     }

@@ -136,15 +136,7 @@ pub const WORDS_PER_LINE: u64 = 10;
 /// `text` generator is used. Returns the words written.
 pub fn write_words(out: &mut impl Write, bytes: u64, seed: u64) -> std::io::Result<u64> {
     let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut seen = std::collections::HashSet::new();
-    let mut dictionary: Vec<Vec<u8>> = Vec::with_capacity(DICTIONARY);
-    while dictionary.len() < DICTIONARY {
-        let len = r.gen_range(2..=12);
-        let w: Vec<u8> = (0..len).map(|_| r.gen_range(b'a'..=b'z')).collect();
-        if seen.insert(w.clone()) {
-            dictionary.push(w);
-        }
-    }
+    let dictionary = dictionary(&mut r);
     let (mut written, mut words) = (0u64, 0u64);
     let mut buf = Vec::with_capacity(1 << 20);
     while written < bytes {
@@ -173,4 +165,58 @@ pub fn write_words_file(path: &std::path::Path, bytes: u64, seed: u64) -> std::i
     let words = write_words(&mut f, bytes, seed)?;
     f.flush()?;
     Ok(words)
+}
+
+/// [`DICTIONARY`] distinct lowercase words of 2 to 12 letters drawn from `r`.
+fn dictionary(r: &mut rand_chacha::ChaCha8Rng) -> Vec<Vec<u8>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut dictionary: Vec<Vec<u8>> = Vec::with_capacity(DICTIONARY);
+    while dictionary.len() < DICTIONARY {
+        let len = r.gen_range(2..=12);
+        let w: Vec<u8> = (0..len).map(|_| r.gen_range(b'a'..=b'z')).collect();
+        if seen.insert(w.clone()) {
+            dictionary.push(w);
+        }
+    }
+    dictionary
+}
+
+/// Writes about `bytes` of text lines of any length to `path`, in the
+/// shape of prose: sentences of 1 to 25 words of [`write_words`]'
+/// dictionary (a capital first letter, a full stop), 4% empty lines, one
+/// line in a thousand a paragraph of 200 to 2,000 words (kilobytes), no
+/// final newline. All from `seed`. Returns the lines written.
+pub fn write_prose_file(path: &std::path::Path, bytes: u64, seed: u64) -> std::io::Result<u64> {
+    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let dictionary = dictionary(&mut r);
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let (mut written, mut lines) = (0u64, 0u64);
+    let mut line = Vec::new();
+    while written < bytes {
+        line.clear();
+        let words = match r.gen_range(0..1000) {
+            0..=39 => 0,
+            40 => r.gen_range(200..=2000),
+            _ => r.gen_range(1..=25),
+        };
+        for i in 0..words {
+            if i > 0 {
+                line.push(b' ');
+            }
+            line.extend_from_slice(&dictionary[r.gen_range(0..DICTIONARY)]);
+        }
+        if let Some(c) = line.first_mut() {
+            c.make_ascii_uppercase();
+            line.push(b'.');
+        }
+        if lines > 0 {
+            f.write_all(b"\n")?;
+            written += 1;
+        }
+        f.write_all(&line)?;
+        written += line.len() as u64;
+        lines += 1;
+    }
+    f.flush()?;
+    Ok(lines)
 }

@@ -18,7 +18,7 @@ use common::wire::{AttemptProgress, JobReport, JobState, JobSubmit, TaskRecord};
 use common::{AttemptId, BlockId, JobId, TaskRef, WorkerId};
 use sched::Millis;
 use std::collections::{BTreeMap, HashMap};
-use workloads::{MapSummary, Workload};
+use workloads::MapSummary;
 
 /// A map output that is gone: (map, the worker that kept it, its attempt).
 pub(super) type LostRef = (u32, WorkerId, u32);
@@ -823,7 +823,7 @@ impl Jobs {
     /// output file.
     pub fn create_reduces(&mut self, id: JobId) -> (Vec<u32>, String) {
         let job = self.jobs.get_mut(&id).expect("job exists");
-        if job.spec.workload == Workload::Sort {
+        if job.spec.workload.range_partitioned() {
             job.splits = workloads::sort::splits(std::mem::take(&mut job.samples), job.reduces);
         }
         let output = job

@@ -10,7 +10,6 @@ use common::wire::{
 };
 use common::{AttemptId, JobId, TaskRef, WorkerId};
 use sched::Millis;
-use workloads::Workload;
 
 impl Master {
     /// Starts an attempt of reduce `idx` of job `jid` on `worker`: its next
@@ -101,7 +100,7 @@ impl Master {
                 })
             })
             .collect();
-        let range = (job.spec.workload == Workload::Sort).then(|| KeyRange {
+        let range = job.spec.workload.range_partitioned().then(|| KeyRange {
             lo: (r > 0)
                 .then(|| job.splits.get(r as usize - 1).cloned())
                 .flatten(),

@@ -1,5 +1,6 @@
 use super::*;
 use common::wire::Locality;
+use workloads::Workload;
 
 fn w(i: u32) -> WorkerId {
     WorkerId(i)

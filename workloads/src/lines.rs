@@ -1,0 +1,583 @@
+//! sort-lines: a sort of newline-terminated lines of any length, in
+//! `LC_ALL=C sort`'s order (lines compared byte by byte without their
+//! newline, a line before every longer line it begins). Output, read in
+//! partition order, equals `LC_ALL=C sort` of the input byte for byte: a
+//! last line without a newline gets one, empty lines stay (first).
+//!
+//! The loader ends every block of a local file at a newline (a line longer
+//! than a block makes its block longer), so a map's block is whole lines.
+//! Map: sorts its block's lines and lays them out in order, each with its
+//! newline, and samples whole lines (without the newline) at evenly spaced
+//! ranks. The master picks R - 1 split lines at the quantiles of every
+//! map's sample (as for `sort`); reducer r takes the lines with
+//! split[r-1] <= line < split[r], which each mapper finds in its sorted run
+//! by a binary search over byte offsets that reads only the lines it
+//! visits ([`range_by_line`], as `look(1)` searches a sorted file), so a
+//! run stored on disk needs no index. Reduce: merges the sorted runs it
+//! fetched (one per mapper), holding at most its memory budget of them and
+//! merging the rest to spill files first, as `sort`'s reduce does.
+
+use crate::sort::{recycle, Run, RunFormat, SortedRun, SAMPLES_PER_MAP};
+use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask};
+
+#[derive(Default)]
+pub struct LinesMap {
+    data: Vec<u8>,
+}
+
+impl MapTask for LinesMap {
+    fn expect_input(&mut self, bytes: u64) {
+        if bytes <= 1 << 32 && self.data.capacity() == 0 {
+            // One more byte: a last line without its newline gets one.
+            self.data = crate::pool::take(bytes as usize + 1);
+        }
+    }
+
+    fn consume(&mut self, piece: &[u8]) {
+        self.data.extend_from_slice(piece);
+    }
+
+    fn finish(self: Box<Self>) -> (MapSummary, MapOutput) {
+        let mut data = self.data;
+        let input = data.len() as u64;
+        if data.len() > u32::MAX as usize {
+            crate::pool::give(data);
+            return (
+                MapSummary {
+                    input_bytes: input,
+                    ..Default::default()
+                },
+                MapOutput::Invalid(format!(
+                    "a sort-lines block holds at most {} bytes; this one has {input}",
+                    u32::MAX
+                )),
+            );
+        }
+        if data.last().is_some_and(|&b| b != b'\n') {
+            data.push(b'\n');
+        }
+        let order = sorted_lines(&data);
+        let n = order.len();
+        let k = SAMPLES_PER_MAP.min(n);
+        // The sampled ranks, evenly spaced.
+        let mut ranks = (0..k).map(|i| (i * n) / k).peekable();
+        let mut sample = Vec::with_capacity(k);
+        let mut laid = crate::pool::take(data.len());
+        for (rank, &(_, start, len)) in order.iter().enumerate() {
+            let (s, e) = (start as usize, start as usize + len as usize);
+            if ranks.peek() == Some(&rank) {
+                ranks.next();
+                sample.push(data[s..e].to_vec());
+            }
+            laid.extend_from_slice(&data[s..=e]);
+        }
+        crate::pool::give(data);
+        (
+            MapSummary {
+                input_bytes: input,
+                records: n as u64,
+                output_bytes: laid.len() as u64,
+                sample: sample.clone(),
+            },
+            MapOutput::SortedRun {
+                run: SortedRun::new(laid, RunFormat::Lines),
+                sample,
+            },
+        )
+    }
+}
+
+/// The lines of `data` (whole newline-terminated lines) in sorted order:
+/// (the first 8 bytes as a big-endian integer, zero-padded; start; length
+/// without the newline). The integer orders two lines as their bytes do
+/// wherever the two differ in it; equal ones are compared in full.
+fn sorted_lines(data: &[u8]) -> Vec<(u64, u32, u32)> {
+    let mut lines = Vec::with_capacity(data.len() / 32 + 1);
+    let mut start = 0usize;
+    for end in memchr::memchr_iter(b'\n', data) {
+        lines.push((
+            prefix(&data[start..end]),
+            start as u32,
+            (end - start) as u32,
+        ));
+        start = end + 1;
+    }
+    let line = |&(_, s, l): &(u64, u32, u32)| &data[s as usize..s as usize + l as usize];
+    lines.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| line(a).cmp(line(b))));
+    lines
+}
+
+#[inline]
+fn prefix(line: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let n = line.len().min(8);
+    p[..n].copy_from_slice(&line[..n]);
+    u64::from_be_bytes(p)
+}
+
+/// The byte range `[start, end)` of the lines `lo <= line < hi` (`None` =
+/// unbounded) of a sorted run of `len` bytes of newline-terminated lines.
+/// `read(at, buf)` puts into `buf` the run's bytes from `at` up to and
+/// including the next newline. The search halves byte ranges and reads the
+/// line that starts first in the upper half, so it reads O(log len) lines.
+pub fn range_by_line<E>(
+    len: u64,
+    mut read: impl FnMut(u64, &mut Vec<u8>) -> Result<(), E>,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> Result<(u64, u64), E> {
+    let mut buf = Vec::new();
+    let mut first_at_least = |k: &[u8]| -> Result<u64, E> {
+        // Every line starting before `a` is below k; `a` starts a line (or
+        // is `len`); no line starting at or after `b` needs a look.
+        let (mut a, mut b) = (0u64, len);
+        while a < b {
+            let m = a + (b - a) / 2;
+            let s = if m == a {
+                a
+            } else {
+                read(m - 1, &mut buf)?;
+                m - 1 + buf.len() as u64
+            };
+            if s >= b {
+                b = m;
+                continue;
+            }
+            read(s, &mut buf)?;
+            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+            if line < k {
+                a = s + buf.len() as u64;
+            } else {
+                b = s;
+            }
+        }
+        Ok(a)
+    };
+    let s = match lo {
+        Some(k) => first_at_least(k)?,
+        None => 0,
+    };
+    let e = match hi {
+        Some(k) => first_at_least(k)?,
+        None => len,
+    }
+    .max(s);
+    Ok((s, e))
+}
+
+/// [`range_by_line`] over a run in memory.
+pub fn range_in_lines(run: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> (usize, usize) {
+    let read = |at: u64, buf: &mut Vec<u8>| -> Result<(), std::convert::Infallible> {
+        let rest = &run[at as usize..];
+        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |p| p + 1);
+        buf.clear();
+        buf.extend_from_slice(&rest[..end]);
+        Ok(())
+    };
+    let Ok((s, e)) = range_by_line(run.len() as u64, read, lo, hi);
+    (s as usize, e as usize)
+}
+
+/// A sort-lines reduce: the sorted runs it is given (one per map), merged
+/// into its partition; fetched runs held up to its [`crate::Spill`]
+/// budget, then merged into a sorted file whose memory goes back to the
+/// pool (see [`crate::sort::SortReduce`], the same for records).
+pub struct LinesReduce {
+    runs: Vec<Run>,
+    held: u64,
+    taken: u64,
+    lines: u64,
+    spill: Option<crate::Spill>,
+    files: Vec<(std::fs::File, u64)>,
+    spilled: u64,
+}
+
+impl LinesReduce {
+    pub fn new(spill: Option<crate::Spill>) -> LinesReduce {
+        LinesReduce {
+            runs: Vec::new(),
+            held: 0,
+            taken: 0,
+            lines: 0,
+            spill,
+            files: Vec::new(),
+            spilled: 0,
+        }
+    }
+
+    /// Sorted files written so far.
+    pub fn spilled_files(&self) -> usize {
+        self.files.len()
+    }
+
+    fn spill_held(&mut self) -> Result<(), String> {
+        let Some(spill) = self.spill.clone() else {
+            return Ok(());
+        };
+        let (fetched, kept): (Vec<Run>, Vec<Run>) = std::mem::take(&mut self.runs)
+            .into_iter()
+            .partition(|r| matches!(r, Run::Fetched(_)));
+        self.runs = kept;
+        let cursors = fetched.iter().map(|r| Cursor::memory(r.bytes())).collect();
+        let written = write_merged(&spill, cursors);
+        recycle(fetched);
+        let written = written?;
+        self.spilled += written.1;
+        self.files.push(written);
+        self.held = 0;
+        if self.files.len() >= crate::sort::SPILL_FACTOR {
+            let files = std::mem::take(&mut self.files);
+            let cursors = files
+                .iter()
+                .map(|(f, len)| Cursor::file(f, *len, &*spill.charge))
+                .collect();
+            let merged = write_merged(&spill, cursors)?;
+            self.spilled += merged.1;
+            self.files.push(merged);
+        }
+        Ok(())
+    }
+}
+
+/// Merges `cursors` into a new anonymous file in `spill.dir`.
+fn write_merged(
+    spill: &crate::Spill,
+    cursors: Vec<Cursor<'_>>,
+) -> Result<(std::fs::File, u64), String> {
+    use std::io::Write;
+    let dir = spill.dir.display();
+    let mut file = tempfile::tempfile_in(&spill.dir)
+        .map_err(|e| format!("making a spill file in {dir}: {e}"))?;
+    let mut len = 0u64;
+    let mut failed = None;
+    merge(cursors, &mut |piece| {
+        (spill.charge)(piece.len() as u64);
+        let res = file.write_all(&piece);
+        len += piece.len() as u64;
+        crate::pool::give(piece);
+        match res {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(format!("writing a spill file in {dir}: {e}"));
+    }
+    Ok((file, len))
+}
+
+/// Bytes of a spill file a merge reads at a time (a window grows to hold a
+/// line longer than it).
+const WINDOW: usize = 1 << 20;
+
+/// Where a merge stands in one sorted run of lines: its head line is
+/// `window[at..end]` (its newline at `end`).
+struct Cursor<'a> {
+    src: Source<'a>,
+    at: usize,
+    end: usize,
+}
+
+enum Source<'a> {
+    Memory(&'a [u8]),
+    File {
+        file: &'a std::fs::File,
+        len: u64,
+        next: u64,
+        window: Vec<u8>,
+        filled: usize,
+        charge: &'a (dyn Fn(u64) + Send + Sync),
+    },
+}
+
+impl<'a> Cursor<'a> {
+    fn memory(data: &'a [u8]) -> Cursor<'a> {
+        Cursor {
+            src: Source::Memory(data),
+            at: 0,
+            end: 0,
+        }
+    }
+
+    fn file(
+        file: &'a std::fs::File,
+        len: u64,
+        charge: &'a (dyn Fn(u64) + Send + Sync),
+    ) -> Cursor<'a> {
+        Cursor {
+            src: Source::File {
+                file,
+                len,
+                next: 0,
+                window: Vec::new(),
+                filled: 0,
+                charge,
+            },
+            at: 0,
+            end: 0,
+        }
+    }
+
+    fn window(&self) -> &[u8] {
+        match &self.src {
+            Source::Memory(d) => d,
+            Source::File { window, filled, .. } => &window[..*filled],
+        }
+    }
+
+    #[inline]
+    fn done(&self) -> bool {
+        self.at >= self.window().len()
+    }
+
+    /// The head line without its newline (not [`Cursor::done`]).
+    #[inline]
+    fn head(&self) -> &[u8] {
+        &self.window()[self.at..self.end]
+    }
+
+    /// The head line with its newline.
+    #[inline]
+    fn head_line(&self) -> &[u8] {
+        &self.window()[self.at..=self.end]
+    }
+
+    /// Finds the head line from `at` on, reading more of a file where the
+    /// window holds no whole line.
+    fn settle(&mut self) -> Result<(), String> {
+        loop {
+            let w = self.window();
+            if self.at < w.len() {
+                if let Some(p) = memchr::memchr(b'\n', &w[self.at..]) {
+                    self.end = self.at + p;
+                    return Ok(());
+                }
+            }
+            if !self.read_more()? {
+                return if self.at < self.window().len() {
+                    Err("a sorted run of lines ends without a newline".into())
+                } else {
+                    Ok(())
+                };
+            }
+        }
+    }
+
+    /// Past the head line.
+    #[inline]
+    fn advance(&mut self) -> Result<(), String> {
+        self.at = self.end + 1;
+        self.settle()
+    }
+
+    /// Moves a file's unread bytes to its window's front and reads more
+    /// after them (the window doubles when a line fills it); false at the
+    /// file's end (and for a run in memory).
+    fn read_more(&mut self) -> Result<bool, String> {
+        use std::os::unix::fs::FileExt;
+        let at = self.at;
+        let Source::File {
+            file,
+            len,
+            next,
+            window,
+            filled,
+            charge,
+        } = &mut self.src
+        else {
+            return Ok(false);
+        };
+        if *next >= *len {
+            return Ok(false);
+        }
+        window.copy_within(at.min(*filled)..*filled, 0);
+        *filled -= at.min(*filled);
+        self.at = 0;
+        if window.len() < WINDOW {
+            window.resize(WINDOW, 0);
+        } else if *filled == window.len() {
+            window.resize(window.len() * 2, 0);
+        }
+        let n = (*len - *next).min((window.len() - *filled) as u64) as usize;
+        charge(n as u64);
+        file.read_exact_at(&mut window[*filled..*filled + n], *next)
+            .map_err(|e| format!("reading back a spill file at byte {next}: {e}"))?;
+        *next += n as u64;
+        *filled += n;
+        Ok(true)
+    }
+}
+
+/// Checks that a run fetched for a reduce is whole lines.
+fn whole_lines(input: &[u8]) -> Result<u64, String> {
+    match input.last() {
+        None => Ok(0),
+        Some(b'\n') => Ok(memchr::memchr_iter(b'\n', input).count() as u64),
+        Some(_) => Err(format!(
+            "sort-lines reduce input of {} bytes does not end with a newline",
+            input.len()
+        )),
+    }
+}
+
+impl ReduceTask for LinesReduce {
+    fn consume(&mut self, input: Vec<u8>) -> Result<(), String> {
+        self.lines += whole_lines(&input)?;
+        let n = input.len() as u64;
+        self.taken += n;
+        self.held += n;
+        self.runs.push(Run::Fetched(input));
+        match &self.spill {
+            Some(s) if self.held > s.memory_budget => self.spill_held(),
+            _ => Ok(()),
+        }
+    }
+
+    fn consume_kept(&mut self, input: crate::KeptInput) -> Result<(), String> {
+        let MapOutput::SortedRun { run, .. } = &*input.output else {
+            return Err("a sort-lines reduce reads sorted runs, not this map output".into());
+        };
+        let bytes = run.bytes();
+        let starts_line = |at: usize| at == 0 || bytes.get(at - 1) == Some(&b'\n');
+        if run.format() != RunFormat::Lines
+            || input.start > input.end
+            || input.end > run.len()
+            || !starts_line(input.start)
+            || !starts_line(input.end)
+        {
+            return Err(format!(
+                "bytes {}..{} of a {}-byte sorted run are not whole lines of it",
+                input.start,
+                input.end,
+                run.len()
+            ));
+        }
+        self.lines += whole_lines(&bytes[input.start..input.end])?;
+        self.taken += input.len() as u64;
+        self.runs.push(Run::Kept(input));
+        Ok(())
+    }
+
+    fn output_len(&self) -> Option<u64> {
+        Some(self.taken)
+    }
+
+    fn finish_into(
+        self: Box<Self>,
+        emit: &mut dyn FnMut(Vec<u8>) -> bool,
+    ) -> Result<ReduceSummary, String> {
+        let none: &(dyn Fn(u64) + Send + Sync) = &|_| {};
+        let charge = self.spill.as_ref().map_or(none, |s| &*s.charge);
+        let cursors = self
+            .runs
+            .iter()
+            .map(|r| Cursor::memory(r.bytes()))
+            .chain(
+                self.files
+                    .iter()
+                    .map(|(f, len)| Cursor::file(f, *len, charge)),
+            )
+            .collect();
+        let merged = merge(cursors, emit);
+        recycle(self.runs);
+        merged?;
+        Ok(ReduceSummary {
+            input_bytes: self.taken,
+            records: self.lines,
+            output_bytes: self.taken,
+            spilled_bytes: self.spilled,
+        })
+    }
+}
+
+/// K-way merge of sorted runs of lines, handed to `emit` in pieces of
+/// whole lines of about [`crate::OUTPUT_PIECE`] bytes; stops when `emit`
+/// returns false. A tree of losers: each step replays one leaf's path,
+/// comparing the new head with the log2(k) losers on it, by each head's
+/// first 8 bytes kept as an integer beside the tree ([`prefix`]), the
+/// lines themselves only where those are equal.
+fn merge(mut runs: Vec<Cursor<'_>>, emit: &mut dyn FnMut(Vec<u8>) -> bool) -> Result<(), String> {
+    let k = runs.len();
+    if k == 0 {
+        return Ok(());
+    }
+    for r in runs.iter_mut() {
+        r.settle()?;
+    }
+    let n = k.next_power_of_two();
+    // Per leaf: (done, the head's prefix); padding leaves are done.
+    let key = |c: &Cursor<'_>| {
+        if c.done() {
+            (true, 0)
+        } else {
+            (false, prefix(c.head()))
+        }
+    };
+    let mut keys: Vec<(bool, u64)> = (0..n).map(|i| runs.get(i).map_or((true, 0), key)).collect();
+    let mut tree = vec![usize::MAX; n];
+    fn play(
+        node: usize,
+        n: usize,
+        tree: &mut [usize],
+        win: &dyn Fn(usize, usize) -> bool,
+    ) -> usize {
+        if node >= n {
+            return node - n;
+        }
+        let a = play(2 * node, n, tree, win);
+        let b = play(2 * node + 1, n, tree, win);
+        let (w, l) = if win(a, b) { (a, b) } else { (b, a) };
+        tree[node] = l;
+        w
+    }
+    let mut winner = play(1, n, &mut tree, &|a, b| before(&runs, &keys, a, b));
+    let mut out = crate::pool::take(crate::OUTPUT_PIECE);
+    while !keys[winner].0 {
+        out.extend_from_slice(runs[winner].head_line());
+        runs[winner].advance()?;
+        keys[winner] = key(&runs[winner]);
+        if out.len() >= crate::OUTPUT_PIECE {
+            let next = crate::pool::take(crate::OUTPUT_PIECE);
+            if !emit(std::mem::replace(&mut out, next)) {
+                return Ok(());
+            }
+        }
+        let mut node = (winner + n) / 2;
+        while node >= 1 {
+            if before(&runs, &keys, tree[node], winner) {
+                std::mem::swap(&mut tree[node], &mut winner);
+            }
+            node /= 2;
+        }
+    }
+    if !out.is_empty() {
+        emit(out);
+    } else {
+        crate::pool::give(out);
+    }
+    Ok(())
+}
+
+/// Whether leaf a's head goes before leaf b's: by their prefixes (a done
+/// leaf last), then by the whole lines, then (equal lines) by run.
+#[inline]
+fn before(runs: &[Cursor<'_>], keys: &[(bool, u64)], a: usize, b: usize) -> bool {
+    let (ka, kb) = (keys[a], keys[b]);
+    if ka != kb {
+        return ka < kb;
+    }
+    if ka.0 {
+        return a < b;
+    }
+    match runs[a].head().cmp(runs[b].head()) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Equal => a < b,
+    }
+}
+
+#[cfg(test)]
+mod tests;
