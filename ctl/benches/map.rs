@@ -5,13 +5,17 @@
 //!   `HashMap<&[u8], u64>` borrowing the words, FxHash);
 //! - the sort reduce's merge of 16 sorted runs (a tree of losers, what the
 //!   workers run) against a binary heap merging the same runs, and the sort
-//!   map against a comparison sort of whole records.
+//!   map against a comparison sort of whole records;
+//! - sort-lines' merge and map the same way, on text lines of any length.
 //!
 //! Prints MB/s of each and their ratios; the other sections of `make bench`
 //! measure whole jobs.
 
 use common::bench::record;
 use std::time::Instant;
+
+#[path = "map/lines.rs"]
+mod lines;
 use workloads::wordcount::WordcountMap;
 use workloads::{MapOutput, MapTask};
 
@@ -368,6 +372,16 @@ fn wordcount_section() {
 }
 
 fn main() {
-    sort_section();
-    wordcount_section();
+    // `BENCH_ONLY=sort|lines|wordcount` runs one section.
+    let only = std::env::var("BENCH_ONLY").ok();
+    let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    if run("sort") {
+        sort_section();
+    }
+    if run("lines") {
+        lines::lines_section();
+    }
+    if run("wordcount") {
+        wordcount_section();
+    }
 }

@@ -90,25 +90,47 @@ impl MapTask for LinesMap {
 /// The lines of `data` (whole newline-terminated lines) in sorted order:
 /// (the first 8 bytes as a big-endian integer, zero-padded; start; length
 /// without the newline). The integer orders two lines as their bytes do
-/// wherever the two differ in it; equal ones are compared in full.
+/// wherever the two differ in it; equal ones are compared in full. As the
+/// record sort does, one counting pass distributes the lines by their
+/// first two bytes (65,536 buckets, in order), then each bucket is sorted
+/// on its own, in the cache.
 fn sorted_lines(data: &[u8]) -> Vec<(u64, u32, u32)> {
+    const BUCKETS: usize = 1 << 16;
     let mut lines = Vec::with_capacity(data.len() / 32 + 1);
     let mut start = 0usize;
+    let mut count = vec![0u32; BUCKETS + 1];
     for end in memchr::memchr_iter(b'\n', data) {
-        lines.push((
-            prefix(&data[start..end]),
-            start as u32,
-            (end - start) as u32,
-        ));
+        let p = prefix(&data[start..end]);
+        count[(p >> 48) as usize + 1] += 1;
+        lines.push((p, start as u32, (end - start) as u32));
         start = end + 1;
     }
+    for b in 0..BUCKETS {
+        count[b + 1] += count[b];
+    }
+    let mut at = count.clone();
+    let mut sorted = vec![(0u64, 0u32, 0u32); lines.len()];
+    for &l in &lines {
+        let b = (l.0 >> 48) as usize;
+        sorted[at[b] as usize] = l;
+        at[b] += 1;
+    }
+    drop(lines);
     let line = |&(_, s, l): &(u64, u32, u32)| &data[s as usize..s as usize + l as usize];
-    lines.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| line(a).cmp(line(b))));
-    lines
+    for b in 0..BUCKETS {
+        let (s, e) = (count[b] as usize, count[b + 1] as usize);
+        if e - s > 1 {
+            sorted[s..e].sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| line(a).cmp(line(b))));
+        }
+    }
+    sorted
 }
 
 #[inline]
 fn prefix(line: &[u8]) -> u64 {
+    if let Some(p) = line.first_chunk::<8>() {
+        return u64::from_be_bytes(*p);
+    }
     let mut p = [0u8; 8];
     let n = line.len().min(8);
     p[..n].copy_from_slice(&line[..n]);
