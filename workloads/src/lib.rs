@@ -6,6 +6,7 @@
 pub mod input_sink;
 pub mod lines;
 pub mod pool;
+pub mod run;
 pub mod sort;
 pub mod wordcount;
 

@@ -17,7 +17,9 @@
 //! fetched (one per mapper), holding at most its memory budget of them and
 //! merging the rest to spill files first, as `sort`'s reduce does.
 
-use crate::sort::{recycle, Run, RunFormat, SortedRun, SAMPLES_PER_MAP};
+pub use crate::run::{range_by_line, range_in_lines};
+use crate::run::{recycle, Run, RunFormat, SortedRun};
+use crate::sort::SAMPLES_PER_MAP;
 use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask};
 
 #[derive(Default)]
@@ -135,69 +137,6 @@ fn prefix(line: &[u8]) -> u64 {
     let n = line.len().min(8);
     p[..n].copy_from_slice(&line[..n]);
     u64::from_be_bytes(p)
-}
-
-/// The byte range `[start, end)` of the lines `lo <= line < hi` (`None` =
-/// unbounded) of a sorted run of `len` bytes of newline-terminated lines.
-/// `read(at, buf)` puts into `buf` the run's bytes from `at` up to and
-/// including the next newline. The search halves byte ranges and reads the
-/// line that starts first in the upper half, so it reads O(log len) lines.
-pub fn range_by_line<E>(
-    len: u64,
-    mut read: impl FnMut(u64, &mut Vec<u8>) -> Result<(), E>,
-    lo: Option<&[u8]>,
-    hi: Option<&[u8]>,
-) -> Result<(u64, u64), E> {
-    let mut buf = Vec::new();
-    let mut first_at_least = |k: &[u8]| -> Result<u64, E> {
-        // Every line starting before `a` is below k; `a` starts a line (or
-        // is `len`); no line starting at or after `b` needs a look.
-        let (mut a, mut b) = (0u64, len);
-        while a < b {
-            let m = a + (b - a) / 2;
-            let s = if m == a {
-                a
-            } else {
-                read(m - 1, &mut buf)?;
-                m - 1 + buf.len() as u64
-            };
-            if s >= b {
-                b = m;
-                continue;
-            }
-            read(s, &mut buf)?;
-            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
-            if line < k {
-                a = s + buf.len() as u64;
-            } else {
-                b = s;
-            }
-        }
-        Ok(a)
-    };
-    let s = match lo {
-        Some(k) => first_at_least(k)?,
-        None => 0,
-    };
-    let e = match hi {
-        Some(k) => first_at_least(k)?,
-        None => len,
-    }
-    .max(s);
-    Ok((s, e))
-}
-
-/// [`range_by_line`] over a run in memory.
-pub fn range_in_lines(run: &[u8], lo: Option<&[u8]>, hi: Option<&[u8]>) -> (usize, usize) {
-    let read = |at: u64, buf: &mut Vec<u8>| -> Result<(), std::convert::Infallible> {
-        let rest = &run[at as usize..];
-        let end = memchr::memchr(b'\n', rest).map_or(rest.len(), |p| p + 1);
-        buf.clear();
-        buf.extend_from_slice(&rest[..end]);
-        Ok(())
-    };
-    let Ok((s, e)) = range_by_line(run.len() as u64, read, lo, hi);
-    (s as usize, e as usize)
 }
 
 /// A sort-lines reduce: the sorted runs it is given (one per map), merged

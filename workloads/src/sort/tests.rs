@@ -306,7 +306,7 @@ fn the_key_prefix_sort_equals_a_comparison_sort() {
     }
     let mut want: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
     want.sort_unstable();
-    let run = SortedRun::of(data.clone());
+    let run = sorted_run(data.clone());
     let got: Vec<&[u8]> = (0..run.records()).map(|i| run.record(i)).collect();
     assert_eq!(got, want);
     // Written out: the same records, laid end to end.
