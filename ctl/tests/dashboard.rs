@@ -291,45 +291,16 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
         .await;
     assert!(painted.as_u64().unwrap() > 1000, "{painted}");
 
-    // Hovering over each bar: the tip names the attempt and the decision
-    // record's reason for it (every map of this job went by a rule of
-    // hadoop's: data-local, rack-local or no-wait; reduces by the reduce
-    // placement).
-    let tips = cdp
-        .eval(
-            r#"(() => { const c = document.getElementById('gantt');
-                const r = c.getBoundingClientRect();
-                return JSON.stringify(bars.map(b => {
-                  c.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + (b.x0 + b.x1) / 2,
-                    clientY: r.top + (b.y0 + b.y1) / 2, bubbles: true }));
-                  return document.getElementById('tip').textContent;
-                })); })()"#,
-        )
-        .await;
-    let tips: Vec<String> = serde_json::from_str(tips.as_str().unwrap()).unwrap();
-    assert_eq!(tips.len(), bars, "{tips:?}");
-    for t in &tips {
-        let why = t
-            .lines()
-            .find_map(|l| l.strip_prefix("why: "))
-            .unwrap_or_else(|| panic!("no reason in the tip: {t:?}"));
-        let rule = why.split([' ', ',']).next().unwrap();
-        if t.contains(" map,") {
-            assert!(
-                ["data-local", "rack-local", "no-wait"].contains(&rule),
-                "{t:?}"
-            );
-            assert!(why.contains("in fifo order"), "{t:?}");
-            assert!(t.contains("input on "), "{t:?}");
-        } else {
-            assert_eq!(rule, "reduce-placement", "{t:?}");
-        }
-    }
+    tips_give_each_bar_its_reason(&mut cdp, bars).await;
 
     screenshot(&mut cdp, "dashboard.png").await;
 
-    // A job that runs a while: its running attempts are drawn as they run,
-    // in their slots' rows, and the counters move.
+    running_attempts_are_drawn(&c, &browser, &base).await;
+}
+
+/// A job that runs a while: its running attempts are drawn as they run,
+/// in their slots' rows, and the counters move; then the page at scale.
+async fn running_attempts_are_drawn(c: &support::LocalCluster, browser: &Browser, base: &str) {
     let mut slow = JobSubmit::new(Workload::InputSink, "text");
     slow.compute = Some(common::wire::TaskCompute {
         min_ms: 4000,
@@ -362,10 +333,50 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
         c.client.wait_job(slow_id).await.unwrap().state,
         JobState::Succeeded
     );
+    renders_at_scale(&mut live).await;
+}
 
-    // At scale: the page's own code renders a state of 100 workers and
-    // 1,000 jobs and draws a timeline of 10,000 attempts (the time it took
-    // is printed, not judged).
+/// Hovering over each of the `bars` bars: the tip names the attempt and
+/// the decision record's reason for it (every map of this job went by a
+/// rule of hadoop's: data-local, rack-local or no-wait; reduces by the
+/// reduce placement).
+async fn tips_give_each_bar_its_reason(cdp: &mut Cdp, bars: usize) {
+    let tips = cdp
+        .eval(
+            r#"(() => { const c = document.getElementById('gantt');
+                const r = c.getBoundingClientRect();
+                return JSON.stringify(bars.map(b => {
+                  c.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + (b.x0 + b.x1) / 2,
+                    clientY: r.top + (b.y0 + b.y1) / 2, bubbles: true }));
+                  return document.getElementById('tip').textContent;
+                })); })()"#,
+        )
+        .await;
+    let tips: Vec<String> = serde_json::from_str(tips.as_str().unwrap()).unwrap();
+    assert_eq!(tips.len(), bars, "{tips:?}");
+    for t in &tips {
+        let why = t
+            .lines()
+            .find_map(|l| l.strip_prefix("why: "))
+            .unwrap_or_else(|| panic!("no reason in the tip: {t:?}"));
+        let rule = why.split([' ', ',']).next().unwrap();
+        if t.contains(" map,") {
+            assert!(
+                ["data-local", "rack-local", "no-wait"].contains(&rule),
+                "{t:?}"
+            );
+            assert!(why.contains("in fifo order"), "{t:?}");
+            assert!(t.contains("input on "), "{t:?}");
+        } else {
+            assert_eq!(rule, "reduce-placement", "{t:?}");
+        }
+    }
+}
+
+/// At scale: the page's own code renders a state of 100 workers and 1,000
+/// jobs and draws a timeline of 10,000 attempts (the time it took is
+/// printed, not judged).
+async fn renders_at_scale(live: &mut Cdp) {
     let scale = live
         .eval(
             r#"(() => {

@@ -204,7 +204,7 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
     else {
         return;
     };
-    let (client, derived, project) = (&c.client, &c.derived, &c.project);
+    let (client, project) = (&c.client, &c.project);
     loader::load(
         client,
         &LoadSpec {
@@ -223,27 +223,8 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
     .unwrap();
     let input = files::read_file(client, "recs").await.unwrap();
     let reference = verify::sort_reference(&input).unwrap();
-    let sort = |out: &str, compute_ms: u64| {
-        let mut j = JobSubmit::new(Workload::Sort, "recs");
-        j.reduces = Some(2);
-        j.output = Some(out.into());
-        if compute_ms > 0 {
-            j.compute = Some(common::wire::TaskCompute {
-                min_ms: compute_ms,
-                max_ms: compute_ms,
-                seed: 1,
-            });
-        }
-        j
-    };
-    let check = |r: &common::wire::JobReport, out: Vec<u8>| {
-        assert_eq!(r.state, JobState::Succeeded, "{r:?}");
-        assert!(
-            out == reference,
-            "{}: output differs from LC_ALL=C sort",
-            r.job
-        );
-    };
+    let sort = sort_job;
+    let check = |r: &common::wire::JobReport, out: Vec<u8>| check_sorted(r, &out, &reference);
 
     // 1. docker kill of a worker while it runs maps (1.5 s each).
     let id = client.submit(&sort("sorted1", 1500)).await.unwrap();
@@ -276,42 +257,7 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
     docker::docker(&["start", &docker::container(project, &victim)]).unwrap();
     wait_alive(client, 3).await;
 
-    // 2. A partition during the shuffle: once the maps are done, a worker
-    // that holds map output is cut off its network, then put back.
-    let net = docker::network(project).unwrap();
-    let id = client.submit(&sort("sorted2", 0)).await.unwrap();
-    let victim = loop {
-        let r = client.job(id, None).await.unwrap();
-        if r.tasks_done == r.tasks || r.state.is_done() {
-            break r
-                .attempts
-                .iter()
-                .rev()
-                .find(|a| a.ok && a.kind == common::wire::TaskKind::Map)
-                .map(|a| a.worker.clone())
-                .expect("a map ran");
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
-    let ip = derived
-        .worker
-        .iter()
-        .find(|w| w.name == victim)
-        .unwrap()
-        .listen
-        .ip()
-        .to_string();
-    let victim_c = docker::container(project, &victim);
-    docker::docker(&["network", "disconnect", "-f", &net, &victim_c]).unwrap();
-    let r = client.wait_job(id).await.unwrap();
-    check(&r, files::read_file(client, "sorted2").await.unwrap());
-    let summary = client.cluster().await.unwrap();
-    eprintln!(
-        "partition of {victim}: job {} succeeded; maps re-run so far: {}",
-        r.job, summary.maps_rerun
-    );
-    docker::docker(&["network", "connect", "--ip", &ip, &net, &victim_c]).unwrap();
-    wait_alive(client, 3).await;
+    partition_during_shuffle(&c, &reference).await;
 
     // 3. docker restart of the master while a job runs: the journal is on
     // a volume, so finished jobs stay listed, ids are not reused, and the
@@ -351,6 +297,74 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
     );
     let r = client.wait_job(id).await.unwrap();
     check(&r, files::read_file(client, "sorted3").await.unwrap());
+}
+
+/// A sort of 1 MB-block records into `out` with 2 reduces, each map
+/// computing `compute_ms` (0: none).
+fn sort_job(out: &str, compute_ms: u64) -> JobSubmit {
+    let mut j = JobSubmit::new(Workload::Sort, "recs");
+    j.reduces = Some(2);
+    j.output = Some(out.into());
+    if compute_ms > 0 {
+        j.compute = Some(common::wire::TaskCompute {
+            min_ms: compute_ms,
+            max_ms: compute_ms,
+            seed: 1,
+        });
+    }
+    j
+}
+
+/// The job succeeded with `LC_ALL=C sort`'s output.
+fn check_sorted(r: &common::wire::JobReport, out: &[u8], reference: &[u8]) {
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    assert!(
+        out == reference,
+        "{}: output differs from LC_ALL=C sort",
+        r.job
+    );
+}
+
+/// 2. A partition during the shuffle: once the maps are done, a worker
+/// that holds map output is cut off its network, then put back.
+async fn partition_during_shuffle(c: &Containers, reference: &[u8]) {
+    let (client, derived, project) = (&c.client, &c.derived, &c.project);
+    let sort = sort_job;
+    let check = |r: &common::wire::JobReport, out: Vec<u8>| check_sorted(r, &out, reference);
+    let net = docker::network(project).unwrap();
+    let id = client.submit(&sort("sorted2", 0)).await.unwrap();
+    let victim = loop {
+        let r = client.job(id, None).await.unwrap();
+        if r.tasks_done == r.tasks || r.state.is_done() {
+            break r
+                .attempts
+                .iter()
+                .rev()
+                .find(|a| a.ok && a.kind == common::wire::TaskKind::Map)
+                .map(|a| a.worker.clone())
+                .expect("a map ran");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let ip = derived
+        .worker
+        .iter()
+        .find(|w| w.name == victim)
+        .unwrap()
+        .listen
+        .ip()
+        .to_string();
+    let victim_c = docker::container(project, &victim);
+    docker::docker(&["network", "disconnect", "-f", &net, &victim_c]).unwrap();
+    let r = client.wait_job(id).await.unwrap();
+    check(&r, files::read_file(client, "sorted2").await.unwrap());
+    let summary = client.cluster().await.unwrap();
+    eprintln!(
+        "partition of {victim}: job {} succeeded; maps re-run so far: {}",
+        r.job, summary.maps_rerun
+    );
+    docker::docker(&["network", "connect", "--ip", &ip, &net, &victim_c]).unwrap();
+    wait_alive(client, 3).await;
 }
 
 /// Waits (up to 60 s) until `n` workers are alive at the master (which may

@@ -161,42 +161,11 @@ fn every_toml_format_survives_mutations() {
 /// A request to send: method, URL, headers, body.
 type Req = (reqwest::Method, String, Vec<(String, String)>, Vec<u8>);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_requests_never_get_a_server_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = support::start_cluster(dir.path(), TOKEN, 2, &[None, None], 50).await;
-    let master = c.client.base().to_owned();
-    let worker = format!("http://{}", c.workers[0].addr);
-    // A real file to aim at.
-    ctl::ops::loader::load(
-        &c.client,
-        &ctl::ops::loader::LoadSpec {
-            name: "f".into(),
-            source: ctl::ops::loader::Source::Generate {
-                kind: ctl::ops::loader::Generator::Text,
-                blocks: 2,
-            },
-            block_size: 64 << 10,
-            replication: 2,
-            seed: 1,
-            placement: Default::default(),
-        },
-    )
-    .await
-    .unwrap();
-    let block = common::BlockId::for_file("f", 0).unwrap();
-    let odd_ids = [
-        block.to_string(),
-        "f.b99999".into(),
-        "..".into(),
-        "%2e%2e".into(),
-        "x".repeat(3000),
-        "f.b-1".into(),
-        "f.b4294967296".into(),
-        "%00".into(),
-    ];
+/// The requests the fuzzer mutates: one of each kind the master and a
+/// worker take (`ID` stands for a block id).
+fn seed_requests(master: &str, worker: &str) -> Vec<Req> {
     let json = |s: &str| s.as_bytes().to_vec();
-    let seeds: Vec<Req> = vec![
+    vec![
         (
             reqwest::Method::POST,
             format!("{master}/v1/jobs"),
@@ -252,11 +221,54 @@ async fn http_requests_never_get_a_server_error() {
         ),
         (
             reqwest::Method::GET,
+            format!("{worker}/shuffle/1/0/0/lines?lo=0a&hi=ff00"),
+            vec![],
+            vec![],
+        ),
+        (
+            reqwest::Method::GET,
             format!("{worker}/timeline?since_ms=100"),
             vec![],
             vec![],
         ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_requests_never_get_a_server_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = support::start_cluster(dir.path(), TOKEN, 2, &[None, None], 50).await;
+    let master = c.client.base().to_owned();
+    let worker = format!("http://{}", c.workers[0].addr);
+    // A real file to aim at.
+    ctl::ops::loader::load(
+        &c.client,
+        &ctl::ops::loader::LoadSpec {
+            name: "f".into(),
+            source: ctl::ops::loader::Source::Generate {
+                kind: ctl::ops::loader::Generator::Text,
+                blocks: 2,
+            },
+            block_size: 64 << 10,
+            replication: 2,
+            seed: 1,
+            placement: Default::default(),
+        },
+    )
+    .await
+    .unwrap();
+    let block = common::BlockId::for_file("f", 0).unwrap();
+    let odd_ids = [
+        block.to_string(),
+        "f.b99999".into(),
+        "..".into(),
+        "%2e%2e".into(),
+        "x".repeat(3000),
+        "f.b-1".into(),
+        "f.b4294967296".into(),
+        "%00".into(),
     ];
+    let seeds = seed_requests(&master, &worker);
     let http = reqwest::Client::new();
     let mut rng = ChaCha8Rng::seed_from_u64(0x4771);
     let mut statuses = std::collections::BTreeMap::<u16, usize>::new();

@@ -216,102 +216,57 @@ fn after_the_workers(derived: &Path, addr: &str) {
     assert!(addr.starts_with(&format!("http://{subnet}.12:")), "{addr}");
 }
 
-async fn scenario(deploy: Deploy) {
-    let Some((c, client)) = start(deploy.clone(), 1.0).await else {
-        return;
-    };
-
-    // Privately the 8 maps take 4 waves of 2 s. With 5.5 s, Algorithm I
-    // keeps 4 (done at 2 and 4 s) and the other 4 go to one `burst`
-    // (1 s boot + 1 s compute + 0.1 s transfer each, in parallel).
-    let id = submit(&client, 5.5).await;
-    // While it runs, the instance is a host of the deployment.
-    let t0 = Instant::now();
-    let seen = loop {
-        let ws = client.workers().await.unwrap();
-        if let Some(w) = ws.iter().find(|w| w.name == "burst-1" && w.alive) {
-            break w.clone();
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "no instance registered: {ws:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(instance_exists(&deploy));
-    match &deploy {
-        Deploy::Processes => assert!(seen.addr.starts_with("http://127.0.0.1:"), "{seen:?}"),
-        Deploy::Netns(prefix) => {
-            // Its own address after the workers', its link shaped at the
-            // type's 80 Mbit/s in both directions.
-            after_the_workers(&local::netns_config_path(&c.cfg), &seen.addr);
-            let qdiscs = [("pi0", "eth0"), ("bridge", "vp0")].map(|(ns, dev)| {
-                let out = std::process::Command::new("tc")
-                    .args(["-n", &format!("{prefix}{ns}"), "qdisc", "show", "dev", dev])
-                    .output()
-                    .unwrap();
-                String::from_utf8_lossy(&out.stdout).into_owned()
-            });
-            for q in qdiscs {
-                assert!(q.contains("tbf") && q.contains("rate 80Mbit"), "{q}");
-            }
-            // It resolves the master and the workers by permanent entries,
-            // as they resolve it (see netns's module doc): no ARP.
-            let master_ip = ClusterConfig::load(local::netns_config_path(&c.cfg))
-                .unwrap()
-                .master
-                .listen
-                .ip();
-            let std::net::IpAddr::V4(master_ip) = master_ip else {
-                panic!("{master_ip}")
-            };
-            let subnet = netns::subnet_addresses(master_ip, 3);
-            for (ns, peer) in [
-                ("pi0", subnet[0]),
-                ("pi0", subnet[1]),
-                ("master", subnet[3]),
-            ] {
-                let out = std::process::Command::new("ip")
-                    .args([
-                        "-4",
-                        "-n",
-                        &format!("{prefix}{ns}"),
-                        "neigh",
-                        "show",
-                        &peer.to_string(),
-                    ])
-                    .output()
-                    .unwrap();
-                let table = String::from_utf8_lossy(&out.stdout);
-                let want = format!("lladdr {} PERMANENT", netns::mac_of(peer));
-                assert!(table.contains(&want), "{ns} -> {peer}: {table}");
-            }
-        }
-        Deploy::Docker(_) => after_the_workers(&docker::config_path(&c.cfg), &seen.addr),
+/// In namespaces, the instance at `addr` has its own address after the
+/// workers', its link shaped at the type's 80 Mbit/s in both directions,
+/// and permanent neighbour entries for the master and the workers.
+fn netns_instance_is_a_host(prefix: &str, cfg: &Path, addr: &str) {
+    after_the_workers(&local::netns_config_path(cfg), addr);
+    let qdiscs = [("pi0", "eth0"), ("bridge", "vp0")].map(|(ns, dev)| {
+        let out = std::process::Command::new("tc")
+            .args(["-n", &format!("{prefix}{ns}"), "qdisc", "show", "dev", dev])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    });
+    for q in qdiscs {
+        assert!(q.contains("tbf") && q.contains("rate 80Mbit"), "{q}");
     }
-    let r = client.wait_job(id).await.unwrap();
-    assert_eq!(r.state, JobState::Succeeded, "{:?}", r.error);
-    assert_eq!(r.deadline_met, Some(true), "JCT {:?} ms", r.jct_ms);
-    let cost = r.public_cost.clone().expect("the job used an instance");
-    assert_eq!(cost.instances, ["burst-1"]);
-    assert!(cost.compute > 0.0, "{cost:?}");
-    // 1 MB per map received at 1 per GB.
-    let on_instance: Vec<_> = r
-        .attempts
-        .iter()
-        .filter(|a| a.worker == "burst-1")
-        .collect();
-    assert!(!on_instance.is_empty(), "{:?}", r.attempts);
-    assert!(on_instance
-        .iter()
-        .all(|a| a.locality == common::wire::Locality::DataRemote));
-    assert!(
-        (cost.transfer - on_instance.len() as f64 * 1e6 / 1e9).abs() < 1e-9,
-        "{cost:?}"
-    );
+    // It resolves the master and the workers by permanent entries,
+    // as they resolve it (see netns's module doc): no ARP.
+    let master_ip = ClusterConfig::load(local::netns_config_path(cfg))
+        .unwrap()
+        .master
+        .listen
+        .ip();
+    let std::net::IpAddr::V4(master_ip) = master_ip else {
+        panic!("{master_ip}")
+    };
+    let subnet = netns::subnet_addresses(master_ip, 3);
+    for (ns, peer) in [
+        ("pi0", subnet[0]),
+        ("pi0", subnet[1]),
+        ("master", subnet[3]),
+    ] {
+        let out = std::process::Command::new("ip")
+            .args([
+                "-4",
+                "-n",
+                &format!("{prefix}{ns}"),
+                "neigh",
+                "show",
+                &peer.to_string(),
+            ])
+            .output()
+            .unwrap();
+        let table = String::from_utf8_lossy(&out.stdout);
+        let want = format!("lladdr {} PERMANENT", netns::mac_of(peer));
+        assert!(table.contains(&want), "{ns} -> {peer}: {table}");
+    }
+}
 
-    // Idle for 1 s, it is stopped: gone from the live workers, and its
-    // process (port closed), namespace or container gone.
+/// Waits until the instance `burst-1` is stopped: gone from the live
+/// workers, and its process (port closed), namespace or container gone.
+async fn wait_instance_gone(client: &MasterClient, deploy: &Deploy) {
     let t0 = Instant::now();
     loop {
         let ws = client.workers().await.unwrap();
@@ -341,6 +296,59 @@ async fn scenario(deploy: Deploy) {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+async fn scenario(deploy: Deploy) {
+    let Some((c, client)) = start(deploy.clone(), 1.0).await else {
+        return;
+    };
+
+    // Privately the 8 maps take 4 waves of 2 s. With 5.5 s, Algorithm I
+    // keeps 4 (done at 2 and 4 s) and the other 4 go to one `burst`
+    // (1 s boot + 1 s compute + 0.1 s transfer each, in parallel).
+    let id = submit(&client, 5.5).await;
+    // While it runs, the instance is a host of the deployment.
+    let t0 = Instant::now();
+    let seen = loop {
+        let ws = client.workers().await.unwrap();
+        if let Some(w) = ws.iter().find(|w| w.name == "burst-1" && w.alive) {
+            break w.clone();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no instance registered: {ws:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(instance_exists(&deploy));
+    match &deploy {
+        Deploy::Processes => assert!(seen.addr.starts_with("http://127.0.0.1:"), "{seen:?}"),
+        Deploy::Netns(prefix) => netns_instance_is_a_host(prefix, &c.cfg, &seen.addr),
+        Deploy::Docker(_) => after_the_workers(&docker::config_path(&c.cfg), &seen.addr),
+    }
+    let r = client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{:?}", r.error);
+    assert_eq!(r.deadline_met, Some(true), "JCT {:?} ms", r.jct_ms);
+    let cost = r.public_cost.clone().expect("the job used an instance");
+    assert_eq!(cost.instances, ["burst-1"]);
+    assert!(cost.compute > 0.0, "{cost:?}");
+    // 1 MB per map received at 1 per GB.
+    let on_instance: Vec<_> = r
+        .attempts
+        .iter()
+        .filter(|a| a.worker == "burst-1")
+        .collect();
+    assert!(!on_instance.is_empty(), "{:?}", r.attempts);
+    assert!(on_instance
+        .iter()
+        .all(|a| a.locality == common::wire::Locality::DataRemote));
+    assert!(
+        (cost.transfer - on_instance.len() as f64 * 1e6 / 1e9).abs() < 1e-9,
+        "{cost:?}"
+    );
+
+    // Idle for 1 s, it is stopped.
+    wait_instance_gone(&client, &deploy).await;
     // Its bill is final: its whole life, request to stop, at 0.01/s.
     let after = client.job(r.job, None).await.unwrap().public_cost.unwrap();
     assert!(after.compute >= cost.compute, "{after:?} {cost:?}");

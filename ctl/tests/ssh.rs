@@ -90,44 +90,9 @@ fn worker_pids(ns: &str) -> Vec<i32> {
         .collect()
 }
 
-#[test]
-fn master_up_starts_copies_and_stops_workers_over_ssh_on_three_hosts() {
-    if !is_root() {
-        skip::skipped("the ssh test needs root (network namespaces)");
-        return;
-    }
-    let Some(sshd) = sshd() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI installs openssh-server (.ci/run)"
-        );
-        skip::skipped("no sshd (package openssh-server)");
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let prefix = format!("mrs{}-", std::process::id() % 100_000);
-    // The hosts' layout: the netns mode's (a bridge, the master's namespace
-    // at 10.77.0.1, hosts from 10.77.0.10), with no shaping.
-    let mut plan_text = String::from(
-        "[cluster]\ntoken = \"ssh-test\"\nreplication = 2\n[master]\nlisten = \"127.0.0.1:7070\"\n",
-    );
-    for i in 1..=HOSTS {
-        plan_text += &format!(
-            "[[worker]]\nname = \"h{i}\"\nlisten = \"127.0.0.1:{}\"\n",
-            7100 + i
-        );
-    }
-    std::fs::write(d.join("plan.toml"), plan_text).unwrap();
-    let plan = common::config::ClusterConfig::load(d.join("plan.toml")).unwrap();
-    let layout = netns::Layout::plan(&prefix, &plan).unwrap();
-    let mut cleanup = Cleanup {
-        prefix: prefix.clone(),
-        pid_files: Vec::new(),
-    };
-    netns::setup(&layout).unwrap();
-
-    // Keys made for the test: the client's, and one host key per host.
+/// Keys made for the test (the client's, and one host key per host) and
+/// an sshd on each host's address; returns the client's key.
+fn start_sshds(d: &Path, layout: &netns::Layout, sshd: &Path, cleanup: &mut Cleanup) -> PathBuf {
     let key = d.join("id");
     sh(
         "ssh-keygen",
@@ -179,8 +144,12 @@ fn master_up_starts_copies_and_stops_workers_over_ssh_on_three_hosts() {
         );
     }
     std::fs::write(d.join("known_hosts"), known).unwrap();
+    key
+}
 
-    // The cluster: the master in its namespace, each worker on its host.
+/// The cluster: the master in its namespace, each worker on its host,
+/// reached over ssh with `key`; returns the config's path.
+fn write_cluster_config(d: &Path, layout: &netns::Layout, key: &Path) -> PathBuf {
     let mut text = format!(
         r#"[cluster]
 token = "ssh-test"
@@ -207,6 +176,48 @@ ssh_options = ["-i", "{key}", "-o", "UserKnownHostsFile={kh}", "-o", "StrictHost
     }
     let cfg = d.join("cluster.toml");
     std::fs::write(&cfg, text).unwrap();
+    cfg
+}
+
+#[test]
+fn master_up_starts_copies_and_stops_workers_over_ssh_on_three_hosts() {
+    if !is_root() {
+        skip::skipped("the ssh test needs root (network namespaces)");
+        return;
+    }
+    let Some(sshd) = sshd() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs openssh-server (.ci/run)"
+        );
+        skip::skipped("no sshd (package openssh-server)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prefix = format!("mrs{}-", std::process::id() % 100_000);
+    // The hosts' layout: the netns mode's (a bridge, the master's namespace
+    // at 10.77.0.1, hosts from 10.77.0.10), with no shaping.
+    let mut plan_text = String::from(
+        "[cluster]\ntoken = \"ssh-test\"\nreplication = 2\n[master]\nlisten = \"127.0.0.1:7070\"\n",
+    );
+    for i in 1..=HOSTS {
+        plan_text += &format!(
+            "[[worker]]\nname = \"h{i}\"\nlisten = \"127.0.0.1:{}\"\n",
+            7100 + i
+        );
+    }
+    std::fs::write(d.join("plan.toml"), plan_text).unwrap();
+    let plan = common::config::ClusterConfig::load(d.join("plan.toml")).unwrap();
+    let layout = netns::Layout::plan(&prefix, &plan).unwrap();
+    let mut cleanup = Cleanup {
+        prefix: prefix.clone(),
+        pid_files: Vec::new(),
+    };
+    netns::setup(&layout).unwrap();
+
+    let key = start_sshds(d, &layout, &sshd, &mut cleanup);
+    let cfg = write_cluster_config(d, &layout, &key);
     let ns = layout.master.ns.as_str();
 
     let (ok, out) = master_in(ns, &cfg, &["up", "--fresh"]);

@@ -11,63 +11,8 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     let (parsed, _) = ctl::experiment::spec::Spec::load(&spec).unwrap();
     let schedulers = parsed.schedulers().unwrap();
 
-    // runs.csv: one successful row per scheduler, all jobs done, all tasks counted.
-    let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
-    let rows: Vec<csv::StringRecord> = runs.records().map(Result::unwrap).collect();
-    let h = runs.headers().unwrap().clone();
-    let col = |r: &csv::StringRecord, name: &str| -> String {
-        r[h.iter().position(|x| x == name).unwrap()].to_owned()
-    };
-    assert_eq!(rows.len(), schedulers.len());
     let tasks_per_run = parsed.jobs.count * parsed.data.blocks.unwrap();
-    for (r, s) in rows.iter().zip(&schedulers) {
-        assert_eq!(col(r, "scheduler"), s.label);
-        assert_eq!(col(r, "status"), "ok", "{r:?}");
-        assert_eq!(col(r, "jobs"), parsed.jobs.count.to_string());
-        let local: u32 = col(r, "data_local").parse().unwrap();
-        let remote: u32 = col(r, "data_remote").parse().unwrap();
-        assert_eq!(local + remote, tasks_per_run, "{r:?}");
-        let mean: f64 = col(r, "mean_jct_s").parse().unwrap();
-        let makespan: f64 = col(r, "makespan_s").parse().unwrap();
-        assert!(mean > 0.0 && makespan >= mean, "{r:?}");
-        // The host worked during the run (master, workers, the runner).
-        let cpu: f64 = col(r, "host_cpu_pct").parse().unwrap();
-        assert!(cpu > 0.0 && cpu <= 100.0, "{r:?}");
-    }
-    // tasks.csv: every successful attempt of every run.
-    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
-    let th = tasks.headers().unwrap().clone();
-    let ok_col = th.iter().position(|x| x == "ok").unwrap();
-    let ok = tasks
-        .records()
-        .map(Result::unwrap)
-        .filter(|r| &r[ok_col] == "true")
-        .count();
-    assert_eq!(ok as u32, tasks_per_run * schedulers.len() as u32);
-    // Every run's jobs are job-1..job-N: no run inherits another's history
-    // (the master's journal starts afresh with each run).
-    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
-    let th = tasks.headers().unwrap().clone();
-    let (sched_col, job_col) = (
-        th.iter().position(|x| x == "scheduler").unwrap(),
-        th.iter().position(|x| x == "job").unwrap(),
-    );
-    let jobs = parsed.jobs.count as usize;
-    for s in &schedulers {
-        let mut ids: Vec<String> = tasks
-            .records()
-            .map(Result::unwrap)
-            .filter(|r| r[sched_col] == s.label)
-            .map(|r| r[job_col].to_owned())
-            .collect();
-        ids.sort();
-        ids.dedup();
-        let want: Vec<String> = (1..=jobs).map(|i| format!("job-{i}")).collect();
-        let mut want_sorted = want.clone();
-        want_sorted.sort();
-        assert_eq!(ids, want_sorted, "{}", s.label);
-        tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
-    }
+    runs_and_tasks_are_whole(&out, &parsed, &schedulers);
     // summary, plots and metadata.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     for s in &schedulers {
@@ -102,65 +47,7 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
             }
         }
     }
-    // The decision record of every run: a row for every map attempt in
-    // tasks.csv (and for launches a worker refused, which tasks.csv does
-    // not hold), each explained by its policy.
-    let gunzip = |path: &Path| -> Vec<csv::StringRecord> {
-        let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let mut r = csv::Reader::from_reader(flate2::read::GzDecoder::new(f));
-        let h = r.headers().unwrap().clone();
-        assert_eq!(h.get(0), Some("t_s"));
-        assert_eq!(
-            h.iter().skip(1).collect::<Vec<_>>().join(","),
-            sched::decision::Decision::CSV_HEADER
-        );
-        r.records().map(Result::unwrap).collect()
-    };
-    let task_col = th.iter().position(|x| x == "task").unwrap();
-    let attempts = |label: &str| -> Vec<(String, String)> {
-        csv::Reader::from_path(out.join("tasks.csv"))
-            .unwrap()
-            .records()
-            .map(Result::unwrap)
-            .filter(|r| &r[sched_col] == label)
-            .map(|r| {
-                let job = r[job_col].trim_start_matches("job-").to_owned();
-                (job, r[task_col].to_owned())
-            })
-            .collect()
-    };
-    let mut declined = 0;
-    for p in &points {
-        for s in &schedulers {
-            let file = format!(
-                "{}-{}-r0.csv.gz",
-                ctl::experiment::timeline::slug(&p.label),
-                ctl::experiment::timeline::slug(&s.label)
-            );
-            let rows = gunzip(&out.join("decisions").join(&file));
-            let maps: Vec<_> = rows.iter().filter(|r| &r[2] == "map").collect();
-            let tried = attempts(&s.label);
-            assert!(maps.len() >= tried.len(), "{file}");
-            // Tasks launched n times have n rows at least.
-            for t in &tried {
-                let n =
-                    |v: &mut dyn Iterator<Item = (String, String)>| v.filter(|x| x == t).count();
-                let rows_for = n(&mut maps.iter().map(|m| (m[5].to_owned(), m[6].to_owned())));
-                assert!(rows_for >= n(&mut tried.iter().cloned()), "{file}: {t:?}");
-            }
-            // Every declined offer says why too.
-            for d in rows.iter().filter(|r| &r[2] == "idle") {
-                assert_ne!(&d[11], "unexplained", "{file}: {d:?}");
-                declined += 1;
-            }
-            for m in &maps {
-                assert_ne!(&m[11], "unexplained", "{file}: {m:?}");
-                let t: f64 = m[0].parse().unwrap();
-                assert!((0.0..60.0).contains(&t), "{file}: {m:?}");
-            }
-        }
-    }
-    assert!(declined > 0, "the waiting policies declined some offers");
+    every_attempt_has_its_decision(&out, &points, &schedulers);
     // Every run's record, its inputs fed through its policy again (the
     // code the simulator runs), makes the same decisions, row for row.
     let mut runs_csv = csv::Reader::from_path(out.join("runs.csv")).unwrap();
@@ -219,6 +106,153 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     assert_eq!(again, summary);
     assert!(out.join("plots/flowtime.svg").exists());
 
+    calibration_predicts_every_run(&out, schedulers.len(), tasks_per_run);
+}
+
+type Spec = ctl::experiment::spec::Spec;
+type Named = ctl::experiment::spec::NamedScheduler;
+
+/// runs.csv has one successful row per scheduler with every job done and
+/// every task counted; tasks.csv every successful attempt, each run's jobs
+/// job-1..job-N (no run inherits another's history).
+fn runs_and_tasks_are_whole(out: &Path, parsed: &Spec, schedulers: &[Named]) {
+    // runs.csv: one successful row per scheduler, all jobs done, all tasks counted.
+    let mut runs = csv::Reader::from_path(out.join("runs.csv")).unwrap();
+    let rows: Vec<csv::StringRecord> = runs.records().map(Result::unwrap).collect();
+    let h = runs.headers().unwrap().clone();
+    let col = |r: &csv::StringRecord, name: &str| -> String {
+        r[h.iter().position(|x| x == name).unwrap()].to_owned()
+    };
+    assert_eq!(rows.len(), schedulers.len());
+    let tasks_per_run = parsed.jobs.count * parsed.data.blocks.unwrap();
+    for (r, s) in rows.iter().zip(&schedulers) {
+        assert_eq!(col(r, "scheduler"), s.label);
+        assert_eq!(col(r, "status"), "ok", "{r:?}");
+        assert_eq!(col(r, "jobs"), parsed.jobs.count.to_string());
+        let local: u32 = col(r, "data_local").parse().unwrap();
+        let remote: u32 = col(r, "data_remote").parse().unwrap();
+        assert_eq!(local + remote, tasks_per_run, "{r:?}");
+        let mean: f64 = col(r, "mean_jct_s").parse().unwrap();
+        let makespan: f64 = col(r, "makespan_s").parse().unwrap();
+        assert!(mean > 0.0 && makespan >= mean, "{r:?}");
+        // The host worked during the run (master, workers, the runner).
+        let cpu: f64 = col(r, "host_cpu_pct").parse().unwrap();
+        assert!(cpu > 0.0 && cpu <= 100.0, "{r:?}");
+    }
+    // tasks.csv: every successful attempt of every run.
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let ok_col = th.iter().position(|x| x == "ok").unwrap();
+    let ok = tasks
+        .records()
+        .map(Result::unwrap)
+        .filter(|r| &r[ok_col] == "true")
+        .count();
+    assert_eq!(ok as u32, tasks_per_run * schedulers.len() as u32);
+    // Every run's jobs are job-1..job-N: no run inherits another's history
+    // (the master's journal starts afresh with each run).
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let (sched_col, job_col) = (
+        th.iter().position(|x| x == "scheduler").unwrap(),
+        th.iter().position(|x| x == "job").unwrap(),
+    );
+    let jobs = parsed.jobs.count as usize;
+    for s in &schedulers {
+        let mut ids: Vec<String> = tasks
+            .records()
+            .map(Result::unwrap)
+            .filter(|r| r[sched_col] == s.label)
+            .map(|r| r[job_col].to_owned())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        let want: Vec<String> = (1..=jobs).map(|i| format!("job-{i}")).collect();
+        let mut want_sorted = want.clone();
+        want_sorted.sort();
+        assert_eq!(ids, want_sorted, "{}", s.label);
+        tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    }
+}
+
+/// A decision record's rows (gzipped CSV), its header checked.
+fn decision_rows(path: &Path) -> Vec<csv::StringRecord> {
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut r = csv::Reader::from_reader(flate2::read::GzDecoder::new(f));
+    let h = r.headers().unwrap().clone();
+    assert_eq!(h.get(0), Some("t_s"));
+    assert_eq!(
+        h.iter().skip(1).collect::<Vec<_>>().join(","),
+        sched::decision::Decision::CSV_HEADER
+    );
+    r.records().map(Result::unwrap).collect()
+}
+
+/// The decision record of every run: a row for every map attempt in
+/// tasks.csv (and for launches a worker refused, which tasks.csv does not
+/// hold), each explained by its policy.
+fn every_attempt_has_its_decision(
+    out: &Path,
+    points: &[ctl::experiment::spec::Point],
+    schedulers: &[Named],
+) {
+    let mut tasks = csv::Reader::from_path(out.join("tasks.csv")).unwrap();
+    let th = tasks.headers().unwrap().clone();
+    let pos = |name: &str| th.iter().position(|x| x == name).unwrap();
+    let (sched_col, job_col) = (pos("scheduler"), pos("job"));
+    // The decision record of every run: a row for every map attempt in
+    // tasks.csv (and for launches a worker refused, which tasks.csv does
+    // not hold), each explained by its policy.
+    let task_col = th.iter().position(|x| x == "task").unwrap();
+    let attempts = |label: &str| -> Vec<(String, String)> {
+        csv::Reader::from_path(out.join("tasks.csv"))
+            .unwrap()
+            .records()
+            .map(Result::unwrap)
+            .filter(|r| &r[sched_col] == label)
+            .map(|r| {
+                let job = r[job_col].trim_start_matches("job-").to_owned();
+                (job, r[task_col].to_owned())
+            })
+            .collect()
+    };
+    let mut declined = 0;
+    for p in &points {
+        for s in &schedulers {
+            let file = format!(
+                "{}-{}-r0.csv.gz",
+                ctl::experiment::timeline::slug(&p.label),
+                ctl::experiment::timeline::slug(&s.label)
+            );
+            let rows = decision_rows(&out.join("decisions").join(&file));
+            let maps: Vec<_> = rows.iter().filter(|r| &r[2] == "map").collect();
+            let tried = attempts(&s.label);
+            assert!(maps.len() >= tried.len(), "{file}");
+            // Tasks launched n times have n rows at least.
+            for t in &tried {
+                let n =
+                    |v: &mut dyn Iterator<Item = (String, String)>| v.filter(|x| x == t).count();
+                let rows_for = n(&mut maps.iter().map(|m| (m[5].to_owned(), m[6].to_owned())));
+                assert!(rows_for >= n(&mut tried.iter().cloned()), "{file}: {t:?}");
+            }
+            // Every declined offer says why too.
+            for d in rows.iter().filter(|r| &r[2] == "idle") {
+                assert_ne!(&d[11], "unexplained", "{file}: {d:?}");
+                declined += 1;
+            }
+            for m in &maps {
+                assert_ne!(&m[11], "unexplained", "{file}: {m:?}");
+                let t: f64 = m[0].parse().unwrap();
+                assert!((0.0..60.0).contains(&t), "{file}: {m:?}");
+            }
+        }
+    }
+    assert!(declined > 0, "the waiting policies declined some offers");
+}
+
+/// The simulator calibrated on these runs predicts every run under the
+/// three cost models, from tasks.csv gzipped as committed results keep it.
+fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
     // The simulator calibrated on these runs predicts every run under both
     // cost models, from tasks.csv gzipped as committed results keep it.
     let tasks_csv = std::fs::read(out.join("tasks.csv")).unwrap();
@@ -230,14 +264,14 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     gz.finish().unwrap();
     std::fs::remove_file(out.join("tasks.csv")).unwrap();
     use ctl::experiment::calibrate::{calibrate, Fit, Options};
-    let cal = calibrate(&out, &Options::new(Fit::InSample)).unwrap();
+    let cal = calibrate(out, &Options::new(Fit::InSample)).unwrap();
     let preds: Vec<ctl::experiment::calibrate::Prediction> =
         ctl::results::read_csv(&cal.join("predictions.csv")).unwrap();
-    assert_eq!(preds.len(), 3 * schedulers.len());
+    assert_eq!(preds.len(), 3 * runs);
     // A folder predicted by another calibration's models (here its own):
     // models.json.gz keeps every fitted term, the overheads too, so the
     // predictions come out the same to the digit.
-    let from = calibrate(&out, &Options::new(Fit::From(cal.clone()))).unwrap();
+    let from = calibrate(out, &Options::new(Fit::From(cal.clone()))).unwrap();
     assert!(
         from.ends_with("calibration-from-smoke"),
         "{}",
@@ -261,14 +295,14 @@ async fn smoke_spec_runs_every_scheduler_and_writes_results() {
     // simulated map.
     let sim_maps: usize = std::fs::read_dir(cal.join("decisions"))
         .unwrap()
-        .map(|e| gunzip(&e.unwrap().path()))
+        .map(|e| decision_rows(&e.unwrap().path()))
         .map(|rows| rows.iter().filter(|r| &r[2] == "map").count())
         .sum();
-    assert_eq!(sim_maps as u32, 3 * tasks_per_run * schedulers.len() as u32);
+    assert_eq!(sim_maps as u32, 3 * tasks_per_run * runs as u32);
     let predicted_tasks = std::fs::read_to_string(cal.join("predicted-tasks.csv")).unwrap();
     assert_eq!(
         predicted_tasks.lines().count() as u32,
-        1 + 3 * tasks_per_run * schedulers.len() as u32
+        1 + 3 * tasks_per_run * runs as u32
     );
     let cal_summary = std::fs::read_to_string(cal.join("summary.md")).unwrap();
     assert!(cal_summary.contains("Within 10% of the measured mean JCT"));
