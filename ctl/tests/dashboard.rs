@@ -309,7 +309,7 @@ async fn running_attempts_are_drawn(c: &support::LocalCluster, browser: &Browser
     });
     let slow_id = c.client.submit(&slow).await.unwrap();
     let mut live = open(
-        &browser,
+        browser,
         &format!("{base}/#token={TOKEN}&job=job-{}", slow_id.0),
     )
     .await;

@@ -325,7 +325,7 @@ fn check_sorted(r: &common::wire::JobReport, out: &[u8], reference: &[u8]) {
     );
 }
 
-/// 2. A partition during the shuffle: once the maps are done, a worker
+/// Step 2, a partition during the shuffle: once the maps are done, a worker
 /// that holds map output is cut off its network, then put back.
 async fn partition_during_shuffle(c: &Containers, reference: &[u8]) {
     let (client, derived, project) = (&c.client, &c.derived, &c.project);

@@ -219,7 +219,7 @@ fn after_the_workers(derived: &Path, addr: &str) {
 /// In namespaces, the instance at `addr` has its own address after the
 /// workers', its link shaped at the type's 80 Mbit/s in both directions,
 /// and permanent neighbour entries for the master and the workers.
-fn netns_instance_is_a_host(prefix: &str, cfg: &Path, addr: &str) {
+fn netns_instance_is_a_host(prefix: &str, cfg: &ClusterConfig, addr: &str) {
     after_the_workers(&local::netns_config_path(cfg), addr);
     let qdiscs = [("pi0", "eth0"), ("bridge", "vp0")].map(|(ns, dev)| {
         let out = std::process::Command::new("tc")
@@ -278,7 +278,7 @@ async fn wait_instance_gone(client: &MasterClient, deploy: &Deploy) {
                 loop {
                     let closed = match deploy {
                         Deploy::Processes => tokio::net::TcpStream::connect(&addr).await.is_err(),
-                        _ => !instance_exists(&deploy),
+                        _ => !instance_exists(deploy),
                     };
                     if closed {
                         break;

@@ -125,7 +125,7 @@ fn runs_and_tasks_are_whole(out: &Path, parsed: &Spec, schedulers: &[Named]) {
     };
     assert_eq!(rows.len(), schedulers.len());
     let tasks_per_run = parsed.jobs.count * parsed.data.blocks.unwrap();
-    for (r, s) in rows.iter().zip(&schedulers) {
+    for (r, s) in rows.iter().zip(schedulers) {
         assert_eq!(col(r, "scheduler"), s.label);
         assert_eq!(col(r, "status"), "ok", "{r:?}");
         assert_eq!(col(r, "jobs"), parsed.jobs.count.to_string());
@@ -158,7 +158,7 @@ fn runs_and_tasks_are_whole(out: &Path, parsed: &Spec, schedulers: &[Named]) {
         th.iter().position(|x| x == "job").unwrap(),
     );
     let jobs = parsed.jobs.count as usize;
-    for s in &schedulers {
+    for s in schedulers {
         let mut ids: Vec<String> = tasks
             .records()
             .map(Result::unwrap)
@@ -217,8 +217,8 @@ fn every_attempt_has_its_decision(
             .collect()
     };
     let mut declined = 0;
-    for p in &points {
-        for s in &schedulers {
+    for p in points {
+        for s in schedulers {
             let file = format!(
                 "{}-{}-r0.csv.gz",
                 ctl::experiment::timeline::slug(&p.label),
