@@ -326,7 +326,14 @@ proptest::proptest! {
                 let all = serde_json::to_value(&entries).unwrap();
                 let n = r.entries.len();
                 proptest::prop_assert_eq!(&back.as_array().unwrap()[..], &all.as_array().unwrap()[..n]);
-                proptest::prop_assert!(n == entries.len() || !r.dropped.is_empty(), "entries lost unsaid");
+                // A cut just after a line's newline leaves a shorter
+                // journal of whole lines, which is nothing to say.
+                let whole_lines = bytes.last() == Some(&b'\n')
+                    && n == bytes.iter().filter(|&&b| b == b'\n').count();
+                proptest::prop_assert!(
+                    n == entries.len() || !r.dropped.is_empty() || whole_lines,
+                    "entries lost unsaid"
+                );
             }
             Err(e) => proptest::prop_assert!(e.to_string().contains(": line "), "{}", e),
         }
