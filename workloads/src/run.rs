@@ -150,7 +150,7 @@ pub fn range_by_record<E, R: AsRef<[u8]>>(
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
 ) -> Result<(u64, u64), E> {
-    let mut first_at_least = |k: &[u8]| -> Result<u64, E> {
+    let first_at_least = |k: &[u8]| -> Result<u64, E> {
         let (mut a, mut b) = (0u64, n);
         while a < b {
             let m = (a + b) / 2;
@@ -162,6 +162,19 @@ pub fn range_by_record<E, R: AsRef<[u8]>>(
         }
         Ok(a)
     };
+    let (s, e) = bounds(lo, hi, n, first_at_least)?;
+    Ok((s * RECORD as u64, e * RECORD as u64))
+}
+
+/// `[start, end)` of what lies in `lo <= x < hi` among sorted items
+/// `0..n`, `first_at_least(k)` giving the first item at or above `k`
+/// (`None` = unbounded; an empty range where `hi` is below `lo`).
+fn bounds<E>(
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+    n: u64,
+    mut first_at_least: impl FnMut(&[u8]) -> Result<u64, E>,
+) -> Result<(u64, u64), E> {
     let s = match lo {
         Some(k) => first_at_least(k)?,
         None => 0,
@@ -169,9 +182,8 @@ pub fn range_by_record<E, R: AsRef<[u8]>>(
     let e = match hi {
         Some(k) => first_at_least(k)?,
         None => n,
-    }
-    .max(s);
-    Ok((s * RECORD as u64, e * RECORD as u64))
+    };
+    Ok((s, e.max(s)))
 }
 
 /// The byte range `[start, end)` of the lines `lo <= line < hi` (`None` =
@@ -186,7 +198,7 @@ pub fn range_by_line<E>(
     hi: Option<&[u8]>,
 ) -> Result<(u64, u64), E> {
     let mut buf = Vec::new();
-    let mut first_at_least = |k: &[u8]| -> Result<u64, E> {
+    let first_at_least = |k: &[u8]| -> Result<u64, E> {
         // Every line starting before `a` is below k; `a` starts a line (or
         // is `len`); no line starting at or after `b` needs a look.
         let (mut a, mut b) = (0u64, len);
@@ -212,16 +224,7 @@ pub fn range_by_line<E>(
         }
         Ok(a)
     };
-    let s = match lo {
-        Some(k) => first_at_least(k)?,
-        None => 0,
-    };
-    let e = match hi {
-        Some(k) => first_at_least(k)?,
-        None => len,
-    }
-    .max(s);
-    Ok((s, e))
+    bounds(lo, hi, len, first_at_least)
 }
 
 /// [`range_by_line`] over a run in memory.
