@@ -46,7 +46,8 @@ pub fn workload() -> impl Strategy<Value = Workload> {
         Just(Workload::InputSink),
         Just(Workload::Wordcount),
         Just(Workload::Sort),
-        Just(Workload::SortLines)
+        Just(Workload::SortLines),
+        Just(Workload::Synthetic)
     ]
 }
 
@@ -291,13 +292,22 @@ pub fn launch() -> impl Strategy<Value = Launch> {
             })
         },
     );
-    (attempt_id(), workload(), prop_oneof![map, reduce]).prop_map(|(attempt, workload, task)| {
-        Launch {
+    (
+        attempt_id(),
+        workload(),
+        prop_oneof![map, reduce],
+        option::of(ratios()),
+    )
+        .prop_map(|(attempt, workload, task, ratios)| Launch {
             attempt,
             workload,
             task,
-        }
-    })
+            ratios,
+        })
+}
+
+pub fn ratios() -> impl Strategy<Value = workloads::Ratios> {
+    (finite(), finite()).prop_map(|(shuffle, output)| workloads::Ratios { shuffle, output })
 }
 
 pub fn heartbeat_reply() -> impl Strategy<Value = HeartbeatReply> {
@@ -346,9 +356,21 @@ pub fn job_submit() -> impl Strategy<Value = JobSubmit> {
         option::of(compute),
         option::of(finite()),
         option::of(finite()),
+        option::of(ratios()),
     )
         .prop_map(
-            |(workload, input, name, group, reduces, output, compute, deadline_s, budget)| {
+            |(
+                workload,
+                input,
+                name,
+                group,
+                reduces,
+                output,
+                compute,
+                deadline_s,
+                budget,
+                ratios,
+            )| {
                 JobSubmit {
                     workload,
                     input,
@@ -359,6 +381,7 @@ pub fn job_submit() -> impl Strategy<Value = JobSubmit> {
                     compute,
                     deadline_s,
                     budget,
+                    ratios,
                 }
             },
         )

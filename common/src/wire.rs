@@ -4,7 +4,7 @@
 use crate::hash::splitmix64;
 use crate::ids::{AttemptId, BlockId, JobId, WorkerId};
 use serde::{Deserialize, Serialize};
-use workloads::{MapSummary, ReduceSummary, Workload};
+use workloads::{MapSummary, Ratios, ReduceSummary, Workload};
 
 /// Header carrying a block's digest (hex SHA-256 of its length and chunk CRC32Cs) on
 /// upload and download.
@@ -182,6 +182,9 @@ pub struct Launch {
     pub attempt: AttemptId,
     pub workload: Workload,
     pub task: LaunchTask,
+    /// A `synthetic` job's byte ratios (absent: the workload has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratios: Option<Ratios>,
 }
 
 /// What the attempt does: a map over one input block, or a reduce over one
@@ -358,9 +361,30 @@ pub struct JobSubmit {
     /// prices' currency units).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<f64>,
+    /// `synthetic` only: map output bytes per input byte and reduce output
+    /// bytes per shuffle byte (default 1 and 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratios: Option<Ratios>,
 }
 
 impl JobSubmit {
+    /// Checks the ratios: only a `synthetic` job reads them.
+    pub fn check_ratios(&self) -> Result<(), String> {
+        match (&self.ratios, self.workload) {
+            (Some(r), Workload::Synthetic) => r.validate(),
+            (Some(_), w) => Err(format!(
+                "ratios are read by the synthetic workload only, not by {w}"
+            )),
+            (None, _) => Ok(()),
+        }
+    }
+
+    /// The ratios a launch of this job carries: a synthetic job's (given or
+    /// the default), None for every other workload.
+    pub fn launch_ratios(&self) -> Option<Ratios> {
+        (self.workload == Workload::Synthetic).then(|| self.ratios.unwrap_or_default())
+    }
+
     /// Checks the deadline and the budget; the error names the field.
     pub fn check_qos(&self) -> Result<(), String> {
         if let Some(d) = self.deadline_s {
@@ -433,6 +457,7 @@ impl JobSubmit {
             compute: None,
             deadline_s: None,
             budget: None,
+            ratios: None,
         }
     }
 

@@ -299,6 +299,7 @@ async fn local_sink_bench() {
                 alternates: Vec::new(),
                 compute_ms: 0,
             },
+            ratios: None,
         };
         let t = Instant::now();
         let r = worker::exec::run(&ws[0].exec, launch, 0, &Default::default()).await;

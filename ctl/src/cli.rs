@@ -192,7 +192,16 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
             json,
             deadline_s,
             budget,
+            shuffle_ratio,
+            output_ratio,
         } => {
+            let ratios = (shuffle_ratio.is_some() || output_ratio.is_some()).then(|| {
+                let d = workloads::Ratios::default();
+                workloads::Ratios {
+                    shuffle: shuffle_ratio.unwrap_or(d.shuffle),
+                    output: output_ratio.unwrap_or(d.output),
+                }
+            });
             let job = JobSubmit {
                 workload,
                 input,
@@ -207,6 +216,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
                 }),
                 deadline_s,
                 budget,
+                ratios,
             };
             let how = Submission {
                 count,
@@ -478,6 +488,7 @@ pub async fn submit(
                 }),
                 deadline_s: job.deadline_s,
                 budget: job.budget,
+                ratios: job.ratios,
             })
             .await?;
         if json {

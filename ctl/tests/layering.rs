@@ -31,7 +31,15 @@ const CRATES: &[(&str, &[&str])] = &[
 ];
 
 /// Top-level modules of each crate, lowest first.
-const WORKLOADS: &[&str] = &["pool", "input_sink", "run", "sort", "lines", "wordcount"];
+const WORKLOADS: &[&str] = &[
+    "pool",
+    "input_sink",
+    "run",
+    "sort",
+    "lines",
+    "synthetic",
+    "wordcount",
+];
 const BASE: &[&str] = &[
     "bench", "checksum", "hash", "ids", "tomlfile", "units", "public",
 ];

@@ -161,7 +161,15 @@ pub async fn run(ex: &Arc<Executor>, launch: Launch, slot: u32, progress: &Progr
         }
         LaunchTask::Reduce(r) => {
             let io = ex.reduce_io();
-            match crate::reduce::run_reduce(&io, launch.attempt, launch.workload, r, progress).await
+            match crate::reduce::run_reduce(
+                &io,
+                launch.attempt,
+                launch.workload,
+                launch.ratios,
+                r,
+                progress,
+            )
+            .await
             {
                 Ok((summary, local, remote)) => {
                     // Its output block is stored here: report it now.
@@ -250,11 +258,12 @@ fn spawn_mapper(
 ) {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
     let workload = launch.workload;
+    let ratios = launch.ratios.unwrap_or_default();
     let outputs = ex.shuffle.clone();
     let attempt = launch.attempt;
     let mapped = progress.clone();
     let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, TaskOutcome> {
-        let mut task = workload.map_task(reduces);
+        let mut task = workload.map_task_with(reduces, ratios);
         task.expect_input(len);
         let mut consumed = 0u64;
         while let Some(piece) = rx.blocking_recv() {

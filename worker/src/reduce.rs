@@ -65,10 +65,11 @@ pub async fn run_reduce(
     io: &ReduceIo<'_>,
     attempt: AttemptId,
     workload: Workload,
+    ratios: Option<workloads::Ratios>,
     r: &ReduceLaunch,
     progress: &Progress,
 ) -> Result<(ReduceSummary, u64, u64), Failure> {
-    let Some(task) = workload.reduce_task_within(Some(spill(io))) else {
+    let Some(task) = workload.reduce_task_with(Some(spill(io)), ratios.unwrap_or_default()) else {
         return Err((
             0,
             0,

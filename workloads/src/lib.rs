@@ -8,7 +8,10 @@ pub mod lines;
 pub mod pool;
 pub mod run;
 pub mod sort;
+pub mod synthetic;
 pub mod wordcount;
+
+pub use synthetic::Ratios;
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +30,10 @@ pub enum Workload {
     /// Sort of newline-terminated lines of any length in `LC_ALL=C sort`'s
     /// order; range-partitioned reduces.
     SortLines,
+    /// Moves the bytes its ratios say (SWIM's synthetic job): map output
+    /// `shuffle` x input, reduce output `output` x shuffle; hash-partitioned
+    /// reduces.
+    Synthetic,
 }
 
 impl Workload {
@@ -36,6 +43,7 @@ impl Workload {
             Workload::Wordcount => "wordcount",
             Workload::Sort => "sort",
             Workload::SortLines => "sort-lines",
+            Workload::Synthetic => "synthetic",
         }
     }
 
@@ -43,7 +51,7 @@ impl Workload {
     pub fn default_reduces(self) -> u32 {
         match self {
             Workload::InputSink => 0,
-            Workload::Wordcount | Workload::Sort | Workload::SortLines => 1,
+            Workload::Wordcount | Workload::Sort | Workload::SortLines | Workload::Synthetic => 1,
         }
     }
 
@@ -59,7 +67,7 @@ impl Workload {
         match self {
             Workload::Sort => Some(sort::RunFormat::Records.part()),
             Workload::SortLines => Some(sort::RunFormat::Lines.part()),
-            Workload::InputSink | Workload::Wordcount => None,
+            Workload::InputSink | Workload::Wordcount | Workload::Synthetic => None,
         }
     }
 
@@ -68,9 +76,16 @@ impl Workload {
         self != Workload::InputSink
     }
 
-    /// A fresh map task of this workload for a job with `reduces` reduces.
+    /// A fresh map task of this workload for a job with `reduces` reduces
+    /// (a synthetic job's at ratios of 1).
     pub fn map_task(self, reduces: u32) -> Box<dyn MapTask> {
+        self.map_task_with(reduces, Ratios::default())
+    }
+
+    /// A fresh map task; `ratios` are read by `synthetic` only.
+    pub fn map_task_with(self, reduces: u32, ratios: Ratios) -> Box<dyn MapTask> {
         match self {
+            Workload::Synthetic => Box::new(synthetic::SyntheticMap::new(reduces, ratios)),
             Workload::InputSink => Box::new(input_sink::InputSink::default()),
             Workload::Wordcount => Box::new(wordcount::WordcountMap::new(reduces)),
             Workload::Sort => Box::new(sort::SortMap::default()),
@@ -89,7 +104,18 @@ impl Workload {
     /// wordcount reduce holds its distinct words, not its input), or None
     /// for map-only workloads.
     pub fn reduce_task_within(self, spill: Option<Spill>) -> Option<Box<dyn ReduceTask>> {
+        self.reduce_task_with(spill, Ratios::default())
+    }
+
+    /// A fresh reduce task; `ratios` are read by `synthetic` only (whose
+    /// reduce keeps no input, so it never spills).
+    pub fn reduce_task_with(
+        self,
+        spill: Option<Spill>,
+        ratios: Ratios,
+    ) -> Option<Box<dyn ReduceTask>> {
         match self {
+            Workload::Synthetic => Some(Box::new(synthetic::SyntheticReduce::new(ratios))),
             Workload::InputSink => None,
             Workload::Wordcount => Some(Box::<wordcount::WordcountReduce>::default()),
             Workload::Sort => Some(Box::new(sort::SortReduce::new(spill))),
@@ -338,7 +364,7 @@ mod props {
         fn reduces_refuse_or_take_arbitrary_map_output(
             pieces in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400), 1..4),
         ) {
-            for w in [Workload::Wordcount, Workload::Sort, Workload::SortLines] {
+            for w in [Workload::Wordcount, Workload::Sort, Workload::SortLines, Workload::Synthetic] {
                 let mut r = w.reduce_task().expect("has a reduce");
                 for p in &pieces {
                     if let Err(e) = r.consume(p.clone()) {

@@ -113,7 +113,7 @@ pub enum Cmd {
     },
     /// Submit jobs; with --wait, print their reports when they end.
     #[command(
-        after_help = "Examples:\n  master submit --workload wordcount --input demo --wait\n  master submit --workload sort --input recs --reduces 2 --output recs-sorted --wait --json\n  master submit --workload input-sink --input demo --count 10 --spread-s 30 --compute-ms 2000:12000"
+        after_help = "Examples:\n  master submit --workload wordcount --input demo --wait\n  master submit --workload sort --input recs --reduces 2 --output recs-sorted --wait --json\n  master submit --workload input-sink --input demo --count 10 --spread-s 30 --compute-ms 2000:12000\n  master submit --workload synthetic --input demo --reduces 4 --shuffle-ratio 0.5 --output-ratio 0.2 --wait"
     )]
     Submit {
         #[arg(long, value_enum)]
@@ -155,6 +155,12 @@ pub enum Cmd {
         /// Most the job may spend on public instances.
         #[arg(long)]
         budget: Option<f64>,
+        /// synthetic: map output bytes per input byte (default 1).
+        #[arg(long)]
+        shuffle_ratio: Option<f64>,
+        /// synthetic: reduce output bytes per shuffle byte (default 1).
+        #[arg(long)]
+        output_ratio: Option<f64>,
     },
     /// List jobs.
     #[command(after_help = "Examples:\n  master jobs")]

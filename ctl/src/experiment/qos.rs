@@ -32,6 +32,10 @@ pub struct JobRow {
     pub cost_transfer: f64,
     pub cost_total: f64,
     pub error: String,
+    /// Map output bytes its reduces fetched (folders from before it was
+    /// kept have none: 0).
+    #[serde(default)]
+    pub shuffle_bytes: u64,
 }
 
 impl JobRow {
@@ -66,6 +70,7 @@ impl JobRow {
                     cost_transfer: cost.transfer,
                     cost_total: cost.total(),
                     error: r.error.clone().unwrap_or_default(),
+                    shuffle_bytes: r.shuffle_bytes,
                 }
             })
             .collect()
@@ -227,6 +232,7 @@ mod tests {
             cost_transfer: 0.0,
             cost_total: cost,
             error: error.into(),
+            shuffle_bytes: 0,
         }
     }
 

@@ -281,6 +281,8 @@ struct JobPlan {
     input: String,
     maps: u32,
     reduces: Option<u32>,
+    /// A synthetic job's ratios (a trace's job with shuffle).
+    ratios: Option<workloads::Ratios>,
 }
 
 /// What every run of one (point, repetition) shares.
@@ -416,6 +418,7 @@ impl RunEnv<'_> {
                         input: self.trace_file_name(&f.path),
                         maps: f.blocks,
                         reduces: j.reduces,
+                        ratios: j.ratios,
                     }
                 })
                 .collect();
@@ -430,6 +433,7 @@ impl RunEnv<'_> {
                     reduces: j.reduces.or(j
                         .reduce_fraction
                         .map(|f| ((self.point.blocks as f64 * f).round() as u32).max(1))),
+                    ratios: None,
                 })
                 .collect();
         }
@@ -441,6 +445,7 @@ impl RunEnv<'_> {
                 input: format!("{}-j{i}", self.file_name(0)),
                 maps: c.maps,
                 reduces: c.reduces,
+                ratios: None,
             })
             .collect()
     }
@@ -658,6 +663,7 @@ async fn run_once(env: &RunEnv<'_>, sched: &NamedScheduler) -> anyhow::Result<Ru
             let mut job = JobSubmit::new(plan.workload, plan.input.clone());
             job.name = Some(format!("j{i}"));
             job.reduces = plan.reduces;
+            job.ratios = plan.ratios;
             job.compute = env.spec.jobs.task_time_s.map(|[a, b]| TaskCompute {
                 min_ms: (a * 1000.0).round() as u64,
                 max_ms: (b * 1000.0).round() as u64,

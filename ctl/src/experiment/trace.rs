@@ -22,11 +22,19 @@
 //! - a file is `round(size / block)` blocks of the point's block size, or,
 //!   smaller than half a block, one block of its own size (at least 4 KiB):
 //!   a job of a few bytes becomes one small map task, not a block's worth;
-//! - a job without shuffle bytes is map-only (`input-sink`); a job with
-//!   shuffle is a `wordcount` with `ceil(scaled shuffle / block)` reduces,
-//!   at most `max_reduces`. Its shuffle is then wordcount's (a few % of its
-//!   input), not the trace's: the trace decides which jobs shuffle and how
-//!   many reduces they run, not how many bytes cross;
+//! - a job without shuffle bytes is map-only (`input-sink`; the trace's
+//!   output bytes of a map-only job are not written); a job with shuffle
+//!   runs `ceil(scaled shuffle / block)` reduces, at most `max_reduces`.
+//!   With `shuffle = "trace"` (the default) it is a `synthetic` job whose
+//!   maps write the trace's scaled shuffle bytes (its ratio to the bytes
+//!   the job's file holds, so a job reading a path shared with a larger
+//!   job still shuffles its own figure) and whose reduces write its scaled
+//!   output bytes (their ratio to the shuffle), as SWIM's own synthetic
+//!   jobs do; with `shuffle = "wordcount"` (how the folders of before
+//!   2026-11-28 were made) it is a `wordcount`, whose shuffle follows its
+//!   input (about a sixth of it on the generated text): the trace then
+//!   decides which jobs shuffle and how many reduces they run, not how many
+//!   bytes cross;
 //! - a job with no input bytes is left out (a job here reads a file), and
 //!   counted.
 
@@ -52,6 +60,21 @@ pub struct TraceSpec {
     /// Reduces of a job at most.
     #[serde(default = "default_max_reduces")]
     pub max_reduces: u32,
+    /// What a job with shuffle runs: `trace` (a synthetic job moving the
+    /// trace's scaled shuffle and output bytes) or `wordcount`.
+    #[serde(default)]
+    pub shuffle: TraceShuffle,
+}
+
+/// `[trace] shuffle`: whose bytes a replayed job with shuffle moves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TraceShuffle {
+    /// The trace's scaled shuffle and output bytes (`synthetic`).
+    #[default]
+    Trace,
+    /// wordcount's over the job's input (a few % of it).
+    Wordcount,
 }
 
 fn one() -> f64 {
@@ -132,7 +155,7 @@ pub struct TraceFile {
 }
 
 /// One job of a trace run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TraceJob {
     /// The trace's job id.
     pub id: String,
@@ -144,6 +167,10 @@ pub struct TraceJob {
     pub reduces: Option<u32>,
     /// The trace's shuffle bytes, scaled (what its reduces fetch).
     pub shuffle_bytes: u64,
+    /// The trace's output bytes, scaled.
+    pub output_bytes: u64,
+    /// A synthetic job's ratios (`shuffle = "trace"`).
+    pub ratios: Option<workloads::Ratios>,
 }
 
 /// A trace sample made into files and jobs.
@@ -273,22 +300,41 @@ pub fn plan(
     let jobs = sample
         .iter()
         .map(|j| {
+            let file = index[key(j).as_str()];
+            let f = &files[file];
+            let stored = f.block_bytes * u64::from(f.blocks);
             let shuffle = scaled(j.shuffle_bytes);
-            let (workload, reduces) = if j.shuffle_bytes == 0 {
-                (Workload::InputSink, None)
+            let output = scaled(j.output_bytes);
+            let (workload, reduces, ratios) = if j.shuffle_bytes == 0 {
+                (Workload::InputSink, None, None)
             } else {
                 let r = shuffle
                     .div_ceil(block)
-                    .clamp(1, u64::from(spec.max_reduces));
-                (Workload::Wordcount, Some(r as u32))
+                    .clamp(1, u64::from(spec.max_reduces)) as u32;
+                match spec.shuffle {
+                    TraceShuffle::Wordcount => (Workload::Wordcount, Some(r), None),
+                    TraceShuffle::Trace => {
+                        let ratios = workloads::Ratios {
+                            shuffle: shuffle as f64 / stored as f64,
+                            output: if shuffle == 0 {
+                                0.0
+                            } else {
+                                output as f64 / shuffle as f64
+                            },
+                        };
+                        (Workload::Synthetic, Some(r), Some(ratios))
+                    }
+                }
             };
             TraceJob {
                 id: j.id.clone(),
                 arrival_ms: ((j.submit_s - start) as f64 * 1000.0 / spec.time_scale).round() as u64,
                 workload,
-                file: index[key(j).as_str()],
+                file,
                 reduces,
                 shuffle_bytes: shuffle,
+                output_bytes: output,
+                ratios,
             }
         })
         .collect();
@@ -317,6 +363,7 @@ job5\t3610\t0\t300\t0\t0\t\t\t\n";
             bytes_scale: 0.1,
             time_scale: 60.0,
             max_reduces: 4,
+            shuffle: TraceShuffle::Wordcount,
         }
     }
 

@@ -403,6 +403,8 @@ pub fn synthetic_plan(
                     file: i,
                     reduces: c.reduces,
                     shuffle_bytes: shuffle(c.workload, c.maps, c.reduces)?,
+                    output_bytes: 0,
+                    ratios: None,
                 })
             })
             .collect::<anyhow::Result<_>>()?;
@@ -433,6 +435,8 @@ pub fn synthetic_plan(
             file: i % p.files.max(1) as usize,
             reduces,
             shuffle_bytes: per_job_shuffle,
+            output_bytes: 0,
+            ratios: None,
         })
         .collect();
     Ok(TracePlan {
@@ -440,6 +444,37 @@ pub fn synthetic_plan(
         jobs,
         no_input: 0,
     })
+}
+
+/// A trace plan as the real replay runs it: with `shuffle = "trace"` each
+/// job shuffles the trace's scaled bytes, as its synthetic job does; with
+/// `shuffle = "wordcount"` each job with reduces shuffles what wordcount
+/// makes of its file, at the ratio the calibrated runs measured. A
+/// calibration from before that ratio was kept has none: the trace's bytes
+/// are charged then, and a note says so.
+fn charged(
+    spec: &Spec,
+    plan: &TracePlan,
+    shuffle_ratio: &BTreeMap<String, f64>,
+    notes: &mut Vec<String>,
+) -> TracePlan {
+    let mut plan = plan.clone();
+    let mode = spec.trace.as_ref().map(|t| t.shuffle).unwrap_or_default();
+    if mode != crate::experiment::trace::TraceShuffle::Wordcount {
+        return plan;
+    }
+    let Some(r) = shuffle_ratio.get(Workload::Wordcount.name()) else {
+        let note = "[trace] shuffle = \"wordcount\", but the calibration measured no wordcount shuffle ratio (it predates it): each job's reduces are charged the trace's scaled shuffle bytes, not what the real replay's wordcount moves".to_owned();
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+        return plan;
+    };
+    for j in plan.jobs.iter_mut().filter(|j| j.reduces.unwrap_or(0) > 0) {
+        let f = &plan.files[j.file];
+        j.shuffle_bytes = (r * (f.block_bytes * u64::from(f.blocks)) as f64).round() as u64;
+    }
+    plan
 }
 
 /// Background processes on `shape`'s workers for `seed`: each worker's
@@ -669,7 +704,7 @@ fn simulate_point(
     for s in schedulers {
         for &seed in &seeds {
             let plan = match &traced {
-                Some(plan) => plan.clone(),
+                Some(plan) => charged(spec, plan, &model.shuffle_ratio, &mut out.notes),
                 None => synthetic_plan(spec, p, seed, &model.shuffle_ratio)
                     .with_context(|| format!("{}", path.display()))?,
             };

@@ -19,6 +19,7 @@ async fn input_sink_jobs_over_replicated_data() {
             compute: None,
             deadline_s: None,
             budget: None,
+            ratios: None,
         })
         .await
         .unwrap();

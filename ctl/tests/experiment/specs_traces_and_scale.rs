@@ -200,8 +200,9 @@ fn replot_gives_back_a_qos_folders_summary() {
 
 /// A SWIM hour replayed on real local processes: the first jobs of hour 10
 /// at their submit times, every job's maps the blocks of its input path's
-/// file, map-only jobs as input-sink and shuffling ones as wordcount with
-/// their reduces, each run keeping its decision record.
+/// file, map-only jobs as input-sink and shuffling ones as synthetic jobs
+/// with their reduces that move the trace's scaled shuffle bytes, each run
+/// keeping its decision record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swim_trace_hour_runs_on_a_real_cluster() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -226,7 +227,7 @@ decisions = true
 [data]
 block_size = "256KiB"
 [jobs]
-count = 12
+count = 20
 [trace]
 file = "{}"
 hour = 10
@@ -241,13 +242,13 @@ time_scale = 600
     let (parsed, _) = ctl::experiment::spec::Spec::load(&spec).unwrap();
     let point = &parsed.points().unwrap()[0];
     let plan = parsed.trace_plan(point.block_bytes).unwrap().unwrap();
-    assert_eq!(plan.jobs.len(), 12);
+    assert_eq!(plan.jobs.len(), 20);
     let runs: Vec<ctl::experiment::output::RunRecord> =
         ctl::results::read_csv(&out.join("runs.csv")).unwrap();
     assert_eq!(runs.len(), 2);
     for r in &runs {
         assert_eq!(r.status, "ok", "{r:?}");
-        assert_eq!(r.jobs, 12, "{r:?}");
+        assert_eq!(r.jobs, 20, "{r:?}");
         assert_eq!(
             u64::from(r.data_local + r.data_remote),
             plan.maps(),
@@ -276,6 +277,32 @@ time_scale = 600
         );
         assert!(mine.iter().all(|t| t.start_s >= arrival - 1e-3), "{name}");
     }
+    // Per job with shuffle: the bytes its reduces fetched are the trace's
+    // scaled shuffle bytes, within 10% (and a byte of rounding per map).
+    let jobs: Vec<ctl::experiment::qos::JobRow> =
+        ctl::results::read_csv(&out.join("jobs.csv")).unwrap();
+    let mut shuffling = 0;
+    for (i, j) in plan.jobs.iter().enumerate() {
+        let name = format!("j{i}");
+        for row in jobs.iter().filter(|r| r.job_name == name) {
+            assert_eq!(row.state, "succeeded", "{row:?}");
+            if j.reduces.is_none() {
+                assert_eq!(row.shuffle_bytes, 0, "{row:?}");
+                continue;
+            }
+            assert_eq!(j.workload, workloads::Workload::Synthetic, "{name}");
+            let want = j.shuffle_bytes as f64;
+            let slack = want / 10.0 + f64::from(plan.files[j.file].blocks);
+            assert!(
+                (row.shuffle_bytes as f64 - want).abs() <= slack,
+                "{name} under {}: shuffled {} bytes, the trace's scaled figure is {want}",
+                row.scheduler,
+                row.shuffle_bytes
+            );
+            shuffling += u32::from(want >= 1000.0);
+        }
+    }
+    assert!(shuffling >= 2, "{shuffling} job runs shuffled 1 kB or more");
     // The summary says what was replayed.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("SWIM hour 10"), "{summary}");

@@ -128,6 +128,7 @@ impl Master {
                         .collect(),
                 },
             }),
+            ratios: job.spec.launch_ratios(),
         }
     }
 

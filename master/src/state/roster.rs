@@ -544,6 +544,7 @@ mod tests {
                 alternates: Vec::new(),
                 compute_ms: 0,
             },
+            ratios: None,
         }
     }
 

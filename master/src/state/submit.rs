@@ -175,6 +175,7 @@ impl Master {
                 alternates,
                 compute_ms: job.spec.compute.map_or(0, |c| c.for_task(a.task.index)),
             },
+            ratios: job.spec.launch_ratios(),
         }
     }
 }
@@ -198,6 +199,7 @@ pub(super) fn check_spec(spec: &JobSubmit) -> Result<u32, MasterError> {
         c.validate().map_err(MasterError::BadRequest)?;
     }
     spec.check_qos().map_err(MasterError::BadRequest)?;
+    spec.check_ratios().map_err(MasterError::BadRequest)?;
     let reduces = spec.reduces.unwrap_or(spec.workload.default_reduces());
     if !spec.workload.has_reduce() && reduces > 0 {
         return Err(MasterError::BadRequest(format!(

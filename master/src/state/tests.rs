@@ -166,6 +166,7 @@ fn submit_at(m: &mut Master, now: Millis) -> JobId {
             compute: None,
             deadline_s: None,
             budget: None,
+            ratios: None,
         },
     )
     .unwrap()

@@ -149,11 +149,13 @@ impl<'a> Measured<'a> {
     }
 
     /// A job's workload, for the shuffle ratios: a mix's seeded order, else
-    /// the spec's one workload; a trace's jobs give their own shuffle.
+    /// the spec's one workload; a trace's jobs with shuffle run wordcount
+    /// (`shuffle = "wordcount"`) or give their own shuffle (synthetic).
     pub(super) fn workload_of(&self, seed: u64, job: &str) -> Option<String> {
         let spec = self.spec;
-        if spec.trace.is_some() {
-            return None;
+        if let Some(t) = &spec.trace {
+            return (t.shuffle == crate::experiment::trace::TraceShuffle::Wordcount)
+                .then(|| workloads::Workload::Wordcount.name().to_owned());
         }
         if spec.jobs.mix.is_empty() {
             return Some(spec.jobs.workload().name().to_owned());

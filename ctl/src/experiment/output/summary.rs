@@ -136,7 +136,7 @@ pub(super) fn point_heading(spec: &Spec, p: &Point) -> String {
     let trace = spec.trace_plan(p.block_bytes).ok().flatten();
     let data = if let (Some(plan), Some(t)) = (trace, &spec.trace) {
         format!(
-            "SWIM hour {} of {}: {} jobs ({} map-only, {} left out without input), {} maps over {} files, {:.1} MB stored, bytes x {}, time / {}",
+            "SWIM hour {} of {}: {} jobs ({} map-only, {} left out without input), {} maps over {} files, {:.1} MB stored, bytes x {}, time / {}; {}",
             t.hour,
             t.file.display(),
             plan.jobs.len(),
@@ -149,7 +149,22 @@ pub(super) fn point_heading(spec: &Spec, p: &Point) -> String {
             plan.files.len(),
             plan.stored_bytes() as f64 / 1e6,
             t.bytes_scale,
-            t.time_scale
+            t.time_scale,
+            match t.shuffle {
+                crate::experiment::trace::TraceShuffle::Trace => format!(
+                    "jobs with shuffle are synthetic jobs moving the trace's {:.1} MB of shuffle and writing its {:.1} MB of output",
+                    plan.jobs.iter().map(|j| j.shuffle_bytes).sum::<u64>() as f64 / 1e6,
+                    plan.jobs
+                        .iter()
+                        .filter(|j| j.ratios.is_some())
+                        .map(|j| j.output_bytes)
+                        .sum::<u64>() as f64
+                        / 1e6
+                ),
+                crate::experiment::trace::TraceShuffle::Wordcount => {
+                    "jobs with shuffle run wordcount (their shuffle follows their input, not the trace)".to_owned()
+                }
+            }
         )
     } else if spec.jobs.mix.is_empty() {
         format!("{} files x {} blocks", p.files, p.blocks)

@@ -33,7 +33,14 @@ pub fn open_results(dir: &Path) -> anyhow::Result<OpenedResults> {
             .unwrap_or_else(|| p.to_owned()),
         p => p.to_owned(),
     };
-    let spec = Spec::parse(text, &file)?;
+    let mut spec = Spec::parse(text, &file)?;
+    // Folders from before `[trace] shuffle` existed ran wordcount: their
+    // recorded resolved spec has no such key.
+    if let Some(t) = spec.trace.as_mut() {
+        if meta["spec"]["trace"].is_object() && meta["spec"]["trace"].get("shuffle").is_none() {
+            t.shuffle = crate::experiment::trace::TraceShuffle::Wordcount;
+        }
+    }
     let schedulers = spec.schedulers().map_err(|e| e.in_file(&file))?;
     let points = spec.points().map_err(|e| e.in_file(&file))?;
     Ok((results, meta, spec, schedulers, points))

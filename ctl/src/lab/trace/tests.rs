@@ -25,6 +25,8 @@ fn plan() -> TracePlan {
         file,
         reduces,
         shuffle_bytes: shuffle,
+        output_bytes: 0,
+        ratios: None,
     };
     TracePlan {
         files: vec![

@@ -408,6 +408,7 @@ fn bad_submissions_and_registrations_are_refused() {
                 compute: None,
                 deadline_s: None,
                 budget: None,
+                ratios: None,
             },
         )
         .unwrap_err();
@@ -456,6 +457,7 @@ fn bad_submissions_and_registrations_are_refused() {
                 compute: None,
                 deadline_s: None,
                 budget: None,
+                ratios: None,
             },
         )
         .unwrap_err();
