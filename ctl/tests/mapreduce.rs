@@ -2,7 +2,7 @@
 //! workers (contended emulated NICs, replicated output), their output checked
 //! against tools nobody here wrote: `tr -s '[:space:]' '\n' | LC_ALL=C sort |
 //! uniq -c` for wordcount and `LC_ALL=C sort` for sort and sort-lines, on
-//! the same input.
+//! the same input; a synthetic job's bytes against its ratios.
 
 use common::wire::{JobReport, JobState, JobSubmit, TaskKind};
 use ctl::ops::loader::{self, Generator, LoadSpec, Source};
@@ -121,6 +121,7 @@ async fn wordcount_and_sort_match_coreutils() {
         .sum();
     assert!(spilled >= 2 * 60_000, "{spilled} bytes spilled");
     sort_lines_matches_coreutils(&c, dir.path()).await;
+    synthetic_moves_the_bytes_its_ratios_say(&c).await;
     for i in 0..3 {
         let spill_dir = dir.path().join(format!("w{i}")).join("spill");
         assert_eq!(std::fs::read_dir(&spill_dir).unwrap().count(), 0);
@@ -167,6 +168,46 @@ async fn sort_lines_matches_coreutils(c: &support::LocalCluster, dir: &std::path
     );
 }
 
+/// A synthetic job (a trace replay's): every map writes round(0.4 x its
+/// input) bytes of map output, all of which its reduces fetch, locally and
+/// over HTTP, from memory and from w0's disk, and every reduce writes
+/// round(0.25 x what it fetched) bytes of 100-byte lines (one cut line at
+/// most per reduce) into the replicated output file.
+async fn synthetic_moves_the_bytes_its_ratios_say(c: &support::LocalCluster) {
+    let mut job = JobSubmit::new(Workload::Synthetic, "text");
+    job.reduces = Some(3);
+    job.output = Some("synthetic.out".into());
+    job.ratios = Some(workloads::Ratios {
+        shuffle: 0.4,
+        output: 0.25,
+    });
+    let id = c.client.submit(&job).await.unwrap();
+    let r = c.client.wait_job(id).await.unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    let ok = |k: TaskKind| -> Vec<u64> {
+        r.attempts
+            .iter()
+            .filter(|a| a.ok && a.kind == k)
+            .map(|a| a.input_bytes)
+            .collect()
+    };
+    let (maps, reduces) = (ok(TaskKind::Map), ok(TaskKind::Reduce));
+    assert_eq!((maps.len(), reduces.len()), (6, 3), "{r:?}");
+    let scaled = |ratio: f64, b: &u64| (ratio * *b as f64).round() as u64;
+    let shuffle: u64 = maps.iter().map(|b| scaled(0.4, b)).sum();
+    assert!(shuffle > 300_000, "{maps:?}");
+    assert_eq!(r.shuffle_bytes, shuffle);
+    assert_eq!(reduces.iter().sum::<u64>(), shuffle);
+    let out = read_file(c, "synthetic.out").await;
+    assert_eq!(
+        out.len() as u64,
+        reduces.iter().map(|b| scaled(0.25, b)).sum::<u64>()
+    );
+    let lines: Vec<&[u8]> = out.split_inclusive(|&b| b == b'\n').collect();
+    assert!(lines.iter().all(|l| l.ends_with(b"\n")));
+    assert!(lines.iter().filter(|l| l.len() != 100).count() <= 3);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_reduce_requests_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -196,6 +237,20 @@ async fn bad_reduce_requests_are_clear_errors() {
         .await
         .unwrap_err();
     assert!(e.contains("output file name"), "{e}");
+    // Ratios are a synthetic job's, and only numbers that make sense.
+    let ratios = |shuffle: f64| workloads::Ratios {
+        shuffle,
+        output: 1.0,
+    };
+    for (w, r, want) in [
+        (Workload::Wordcount, ratios(1.0), "synthetic workload only"),
+        (Workload::Synthetic, ratios(-0.5), "ratios.shuffle"),
+    ] {
+        let mut j = JobSubmit::new(w, "t");
+        j.ratios = Some(r);
+        let e = c.client.submit(&j).await.unwrap_err().to_string();
+        assert!(e.contains(want) && e.contains("400"), "{e}");
+    }
     // Sort input that is not whole 100-byte records fails with a clear error.
     let id = try_submit(Workload::Sort, None, None).await.unwrap();
     let r = c.client.wait_job(id).await.unwrap();

@@ -357,6 +357,9 @@ fn the_shipped_trace_spec_runs_at_a_larger_scale_with_its_calibration() {
             .sum::<usize>()
     };
     assert!(remote("hadoop") > 3 * remote("delay1.5"), "{table}");
+    // swim-hour ran wordcount, and its calibration predates the measured
+    // ratio: the table says the trace's bytes were charged instead.
+    assert!(table.contains("predates it"), "{table}");
 
     // A tenth of the workers ten times slower: the hour's jobs wait on
     // their stragglers; speculation gives them backups, which win, and
@@ -420,4 +423,44 @@ fn slow_workers_are_read_with_clear_errors_and_drawn_per_seed() {
     assert_eq!(slowdown(&sh, 1), a, "the same seed, the same workers");
     assert_ne!(slowdown(&sh, 2), a, "another seed, others");
     assert!(slowdown(&shape(20), 1).is_empty());
+}
+
+/// What `sim trace` charges a job's reduces is what the real replay moves:
+/// the trace's scaled bytes for synthetic jobs, wordcount's measured ratio
+/// of the job's file under `shuffle = "wordcount"`, and the trace's bytes,
+/// said in a note, when the calibration has no such ratio.
+#[test]
+fn a_trace_job_is_charged_the_shuffle_its_replay_moves() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let path = root.join("experiments/swim-hour.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let wordcount = Spec::parse(&text, &path).unwrap();
+    let trace = Spec::parse(&text.replace("shuffle = \"wordcount\"", ""), &path).unwrap();
+    let plan = wordcount.trace_plan(1 << 20).unwrap().unwrap();
+    let synthetic = trace.trace_plan(1 << 20).unwrap().unwrap();
+    let ratio: BTreeMap<String, f64> = [("wordcount".to_owned(), 0.2)].into();
+    let mut notes = Vec::new();
+    let as_trace = charged(&trace, &synthetic, &ratio, &mut notes);
+    assert_eq!(as_trace, synthetic);
+    let as_wordcount = charged(&wordcount, &plan, &ratio, &mut notes);
+    assert!(notes.is_empty(), "{notes:?}");
+    let mut shuffling = 0;
+    for (j, w) in plan.jobs.iter().zip(&as_wordcount.jobs) {
+        let f = &plan.files[j.file];
+        if j.reduces.is_some() {
+            let stored = (f.block_bytes * u64::from(f.blocks)) as f64;
+            assert_eq!(w.shuffle_bytes, (0.2 * stored).round() as u64, "{}", j.id);
+            shuffling += 1;
+        } else {
+            assert_eq!(w.shuffle_bytes, 0, "{}", j.id);
+        }
+    }
+    assert!(shuffling > 100, "{shuffling}");
+    let fallback = charged(&wordcount, &plan, &BTreeMap::new(), &mut notes);
+    assert_eq!(fallback, plan);
+    assert_eq!(notes.len(), 1);
+    assert!(
+        notes[0].contains("the trace's scaled shuffle bytes"),
+        "{notes:?}"
+    );
 }
