@@ -30,7 +30,9 @@
 //!   the job's file holds, so a job reading a path shared with a larger
 //!   job still shuffles its own figure) and whose reduces write its scaled
 //!   output bytes (their ratio to the shuffle), as SWIM's own synthetic
-//!   jobs do; with `shuffle = "wordcount"` (how the folders of before
+//!   jobs do. Each map writes its share rounded to the byte, so a job whose
+//!   figure is under half a byte per map (a few bytes over many blocks)
+//!   shuffles nothing; with `shuffle = "wordcount"` (how the folders of before
 //!   2026-11-28 were made) it is a `wordcount`, whose shuffle follows its
 //!   input (about a sixth of it on the generated text): the trace then
 //!   decides which jobs shuffle and how many reduces they run, not how many
