@@ -102,6 +102,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// The commands that act on the cluster of `cfg` through `client`.
+/// A synthetic job's ratios from `--shuffle-ratio` and `--output-ratio`
+/// (either alone: the other's default), or None when neither is given.
+fn ratios(shuffle: Option<f64>, output: Option<f64>) -> Option<workloads::Ratios> {
+    let d = workloads::Ratios::default();
+    (shuffle.is_some() || output.is_some()).then(|| workloads::Ratios {
+        shuffle: shuffle.unwrap_or(d.shuffle),
+        output: output.unwrap_or(d.output),
+    })
+}
+
 async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> anyhow::Result<()> {
     match cmd {
         Cmd::Serve {
@@ -195,13 +205,6 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
             shuffle_ratio,
             output_ratio,
         } => {
-            let ratios = (shuffle_ratio.is_some() || output_ratio.is_some()).then(|| {
-                let d = workloads::Ratios::default();
-                workloads::Ratios {
-                    shuffle: shuffle_ratio.unwrap_or(d.shuffle),
-                    output: output_ratio.unwrap_or(d.output),
-                }
-            });
             let job = JobSubmit {
                 workload,
                 input,
@@ -216,7 +219,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
                 }),
                 deadline_s,
                 budget,
-                ratios,
+                ratios: ratios(shuffle_ratio, output_ratio),
             };
             let how = Submission {
                 count,
