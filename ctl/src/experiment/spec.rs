@@ -532,8 +532,14 @@ impl Spec {
 
     /// The resolved parameter points.
     pub fn points(&self) -> Result<Vec<Point>, KeyError> {
-        let size =
-            |s: &str, key: String| parse_size(s).map_err(|e| KeyError::new(key, e.to_string()));
+        let size = |s: &str, key: String| match parse_size(s) {
+            Ok(0) => Err(KeyError::new(
+                key,
+                "a block must hold at least one byte (got 0)",
+            )),
+            Ok(b) => Ok(b),
+            Err(e) => Err(KeyError::new(key, e.to_string())),
+        };
         let base = Point {
             label: "default".into(),
             block_bytes: size(&self.data.block_size, "data.block_size".into())?,

@@ -215,6 +215,12 @@ pub fn plan(
     max_jobs: u32,
 ) -> Result<TracePlan, (String, String)> {
     let bad = |k: &str, p: String| (format!("trace.{k}"), p);
+    if block == 0 {
+        return Err((
+            "data.block_size".into(),
+            "a block must hold at least one byte (got 0)".into(),
+        ));
+    }
     if !(spec.bytes_scale.is_finite() && spec.bytes_scale > 0.0) {
         return Err(bad(
             "bytes_scale",
@@ -374,6 +380,8 @@ job5\t3610\t0\t300\t0\t0\t\t\t\n";
         let jobs = parse_swim(ROWS).unwrap();
         assert_eq!(jobs.len(), 6);
         assert_eq!(jobs[5].input_path, None);
+        let (key, e) = plan(&jobs, &spec(1), 0, 100).unwrap_err();
+        assert_eq!(key, "data.block_size", "{e}");
         let p = plan(&jobs, &spec(1), 1 << 20, 100).unwrap();
         // job2 reads nothing: left out; job4 is in hour 2.
         assert_eq!(p.no_input, 1);
