@@ -361,8 +361,13 @@ mod tests {
             CORE_BLOCKING_THREADS + 1,
             "the pool and the one worker"
         );
-        // Work at most as wide as the pool makes no new thread.
+        // Work at most as wide as the pool makes no new thread. A pool
+        // thread that just ran a task counts as idle only once it is back
+        // waiting (a busy host can hold it off for a while): each batch
+        // starts after a pause for that, and a new thread then means the
+        // pool was let go.
         for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(200));
             let jobs: Vec<_> = (0..4)
                 .map(|_| rt.spawn_blocking(|| std::thread::sleep(Duration::from_millis(5))))
                 .collect();
