@@ -236,12 +236,19 @@ impl SyntheticReduce {
     }
 }
 
+impl SyntheticReduce {
+    /// Counts one fetched partition and folds its digest into the seed.
+    fn take(&mut self, part: &[u8]) {
+        let mut d = StreamDigest::default();
+        d.add(part);
+        self.input_bytes += part.len() as u64;
+        self.seed = self.seed.wrapping_add(d.finish());
+    }
+}
+
 impl ReduceTask for SyntheticReduce {
     fn consume(&mut self, input: Vec<u8>) -> Result<(), String> {
-        let mut d = StreamDigest::default();
-        d.add(&input);
-        self.input_bytes += input.len() as u64;
-        self.seed = self.seed.wrapping_add(d.finish());
+        self.take(&input);
         crate::pool::give(input);
         Ok(())
     }
@@ -253,10 +260,7 @@ impl ReduceTask for SyntheticReduce {
                 input.start, input.end, input.part
             )
         })?;
-        let mut d = StreamDigest::default();
-        d.add(b);
-        self.input_bytes += b.len() as u64;
-        self.seed = self.seed.wrapping_add(d.finish());
+        self.take(b);
         Ok(())
     }
 
@@ -282,12 +286,8 @@ impl ReduceTask for SyntheticReduce {
                 written += out.len() as u64;
                 let next = crate::pool::take(crate::OUTPUT_PIECE);
                 if !emit(std::mem::replace(&mut out, next)) {
-                    return Ok(ReduceSummary {
-                        input_bytes: self.input_bytes,
-                        records,
-                        output_bytes: written,
-                        spilled_bytes: 0,
-                    });
+                    out.clear();
+                    break;
                 }
             }
         }
