@@ -29,6 +29,22 @@ pub struct ClaimsFile {
     pub figures: Vec<Figure>,
     #[serde(default, rename = "claim")]
     pub claims: Vec<Claim>,
+    /// The paper's other figures a page quotes beside its own (a value the
+    /// page compares with that no claim judges): each sentence is checked
+    /// to be in the paper's text, as a claim's is, and `scripts/check-prose`
+    /// takes a prose figure equal to one of its numbers as the paper's.
+    #[serde(default)]
+    pub quoted: Vec<Quoted>,
+}
+
+/// A sentence of the paper with figures a page quotes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quoted {
+    /// Verbatim, as a claim's quote (at most 300 characters).
+    pub quote: String,
+    /// Where in the paper ("Section 6.2, Fig 10").
+    pub at: String,
 }
 
 /// A figure or table of the paper that reports a measurement.
@@ -286,16 +302,42 @@ impl ClaimsFile {
             }
             c.validate(&names)?;
         }
+        for q in &self.quoted {
+            let n = q.quote.chars().count();
+            if n == 0 || n > 300 {
+                bail!(
+                    "quoted sentence at {:?}: quote must be 1-300 characters, not {n}",
+                    q.at
+                );
+            }
+            if q.at.trim().is_empty() {
+                bail!(
+                    "quoted sentence {:?}: give `at`, where in the paper",
+                    q.quote
+                );
+            }
+        }
         Ok(())
     }
 
-    /// Checks that every quote is in the paper's text; returns, per claim,
-    /// the line of the text where its quote starts.
+    /// Checks that every quote (the claims' and the quoted sentences') is
+    /// in the paper's text; returns, per claim, the line of the text where
+    /// its quote starts.
     pub fn check_quotes(&self, papers: &Path) -> anyhow::Result<Vec<usize>> {
         let path = papers.join(&self.text);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("{}: the text of {}", path.display(), self.paper))?;
         let (norm, lines) = normalize_with_lines(&text);
+        for q in &self.quoted {
+            if !norm.contains(&normalize_with_lines(&q.quote).0) {
+                bail!(
+                    "the quoted sentence at {:?} is not in {} (checked with whitespace, hyphenation and quote marks normalized): {:?}",
+                    q.at,
+                    path.display(),
+                    q.quote
+                );
+            }
+        }
         self.claims
             .iter()
             .map(|c| {

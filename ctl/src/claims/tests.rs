@@ -182,6 +182,21 @@ fn a_quote_must_be_in_the_paper() {
     fs::write(paths.claims.join("p.toml"), f).unwrap();
     let e = format!("{:#}", report::check(&paths).err().unwrap());
     assert!(e.contains("its quote is not in"), "{e}");
+    // A quoted sentence (a paper figure a page quotes) is checked the same way.
+    let quoted = |q: &str| {
+        format!(
+            "{}\n[[quoted]]\nquote = \"{q}\"\nat = \"Section 1\"\n",
+            claims_file("")
+        )
+    };
+    fs::write(paths.claims.join("p.toml"), quoted("We see that A")).unwrap();
+    assert!(report::check(&paths).is_ok());
+    fs::write(paths.claims.join("p.toml"), quoted("We see that C")).unwrap();
+    let e = format!("{:#}", report::check(&paths).err().unwrap());
+    assert!(
+        e.contains("the quoted sentence at \"Section 1\" is not in"),
+        "{e}"
+    );
 }
 
 #[test]
