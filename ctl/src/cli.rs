@@ -19,6 +19,7 @@ use workloads::Workload;
 
 mod args;
 pub mod exit;
+mod results;
 pub use args::{Cli, Cmd, GenArgs, SimCmd};
 use exit::{bad_input, Failed};
 
@@ -44,6 +45,7 @@ async fn run_tools(cmd: &Cmd) -> anyhow::Result<bool> {
             }
         }
         Cmd::Claims { cmd } => crate::claims::run(cmd),
+        Cmd::Results { cmd } => results::run(cmd),
         Cmd::Chaos {
             seed,
             jobs,
@@ -252,6 +254,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
         | Cmd::Sim { .. }
         | Cmd::Replot { .. }
         | Cmd::Claims { .. }
+        | Cmd::Results { .. }
         | Cmd::Chaos { .. }
         | Cmd::Soak { .. }
         | Cmd::Completions { .. }

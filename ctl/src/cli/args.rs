@@ -254,6 +254,16 @@ pub enum Cmd {
     /// meta.json (no runs are repeated).
     #[command(after_help = "Examples:\n  master replot results/dyndl-real/20261127-133758")]
     Replot { dir: PathBuf },
+    /// The results browser: static pages over the results tree (an index
+    /// and one page a folder: summary, plots, timelines, runs and jobs
+    /// filtered, two schedulers side by side).
+    #[command(
+        after_help = "Examples:\n  master results index\n  master results index --results /tmp/results"
+    )]
+    Results {
+        #[command(subcommand)]
+        cmd: crate::results::browse::ResultsCmd,
+    },
     /// The papers' claims (experiments/claims/*.toml) judged on their
     /// results folders, and the verdict table generated from them.
     #[command(

@@ -6,7 +6,9 @@
 //! command) and `plots/`. Files are written whole under a temporary name and
 //! renamed, so no partial file ever looks complete.
 
+pub mod browse;
 pub mod plot;
+pub mod table;
 
 use anyhow::Context;
 use serde::de::DeserializeOwned;
