@@ -45,7 +45,7 @@ async fn run_tools(cmd: &Cmd) -> anyhow::Result<bool> {
             }
         }
         Cmd::Claims { cmd } => crate::claims::run(cmd),
-        Cmd::Results { cmd } => results::run(cmd),
+        Cmd::Results { cmd } => results::run(cmd).await,
         Cmd::Chaos {
             seed,
             jobs,

@@ -3,7 +3,9 @@
 //! disk (`file://`, no server) and the test reads what a person would see:
 //! the folders listed, a folder's runs filtered by scheduler, two schedulers
 //! of a point drawn side by side with their paired difference, and no
-//! script error. Screenshots are kept as `target/tmp/results-*.png`.
+//! script error. Screenshots are kept as `target/tmp/results-*.png`. And
+//! `master results serve` on loopback: the same pages and the folders' files
+//! over HTTP, nothing outside the tree.
 
 mod browser;
 mod skip;
@@ -166,4 +168,69 @@ async fn the_results_pages_list_filter_and_compare_in_a_browser() {
     assert_eq!(seen["jobs"], json!(12));
     assert_eq!(seen["errors"], json!([]));
     screenshot(&mut cdp, "results-folder.png").await;
+}
+
+/// Kills the server when the test ends, however it ends.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_serve_writes_the_pages_and_serves_the_tree_over_http() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results");
+    folder(&results, "spec-a", "20260101-120000");
+    std::fs::write(dir.path().join("secret.txt"), "outside the results tree").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_master"))
+        .args(["results", "serve", "--listen", "127.0.0.1:0", "--results"])
+        .arg(&results)
+        .arg("--claims")
+        .arg(dir.path().join("no-claims"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let server = Server(child);
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the server printed its address")
+            .unwrap();
+        if let Some(at) = line
+            .split(" at ")
+            .nth(1)
+            .filter(|_| line.starts_with("serving "))
+        {
+            break at.trim_end_matches('/').to_owned();
+        }
+    };
+    let get = |path: &str| {
+        let url = format!("{url}{path}");
+        async move {
+            let r = reqwest::get(&url).await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, body) = get("/").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("spec-a"), "the index lists the folder");
+    let (status, body) = get("/spec-a/20260101-120000/").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("20260101-120000"), "a folder's page");
+    let (status, body) = get("/spec-a/20260101-120000/runs.csv").await;
+    assert_eq!(status, 200);
+    assert!(body.starts_with("point,scheduler,rep"), "{body}");
+    let (status, body) = get("/%2e%2e/secret.txt").await;
+    assert_ne!(status, 200, "a path out of the tree is refused: {body}");
+    assert!(!body.contains("outside the results tree"));
+    assert_eq!(get("/spec-a/none.csv").await.0, 404);
+    drop(server);
 }

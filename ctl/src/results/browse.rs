@@ -33,6 +33,23 @@ pub enum ResultsCmd {
         #[arg(long, default_value = "experiments/claims")]
         claims: PathBuf,
     },
+    /// Write the pages as `index` does, then serve the results tree over
+    /// HTTP until interrupted (folders added later need another `index`).
+    #[command(
+        after_help = "Examples:\n  master results serve\n  master results serve --listen 127.0.0.1:0 --results /tmp/results"
+    )]
+    Serve {
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// As for `index`.
+        #[arg(long, default_value = "experiments/claims")]
+        claims: PathBuf,
+        /// Where to listen; port 0 takes a free one (the address is
+        /// printed). Anyone who reaches it reads every folder, so the
+        /// default is loopback.
+        #[arg(long, default_value = "127.0.0.1:8088")]
+        listen: std::net::SocketAddr,
+    },
 }
 
 /// `<spec>/<stamp>` -> (paper, claim id, outcome) of every claim judged on
