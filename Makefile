@@ -22,7 +22,7 @@ DOCKER_MASTER := $(BIN)/master --config $(dir $(CONFIG))run/docker/cluster.toml
 # `make experiment EXP=<name>` runs experiments/<name>.toml.
 EXP ?= smoke
 
-.PHONY: build docker-bins cluster cluster-netns cluster-docker stop test bench clean experiment trace chaos soak
+.PHONY: build docker-bins cluster cluster-netns cluster-docker stop test bench clean experiment trace chaos soak wheel
 
 build:
 	$(CARGO) build --release --bins
@@ -123,6 +123,11 @@ soak: build
 
 clean: stop
 	rm -rf run
+
+## The Python package as a wheel (maturin; the manylinux tag names the oldest glibc it runs
+## on), in target/wheels/: `pip install target/wheels/mrtb-*.whl` needs no Rust toolchain.
+wheel:
+	scripts/test-deps wheel
 
 ## Every benchmark, side by side in one run; figures in results/bench/<timestamp>/
 ## (scripts/bench-table --write docs/benchmarks.md then puts them in the docs).
