@@ -3,20 +3,25 @@ spec with the testbed's ``master`` binary (``master experiment``: fresh
 local processes, network namespaces or containers per run) and
 ``read_results`` reads a results folder into pandas DataFrames."""
 
+from __future__ import annotations
+
 import json
 import os
 import re
 import subprocess
+from typing import Any, Dict, Optional, Union
 
 import pandas
 
+PathLike = Union[str, "os.PathLike[str]"]
 
-def find_master(bin_dir=None):
+
+def find_master(bin_dir: Optional[PathLike] = None) -> str:
     """The ``master`` binary: in ``bin_dir``, else ``$MRTB_BIN``, else on
     ``PATH``."""
     for d in [bin_dir, os.environ.get("MRTB_BIN")]:
         if d:
-            p = os.path.join(d, "master")
+            p = os.path.join(os.fspath(d), "master")
             if os.access(p, os.X_OK):
                 return p
             raise FileNotFoundError(f"{p} is not an executable master binary")
@@ -29,7 +34,13 @@ def find_master(bin_dir=None):
     )
 
 
-def run_experiment(spec, results="results", work="run/experiment", deployment="processes", bin_dir=None):
+def run_experiment(
+    spec: PathLike,
+    results: PathLike = "results",
+    work: PathLike = "run/experiment",
+    deployment: str = "processes",
+    bin_dir: Optional[PathLike] = None,
+) -> str:
     """Runs ``spec`` once per scheduler and seed; returns the results
     folder's path. Raises ``RuntimeError`` with the runner's error if it
     fails."""
@@ -47,11 +58,11 @@ def run_experiment(spec, results="results", work="run/experiment", deployment="p
     return m.group(1)
 
 
-def read_results(folder):
+def read_results(folder: PathLike) -> Dict[str, Any]:
     """A results folder's tables: ``runs`` (one row per run), ``tasks`` (one
     per attempt), ``jobs`` (one per job, where kept) and ``meta`` (its
     meta.json, as a dict)."""
-    def csv(name):
+    def csv(name: str) -> Optional[pandas.DataFrame]:
         p = os.path.join(folder, name)
         return pandas.read_csv(p) if os.path.exists(p) else None
 

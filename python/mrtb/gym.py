@@ -26,14 +26,31 @@ Registered as ``mrtb/Trace-v0``: ``gymnasium.make("mrtb/Trace-v0",
 spec=..., calibration=..., workers=10)``.
 """
 
+from __future__ import annotations
+
 import queue
 import threading
+from typing import Any, Callable, Dict, Iterable, List, Optional, Protocol, Sequence, SupportsFloat, Tuple, Union
 
 import gymnasium
 import numpy as np
+import pandas
 from gymnasium import spaces
+from numpy.typing import NDArray
 
 from . import sim
+from .policy import Launch, View
+
+Obs = NDArray[np.float32]
+Mask = NDArray[np.bool_]
+#: A candidate map: (its job's view, task index, the source to read from, data-local).
+Candidate = Tuple[Dict[str, Any], int, str, bool]
+
+
+class Agent(Protocol):
+    """What ``AgentPolicy`` asks: an action for one free slot."""
+
+    def act(self, obs: Obs, mask: Mask) -> int: ...
 
 FEATURES = 6
 # The observation's bound: finite, as Gymnasium's checker asks (every
@@ -41,9 +58,11 @@ FEATURES = 6
 HIGH = float(np.finfo(np.float32).max)
 
 
-def candidates(view, taken, max_tasks):
+def candidates(view: View, taken: Iterable[Tuple[int, int]], max_tasks: int) -> List[Candidate]:
     """The offer's candidate maps: (job, task index, source, local)."""
-    worker, out, seen = view["worker"], [], set(taken)
+    worker: str = view["worker"]
+    out: List[Candidate] = []
+    seen = set(taken)
     for j in view["jobs"]:
         for t in j["local"]:
             if (j["id"], t) not in seen and len(out) < max_tasks:
@@ -61,7 +80,9 @@ def candidates(view, taken, max_tasks):
     return out
 
 
-def observe(view, taken=(), max_tasks=16):
+def observe(
+    view: View, taken: Sequence[Tuple[int, int]] = (), max_tasks: int = 16
+) -> Tuple[Obs, Mask, List[Candidate]]:
     """(observation, mask, candidates) for one free slot of ``view``, the
     maps in ``taken`` (job, task) already launched in this offer."""
     cands = candidates(view, taken, max_tasks)
@@ -69,7 +90,7 @@ def observe(view, taken=(), max_tasks=16):
     mask = np.zeros(max_tasks + 1, dtype=bool)
     mask[max_tasks] = True  # leaving the slot free is always allowed
     now = view["now_ms"]
-    sizes = {}
+    sizes: Dict[Tuple[int, int], int] = {}
     for j in view["jobs"]:
         for t in j["tasks"]:
             sizes[(j["id"], t["index"])] = t["bytes"]
@@ -87,11 +108,12 @@ def observe(view, taken=(), max_tasks=16):
     return obs, mask, cands
 
 
-def decide(view, max_tasks, choose):
+def decide(view: View, max_tasks: int, choose: Callable[[Obs, Mask, List[Candidate]], int]) -> List[Launch]:
     """The launches for one offer: for each free slot, ``choose(obs, mask,
     cands)`` gives a candidate's index or more (the slot stays free, and so
     do the rest); an offer with no candidate left asks nothing more."""
-    taken, launches = [], []
+    taken: List[Tuple[int, int]] = []
+    launches: List[Launch] = []
     for _ in range(view["free_slots"]):
         obs, mask, cands = observe(view, taken, max_tasks)
         if not cands:
@@ -109,40 +131,55 @@ class AgentPolicy:
     """A policy class (for ``mrtb.policy.serve`` or ``mrtb.sim``) that asks
     ``self.agent.act(observation, mask)`` for each free slot."""
 
-    agent = None
+    agent: Optional[Agent] = None
     max_tasks = 16
 
     @classmethod
-    def of(cls, agent, max_tasks=16):
+    def of(cls, agent: Agent, max_tasks: int = 16) -> type:
         return type("AgentPolicy", (cls,), {"agent": agent, "max_tasks": max_tasks})
 
-    def offer(self, view):
-        return decide(view, self.max_tasks, lambda obs, mask, _: self.agent.act(obs, mask))
+    def offer(self, view: View) -> List[Launch]:
+        agent = self.agent
+        if agent is None:
+            raise TypeError("AgentPolicy has no agent: make the class with AgentPolicy.of(agent)")
+        return decide(view, self.max_tasks, lambda obs, mask, _: agent.act(obs, mask))
 
 
 _DONE = object()
 
 
-class TraceEnv(gymnasium.Env):
+class TraceEnv(gymnasium.Env[Obs, int]):
     """The simulator on ``spec`` (with its ``calibration``) as an
     environment; see the module documentation."""
 
-    metadata = {"render_modes": []}
+    metadata: Dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, spec, calibration, workers=None, slots=None, max_tasks=16):
+    def __init__(
+        self,
+        spec: sim.PathLike,
+        calibration: sim.PathLike,
+        workers: Optional[int] = None,
+        slots: Optional[int] = None,
+        max_tasks: int = 16,
+    ) -> None:
         # Not `self.spec`: Gymnasium keeps the registration's EnvSpec there.
         self.spec_path, self.calibration = str(spec), str(calibration)
         self.workers, self.slots, self.max_tasks = workers, slots, max_tasks
-        self.action_space = spaces.Discrete(max_tasks + 1)
+        self.action_space = spaces.Discrete(max_tasks + 1)  # type: ignore[assignment]  # its int64 is an int
         self.observation_space = spaces.Box(0.0, HIGH, (max_tasks, FEATURES), np.float32)
-        self._thread = None
+        self._thread: Optional[threading.Thread] = None
         self._abandon = threading.Event()
-        self.runs = None
+        self.runs: Union[pandas.DataFrame, Exception, None] = None
+        self._obs: queue.Queue[Any] = queue.Queue()
+        self._act: queue.Queue[Any] = queue.Queue()
+        self._last_ms = 0
+        self._rewarded = 0.0
+        self._finish: List[float] = []
 
     # The simulation runs on its own thread; its policy hands each decision
     # over to step() through these queues.
-    def _offer(self, view):
-        def choose(obs, mask, _cands):
+    def _offer(self, view: View) -> List[Launch]:
+        def choose(obs: Obs, mask: Mask, _cands: List[Candidate]) -> int:
             if self._abandon.is_set():
                 raise RuntimeError("the episode was reset")
             dt = (view["now_ms"] - self._last_ms) / 1000.0
@@ -154,35 +191,38 @@ class TraceEnv(gymnasium.Env):
             a = self._act.get()
             if a is _DONE:
                 raise RuntimeError("the episode was reset")
-            return a
+            return int(a)
 
         return decide(view, self.max_tasks, choose)
 
-    def _run(self, seed):
+    def _run(self, seed: int) -> None:
         env = self
 
-        class Agent:
-            def offer(self, view):
+        class Served:
+            def offer(self, view: View) -> List[Launch]:
                 return env._offer(view)
 
         try:
             self.runs, tasks = sim.simulate_trace(
-                self.spec_path, self.calibration, [Agent], self.workers, self.slots, tasks=True, seed=seed
+                self.spec_path, self.calibration, [Served], self.workers, self.slots, tasks=True, seed=seed
             )
             # When each job's last task (map or reduce) ends, ms.
-            self._finish = [float(v) for v in tasks.groupby("job")["end_ms"].max()] if len(tasks) else []
+            ends: Iterable[Any] = tasks.groupby("job")["end_ms"].max() if tasks is not None and len(tasks) else []
+            self._finish = [float(v) for v in ends]
         except Exception as e:  # shown by the step that ends the episode
             self.runs = e
         self._obs.put(_DONE)
 
-    def _stop(self):
+    def _stop(self) -> None:
         if self._thread is not None:
             self._abandon.set()
             self._act.put(_DONE)
             self._thread.join()
             self._thread = None
 
-    def reset(self, seed=None, options=None):
+    def reset(
+        self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
+    ) -> Tuple[Obs, Dict[str, Any]]:
         super().reset(seed=seed)
         self._stop()
         self._abandon = threading.Event()
@@ -198,15 +238,16 @@ class TraceEnv(gymnasium.Env):
         obs, _, info = item
         return obs, info
 
-    def step(self, action):
+    def step(self, action: int) -> Tuple[Obs, SupportsFloat, bool, bool, Dict[str, Any]]:
         self._act.put(int(action))
         item = self._obs.get()
         if item is _DONE:
-            self._thread.join()
+            if self._thread is not None:
+                self._thread.join()
             self._thread = None
             if isinstance(self.runs, Exception):
                 raise self.runs
-            obs = np.zeros(self.observation_space.shape, dtype=np.float32)
+            obs = np.zeros((self.max_tasks, FEATURES), dtype=np.float32)
             # The jobs' time after the last decision, until each one's last
             # task ends.
             tail = sum(max(0.0, f - self._last_ms) for f in self._finish) / 1000.0
@@ -215,7 +256,7 @@ class TraceEnv(gymnasium.Env):
         obs, reward, info = item
         return obs, reward, False, False, info
 
-    def close(self):
+    def close(self) -> None:
         self._stop()
 
 

@@ -15,12 +15,31 @@ takes one of the offered worker's free slots.
 object per session (one run), made by ``factory()``.
 """
 
+from __future__ import annotations
+
 import json
 import os
 import socket
 import socketserver
 import sys
 import threading
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Union
+
+#: The protocol's OfferMessage as a dict (docs/python.md lists its fields).
+View = Dict[str, Any]
+#: One launch: ``{"job", "task", "source"}``, optionally ``rule``,
+#: ``waited_ms``, ``threshold_ms``.
+Launch = Dict[str, Any]
+
+
+class Policy(Protocol):
+    """What a policy object offers: its launches for one offer."""
+
+    def offer(self, view: View) -> Sequence[Launch]: ...
+
+
+#: Makes one policy object per session (a class with no arguments is one).
+Factory = Callable[[], Policy]
 
 PROTOCOL_VERSION = 1
 
@@ -31,12 +50,12 @@ SESSIONS_KEPT = 64
 class Sessions:
     """One policy object per session, made by ``factory``."""
 
-    def __init__(self, factory):
+    def __init__(self, factory: Factory) -> None:
         self.factory = factory
-        self.runs = {}
+        self.runs: Dict[str, Policy] = {}
         self.lock = threading.Lock()
 
-    def answer(self, line):
+    def answer(self, line: str) -> str:
         """A request line's reply line (without the newline)."""
         try:
             msg = json.loads(line)
@@ -52,19 +71,27 @@ class Sessions:
                         del self.runs[next(iter(self.runs))]
                     policy = self.runs[msg["session"]] = self.factory()
                 launches = policy.offer(msg)
-            reply = {"version": PROTOCOL_VERSION, "launches": list(launches)}
+            reply: Dict[str, Any] = {"version": PROTOCOL_VERSION, "launches": list(launches)}
         except Exception as e:  # the master shows the reason and falls back
             reply = {"version": PROTOCOL_VERSION, "error": f"{type(e).__name__}: {e}"}
         return json.dumps(reply, separators=(",", ":"))
 
 
-def bind(address):
+class _Served(Protocol):
+    sessions: Sessions
+
+
+Server = Union[socketserver.ThreadingUnixStreamServer, socketserver.ThreadingTCPServer]
+
+
+def bind(address: str) -> Server:
     """A listening server for ``unix:<path>`` or ``tcp:<host>:<port>``."""
 
     class Handler(socketserver.StreamRequestHandler):
-        def handle(self):
+        def handle(self) -> None:
+            served: _Served = self.server  # type: ignore[assignment]
             for line in self.rfile:
-                out = self.server.sessions.answer(line.decode())
+                out = served.sessions.answer(line.decode())
                 self.wfile.write(out.encode() + b"\n")
                 self.wfile.flush()
 
@@ -72,7 +99,7 @@ def bind(address):
         path = address[len("unix:"):]
         if os.path.exists(path):
             os.unlink(path)
-        server = socketserver.ThreadingUnixStreamServer(path, Handler)
+        server: Server = socketserver.ThreadingUnixStreamServer(path, Handler)
     elif address.startswith("tcp:"):
         host, _, port = address[len("tcp:"):].rpartition(":")
         socketserver.ThreadingTCPServer.allow_reuse_address = True
@@ -84,26 +111,26 @@ def bind(address):
     return server
 
 
-def address_of(server):
+def address_of(server: Server) -> str:
     """The address clients use (``tcp:`` with the port bound)."""
-    a = server.server_address
-    if isinstance(a, str):
-        return f"unix:{a}"
+    a: Any = server.server_address
+    if isinstance(a, (str, bytes)):
+        return f"unix:{a if isinstance(a, str) else a.decode()}"
     return f"tcp:{a[0]}:{a[1]}"
 
 
-def serve(factory, address):
+def serve(factory: Factory, address: str) -> None:
     """Serves ``factory()`` policies at ``address`` until interrupted."""
     server = bind(address)
-    server.sessions = Sessions(factory)
-    print(f"serving {factory.__name__} at {address_of(server)}", flush=True)
+    server.sessions = Sessions(factory)  # type: ignore[union-attr]
+    print(f"serving {getattr(factory, '__name__', factory)} at {address_of(server)}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
 
 
-def main_serve(factory, argv=None):
+def main_serve(factory: Factory, argv: Optional[List[str]] = None) -> None:
     """``python policy.py --listen ADDRESS [args...]``: serves ``factory``."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) < 2 or argv[0] != "--listen":

@@ -8,13 +8,25 @@ protocol's code (``sched::policy::external``), in process, so it decides
 exactly as it would served on a socket to a real master.
 """
 
+from __future__ import annotations
+
 import itertools
 import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import pandas
 
 from . import _native
-from .policy import Sessions
+from .policy import Factory, Sessions
+
+#: A scheduler: a built-in name or TOML (as ``master sim trace --scheduler``
+#: takes it) or a Python policy class (``offer(view) -> launches``).
+Scheduler = Union[str, type]
+#: ``(runs, task_runs)``; ``task_runs`` is None unless asked for.
+Frames = Tuple[pandas.DataFrame, Optional[pandas.DataFrame]]
+PathLike = Union[str, "os.PathLike[str]"]
+_Rows = List[Dict[str, Any]]
+_Named = Union[str, Tuple[type, str]]
 
 _names = itertools.count(1)
 
@@ -26,7 +38,7 @@ class PolicyError(RuntimeError):
     reasons; ``runs`` holds every scheduler's rows (the failed ones
     included), as ``simulate_trace`` would have returned them."""
 
-    def __init__(self, message, runs):
+    def __init__(self, message: str, runs: pandas.DataFrame) -> None:
         super().__init__(message)
         self.runs = runs
 
@@ -35,7 +47,7 @@ class PolicyError(RuntimeError):
 _FAILURES = ("bad_replies", "unreachable", "timeouts", "fallback_offers", "refused")
 
 
-def _check_policies(runs, table):
+def _check_policies(runs: pandas.DataFrame, table: str) -> None:
     """Raises PolicyError if a Python policy's run stopped or has a failure
     counted."""
     failed = []
@@ -64,7 +76,7 @@ def _check_policies(runs, table):
         )
 
 
-def _policy_class(policy_class):
+def _policy_class(policy_class: type) -> type:
     """``policy_class``, or TypeError if it has no callable ``offer``."""
     if not callable(getattr(policy_class, "offer", None)):
         raise TypeError(
@@ -74,7 +86,7 @@ def _policy_class(policy_class):
     return policy_class
 
 
-def policy_config(policy_class, fallback="hadoop", strict=True, name=None):
+def policy_config(policy_class: type, fallback: str = "hadoop", strict: bool = True, name: Optional[str] = None) -> str:
     """The scheduler configuration that runs ``policy_class`` in this
     process's simulator (one object per run). A class without a callable
     ``offer`` is refused at once. ``strict``: the simulator stops the run
@@ -84,7 +96,8 @@ def policy_config(policy_class, fallback="hadoop", strict=True, name=None):
     process (default: the class's name and a counter)."""
     _policy_class(policy_class)
     name = name or f"{policy_class.__name__}-{next(_names)}"
-    _native.register_policy(name, Sessions(policy_class).answer)
+    factory: Factory = policy_class
+    _native.register_policy(name, Sessions(factory).answer)
     return (
         f'policy = "external", address = "inproc:{name}", '
         f'fallback = "{fallback}", timeout_ms = 600000, strict = {"true" if strict else "false"}'
@@ -92,16 +105,16 @@ def policy_config(policy_class, fallback="hadoop", strict=True, name=None):
 
 
 def simulate_trace(
-    spec,
-    calibration,
-    schedulers=(),
-    workers=None,
-    slots=None,
-    tasks=False,
-    seed=None,
-    lenient=False,
-    client=None,
-):
+    spec: PathLike,
+    calibration: PathLike,
+    schedulers: Sequence[Scheduler] = (),
+    workers: Optional[int] = None,
+    slots: Optional[int] = None,
+    tasks: bool = False,
+    seed: Optional[int] = None,
+    lenient: bool = False,
+    client: Any = None,
+) -> Frames:
     """Runs ``spec`` (a trace or job-mix spec) with its ``calibration``
     under each of ``schedulers`` (built-in names or TOML as ``master sim
     trace --scheduler`` takes them, or Python policy classes; empty: the
@@ -139,7 +152,16 @@ def simulate_trace(
     )
 
 
-def _simulate(spec, calibration, schedulers, workers, slots, tasks, seed, lenient):
+def _simulate(
+    spec: str,
+    calibration: str,
+    schedulers: Sequence[_Named],
+    workers: Optional[int],
+    slots: Optional[int],
+    tasks: bool,
+    seed: Optional[int],
+    lenient: bool,
+) -> Tuple[str, _Rows, _Rows]:
     """One call of the simulator: (table, runs, task rows) as lists of
     dicts, no failure raised (the caller checks). Runs where it is called:
     in this process or on a Dask worker, which registers the Python
@@ -151,20 +173,27 @@ def _simulate(spec, calibration, schedulers, workers, slots, tasks, seed, lenien
     return table, list(runs), list(task_rows) if tasks else []
 
 
-def spec_seeds(spec):
+def spec_seeds(spec: PathLike) -> List[int]:
     """The seeds a spec's runs use: ``seed`` (default 1) plus each
     repetition (default 1), as the runner and the simulator take them."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python < 3.11
-        import tomli as tomllib
+        import tomli as tomllib  # type: ignore[no-redef, import-not-found, unused-ignore]
     with open(spec, "rb") as f:
         text = tomllib.load(f)
     first, reps = int(text.get("seed", 1)), int(text.get("repetitions", 1))
     return [first + r for r in range(reps)]
 
 
-def sweep(settings, schedulers=(), tasks=False, lenient=False, client=None, label=True):
+def sweep(
+    settings: Sequence[Mapping[str, Any]],
+    schedulers: Sequence[Scheduler] = (),
+    tasks: bool = False,
+    lenient: bool = False,
+    client: Any = None,
+    label: bool = True,
+) -> Frames:
     """Runs every setting under every one of ``schedulers`` (as
     ``simulate_trace`` takes them; empty: each spec's own) and gathers
     the rows into one DataFrame pair ``(runs, task_runs)``.
@@ -181,7 +210,9 @@ def sweep(settings, schedulers=(), tasks=False, lenient=False, client=None, labe
     ``simulate_trace``)."""
     # A Python policy gets one name for the whole sweep, wherever its runs
     # go, so its rows carry one scheduler label.
-    named = [s if isinstance(s, str) else (_policy_class(s), f"{s.__name__}-{next(_names)}") for s in schedulers]
+    named: List[_Named] = [
+        s if isinstance(s, str) else (_policy_class(s), f"{s.__name__}-{next(_names)}") for s in schedulers
+    ]
     for i, st in enumerate(settings):
         unknown = set(st) - {"spec", "calibration", "workers", "slots", "seed"}
         if unknown or "spec" not in st or "calibration" not in st:
@@ -190,7 +221,7 @@ def sweep(settings, schedulers=(), tasks=False, lenient=False, client=None, labe
                 f"got {sorted(st)}"
             )
 
-    def args(st, seed):
+    def args(st: Mapping[str, Any], seed: Optional[int]) -> Tuple[Any, ...]:
         return (
             os.fspath(st["spec"]), os.fspath(st["calibration"]), named,
             st.get("workers"), st.get("slots"), tasks, seed, lenient,
@@ -198,7 +229,9 @@ def sweep(settings, schedulers=(), tasks=False, lenient=False, client=None, labe
 
     if client is None:
         # One call a setting, every seed in it, as `master sim trace` runs it.
-        results = [(i, None, _simulate(*args(st, st.get("seed")))) for i, st in enumerate(settings)]
+        results: List[Tuple[int, Optional[int], Tuple[str, _Rows, _Rows]]] = [
+            (i, None, _simulate(*args(st, st.get("seed")))) for i, st in enumerate(settings)
+        ]
     else:
         jobs = [
             (i, seed)
@@ -210,36 +243,45 @@ def sweep(settings, schedulers=(), tasks=False, lenient=False, client=None, labe
     return _gathered(settings, results, tasks, lenient, label)
 
 
-def _gathered(settings, results, tasks, lenient, label):
+def _gathered(
+    settings: Sequence[Mapping[str, Any]],
+    results: Iterable[Tuple[int, Optional[int], Tuple[str, _Rows, _Rows]]],
+    tasks: bool,
+    lenient: bool,
+    label: bool,
+) -> Frames:
     """The runs and task runs of every (setting, seed) in the in-process
     order: setting, point, scheduler, seed."""
-    runs, task_rows, tables = [], [], []
+    rows: _Rows = []
+    task_rows: _Rows = []
+    tables: List[str] = []
+    results = list(results)
     for i, seed, (table, r, t) in results:
-        extra = {}
+        extra: Dict[str, Any] = {}
         if label:
             st = settings[i]
             extra = {"spec": os.fspath(st["spec"]), "workers": st.get("workers"), "slots": st.get("slots")}
-        runs += [dict(row, _setting=i, **extra) for row in r]
+        rows += [dict(row, _setting=i, **extra) for row in r]
         task_rows += [dict(row, _setting=i, **extra) for row in t]
         head = [f"setting {i}"] if len(settings) > 1 else []
         head += [f"seed {seed}"] if seed is not None and len(results) > 1 else []
         tables.append(f"{', '.join(head)}:\n\n{table}" if head else table)
-    runs = _in_order(pandas.DataFrame(runs))
+    runs = _in_order(pandas.DataFrame(rows))
     task_runs = _in_order(pandas.DataFrame(task_rows)) if tasks else None
-    table = "\n\n".join(tables)
-    runs.attrs["table"] = table
+    all_tables = "\n\n".join(tables)
+    runs.attrs["table"] = all_tables
     if not lenient:
-        _check_policies(runs, table)
+        _check_policies(runs, all_tables)
     return runs, task_runs
 
 
-def _in_order(df):
+def _in_order(df: pandas.DataFrame) -> pandas.DataFrame:
     """Rows sorted as the simulator writes them for one call (point, then
     scheduler, each in order of first appearance, then seed), settings in
     turn; the order within a run kept."""
     if df.empty:
         return df.drop(columns=["_setting"], errors="ignore")
-    keys = {}
+    keys: Dict[str, pandas.Series] = {}
     for col in ("point", "scheduler"):
         if col in df:
             order = {v: k for k, v in enumerate(dict.fromkeys(df[col]))}
@@ -250,7 +292,16 @@ def _in_order(df):
     return df.drop(columns=[c for c in by if c.startswith("_")]).reset_index(drop=True)
 
 
-def generate_instance(path, servers, cores, tasks, replication=3, beta=1000.0, theta=1.0, seed=1):
+def generate_instance(
+    path: PathLike,
+    servers: int,
+    cores: int,
+    tasks: int,
+    replication: int = 3,
+    beta: float = 1000.0,
+    theta: float = 1.0,
+    seed: int = 1,
+) -> None:
     """Writes a planning instance (DynDL's generator, as ``master sim gen``)
     to ``path``: ``servers`` x ``cores``, ``tasks`` tasks of one job with
     ``replication`` replicas each, initial core loads drawn up to ``beta``,
@@ -258,7 +309,9 @@ def generate_instance(path, servers, cores, tasks, replication=3, beta=1000.0, t
     _native.generate_instance(str(path), servers, cores, tasks, replication, beta, theta, seed)
 
 
-def simulate_instance(path, schedulers, tick=1.0, seed=1):
+def simulate_instance(
+    path: PathLike, schedulers: Sequence[Scheduler], tick: float = 1.0, seed: int = 1
+) -> Tuple[pandas.DataFrame, pandas.DataFrame]:
     """Runs each of ``schedulers`` (built-in names or TOML, or Python policy
     classes) on the instance file at ``path`` in the discrete-event
     simulator. Returns ``(runs, placements)`` DataFrames: one row per
