@@ -33,6 +33,11 @@ async fn run_tools(cmd: &Cmd) -> anyhow::Result<bool> {
             threshold_s,
         } => policy_server(listen, *threshold_s).await,
         Cmd::Replot { dir } => replot(dir),
+        Cmd::PolicySchema => {
+            let text = serde_json::to_string_pretty(&sched::policy::external::protocol_schema())?;
+            println!("{text}");
+            Ok(())
+        }
         Cmd::Completions { shell } => {
             use clap::CommandFactory;
             let mut script = Vec::new();
@@ -258,6 +263,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
         | Cmd::Chaos { .. }
         | Cmd::Soak { .. }
         | Cmd::Completions { .. }
+        | Cmd::PolicySchema
         | Cmd::PolicyServer { .. } => {
             unreachable!("handled above")
         }

@@ -7,6 +7,7 @@ import threading
 
 import mrtb.cluster
 from mrtb.policy import Sessions, address_of, bind
+from schema_check import check_all, recording
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -24,7 +25,8 @@ def test_a_spec_runs_on_a_real_cluster_with_a_python_policy(tmp_path):
     delay = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(delay)
     server = bind(f"unix:{tmp_path / 'py.sock'}")
-    server.sessions = Sessions(delay.Delay)
+    seen = []
+    server.sessions = Sessions(recording(delay.Delay, seen))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     (tmp_path / "spec.toml").write_text(f"""
 name = "python-policy"
@@ -64,6 +66,8 @@ arrival_s = [0, 0.5]
     assert "0 launches refused" in notes and "fallback" not in notes, notes
     assert len(r["tasks"]) >= 32
     assert r["meta"]["spec"]["name"] == "python-policy" or "python-policy" in str(r["meta"])
+    # Every offer the real master sent meets the published schema.
+    assert check_all(seen) >= 4
 
 
 def test_a_missing_binary_is_named():

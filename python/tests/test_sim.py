@@ -146,3 +146,13 @@ def test_the_python_delay_example_at_its_default_makes_delay3s_launches():
     a = tasks[tasks["scheduler"] == labels[0]][cols].reset_index(drop=True)
     b = tasks[tasks["scheduler"] == labels[1]][cols].reset_index(drop=True)
     assert len(a) > 2000 and a.equals(b)
+
+
+def test_every_offer_the_simulator_sends_meets_the_published_schema():
+    from schema_check import check_all, recording
+
+    seen = []
+    Delay = example("delay").Delay
+    runs, _ = mrtb.sim.simulate_trace(SPEC, calibration(), [recording(Delay, seen)], workers=6, seed=11)
+    assert len(runs) == 1
+    assert check_all(seen) > 100

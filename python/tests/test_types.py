@@ -24,3 +24,18 @@ def test_mypy_strict_accepts_the_package():
         text=True,
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+
+
+def test_docs_name_every_field_of_the_published_schema():
+    import json
+    import re
+
+    with open(os.path.join(ROOT, "docs", "policy-protocol-v1.schema.json")) as f:
+        defs = json.load(f)["$defs"]
+    with open(os.path.join(ROOT, "docs", "python.md")) as f:
+        section = f.read().split("## The offer and the reply", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([a-z_]+)(?:\[\])?`", section))
+    fields = {k for d in defs.values() for k in d.get("properties", {})}
+    assert fields <= named, f"docs/python.md's field table leaves out {sorted(fields - named)}"
+    rules = set(defs["Rule"]["enum"])
+    assert rules <= set(re.findall(r"`([a-z-]+)`", section)), sorted(rules)

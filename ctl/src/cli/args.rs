@@ -287,6 +287,14 @@ pub enum Cmd {
         #[arg(long, default_value_t = 3.0)]
         threshold_s: f64,
     },
+    /// Print the external policy protocol's messages as a JSON Schema
+    /// (draft 2020-12): the offer a policy is told and its reply, every
+    /// field documented; `docs/policy-protocol-v1.schema.json` is this
+    /// output. Needs no cluster.
+    #[command(
+        after_help = "Examples:\n  master policy-schema > policy-protocol.schema.json\n  python3 -c 'import json, jsonschema; s = json.load(open(\"policy-protocol.schema.json\")); jsonschema.validate(view, {**s, \"$ref\": \"#/$defs/OfferMessage\"})'"
+    )]
+    PolicySchema,
     /// Print a shell completion script for `master` (bash, zsh, fish,
     /// elvish, powershell). Needs no cluster.
     #[command(

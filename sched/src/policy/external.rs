@@ -250,6 +250,8 @@ impl PolicyCall for NoConnector {
 /// What the policy is told at an offer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct OfferMessage {
+    /// The protocol's version ([`PROTOCOL_VERSION`]); a policy refuses
+    /// another.
     pub version: u32,
     /// This run of the policy: the same for every offer of one run (one
     /// master's life, one simulation), another for the next, so that a
@@ -262,6 +264,7 @@ pub struct OfferMessage {
     /// there, at most this many.
     #[schema(value_type = u32)]
     pub worker: WorkerId,
+    /// The offered worker's free map slots (a count).
     pub free_slots: u32,
     /// Every worker the view knows, in id order.
     pub workers: Vec<WorkerMessage>,
@@ -272,17 +275,22 @@ pub struct OfferMessage {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct WorkerMessage {
+    /// The worker's id (the number the offer's `worker` and a launch's
+    /// `source` use).
     #[schema(value_type = u32)]
     pub id: WorkerId,
+    /// Whether the master hears its heartbeats.
     pub alive: bool,
-    /// Map slots, and how many are free.
+    /// Map slots (a count).
     pub slots: u32,
+    /// Map slots free now (a count).
     pub free: u32,
     /// Maps running here that read their input from another worker (the
     /// load on the NIC the testbed's remote reads share).
     pub remote_running: u32,
-    /// Whether maps and reduces may run here.
+    /// Whether maps may run here (a storage-only worker runs none).
     pub runs_maps: bool,
+    /// Whether reduces may run here (EAS's map machines run none).
     pub runs_reduces: bool,
     /// Its rack, when the cluster sets racks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -291,17 +299,22 @@ pub struct WorkerMessage {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct JobMessage {
+    /// The job's id (the number a launch's `job` uses).
     #[schema(value_type = u32)]
     pub id: JobId,
-    /// Order keys: submission time (ms), fair-share group, maps running,
-    /// maps pending, and the deadline (ms) when the job has one.
+    /// When the job was submitted, ms of scheduler time (as `now_ms`).
     pub submitted_ms: Millis,
+    /// Its fair-share group (pool), a name; `default` when none was set.
     pub group: String,
+    /// Its maps running now (a count).
     pub running: u32,
+    /// Its maps not yet launched (a count).
     pub pending: u32,
+    /// Its deadline, ms of scheduler time; absent when it has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<Millis>,
-    /// When the job last launched a map (none yet: none).
+    /// When the job last launched a map, ms of scheduler time; absent
+    /// until its first launch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_launch_ms: Option<Millis>,
     /// The oldest pending maps (at most `max_tasks_per_job`), oldest first:
@@ -314,6 +327,7 @@ pub struct JobMessage {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TaskMessage {
+    /// The map's index in its job (0-based; a launch's `task`).
     pub index: u32,
     /// Input bytes.
     pub bytes: u64,
@@ -326,6 +340,7 @@ pub struct TaskMessage {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Reply {
+    /// The protocol's version, as the offer's.
     pub version: u32,
     /// In order; each takes one of the offered worker's free slots.
     #[serde(default)]
@@ -355,8 +370,10 @@ impl Reply {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchMessage {
+    /// The job's id (as the offer's `jobs[].id`).
     #[schema(value_type = u32)]
     pub job: JobId,
+    /// The map's index in its job (as `tasks[].index` or a `local` entry).
     pub task: u32,
     /// The worker to read the input from (a holder of a replica); the
     /// offered worker for a data-local launch.
@@ -366,12 +383,14 @@ pub struct LaunchMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<u32>)]
     pub worker: Option<WorkerId>,
-    /// Why, for the decision record: the rule that allowed it and the
-    /// job's wait, when the policy says.
+    /// Why, for the decision record: the rule that allowed it, when the
+    /// policy says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<Rule>,
+    /// How long the job had waited for a data-local slot, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waited_ms: Option<Millis>,
+    /// The wait the policy allows before a remote launch, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold_ms: Option<Millis>,
 }
@@ -392,14 +411,17 @@ impl LaunchMessage {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Explain {
+    /// The rule that declined.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<Rule>,
     /// The job that declined (for a decline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<u32>)]
     pub job: Option<JobId>,
+    /// How long that job had waited, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waited_ms: Option<Millis>,
+    /// The wait the policy allows it, ms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold_ms: Option<Millis>,
 }
@@ -727,3 +749,56 @@ impl Scheduler for External {
 #[cfg(test)]
 #[path = "external_tests.rs"]
 mod tests;
+
+/// The protocol's messages as a JSON Schema (draft 2020-12) document:
+/// `$defs` holds `OfferMessage` (what the policy is told) and `Reply` (its
+/// answer) with every type they use, each field with the documentation
+/// above; objects take no field the schema does not name. Published as
+/// `docs/policy-protocol-v1.schema.json` (`master policy-schema`), versioned
+/// with [`PROTOCOL_VERSION`].
+pub fn protocol_schema() -> serde_json::Value {
+    #[derive(utoipa::OpenApi)]
+    #[openapi(components(schemas(
+        OfferMessage,
+        WorkerMessage,
+        JobMessage,
+        TaskMessage,
+        Reply,
+        LaunchMessage,
+        Explain,
+        Rule
+    )))]
+    struct Messages;
+    let doc = <Messages as utoipa::OpenApi>::openapi();
+    let mut defs = serde_json::to_value(doc.components.map(|c| c.schemas).unwrap_or_default())
+        .expect("a schema serializes");
+    closed(&mut defs);
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": format!("urn:mrtb:policy-protocol:v{PROTOCOL_VERSION}"),
+        "title": format!("The external policy protocol, version {PROTOCOL_VERSION}"),
+        "description": "One JSON object a line each way: the master or the simulator sends an OfferMessage, the policy answers with a Reply. Validate a message against {\"$ref\": \"#/$defs/OfferMessage\"} or {\"$ref\": \"#/$defs/Reply\"} of this document.",
+        "$defs": defs,
+    })
+}
+
+/// Points every `$ref` at `$defs` and closes every object to fields the
+/// schema does not name.
+fn closed(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(serde_json::Value::String(r)) = m.get_mut("$ref") {
+                *r = r.replace("#/components/schemas/", "#/$defs/");
+            }
+            if m.get("type").and_then(|t| t.as_str()) == Some("object")
+                && m.contains_key("properties")
+            {
+                m.entry("additionalProperties")
+                    .or_insert(serde_json::Value::Bool(false));
+            }
+            m.values_mut().for_each(closed);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(closed),
+        _ => {}
+    }
+}

@@ -341,3 +341,35 @@ fn a_strict_policy_fails_at_its_first_failure_and_a_lenient_one_never() {
     assert!(why.contains("not one launch"), "{why}");
     assert_eq!(failing(false, idle(), STRICT_IDLE_REPLIES), None);
 }
+
+#[test]
+fn the_published_schema_is_the_protocols_and_documents_every_field() {
+    let schema = protocol_schema();
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/policy-protocol-v1.schema.json"
+    );
+    let published = std::fs::read_to_string(path).unwrap();
+    let want = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+    assert!(
+        published == want,
+        "{path} is not the protocol's schema: `master policy-schema > docs/policy-protocol-v1.schema.json`"
+    );
+    let defs = schema["$defs"].as_object().unwrap();
+    for name in ["OfferMessage", "Reply", "LaunchMessage", "JobMessage"] {
+        assert!(defs.contains_key(name), "{name} in $defs");
+    }
+    for (name, def) in defs {
+        let Some(props) = def["properties"].as_object() else {
+            continue;
+        };
+        assert_eq!(def["additionalProperties"], false, "{name} is closed");
+        for (field, p) in props {
+            let said = p.get("description").is_some()
+                || p["oneOf"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|x| x.get("description").is_some()));
+            assert!(said, "{name}.{field} has no description");
+        }
+    }
+}
