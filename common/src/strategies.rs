@@ -509,7 +509,11 @@ pub fn job_report() -> impl Strategy<Value = JobReport> {
             any::<u32>(),
             any::<u32>(),
         ),
-        (any::<u32>(), any::<u32>()),
+        (
+            any::<u32>(),
+            any::<u32>(),
+            option::of((any::<u32>(), any::<u32>(), name())),
+        ),
     )
         .prop_map(
             |(
@@ -519,7 +523,7 @@ pub fn job_report() -> impl Strategy<Value = JobReport> {
                 (bytes_local, bytes_remote, reduces, reduces_done, shuffle_bytes),
                 (output, attempts, running),
                 (deadline_ms, deadline_met, budget, master_restarts, restart_reruns),
-                (backups, backups_won),
+                (backups, backups_won, decided_by),
             )| JobReport {
                 job,
                 name,
@@ -553,6 +557,13 @@ pub fn job_report() -> impl Strategy<Value = JobReport> {
                 restart_reruns,
                 backups,
                 backups_won,
+                decided_by: decided_by.map(|(policy, fallback, fallback_name)| {
+                    crate::wire::DecidedBy {
+                        policy,
+                        fallback,
+                        fallback_name,
+                    }
+                }),
             },
         )
 }

@@ -547,6 +547,21 @@ pub struct JobReport {
     pub backups: u32,
     #[serde(default, skip_serializing_if = "is_zero_u32")]
     pub backups_won: u32,
+    /// Under an external policy: how many of the job's maps it launched
+    /// and how many its fallback did (offers it could not decide), since
+    /// the master started; absent under a built-in policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
+}
+
+/// Who launched a job's maps under an external policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DecidedBy {
+    /// Maps the external policy launched.
+    pub policy: u32,
+    /// Maps its fallback launched, and the fallback's name.
+    pub fallback: u32,
+    pub fallback_name: String,
 }
 
 fn is_zero_u32(v: &u32) -> bool {

@@ -48,6 +48,6 @@ pub mod view;
 pub use policy::build;
 pub use reduce::{offer_reduces, ReducePlacer};
 pub use view::{
-    offer, plan, Assignment, ClusterView, JobQos, JobView, Millis, PendingTask, PlanContext,
-    ReduceJobView, SchedContext, SchedError, Scheduler, WorkerView,
+    offer, plan, Assignment, ClusterView, JobQos, JobView, LaunchedBy, Millis, PendingTask,
+    PlanContext, ReduceJobView, SchedContext, SchedError, Scheduler, WorkerView,
 };

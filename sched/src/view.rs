@@ -36,7 +36,7 @@ mod reduces;
 mod running;
 
 pub(crate) use context::begin_reduce_offer;
-pub use context::{offer, plan, Assignment, PlanContext, SchedContext, Scheduler};
+pub use context::{offer, plan, Assignment, LaunchedBy, PlanContext, SchedContext, Scheduler};
 
 /// Scheduler time: milliseconds since the master (or simulation) started.
 pub type Millis = u64;

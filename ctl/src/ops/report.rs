@@ -69,6 +69,13 @@ pub fn job_report(j: &JobReport) -> String {
     if let Some(e) = &j.error {
         let _ = writeln!(s, "  error: {e}");
     }
+    if let Some(d) = &j.decided_by {
+        let _ = writeln!(
+            s,
+            "  maps launched by the external policy: {}; by its fallback ({}, offers the policy could not decide): {}",
+            d.policy, d.fallback_name, d.fallback
+        );
+    }
     let pct = if j.tasks_done > 0 {
         100.0 * j.data_local as f64 / j.tasks_done as f64
     } else {

@@ -85,6 +85,14 @@ impl Master {
             restart_reruns: j.restart_reruns,
             backups: j.backups,
             backups_won: j.backups_won,
+            decided_by: self
+                .scheduler
+                .launched_by(j.id)
+                .map(|b| common::wire::DecidedBy {
+                    policy: b.policy,
+                    fallback: b.fallback,
+                    fallback_name: b.fallback_name,
+                }),
         })
     }
 

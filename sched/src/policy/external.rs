@@ -538,7 +538,13 @@ pub struct External {
     paused_until: Option<Millis>,
     /// Why a `strict` policy cannot go on (its first failure).
     failure: Option<String>,
+    /// Per job, maps the policy launched and maps its fallback launched
+    /// (the oldest jobs forgotten past `JOBS_KEPT`).
+    by_job: std::collections::BTreeMap<JobId, (u32, u32)>,
 }
+
+/// Jobs whose launches [`External`] keeps apart by who decided them.
+const JOBS_KEPT: usize = 100_000;
 
 impl External {
     pub fn new(
@@ -559,6 +565,34 @@ impl External {
             failures_in_row: 0,
             paused_until: None,
             failure: None,
+            by_job: Default::default(),
+        }
+    }
+
+    /// Counts a launch of `job`'s, by the policy or by its fallback.
+    fn count(&mut self, job: JobId, by_fallback: bool) {
+        let e = self.by_job.entry(job).or_default();
+        if by_fallback {
+            e.1 += 1;
+        } else {
+            e.0 += 1;
+        }
+        if self.by_job.len() > JOBS_KEPT {
+            self.by_job.pop_first();
+        }
+    }
+
+    /// The fallback decides the offer; its launches are counted as its.
+    fn fall_back(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
+        self.stats.fallback_offers += 1;
+        let before = ctx.launched().len();
+        self.fallback.offer(now, worker, ctx);
+        let jobs: Vec<JobId> = ctx.launched()[before..]
+            .iter()
+            .map(|a| a.task.job)
+            .collect();
+        for job in jobs {
+            self.count(job, true);
         }
     }
 
@@ -620,7 +654,10 @@ impl External {
                 continue;
             }
             match ctx.launch_why(task, worker, l.source, l.why()) {
-                Ok(()) => self.stats.launches += 1,
+                Ok(()) => {
+                    self.stats.launches += 1;
+                    self.count(task.job, false);
+                }
                 Err(e) => self.stats.refuse(format!("launch of {task}: {e}")),
             }
         }
@@ -658,8 +695,7 @@ impl Scheduler for External {
         }
         if let Some(until) = self.paused_until {
             if now < until {
-                self.stats.fallback_offers += 1;
-                return self.fallback.offer(now, worker, ctx);
+                return self.fall_back(now, worker, ctx);
             }
             self.paused_until = None;
         }
@@ -698,10 +734,18 @@ impl Scheduler for External {
                     self.failures_in_row = 0;
                     self.paused_until = Some(now + crate::policy::secs_to_ms(self.params.retry_s));
                 }
-                self.stats.fallback_offers += 1;
-                self.fallback.offer(now, worker, ctx);
+                self.fall_back(now, worker, ctx);
             }
         }
+    }
+
+    fn launched_by(&self, job: JobId) -> Option<crate::view::LaunchedBy> {
+        let (policy, fallback) = self.by_job.get(&job).copied().unwrap_or_default();
+        Some(crate::view::LaunchedBy {
+            policy,
+            fallback,
+            fallback_name: self.fallback.name(),
+        })
     }
 
     fn notes(&self) -> Vec<String> {

@@ -373,3 +373,29 @@ fn the_published_schema_is_the_protocols_and_documents_every_field() {
         }
     }
 }
+
+#[test]
+fn launches_are_counted_per_job_by_who_decided_them() {
+    let mut v = view();
+    let s = Script::default();
+    // The policy launches two maps; its next call fails and the fallback
+    // (hadoop) launches the third.
+    s.replies
+        .lock()
+        .unwrap()
+        .push(reply(&[(1, 1, 0), (1, 0, 1)]));
+    let mut e = external(&s, "fallback = \"hadoop\"");
+    assert_eq!(offer(&mut e, 1_000, w(0), &mut v).len(), 2);
+    assert_eq!(
+        offer(&mut e, 2_000, w(1), &mut v).len(),
+        1,
+        "the fallback took the last map"
+    );
+    let by = e.launched_by(JobId(1)).unwrap();
+    assert_eq!((by.policy, by.fallback), (2, 1));
+    assert!(by.fallback_name.starts_with("hadoop"), "{by:?}");
+    assert_eq!(
+        e.launched_by(JobId(9)).map(|b| (b.policy, b.fallback)),
+        Some((0, 0))
+    );
+}

@@ -229,6 +229,11 @@ impl<'a> SchedContext<'a> {
         self.launched
     }
 
+    /// The launches of this round so far, in order.
+    pub fn launched(&self) -> &[Assignment] {
+        &self.launched
+    }
+
     /// The reduces launched, in order.
     pub fn into_reduces(self) -> Vec<TaskRef> {
         self.reduces
@@ -296,6 +301,25 @@ pub trait Scheduler: Send {
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
     }
+
+    /// For a policy that hands offers to a fallback (an external policy):
+    /// how many of `job`'s maps it launched itself and how many its
+    /// fallback did, since it started. Default: None (it decides alone).
+    fn launched_by(&self, _job: JobId) -> Option<LaunchedBy> {
+        None
+    }
+}
+
+/// Who launched a job's maps, for a policy with a fallback
+/// ([`Scheduler::launched_by`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchedBy {
+    /// Maps the policy launched.
+    pub policy: u32,
+    /// Maps its fallback launched (offers the policy could not decide).
+    pub fallback: u32,
+    /// The fallback's name.
+    pub fallback_name: String,
 }
 
 /// Runs the policy's planning step.

@@ -46,5 +46,6 @@ pub(crate) fn unstarted_report(
         restart_reruns: 0,
         backups: 0,
         backups_won: 0,
+        decided_by: None,
     }
 }

@@ -573,3 +573,29 @@ fn reduce_placement_follows_the_setting() {
         "{first_free:?}"
     );
 }
+
+#[test]
+fn a_report_says_which_maps_an_external_policys_fallback_launched() {
+    // A policy nobody serves: every offer goes to the fallback, and the
+    // job's report counts its maps as the fallback's.
+    let mut s = settings(3, 2);
+    s.scheduler =
+        "policy = 'external', address = 'unix:/nonexistent/policy.sock', fallback = 'hadoop'"
+            .parse()
+            .unwrap();
+    let mut m = cluster_with(s, 3, 2, 6);
+    let job = submit(&mut m);
+    drive_maps(&mut m, 3, 10, Vec::new());
+    let r = m.report(job).unwrap();
+    assert_eq!(r.state, JobState::Succeeded);
+    let d = r
+        .decided_by
+        .expect("an external policy's job says who decided");
+    assert_eq!((d.policy, d.fallback), (0, 6), "{d:?}");
+    assert!(d.fallback_name.starts_with("hadoop"), "{d:?}");
+    // A built-in policy's report says nothing of it.
+    let mut m = cluster(3, 2, 6);
+    let job = submit(&mut m);
+    drive_maps(&mut m, 3, 10, Vec::new());
+    assert_eq!(m.report(job).unwrap().decided_by, None);
+}
