@@ -369,15 +369,12 @@ pub async fn serve(
         tracing::info!(instances = %p.describe(), "public instances start as");
         settings.provision = Some(p);
     }
-    let h = master::http::start(
+    master::daemon::serve_until_stopped(
         listen.unwrap_or(cfg.master.listen),
         &cfg.cluster.token,
         settings,
     )
-    .await?;
-    tokio::signal::ctrl_c().await?;
-    h.abort();
-    Ok(())
+    .await
 }
 
 /// `master down`: stops the local cluster of either mode.

@@ -105,6 +105,7 @@ const MASTER: &[&str] = &[
     "state",
     "dashboard",
     "http",
+    "daemon",
 ];
 const CTL: &[&str] = &[
     "ops",
@@ -736,4 +737,84 @@ fn architecture_md_names_the_crates_their_dependencies_and_modules() {
         .unwrap()
         .contains("pending"));
     assert!(uses["lab"].contains("sched"));
+}
+
+/// Files of the master's state that may hold `impl Master`: the top and
+/// the files that orchestrate one concern. The parts (`roster`, `storage`,
+/// `jobs`, `journal`, `public`, `placement`, `record`, `held`, ...) own
+/// their fields and carry no `Master` method.
+const MASTER_ORCHESTRATION: &[&str] = &[
+    "mod.rs",
+    "workers.rs",
+    "submit.rs",
+    "attempts.rs",
+    "reduce.rs",
+    "rent.rs",
+    "restore.rs",
+    "report.rs",
+];
+
+/// `(file, what it breaks)` for every non-test file of `state` that holds
+/// `impl Master` outside `MASTER_ORCHESTRATION` or touches the scheduler's
+/// view, the scheduler, the reduce placer or the record other than through
+/// `Placement`.
+fn master_state_violations(files: &[(String, String)]) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (name, text) in files {
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let base = name.rsplit('/').next().unwrap_or(name);
+        let top = !name.contains('/') || name.ends_with("journal/mod.rs");
+        let orchestrates = top && MASTER_ORCHESTRATION.contains(&base) && name != "journal/mod.rs";
+        if code.contains("impl Master {") && !orchestrates {
+            bad.push(format!("{name}: impl Master in a part"));
+        }
+        if name == "placement.rs" {
+            continue;
+        }
+        // A field, not a method of the same name (`self.record(..)`).
+        for field in ["self.view", "self.scheduler", "self.reducer", "self.record"] {
+            if code.match_indices(field).any(|(i, _)| {
+                !code[i + field.len()..]
+                    .starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '(')
+            }) {
+                bad.push(format!("{name}: {field} outside placement.rs"));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn the_masters_view_is_written_from_placement_and_its_methods_live_in_orchestration() {
+    let dir = workspace().join("master/src/state");
+    let mut paths = Vec::new();
+    rust_files(&dir, &mut paths);
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .filter(|p| !p.components().any(|c| c.as_os_str() == "tests") && !p.ends_with("tests.rs"))
+        .map(|p| {
+            let rel = p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
+            (rel, std::fs::read_to_string(p).unwrap())
+        })
+        .collect();
+    assert!(files.iter().any(|(n, _)| n == "placement.rs"), "{files:?}");
+    let bad = master_state_violations(&files);
+    assert!(bad.is_empty(), "{bad:#?}");
+    // The check catches both kinds.
+    let planted = [
+        (
+            "public.rs".to_string(),
+            "impl Master {\n fn f(&mut self) {}\n}".to_string(),
+        ),
+        (
+            "workers.rs".to_string(),
+            "fn g(&mut self) { self.view.set_free(w, 1); }".to_string(),
+        ),
+        (
+            "workers.rs".to_string(),
+            "fn h(&self) { self.record.rows(None); }".to_string(),
+        ),
+    ];
+    let caught = master_state_violations(&planted);
+    assert_eq!(caught.len(), 3, "{caught:?}");
 }

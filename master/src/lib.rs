@@ -4,11 +4,13 @@
 //! [`dashboard`] the page it serves; [`metrics`] its Prometheus metrics;
 //! [`provision`] starts and stops public instances as processes.
 //!
-//! This crate is only the daemon: the command line that serves it, and
-//! everything that drives a cluster from outside, are the `ctl` crate.
+//! This crate is the daemon and its binary, `masterd` ([`daemon`]); the
+//! command line (`master`, whose `serve` runs the same daemon) and
+//! everything that drives a cluster from outside are the `ctl` crate.
 
 pub mod access;
 pub mod catalog;
+pub mod daemon;
 pub mod dashboard;
 pub mod http;
 pub mod metrics;

@@ -88,10 +88,11 @@ impl Master {
         // A held job is not in the view yet (it enters with what runs).
         if self.held.holds(a.task.job) {
         } else if is_reduce {
-            self.view.reduce_attempt_ended(a.task, worker, self.now, ok);
+            self.placement
+                .attempt_ended(a.task, worker, None, self.now, ok);
         } else {
-            self.view
-                .map_ended(a.task, worker, ra.remote(), self.now, ok);
+            self.placement
+                .attempt_ended(a.task, worker, Some(ra.remote()), self.now, ok);
         }
         if ok {
             // Its backup, or the attempt it backs up, lost the race.
@@ -128,11 +129,16 @@ impl Master {
         self.jobs.drop_attempt(l);
         if self.held.holds(a.task.job) {
         } else if self.jobs.task(a.task).reduce.is_some() {
-            self.view
-                .reduce_attempt_ended(a.task, loser.worker, self.now, false);
+            self.placement
+                .attempt_ended(a.task, loser.worker, None, self.now, false);
         } else {
-            self.view
-                .map_ended(a.task, loser.worker, loser.remote(), self.now, false);
+            self.placement.attempt_ended(
+                a.task,
+                loser.worker,
+                Some(loser.remote()),
+                self.now,
+                false,
+            );
         }
         let unix = common::unix_ms();
         let r = TaskResult {
@@ -239,19 +245,20 @@ impl Master {
         match &r.outcome {
             TaskOutcome::Succeeded { .. } if !is_reduce => {
                 let len = self.jobs.task(a.task).len;
-                self.view
-                    .note_map(worker, len, ms, ra.worker == ra.source, output);
+                self.placement
+                    .map_measured(worker, len, ms, ra.worker == ra.source, output);
             }
             TaskOutcome::Reduced { .. } if is_reduce => {
-                self.view.note_reduce(r.local_bytes + r.remote_bytes, ms);
+                self.placement
+                    .reduce_measured(r.local_bytes + r.remote_bytes, ms);
             }
             _ => {}
         }
         match &r.outcome {
             TaskOutcome::Succeeded { summary } if !is_reduce => {
                 // The planners' expected task length.
-                self.view
-                    .note_task_ms(r.finished_unix_ms.saturating_sub(r.started_unix_ms));
+                self.placement
+                    .task_ms(r.finished_unix_ms.saturating_sub(r.started_unix_ms));
                 let rec = self.record(a, ra, &r, None);
                 self.journal_task(JournalEntry::MapDone {
                     attempt: a,
@@ -420,7 +427,7 @@ impl Master {
         if let Some(out) = &output {
             self.storage.output_written(out);
         }
-        self.view.remove_job(id);
+        self.placement.job_gone(id);
         self.forget_everywhere(id);
         self.journal_ended(id);
         tracing::info!(job = %id, jct_ms = end, "job succeeded");
@@ -441,7 +448,7 @@ impl Master {
         }
         let task = self.jobs.task(t);
         if task.reduce.is_some() {
-            self.view.requeue_reduce(t);
+            self.placement.reduce_requeued(t);
             return;
         }
         let replicas = self.task_replicas(t);
@@ -451,7 +458,7 @@ impl Master {
             return;
         }
         let len = task.len;
-        self.view.requeue(PendingTask {
+        self.placement.map_requeued(PendingTask {
             task: t,
             len,
             replicas,
@@ -464,7 +471,7 @@ impl Master {
         }
         let error = self.jobs.job(id).error.as_deref().unwrap_or_default();
         tracing::warn!(job = %id, %error, "job failed");
-        self.view.remove_job(id);
+        self.placement.job_gone(id);
         self.forget_everywhere(id);
         self.journal_ended(id);
         self.jobs.retire();

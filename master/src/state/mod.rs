@@ -23,24 +23,27 @@
 //! attempts sent to each and the orders waiting for its next reply),
 //! `storage::Storage` (the catalog, files' factors, deletions, copies and
 //! trims; re-replication's planning in `replication.rs`),
+//! `placement::Placement` (the scheduler's view, the map scheduler, the
+//! reduce placer and the decision record: the only writer of the view),
 //! `jobs::Jobs` (the jobs and their tasks: attempts, map outputs,
 //! counters, records; earlier incarnations' reports), `journal::Journal`
 //! (entries not yet appended), `public::Instances` (rented instances:
-//! ports, usage, bills, start/stop orders), `record::Record` (the
-//! decision record) and `held::Held` (jobs a restarted master took back,
-//! until the workers registered again). `Master` owns none of their
-//! fields: it runs a registration, a heartbeat or a submission through them and through the
-//! scheduler's view, one file per concern: `workers.rs` (registration,
-//! heartbeats, loss, routing storage's orders), `submit.rs` (jobs in, map
-//! launches), `attempts.rs` (results, retries, job end), `reduce.rs` (the
-//! reduce phase), `report.rs`, `restore.rs` (the journal replayed, the
-//! held jobs' attempts adopted, the jobs going on).
+//! ports, usage, bills, start/stop orders) and `held::Held` (jobs a
+//! restarted master took back, until the workers registered again).
+//! `Master` owns none of their
+//! fields: it runs a registration, a heartbeat or a submission through
+//! them, and `impl Master` lives only here and in one file per concern:
+//! `workers.rs` (registration, heartbeats, loss, routing storage's
+//! orders), `submit.rs` (jobs in, map launches), `attempts.rs` (results,
+//! retries, job end), `reduce.rs` (the reduce phase), `rent.rs` (rented
+//! instances started, up and stopped), `report.rs`, `restore.rs` (the
+//! journal replayed, the held jobs' attempts adopted, the jobs going on).
 
 use common::config::{ClusterConfig, WorkerSettings};
-use common::{JobId, WorkerId};
+use common::{AttemptId, JobId, WorkerId};
 use sched::policy::SchedulerConfig;
 use sched::reduce::ReducePlacement;
-use sched::{self, ClusterView, ReducePlacer, Scheduler};
+use sched::{self, ClusterView, Scheduler};
 
 /// Upper bound on a job's reduce tasks.
 pub const MAX_REDUCES: u32 = 10_000;
@@ -160,10 +163,9 @@ pub struct Master {
     storage: storage::Storage,
     /// The jobs and their tasks, and earlier incarnations' reports.
     jobs: jobs::Jobs,
-    view: ClusterView,
-    /// Places the reduces (a pure state machine, like `scheduler`).
-    reducer: ReducePlacer,
-    scheduler: Box<dyn Scheduler>,
+    /// The scheduler's view, the map scheduler, the reduce placer and the
+    /// decision record: where tasks go.
+    placement: placement::Placement,
     /// Journal entries not yet written (the HTTP layer appends them).
     journal: journal::Journal,
     /// Counted as results are applied (`GET /metrics`).
@@ -171,9 +173,6 @@ pub struct Master {
     /// Public instances asked for since the master started, their usage
     /// and the start/stop orders for the HTTP layer.
     instances: public::Instances,
-    /// The decision record since the master started (empty unless
-    /// `record_decisions`) and its inputs.
-    record: record::Record,
     /// Jobs taken back from the journal, until the workers registered.
     held: held::Held,
     /// Which start of the master this is (1 without a journal; one more
@@ -191,12 +190,9 @@ impl Master {
     }
 
     pub fn with_scheduler(settings: MasterSettings, scheduler: Box<dyn Scheduler>) -> Self {
-        let reducer = ReducePlacer::new(settings.reduce_placement, &settings.scheduler);
+        let placement = placement::Placement::new(&settings, scheduler);
         let workers = roster::Roster::new(settings.workers.clone());
-        let record_decisions = settings.record_decisions;
-        let speculation = settings.speculation.clone();
         let retained_jobs = settings.retained_jobs;
-        let record = record::Record::new(settings.decisions_max);
         let instances = public::Instances::new(
             settings.public_types.clone(),
             settings.public.clone(),
@@ -207,18 +203,10 @@ impl Master {
             workers,
             storage: Default::default(),
             jobs: jobs::Jobs::new(retained_jobs),
-            view: {
-                let mut v = ClusterView::new();
-                v.record_decisions(record_decisions);
-                v.set_speculation(speculation);
-                v
-            },
-            reducer,
-            scheduler,
+            placement,
             metrics: Default::default(),
             journal: Default::default(),
             instances,
-            record,
             held: Default::default(),
             incarnation: 1,
             now: 0,
@@ -233,12 +221,12 @@ impl Master {
     }
 
     pub fn scheduler_name(&self) -> String {
-        self.scheduler.name()
+        self.placement.scheduler_name()
     }
 
     /// What the scheduler's report says besides its launches.
     pub fn scheduler_notes(&self) -> Vec<String> {
-        self.scheduler.notes()
+        self.placement.scheduler_notes()
     }
 
     /// The scheduler's configuration (policy and parameters).
@@ -248,45 +236,37 @@ impl Master {
 
     /// The reduce placement in use (`policy` resolved).
     pub fn reduce_placement(&self) -> ReducePlacement {
-        self.reducer.placement()
+        self.placement.reduce_placement()
     }
 
     pub fn view(&self) -> &ClusterView {
-        &self.view
+        self.placement.view()
     }
 
     /// Whether the master keeps the decision record.
     pub fn recording_decisions(&self) -> bool {
-        self.view.recording()
+        self.placement.recording()
     }
 
     /// The decision record (all of it, or one job's rows), oldest first.
     pub fn decisions(&self, job: Option<JobId>) -> Vec<sched::decision::Decision> {
-        self.record.rows(job)
+        self.placement.decisions(job)
     }
 
     /// Rows the decision record dropped to stay within `decisions_max`.
     pub fn decisions_dropped(&self) -> u64 {
-        self.record.rows_dropped()
+        self.placement.decisions_dropped()
     }
 
     /// The record's inputs, oldest first, and how many were dropped from
     /// their front (a record that dropped some cannot be run again).
     pub fn inputs(&mut self) -> (Vec<sched::input::Input>, u64) {
-        self.keep_record();
-        self.record.inputs()
+        self.placement.inputs()
     }
 
     /// The seed the policy was built with.
     pub fn seed(&self) -> u64 {
         self.settings.seed
-    }
-
-    /// Moves the view's new decision rows and inputs into the record.
-    fn keep_record(&mut self) {
-        if self.view.recording() {
-            self.record.keep(&mut self.view);
-        }
     }
 
     /// Jobs that reached a final state since the master started (wakes
@@ -321,13 +301,59 @@ impl Master {
     }
 }
 
+/// The journal's entries, made from the master's state.
+impl Master {
+    /// Journal entries produced since the last call, to append.
+    pub fn take_journal(&mut self) -> Vec<journal::JournalEntry> {
+        self.journal.take()
+    }
+
+    /// Entries `take_journal` gave that could not be written: they go out
+    /// first with the next ones.
+    pub fn requeue_journal(&mut self, entries: Vec<journal::JournalEntry>) {
+        self.journal.requeue(entries);
+    }
+
+    fn journal_launch(&mut self, attempt: AttemptId, worker: WorkerId, source: WorkerId) {
+        self.journal.push(journal::JournalEntry::Launched {
+            attempt,
+            worker: self.worker_name(worker),
+            source: self.worker_name(source),
+        });
+    }
+
+    fn journal_outputs_lost(&mut self, job: JobId, lost: &[(u32, WorkerId, u32)]) {
+        if lost.is_empty() {
+            return;
+        }
+        let lost = lost
+            .iter()
+            .map(|&(m, w, a)| (m, self.worker_name(w), a))
+            .collect();
+        self.journal
+            .push(journal::JournalEntry::OutputsLost { job, lost });
+    }
+
+    fn journal_task(&mut self, entry: journal::JournalEntry) {
+        self.journal.push(entry);
+    }
+
+    fn journal_ended(&mut self, id: JobId) {
+        if let Ok(report) = self.report(id) {
+            self.journal.push(journal::JournalEntry::Ended { report });
+        }
+    }
+}
+
 mod attempts;
 mod held;
 mod jobs;
 pub mod journal;
+mod placement;
 pub mod public;
 mod record;
 mod reduce;
+mod rent;
 mod replication;
 mod report;
 mod restore;

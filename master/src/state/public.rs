@@ -12,12 +12,11 @@
 //! (still needing its map output). `Master` routes the scheduler's requests
 //! to it and the stops it decides back to the workers and the view.
 
-use super::Master;
 use crate::provision::Provision;
 use common::config::WorkerSettings;
 use common::public::{PublicCost, PublicSection, PublicType};
 use common::{JobId, WorkerId};
-use sched::hybrid::{InstanceId, WorkerProfile};
+use sched::hybrid::InstanceId;
 use sched::Millis;
 use std::collections::BTreeMap;
 
@@ -272,75 +271,6 @@ impl Instances {
             .iter()
             .find(|i| i.worker == w)
             .map(|i| self.types[i.ty].name.clone())
-    }
-}
-
-impl Master {
-    /// The hybrid part of the view, set once at start.
-    pub(super) fn init_public(&mut self) {
-        let (types, max) = self.instances.types();
-        self.view.set_public_types(types, max);
-    }
-
-    /// The scheduler's requests and refusals from the last decision round.
-    pub(super) fn after_decisions(&mut self, now: Millis) {
-        for r in self.view.take_requests() {
-            let index = self.workers.len() as u32;
-            match self.instances.start(now, r.id, r.ty, r.for_job, index) {
-                Ok(settings) => {
-                    self.workers.add(settings);
-                }
-                Err(why) => {
-                    tracing::error!(instance = %r.id, "{why}");
-                    self.view.instance_gone(r.id);
-                }
-            }
-        }
-        for (job, why) in self.view.take_refusals() {
-            self.fail_job(job, format!("refused: {why}"));
-        }
-    }
-
-    /// Orders for the HTTP layer since the last call.
-    pub fn take_provisioning(&mut self) -> Vec<Provision> {
-        self.instances.take_provisioning()
-    }
-
-    /// Worker `w` registered: the scheduler's profile of it, and, for an
-    /// instance, the instance is up.
-    pub(super) fn note_registered(&mut self, now: Millis, w: WorkerId) {
-        let s = self.workers.settings(w);
-        let mut profile = WorkerProfile {
-            slot_rate: s.slot_rate_bytes,
-            nic: s.nic_bytes_per_sec,
-            speed: 1.0,
-        };
-        if let Some((id, speed)) = self.instances.registered(now, w) {
-            profile.speed = speed;
-            self.view.instance_up(id, w);
-        }
-        self.view.set_profile(w, profile);
-    }
-
-    /// Stops idle instances and gives up on those that never registered
-    /// (called every heartbeat interval).
-    pub(super) fn check_instances(&mut self, now: Millis) {
-        let workers = &self.workers;
-        let jobs = &self.jobs;
-        let stopped = self.instances.check(
-            now,
-            |w| WorkerActivity {
-                alive: workers.alive(w),
-                busy: workers.busy(w),
-            },
-            |j| jobs.needs_outputs(j),
-        );
-        for s in stopped {
-            if self.workers.alive(s.worker) {
-                self.lose_worker(s.worker);
-            }
-            self.view.instance_gone(s.id);
-        }
     }
 }
 

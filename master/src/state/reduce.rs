@@ -62,7 +62,7 @@ impl Master {
         // as HDFS's placement excludes slow datanodes
         // (`dfs.namenode.block-placement-policy.exclude-slow-nodes.enabled`).
         let mut slow: Vec<bool> = (0..self.workers.len())
-            .map(|w| self.view.slow_for(jid, WorkerId(w as u32)))
+            .map(|w| self.placement.slow_for(jid, WorkerId(w as u32)))
             .collect();
         if backup {
             // A backup's replicas go elsewhere than the attempt it backs up
@@ -149,7 +149,8 @@ impl Master {
         let output_on = job.output_on();
         let total: u64 = output_on.values().sum();
         let load_each = total / u64::from(job.reduces.max(1));
-        self.view.add_reduces(id, indices, load_each, output_on);
+        self.placement
+            .reduces_added(id, indices, load_each, output_on);
     }
 
     /// Map outputs a job's reduces can no longer fetch, as (map, worker,
@@ -172,7 +173,7 @@ impl Master {
         self.journal_outputs_lost(jid, &given_up);
         if !again.is_empty() {
             // No reduce starts until the outputs are back.
-            self.view.hold_reduces(jid);
+            self.placement.reduces_held(jid);
         }
         for &m in &again {
             self.requeue(TaskRef { job: jid, index: m });

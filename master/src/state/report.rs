@@ -86,7 +86,7 @@ impl Master {
             backups: j.backups,
             backups_won: j.backups_won,
             decided_by: self
-                .scheduler
+                .placement
                 .launched_by(j.id)
                 .map(|b| common::wire::DecidedBy {
                     policy: b.policy,

@@ -352,7 +352,8 @@ impl Master {
         let submitted = job.submitted;
         tracing::info!(job = %id, pending = pending.len(), running = running.len(), rerun = lost.len(),
             "job taken back goes on");
-        self.view.add_job(id, submitted, spec.group(), pending);
+        self.placement
+            .job_added(id, submitted, spec.group(), pending);
         self.set_qos(id, &spec, submitted);
         if let Some(block) = orphan {
             self.fail_job(
@@ -362,7 +363,7 @@ impl Master {
             return;
         }
         for (t, ra) in running {
-            self.view.adopt(t, ra.worker, ra.source);
+            self.placement.adopted_map(t, ra.worker, ra.source);
         }
         if reduces_exist {
             let job = self.jobs.job(id);
@@ -388,10 +389,10 @@ impl Master {
                 .collect();
             self.release_reduces(id, waiting);
             for (t, w) in reducing {
-                self.view.adopt_reduce(t, w);
+                self.placement.adopted_reduce(t, w);
             }
             if !all_maps {
-                self.view.hold_reduces(id);
+                self.placement.reduces_held(id);
             }
         }
     }

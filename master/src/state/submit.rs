@@ -36,12 +36,12 @@ impl Master {
                 replicas: self.live_replicas(&spec.input, i as u32),
             })
             .collect();
-        self.view.add_job(id, now, spec.group(), pending);
+        self.placement.job_added(id, now, spec.group(), pending);
         self.set_qos(id, &spec, now);
         self.journal.push(super::journal::JournalEntry::Submitted {
             job: id,
             name: name.clone(),
-            scheduler: self.scheduler.name(),
+            scheduler: self.placement.scheduler_name(),
             submit_unix_ms: unix_ms,
             spec: spec.clone(),
             blocks: blocks.clone(),
@@ -50,7 +50,7 @@ impl Master {
         let added = self.jobs.add(NewJob {
             name,
             spec,
-            scheduler: self.scheduler.name(),
+            scheduler: self.placement.scheduler_name(),
             submitted: now,
             submit_unix_ms: unix_ms,
             blocks,
@@ -64,8 +64,12 @@ impl Master {
     /// Job `id`'s quality-of-service terms in the view (its pending maps
     /// are there), for a job submitted at `submitted`.
     pub(super) fn set_qos(&mut self, id: JobId, spec: &JobSubmit, submitted: Millis) {
-        let input_bytes = self.view.job(id).map_or(0, |j| j.qos.input_bytes);
-        self.view.set_job_qos(
+        let input_bytes = self
+            .placement
+            .view()
+            .job(id)
+            .map_or(0, |j| j.qos.input_bytes);
+        self.placement.job_qos(
             id,
             sched::JobQos {
                 deadline: spec

@@ -24,12 +24,8 @@ impl Master {
             self.rerun_outputs_on(id);
         }
         let rack = self.workers.register(now, id, &req);
-        self.view.upsert_worker(id, req.slots);
-        self.view.set_free(id, req.slots);
-        self.view.set_rack(id, rack);
         let role = self.workers.settings(id).role;
-        self.view.set_runs_maps(id, role.runs_maps());
-        self.view.set_runs_reduces(id, role.runs_reduces());
+        self.placement.worker_joined(id, req.slots, rack, role);
         self.apply_block_report(id, &req.blocks);
         self.refresh_replicas();
         self.note_registered(now, id);
@@ -48,7 +44,7 @@ impl Master {
     /// Their addresses. The heartbeat that follows is an ordinary one, so
     /// every policy decides exactly as on a slot that freed.
     pub fn to_wake(&mut self) -> Vec<String> {
-        if self.view.pending_total() == 0 {
+        if self.placement.view().pending_total() == 0 {
             return Vec::new();
         }
         self.workers.wake()
@@ -97,22 +93,19 @@ impl Master {
             .collect();
         let outbox = self.workers.take_outbox(id);
         let full = self.workers.full(id);
-        self.view.set_free(
-            id,
-            if full {
-                0
-            } else {
-                hb.free_slots.saturating_sub(outbox.len() as u32)
-            },
-        );
-        self.view.set_busy(id, now, hb.busy);
+        let free = if full {
+            0
+        } else {
+            hb.free_slots.saturating_sub(outbox.len() as u32)
+        };
+        self.placement.heartbeat(id, now, free, hb.busy);
         let mut launches = outbox;
         let decision = std::time::Instant::now();
         // Reduces first: they hold up their whole job.
-        for t in sched::offer_reduces(&mut self.reducer, now, id, &mut self.view) {
+        for t in self.placement.offer_reduces(now, id) {
             launches.push(self.start_reduce(now, t.job, t.index, id, false));
         }
-        for a in sched::offer(self.scheduler.as_mut(), now, id, &mut self.view) {
+        for a in self.placement.offer_maps(now, id) {
             let launch = self.start_attempt(now, &a);
             if a.worker == id {
                 launches.push(launch);
@@ -122,7 +115,7 @@ impl Master {
         }
         self.after_decisions(now);
         self.metrics.decision_made(decision.elapsed().as_secs_f64());
-        self.keep_record();
+        self.placement.keep_record();
         let orders = self.workers.reply(id, seq, launches);
         HeartbeatReply {
             launches: orders.launches,
@@ -189,7 +182,7 @@ impl Master {
         for p in progress {
             self.jobs.progress(worker, p, now);
         }
-        if !self.view.speculation().enabled {
+        if !self.placement.speculating() {
             return;
         }
         // Speculation judges tasks by the fraction they have done: as the
@@ -209,7 +202,7 @@ impl Master {
                 (None, None) => map_fraction(p.units, task.len),
                 (None, Some(_)) => continue,
             };
-            self.view.task_progress(t, worker, done, now);
+            self.placement.progress(t, worker, done, now);
         }
     }
 
@@ -236,7 +229,7 @@ impl Master {
     pub(super) fn lose_worker(&mut self, id: WorkerId) {
         self.workers.lose(id);
         self.storage.worker_lost(id);
-        let orphans = self.view.lose_worker(id);
+        let orphans = self.placement.worker_lost(id);
         self.forget_attempts(id);
         self.rerun_outputs_on(id);
         for t in orphans {
@@ -383,7 +376,7 @@ impl Master {
     fn refresh_replicas(&mut self) {
         let mut updates = Vec::new();
         for job in self.jobs.live() {
-            let Some(jv) = self.view.job(job.id) else {
+            let Some(jv) = self.placement.view().job(job.id) else {
                 continue;
             };
             for t in jv.pending() {
@@ -394,7 +387,7 @@ impl Master {
             }
         }
         for (t, live) in updates {
-            self.view.set_replicas(t, live);
+            self.placement.replicas(t, live);
         }
     }
 }

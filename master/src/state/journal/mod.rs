@@ -21,9 +21,8 @@
 //! The file itself (`file.rs`): a header naming the cluster, a checksum per
 //! line, and what a torn, damaged, foreign or unwritable journal gives.
 
-use super::Master;
 use common::wire::{JobReport, JobSubmit, TaskRecord};
-use common::{AttemptId, BlockId, JobId, WorkerId};
+use common::{AttemptId, BlockId, JobId};
 use serde::{Deserialize, Serialize};
 
 mod file;
@@ -179,53 +178,6 @@ impl Journal {
     pub fn requeue(&mut self, mut entries: Vec<JournalEntry>) {
         entries.append(&mut self.out);
         self.out = entries;
-    }
-}
-
-impl Master {
-    /// Journal entries produced since the last call, to append.
-    pub fn take_journal(&mut self) -> Vec<JournalEntry> {
-        self.journal.take()
-    }
-
-    /// Entries `take_journal` gave that could not be written: they go out
-    /// first with the next ones.
-    pub fn requeue_journal(&mut self, entries: Vec<JournalEntry>) {
-        self.journal.requeue(entries);
-    }
-
-    pub(super) fn journal_launch(
-        &mut self,
-        attempt: AttemptId,
-        worker: WorkerId,
-        source: WorkerId,
-    ) {
-        self.journal.push(JournalEntry::Launched {
-            attempt,
-            worker: self.worker_name(worker),
-            source: self.worker_name(source),
-        });
-    }
-
-    pub(super) fn journal_outputs_lost(&mut self, job: JobId, lost: &[(u32, WorkerId, u32)]) {
-        if lost.is_empty() {
-            return;
-        }
-        let lost = lost
-            .iter()
-            .map(|&(m, w, a)| (m, self.worker_name(w), a))
-            .collect();
-        self.journal.push(JournalEntry::OutputsLost { job, lost });
-    }
-
-    pub(super) fn journal_task(&mut self, entry: JournalEntry) {
-        self.journal.push(entry);
-    }
-
-    pub(super) fn journal_ended(&mut self, id: JobId) {
-        if let Ok(report) = self.report(id) {
-            self.journal.push(JournalEntry::Ended { report });
-        }
     }
 }
 

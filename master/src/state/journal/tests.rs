@@ -379,7 +379,7 @@ proptest::proptest! {
         running in proptest::collection::vec(common::strategies::attempt_id(), 0..4),
     ) {
         let entries: Vec<JournalEntry> = entries.iter().map(folded).collect();
-        let mut m = Master::new(crate::state::tests::settings(2, 2));
+        let mut m = crate::state::Master::new(crate::state::tests::settings(2, 2));
         let clock = m.restore(entries, 2_000_000);
         for w in 0..2u32 {
             let running = running.iter().map(|a| {
