@@ -735,12 +735,13 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             dir,
             hold_out,
             model_from,
+            model_point,
             heartbeat_jitter_ms,
             host_term,
         } => {
             use crate::experiment::calibrate::{calibrate, Fit, Options};
             let fit = match (model_from, hold_out) {
-                (Some(cal), _) => Fit::From(cal.clone()),
+                (Some(cal), _) => Fit::From(cal.clone(), model_point.clone()),
                 (None, true) => Fit::HoldOut,
                 (None, false) => Fit::InSample,
             };

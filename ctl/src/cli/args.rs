@@ -360,6 +360,12 @@ pub enum SimCmd {
         /// (writes DIR/calibration-from-<name>/).
         #[arg(long)]
         model_from: Option<PathBuf>,
+        /// With --model-from: predict every point of DIR by this one point
+        /// of the other calibration (a workload it was not fitted on, e.g.
+        /// dyndl-real's three points by scale-dyndl-8's 512MB); writes
+        /// DIR/calibration-from-<name>-<point>/.
+        #[arg(long, requires = "model_from")]
+        model_point: Option<String>,
         /// Delay each simulated heartbeat by up to this many ms (seeded per
         /// run, worker and heartbeat), so the workers' heartbeats reach the
         /// scheduler in varying order; writes DIR/calibration[-hold-out]-jitterMS/.

@@ -178,9 +178,11 @@ pub enum Fit {
     HoldOut,
     /// Another folder's calibration (its `models.json.gz`), e.g. the
     /// 8-worker runs' predicting a 32-worker folder of the same workload
-    /// family: each point by the model of the point of the same label
-    /// (writes `calibration-from-<that experiment>/`).
-    From(PathBuf),
+    /// family: each point by the model of the point of the same label, or
+    /// every point by the model of the one point named (another workload:
+    /// dyndl-real's points by the scale family's one), writing
+    /// `calibration-from-<that experiment>[-<point>]/`.
+    From(PathBuf, Option<String>),
 }
 
 impl Fit {
@@ -189,7 +191,12 @@ impl Fit {
         match self {
             Fit::InSample => "calibration".into(),
             Fit::HoldOut => "calibration-hold-out".into(),
-            Fit::From(cal) => format!("calibration-from-{}", experiment_of(cal)),
+            Fit::From(cal, None) => format!("calibration-from-{}", experiment_of(cal)),
+            Fit::From(cal, Some(point)) => format!(
+                "calibration-from-{}-{}",
+                experiment_of(cal),
+                super::timeline::slug(point)
+            ),
         }
     }
 
@@ -198,9 +205,10 @@ impl Fit {
         match self {
             Fit::InSample => "in sample (the model fitted on every run it predicts)".into(),
             Fit::HoldOut => "held out (each scheduler's runs predicted by the model fitted on the other schedulers' runs)".into(),
-            Fit::From(cal) => format!(
-                "held out by folder (every run predicted by the model fitted on `{}`, none of these runs)",
-                cal.display()
+            Fit::From(cal, point) => format!(
+                "held out by folder (every run predicted by the model fitted on `{}`{}, none of these runs)",
+                cal.display(),
+                point.as_ref().map_or(String::new(), |p| format!(" at its point {p}"))
             ),
         }
     }
@@ -398,7 +406,7 @@ pub fn calibrate(dir: &Path, opts: &Options) -> anyhow::Result<PathBuf> {
     // The commit and tree state of the code that runs, taken now.
     let prov = Provenance::capture(common::unix_ms());
     let given = match &opts.fit {
-        Fit::From(cal) => Some(read_models(cal)?),
+        Fit::From(cal, _) => Some(read_models(cal)?),
         _ => None,
     };
     let (results, meta, spec, schedulers, points) = super::run::open_results(dir)?;
@@ -496,7 +504,11 @@ fn write_calibration(
         "calibrated_on": dir.display().to_string(),
         "hold_out": *fit == Fit::HoldOut,
         "model_from": match fit {
-            Fit::From(cal) => Some(cal.display().to_string()),
+            Fit::From(cal, _) => Some(cal.display().to_string()),
+            _ => None,
+        },
+        "model_point": match fit {
+            Fit::From(_, point) => point.clone(),
             _ => None,
         },
         "heartbeat_jitter_ms": jitter_ms,

@@ -136,7 +136,7 @@ pub fn scale_error(dirs: &[PathBuf], results: &Path) -> anyhow::Result<PathBuf> 
             let from = if i == 0 {
                 base.clone()
             } else {
-                calibrate::calibrate(&f.dir, &opts(Fit::From(base.clone())))?
+                calibrate::calibrate(&f.dir, &opts(Fit::From(base.clone(), None)))?
             };
             for (fit, cal) in [("in-sample", &own), (from_label.as_str(), &from)] {
                 rows.extend(errors(f, &format!("{fit}{suffix}"), cal)?);

@@ -271,7 +271,7 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
     // A folder predicted by another calibration's models (here its own):
     // models.json.gz keeps every fitted term, the overheads too, so the
     // predictions come out the same to the digit.
-    let from = calibrate(out, &Options::new(Fit::From(cal.clone()))).unwrap();
+    let from = calibrate(out, &Options::new(Fit::From(cal.clone(), None))).unwrap();
     assert!(
         from.ends_with("calibration-from-smoke"),
         "{}",
@@ -283,6 +283,43 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
     );
     let text = std::fs::read_to_string(from.join("summary.md")).unwrap();
     assert!(text.contains("held out by folder"), "{text}");
+    // Every point by one named point's model (another workload's): with
+    // the folder's own point named, the same predictions again; a point
+    // the calibration lacks is refused by name.
+    let point = preds[0].point.clone();
+    let named = calibrate(
+        out,
+        &Options::new(Fit::From(cal.clone(), Some(point.clone()))),
+    )
+    .unwrap();
+    assert!(
+        named.ends_with(format!("calibration-from-smoke-{point}")),
+        "{}",
+        named.display()
+    );
+    let rows = |d: &Path| -> Vec<(String, String, u32, String, String)> {
+        ctl::results::read_csv::<ctl::experiment::calibrate::Prediction>(&d.join("predictions.csv"))
+            .unwrap()
+            .into_iter()
+            .map(|p| {
+                (
+                    p.point,
+                    p.scheduler,
+                    p.rep,
+                    p.model,
+                    format!("{:.9}", p.predicted_mean_jct_s),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(rows(&named), rows(&cal));
+    let e = calibrate(
+        out,
+        &Options::new(Fit::From(cal.clone(), Some("nowhere".into()))),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no model of point nowhere"), "{e}");
     for p in &preds {
         assert!(
             p.predicted_mean_jct_s > 0.0

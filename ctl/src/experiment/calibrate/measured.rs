@@ -342,14 +342,17 @@ impl<'a> Measured<'a> {
             self.fit_on(&p.label, &keys, &setups, &replicas, opts.host_term, keep)
         };
         let model = match (given, &opts.fit) {
-            (Some(given), Fit::From(cal)) => given.get(&p.label).cloned().with_context(|| {
-                format!(
-                    "{}: no model of point {} (it has {})",
-                    cal.display(),
-                    p.label,
-                    given.keys().cloned().collect::<Vec<_>>().join(", ")
-                )
-            })?,
+            (Some(given), Fit::From(cal, point)) => {
+                let from = point.as_deref().unwrap_or(&p.label);
+                given.get(from).cloned().with_context(|| {
+                    format!(
+                        "{}: no model of point {} (it has {})",
+                        cal.display(),
+                        from,
+                        given.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                })?
+            }
             _ => fit_on(&|_| true)?,
         };
         let mut held_out: BTreeMap<String, PointModel> = BTreeMap::new();

@@ -27,8 +27,13 @@ pub(super) fn summary(
          the means.{}\n\n",
         spec.name,
         match fit {
-            Fit::From(cal) => format!(
+            Fit::From(cal, None) => format!(
                 "The runs of `{}` predicted by the models fitted on `{}`",
+                dir.display(),
+                cal.display()
+            ),
+            Fit::From(cal, Some(point)) => format!(
+                "The runs of `{}`, every point, predicted by the model of point {point} fitted on `{}` (another workload)",
                 dir.display(),
                 cal.display()
             ),
@@ -39,7 +44,7 @@ pub(super) fn summary(
             Fit::HoldOut =>
                 " Held out: each scheduler's runs are predicted by a model fitted on the other \
                  schedulers' runs only (the table of fitted models shows the fit on all runs).",
-            Fit::From(_) =>
+            Fit::From(..) =>
                 " Held out by folder: none of these runs was fitted on; the table of models \
                  shows the other folder's fit.",
         }

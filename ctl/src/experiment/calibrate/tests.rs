@@ -6,11 +6,20 @@ fn a_folder_without_models_is_refused_by_name() {
     let e = read_models(dir.path()).unwrap_err().to_string();
     assert!(e.contains("no models.json.gz"), "{e}");
     assert_eq!(
-        Fit::From(PathBuf::from(
-            "results/scale-dyndl-8/20261126-000000/calibration"
-        ))
+        Fit::From(
+            PathBuf::from("results/scale-dyndl-8/20261126-000000/calibration"),
+            None
+        )
         .folder(),
         "calibration-from-scale-dyndl-8"
+    );
+    assert_eq!(
+        Fit::From(
+            PathBuf::from("results/scale-dyndl-8/20261126-000000/calibration"),
+            Some("512MB".into())
+        )
+        .folder(),
+        "calibration-from-scale-dyndl-8-512MB"
     );
 }
 
