@@ -286,17 +286,37 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
     // Every point by one named point's model (another workload's): with
     // the folder's own point named, the same predictions again; a point
     // the calibration lacks is refused by name.
+    // The model is stored under another point's name here, as another
+    // workload's would be: its predictions still land on this point.
     let point = preds[0].point.clone();
+    let other = out.join("other-exp/1/calibration");
+    std::fs::create_dir_all(&other).unwrap();
+    let mut models = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(cal.join("models.json.gz")).unwrap()),
+        &mut models,
+    )
+    .unwrap();
+    let renamed = models.replace(&format!("\"point\":\"{point}\""), "\"point\":\"elsewhere\"");
+    assert_ne!(renamed, models, "the stored model names its point");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(other.join("models.json.gz")).unwrap(),
+        flate2::Compression::fast(),
+    );
+    std::io::Write::write_all(&mut gz, renamed.as_bytes()).unwrap();
+    gz.finish().unwrap();
     let named = calibrate(
         out,
-        &Options::new(Fit::From(cal.clone(), Some(point.clone()))),
+        &Options::new(Fit::From(other.clone(), Some("elsewhere".into()))),
     )
     .unwrap();
     assert!(
-        named.ends_with(format!("calibration-from-smoke-{point}")),
+        named.ends_with("calibration-from-other-exp-elsewhere"),
         "{}",
         named.display()
     );
+    let summary = std::fs::read_to_string(named.join("summary.md")).unwrap();
+    assert!(summary.contains(&format!("| {point} |")), "{summary}");
     let rows = |d: &Path| -> Vec<(String, String, u32, String, String)> {
         ctl::results::read_csv::<ctl::experiment::calibrate::Prediction>(&d.join("predictions.csv"))
             .unwrap()

@@ -344,14 +344,18 @@ impl<'a> Measured<'a> {
         let model = match (given, &opts.fit) {
             (Some(given), Fit::From(cal, point)) => {
                 let from = point.as_deref().unwrap_or(&p.label);
-                given.get(from).cloned().with_context(|| {
+                let mut m = given.get(from).cloned().with_context(|| {
                     format!(
                         "{}: no model of point {} (it has {})",
                         cal.display(),
                         from,
                         given.keys().cloned().collect::<Vec<_>>().join(", ")
                     )
-                })?
+                })?;
+                // Another point's model predicts this one: it is this
+                // point's model now (the summary says whose it was).
+                m.point.clone_from(&p.label);
+                m
             }
             _ => fit_on(&|_| true)?,
         };
