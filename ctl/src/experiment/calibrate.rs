@@ -84,6 +84,12 @@ pub struct PointModel {
     /// (others in proportion; 0: every block alike).
     pub transfer_ms: f64,
     pub ref_bytes: u64,
+    /// The mean bytes a map of the point read (its block size): a model
+    /// predicting another point whose blocks differ in size by more than
+    /// 1% charges its fair-share transfers in proportion (`ref_bytes` set
+    /// to this); 0 in models stored before it was kept.
+    #[serde(default)]
+    pub block_bytes: u64,
     /// Reduces: base + per MB of input (ms), fitted on this many.
     pub reduce_attempts: usize,
     pub reduce_base_ms: f64,
@@ -636,8 +642,17 @@ fn fit_point(
         } else {
             0
         },
+        block_bytes: mean_bytes(runs.iter().flat_map(|(maps, _, _)| maps.iter().copied())),
         shuffle_ratio: BTreeMap::new(),
     })
+}
+
+/// The mean input bytes of `maps` (0 for none).
+pub(super) fn mean_bytes<'a>(maps: impl Iterator<Item = &'a TaskRow>) -> u64 {
+    let (sum, n) = maps.fold((0u128, 0u128), |(s, n), t| {
+        (s + u128::from(t.input_bytes), n + 1)
+    });
+    (sum + n / 2).checked_div(n).map_or(0, |b| b as u64)
 }
 
 /// Per workload, the bytes the reduces of `runs`' jobs fetched over the

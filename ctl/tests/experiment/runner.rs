@@ -333,6 +333,40 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
             .collect()
     };
     assert_eq!(rows(&named), rows(&cal));
+    // A model of blocks twice this size: its fair-share transfers are
+    // charged in proportion to the bytes (a reference size appears in its
+    // table); the fixed models charge as before.
+    let bytes = regex_free_number(&renamed, "\"block_bytes\":");
+    assert!(bytes > 0, "the model keeps its block size");
+    let doubled = renamed.replace(
+        &format!("\"block_bytes\":{bytes}"),
+        &format!("\"block_bytes\":{}", 2 * bytes),
+    );
+    let bigger = out.join("bigger-exp/1/calibration");
+    std::fs::create_dir_all(&bigger).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(bigger.join("models.json.gz")).unwrap(),
+        flate2::Compression::fast(),
+    );
+    std::io::Write::write_all(&mut gz, doubled.as_bytes()).unwrap();
+    gz.finish().unwrap();
+    let sized = calibrate(
+        out,
+        &Options::new(Fit::From(bigger, Some("elsewhere".into()))),
+    )
+    .unwrap();
+    let table = std::fs::read_to_string(sized.join("summary.md")).unwrap();
+    assert!(
+        table.contains(&format!(" per {:.3} MB", 2.0 * bytes as f64 / 1e6)),
+        "{table}"
+    );
+    let fixed = |d: &Path| -> Vec<_> {
+        rows(d)
+            .into_iter()
+            .filter(|r| r.3 == "source+reader")
+            .collect()
+    };
+    assert_eq!(fixed(&sized), fixed(&cal));
     let e = calibrate(
         out,
         &Options::new(Fit::From(cal.clone(), Some("nowhere".into()))),
@@ -678,4 +712,15 @@ replication = 2
         let on_reduce_machine = ["w4", "w5"].contains(&&r[at("worker")]);
         assert_eq!(on_reduce_machine, &r[at("kind")] == "reduce", "{r:?}");
     }
+}
+
+/// The integer after `key` in a JSON text.
+fn regex_free_number(text: &str, key: &str) -> u64 {
+    let at = text.find(key).map_or(text.len(), |i| i + key.len());
+    text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap_or(0)
 }

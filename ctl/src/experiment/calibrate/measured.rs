@@ -355,6 +355,16 @@ impl<'a> Measured<'a> {
                 // Another point's model predicts this one: it is this
                 // point's model now (the summary says whose it was).
                 m.point.clone_from(&p.label);
+                // Blocks of another size: a fair-share transfer takes
+                // time in proportion to the bytes it moves.
+                let here =
+                    super::mean_bytes(keys.iter().flat_map(|k| self.maps[*k].iter().copied()));
+                if m.ref_bytes == 0
+                    && sizes_differ(&[m.block_bytes as f64, here as f64])
+                    && m.block_bytes > 0
+                {
+                    m.ref_bytes = m.block_bytes;
+                }
                 m
             }
             _ => fit_on(&|_| true)?,
