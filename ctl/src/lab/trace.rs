@@ -53,7 +53,9 @@ pub struct Model {
     pub overhead_ms: u64,
     pub remote: RemoteCost,
     /// The fair-share model's transfer alone (ms, for a block of
-    /// `ref_bytes`; 0: every block alike), where the calibration fitted one.
+    /// `ref_bytes`: the fitted reads' mean size where they differed, else
+    /// the calibration's block size; 0: every block alike, an older
+    /// calibration), where the calibration fitted one.
     pub transfer_ms: Option<f64>,
     pub ref_bytes: u64,
     pub reduce_base_ms: f64,
@@ -108,7 +110,14 @@ impl Model {
                 per_mb_ms: cost["per_mb_ms"].as_f64().unwrap_or(0.0),
             },
             transfer_ms: m["transfer_ms"].as_f64(),
-            ref_bytes: m["ref_bytes"].as_u64().unwrap_or(0),
+            // One block size fitted: a transfer scales from the block
+            // size the calibration kept, so blocks of another size are
+            // charged in proportion (older calibrations kept none).
+            ref_bytes: m["ref_bytes"]
+                .as_u64()
+                .filter(|&b| b > 0)
+                .or_else(|| m["block_bytes"].as_u64())
+                .unwrap_or(0),
             reduce_base_ms: num(m, "reduce_base_ms")?,
             reduce_ms_per_mb: num(m, "reduce_ms_per_mb")?,
             // Calibrations from before it was kept have none.

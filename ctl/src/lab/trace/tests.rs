@@ -313,7 +313,11 @@ fn a_calibration_folder_gives_its_points_model() {
                 "per_reader_ms": 5.0, "per_mb_ms": 6.0, "rmse_ms": 0.0}},
                {"point": "p2", "overhead_mean_ms": 1.0, "reduce_base_ms": 1.0,
                 "reduce_ms_per_mb": 2.0, "cost": {"base_ms": 3.0, "per_source_ms": 4.0,
-                "per_reader_ms": 5.0, "rmse_ms": 0.0}}]}"#,
+                "per_reader_ms": 5.0, "rmse_ms": 0.0}},
+               {"point": "p3", "overhead_mean_ms": 1.0, "reduce_base_ms": 1.0,
+                "reduce_ms_per_mb": 2.0, "cost": {"base_ms": 3.0, "per_source_ms": 4.0,
+                "per_reader_ms": 5.0, "rmse_ms": 0.0}, "transfer_ms": 250.0,
+                "ref_bytes": 0, "block_bytes": 1048576}]}"#,
     )
     .unwrap();
     let m = Model::read(dir.path(), None).unwrap();
@@ -326,8 +330,15 @@ fn a_calibration_folder_gives_its_points_model() {
         m.remote.per_mb_ms, 0.0,
         "an older calibration: no per-MB term"
     );
-    let e = Model::read(dir.path(), Some("p3")).unwrap_err().to_string();
-    assert!(e.contains("no point p3 (points: p1, p2)"), "{e}");
+    assert_eq!(m.ref_bytes, 0, "an older calibration: every block alike");
+    let m = Model::read(dir.path(), Some("p3")).unwrap();
+    assert_eq!(
+        (m.transfer_ms, m.ref_bytes),
+        (Some(250.0), 1 << 20),
+        "one block size fitted: transfers scale from it"
+    );
+    let e = Model::read(dir.path(), Some("p4")).unwrap_err().to_string();
+    assert!(e.contains("no point p4 (points: p1, p2, p3)"), "{e}");
     let e = Model::read(&dir.path().join("nope"), None)
         .unwrap_err()
         .to_string();
