@@ -75,6 +75,7 @@ const LAB: &[&str] = &[
     "compile_time",
     "hybrid_sim",
     "replay",
+    "calibration",
     "recheck",
     "algo",
 ];

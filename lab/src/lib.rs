@@ -20,6 +20,7 @@
 
 pub mod agreement;
 pub mod algo;
+pub mod calibration;
 pub mod compile_time;
 pub mod hybrid_sim;
 pub mod recheck;

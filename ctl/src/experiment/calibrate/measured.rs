@@ -2,8 +2,8 @@
 //! ([`Measured`]), and what the calibration predicts from them
 //! ([`Predicted`]).
 
-use super::fit::fit_transfer;
 use super::*;
+use lab::calibration::fit_transfer;
 
 /// A results folder's measured runs, indexed for the calibration: each
 /// run's successful maps and reduces, background processes and seed; the

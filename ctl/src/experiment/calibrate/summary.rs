@@ -1,8 +1,8 @@
 //! The calibration's `summary.md`: the models, the predictions against
 //! the measured means, and the per-job error.
 
-use super::fit::spread;
 use super::*;
+use lab::calibration::spread;
 
 pub(super) fn summary(
     spec: &Spec,

@@ -2,27 +2,26 @@
 //! (source and reader terms, and per MB where blocks differ), a reduce's
 //! time, the fair-share transfer time.
 
-use super::*;
+use super::{Cost, PointModel, Sample};
+use crate::replay::{RemoteModel, ReplayJob, ReplayOutcome};
+use base::JobId;
+use std::collections::BTreeMap;
 
 /// The fair-share transfer time (ms alone) at which the simulated runs'
 /// remote maps take, on average, as much longer than their local time as
 /// the measured ones did: bisection (the simulated extra grows with it).
 /// 0 when no measured map read remotely.
-pub(super) fn fit_transfer(
-    setups: &[&Setup],
+pub fn fit_transfer<S, E>(
+    setups: &[&S],
     m: &PointModel,
-    simulate: &impl Fn(
-        &Setup,
-        &PointModel,
-        RemoteModel,
-    ) -> anyhow::Result<(ReplayOutcome, Vec<ReplayJob>)>,
-) -> anyhow::Result<f64> {
+    simulate: &impl Fn(&S, &PointModel, RemoteModel) -> Result<(ReplayOutcome, Vec<ReplayJob>), E>,
+) -> Result<f64, E> {
     let target = m.remote_extra_mean_ms;
     if m.remote_attempts == 0 || target.is_nan() || target <= 0.0 {
         return Ok(0.0);
     }
     // Mean simulated extra of the remote maps at transfer time `t`.
-    let extra = |t: f64| -> anyhow::Result<Option<f64>> {
+    let extra = |t: f64| -> Result<Option<f64>, E> {
         let (mut sum, mut n) = (0.0, 0usize);
         for s in setups {
             let remote = RemoteModel::FairShare {
@@ -65,7 +64,7 @@ pub(super) fn fit_transfer(
 
 /// Least squares of extra ~ base + a n_src + b n_dst (`source`), or
 /// extra ~ base + b n_dst. With too few distinct samples, the mean.
-pub(super) fn fit(samples: &[Sample], source: bool) -> Cost {
+pub fn fit(samples: &[Sample], source: bool) -> Cost {
     let k = if source { 3 } else { 2 };
     let row = |s: &Sample| -> Vec<f64> {
         if source {
@@ -109,7 +108,7 @@ pub(super) fn fit(samples: &[Sample], source: bool) -> Cost {
 }
 
 /// Whether blocks of these sizes differ by more than 1% of their mean.
-pub(super) fn sizes_differ(mbs: &[f64]) -> bool {
+pub fn sizes_differ(mbs: &[f64]) -> bool {
     let mean = mbs.iter().sum::<f64>() / mbs.len().max(1) as f64;
     let (lo, hi) = mbs
         .iter()
@@ -123,7 +122,7 @@ pub(super) fn sizes_differ(mbs: &[f64]) -> bool {
 /// reads differ in size (`mbs`, in `samples`' order): least squares of
 /// extra ~ base + a n_src + b n_dst + c MB. Blocks all of one size: the
 /// MB term is the base's twin, so [`fit`] as it is.
-pub(super) fn fit_sized(samples: &[Sample], mbs: &[f64]) -> Cost {
+pub fn fit_sized(samples: &[Sample], mbs: &[f64]) -> Cost {
     if !sizes_differ(mbs) {
         return fit(samples, true);
     }
@@ -156,7 +155,7 @@ pub(super) fn fit_sized(samples: &[Sample], mbs: &[f64]) -> Cost {
 
 /// Gaussian elimination with partial pivoting on an augmented k x (k+1)
 /// matrix; `None` if singular.
-pub(super) fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
+pub fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
     let k = a.len();
     for c in 0..k {
         let p = (c..k).max_by(|&x, &y| a[x][c].abs().total_cmp(&a[y][c].abs()))?;
@@ -178,7 +177,7 @@ pub(super) fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
 }
 
 /// (mean, min, max) of `v`.
-pub(super) fn spread(v: &[f64]) -> (f64, f64, f64) {
+pub fn spread(v: &[f64]) -> (f64, f64, f64) {
     let mean = v.iter().sum::<f64>() / v.len().max(1) as f64;
     let min = v.iter().copied().fold(f64::INFINITY, f64::min);
     let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
