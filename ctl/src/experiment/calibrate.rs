@@ -245,7 +245,7 @@ fn write_calibration(
     spec: &Spec,
     schedulers: &[super::spec::NamedScheduler],
     meta: serde_json::Value,
-    out: Predicted,
+    mut out: Predicted,
     mut prov: Provenance,
 ) -> anyhow::Result<PathBuf> {
     let (fit, jitter_ms) = (&opts.fit, opts.jitter_ms);
@@ -278,7 +278,7 @@ fn write_calibration(
     cal.write_csv("agreement.csv", &out.agreements)?;
     // Simulated decision records, in the measured runs' format (worker i
     // is w<i+1>, times from the run's start).
-    for (file, rows) in out.decisions {
+    for (file, rows) in std::mem::take(&mut out.decisions) {
         let log = common::wire::DecisionLog {
             recording: true,
             now_ms: 0,
@@ -293,17 +293,7 @@ fn write_calibration(
     }
     let order: Vec<String> = schedulers.iter().map(|s| s.label.clone()).collect();
     let agreement = super::agreement::section(&out.agreements, &MODELS, &order);
-    cal.write_summary(
-        &(summary(
-            spec,
-            dir,
-            fit,
-            &out.models,
-            &out.predictions,
-            &out.jobs,
-            &order,
-        ) + &agreement),
-    )?;
+    cal.write_summary(&(summary(spec, dir, fit, &out, &order) + &agreement))?;
     prov.finish();
     cal.write_meta(&serde_json::json!({
         "calibrated_on": dir.display().to_string(),

@@ -360,6 +360,10 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
         table.contains(&format!(" per {:.3} MB", 2.0 * bytes as f64 / 1e6)),
         "{table}"
     );
+    assert!(
+        table.contains("the fixed models (source+reader, reader-only) have no per-MB term"),
+        "the summary says which column to read: {table}"
+    );
     let fixed = |d: &Path| -> Vec<_> {
         rows(d)
             .into_iter()

@@ -364,6 +364,14 @@ impl<'a> Measured<'a> {
                     && m.block_bytes > 0
                 {
                     m.ref_bytes = m.block_bytes;
+                    out.notes.push(format!(
+                        "Point {}: its blocks are {:.3} MB, the model's {:.3} MB. The fair-share transfer is \
+                         scaled by the bytes; the fixed models (source+reader, reader-only) have no per-MB term \
+                         and charge every read as one of the model's size: read the fair-share column.",
+                        p.label,
+                        here as f64 / 1e6,
+                        m.block_bytes as f64 / 1e6
+                    ));
                 }
                 m
             }
@@ -403,6 +411,9 @@ pub(super) struct Predicted {
     pub(super) jobs: Vec<PredictedJob>,
     pub(super) decisions: Vec<(String, Vec<sched::decision::Decision>)>,
     pub(super) agreements: Vec<crate::experiment::agreement::AgreementRow>,
+    /// What the summary must say about how a model was applied (another
+    /// point's blocks of another size).
+    pub(super) notes: Vec<String>,
 }
 
 impl Predicted {

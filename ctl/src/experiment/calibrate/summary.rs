@@ -8,11 +8,10 @@ pub(super) fn summary(
     spec: &Spec,
     dir: &Path,
     fit: &Fit,
-    models: &[PointModel],
-    preds: &[Prediction],
-    jobs: &[PredictedJob],
+    out: &Predicted,
     order: &[String],
 ) -> String {
+    let (models, preds, jobs, notes) = (&out.models, &out.predictions, &out.jobs, &out.notes);
     let mut s = format!(
         "# Calibrated simulation of {}\n\n{} (`master sim calibrate`). Every run \
          simulated with `lab::replay`: its own scheduler and seed, arrivals, background and \
@@ -75,6 +74,9 @@ pub(super) fn summary(
             m.reduce_ms_per_mb,
             m.reduce_attempts,
         );
+    }
+    for n in notes {
+        s += &format!("\n{n}\n");
     }
     for m in models.iter().filter(|m| m.host_ms_per_start > 0.0) {
         s += &format!(
