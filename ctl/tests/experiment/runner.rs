@@ -289,8 +289,6 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
     // The model is stored under another point's name here, as another
     // workload's would be: its predictions still land on this point.
     let point = preds[0].point.clone();
-    let other = out.join("other-exp/1/calibration");
-    std::fs::create_dir_all(&other).unwrap();
     let mut models = String::new();
     std::io::Read::read_to_string(
         &mut flate2::read::GzDecoder::new(std::fs::File::open(cal.join("models.json.gz")).unwrap()),
@@ -299,12 +297,7 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
     .unwrap();
     let renamed = models.replace(&format!("\"point\":\"{point}\""), "\"point\":\"elsewhere\"");
     assert_ne!(renamed, models, "the stored model names its point");
-    let mut gz = flate2::write::GzEncoder::new(
-        std::fs::File::create(other.join("models.json.gz")).unwrap(),
-        flate2::Compression::fast(),
-    );
-    std::io::Write::write_all(&mut gz, renamed.as_bytes()).unwrap();
-    gz.finish().unwrap();
+    let other = stored_models(out, "other-exp", &renamed);
     let named = calibrate(
         out,
         &Options::new(Fit::From(other.clone(), Some("elsewhere".into()))),
@@ -342,14 +335,7 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
         &format!("\"block_bytes\":{bytes}"),
         &format!("\"block_bytes\":{}", 2 * bytes),
     );
-    let bigger = out.join("bigger-exp/1/calibration");
-    std::fs::create_dir_all(&bigger).unwrap();
-    let mut gz = flate2::write::GzEncoder::new(
-        std::fs::File::create(bigger.join("models.json.gz")).unwrap(),
-        flate2::Compression::fast(),
-    );
-    std::io::Write::write_all(&mut gz, doubled.as_bytes()).unwrap();
-    gz.finish().unwrap();
+    let bigger = stored_models(out, "bigger-exp", &doubled);
     let sized = calibrate(
         out,
         &Options::new(Fit::From(bigger, Some("elsewhere".into()))),
@@ -727,4 +713,18 @@ fn regex_free_number(text: &str, key: &str) -> u64 {
         .collect::<String>()
         .parse()
         .unwrap_or(0)
+}
+
+/// A calibration folder of experiment `name` under `out` holding only
+/// `models` as its `models.json.gz`, as another folder's would.
+fn stored_models(out: &Path, name: &str, models: &str) -> std::path::PathBuf {
+    let dir = out.join(name).join("1/calibration");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(dir.join("models.json.gz")).unwrap(),
+        flate2::Compression::fast(),
+    );
+    std::io::Write::write_all(&mut gz, models.as_bytes()).unwrap();
+    gz.finish().unwrap();
+    dir
 }

@@ -82,13 +82,7 @@ fn parse(mut argv: impl Iterator<Item = String>) -> Result<Option<Args>, String>
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_ansi(common::stderr_wants_colour())
-        .with_writer(std::io::stderr)
-        .init();
+    master::daemon::init_logging();
     let args = match parse(std::env::args().skip(1)) {
         Ok(Some(a)) => a,
         Ok(None) => {
