@@ -14,6 +14,7 @@ pub mod credentials;
 pub mod http;
 #[cfg(feature = "client")]
 pub mod http_client;
+pub mod placement;
 pub mod policy_socket;
 #[cfg(any(test, feature = "strategies"))]
 pub mod strategies;

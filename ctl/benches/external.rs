@@ -19,7 +19,7 @@ use std::path::Path;
 fn main() {
     common::policy_socket::install();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let cal = ctl::lab::trace::shipped_swim_calibration(&root).unwrap();
+    let cal = ctl::simulation::trace::shipped_swim_calibration(&root).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let unix = ctl::policy_server::spawn(
         &format!("unix:{}", dir.path().join("p.sock").display()),
@@ -58,12 +58,13 @@ fn main() {
         ("loopback TCP", ext(&tcp)),
         ("a Unix socket, in Python", ext(&py)),
     ];
-    let opts = ctl::lab::trace::TraceOptions {
+    let opts = ctl::simulation::trace::TraceOptions {
         schedulers: configs.iter().map(|c| c.1.clone()).collect(),
-        ..ctl::lab::trace::TraceOptions::at(Some(30), None)
+        ..ctl::simulation::trace::TraceOptions::at(Some(30), None)
     };
-    let (_, runs) = ctl::lab::trace::run(&root.join("experiments/swim-hour.toml"), &cal, &opts)
-        .expect("the SWIM hour simulates");
+    let (_, runs) =
+        ctl::simulation::trace::run(&root.join("experiments/swim-hour.toml"), &cal, &opts)
+            .expect("the SWIM hour simulates");
     let _ = python.kill();
     let _ = python.wait();
     let total = |label: &str| -> (f64, u64, usize) {

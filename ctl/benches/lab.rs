@@ -23,7 +23,7 @@
 
 use common::bench::record;
 use criterion::{Criterion, SamplingMode};
-use ctl::lab::{Algo, Cost, GenParams, Instance, Offline};
+use ctl::simulation::{Algo, Cost, GenParams, Instance, Offline};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -201,7 +201,7 @@ fn main() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let t = Instant::now();
         for f in 5..=8 {
-            ctl::lab::sweep::run(
+            ctl::simulation::sweep::run(
                 &root.join(format!("experiments/sim-dyndl-fig{f}.toml")),
                 tmp.path(),
             )
@@ -242,10 +242,10 @@ fn main() {
             .map(|e| e.expect("entry").path().join("calibration"))
             .find(|p| p.join("meta.json").exists())
             .expect("a calibrated swim-hour folder");
-        let (_, runs) = ctl::lab::trace::run(
+        let (_, runs) = ctl::simulation::trace::run(
             &spec,
             &cal,
-            &ctl::lab::trace::TraceOptions::at(Some(1000), Some(12)),
+            &ctl::simulation::trace::TraceOptions::at(Some(1000), Some(12)),
         )
         .expect("trace");
         for r in &runs {

@@ -3,11 +3,11 @@
 //! installs logging and calls [`run`].
 
 use crate::experiment;
-use crate::lab::{self, Algo, Cost, GenParams, Measure};
 use crate::ops::client::MasterClient;
 use crate::ops::deploy::{Keep, Kind};
 use crate::ops::loader::{self, Generator, LoadSpec, Source};
 use crate::ops::{local, report};
+use crate::simulation::{self, Algo, Cost, GenParams, Measure};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use common::config::ClusterConfig;
@@ -771,13 +771,13 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             tick,
         } => {
             let inst = match instance {
-                Some(p) => lab::read_instance(p)?,
+                Some(p) => simulation::read_instance(p)?,
                 None => gen.params()?.generate(*seed),
             };
             sim_run(&inst, *seed, algos, *tick)
         }
         SimCmd::Hybrid { spec, workers } => {
-            print!("{}", lab::hybrid::run_file(spec, *workers)?);
+            print!("{}", simulation::hybrid::run_file(spec, *workers)?);
             Ok(())
         }
         SimCmd::Trace {
@@ -791,7 +791,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             speculation,
             scheduler,
         } => {
-            let opts = lab::trace::TraceOptions {
+            let opts = simulation::trace::TraceOptions {
                 point: point.clone(),
                 workers: *workers,
                 slots: *slots,
@@ -802,7 +802,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                 keep_outcomes: false,
                 seed: None,
             };
-            print!("{}", lab::trace::run_file(spec, calibration, &opts)?);
+            print!("{}", simulation::trace::run_file(spec, calibration, &opts)?);
             Ok(())
         }
         SimCmd::Recheck { file } => {
@@ -820,7 +820,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             Ok(())
         }
         SimCmd::Sweep { spec, results } => {
-            let out = lab::sweep::run(spec, results)?;
+            let out = simulation::sweep::run(spec, results)?;
             println!("results in {}", out.display());
             Ok(())
         }
@@ -830,7 +830,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
 /// `master sim gen`.
 pub fn sim_gen(params: &GenParams, seed: u64, out: &Path) -> anyhow::Result<()> {
     let inst = params.generate(seed);
-    lab::write_instance(&inst, out)?;
+    simulation::write_instance(&inst, out)?;
     println!(
         "wrote {}: {} servers, {} cores, {} tasks",
         out.display(),
@@ -842,7 +842,12 @@ pub fn sim_gen(params: &GenParams, seed: u64, out: &Path) -> anyhow::Result<()> 
 }
 
 /// `master sim run`: every algorithm on one instance, a line each.
-pub fn sim_run(inst: &lab::Instance, seed: u64, algos: &[String], tick: f64) -> anyhow::Result<()> {
+pub fn sim_run(
+    inst: &simulation::Instance,
+    seed: u64,
+    algos: &[String],
+    tick: f64,
+) -> anyhow::Result<()> {
     if !(tick.is_finite() && tick > 0.0) {
         return Err(bad_input(format!("--tick must be > 0 (got {tick})")));
     }
@@ -862,7 +867,7 @@ pub fn sim_run(inst: &lab::Instance, seed: u64, algos: &[String], tick: f64) -> 
         "algorithm", "makespan", "remote", "locality%", "time_ms"
     );
     for a in &algos {
-        let run = lab::timed_run(a, inst, seed, Measure::Makespan { tick }, None)?;
+        let run = simulation::timed_run(a, inst, seed, Measure::Makespan { tick }, None)?;
         let (e, dt) = (run.eval.expect("no time limit"), run.time);
         let phases: Vec<String> = run
             .phases

@@ -71,9 +71,9 @@ fn the_reference_and_python_policies_make_the_built_in_delays_launches_in_the_si
     .unwrap();
     let tcp = ctl::policy_server::spawn("tcp:127.0.0.1:0", 1.5).unwrap();
     let python = PythonPolicy::start(dir.path(), 1.5);
-    let cal = ctl::lab::trace::shipped_swim_calibration(&root()).unwrap();
+    let cal = ctl::simulation::trace::shipped_swim_calibration(&root()).unwrap();
     let built_in: SchedulerConfig = BUILT_IN.parse().unwrap();
-    let opts = ctl::lab::trace::TraceOptions {
+    let opts = ctl::simulation::trace::TraceOptions {
         schedulers: vec![
             built_in.clone(),
             external(&unix),
@@ -81,10 +81,11 @@ fn the_reference_and_python_policies_make_the_built_in_delays_launches_in_the_si
             external(&python.address),
         ],
         keep_outcomes: true,
-        ..ctl::lab::trace::TraceOptions::at(Some(10), None)
+        ..ctl::simulation::trace::TraceOptions::at(Some(10), None)
     };
     let (table, runs) =
-        ctl::lab::trace::run(&root().join("experiments/swim-hour.toml"), &cal, &opts).unwrap();
+        ctl::simulation::trace::run(&root().join("experiments/swim-hour.toml"), &cal, &opts)
+            .unwrap();
     eprintln!("{table}");
     let seeds: Vec<u64> = runs
         .iter()
@@ -133,19 +134,20 @@ fn the_reference_and_python_policies_make_the_built_in_delays_launches_in_the_si
 fn a_dead_policy_falls_back_to_the_named_policy_and_the_table_says_so() {
     common::policy_socket::install();
     let dir = tempfile::tempdir().unwrap();
-    let cal = ctl::lab::trace::shipped_swim_calibration(&root()).unwrap();
+    let cal = ctl::simulation::trace::shipped_swim_calibration(&root()).unwrap();
     let dead = format!(
         "policy = \"external\", address = \"unix:{}\", fallback = '{BUILT_IN}'",
         dir.path().join("nobody.sock").display()
     );
     let built_in: SchedulerConfig = BUILT_IN.parse().unwrap();
-    let opts = ctl::lab::trace::TraceOptions {
+    let opts = ctl::simulation::trace::TraceOptions {
         schedulers: vec![built_in.clone(), dead.parse().unwrap()],
         keep_outcomes: true,
-        ..ctl::lab::trace::TraceOptions::at(Some(30), None)
+        ..ctl::simulation::trace::TraceOptions::at(Some(30), None)
     };
     let (table, runs) =
-        ctl::lab::trace::run(&root().join("experiments/swim-hour.toml"), &cal, &opts).unwrap();
+        ctl::simulation::trace::run(&root().join("experiments/swim-hour.toml"), &cal, &opts)
+            .unwrap();
     // Every offer went to the fallback: the same launches as the built-in.
     let by = |label: &str| -> Vec<_> {
         runs.iter()

@@ -11,7 +11,7 @@
 use common::config::ClusterConfig;
 use common::tomlfile::{self, FileError};
 use ctl::experiment::spec::Spec;
-use ctl::lab::sweep::SweepSpec;
+use ctl::simulation::sweep::SweepSpec;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::{Path, PathBuf};

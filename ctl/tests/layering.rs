@@ -20,9 +20,9 @@ const CRATES: &[(&str, &[&str])] = &[
     ("workloads", &[]),
     ("base", &[]),
     ("sched", &["base"]),
-    // The simulators: used by the tools and the Python package only.
-    ("lab", &["base", "sched"]),
     ("common", &["base", "sched", "workloads"]),
+    // The simulators: used by the tools and the Python package only.
+    ("lab", &["base", "sched", "common", "workloads"]),
     ("worker", &["common", "workloads"]),
     ("master", &["common", "sched", "workloads"]),
     ("ctl", &["common", "sched", "lab", "workloads", "master"]),
@@ -45,6 +45,7 @@ const BASE: &[&str] = &[
 ];
 const COMMON: &[&str] = &[
     "credentials",
+    "placement",
     "config",
     "wire",
     "strategies",
@@ -70,6 +71,7 @@ const SCHED: &[&str] = &[
     "reduce",
 ];
 const LAB: &[&str] = &[
+    "swim",
     "agreement",
     "sim",
     "compile_time",
@@ -78,6 +80,9 @@ const LAB: &[&str] = &[
     "calibration",
     "recheck",
     "algo",
+    "timing",
+    "trace",
+    "scale",
 ];
 const WORKER: &[&str] = &[
     "store",
@@ -113,7 +118,7 @@ const CTL: &[&str] = &[
     "results",
     "claims",
     "experiment",
-    "lab",
+    "simulation",
     "chaos",
     "policy_server",
     "soak",
@@ -128,8 +133,8 @@ fn layers() -> [(&'static str, &'static [&'static str]); 9] {
         ("workloads", WORKLOADS),
         ("base", BASE),
         ("sched", SCHED),
-        ("lab", LAB),
         ("common", COMMON),
+        ("lab", LAB),
         ("worker", WORKER),
         ("master", MASTER),
         ("ctl", CTL),

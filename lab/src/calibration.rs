@@ -218,3 +218,11 @@ fn spread_of(mut e: Vec<f64>) -> Option<ErrorSpread> {
         p90: rank(0.9),
     })
 }
+
+/// The least time compute pacing at `rate_mbs` MB/s gives `bytes`, ms.
+pub fn pacing_ms(bytes: u64, rate_mbs: f64) -> u64 {
+    if !(rate_mbs.is_finite() && rate_mbs > 0.0) {
+        return 0;
+    }
+    (bytes as f64 / (rate_mbs * 1e6) * 1000.0).round() as u64
+}

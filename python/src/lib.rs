@@ -118,16 +118,16 @@ fn simulate_trace<'py>(
                 .map_err(|e| PyValueError::new_err(format!("scheduler {s:?}: {e}")))
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let opts = ctl::lab::trace::TraceOptions {
+    let opts = ctl::simulation::trace::TraceOptions {
         schedulers: configs,
         keep_outcomes: tasks,
         seed,
-        ..ctl::lab::trace::TraceOptions::at(workers, slots)
+        ..ctl::simulation::trace::TraceOptions::at(workers, slots)
     };
     // The simulation runs without the interpreter; a Python policy's call
     // attaches again.
     let (table, runs) = py
-        .detach(|| ctl::lab::trace::run(&spec, &calibration, &opts))
+        .detach(|| ctl::simulation::trace::run(&spec, &calibration, &opts))
         .map_err(|e| PyRuntimeError::new_err(format!("{e:#}")))?;
     let mut rows = Vec::new();
     let mut task_rows = Vec::new();
@@ -185,14 +185,14 @@ fn generate_instance(
     theta: f64,
     seed: u64,
 ) -> PyResult<()> {
-    let params = ctl::lab::GenParams {
+    let params = ctl::simulation::GenParams {
         servers,
         cores,
         tasks,
         replication,
         alpha: 0.0,
         beta,
-        cost: ctl::lab::Cost::Dyndl { theta },
+        cost: ctl::simulation::Cost::Dyndl { theta },
         idle: None,
         racks: None,
         placement: Default::default(),
@@ -200,7 +200,7 @@ fn generate_instance(
     params
         .validate()
         .map_err(|e| PyValueError::new_err(format!("instance parameters: {e}")))?;
-    ctl::lab::write_instance(&params.generate(seed), &path)
+    ctl::simulation::write_instance(&params.generate(seed), &path)
         .map_err(|e| PyRuntimeError::new_err(format!("{e:#}")))
 }
 
@@ -217,8 +217,8 @@ fn simulate_instance<'py>(
     tick: f64,
     seed: u64,
 ) -> PyResult<(Rows<'py>, Rows<'py>)> {
-    let inst =
-        ctl::lab::read_instance(&path).map_err(|e| PyValueError::new_err(format!("{e:#}")))?;
+    let inst = ctl::simulation::read_instance(&path)
+        .map_err(|e| PyValueError::new_err(format!("{e:#}")))?;
     let mut rows = Vec::new();
     let mut placements = Vec::new();
     for text in &schedulers {

@@ -2,6 +2,12 @@
 //! options, parsed by clap.
 
 use super::*;
+use common::placement::Placement;
+
+/// `--placement`: `random` or `even`.
+fn parse_placement(s: &str) -> Result<Placement, String> {
+    s.parse()
+}
 
 #[derive(Parser)]
 #[command(
@@ -108,8 +114,8 @@ pub enum Cmd {
         seed: Option<u64>,
         /// Replica placement: `random` (each block's replicas on random
         /// distinct workers) or `even` (every worker the same share).
-        #[arg(long, value_enum, default_value_t = loader::Placement::Random)]
-        placement: loader::Placement,
+        #[arg(long, default_value = "random", value_parser = parse_placement)]
+        placement: Placement,
     },
     /// Submit jobs; with --wait, print their reports when they end.
     #[command(
@@ -470,7 +476,7 @@ pub enum SimCmd {
         /// drawn per seed, run every task FACTOR times longer (e.g.
         /// 0.05:10).
         #[arg(long)]
-        slow: Option<crate::lab::trace::Slow>,
+        slow: Option<crate::simulation::trace::Slow>,
         /// Speculative execution on, with the spec's `[cluster.speculation]`
         /// settings or Hadoop's defaults (backups of slow maps and reduces).
         #[arg(long)]

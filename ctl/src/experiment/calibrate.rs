@@ -49,7 +49,7 @@ pub use lab::calibration::{
     error_spread, rank_pairs, seconds_spread, Cost, ErrorSpread, PointModel, PredictedJob,
     Prediction, MODELS,
 };
-use lab::calibration::{fit, fit_sized, sizes_differ, Sample};
+use lab::calibration::{fit, fit_sized, pacing_ms, sizes_differ, Sample};
 use measured::{Measured, Predicted};
 use summary::summary;
 
@@ -498,14 +498,6 @@ fn points_files(points: &[super::spec::Point], label: &str) -> u32 {
         .iter()
         .find(|p| p.label == label)
         .map_or(1, |p| p.files.max(1))
-}
-
-/// The least time compute pacing at `rate_mbs` MB/s gives `bytes`, ms.
-pub(crate) fn pacing_ms(bytes: u64, rate_mbs: f64) -> u64 {
-    if !(rate_mbs.is_finite() && rate_mbs > 0.0) {
-        return 0;
-    }
-    (bytes as f64 / (rate_mbs * 1e6) * 1000.0).round() as u64
 }
 
 fn ms(s: f64) -> u64 {

@@ -15,4 +15,3 @@ pub mod run;
 pub mod scale;
 pub mod spec;
 pub mod timeline;
-pub mod trace;

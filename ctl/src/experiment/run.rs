@@ -335,7 +335,7 @@ impl RunEnv<'_> {
     }
 
     /// The point's trace sample, if the spec replays a trace.
-    fn trace(&self) -> Option<super::trace::TracePlan> {
+    fn trace(&self) -> Option<lab::swim::TracePlan> {
         self.spec
             .trace_plan(self.point.block_bytes)
             .expect("validated when the spec was loaded")

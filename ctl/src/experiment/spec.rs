@@ -4,8 +4,9 @@
 //! strictly: an unknown key or a bad value is an error naming the file and
 //! the key.
 
-use crate::ops::loader::{parse_size, Generator, Placement};
+use crate::ops::loader::{parse_size, Generator};
 use common::config::BackgroundConfig;
+use common::placement::Placement;
 use common::tomlfile::{self, FileError, KeyError, TomlFile};
 use sched::policy::{JobOrder, SchedulerConfig};
 use sched::reduce::ReducePlacement;
@@ -61,10 +62,10 @@ pub struct Spec {
     /// [`super::trace`]) instead of `data.files`/`blocks` and generated
     /// arrivals: its files, jobs and submit times, scaled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<super::trace::TraceSpec>,
+    pub trace: Option<lab::swim::TraceSpec>,
     /// The trace's rows, read when the spec was located (or why not).
     #[serde(skip)]
-    swim: Option<Result<std::sync::Arc<Vec<super::trace::SwimJob>>, String>>,
+    swim: Option<Result<std::sync::Arc<Vec<lab::swim::SwimJob>>, String>>,
 }
 
 fn one() -> u64 {
@@ -732,7 +733,7 @@ impl TomlFile for Spec {
     fn located(&mut self, path: &Path) {
         if let Some(t) = &self.trace {
             let file = path.parent().unwrap_or(Path::new(".")).join(&t.file);
-            self.swim = Some(super::trace::read_swim(&file).map(std::sync::Arc::new));
+            self.swim = Some(lab::swim::read_swim(&file).map(std::sync::Arc::new));
         }
     }
 }
@@ -740,10 +741,7 @@ impl TomlFile for Spec {
 impl Spec {
     /// The trace sample of `point` as files and jobs (None without
     /// `[trace]`): at most `jobs.count` jobs, files of the point's blocks.
-    pub fn trace_plan(
-        &self,
-        block_bytes: u64,
-    ) -> Result<Option<super::trace::TracePlan>, KeyError> {
+    pub fn trace_plan(&self, block_bytes: u64) -> Result<Option<lab::swim::TracePlan>, KeyError> {
         let Some(t) = &self.trace else {
             return Ok(None);
         };
@@ -757,7 +755,7 @@ impl Spec {
                 ))
             }
         };
-        super::trace::plan(rows, t, block_bytes, self.jobs.count)
+        lab::swim::plan(rows, t, block_bytes, self.jobs.count)
             .map(Some)
             .map_err(|(k, p)| KeyError::new(k, p))
     }

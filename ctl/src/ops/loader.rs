@@ -12,6 +12,7 @@ use anyhow::{bail, Context};
 use bytes::Bytes;
 use common::checksum::BlockChecksums;
 use common::http::bearer;
+use common::placement::{place, Placement};
 use common::wire::{
     FileInfo, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER, BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
 };
@@ -52,30 +53,6 @@ pub struct LoadSpec {
     pub replication: u32,
     pub seed: u64,
     pub placement: Placement,
-}
-
-/// How the loader spreads a file's replicas over the workers that hold data.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Placement {
-    /// Each block's replicas on distinct workers drawn uniformly (seeded),
-    /// as HDFS's default policy does within one rack.
-    #[default]
-    Random,
-    /// Every worker holds the same share of the file's replicas (give or
-    /// take one), on distinct workers per block: EAS's assumption (iii) and
-    /// DynDL's evenly split test files. Seeded worker order.
-    Even,
 }
 
 fn block_rng(seed: u64, index: u32, stream: u64) -> ChaCha8Rng {
@@ -216,68 +193,6 @@ fn line_end(f: &mut std::fs::File, from: u64, cap: u64, buf: &mut [u8]) -> anyho
         at += n as u64;
     }
     Ok(cap)
-}
-
-/// Replica holders per block: `replication` distinct workers drawn uniformly
-/// (seeded), from `workers` in the given order.
-pub fn place_replicas(
-    seed: u64,
-    blocks: u32,
-    workers: &[WorkerId],
-    replication: u32,
-) -> Vec<Vec<WorkerId>> {
-    let mut rng = block_rng(seed, 0, 3);
-    (0..blocks)
-        .map(|_| {
-            let mut pool = workers.to_vec();
-            for k in 0..replication as usize {
-                let j = rng.gen_range(k..pool.len());
-                pool.swap(k, j);
-            }
-            pool.truncate(replication as usize);
-            pool
-        })
-        .collect()
-}
-
-/// Replica holders per block under `placement`.
-pub fn place(
-    placement: Placement,
-    seed: u64,
-    blocks: u32,
-    workers: &[WorkerId],
-    replication: u32,
-) -> Vec<Vec<WorkerId>> {
-    match placement {
-        Placement::Random => place_replicas(seed, blocks, workers, replication),
-        Placement::Even => place_even(seed, blocks, workers, replication),
-    }
-}
-
-/// Replicas dealt round-robin over a seeded order of the workers: replica
-/// k of block i goes to the (i * replication + k)-th worker of that order,
-/// modulo their number, so a block's replicas are distinct (replication <=
-/// workers) and each worker holds floor or ceil of blocks * replication /
-/// workers of them.
-pub fn place_even(
-    seed: u64,
-    blocks: u32,
-    workers: &[WorkerId],
-    replication: u32,
-) -> Vec<Vec<WorkerId>> {
-    let mut rng = block_rng(seed, 0, 4);
-    let mut order = workers.to_vec();
-    for i in (1..order.len()).rev() {
-        order.swap(i, rng.gen_range(0..=i));
-    }
-    let n = order.len() as u64;
-    (0..blocks as u64)
-        .map(|i| {
-            (0..replication as u64)
-                .map(|k| order[((i * replication as u64 + k) % n) as usize])
-                .collect()
-        })
-        .collect()
 }
 
 /// Uploads one block to the worker at `addr`.
@@ -492,46 +407,6 @@ mod tests {
             assert_eq!(rec[10], b' ');
         }
         assert_eq!(r, generate_records(1, 0, 1050));
-    }
-
-    #[test]
-    fn even_placement_gives_every_worker_its_share() {
-        let ws: Vec<WorkerId> = (0..8).map(WorkerId).collect();
-        for (blocks, rep) in [(10, 2), (7, 3), (16, 1), (3, 8)] {
-            let p = place_even(4, blocks, &ws, rep);
-            assert_eq!(p, place_even(4, blocks, &ws, rep));
-            let mut count = [0u32; 8];
-            for reps in &p {
-                let mut s = reps.clone();
-                s.sort();
-                s.dedup();
-                assert_eq!(s.len(), rep as usize, "{reps:?}");
-                for w in reps {
-                    count[w.0 as usize] += 1;
-                }
-            }
-            let (lo, hi) = (count.iter().min().unwrap(), count.iter().max().unwrap());
-            assert!(hi - lo <= 1, "{blocks}x{rep}: {count:?}");
-        }
-        assert_ne!(place_even(4, 10, &ws, 2), place_even(5, 10, &ws, 2));
-    }
-
-    #[test]
-    fn placement_is_seeded_and_distinct() {
-        let ws: Vec<WorkerId> = (0..5).map(WorkerId).collect();
-        let p = place_replicas(9, 50, &ws, 3);
-        assert_eq!(p, place_replicas(9, 50, &ws, 3));
-        assert_ne!(p, place_replicas(10, 50, &ws, 3));
-        for reps in &p {
-            let mut s = reps.clone();
-            s.sort();
-            s.dedup();
-            assert_eq!(s.len(), 3, "never two replicas on one worker: {reps:?}");
-        }
-        // Every worker gets some replicas.
-        for w in &ws {
-            assert!(p.iter().any(|r| r.contains(w)));
-        }
     }
 
     #[test]

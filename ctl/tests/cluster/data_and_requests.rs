@@ -505,7 +505,7 @@ async fn even_placement_task_compute_and_worker_timelines() {
             block_size: 100_000,
             replication: 2,
             seed: 5,
-            placement: loader::Placement::Even,
+            placement: common::placement::Placement::Even,
         },
     )
     .await

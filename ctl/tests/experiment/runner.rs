@@ -676,10 +676,10 @@ replication = 2
     assert!(words > 0.0 && words < sort, "{ratio}");
     // And the mix runs at another size in the simulator, with its reduce
     // machines kept in proportion (2 of 5 -> 4 of 10).
-    let (table, sim) = ctl::lab::trace::run(
+    let (table, sim) = ctl::simulation::trace::run(
         &spec,
         &cal,
-        &ctl::lab::trace::TraceOptions::at(Some(10), None),
+        &ctl::simulation::trace::TraceOptions::at(Some(10), None),
     )
     .unwrap();
     assert_eq!(sim.len(), 3, "{table}");

@@ -154,7 +154,7 @@ impl<'a> Measured<'a> {
     pub(super) fn workload_of(&self, seed: u64, job: &str) -> Option<String> {
         let spec = self.spec;
         if let Some(t) = &spec.trace {
-            return (t.shuffle == crate::experiment::trace::TraceShuffle::Wordcount)
+            return (t.shuffle == lab::swim::TraceShuffle::Wordcount)
                 .then(|| workloads::Workload::Wordcount.name().to_owned());
         }
         if spec.jobs.mix.is_empty() {

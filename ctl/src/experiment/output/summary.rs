@@ -81,10 +81,7 @@ pub fn summary(
         spec.jobs
             .task_time_s
             .map_or("none".into(), |[a, b]| format!("U[{a}, {b}] s per map")),
-        match spec.data.placement {
-            crate::ops::loader::Placement::Random => "random",
-            crate::ops::loader::Placement::Even => "even",
-        },
+        spec.data.placement.name(),
         spec.cluster.reduce_placement.name(),
         spec.repetitions,
         spec.seed,
@@ -151,7 +148,7 @@ pub(super) fn point_heading(spec: &Spec, p: &Point) -> String {
             t.bytes_scale,
             t.time_scale,
             match t.shuffle {
-                crate::experiment::trace::TraceShuffle::Trace => format!(
+                lab::swim::TraceShuffle::Trace => format!(
                     "jobs with shuffle are synthetic jobs moving the trace's {:.1} MB of shuffle and writing its {:.1} MB of output",
                     plan.jobs.iter().map(|j| j.shuffle_bytes).sum::<u64>() as f64 / 1e6,
                     plan.jobs
@@ -161,7 +158,7 @@ pub(super) fn point_heading(spec: &Spec, p: &Point) -> String {
                         .sum::<u64>() as f64
                         / 1e6
                 ),
-                crate::experiment::trace::TraceShuffle::Wordcount => {
+                lab::swim::TraceShuffle::Wordcount => {
                     "jobs with shuffle run wordcount (their shuffle follows their input, not the trace)".to_owned()
                 }
             }

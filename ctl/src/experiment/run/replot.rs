@@ -38,7 +38,7 @@ pub fn open_results(dir: &Path) -> anyhow::Result<OpenedResults> {
     // recorded resolved spec has no such key.
     if let Some(t) = spec.trace.as_mut() {
         if meta["spec"]["trace"].is_object() && meta["spec"]["trace"].get("shuffle").is_none() {
-            t.shuffle = crate::experiment::trace::TraceShuffle::Wordcount;
+            t.shuffle = lab::swim::TraceShuffle::Wordcount;
         }
     }
     let schedulers = spec.schedulers().map_err(|e| e.in_file(&file))?;

@@ -5,7 +5,7 @@
 use super::{Runs, Setting, Shape, TraceRun};
 use crate::experiment::qos::spread;
 use crate::experiment::spec::{NamedScheduler, Point};
-use crate::ops::loader::Placement;
+use common::placement::Placement;
 use lab::replay::RemoteModel;
 
 /// The table of a call's runs.

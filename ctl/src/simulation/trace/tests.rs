@@ -1,102 +1,8 @@
 use super::*;
+use lab::swim::TraceShuffle;
 
-fn model() -> Model {
-    Model {
-        point: "default".into(),
-        overhead_ms: 100,
-        remote: RemoteCost {
-            base_ms: 50.0,
-            per_mb_ms: 1000.0,
-            ..Default::default()
-        },
-        transfer_ms: None,
-        ref_bytes: 0,
-        reduce_base_ms: 10.0,
-        reduce_ms_per_mb: 2000.0,
-        shuffle_ratio: BTreeMap::new(),
-    }
-}
-
-fn plan() -> TracePlan {
-    let job = |file: usize, at: u64, reduces: Option<u32>, shuffle: u64| TraceJob {
-        id: format!("job{at}"),
-        arrival_ms: at,
-        workload: Workload::InputSink,
-        file,
-        reduces,
-        shuffle_bytes: shuffle,
-        output_bytes: 0,
-        ratios: None,
-    };
-    TracePlan {
-        files: vec![
-            TraceFile {
-                path: "a".into(),
-                blocks: 3,
-                block_bytes: 1_000_000,
-            },
-            TraceFile {
-                path: "b".into(),
-                blocks: 1,
-                block_bytes: 4096,
-            },
-        ],
-        jobs: vec![
-            job(0, 0, None, 0),
-            job(1, 500, Some(2), 3_000_000),
-            job(0, 900, None, 0),
-        ],
-        no_input: 0,
-    }
-}
-
-fn shape(workers: u32) -> Shape {
-    Shape {
-        workers,
-        reduce_workers: 0,
-        placement: Placement::Random,
-        slots: 2,
-        replication: 2,
-        heartbeat_ms: 100,
-        out_of_band: false,
-        slot_rate_mbs: Some(0.5),
-        task_time_s: None,
-        speculation: Default::default(),
-        slow: None,
-    }
-}
-
-#[test]
-fn jobs_that_share_a_file_share_its_replicas_and_tasks_are_timed_by_the_model() {
-    let jobs = replay_jobs(&plan(), &shape(10), &model(), 1);
-    assert_eq!(jobs.len(), 3);
-    // A 1 MB block at 0.5 MB/s: 2 s, plus the 100 ms overhead.
-    assert!(jobs[0]
-        .tasks
-        .iter()
-        .all(|t| t.local_ms == 2_100 && t.bytes == 1_000_000));
-    for (a, b) in jobs[0].tasks.iter().zip(&jobs[2].tasks) {
-        assert_eq!(a.replicas, b.replicas, "the same file, the same blocks");
-        assert_eq!(a.replicas.len(), 2);
-        assert_ne!(a.replicas[0], a.replicas[1], "replicas on distinct workers");
-    }
-    // Two reduces of 1.5 MB each: 10 + 2000 x 1.5 ms.
-    let r = &jobs[1].reduces;
-    assert_eq!(
-        (r.len(), r[0].local_ms, jobs[1].reduce_load),
-        (2, 3_010, 1_500_000)
-    );
-    assert_eq!(r[0].index, 1, "reduces are numbered after the maps");
-    assert_eq!(jobs[1].arrival_ms, 500);
-    // Another seed, other replicas; more replicas than workers: all.
-    assert_ne!(
-        replay_jobs(&plan(), &shape(10), &model(), 2)[0].tasks[0].replicas,
-        jobs[0].tasks[0].replicas
-    );
-    assert_eq!(
-        replay_jobs(&plan(), &shape(1), &model(), 1)[0].tasks[0].replicas,
-        [WorkerId(0)]
-    );
+fn mode(spec: &Spec) -> TraceShuffle {
+    spec.trace.as_ref().map(|t| t.shuffle).unwrap_or_default()
 }
 
 #[test]
@@ -251,59 +157,6 @@ mix = [
 }
 
 #[test]
-fn dedicated_reduce_workers_hold_no_data_and_run_no_maps() {
-    let mut s = shape(6);
-    s.reduce_workers = 2;
-    let c = cluster(&s, 1);
-    assert_eq!(c.runs_maps, [true, true, true, true, false, false]);
-    assert_eq!(c.runs_reduces, [false, false, false, false, true, true]);
-    s.replication = 3;
-    for seed in 0..20 {
-        for j in replay_jobs(&plan(), &s, &model(), seed) {
-            for t in &j.tasks {
-                assert!(t.replicas.iter().all(|w| w.0 < 4), "{t:?}");
-            }
-        }
-    }
-    assert!(cluster(&shape(6), 1).runs_maps.is_empty(), "all do both");
-    // Even placement deals each file's blocks over the map workers.
-    s.placement = Placement::Even;
-    s.replication = 2;
-    let jobs = replay_jobs(&plan(), &s, &model(), 1);
-    let mut held = [0; 4];
-    for t in &jobs[0].tasks {
-        assert_ne!(t.replicas[0], t.replicas[1]);
-        for w in &t.replicas {
-            held[w.0 as usize] += 1;
-        }
-    }
-    // 3 blocks x 2 replicas over 4 workers: 1 or 2 each.
-    assert!(held.iter().all(|&n| (1..=2).contains(&n)), "{held:?}");
-}
-
-#[test]
-fn background_fills_the_initial_share_then_arrives_poisson() {
-    let cfg = BackgroundConfig {
-        duration_s: [1.0, 6.0],
-        initial: 0.5,
-        per_minute: 30.0,
-    };
-    let bg = background(Some(&cfg), &shape(4), 7, 60_000);
-    // 2 slots, half busy at start: one process per worker at 0.
-    for w in 0..4 {
-        let mine: Vec<&BackgroundRun> = bg.iter().filter(|b| b.worker == WorkerId(w)).collect();
-        assert_eq!(mine.iter().filter(|b| b.start_ms == 0).count(), 1);
-        // ~30 more in the minute.
-        assert!((10..60).contains(&mine.len()), "{}", mine.len());
-        assert!(mine
-            .iter()
-            .all(|b| (1_000..=6_000).contains(&(b.end_ms - b.start_ms)) && b.start_ms < 60_000));
-    }
-    assert_eq!(background(Some(&cfg), &shape(4), 7, 60_000).len(), bg.len());
-    assert!(background(None, &shape(4), 7, 60_000).is_empty());
-}
-
-#[test]
 fn a_calibration_folder_gives_its_points_model() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -320,26 +173,26 @@ fn a_calibration_folder_gives_its_points_model() {
                 "ref_bytes": 0, "block_bytes": 1048576}]}"#,
     )
     .unwrap();
-    let m = Model::read(dir.path(), None).unwrap();
+    let m = read_model(dir.path(), None).unwrap();
     assert_eq!(
         (m.point.as_str(), m.overhead_ms, m.remote.per_mb_ms),
         ("p1", 100, 6.0)
     );
-    let m = Model::read(dir.path(), Some("p2")).unwrap();
+    let m = read_model(dir.path(), Some("p2")).unwrap();
     assert_eq!(
         m.remote.per_mb_ms, 0.0,
         "an older calibration: no per-MB term"
     );
     assert_eq!(m.ref_bytes, 0, "an older calibration: every block alike");
-    let m = Model::read(dir.path(), Some("p3")).unwrap();
+    let m = read_model(dir.path(), Some("p3")).unwrap();
     assert_eq!(
         (m.transfer_ms, m.ref_bytes),
         (Some(250.0), 1 << 20),
         "one block size fitted: transfers scale from it"
     );
-    let e = Model::read(dir.path(), Some("p4")).unwrap_err().to_string();
+    let e = read_model(dir.path(), Some("p4")).unwrap_err().to_string();
     assert!(e.contains("no point p4 (points: p1, p2, p3)"), "{e}");
-    let e = Model::read(&dir.path().join("nope"), None)
+    let e = read_model(&dir.path().join("nope"), None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("a `master sim calibrate` folder"), "{e}");
@@ -412,30 +265,6 @@ fn the_shipped_trace_spec_runs_at_a_larger_scale_with_its_calibration() {
     );
 }
 
-#[test]
-fn slow_workers_are_read_with_clear_errors_and_drawn_per_seed() {
-    let s: Slow = "0.25:4".parse().unwrap();
-    assert_eq!((s.fraction, s.factor), (0.25, 4.0));
-    for (bad, says) in [
-        ("0.1", "FRACTION:FACTOR"),
-        ("x:10", "fraction \"x\" is not a number"),
-        ("0.1:y", "factor \"y\" is not a number"),
-        ("1.5:10", "in [0, 1]"),
-        ("0.1:0.5", ">= 1"),
-    ] {
-        let e = bad.parse::<Slow>().unwrap_err();
-        assert!(e.contains(says), "{bad}: {e}");
-    }
-    let mut sh = shape(20);
-    sh.slow = Some(s);
-    let a = slowdown(&sh, 1);
-    assert_eq!(a.iter().filter(|f| **f == 4.0).count(), 5);
-    assert_eq!(a.iter().filter(|f| **f == 1.0).count(), 15);
-    assert_eq!(slowdown(&sh, 1), a, "the same seed, the same workers");
-    assert_ne!(slowdown(&sh, 2), a, "another seed, others");
-    assert!(slowdown(&shape(20), 1).is_empty());
-}
-
 /// What `sim trace` charges a job's reduces is what the real replay moves:
 /// the trace's scaled bytes for synthetic jobs, wordcount's measured ratio
 /// of the job's file under `shuffle = "wordcount"`, and the trace's bytes,
@@ -451,9 +280,9 @@ fn a_trace_job_is_charged_the_shuffle_its_replay_moves() {
     let synthetic = trace.trace_plan(1 << 20).unwrap().unwrap();
     let ratio: BTreeMap<String, f64> = [("wordcount".to_owned(), 0.2)].into();
     let mut notes = Vec::new();
-    let as_trace = charged(&trace, &synthetic, &ratio, &mut notes);
+    let as_trace = charged(mode(&trace), &synthetic, &ratio, &mut notes);
     assert_eq!(as_trace, synthetic);
-    let as_wordcount = charged(&wordcount, &plan, &ratio, &mut notes);
+    let as_wordcount = charged(mode(&wordcount), &plan, &ratio, &mut notes);
     assert!(notes.is_empty(), "{notes:?}");
     let mut shuffling = 0;
     for (j, w) in plan.jobs.iter().zip(&as_wordcount.jobs) {
@@ -467,7 +296,7 @@ fn a_trace_job_is_charged_the_shuffle_its_replay_moves() {
         }
     }
     assert!(shuffling > 100, "{shuffling}");
-    let fallback = charged(&wordcount, &plan, &BTreeMap::new(), &mut notes);
+    let fallback = charged(mode(&wordcount), &plan, &BTreeMap::new(), &mut notes);
     assert_eq!(fallback, plan);
     assert_eq!(notes.len(), 1);
     assert!(

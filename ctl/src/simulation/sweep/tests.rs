@@ -1,5 +1,5 @@
 use super::*;
-use crate::lab::Offline;
+use crate::simulation::Offline;
 use common::tomlfile;
 
 const SPEC: &str = r#"
