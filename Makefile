@@ -81,6 +81,8 @@ test:
 	python3 scripts/trace-meta --self-test
 	python3 scripts/check-docs --self-test
 	python3 scripts/check-docs
+	python3 scripts/code-sizes --self-test
+	python3 scripts/code-sizes
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --release --bins
 	$(BIN)/master claims check --verify --quiet
