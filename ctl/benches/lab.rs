@@ -11,7 +11,10 @@
 //!   (target at most 30 s);
 //! - one SWIM hour (`experiments/swim-hour.toml`, bytes scaled to ~34,000
 //!   maps) on 1,000 servers x 12 slots in `lab::replay` (`master sim
-//!   trace`; target: 100,000 tasks in 10 s, so the ratio is per task).
+//!   trace`; target: 100,000 tasks in 10 s, so the ratio is per task);
+//! - a SWIM day (`experiments/whatif-swim-day-10000.toml`, 1,033,483 maps)
+//!   on 10,000 servers x 12 slots, heartbeats every 3 s (target: 30 s per
+//!   scheduler), with its events per second (filter "day").
 //!
 //! The planners are measured with criterion (10 samples each; criterion's
 //! own report, then a summary line per planner with the median of the
@@ -275,5 +278,55 @@ fn main() {
                 "<= 1",
             );
         }
+    }
+    if filter.is_empty() || "day".contains(filter.as_str()) {
+        swim_day();
+    }
+}
+
+/// A SWIM day (all 24 hours, bytes x 5e-4: 1,033,483 maps) on 10,000
+/// servers x 12 slots, heartbeats every 3 s (`experiments/whatif-swim-day-10000.toml`),
+/// under hadoop, delay and DynDLOn: the wall time of each against the 30 s
+/// target, and the events (heartbeats, task ends) per second.
+fn swim_day() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("root");
+    let cal = root.join("results/swim-hour-shuffle/20261128-190407/calibration");
+    let opts = ctl::simulation::trace::TraceOptions::at(Some(10_000), Some(12));
+    let (_, runs) = ctl::simulation::trace::run(
+        &root.join("experiments/whatif-swim-day-10000.toml"),
+        &cal,
+        &opts,
+    )
+    .expect("the SWIM day");
+    for r in &runs {
+        let what = format!(
+            "SWIM day in the replay, 10,000 x 12, heartbeat 3 s, {} ({} maps)",
+            r.scheduler, r.maps
+        );
+        let rate = r.events as f64 / r.wall_s;
+        println!(
+            "{what}: {:.1} s (target 30 s: {:.2}x), {} events, {:.2} M events/s",
+            r.wall_s,
+            r.wall_s / 30.0,
+            r.events,
+            rate / 1e6
+        );
+        let id = format!("lab.day.{}", r.scheduler);
+        record(
+            &format!("{id}.s"),
+            &format!("{what}: wall time / the target's (30 s)"),
+            r.wall_s / 30.0,
+            "x",
+            "<= 1",
+        );
+        record(
+            &format!("{id}.events_per_s"),
+            &format!("{what}: events per second ({} events)", r.events),
+            rate,
+            "events/s",
+            "",
+        );
     }
 }

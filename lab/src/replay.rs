@@ -199,6 +199,9 @@ pub struct ReplayOutcome {
     /// before the attempt they backed up.
     pub backups: u32,
     pub backups_won: u32,
+    /// Events the run took, in time order: heartbeats (each an offer),
+    /// task ends and fair-share reads ending.
+    pub events: u64,
 }
 
 impl ReplayOutcome {

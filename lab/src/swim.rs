@@ -54,6 +54,10 @@ pub struct TraceSpec {
     /// Which one-hour sample (0 = the first): jobs submitted in
     /// [3600 hour, 3600 (hour + 1)) s of the file.
     pub hour: u32,
+    /// How many one-hour samples from `hour` on (default 1; 24 from hour
+    /// 0: the whole day of a 24-sample file).
+    #[serde(default = "one_hour", skip_serializing_if = "is_one_hour")]
+    pub hours: u32,
     /// Every byte count is multiplied by this (e.g. 1e-5: 1 TB -> 10 MB).
     pub bytes_scale: f64,
     /// Submit times are divided by this (e.g. 60: the hour in a minute).
@@ -81,6 +85,25 @@ pub enum TraceShuffle {
 
 fn one() -> f64 {
     1.0
+}
+
+fn one_hour() -> u32 {
+    1
+}
+
+fn is_one_hour(h: &u32) -> bool {
+    *h == 1
+}
+
+impl TraceSpec {
+    /// "hour 10", or "hours 0-23" for a longer sample.
+    pub fn hours_label(&self) -> String {
+        if self.hours <= 1 {
+            format!("hour {}", self.hour)
+        } else {
+            format!("hours {}-{}", self.hour, self.hour + self.hours - 1)
+        }
+    }
 }
 
 fn default_max_reduces() -> u32 {
@@ -206,7 +229,7 @@ impl TracePlan {
 /// The smallest block a tiny file gets.
 pub const MIN_BLOCK: u64 = 4096;
 
-/// Sample `spec.hour` of `jobs` as files of `block` bytes and jobs, at most
+/// Samples `spec.hour` to `spec.hour + spec.hours - 1` of `jobs` as files of `block` bytes and jobs, at most
 /// `max_jobs` of them (the first ones). Errors name the `[trace]` key.
 pub fn plan(
     jobs: &[SwimJob],
@@ -236,18 +259,22 @@ pub fn plan(
     if spec.max_reduces == 0 {
         return Err(bad("max_reduces", "must be at least 1".into()));
     }
+    if spec.hours == 0 {
+        return Err(bad("hours", "must be at least 1".into()));
+    }
     let start = u64::from(spec.hour) * 3600;
+    let end = start + u64::from(spec.hours) * 3600;
     let mut sample: Vec<&SwimJob> = jobs
         .iter()
-        .filter(|j| (start..start + 3600).contains(&j.submit_s))
+        .filter(|j| (start..end).contains(&j.submit_s))
         .collect();
     if sample.is_empty() {
         let last = jobs.iter().map(|j| j.submit_s).max().unwrap_or(0) / 3600;
         return Err(bad(
             "hour",
             format!(
-                "no job was submitted in hour {} of the file (it has hours 0..={last})",
-                spec.hour
+                "no job was submitted in {} of the file (it has hours 0..={last})",
+                spec.hours_label()
             ),
         ));
     }
@@ -368,6 +395,7 @@ job5\t3610\t0\t300\t0\t0\t\t\t\n";
         TraceSpec {
             file: "t.tsv".into(),
             hour,
+            hours: 1,
             bytes_scale: 0.1,
             time_scale: 60.0,
             max_reduces: 4,
@@ -414,6 +442,17 @@ job5\t3610\t0\t300\t0\t0\t\t\t\n";
         assert_eq!(p.maps(), 3 + 5 + 1 + 3);
         // At most 2 jobs: the first two.
         assert_eq!(plan(&jobs, &spec(1), 1 << 20, 2).unwrap().jobs.len(), 2);
+        // Two hours from hour 1: job4 (7,300 s, hour 2) joins, its arrival
+        // counted from hour 1's start, time compressed alike.
+        let two = TraceSpec {
+            hours: 2,
+            ..spec(1)
+        };
+        assert_eq!(two.hours_label(), "hours 1-2");
+        let p2 = plan(&jobs, &two, 1 << 20, 100).unwrap();
+        let last = p2.jobs.last().unwrap();
+        assert_eq!((last.id.as_str(), last.arrival_ms), ("job4", 61_667));
+        assert_eq!(p2.jobs.len(), 5);
     }
 
     #[test]
@@ -433,6 +472,9 @@ job5\t3610\t0\t300\t0\t0\t\t\t\n";
             plan(&jobs, &s, 1 << 20, 10).unwrap_err().0,
             "trace.bytes_scale"
         );
+        let mut s = spec(1);
+        s.hours = 0;
+        assert_eq!(plan(&jobs, &s, 1 << 20, 10).unwrap_err().0, "trace.hours");
         let mut s = spec(1);
         s.max_reduces = 0;
         assert_eq!(

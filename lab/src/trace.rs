@@ -398,6 +398,8 @@ pub struct TraceRun {
     pub backups_won: u32,
     /// Wall time of the simulation (s).
     pub wall_s: f64,
+    /// Events the simulation took (heartbeats, task ends, reads ending).
+    pub events: u64,
     /// The whole run, when [`TraceOptions::keep_outcomes`].
     pub outcome: Option<std::sync::Arc<replay::ReplayOutcome>>,
     /// The policy's named counts (an external policy's calls, refusals
@@ -447,6 +449,7 @@ pub fn simulate(
         backups: 0,
         backups_won: 0,
         wall_s: wall,
+        events: 0,
         outcome: None,
         counters: Vec::new(),
         error: None,
@@ -479,6 +482,7 @@ pub fn simulate(
         maps: run.runs.iter().filter(|r| !r.reduce).count(),
         backups: run.backups,
         backups_won: run.backups_won,
+        events: run.events,
         counters: policy.counters(),
         ..row(t0.elapsed().as_secs_f64())
     };

@@ -207,6 +207,15 @@ impl ReducePlacer {
     /// with the least load, then run `worker`'s queue in order.
     fn least_loaded(&mut self, worker: WorkerId, ctx: &mut SchedContext<'_>) {
         let view = ctx.view();
+        // Nothing queued and nothing newly waiting: nothing to do (and no
+        // scan of every reduce worker's load).
+        if self.queues.is_empty()
+            && !view
+                .reduce_jobs()
+                .any(|r| r.ready() && r.pending().next().is_some())
+        {
+            return;
+        }
         // Queued reduces whose machine died, or that no longer wait (their
         // job ended), leave the queues; the first are pushed again below.
         let dead: Vec<WorkerId> = self

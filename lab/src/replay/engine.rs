@@ -5,7 +5,8 @@
 //! [`Replay::run`] takes the earliest event until every task has ended.
 
 use super::{
-    BackgroundRun, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome, TaskRun, HOST_WINDOW_MS,
+    BackgroundRun, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome, ReplayTask, TaskRun,
+    HOST_WINDOW_MS,
 };
 use crate::sim::SimError;
 use base::{JobId, TaskRef, WorkerId};
@@ -84,6 +85,14 @@ pub struct Replay<'a> {
     job_index: HashMap<JobId, usize>,
     done_at: Vec<Option<u64>>,
     beats: BinaryHeap<Beat>,
+    /// Out-of-band heartbeats: the arrival times that wake every worker,
+    /// and the next whose heartbeats are not yet in `beats` (pushed just
+    /// before the clock reaches it, not all at the start).
+    wakes: Vec<u64>,
+    next_wake: usize,
+    /// Each worker's background processes (indices into `background`, in
+    /// its order).
+    background_of: Vec<Vec<usize>>,
     ends: BinaryHeap<Ending>,
     /// Per worker: running tasks (start times), remote reads in and out.
     running: Vec<Vec<u64>>,
@@ -112,6 +121,8 @@ pub struct Replay<'a> {
     backup_of: HashSet<AttemptKey>,
     /// Maps ended whose worker has not heartbeated since.
     unreported: Vec<Vec<(TaskRef, u32, u64)>>,
+    /// Events taken so far.
+    events: u64,
 }
 
 impl<'a> Replay<'a> {
@@ -138,7 +149,7 @@ impl<'a> Replay<'a> {
         }
         let mut order: Vec<usize> = (0..jobs.len()).collect();
         order.sort_by_key(|&j| (jobs[j].arrival_ms, j));
-        let mut beats: BinaryHeap<Beat> = (0..n)
+        let beats: BinaryHeap<Beat> = (0..n)
             .map(|w| {
                 Reverse((
                     cluster.phase(w).round() as u64 + cluster.jitter(w, 0),
@@ -147,14 +158,20 @@ impl<'a> Replay<'a> {
                 ))
             })
             .collect();
-        if cluster.out_of_band {
-            // A job's arrival wakes every worker (one with no free slot
-            // takes nothing, as one the master does not wake).
-            let mut arrivals: Vec<u64> = jobs.iter().map(|j| j.arrival_ms).collect();
-            arrivals.sort_unstable();
-            arrivals.dedup();
-            for t in arrivals {
-                beats.extend((0..n).map(|w| Reverse((t, w as u32, None))));
+        // With out-of-band heartbeats a job's arrival wakes every worker
+        // (one with no free slot takes nothing, as one the master does not
+        // wake).
+        let mut wakes: Vec<u64> = if cluster.out_of_band {
+            jobs.iter().map(|j| j.arrival_ms).collect()
+        } else {
+            Vec::new()
+        };
+        wakes.sort_unstable();
+        wakes.dedup();
+        let mut background_of = vec![Vec::new(); n];
+        for (i, b) in background.iter().enumerate() {
+            if let Some(v) = background_of.get_mut(b.worker.0 as usize) {
+                v.push(i);
             }
         }
         view.set_speculation(cluster.speculation.clone());
@@ -173,6 +190,9 @@ impl<'a> Replay<'a> {
             job_index: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
             done_at: vec![None; jobs.len()],
             beats,
+            wakes,
+            next_wake: 0,
+            background_of,
             ends: BinaryHeap::new(),
             running: vec![Vec::new(); n],
             remote_in: vec![0; n],
@@ -193,6 +213,7 @@ impl<'a> Replay<'a> {
             backups_won: 0,
             backup_of: HashSet::new(),
             unreported: vec![Vec::new(); n],
+            events: 0,
         }
     }
 
@@ -200,6 +221,7 @@ impl<'a> Replay<'a> {
     /// `give_up_ms` pass with tasks waiting and nothing launched.
     pub fn run(mut self) -> Result<ReplayOutcome, SimError> {
         while self.finished < self.total {
+            self.events += 1;
             match self.advance() {
                 Event::ReadsDone => self.reads_done(),
                 Event::TaskEnd => self.task_end(),
@@ -222,13 +244,26 @@ impl<'a> Replay<'a> {
     /// Moves the clock to the next event, the transfers progressing at
     /// their current shares until then, and says which it is.
     fn advance(&mut self) -> Event {
-        let next_end = self.ends.peek().map(|Reverse(e)| e.0);
-        let Reverse((t_beat, ..)) = *self.beats.peek().expect("every worker heartbeats");
-        let next_xfer = self
-            .transfers
-            .iter()
-            .map(|x| self.clock + x.left * self.share(x))
-            .fold(f64::INFINITY, f64::min);
+        let (next_end, t_beat, next_xfer) = loop {
+            let next_end = self.ends.peek().map(|Reverse(e)| e.0);
+            let Reverse((t_beat, ..)) = *self.beats.peek().expect("every worker heartbeats");
+            let next_xfer = self
+                .transfers
+                .iter()
+                .map(|x| self.clock + x.left * self.share(x))
+                .fold(f64::INFINITY, f64::min);
+            // An arrival's out-of-band heartbeats join before anything at
+            // or after its time happens.
+            let earliest = next_xfer.min(next_end.map_or(t_beat, |e| e.min(t_beat)) as f64);
+            match self.wakes.get(self.next_wake) {
+                Some(&a) if a as f64 <= earliest => {
+                    let n = self.cluster.slots.len() as u32;
+                    self.beats.extend((0..n).map(|w| Reverse((a, w, None))));
+                    self.next_wake += 1;
+                }
+                _ => break (next_end, t_beat, next_xfer),
+            }
+        };
         let next_event = next_end.map_or(t_beat, |e| e.min(t_beat)) as f64;
         let to = next_xfer.min(next_event);
         let shares: Vec<f64> = self.transfers.iter().map(|x| self.share(x)).collect();
@@ -493,10 +528,10 @@ impl<'a> Replay<'a> {
     /// slot's age, and with speculation each attempt's progress.
     fn worker_state(&mut self, t: u64, w: u32) {
         let wid = WorkerId(w);
-        let bg: Vec<&BackgroundRun> = self
-            .background
+        let bg: Vec<&BackgroundRun> = self.background_of[w as usize]
             .iter()
-            .filter(|b| b.worker == wid && b.start_ms <= t && t < b.end_ms)
+            .map(|&i| &self.background[i])
+            .filter(|b| b.start_ms <= t && t < b.end_ms)
             .collect();
         let slots = self.cluster.slots[w as usize];
         let busy_n = self.running[w as usize].len() as u32 + bg.len() as u32;
@@ -534,10 +569,7 @@ impl<'a> Replay<'a> {
 
     /// A reduce attempt of `task` starts on worker `w` at `t`.
     fn start_reduce(&mut self, task: TaskRef, w: u32, t: u64) {
-        let len = self.jobs[self.job_index[&task.job]]
-            .reduces
-            .iter()
-            .find(|r| r.index == task.index)
+        let len = find(&self.jobs[self.job_index[&task.job]].reduces, task.index)
             .map_or(0, |r| r.local_ms);
         let len = (len as f64 * self.cluster.slowdown(w as usize)).round() as u64;
         self.running[w as usize].push(t);
@@ -636,10 +668,7 @@ impl<'a> Replay<'a> {
 
     /// A map's local time and input bytes.
     fn map_time(&self, task: TaskRef) -> (u64, u64) {
-        self.jobs[self.job_index[&task.job]]
-            .tasks
-            .iter()
-            .find(|t| t.index == task.index)
+        find(&self.jobs[self.job_index[&task.job]].tasks, task.index)
             .map_or((0, 0), |t| (t.local_ms, t.bytes))
     }
 
@@ -658,8 +687,21 @@ impl<'a> Replay<'a> {
             inputs: self.view.take_inputs(),
             backups: self.backups,
             backups_won: self.backups_won,
+            events: self.events,
         }
     }
+}
+
+/// The task numbered `index` of `tasks`: at its place when tasks are
+/// numbered from their list's first number on (a job's maps from 0, its
+/// reduces after them), else found.
+fn find(tasks: &[ReplayTask], index: u32) -> Option<&ReplayTask> {
+    let first = tasks.first()?.index;
+    index
+        .checked_sub(first)
+        .and_then(|k| tasks.get(k as usize))
+        .filter(|t| t.index == index)
+        .or_else(|| tasks.iter().find(|t| t.index == index))
 }
 
 impl ReplayCluster {

@@ -133,8 +133,8 @@ pub(super) fn point_heading(spec: &Spec, p: &Point) -> String {
     let trace = spec.trace_plan(p.block_bytes).ok().flatten();
     let data = if let (Some(plan), Some(t)) = (trace, &spec.trace) {
         format!(
-            "SWIM hour {} of {}: {} jobs ({} map-only, {} left out without input), {} maps over {} files, {:.1} MB stored, bytes x {}, time / {}; {}",
-            t.hour,
+            "SWIM {} of {}: {} jobs ({} map-only, {} left out without input), {} maps over {} files, {:.1} MB stored, bytes x {}, time / {}; {}",
+            t.hours_label(),
             t.file.display(),
             plan.jobs.len(),
             plan.jobs

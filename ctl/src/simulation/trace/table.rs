@@ -127,8 +127,8 @@ fn source(set: &Setting, first: &Point) -> anyhow::Result<String> {
                 .map_err(|e| e.in_file(path))?
                 .expect("a [trace] spec has a plan");
             format!(
-                "SWIM hour {} of `{}` (bytes x {}, time / {}): {} jobs, {} maps, {} files",
-                t.hour,
+                "SWIM {} of `{}` (bytes x {}, time / {}): {} jobs, {} maps, {} files",
+                t.hours_label(),
                 t.file.display(),
                 t.bytes_scale,
                 t.time_scale,
