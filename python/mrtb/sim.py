@@ -121,7 +121,8 @@ def simulate_trace(
     spec's), once per seed of the spec (once, with ``seed``, if given).
 
     Returns ``(runs, task_runs)``: DataFrames with one row per run
-    (scheduler, seed, mean_jct_s, makespan_s, remote, maps, wall_s and, for
+    (scheduler, seed, mean_jct_s, makespan_s, remote, maps, wall_s, events
+    (heartbeats, task ends and reads ending the simulation took) and, for
     external policies, ``policy_*`` counts) and, if ``tasks``, one row per
     task run (job, task, worker, source, start_ms, end_ms); the markdown
     table is ``runs.attrs["table"]``.

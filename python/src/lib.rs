@@ -143,6 +143,7 @@ fn simulate_trace<'py>(
         d.set_item("backups", r.backups)?;
         d.set_item("backups_won", r.backups_won)?;
         d.set_item("wall_s", r.wall_s)?;
+        d.set_item("events", r.events)?;
         d.set_item("error", r.error.as_deref())?;
         for (name, v) in &r.counters {
             d.set_item(format!("policy_{name}"), v)?;
