@@ -158,22 +158,7 @@ impl<'a> Replay<'a> {
                 ))
             })
             .collect();
-        // With out-of-band heartbeats a job's arrival wakes every worker
-        // (one with no free slot takes nothing, as one the master does not
-        // wake).
-        let mut wakes: Vec<u64> = if cluster.out_of_band {
-            jobs.iter().map(|j| j.arrival_ms).collect()
-        } else {
-            Vec::new()
-        };
-        wakes.sort_unstable();
-        wakes.dedup();
-        let mut background_of = vec![Vec::new(); n];
-        for (i, b) in background.iter().enumerate() {
-            if let Some(v) = background_of.get_mut(b.worker.0 as usize) {
-                v.push(i);
-            }
-        }
+        let (wakes, background_of) = wakes_and_background(cluster, jobs, background);
         view.set_speculation(cluster.speculation.clone());
         Replay {
             sched,
@@ -690,6 +675,31 @@ impl<'a> Replay<'a> {
             events: self.events,
         }
     }
+}
+
+/// The arrival times whose out-of-band heartbeats wake every worker (one
+/// with no free slot takes nothing, as one the master does not wake):
+/// none without out-of-band heartbeats; and each worker's background
+/// processes (indices into `background`, in its order).
+fn wakes_and_background(
+    cluster: &ReplayCluster,
+    jobs: &[ReplayJob],
+    background: &[BackgroundRun],
+) -> (Vec<u64>, Vec<Vec<usize>>) {
+    let mut wakes: Vec<u64> = if cluster.out_of_band {
+        jobs.iter().map(|j| j.arrival_ms).collect()
+    } else {
+        Vec::new()
+    };
+    wakes.sort_unstable();
+    wakes.dedup();
+    let mut background_of = vec![Vec::new(); cluster.slots.len()];
+    for (i, b) in background.iter().enumerate() {
+        if let Some(v) = background_of.get_mut(b.worker.0 as usize) {
+            v.push(i);
+        }
+    }
+    (wakes, background_of)
 }
 
 /// The task numbered `index` of `tasks`: at its place when tasks are
