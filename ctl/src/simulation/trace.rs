@@ -374,7 +374,6 @@ fn simulate_point(
     Ok(())
 }
 
-/// `run`, with the spec's path in the error.
 /// The calibration folder shipped with the SWIM hour's results under
 /// `root` (the repository): `results/swim-hour/<stamp>/calibration`, the
 /// first stamp that has one.
@@ -392,6 +391,7 @@ pub fn shipped_swim_calibration(root: &Path) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("no calibrated folder in {}", dir.display()))
 }
 
+/// `run`'s table, with the spec's path in the error.
 pub fn run_file(path: &Path, calibration: &Path, opts: &TraceOptions) -> anyhow::Result<String> {
     run(path, calibration, opts)
         .map(|(t, _)| t)
