@@ -147,8 +147,17 @@ async fn corrupted_chunk_is_detected_and_never_served() {
     let r = c.client.wait_job(job).await.unwrap();
     assert_eq!(r.state, JobState::Failed);
     let attempt_err = r.attempts[0].error.clone().unwrap();
+    // Read where it is stored, the attempt names the damaged chunk's offset;
+    // read from the holder by another worker (a map may go remote), the
+    // holder cuts the stream before that chunk: never served either way.
+    let cut_at = attempt_err
+        .split("stream broke after ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok());
     assert!(
-        attempt_err.contains("bad2.b00000") && attempt_err.contains("1048576"),
+        attempt_err.contains("bad2.b00000")
+            && (attempt_err.contains("1048576") || cut_at.is_some_and(|n| n <= 1_048_576)),
         "{attempt_err}"
     );
     let err = r.error.unwrap();
