@@ -43,6 +43,9 @@ pub struct ClusterConfig {
         skip_serializing_if = "crate::credentials::CredentialsSection::is_empty"
     )]
     pub credentials: crate::credentials::CredentialsSection,
+    /// HTTPS between every node (`common::tls`); absent = plain HTTP.
+    #[serde(default, skip_serializing_if = "crate::tls::TlsSection::is_default")]
+    pub tls: crate::tls::TlsSection,
     /// Instance types the scheduler may rent.
     #[serde(rename = "public_type", default, skip_serializing_if = "Vec::is_empty")]
     pub public_type: Vec<crate::public::PublicType>,
@@ -452,6 +455,27 @@ impl ClusterConfig {
         if let Some((key, problem)) = self.credentials.problem(&c.token) {
             return Err(self.invalid(key, problem));
         }
+        if self.tls.enabled {
+            if self.tls.dir.as_os_str().is_empty() {
+                return Err(self.invalid("tls.dir", "must name a folder"));
+            }
+            let taken = [crate::tls::MASTER, crate::tls::INSTANCES, "ca"];
+            if let Some((i, w)) = self
+                .worker
+                .iter()
+                .enumerate()
+                .find(|(_, w)| taken.contains(&w.name.as_str()))
+            {
+                return Err(self.invalid(
+                    format!("worker[{i}].name"),
+                    format!(
+                        "{:?} names the TLS files of another node ({}.pem); with [tls] on, \
+                         call the worker something else",
+                        w.name, w.name
+                    ),
+                ));
+            }
+        }
         if c.heartbeat_ms < 10 || c.heartbeat_ms > 60_000 {
             return Err(self.invalid(
                 "cluster.heartbeat_ms",
@@ -747,8 +771,14 @@ impl ClusterConfig {
         self.base_dir.join("run")
     }
 
+    /// The master's base URL: `https://` with `[tls]` on, else `http://`.
     pub fn master_url(&self) -> String {
-        format!("http://{}", self.master.listen)
+        format!("{}://{}", self.scheme(), self.master.listen)
+    }
+
+    /// `https` with `[tls]` on, else `http`: the scheme of every node's URL.
+    pub fn scheme(&self) -> &'static str {
+        crate::tls::scheme(self.tls.enabled)
     }
 }
 

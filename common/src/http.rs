@@ -100,18 +100,20 @@ pub const CLIENT_POOL_IDLE: std::time::Duration = std::time::Duration::from_secs
 
 /// Serves `app` on `listener` until the task is dropped, with `timeouts`
 /// (axum::serve has none: a client could hold a connection and a task for
-/// ever). One task per connection, HTTP/1.1.
+/// ever). One task per connection, HTTP/1.1; over TLS when `tls` is given
+/// (the handshake within the header timeout), else plain HTTP.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     timeouts: ServerTimeouts,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 ) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioIo, TokioTimer};
     let app = app.layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
         timeouts.body_idle,
     ));
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
-        let (stream, _) = match listener.accept().await {
+        let (stream, peer) = match listener.accept().await {
             Ok(s) => s,
             // Out of file descriptors and the like: wait, then go on.
             Err(e) => {
@@ -121,20 +123,57 @@ pub async fn serve(
             }
         };
         let _ = stream.set_nodelay(true);
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        tokio::spawn(async move {
-            // HTTP/1.1 only: the version sniffing of an automatic builder
-            // would wait for a silent client's first bytes without a timer.
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(timeouts.header);
-            // Errors here are the client's (timeouts, resets): the
-            // connection is closed and nothing else is affected.
-            let _ = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
+        let app = app.clone();
+        match acceptor.clone() {
+            None => {
+                tokio::spawn(serve_connection(stream, app, timeouts));
+            }
+            Some(acceptor) => {
+                tokio::spawn(async move {
+                    match tokio::time::timeout(timeouts.header, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => serve_connection(tls, app, timeouts).await,
+                        // A client that does not speak TLS or does not
+                        // trust us: its connection closes, nothing else.
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed")
+                        }
+                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// One connection's HTTP/1.1 requests until it closes.
+async fn serve_connection<S>(stream: S, app: axum::Router, timeouts: ServerTimeouts)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    // HTTP/1.1 only: the version sniffing of an automatic builder would
+    // wait for a silent client's first bytes without a timer.
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeouts.header);
+    // Errors here are the client's (timeouts, resets): the connection is
+    // closed and nothing else is affected.
+    let _ = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
+}
+
+/// Says at start-up how `what` is reached: over TLS, or in plain HTTP
+/// (loudly when it listens beyond loopback, where others could read it).
+pub fn say_transport(what: &str, listen: std::net::SocketAddr, tls: bool) {
+    if tls {
+        tracing::info!(%listen, "{what}: HTTPS (TLS on)");
+    } else if listen.ip().is_loopback() {
+        tracing::info!(%listen, "{what}: plain HTTP on loopback (TLS off: [tls] enabled = false)");
+    } else {
+        tracing::warn!(%listen, "{what}: plain HTTP beyond loopback: secrets and data cross the network unencrypted (set [tls] enabled = true in cluster.toml)");
     }
 }
 

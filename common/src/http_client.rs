@@ -4,6 +4,25 @@
 
 use reqwest::Response;
 
+/// A client builder for the cluster's nodes: trusting `tls`'s authority
+/// only when given (HTTPS), plain HTTP otherwise. Every HTTP client of the
+/// workspace is made here: it also installs the process's TLS provider,
+/// without which reqwest cannot build even a plain client.
+pub fn builder(tls: Option<&crate::tls::load::ClientTls>) -> reqwest::ClientBuilder {
+    crate::tls::load::provider();
+    let b = reqwest::Client::builder();
+    match tls {
+        Some(t) => b.tls_backend_preconfigured(t.config()),
+        None => b,
+    }
+}
+
+/// A plain client with reqwest's defaults (tests and tools that reach
+/// plain-HTTP servers).
+pub fn plain() -> reqwest::Client {
+    builder(None).build().expect("HTTP client builds")
+}
+
 /// A non-2xx answer, with the message the server put in its JSON error
 /// body (or the raw body if it sent something else).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

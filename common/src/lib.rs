@@ -18,6 +18,7 @@ pub mod placement;
 pub mod policy_socket;
 #[cfg(any(test, feature = "strategies"))]
 pub mod strategies;
+pub mod tls;
 pub mod wire;
 
 /// The lowest shared pieces live in the `base` crate, below `sched`;

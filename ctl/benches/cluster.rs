@@ -149,7 +149,7 @@ async fn upload_nic_blocks(url: &str) {
     for i in 0..4u32 {
         let id = BlockId::for_file("nic", i).unwrap();
         loader::upload_block(
-            &reqwest::Client::new(),
+            &common::http_client::plain(),
             TOKEN,
             url,
             &id,
@@ -208,7 +208,7 @@ async fn nic_netns_bench() {
                 .unwrap();
             rt.block_on(async {
                 upload_nic_blocks(&s_url).await;
-                let http = reqwest::Client::new();
+                let http = common::http_client::plain();
                 let unlimited = worker::nic::Link::new(None);
                 for k in [1usize, 2, 4] {
                     nic_round(

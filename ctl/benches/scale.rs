@@ -106,7 +106,7 @@ async fn run(
     seconds: u64,
     pid: u32,
 ) -> anyhow::Result<()> {
-    let http = reqwest::Client::builder()
+    let http = common::http_client::builder(None)
         .pool_max_idle_per_host(workers)
         .build()?;
     // Wait for the master.

@@ -100,10 +100,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         return Ok(());
     }
     let cfg = ClusterConfig::load(&cli.config)?;
+    // `master up` makes the TLS files before it starts anything and uses
+    // clients of its own; every other command trusts the cluster's ca.pem.
+    let tls = match cli.cmd {
+        Cmd::Up { .. } => None,
+        _ => common::tls::load::for_client(&cfg)?,
+    };
     let client = MasterClient::new(
         cli.master.clone().unwrap_or_else(|| cfg.master_url()),
         cfg.secret(common::credentials::Role::Client),
     )
+    .with_tls(tls.as_ref())
     .retrying(std::time::Duration::from_secs(cli.retry_s));
     run_cluster(cli.cmd, &cfg, &client).await
 }
@@ -361,6 +368,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let mut settings = master::state::MasterSettings::from_config(cfg);
     settings.journal_recover = journal_recover;
+    settings.tls = common::tls::load::for_node(cfg, common::tls::MASTER)?;
     if let Some(s) = scheduler {
         settings.scheduler = s;
     }

@@ -237,7 +237,7 @@ async fn every_route_answers_each_credential_by_its_role() {
         move |o| o.credentials = w.clone(),
     )
     .await;
-    let http = reqwest::Client::new();
+    let http = common::http_client::plain();
     let worker_url = cl.workers[0].url();
     let mut table = vec![format!(
         "| route | {} |",
@@ -362,7 +362,7 @@ async fn secrets_rotate_without_a_restart() {
         },
     )
     .await;
-    let http = reqwest::Client::new();
+    let http = common::http_client::plain();
     let jobs = format!("{}/v1/jobs", cl.client.base());
     let beat = format!("{}/v1/workers/heartbeat", cl.client.base());
     // 1. The new secrets first, the old ones still accepted.

@@ -469,7 +469,7 @@ async fn the_block_scanner_finds_damage_before_any_task() {
         .into_iter()
         .find(|w| w.name == "w1")
         .unwrap();
-    let http = reqwest::Client::new();
+    let http = common::http_client::plain();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let status: serde_json::Value = http

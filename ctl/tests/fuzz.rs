@@ -269,7 +269,7 @@ async fn http_requests_never_get_a_server_error() {
         "%00".into(),
     ];
     let seeds = seed_requests(&master, &worker);
-    let http = reqwest::Client::new();
+    let http = common::http_client::plain();
     let mut rng = ChaCha8Rng::seed_from_u64(0x4771);
     let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
     for i in 0..1500 {

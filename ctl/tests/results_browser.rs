@@ -215,7 +215,7 @@ async fn results_serve_writes_the_pages_and_serves_the_tree_over_http() {
     let get = |path: &str| {
         let url = format!("{url}{path}");
         async move {
-            let r = reqwest::get(&url).await.unwrap();
+            let r = common::http_client::plain().get(&url).send().await.unwrap();
             (r.status().as_u16(), r.text().await.unwrap())
         }
     };

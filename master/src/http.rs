@@ -614,6 +614,8 @@ fn cluster_summary(m: &Master) -> ClusterSummary {
 /// A running master.
 pub struct MasterHandle {
     pub addr: SocketAddr,
+    /// `https` with TLS on, else `http`.
+    pub scheme: &'static str,
     pub state: Arc<AppState>,
     server: tokio::task::JoinHandle<()>,
     reaper: tokio::task::JoinHandle<()>,
@@ -627,7 +629,7 @@ pub const CREDENTIALS_EVERY: Duration = Duration::from_secs(1);
 
 impl MasterHandle {
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 
     pub fn abort(&self) {
@@ -672,6 +674,7 @@ pub async fn start_with(
     let credentials = Credentials::new(token, &settings.credentials);
     let wake_secret = Secret::new(settings.credentials.sending(Role::Worker).unwrap_or(token));
     let config_path = settings.config_path.clone();
+    let tls = settings.tls.clone();
     let mut master = Master::new(settings);
     // The master's clock (ms since it started) begins at the age of the
     // oldest job it takes back, so that job's submission is at 0 or later.
@@ -706,7 +709,7 @@ pub async fn start_with(
         started,
         job_ended: Notify::new(),
         wake: WakeClient {
-            http: reqwest::Client::builder()
+            http: common::http_client::builder(tls.as_ref().map(|t| &t.client))
                 .tcp_nodelay(true)
                 .connect_timeout(Duration::from_secs(2))
                 .timeout(Duration::from_secs(5))
@@ -720,6 +723,7 @@ pub async fn start_with(
         .await
         .map_err(|e| anyhow::anyhow!("master: cannot listen on {listen}: {e}"))?;
     let addr = listener.local_addr()?;
+    common::http::say_transport("master API", addr, tls.is_some());
     let app = router(state.clone(), credentials.clone());
     let watcher = config_path.map(|path| {
         common::auth::watch_credentials(
@@ -730,8 +734,10 @@ pub async fn start_with(
             CREDENTIALS_EVERY,
         )
     });
+    let server_tls = tls.as_ref().map(|t| t.server.clone());
+    let scheme = common::tls::scheme(tls.is_some());
     let server = tokio::spawn(async move {
-        if let Err(e) = common::http::serve(listener, app, timeouts).await {
+        if let Err(e) = common::http::serve(listener, app, timeouts, server_tls).await {
             tracing::error!(error = %e, "master HTTP server stopped");
         }
     });
@@ -789,6 +795,7 @@ pub async fn start_with(
     tracing::info!(%addr, "master listening");
     Ok(MasterHandle {
         addr,
+        scheme,
         state,
         server,
         reaper,
@@ -850,7 +857,7 @@ mod tests {
         };
         m.state.with(|m, _| m.requeue_journal(vec![held]));
         let submit = || async {
-            reqwest::Client::new()
+            common::http_client::plain()
                 .post(format!("{}/v1/jobs", m.url()))
                 .bearer_auth("t")
                 .json(&common::wire::JobSubmit::new(

@@ -74,6 +74,9 @@ pub struct WorkerOptions {
     /// The cluster.toml to re-read `[credentials]` from when it changes;
     /// `None`: never.
     pub config_path: Option<PathBuf>,
+    /// Its certificate and the cluster's authority (`[tls]`): it serves
+    /// HTTPS and trusts only the authority as a client; `None`: plain HTTP.
+    pub tls: Option<common::tls::load::NodeTls>,
 }
 
 impl WorkerOptions {
@@ -95,6 +98,7 @@ impl WorkerOptions {
                 .clone()
                 .map(|b| (b, background::worker_seed(cfg.cluster.seed, &w.name))),
             scrub_bytes_per_sec: cfg.workers.scrub_mbps.map(|r| r * 1e6),
+            tls: common::tls::load::for_node(cfg, &w.name)?,
             ..Self::from_settings(cfg, &w, cfg.worker_data_dir(&w.name))
         })
     }
@@ -129,6 +133,7 @@ impl WorkerOptions {
             pretouch_bytes: cfg.workers.pretouch_mb.saturating_mul(1_000_000),
             credentials: cfg.credentials.clone(),
             config_path: (!cfg.path.as_os_str().is_empty()).then(|| cfg.path.clone()),
+            tls: None,
         }
     }
 }
@@ -162,11 +167,10 @@ impl WorkerOptions {
             );
         }
         let w = cfg.instance_settings(0, name, port_offset, ty);
-        Ok(Self::from_settings(
-            cfg,
-            &w,
-            cfg.resolve(&cfg.cluster.data_dir).join(name),
-        ))
+        Ok(WorkerOptions {
+            tls: common::tls::load::for_node(cfg, common::tls::INSTANCES)?,
+            ..Self::from_settings(cfg, &w, cfg.resolve(&cfg.cluster.data_dir).join(name))
+        })
     }
 }
 
@@ -312,13 +316,17 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         opts.shuffle_memory_bytes,
     ));
     let timeline: Arc<timeline::Timeline> = Default::default();
-    let advertise = opts.advertise.unwrap_or_else(|| format!("http://{addr}"));
+    let scheme = common::tls::scheme(opts.tls.is_some());
+    let advertise = opts
+        .advertise
+        .unwrap_or_else(|| format!("{scheme}://{addr}"));
+    common::http::say_transport(&format!("worker {}", opts.name), addr, opts.tls.is_some());
     let (credentials, sending) = credentials_of(&opts.token, &opts.credentials);
     let peers = Arc::new(fetch::Peers {
         // Every worker-to-worker and worker-to-master call: a dead peer costs
         // at most the connect timeout, a stopped one at most the idle read
         // timeout (pacing pauses between reads do not count).
-        http: reqwest::Client::builder()
+        http: common::http_client::builder(opts.tls.as_ref().map(|t| &t.client))
             .tcp_nodelay(true)
             .connect_timeout(PEER_CONNECT_TIMEOUT)
             .read_timeout(PEER_READ_TIMEOUT)
@@ -358,8 +366,9 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         sending,
     );
     let http_timeouts = opts.http_timeouts;
+    let server_tls = opts.tls.as_ref().map(|t| t.server.clone());
     let server = tokio::spawn(async move {
-        if let Err(e) = common::http::serve(listener, app, http_timeouts).await {
+        if let Err(e) = common::http::serve(listener, app, http_timeouts, server_tls).await {
             tracing::error!(error = %e, "worker HTTP server stopped");
         }
     });

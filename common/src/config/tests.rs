@@ -287,3 +287,25 @@ fn scheduler_from_cli_string() {
     let e = "fifo".parse::<SchedulerConfig>().unwrap_err();
     assert!(e.contains("fifo"), "{e}");
 }
+
+#[test]
+fn tls_is_off_by_default_and_on_by_one_setting_with_https_urls() {
+    let c = parse(GOOD).unwrap();
+    assert!(!c.tls.enabled);
+    assert_eq!(c.master_url(), "http://127.0.0.1:7070");
+    let on = format!("{GOOD}\n[tls]\nenabled = true\n");
+    let c = parse(&on).unwrap();
+    assert_eq!(c.master_url(), "https://127.0.0.1:7070");
+    assert_eq!(c.resolve(&c.tls.dir), Path::new("conf/run/tls"));
+    // Written back (the derived deployments' configs) it stays on.
+    let again = parse(&toml::to_string(&c).unwrap()).unwrap();
+    assert!(again.tls.enabled);
+    // A worker named like another node's files, and unknown keys.
+    let e = parse(&on.replace("name = \"w2\"", "name = \"master\"")).unwrap_err();
+    assert!(
+        e.contains("worker[1].name") && e.contains("master.pem"),
+        "{e}"
+    );
+    let e = parse(&format!("{GOOD}\n[tls]\nenable = true\n")).unwrap_err();
+    assert!(e.contains("enable"), "{e}");
+}

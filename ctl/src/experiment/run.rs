@@ -543,6 +543,7 @@ impl RunEnv<'_> {
             // Loading the data (unshaped) needs no public cloud.
             public: self.spec.public.clone().filter(|_| shaped),
             credentials: Default::default(),
+            tls: Default::default(),
             public_type: if shaped {
                 self.spec.public_type.clone()
             } else {

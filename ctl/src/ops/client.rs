@@ -37,19 +37,41 @@ pub async fn check(resp: reqwest::Response, what: &str) -> anyhow::Result<reqwes
     Ok(common::http_client::check(resp, what).await?)
 }
 
+fn http_client(tls: Option<&common::tls::load::ClientTls>) -> reqwest::Client {
+    common::http_client::builder(tls)
+        .tcp_nodelay(true)
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
+        .build()
+        .expect("HTTP client builds")
+}
+
 impl MasterClient {
+    /// A client of the master at `base` (plain HTTP, or HTTPS trusting
+    /// reqwest's defaults: none, so use [`MasterClient::with_tls`]).
     pub fn new(base: impl Into<String>, token: impl Into<String>) -> Self {
         MasterClient {
             base: base.into().trim_end_matches('/').to_owned(),
             token: token.into(),
-            http: reqwest::Client::builder()
-                .tcp_nodelay(true)
-                .connect_timeout(std::time::Duration::from_secs(5))
-                .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
-                .build()
-                .expect("HTTP client builds"),
+            http: http_client(None),
             retry_for: Duration::ZERO,
         }
+    }
+
+    /// Trusts `tls`'s authority (the cluster's `ca.pem`) for HTTPS.
+    pub fn with_tls(mut self, tls: Option<&common::tls::load::ClientTls>) -> Self {
+        self.http = http_client(tls);
+        self
+    }
+
+    /// The client of `cfg`'s master with `role`'s secret, over HTTPS
+    /// trusting the cluster's authority when `[tls]` is on.
+    pub fn for_cluster(
+        cfg: &common::config::ClusterConfig,
+        role: common::credentials::Role,
+    ) -> anyhow::Result<Self> {
+        let tls = common::tls::load::for_client(cfg)?;
+        Ok(MasterClient::new(cfg.master_url(), cfg.secret(role)).with_tls(tls.as_ref()))
     }
 
     /// A client that, while the master cannot be reached (refused or cut

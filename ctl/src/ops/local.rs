@@ -354,6 +354,7 @@ pub async fn start(cfg: &ClusterConfig) -> anyhow::Result<()> {
 /// [`start`] with the `master` and `worker` binaries taken from `bin`.
 pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
     refuse_rack_links(cfg, "local processes")?;
+    say_tls(cfg)?;
     let run = run_dir(cfg);
     let config = cfg.path.to_string_lossy().into_owned();
     let mut specs = vec![Spawn {
@@ -384,16 +385,59 @@ pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
         };
         println!("started {name} over ssh (pid {}; {copied})", s.pid);
     }
-    let client = MasterClient::new(
-        cfg.master_url(),
-        cfg.secret(common::credentials::Role::Client),
-    );
+    let client = MasterClient::for_cluster(cfg, common::credentials::Role::Client)?;
     let probe = || async { client.cluster().await.ok().map(|c| c.workers_alive) };
     let r = spawn_and_wait(&run, specs, probe, cfg.worker.len()).await;
     if r.is_err() {
         let _ = crate::ops::remote::down(&run);
     }
     r
+}
+
+/// Makes the TLS files `cfg` lacks (`common::tls::make::ensure_for`) and
+/// says which it made and where; nothing with TLS off.
+pub fn say_tls(cfg: &ClusterConfig) -> anyhow::Result<()> {
+    let made = common::tls::make::ensure_for(cfg)?;
+    if !made.is_empty() {
+        println!(
+            "TLS: made {} in {}",
+            made.join(", "),
+            cfg.resolve(&cfg.tls.dir).display()
+        );
+    }
+    Ok(())
+}
+
+/// The TLS of a derived deployment (namespaces, containers), whose nodes
+/// have other addresses: its own folder `tls` beside its config
+/// (`config_dir`), holding `cfg`'s authority (made first if `cfg` has none)
+/// and certificates for the derived addresses. Sets `derived`'s `[tls] dir`
+/// to it, relative, so the nodes and the host's clients both find it.
+pub fn derive_tls(
+    cfg: &ClusterConfig,
+    derived: &mut ClusterConfig,
+    config_dir: &Path,
+) -> anyhow::Result<()> {
+    if !cfg.tls.enabled {
+        return Ok(());
+    }
+    let src = cfg.resolve(&cfg.tls.dir);
+    common::tls::make::ensure(&src, &[])?;
+    let dst = config_dir.join("tls");
+    std::fs::create_dir_all(&dst).with_context(|| format!("creating {}", dst.display()))?;
+    for f in ["ca.pem", "ca.key"] {
+        let (from, to) = (src.join(f), dst.join(f));
+        if from.exists() && std::fs::read(&from).ok() != std::fs::read(&to).ok() {
+            std::fs::copy(&from, &to)
+                .with_context(|| format!("copying {} to {}", from.display(), to.display()))?;
+        }
+    }
+    derived.tls.dir = PathBuf::from("tls");
+    let made = common::tls::make::ensure(&dst, &common::tls::nodes(derived))?;
+    if !made.is_empty() {
+        println!("TLS: made {} in {}", made.join(", "), dst.display());
+    }
+    Ok(())
 }
 
 /// Says what a start stopped of the previous cluster, if anything.
@@ -489,8 +533,13 @@ pub async fn up_netns_layout(
     )?;
     let result = async {
         netns::setup(layout)?;
-        let derived = layout.derive_config(cfg);
+        let mut derived = layout.derive_config(cfg);
         let dpath = netns_config_path(cfg);
+        derive_tls(cfg, &mut derived, &run.join("netns"))?;
+        let client_tls = common::tls::load::for_client(&ClusterConfig {
+            base_dir: run.join("netns"),
+            ..derived.clone()
+        })?;
         let text = format!(
             "# Written by `master up --netns` from {}: the same cluster with every node\n\
              # at its network-namespace address. Links are shaped by tc, not emulated.\n{}",
@@ -534,6 +583,7 @@ pub async fn up_netns_layout(
         let master_ns = layout.master.ns.clone();
         let probe = || {
             let (url, token, ns) = (url.clone(), token.clone(), master_ns.clone());
+            let tls = client_tls.clone();
             async move {
                 tokio::task::spawn_blocking(move || {
                     netns::in_ns(&ns, move || {
@@ -542,7 +592,7 @@ pub async fn up_netns_layout(
                             .build()
                             .ok()?;
                         rt.block_on(async {
-                            let c = MasterClient::new(url, &token);
+                            let c = MasterClient::new(url, &token).with_tls(tls.as_ref());
                             c.cluster().await.ok().map(|c| c.workers_alive)
                         })
                     })

@@ -108,8 +108,10 @@ pub async fn start_cluster_tuned(
         decisions_max: 1_000_000,
         retained_jobs: 10_000,
         speculation: Default::default(),
+        tls: None,
     };
     tune_master(&mut settings);
+    let client_tls = settings.tls.as_ref().map(|t| t.client.clone());
     let m = master::http::start("127.0.0.1:0".parse().unwrap(), token, settings)
         .await
         .unwrap();
@@ -137,11 +139,12 @@ pub async fn start_cluster_tuned(
             pretouch_bytes: 0,
             credentials: Default::default(),
             config_path: None,
+            tls: None,
         };
         tune(&mut opts);
         workers.push(worker::start(opts).await.unwrap());
     }
-    let client = MasterClient::new(m.url(), token);
+    let client = MasterClient::new(m.url(), token).with_tls(client_tls.as_ref());
     for _ in 0..250 {
         if client.cluster().await.unwrap().workers_alive == n as usize {
             break;

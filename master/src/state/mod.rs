@@ -120,6 +120,11 @@ pub struct MasterSettings {
     /// The cluster.toml to re-read `[credentials]` from when it changes
     /// (a rotation without a restart); `None`: never.
     pub config_path: Option<std::path::PathBuf>,
+    /// Its certificate and the cluster's authority (`[tls]`): the API
+    /// serves HTTPS and the master trusts only the authority when it calls
+    /// workers; `None`: plain HTTP. Read by the daemon's start-up
+    /// (`common::tls::load::for_node`), not here.
+    pub tls: Option<common::tls::load::NodeTls>,
 }
 
 impl MasterSettings {
@@ -150,6 +155,7 @@ impl MasterSettings {
             speculation: cfg.speculation.clone(),
             credentials: cfg.credentials.clone(),
             config_path: (!cfg.path.as_os_str().is_empty()).then(|| cfg.path.clone()),
+            tls: None,
         }
     }
 }

@@ -28,6 +28,7 @@ pub(crate) fn settings(workers: u32, slots: u32) -> MasterSettings {
         decisions_max: 1_000_000,
         retained_jobs: 10_000,
         speculation: Default::default(),
+        tls: None,
         heartbeat_ms: 100,
         worker_timeout_ms: 1000,
         max_task_attempts: 2,

@@ -1,0 +1,183 @@
+//! The TLS files read into rustls configurations: what a server presents
+//! ([`NodeTls`]) and what a client trusts ([`ClientTls`]). Every error names
+//! the file and what is wrong with it.
+
+use super::Files;
+use rustls::client::danger::ServerCertVerifier;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Why a node's or a client's TLS could not be set up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("TLS: {0}")]
+pub struct TlsError(pub String);
+
+fn err(msg: impl Into<String>) -> TlsError {
+    TlsError(msg.into())
+}
+
+/// The cryptography every configuration uses (ring), also installed as the
+/// process's default so that a plain-HTTP client can be built.
+pub fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    let p = rustls::crypto::ring::default_provider();
+    // Already installed (by this or anything else): fine.
+    let _ = p.clone().install_default();
+    Arc::new(p)
+}
+
+/// The certificates of a PEM file, in order (a chain: the node's first).
+pub fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| err(format!("{}: {e}", path.display())))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            err(format!(
+                "{}: not a PEM certificate file: {e}",
+                path.display()
+            ))
+        })?;
+    if certs.is_empty() {
+        return Err(err(format!(
+            "{}: holds no certificate (a PEM file with a CERTIFICATE block is expected)",
+            path.display()
+        )));
+    }
+    Ok(certs)
+}
+
+/// The private key of a PEM file (PKCS#8, PKCS#1 or SEC1).
+pub fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| err(format!("{}: no private key read: {e}", path.display())))
+}
+
+fn roots(ca: &Path) -> Result<Arc<rustls::RootCertStore>, TlsError> {
+    let mut store = rustls::RootCertStore::empty();
+    for c in read_certs(ca)? {
+        store
+            .add(c)
+            .map_err(|e| err(format!("{}: not a usable authority: {e}", ca.display())))?;
+    }
+    Ok(Arc::new(store))
+}
+
+/// What a client trusts: the cluster's authority only (no system roots).
+#[derive(Clone, Debug)]
+pub struct ClientTls {
+    config: Arc<rustls::ClientConfig>,
+}
+
+impl ClientTls {
+    /// Trusts the authorities in `ca` (a PEM file).
+    pub fn load(ca: &Path) -> Result<ClientTls, TlsError> {
+        let mut config = rustls::ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| err(e.to_string()))?
+            .with_root_certificates(roots(ca)?)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(ClientTls {
+            config: Arc::new(config),
+        })
+    }
+
+    /// The rustls configuration (for reqwest's preconfigured TLS).
+    pub fn config(&self) -> rustls::ClientConfig {
+        (*self.config).clone()
+    }
+}
+
+/// What a node serves with (its certificate and key) and what it trusts
+/// as a client of the others (the cluster's authority).
+#[derive(Clone, Debug)]
+pub struct NodeTls {
+    pub server: Arc<rustls::ServerConfig>,
+    pub client: ClientTls,
+}
+
+impl NodeTls {
+    /// Reads `files` and checks that the node's certificate verifies
+    /// against the authority for every name in `names` now, as its peers
+    /// will check it: a certificate they would refuse is refused here.
+    pub fn load(files: &Files, names: &[String]) -> Result<NodeTls, TlsError> {
+        let chain = read_certs(&files.cert)?;
+        let key = read_key(&files.key)?;
+        check_chain(&files.ca, &files.cert, &chain, names)?;
+        let mut server = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| err(e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| {
+                err(format!(
+                    "{} with {}: {e}",
+                    files.cert.display(),
+                    files.key.display()
+                ))
+            })?;
+        server.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(NodeTls {
+            server: Arc::new(server),
+            client: ClientTls::load(&files.ca)?,
+        })
+    }
+}
+
+/// Verifies `chain` (read from `cert`) against the authorities of `ca`
+/// for each of `names`, as a peer's client would.
+pub fn check_chain(
+    ca: &Path,
+    cert: &Path,
+    chain: &[CertificateDer<'static>],
+    names: &[String],
+) -> Result<(), TlsError> {
+    let verifier =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots(ca)?, provider())
+            .build()
+            .map_err(|e| err(format!("{}: {e}", ca.display())))?;
+    let (leaf, rest) = chain
+        .split_first()
+        .ok_or_else(|| err(format!("{}: holds no certificate", cert.display())))?;
+    for name in names {
+        let server = ServerName::try_from(name.as_str())
+            .map_err(|e| err(format!("{name:?} is not a host name or IP address: {e}")))?;
+        verifier
+            .verify_server_cert(leaf, rest, &server, &[], UnixTime::now())
+            .map_err(|e| {
+                err(format!(
+                    "{} is not valid for {name} under {}: {e}",
+                    cert.display(),
+                    ca.display()
+                ))
+            })?;
+    }
+    Ok(())
+}
+
+/// The TLS of node `node` of `cfg` (`master` or a worker's name), with the
+/// names its certificate must carry; `None` with TLS off.
+pub fn for_node(
+    cfg: &crate::config::ClusterConfig,
+    node: &str,
+) -> Result<Option<NodeTls>, TlsError> {
+    if !cfg.tls.enabled {
+        return Ok(None);
+    }
+    let names = super::nodes(cfg)
+        .into_iter()
+        .find(|(n, _)| n == node)
+        .map(|(_, names)| names)
+        .ok_or_else(|| err(format!("no node {node:?} in {}", cfg.path.display())))?;
+    NodeTls::load(&Files::of(&cfg.resolve(&cfg.tls.dir), node), &names).map(Some)
+}
+
+/// What a client of `cfg` trusts (its `ca.pem`); `None` with TLS off.
+pub fn for_client(cfg: &crate::config::ClusterConfig) -> Result<Option<ClientTls>, TlsError> {
+    if !cfg.tls.enabled {
+        return Ok(None);
+    }
+    let ca = Files::of(&cfg.resolve(&cfg.tls.dir), super::MASTER).ca;
+    ClientTls::load(&ca).map(Some)
+}
