@@ -16,7 +16,9 @@
 //!    key distributions, against `LC_ALL=C sort -o`, with the largest
 //!    reduce's share;
 //! 9. sequences of mixed jobs, back to back and spaced, without and with
-//!    `workers.pretouch_mb`: each workload's slowest / fastest run.
+//!    `workers.pretouch_mb`: each workload's slowest / fastest run;
+//! 10. what TLS costs: the remote fetch of 1. over HTTPS, and a 1 GiB sort
+//!    on plain and TLS clusters in turn.
 
 use common::bench::record;
 use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaSource};
@@ -35,6 +37,9 @@ mod scale;
 
 #[path = "cluster/lines.rs"]
 mod lines;
+
+#[path = "cluster/tls.rs"]
+mod tls;
 use lines::{anyones_records_bench, text_lines_bench};
 use scale::{linear_cost_bench, sequence_bench};
 
@@ -107,7 +112,7 @@ async fn nic_bench() {
     let cl = support::start_cluster(dir.path(), TOKEN, 4, &[Some(cap), None], 100).await;
     let ws = &cl.workers;
     let size = NIC_BLOCK;
-    upload_nic_blocks(&ws[1].url()).await;
+    upload_nic_blocks(&common::http_client::plain(), &ws[1].url()).await;
     println!(
         "1. remote fetch into a worker with an emulated NIC C = {NIC_MBPS} Mbit/s, {} MB per reader",
         size / 1_000_000
@@ -144,31 +149,36 @@ async fn nic_bench() {
     }
 }
 
-async fn upload_nic_blocks(url: &str) {
+async fn upload_nic_blocks(http: &reqwest::Client, url: &str) {
     let data = bytes::Bytes::from(vec![b'n'; NIC_BLOCK]);
     for i in 0..4u32 {
         let id = BlockId::for_file("nic", i).unwrap();
-        loader::upload_block(
-            &common::http_client::plain(),
-            TOKEN,
-            url,
-            &id,
-            "nic",
-            i,
-            4,
-            data.clone(),
-        )
-        .await
-        .unwrap();
+        loader::upload_block(http, TOKEN, url, &id, "nic", i, 4, data.clone())
+            .await
+            .unwrap();
     }
 }
 
 /// The same measurement in the netns mode (root only): worker `r` shaped by
 /// tc to C in both directions, worker `s` unshaped; the readers run in r's
-/// namespace (the emulated NIC off) and fetch from s's server process.
-async fn nic_netns_bench() {
+/// namespace (the emulated NIC off) and fetch from s's server process,
+/// over HTTPS trusting the cluster's authority when `tls` (section 10c).
+async fn nic_netns_bench(tls: bool) {
+    let (part, id, what) = if tls {
+        (
+            "10c.",
+            "tls.nic.netns",
+            "remote fetch over TLS, netns + tc tbf at C = 400 Mbit/s",
+        )
+    } else {
+        (
+            "1b.",
+            "nic.netns",
+            "remote fetch, netns + tc tbf at C = 400 Mbit/s",
+        )
+    };
     if !nix::unistd::Uid::effective().is_root() {
-        println!("1b. netns variant skipped: needs root");
+        println!("{part} netns variant skipped: needs root");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -179,7 +189,8 @@ async fn nic_netns_bench() {
             "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 1\ndata_dir = \"data\"\n\
              [master]\nlisten = \"127.0.0.1:7400\"\n\
              [[worker]]\nname = \"r\"\nlisten = \"127.0.0.1:7401\"\nnic_mbps = {NIC_MBPS}\n\
-             [[worker]]\nname = \"s\"\nlisten = \"127.0.0.1:7402\"\n"
+             [[worker]]\nname = \"s\"\nlisten = \"127.0.0.1:7402\"\n\
+             [tls]\nenabled = {tls}\n"
         ),
     )
     .unwrap();
@@ -189,16 +200,22 @@ async fn nic_netns_bench() {
         .parent()
         .unwrap();
     if let Err(e) = ctl::ops::local::up_netns_with(&cfg, true, prefix, bin).await {
-        println!("1b. netns variant failed to start: {e:#}");
+        println!("{part} netns variant failed to start: {e:#}");
         return;
     }
     let layout = ctl::ops::netns::Layout::plan(prefix, &cfg).unwrap();
     let derived = layout.derive_config(&cfg);
-    let s_url = format!("http://{}", derived.worker[1].listen);
+    let s_url = format!("{}://{}", cfg.scheme(), derived.worker[1].listen);
+    let netns_dir = ctl::ops::local::netns_config_path(&cfg);
+    let client_tls = tls.then(|| {
+        let ca = netns_dir.with_file_name("tls").join("ca.pem");
+        common::tls::load::ClientTls::load(&ca).unwrap()
+    });
     let cap = common::config::mbps_to_bytes(NIC_MBPS);
     let ns = layout.worker("r").unwrap().ns.clone();
     println!(
-        "1b. the same with netns + tc tbf at C = {NIC_MBPS} Mbit/s (kernel TCP, emulated NIC off)"
+        "{part} the same with netns + tc tbf at C = {NIC_MBPS} Mbit/s (kernel TCP, emulated NIC off{})",
+        if tls { ", HTTPS" } else { "" }
     );
     let r = tokio::task::spawn_blocking(move || {
         ctl::ops::netns::in_ns(&ns, move || {
@@ -207,36 +224,31 @@ async fn nic_netns_bench() {
                 .build()
                 .unwrap();
             rt.block_on(async {
-                upload_nic_blocks(&s_url).await;
-                let http = common::http_client::plain();
+                let http = common::http_client::builder(client_tls.as_ref())
+                    .build()
+                    .unwrap();
+                upload_nic_blocks(&http, &s_url).await;
                 let unlimited = worker::nic::Link::new(None);
                 for k in [1usize, 2, 4] {
-                    nic_round(
-                        "nic.netns",
-                        "remote fetch, netns + tc tbf at C = 400 Mbit/s",
-                        k,
-                        NIC_BLOCK,
-                        cap,
-                        |i| {
-                            let (http, url, link) = (&http, &s_url, &unlimited);
-                            async move {
-                                let id = BlockId::for_file("nic", i as u32).unwrap();
-                                let s = Instant::now();
-                                worker::fetch::fetch_block(
-                                    http,
-                                    link,
-                                    TOKEN,
-                                    url,
-                                    &id,
-                                    NIC_BLOCK as u64,
-                                    |_| async { Ok(()) },
-                                )
-                                .await
-                                .unwrap();
-                                s.elapsed().as_secs_f64()
-                            }
-                        },
-                    )
+                    nic_round(id, what, k, NIC_BLOCK, cap, |i| {
+                        let (http, url, link) = (&http, &s_url, &unlimited);
+                        async move {
+                            let id = BlockId::for_file("nic", i as u32).unwrap();
+                            let s = Instant::now();
+                            worker::fetch::fetch_block(
+                                http,
+                                link,
+                                TOKEN,
+                                url,
+                                &id,
+                                NIC_BLOCK as u64,
+                                |_| async { Ok(()) },
+                            )
+                            .await
+                            .unwrap();
+                            s.elapsed().as_secs_f64()
+                        }
+                    })
                     .await;
                 }
             })
@@ -245,7 +257,7 @@ async fn nic_netns_bench() {
     .await
     .unwrap();
     if let Err(e) = r {
-        println!("1b. netns variant failed: {e:#}");
+        println!("{part} netns variant failed: {e:#}");
     }
     let _ = ctl::ops::local::down(&ctl::ops::local::run_dir(&cfg));
 }
@@ -732,7 +744,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|text|sequence|scale` runs one part.
+    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|text|sequence|scale|tls` runs one part.
     let only = std::env::var("BENCH_ONLY").ok();
     let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
     rt.block_on(async {
@@ -740,7 +752,7 @@ fn main() {
             nic_bench().await;
         }
         if run("netns") {
-            nic_netns_bench().await;
+            nic_netns_bench(false).await;
         }
         if run("sink") {
             local_sink_bench().await;
@@ -771,6 +783,12 @@ fn main() {
         }
         if run("scale") {
             linear_cost_bench().await;
+        }
+        if run("tls") {
+            tls::tls_nic_bench().await;
+            nic_netns_bench(true).await;
+            tls::tls_sort_bench("10b.", &tls::TIGHT, 5).await;
+            tls::tls_sort_bench("10d.", &tls::DEFAULT, 3).await;
         }
     });
 }

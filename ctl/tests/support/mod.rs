@@ -178,3 +178,39 @@ pub fn run_cli(
         .output()
         .unwrap()
 }
+
+/// A certificate for loopback (`localhost`, 127.0.0.1) under a fresh
+/// authority in `dir`: one identity every node of an in-process cluster
+/// can serve with, as `[tls]` would give each.
+#[allow(dead_code)] // not every including crate uses it
+pub fn loopback_tls(dir: &Path) -> common::tls::load::NodeTls {
+    let names = common::tls::names_for(std::net::Ipv4Addr::LOCALHOST.into(), None);
+    common::tls::make::ensure(dir, &[("node".to_owned(), names.clone())]).unwrap();
+    common::tls::load::NodeTls::load(&common::tls::Files::of(dir, "node"), &names).unwrap()
+}
+
+/// [`start_cluster`] with every node serving HTTPS under
+/// [`loopback_tls`]'s authority (made in `dir/tls`), the client trusting it.
+#[allow(dead_code)] // not every including crate uses it
+pub async fn start_tls_cluster(
+    dir: &Path,
+    token: &str,
+    slots: u32,
+    nic: &[Option<f64>],
+    heartbeat_ms: u64,
+) -> LocalCluster {
+    let tls = loopback_tls(&dir.join("tls"));
+    let roles = vec![common::config::Role::Both; nic.len()];
+    let t = tls.clone();
+    start_cluster_tuned(
+        dir,
+        token,
+        slots,
+        nic,
+        &roles,
+        heartbeat_ms,
+        move |m| m.tls = Some(t),
+        move |w| w.tls = Some(tls.clone()),
+    )
+    .await
+}

@@ -1,0 +1,153 @@
+//! Section 10: what TLS costs (`[tls] enabled = true`), each figure beside
+//! plain HTTP measured in the same run: the remote fetch into a worker
+//! whose emulated NIC is capped at C, and a 1 GiB sort on 2 workers x 1
+//! slot (unlimited NICs, where the encryption's CPU shows most), plain and
+//! TLS clusters run in turn. The netns variant over HTTPS (10c) is
+//! `nic_netns_bench(true)` beside section 1b.
+
+use super::{load, nic_round, support, upload_nic_blocks, NIC_BLOCK, NIC_MBPS, TOKEN};
+use common::bench::record;
+use common::wire::JobSubmit;
+use common::BlockId;
+use ctl::ops::loader::{Generator, Source};
+use std::time::Instant;
+use workloads::Workload;
+
+/// Remote fetch over HTTPS into a worker capped at C, 1, 2 and 4 readers.
+pub async fn tls_nic_bench() {
+    let cap = common::config::mbps_to_bytes(NIC_MBPS);
+    let dir = tempfile::tempdir().unwrap();
+    let cl = support::start_tls_cluster(dir.path(), TOKEN, 4, &[Some(cap), None], 100).await;
+    let ws = &cl.workers;
+    upload_nic_blocks(&ws[0].exec.peers.http, &ws[1].url()).await;
+    println!(
+        "10a. remote fetch over HTTPS (TLS 1.3) into a worker with an emulated NIC C = {NIC_MBPS} Mbit/s"
+    );
+    assert!(ws[1].url().starts_with("https://"));
+    for k in [1usize, 2, 4] {
+        nic_round(
+            "tls.nic",
+            "remote fetch over TLS, emulated NIC C = 400 Mbit/s",
+            k,
+            NIC_BLOCK,
+            cap,
+            |i| {
+                let peers = ws[0].exec.peers.clone();
+                let url = ws[1].url();
+                async move {
+                    let id = BlockId::for_file("nic", i as u32).unwrap();
+                    let s = Instant::now();
+                    worker::fetch::fetch_block(
+                        &peers.http,
+                        &peers.nic.rx,
+                        TOKEN,
+                        &url,
+                        &id,
+                        NIC_BLOCK as u64,
+                        |_| async { Ok(()) },
+                    )
+                    .await
+                    .unwrap();
+                    s.elapsed().as_secs_f64()
+                }
+            },
+        )
+        .await;
+    }
+}
+
+/// One 1 GiB sort (16 x 64 MiB records, `reduces` reduces) on `cl`: seconds.
+async fn sort_once(cl: &support::LocalCluster, run: usize, reduces: u32) -> f64 {
+    let mut job = JobSubmit::new(Workload::Sort, "recs");
+    job.reduces = Some(reduces);
+    job.output = Some(format!("recs-sorted-{run}"));
+    let t = Instant::now();
+    let id = cl.client.submit(&job).await.unwrap();
+    let r = cl.client.wait_job(id).await.unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
+    cl.client
+        .delete_file(&format!("recs-sorted-{run}"))
+        .await
+        .unwrap();
+    secs
+}
+
+/// The shape a sort runs on: its workers' slots and NIC, and reduces.
+pub struct Shape {
+    pub id: &'static str,
+    pub what: &'static str,
+    pub slots: u32,
+    pub workers: usize,
+    pub nic_mbps: Option<f64>,
+    pub reduces: u32,
+}
+
+/// 2 workers x 1 slot, unlimited NICs: CPU-bound, where encryption shows.
+pub const TIGHT: Shape = Shape {
+    id: "tls.sort",
+    what: "1 GiB sort on 2 workers x 1 slot, unlimited NICs, 2 reduces",
+    slots: 1,
+    workers: 2,
+    nic_mbps: None,
+    reduces: 2,
+};
+
+/// `make cluster`'s shape (section 6).
+pub const DEFAULT: Shape = Shape {
+    id: "tls.sort_default",
+    what: "1 GiB sort on `make cluster`'s shape (4 workers x 4 slots, NICs 400 Mbit/s, 4 reduces)",
+    slots: 4,
+    workers: 4,
+    nic_mbps: Some(400.0),
+    reduces: 4,
+};
+
+/// A 1 GiB sort on a plain and a TLS cluster of `shape`, `runs` runs each
+/// in turn: the medians and TLS / plain.
+pub async fn tls_sort_bench(part: &str, shape: &Shape, runs: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let (pd, td) = (dir.path().join("plain"), dir.path().join("tls"));
+    let nic = vec![shape.nic_mbps.map(common::config::mbps_to_bytes); shape.workers];
+    let plain = support::start_cluster(&pd, TOKEN, shape.slots, &nic, 100).await;
+    let tls = support::start_tls_cluster(&td, TOKEN, shape.slots, &nic, 100).await;
+    for cl in [&plain, &tls] {
+        let recs = Source::Generate {
+            kind: Generator::Records,
+            blocks: 16,
+        };
+        load(cl, "recs", recs, 64 << 20, 2).await;
+    }
+    let (mut p, mut t) = (Vec::new(), Vec::new());
+    for run in 0..runs {
+        p.push(sort_once(&plain, run, shape.reduces).await);
+        t.push(sort_once(&tls, run, shape.reduces).await);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (mp, mt) = (median(&mut p), median(&mut t));
+    println!(
+        "{part} {}, {runs} runs each in turn: plain HTTP median {mp:.2} s, TLS {mt:.2} s, TLS / plain {:.3} (target <= 1.10)",
+        shape.what,
+        mt / mp
+    );
+    let what = format!("{}, median of {runs}", shape.what);
+    let id = shape.id;
+    record(
+        &format!("{id}.plain_s"),
+        &format!("{what}: plain HTTP"),
+        mp,
+        "s",
+        "",
+    );
+    record(&format!("{id}.tls_s"), &format!("{what}: TLS"), mt, "s", "");
+    record(
+        &format!("{id}.ratio"),
+        &format!("{what}: TLS / plain HTTP"),
+        mt / mp,
+        "x",
+        "<= 1.1",
+    );
+}
