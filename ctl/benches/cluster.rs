@@ -18,7 +18,7 @@
 //! 9. sequences of mixed jobs, back to back and spaced, without and with
 //!    `workers.pretouch_mb`: each workload's slowest / fastest run;
 //! 10. what TLS costs: the remote fetch of 1. over HTTPS, and a 1 GiB sort
-//!    on plain and TLS clusters in turn.
+//!     on plain and TLS clusters in turn.
 
 use common::bench::record;
 use common::wire::{JobSubmit, Launch, LaunchTask, ReplicaSource};

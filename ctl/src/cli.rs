@@ -104,7 +104,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     // clients of its own; every other command trusts the cluster's ca.pem.
     let tls = match cli.cmd {
         Cmd::Up { .. } => None,
-        _ => common::tls::load::for_client(&cfg)?,
+        _ => cfg.client_tls()?,
     };
     let client = MasterClient::new(
         cli.master.clone().unwrap_or_else(|| cfg.master_url()),
@@ -368,7 +368,7 @@ pub async fn serve(
 ) -> anyhow::Result<()> {
     let mut settings = master::state::MasterSettings::from_config(cfg);
     settings.journal_recover = journal_recover;
-    settings.tls = common::tls::load::for_node(cfg, common::tls::MASTER)?;
+    settings.tls = cfg.node_tls(common::tls::MASTER)?;
     if let Some(s) = scheduler {
         settings.scheduler = s;
     }

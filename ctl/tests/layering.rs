@@ -45,6 +45,7 @@ const BASE: &[&str] = &[
 ];
 const COMMON: &[&str] = &[
     "credentials",
+    "tls",
     "placement",
     "config",
     "wire",

@@ -1,6 +1,7 @@
-//! The netns mode through the real command line: `master up --netns`, the
-//! loader and an input-sink job from inside the master's namespace, traffic
-//! through the tc qdiscs, `master down` removing every namespace, and a
+//! The netns mode through the real command line: `master up --netns` (with
+//! `[tls]` on: certificates made for the namespaces' addresses, every link
+//! HTTPS), the loader and an input-sink job from inside the master's
+//! namespace, traffic through the tc qdiscs, `master down` removing every namespace, and a
 //! failed start cleaning up after itself. Needs root (CI runs as root);
 //! elsewhere it says so and checks only the layout.
 
@@ -203,11 +204,28 @@ fn netns_cluster_runs_jobs_through_shaped_links_and_cleans_up() {
     let _cleanup = Cleanup(prefix.clone());
     let dir = tempfile::tempdir().unwrap();
     let cfg_path = config(dir.path(), "data");
+    let text = std::fs::read_to_string(&cfg_path).unwrap() + "[tls]\nenabled = true\n";
+    std::fs::write(&cfg_path, text).unwrap();
     let master = bin("master");
     let _ = bin("worker");
 
     let (ok, out, err) = up_netns(&master, &cfg_path, &prefix);
     assert!(ok, "up --netns failed:\n{out}\n{err}");
+    // The namespaces' addresses got certificates of the cluster's authority.
+    assert!(
+        out.contains("TLS: made master.pem, a.pem, b.pem, c.pem"),
+        "{out}"
+    );
+    let derived = ClusterConfig::load(dir.path().join("run/netns/cluster.toml")).unwrap();
+    let url = derived.master_url();
+    assert!(
+        url.starts_with("https://10.") && url.ends_with(":7300"),
+        "{url}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("run/tls/ca.pem")).unwrap(),
+        std::fs::read(dir.path().join("run/netns/tls/ca.pem")).unwrap()
+    );
     let names = netns::list(&prefix).unwrap();
     assert_eq!(names.len(), 5, "{names:?}");
 

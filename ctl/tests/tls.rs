@@ -56,7 +56,7 @@ impl Drop for Down {
 /// same ports refuse plain HTTP and a client that trusts only reqwest's
 /// defaults or another authority.
 async fn only_the_clusters_authority_gets_in(cfg: &common::config::ClusterConfig) {
-    let tls = common::tls::load::for_client(cfg).unwrap().unwrap();
+    let tls = cfg.client_tls().unwrap().unwrap();
     let good = common::http_client::builder(Some(&tls)).build().unwrap();
     let worker = format!("https://{}/status", cfg.worker[0].listen);
     let r = good.get(&worker).bearer_auth(TOKEN).send().await.unwrap();
@@ -156,9 +156,9 @@ fn a_certificate_its_peers_would_refuse_stops_the_worker_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = tls_config(dir.path(), 1);
     let tls = dir.path().join("run/tls");
-    common::tls::make::ensure_for(&cfg).unwrap();
+    cfg.make_tls().unwrap();
     let other = tempfile::tempdir().unwrap();
-    common::tls::make::ensure(other.path(), &common::tls::nodes(&cfg)).unwrap();
+    common::tls::make::ensure(other.path(), &cfg.tls_nodes()).unwrap();
     for f in ["w1.pem", "w1.key"] {
         std::fs::copy(other.path().join(f), tls.join(f)).unwrap();
     }
@@ -173,6 +173,6 @@ fn a_certificate_its_peers_would_refuse_stops_the_worker_with_the_reason() {
     assert!(err.contains("w1.pem is not valid for localhost"), "{err}");
     // Without the authority's key, `master up` cannot make a fit one.
     std::fs::remove_file(tls.join("ca.key")).unwrap();
-    let e = common::tls::make::ensure_for(&cfg).unwrap_err();
+    let e = cfg.make_tls().unwrap_err();
     assert!(e.0.contains("w1's certificate"), "{e}");
 }

@@ -98,7 +98,7 @@ impl WorkerOptions {
                 .clone()
                 .map(|b| (b, background::worker_seed(cfg.cluster.seed, &w.name))),
             scrub_bytes_per_sec: cfg.workers.scrub_mbps.map(|r| r * 1e6),
-            tls: common::tls::load::for_node(cfg, &w.name)?,
+            tls: cfg.node_tls(&w.name)?,
             ..Self::from_settings(cfg, &w, cfg.worker_data_dir(&w.name))
         })
     }
@@ -168,7 +168,7 @@ impl WorkerOptions {
         }
         let w = cfg.instance_settings(0, name, port_offset, ty);
         Ok(WorkerOptions {
-            tls: common::tls::load::for_node(cfg, common::tls::INSTANCES)?,
+            tls: cfg.node_tls(common::tls::INSTANCES)?,
             ..Self::from_settings(cfg, &w, cfg.resolve(&cfg.cluster.data_dir).join(name))
         })
     }

@@ -162,29 +162,3 @@ pub fn check_chain(
     }
     Ok(())
 }
-
-/// The TLS of node `node` of `cfg` (`master` or a worker's name), with the
-/// names its certificate must carry; `None` with TLS off.
-pub fn for_node(
-    cfg: &crate::config::ClusterConfig,
-    node: &str,
-) -> Result<Option<NodeTls>, TlsError> {
-    if !cfg.tls.enabled {
-        return Ok(None);
-    }
-    let names = super::nodes(cfg)
-        .into_iter()
-        .find(|(n, _)| n == node)
-        .map(|(_, names)| names)
-        .ok_or_else(|| err(format!("no node {node:?} in {}", cfg.path.display())))?;
-    NodeTls::load(&Files::of(&cfg.resolve(&cfg.tls.dir), node), &names).map(Some)
-}
-
-/// What a client of `cfg` trusts (its `ca.pem`); `None` with TLS off.
-pub fn for_client(cfg: &crate::config::ClusterConfig) -> Result<Option<ClientTls>, TlsError> {
-    if !cfg.tls.enabled {
-        return Ok(None);
-    }
-    let ca = Files::of(&cfg.resolve(&cfg.tls.dir), super::MASTER).ca;
-    ClientTls::load(&ca).map(Some)
-}

@@ -167,15 +167,6 @@ pub fn ensure(dir: &Path, nodes: &[(String, Vec<String>)]) -> Result<Vec<String>
     Ok(made)
 }
 
-/// [`ensure`] for every node of `cfg` in its `[tls] dir`; nothing with TLS
-/// off.
-pub fn ensure_for(cfg: &crate::config::ClusterConfig) -> Result<Vec<String>, TlsError> {
-    if !cfg.tls.enabled {
-        return Ok(Vec::new());
-    }
-    ensure(&cfg.resolve(&cfg.tls.dir), &super::nodes(cfg))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,9 @@
 //! This part (the section and the names a node's certificate must carry)
 //! is plain data; loading the files into rustls configurations is behind
 //! the `tls` feature ([`load`]), making them behind `tls-gen` ([`make`]).
+//! It sits below `config`: a cluster's nodes and their names, and its TLS
+//! read or made, are `ClusterConfig`'s methods (`tls_nodes`, `node_tls`,
+//! `client_tls`, `make_tls`).
 
 #[cfg(feature = "tls")]
 pub mod load;
@@ -106,19 +109,6 @@ pub fn names_for(listen: IpAddr, host: Option<&str>) -> Vec<String> {
         add(h.to_owned());
     }
     names
-}
-
-/// Every node of `cfg` with the names its certificate must carry: the
-/// master, then the workers in order.
-pub fn nodes(cfg: &crate::config::ClusterConfig) -> Vec<(String, Vec<String>)> {
-    let mut out = vec![(MASTER.to_owned(), names_for(cfg.master.listen.ip(), None))];
-    for w in &cfg.worker {
-        out.push((w.name.clone(), names_for(w.listen.ip(), w.host.as_deref())));
-    }
-    if let Some(p) = &cfg.public {
-        out.push((INSTANCES.to_owned(), names_for(p.listen.ip(), None)));
-    }
-    out
 }
 
 /// The URL scheme of a cluster: `https` with TLS on, else `http`.

@@ -70,7 +70,7 @@ impl MasterClient {
         cfg: &common::config::ClusterConfig,
         role: common::credentials::Role,
     ) -> anyhow::Result<Self> {
-        let tls = common::tls::load::for_client(cfg)?;
+        let tls = cfg.client_tls()?;
         Ok(MasterClient::new(cfg.master_url(), cfg.secret(role)).with_tls(tls.as_ref()))
     }
 

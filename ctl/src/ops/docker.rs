@@ -145,7 +145,14 @@ impl Layout {
     }
 
     /// The compose file (format 2.4: docker-compose 1.x and 2.x read it).
-    pub fn compose(&self, image_tag: &str) -> String {
+    /// With `tls`, every node also mounts the derived config's `tls`
+    /// folder (its certificates for the containers' addresses).
+    pub fn compose(&self, image_tag: &str, tls: bool) -> String {
+        let tls_volume = if tls {
+            ", \"./tls:/etc/mrtb/tls:ro\""
+        } else {
+            ""
+        };
         let mut y = String::from(
             "# Written by `master up --docker`; `master down` removes what it starts.\n\
              version: \"2.4\"\nservices:\n",
@@ -165,7 +172,7 @@ impl Layout {
             "  master:\n    image: {p}-master:{image_tag}\n    container_name: {p}-master\n    \
              command: [\"--config\", \"/etc/mrtb/cluster.toml\", \"serve\"{instances_arg}]\n    \
              environment: [\"NO_COLOR=1\"]\n    \
-             volumes: [\"./cluster.toml:/etc/mrtb/cluster.toml:ro\", \"master-state:/state\"{instances_volumes}]\n    \
+             volumes: [\"./cluster.toml:/etc/mrtb/cluster.toml:ro\", \"master-state:/state\"{instances_volumes}{tls_volume}]\n    \
              networks:\n      net:\n        ipv4_address: {ip}\n",
             p = self.project,
             ip = self.master_ip
@@ -175,7 +182,7 @@ impl Layout {
                 "  {name}:\n    image: {p}-worker:{image_tag}\n    container_name: {p}-{name}\n    \
                  command: [\"--config\", \"/etc/mrtb/cluster.toml\", \"--name\", \"{name}\"]\n    \
                  environment: [\"NO_COLOR=1\"]\n    \
-                 volumes: [\"./cluster.toml:/etc/mrtb/cluster.toml:ro\", \"data-{name}:/data\"]\n    \
+                 volumes: [\"./cluster.toml:/etc/mrtb/cluster.toml:ro\", \"data-{name}:/data\"{tls_volume}]\n    \
                  networks:\n      net:\n        ipv4_address: {ip}\n",
                 p = self.project
             );
@@ -345,7 +352,8 @@ pub async fn up(
     let dir = run_dir.join("docker");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let tag = build_images(&layout, bin, &dir)?;
-    let derived = layout.derive_config(cfg);
+    let mut derived = layout.derive_config(cfg);
+    crate::ops::local::derive_tls(cfg, &mut derived, &dir)?;
     std::fs::write(
         dir.join("cluster.toml"),
         format!(
@@ -355,7 +363,10 @@ pub async fn up(
             toml::to_string(&derived).context("serialising the derived config")?
         ),
     )?;
-    std::fs::write(dir.join("compose.yml"), layout.compose(&tag))?;
+    std::fs::write(
+        dir.join("compose.yml"),
+        layout.compose(&tag, derived.tls.enabled),
+    )?;
     if layout.instances > 0 {
         let config_on_host = std::path::absolute(dir.join("cluster.toml"))?;
         layout
@@ -384,10 +395,7 @@ pub async fn up(
             }
         }
         let derived = ClusterConfig::load(dir.join("cluster.toml"))?;
-        let client = MasterClient::new(
-            derived.master_url(),
-            derived.secret(common::credentials::Role::Client),
-        );
+        let client = MasterClient::for_cluster(&derived, common::credentials::Role::Client)?;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(c) = client.cluster().await {
@@ -574,7 +582,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cfg = crate::ops::local::write_loopback_config(dir.path(), "t", 3, "", "").unwrap();
         let l = Layout::plan(&cfg, "mrtb", 5).unwrap();
-        let y = l.compose("abc");
+        let y = l.compose("abc", false);
+        assert!(!y.contains("/etc/mrtb/tls"));
+        assert!(l
+            .compose("abc", true)
+            .contains("\"./tls:/etc/mrtb/tls:ro\""));
         assert!(y.contains("image: mrtb-master:abc"));
         assert!(y.contains("ipv4_address: 10.78.5.2"));
         for (i, w) in ["w1", "w2", "w3"].iter().enumerate() {

@@ -394,15 +394,15 @@ pub async fn start_with(cfg: &ClusterConfig, bin: &Path) -> anyhow::Result<()> {
     r
 }
 
-/// Makes the TLS files `cfg` lacks (`common::tls::make::ensure_for`) and
+/// Makes the TLS files `cfg` lacks (`ClusterConfig::make_tls`) and
 /// says which it made and where; nothing with TLS off.
 pub fn say_tls(cfg: &ClusterConfig) -> anyhow::Result<()> {
-    let made = common::tls::make::ensure_for(cfg)?;
+    let made = cfg.make_tls()?;
     if !made.is_empty() {
         println!(
             "TLS: made {} in {}",
             made.join(", "),
-            cfg.resolve(&cfg.tls.dir).display()
+            cfg.tls_dir().display()
         );
     }
     Ok(())
@@ -421,7 +421,7 @@ pub fn derive_tls(
     if !cfg.tls.enabled {
         return Ok(());
     }
-    let src = cfg.resolve(&cfg.tls.dir);
+    let src = cfg.tls_dir();
     common::tls::make::ensure(&src, &[])?;
     let dst = config_dir.join("tls");
     std::fs::create_dir_all(&dst).with_context(|| format!("creating {}", dst.display()))?;
@@ -433,7 +433,7 @@ pub fn derive_tls(
         }
     }
     derived.tls.dir = PathBuf::from("tls");
-    let made = common::tls::make::ensure(&dst, &common::tls::nodes(derived))?;
+    let made = common::tls::make::ensure(&dst, &derived.tls_nodes())?;
     if !made.is_empty() {
         println!("TLS: made {} in {}", made.join(", "), dst.display());
     }
@@ -536,10 +536,11 @@ pub async fn up_netns_layout(
         let mut derived = layout.derive_config(cfg);
         let dpath = netns_config_path(cfg);
         derive_tls(cfg, &mut derived, &run.join("netns"))?;
-        let client_tls = common::tls::load::for_client(&ClusterConfig {
+        let client_tls = ClusterConfig {
             base_dir: run.join("netns"),
             ..derived.clone()
-        })?;
+        }
+        .client_tls()?;
         let text = format!(
             "# Written by `master up --netns` from {}: the same cluster with every node\n\
              # at its network-namespace address. Links are shaped by tc, not emulated.\n{}",

@@ -107,7 +107,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let cfg = common::config::ClusterConfig::load(&args.config)?;
     let mut settings = master::state::MasterSettings::from_config(&cfg);
     settings.journal_recover = args.journal_recover;
-    settings.tls = common::tls::load::for_node(&cfg, common::tls::MASTER)?;
+    settings.tls = cfg.node_tls(common::tls::MASTER)?;
     if let Some(s) = args.scheduler {
         settings.scheduler = s;
     }

@@ -123,7 +123,7 @@ pub struct MasterSettings {
     /// Its certificate and the cluster's authority (`[tls]`): the API
     /// serves HTTPS and the master trusts only the authority when it calls
     /// workers; `None`: plain HTTP. Read by the daemon's start-up
-    /// (`common::tls::load::for_node`), not here.
+    /// (`ClusterConfig::node_tls`), not here.
     pub tls: Option<common::tls::load::NodeTls>,
 }
 
