@@ -174,6 +174,9 @@ ssh_options = ["-i", "{key}", "-o", "UserKnownHostsFile={kh}", "-o", "StrictHost
             rd = d.join(format!("host-{}", h.name)).display()
         );
     }
+    // Every link over TLS: `up` makes the certificates for the hosts'
+    // addresses and copies each worker its own.
+    text += "[tls]\nenabled = true\n";
     let cfg = d.join("cluster.toml");
     std::fs::write(&cfg, text).unwrap();
     cfg
@@ -229,6 +232,17 @@ fn master_up_starts_copies_and_stops_workers_over_ssh_on_three_hosts() {
         );
         let remote = d.join(format!("host-{}", h.name));
         assert!(remote.join("worker").exists() && remote.join("cluster.toml").exists());
+        // Its certificate and key and the authority's certificate, not the
+        // authority's key.
+        let tls = remote.join("run/tls");
+        for f in [
+            "ca.pem".to_owned(),
+            format!("{}.pem", h.name),
+            format!("{}.key", h.name),
+        ] {
+            assert!(tls.join(&f).exists(), "{f} copied to {}", h.name);
+        }
+        assert!(!tls.join("ca.key").exists());
         assert_eq!(worker_pids(&h.ns).len(), 1, "one worker runs on {}", h.name);
     }
 
@@ -289,6 +303,7 @@ fn master_up_starts_copies_and_stops_workers_over_ssh_on_three_hosts() {
             .join(format!("{}.log", h.name));
         let log = std::fs::read_to_string(&log).unwrap();
         assert!(log.contains("registered with master"), "{log}");
+        assert!(log.contains("HTTPS (TLS on)"), "{log}");
     }
 
     // down stops them on every host.

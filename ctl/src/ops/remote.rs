@@ -160,10 +160,20 @@ fn start_one(cfg: &ClusterConfig, bin: &Path, t: &Target) -> anyhow::Result<Star
     let local_bin = bin.join("worker");
     let mut started = Started::default();
     let config = t.dir.join("cluster.toml");
-    let want = [
+    let mut want = vec![
         (local_bin.clone(), t.bin.clone()),
         (cfg.path.clone(), config.clone()),
     ];
+    // With TLS: the authority's certificate and the worker's own
+    // certificate and key (never the authority's key), where the copied
+    // cluster.toml's `[tls] dir` points there.
+    if cfg.tls.enabled {
+        let files = common::tls::Files::of(&cfg.tls_dir(), &t.name);
+        let there = common::tls::Files::of(&t.dir.join(&cfg.tls.dir), &t.name);
+        want.push((files.ca, there.ca));
+        want.push((files.cert, there.cert));
+        want.push((files.key, there.key));
+    }
     // Checksums of what is there ("-" where missing).
     let script = format!(
         "mkdir -p {dir} && for f in {files}; do if [ -f \"$f\" ]; then sha256sum \"$f\" | cut -d' ' -f1; else echo -; fi; done",
@@ -182,6 +192,9 @@ fn start_one(cfg: &ClusterConfig, bin: &Path, t: &Target) -> anyhow::Result<Star
                 t.ssh(&format!("mkdir -p {}", quote_path(parent)))?;
             }
             t.scp(from, to)?;
+            if to.extension().is_some_and(|e| e == "key") {
+                t.ssh(&format!("chmod 600 {}", quote_path(to)))?;
+            }
             started.copied.push(to.display().to_string());
         }
     }
