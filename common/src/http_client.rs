@@ -8,13 +8,16 @@ use reqwest::Response;
 /// only when given (HTTPS), plain HTTP otherwise. Every HTTP client of the
 /// workspace is made here: it also installs the process's TLS provider,
 /// without which reqwest cannot build even a plain client.
+///
+/// Without `tls` the client trusts no authority at all (an `https://` URL
+/// fails): never the system's roots, which a container `FROM scratch` does
+/// not have (reqwest would refuse to build a client there).
 pub fn builder(tls: Option<&crate::tls::load::ClientTls>) -> reqwest::ClientBuilder {
-    crate::tls::load::provider();
-    let b = reqwest::Client::builder();
-    match tls {
-        Some(t) => b.tls_backend_preconfigured(t.config()),
-        None => b,
-    }
+    let config = match tls {
+        Some(t) => t.config(),
+        None => crate::tls::load::ClientTls::trusting_nothing().config(),
+    };
+    reqwest::Client::builder().tls_backend_preconfigured(config)
 }
 
 /// A plain client with reqwest's defaults (tests and tools that reach

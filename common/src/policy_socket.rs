@@ -5,7 +5,9 @@
 //! deadline (`timeout_ms`) bounds how long its caller waits. After a
 //! timeout or a broken connection the connection is dropped (a late reply
 //! must not be read as the next one's) and the next call connects again.
-//! [`install`] makes this the process's connector.
+//! [`install`] makes this the process's connector. `tls:<host>:<port>` is
+//! the TCP form over TLS: the policy's certificate must verify for `host`
+//! against the authority given to [`trust`] (the cluster's `ca.pem`).
 
 use sched::policy::external::{parse_address, Address, CallError, Connect, PolicyCall};
 use std::io::{ErrorKind, Read, Write};
@@ -26,6 +28,74 @@ pub fn install() -> bool {
     sched::policy::external::install_connector(Box::new(SocketConnector))
 }
 
+#[cfg(feature = "tls")]
+static TRUSTED: std::sync::OnceLock<std::sync::Arc<rustls::ClientConfig>> =
+    std::sync::OnceLock::new();
+
+/// The authority `tls:` policy addresses are checked against (the
+/// cluster's, set once at start-up; false if one was set before).
+#[cfg(feature = "tls")]
+pub fn trust(tls: &crate::tls::load::ClientTls) -> bool {
+    TRUSTED.set(std::sync::Arc::new(tls.config())).is_ok()
+}
+
+#[cfg(feature = "tls")]
+type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+#[cfg(not(feature = "tls"))]
+type TlsStream = TcpStream;
+
+/// A TCP connection to `hp`, the first of its addresses that answers.
+fn tcp(hp: &str, timeout: Duration) -> std::io::Result<TcpStream> {
+    let mut last = None;
+    for sa in hp.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&sa, timeout) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                return Ok(s);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(ErrorKind::NotFound, format!("{hp} resolves to nothing"))
+    }))
+}
+
+/// `tls:<hp>`: TCP, then TLS trusting [`trust`]'s authority for the host.
+#[cfg(feature = "tls")]
+fn tls(hp: &str, timeout: Duration) -> std::io::Result<TlsStream> {
+    let other = |m: String| std::io::Error::other(m);
+    let config = TRUSTED.get().cloned().ok_or_else(|| {
+        other(format!(
+            "tls:{hp}: this process trusts no authority ([tls] enabled = true in cluster.toml)"
+        ))
+    })?;
+    let host = hp.rsplit_once(':').map_or(hp, |(h, _)| h);
+    let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+        .map_err(|e| other(format!("tls:{hp}: {e}")))?;
+    let conn =
+        rustls::ClientConnection::new(config, name).map_err(|e| other(format!("tls:{hp}: {e}")))?;
+    let mut s = rustls::StreamOwned::new(conn, tcp(hp, timeout)?);
+    // The handshake now, within the timeout: a certificate refused is
+    // said as such, not as a broken first request.
+    s.sock.set_read_timeout(Some(timeout))?;
+    s.sock.set_write_timeout(Some(timeout))?;
+    while s.conn.is_handshaking() {
+        s.conn
+            .complete_io(&mut s.sock)
+            .map_err(|e| other(format!("TLS handshake with {hp}: {e}")))?;
+    }
+    Ok(s)
+}
+
+#[cfg(not(feature = "tls"))]
+fn tls(hp: &str, _timeout: Duration) -> std::io::Result<TlsStream> {
+    Err(std::io::Error::new(
+        ErrorKind::Unsupported,
+        format!("tls:{hp}: built without TLS"),
+    ))
+}
+
 impl Connect for SocketConnector {
     fn connect(&self, address: &str, timeout_ms: u64) -> Box<dyn PolicyCall> {
         Box::new(SocketCall {
@@ -41,6 +111,7 @@ impl Connect for SocketConnector {
 enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
+    Tls(Box<TlsStream>),
 }
 
 impl Stream {
@@ -51,21 +122,8 @@ impl Stream {
                 format!("inproc:{n} is a policy inside another process (the Python package's simulator); this one has none"),
             )),
             Address::Unix(p) => UnixStream::connect(p).map(Stream::Unix),
-            Address::Tcp(hp) => {
-                let mut last = None;
-                for sa in hp.to_socket_addrs()? {
-                    match TcpStream::connect_timeout(&sa, timeout) {
-                        Ok(s) => {
-                            s.set_nodelay(true)?;
-                            return Ok(Stream::Tcp(s));
-                        }
-                        Err(e) => last = Some(e),
-                    }
-                }
-                Err(last.unwrap_or_else(|| {
-                    std::io::Error::new(ErrorKind::NotFound, format!("{hp} resolves to nothing"))
-                }))
-            }
+            Address::Tcp(hp) => tcp(hp, timeout).map(Stream::Tcp),
+            Address::Tls(hp) => tls(hp, timeout).map(|s| Stream::Tls(Box::new(s))),
         }
     }
 
@@ -79,6 +137,11 @@ impl Stream {
                 s.set_read_timeout(Some(t))?;
                 s.set_write_timeout(Some(t))
             }
+            Stream::Tls(s) => {
+                let sock = tcp_of(s);
+                sock.set_read_timeout(Some(t))?;
+                sock.set_write_timeout(Some(t))
+            }
         }
     }
 
@@ -86,6 +149,7 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.write_all(b),
             Stream::Tcp(s) => s.write_all(b),
+            Stream::Tls(s) => s.write_all(b).and_then(|()| s.flush()),
         }
     }
 
@@ -93,8 +157,19 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.read(b),
             Stream::Tcp(s) => s.read(b),
+            Stream::Tls(s) => s.read(b),
         }
     }
+}
+
+#[cfg(feature = "tls")]
+fn tcp_of(s: &TlsStream) -> &TcpStream {
+    &s.sock
+}
+
+#[cfg(not(feature = "tls"))]
+fn tcp_of(s: &TlsStream) -> &TcpStream {
+    s
 }
 
 struct SocketCall {

@@ -25,13 +25,13 @@ use exit::{bad_input, Failed};
 
 /// Runs one command line.
 /// The commands that need no cluster.toml; false for the others.
-async fn run_tools(cmd: &Cmd) -> anyhow::Result<bool> {
+async fn run_tools(cmd: &Cmd, config: &Path) -> anyhow::Result<bool> {
     let r = match cmd {
         Cmd::Sim { cmd } => sim(cmd),
         Cmd::PolicyServer {
             listen,
             threshold_s,
-        } => policy_server(listen, *threshold_s).await,
+        } => policy_server(listen, *threshold_s, config).await,
         Cmd::Replot { dir } => replot(dir),
         Cmd::PolicySchema => {
             let text = serde_json::to_string_pretty(&sched::policy::external::protocol_schema())?;
@@ -96,7 +96,7 @@ async fn run_tools(cmd: &Cmd) -> anyhow::Result<bool> {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     // External policies (`policy = "external"`) are reached over sockets.
     common::policy_socket::install();
-    if run_tools(&cli.cmd).await? {
+    if run_tools(&cli.cmd, &cli.config).await? {
         return Ok(());
     }
     let cfg = ClusterConfig::load(&cli.config)?;
@@ -287,13 +287,23 @@ async fn rm(client: &MasterClient, file: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `master policy-server`: the reference delay policy on a socket.
-async fn policy_server(listen: &str, threshold_s: f64) -> anyhow::Result<()> {
+/// `master policy-server`: the reference delay policy on a socket; at
+/// `tls:<host>:<port>` with the cluster's `policy` certificate (`config`'s
+/// `[tls]`).
+async fn policy_server(listen: &str, threshold_s: f64, config: &Path) -> anyhow::Result<()> {
     anyhow::ensure!(
         threshold_s.is_finite() && threshold_s >= 0.0,
         "--threshold-s must be a number of seconds >= 0, not {threshold_s}"
     );
-    let l = crate::policy_server::Listener::bind(listen)?;
+    let tls = match listen.strip_prefix("tls:") {
+        Some(hp) => {
+            let cfg = ClusterConfig::load(config)?;
+            let host = hp.rsplit_once(':').map_or(hp, |(h, _)| h);
+            Some(crate::policy_server::policy_tls(&cfg, host)?)
+        }
+        None => None,
+    };
+    let l = crate::policy_server::Listener::bind(listen, tls.as_ref())?;
     println!(
         "serving the reference delay policy (threshold {threshold_s} s) at {}",
         l.address()
@@ -369,6 +379,11 @@ pub async fn serve(
     let mut settings = master::state::MasterSettings::from_config(cfg);
     settings.journal_recover = journal_recover;
     settings.tls = cfg.node_tls(common::tls::MASTER)?;
+    if let Some(t) = &settings.tls {
+        // An external policy at `tls:<host>:<port>` must present a
+        // certificate of the cluster's authority.
+        common::policy_socket::trust(&t.client);
+    }
     if let Some(s) = scheduler {
         settings.scheduler = s;
     }

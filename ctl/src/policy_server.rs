@@ -195,13 +195,47 @@ impl Sessions {
 pub enum Listener {
     Unix(std::os::unix::net::UnixListener, std::path::PathBuf),
     Tcp(std::net::TcpListener),
+    /// `tls:`: TCP, each connection's TLS served with this configuration.
+    Tls(std::net::TcpListener, Arc<rustls::ServerConfig>),
+}
+
+/// The certificate a policy server at `tls:<host>:<port>` serves with:
+/// `policy.pem` / `policy.key` in the cluster's `[tls] dir`, made (as
+/// `master up` makes the nodes') when missing or not valid for `host` and
+/// the authority's key is there, and checked against `ca.pem`.
+pub fn policy_tls(
+    cfg: &common::config::ClusterConfig,
+    host: &str,
+) -> anyhow::Result<common::tls::load::NodeTls> {
+    anyhow::ensure!(
+        cfg.tls.enabled,
+        "--listen tls:...: {} has TLS off ([tls] enabled = true makes the cluster's authority)",
+        cfg.path.display()
+    );
+    let mut names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+    if !names.iter().any(|n| n == host) {
+        names.push(host.to_owned());
+    }
+    let dir = cfg.tls_dir();
+    let made = common::tls::make::ensure(&dir, &[("policy".to_owned(), names.clone())])?;
+    if !made.is_empty() {
+        println!("TLS: made {} in {}", made.join(", "), dir.display());
+    }
+    Ok(common::tls::load::NodeTls::load(
+        &common::tls::Files::of(&dir, "policy"),
+        &names,
+    )?)
 }
 
 impl Listener {
     /// Binds `address` (`unix:<path>` or `tcp:<host>:<port>`; port 0 picks
     /// one). A Unix socket file left by an earlier server is replaced; any
     /// other file at the path is an error.
-    pub fn bind(address: &str) -> anyhow::Result<Listener> {
+    /// `tls:` needs `tls`, the certificate to serve with ([`policy_tls`]).
+    pub fn bind(
+        address: &str,
+        tls: Option<&common::tls::load::NodeTls>,
+    ) -> anyhow::Result<Listener> {
         match parse_address(address).map_err(|e| anyhow::anyhow!("--listen: {e}"))? {
             Address::Unix(p) => {
                 use std::os::unix::fs::FileTypeExt;
@@ -226,6 +260,13 @@ impl Listener {
             Address::Tcp(hp) => Ok(Listener::Tcp(
                 std::net::TcpListener::bind(&hp).with_context(|| format!("binding {hp}"))?,
             )),
+            Address::Tls(hp) => {
+                let tls = tls.context("--listen tls:...: no certificate to serve with")?;
+                Ok(Listener::Tls(
+                    std::net::TcpListener::bind(&hp).with_context(|| format!("binding {hp}"))?,
+                    tls.server.clone(),
+                ))
+            }
         }
     }
 
@@ -235,6 +276,10 @@ impl Listener {
             Listener::Unix(_, p) => format!("unix:{}", p.display()),
             Listener::Tcp(l) => format!(
                 "tcp:{}",
+                l.local_addr().map(|a| a.to_string()).unwrap_or_default()
+            ),
+            Listener::Tls(l, _) => format!(
+                "tls:{}",
                 l.local_addr().map(|a| a.to_string()).unwrap_or_default()
             ),
         }
@@ -274,15 +319,63 @@ impl Listener {
                     std::thread::spawn(move || conn(s, w, p));
                 }
             }
+            Listener::Tls(l, config) => {
+                for s in l.incoming() {
+                    let s = s?;
+                    s.set_nodelay(true)?;
+                    let (p, config) = (policy.clone(), config.clone());
+                    std::thread::spawn(move || {
+                        // A client that does not finish its handshake is
+                        // dropped: the connection ends, nothing else.
+                        let Ok(tls) = rustls::ServerConnection::new(config) else {
+                            return;
+                        };
+                        serve_tls(rustls::StreamOwned::new(tls, s), p);
+                    });
+                }
+            }
         }
         Ok(())
+    }
+}
+
+/// One TLS connection's requests, a line each, answered in order.
+fn serve_tls(
+    mut s: rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>,
+    policy: Arc<Mutex<Sessions>>,
+) {
+    let mut pending = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let n = match std::io::Read::read(&mut s, &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&buf[..n]);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line[..end]);
+            let out = policy.lock().expect("policy lock").answer(&line);
+            if s.write_all(format!("{out}\n").as_bytes()).is_err() || s.flush().is_err() {
+                return;
+            }
+        }
     }
 }
 
 /// A reference policy served on a background thread (for tests and the
 /// bench): its address.
 pub fn spawn(address: &str, threshold_s: f64) -> anyhow::Result<String> {
-    let l = Listener::bind(address)?;
+    spawn_with(address, threshold_s, None)
+}
+
+/// [`spawn`], serving `tls:` addresses with `tls`.
+pub fn spawn_with(
+    address: &str,
+    threshold_s: f64,
+    tls: Option<&common::tls::load::NodeTls>,
+) -> anyhow::Result<String> {
+    let l = Listener::bind(address, tls)?;
     let a = l.address();
     let policy = Arc::new(Mutex::new(Sessions::new(threshold_s)));
     std::thread::spawn(move || l.serve(policy));
@@ -339,17 +432,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("file");
         std::fs::write(&f, "x").unwrap();
-        let e = Listener::bind(&format!("unix:{}", f.display()))
+        let e = Listener::bind(&format!("unix:{}", f.display()), None)
             .err()
             .unwrap()
             .to_string();
         assert!(e.contains("exists and is not a socket"), "{e}");
-        let e = Listener::bind("127.0.0.1:80").err().unwrap().to_string();
+        let e = Listener::bind("127.0.0.1:80", None)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("neither unix:"), "{e}");
         // A socket left by an earlier server is replaced.
         let p = dir.path().join("s.sock");
-        drop(Listener::bind(&format!("unix:{}", p.display())).unwrap());
+        drop(Listener::bind(&format!("unix:{}", p.display()), None).unwrap());
         assert!(p.exists());
-        Listener::bind(&format!("unix:{}", p.display())).unwrap();
+        Listener::bind(&format!("unix:{}", p.display()), None).unwrap();
+        // tls: without a certificate to serve with.
+        let e = Listener::bind("tls:127.0.0.1:0", None)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("no certificate"), "{e}");
     }
 }

@@ -1,7 +1,8 @@
 //! The container mode on this machine's Docker engine: `master up --docker`
 //! builds the two images from the static binaries (`make docker-bins`; make
 //! test builds them), starts a master and three workers in containers on a
-//! private network of their own, and the test runs a wordcount through them
+//! private network of their own (every link over TLS, certificates made for
+//! the containers' addresses), and the test runs a wordcount through them
 //! (output checked against coreutils), measures a capped worker link, then
 //! `master down` must leave no container, network or volume behind. Skipped
 //! with a message where no engine answers.
@@ -51,13 +52,15 @@ struct Containers {
 }
 
 /// Starts three workers and a master in containers (project
-/// `<tag><pid>`, subnet 10.78.(100 + (pid + offset) % 150).0/24); None, after
-/// saying so, where no engine answers or (off CI) no static binaries exist.
+/// `<tag><pid>`, subnet 10.78.(100 + (pid + offset) % 150).0/24), every
+/// link over TLS when `tls`; None, after saying so, where no engine answers
+/// or (off CI) no static binaries exist.
 async fn containers(
     tag: &str,
     offset: u32,
     cluster_keys: &str,
     worker_keys: &str,
+    tls: bool,
 ) -> Option<Containers> {
     if !docker::engine_answers() {
         skip::skipped(
@@ -74,9 +77,14 @@ async fn containers(
         return None;
     };
     let dir = tempfile::tempdir().unwrap();
-    let cfg =
+    let mut cfg =
         ctl::ops::local::write_loopback_config(dir.path(), TOKEN, 3, cluster_keys, worker_keys)
             .unwrap();
+    if tls {
+        let text = std::fs::read_to_string(&cfg.path).unwrap() + "\n[tls]\nenabled = true\n";
+        std::fs::write(&cfg.path, text).unwrap();
+        cfg = common::config::ClusterConfig::load(&cfg.path).unwrap();
+    }
     let pid = std::process::id();
     let project = format!("{tag}{pid}");
     let third = 100 + ((pid + offset) % 150) as u8;
@@ -85,7 +93,7 @@ async fn containers(
     docker::up(&cfg, true, &project, third, &bin).await.unwrap();
     let derived = common::config::ClusterConfig::load(docker::config_path(&cfg)).unwrap();
     Some(Containers {
-        client: MasterClient::new(derived.master_url(), TOKEN),
+        client: MasterClient::for_cluster(&derived, common::credentials::Role::Client).unwrap(),
         derived,
         project,
         third,
@@ -103,6 +111,7 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
         0,
         "replication = 1\nheartbeat_ms = 100",
         "slots = 2\nnic_mbps = 40",
+        true,
     )
     .await
     else {
@@ -118,7 +127,7 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
     assert_eq!(workers.len(), 3);
     for w in &workers {
         assert!(
-            w.alive && w.addr.starts_with(&format!("http://10.78.{third}.")),
+            w.alive && w.addr.starts_with(&format!("https://10.78.{third}.")),
             "{w:?}"
         );
     }
@@ -199,6 +208,7 @@ async fn jobs_survive_a_killed_container_a_partition_and_a_master_restart() {
         75,
         "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 3000\nmax_task_attempts = 4",
         "slots = 2\nnic_mbps = 80",
+        false,
     )
     .await
     else {

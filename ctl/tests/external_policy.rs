@@ -1,6 +1,6 @@
 //! External policies end to end: the reference delay server
 //! (`ctl::policy_server`, delay written again from the protocol's messages)
-//! on real Unix and TCP sockets, and the Python example
+//! on real Unix, TCP and TLS sockets, and the Python example
 //! (`python/examples/delay.py`, run by python3), against the built-in delay scheduling
 //! (`pick = "oldest"`): the same launches, one for one, in the simulator
 //! on the shipped SWIM hour, and the same locality within seed spread on a
@@ -11,6 +11,17 @@ use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// A certificate for the reference policy on loopback under a fresh
+/// authority in `dir`, which this process's policy calls then trust.
+fn policy_tls(dir: &Path) -> common::tls::load::NodeTls {
+    let names = common::tls::names_for(std::net::Ipv4Addr::LOCALHOST.into(), None);
+    common::tls::make::ensure(dir, &[("policy".to_owned(), names.clone())]).unwrap();
+    let tls =
+        common::tls::load::NodeTls::load(&common::tls::Files::of(dir, "policy"), &names).unwrap();
+    common::policy_socket::trust(&tls.client);
+    tls
 }
 
 fn external(address: &str) -> SchedulerConfig {
@@ -53,6 +64,38 @@ impl PythonPolicy {
     }
 }
 
+impl PythonPolicy {
+    /// The same policy at `tls:127.0.0.1:<a free port>`, serving with the
+    /// certificate `policy.pem` / `policy.key` in `tls_dir`.
+    fn start_tls(tls_dir: &Path, threshold_s: f64) -> PythonPolicy {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let address = format!("tls:127.0.0.1:{port}");
+        let child = std::process::Command::new("python3")
+            .arg(root().join("python/examples/delay.py"))
+            .args(["--listen", &address, "--cert"])
+            .arg(tls_dir.join("policy.pem"))
+            .arg("--key")
+            .arg(tls_dir.join("policy.key"))
+            .env("DELAY_THRESHOLD_S", threshold_s.to_string())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let t0 = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "python/examples/delay.py did not listen at {address}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        PythonPolicy { child, address }
+    }
+}
+
 impl Drop for PythonPolicy {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -70,7 +113,35 @@ fn the_reference_and_python_policies_make_the_built_in_delays_launches_in_the_si
     )
     .unwrap();
     let tcp = ctl::policy_server::spawn("tcp:127.0.0.1:0", 1.5).unwrap();
+    let tls = policy_tls(&dir.path().join("tls"));
+    let tls = ctl::policy_server::spawn_with("tls:127.0.0.1:0", 1.5, Some(&tls)).unwrap();
+    assert!(tls.starts_with("tls:127.0.0.1:"), "{tls}");
+    // A policy whose certificate another authority signed is not talked to.
+    let other = tempfile::tempdir().unwrap();
+    common::tls::make::ensure(
+        other.path(),
+        &[(
+            "policy".to_owned(),
+            common::tls::names_for(std::net::Ipv4Addr::LOCALHOST.into(), None),
+        )],
+    )
+    .unwrap();
+    let foreign = common::tls::load::NodeTls::load(
+        &common::tls::Files::of(other.path(), "policy"),
+        &["127.0.0.1".to_owned()],
+    )
+    .unwrap();
+    let foreign = ctl::policy_server::spawn_with("tls:127.0.0.1:0", 1.5, Some(&foreign)).unwrap();
+    let e = sched::policy::external::Connect::connect(
+        &common::policy_socket::SocketConnector,
+        &foreign,
+        2000,
+    )
+    .call("{}")
+    .unwrap_err();
+    assert!(format!("{e:?}").contains("TLS handshake"), "{e:?}");
     let python = PythonPolicy::start(dir.path(), 1.5);
+    let python_tls = PythonPolicy::start_tls(&dir.path().join("tls"), 1.5);
     let cal = ctl::simulation::trace::shipped_swim_calibration(&root()).unwrap();
     let built_in: SchedulerConfig = BUILT_IN.parse().unwrap();
     let opts = ctl::simulation::trace::TraceOptions {
@@ -78,7 +149,9 @@ fn the_reference_and_python_policies_make_the_built_in_delays_launches_in_the_si
             built_in.clone(),
             external(&unix),
             external(&tcp),
+            external(&tls),
             external(&python.address),
+            external(&python_tls.address),
         ],
         keep_outcomes: true,
         ..ctl::simulation::trace::TraceOptions::at(Some(10), None)
@@ -109,7 +182,7 @@ fn the_reference_and_python_policies_make_the_built_in_delays_launches_in_the_si
             "seed {seed}: {remote} of {}",
             want.runs.len()
         );
-        for address in [&unix, &tcp, &python.address] {
+        for address in [&unix, &tcp, &tls, &python.address, &python_tls.address] {
             let got = of(&external(address).label());
             assert_eq!(got.runs.len(), want.runs.len());
             for (i, (g, w)) in got.runs.iter().zip(&want.runs).enumerate() {
@@ -123,7 +196,7 @@ fn the_reference_and_python_policies_make_the_built_in_delays_launches_in_the_si
         .lines()
         .filter(|l| l.contains("offers sent"))
         .collect();
-    assert_eq!(notes.len(), 9, "{table}");
+    assert_eq!(notes.len(), 15, "{table}");
     for n in &notes {
         assert!(n.contains(", 0 launches refused"), "{n}");
     }

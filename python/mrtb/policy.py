@@ -21,6 +21,7 @@ import json
 import os
 import socket
 import socketserver
+import ssl
 import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Union
@@ -84,10 +85,32 @@ class _Served(Protocol):
 Server = Union[socketserver.ThreadingUnixStreamServer, socketserver.ThreadingTCPServer]
 
 
-def bind(address: str) -> Server:
-    """A listening server for ``unix:<path>`` or ``tcp:<host>:<port>``."""
+class _TLSServer(socketserver.ThreadingTCPServer):
+    """TCP whose connections speak TLS; each handshake runs on the
+    connection's own thread, so a silent client holds up no other."""
+
+    context: ssl.SSLContext
+
+    def get_request(self) -> Any:
+        sock, addr = self.socket.accept()
+        return self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
+
+
+def bind(address: str, cert: Optional[str] = None, key: Optional[str] = None) -> Server:
+    """A listening server for ``unix:<path>``, ``tcp:<host>:<port>`` or
+    ``tls:<host>:<port>`` (TLS with ``cert`` and ``key``, PEM files of a
+    certificate the cluster's authority signed: ``master policy-server
+    --listen tls:...`` makes ``policy.pem`` and ``policy.key`` in the
+    cluster's ``[tls] dir``)."""
 
     class Handler(socketserver.StreamRequestHandler):
+        def setup(self) -> None:
+            if isinstance(self.request, ssl.SSLSocket):
+                self.request.settimeout(10)
+                self.request.do_handshake()
+                self.request.settimeout(None)
+            super().setup()
+
         def handle(self) -> None:
             served: _Served = self.server  # type: ignore[assignment]
             for line in self.rfile:
@@ -100,13 +123,26 @@ def bind(address: str) -> Server:
         if os.path.exists(path):
             os.unlink(path)
         server: Server = socketserver.ThreadingUnixStreamServer(path, Handler)
-    elif address.startswith("tcp:"):
+    elif address.startswith("tcp:") or address.startswith("tls:"):
         host, _, port = address[len("tcp:"):].rpartition(":")
         socketserver.ThreadingTCPServer.allow_reuse_address = True
-        server = socketserver.ThreadingTCPServer((host, int(port)), Handler)
+        if address.startswith("tls:"):
+            if cert is None or key is None:
+                raise ValueError(f"{address}: a TLS policy needs cert= and key= (PEM files)")
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            context.load_cert_chain(cert, key)
+            _TLSServer.allow_reuse_address = True
+            tls = _TLSServer((host, int(port)), Handler)
+            tls.context = context
+            server = tls
+        else:
+            server = socketserver.ThreadingTCPServer((host, int(port)), Handler)
         server.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     else:
-        raise ValueError(f"{address!r} is neither unix:<path> nor tcp:<host>:<port>")
+        raise ValueError(
+            f"{address!r} is neither unix:<path> nor tcp:<host>:<port> nor tls:<host>:<port>"
+        )
     server.daemon_threads = True
     return server
 
@@ -116,12 +152,14 @@ def address_of(server: Server) -> str:
     a: Any = server.server_address
     if isinstance(a, (str, bytes)):
         return f"unix:{a if isinstance(a, str) else a.decode()}"
-    return f"tcp:{a[0]}:{a[1]}"
+    scheme = "tls" if isinstance(server, _TLSServer) else "tcp"
+    return f"{scheme}:{a[0]}:{a[1]}"
 
 
-def serve(factory: Factory, address: str) -> None:
-    """Serves ``factory()`` policies at ``address`` until interrupted."""
-    server = bind(address)
+def serve(factory: Factory, address: str, cert: Optional[str] = None, key: Optional[str] = None) -> None:
+    """Serves ``factory()`` policies at ``address`` until interrupted
+    (``tls:`` with ``cert`` and ``key``)."""
+    server = bind(address, cert, key)
     server.sessions = Sessions(factory)  # type: ignore[union-attr]
     print(f"serving {getattr(factory, '__name__', factory)} at {address_of(server)}", flush=True)
     try:
@@ -131,8 +169,19 @@ def serve(factory: Factory, address: str) -> None:
 
 
 def main_serve(factory: Factory, argv: Optional[List[str]] = None) -> None:
-    """``python policy.py --listen ADDRESS [args...]``: serves ``factory``."""
+    """``python policy.py --listen ADDRESS [--cert PEM --key PEM]``: serves
+    ``factory`` (``tls:<host>:<port>`` needs ``--cert`` and ``--key``)."""
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2 or argv[0] != "--listen":
-        sys.exit(f"usage: {sys.argv[0]} --listen unix:<path>|tcp:<host>:<port>")
-    serve(factory, argv[1])
+    usage = (
+        f"usage: {sys.argv[0]} --listen unix:<path>|tcp:<host>:<port>|tls:<host>:<port>"
+        " [--cert PEM --key PEM]"
+    )
+    if len(argv) < 2 or argv[0] != "--listen" or len(argv) % 2:
+        sys.exit(usage)
+    opts = dict(zip(argv[2::2], argv[3::2]))
+    if set(opts) - {"--cert", "--key"}:
+        sys.exit(usage)
+    try:
+        serve(factory, argv[1], opts.get("--cert"), opts.get("--key"))
+    except (ValueError, OSError) as e:
+        sys.exit(f"{argv[1]}: {e}")

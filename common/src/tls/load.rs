@@ -90,6 +90,22 @@ impl ClientTls {
         })
     }
 
+    /// A client that trusts no authority: plain HTTP only.
+    pub fn trusting_nothing() -> ClientTls {
+        static NONE: std::sync::OnceLock<ClientTls> = std::sync::OnceLock::new();
+        NONE.get_or_init(|| {
+            let config = rustls::ClientConfig::builder_with_provider(provider())
+                .with_safe_default_protocol_versions()
+                .expect("ring supports the default versions")
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth();
+            ClientTls {
+                config: Arc::new(config),
+            }
+        })
+        .clone()
+    }
+
     /// The rustls configuration (for reqwest's preconfigured TLS).
     pub fn config(&self) -> rustls::ClientConfig {
         (*self.config).clone()

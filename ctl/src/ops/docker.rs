@@ -127,6 +127,16 @@ impl Layout {
         }
     }
 
+    /// The addresses public instances get: after the workers'.
+    pub fn instance_ips(&self) -> Vec<Ipv4Addr> {
+        (0..self.instances)
+            .map(|k| {
+                let first = 10 + self.workers.len() as u32;
+                Ipv4Addr::new(10, 78, self.subnet_third, (first + k).min(254) as u8)
+            })
+            .collect()
+    }
+
     pub fn subnet(&self) -> String {
         format!("10.78.{}.0/24", self.subnet_third)
     }
@@ -353,7 +363,8 @@ pub async fn up(
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let tag = build_images(&layout, bin, &dir)?;
     let mut derived = layout.derive_config(cfg);
-    crate::ops::local::derive_tls(cfg, &mut derived, &dir)?;
+    let instance_ips = layout.instance_ips();
+    crate::ops::local::derive_tls(cfg, &mut derived, &dir, &instance_ips)?;
     std::fs::write(
         dir.join("cluster.toml"),
         format!(

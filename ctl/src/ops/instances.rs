@@ -311,6 +311,23 @@ struct DockerLauncher {
     running: BTreeMap<String, String>,
 }
 
+impl DockerLauncher {
+    /// The config, and with TLS the `tls` folder beside it (the container
+    /// mode's: certificates for the containers' addresses, instances' too).
+    fn binds(&self) -> Vec<String> {
+        let mut binds = vec![format!(
+            "{}:{CONTAINER_CONFIG}:ro",
+            self.config_on_host.display()
+        )];
+        if let Some(tls) = self.config_on_host.parent().map(|d| d.join("tls")) {
+            if tls.is_dir() {
+                binds.push(format!("{}:/etc/mrtb/tls:ro", tls.display()));
+            }
+        }
+        binds
+    }
+}
+
 impl Launcher for DockerLauncher {
     fn start(&mut self, name: &str, ty: &str, k: u32) -> anyhow::Result<String> {
         let ip = ip_at(self.first_ip, k)?;
@@ -335,10 +352,7 @@ impl Launcher for DockerLauncher {
             name: &container,
             image: &self.image,
             cmd,
-            binds: vec![format!(
-                "{}:{CONTAINER_CONFIG}:ro",
-                self.config_on_host.display()
-            )],
+            binds: self.binds(),
             network: &self.network,
             ip,
             labels: vec![(INSTANCE_LABEL.into(), self.project.clone())],

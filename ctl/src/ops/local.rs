@@ -412,11 +412,14 @@ pub fn say_tls(cfg: &ClusterConfig) -> anyhow::Result<()> {
 /// have other addresses: its own folder `tls` beside its config
 /// (`config_dir`), holding `cfg`'s authority (made first if `cfg` has none)
 /// and certificates for the derived addresses. Sets `derived`'s `[tls] dir`
-/// to it, relative, so the nodes and the host's clients both find it.
+/// to it, relative, so the nodes and the host's clients both find it. The
+/// public instances' certificate also names `instance_ips`, the addresses
+/// the deployment gives them.
 pub fn derive_tls(
     cfg: &ClusterConfig,
     derived: &mut ClusterConfig,
     config_dir: &Path,
+    instance_ips: &[std::net::Ipv4Addr],
 ) -> anyhow::Result<()> {
     if !cfg.tls.enabled {
         return Ok(());
@@ -433,7 +436,13 @@ pub fn derive_tls(
         }
     }
     derived.tls.dir = PathBuf::from("tls");
-    let made = common::tls::make::ensure(&dst, &derived.tls_nodes())?;
+    let mut nodes = derived.tls_nodes();
+    for (node, names) in &mut nodes {
+        if node == common::tls::INSTANCES {
+            names.extend(instance_ips.iter().map(|ip| ip.to_string()));
+        }
+    }
+    let made = common::tls::make::ensure(&dst, &nodes)?;
     if !made.is_empty() {
         println!("TLS: made {} in {}", made.join(", "), dst.display());
     }
@@ -535,7 +544,9 @@ pub async fn up_netns_layout(
         netns::setup(layout)?;
         let mut derived = layout.derive_config(cfg);
         let dpath = netns_config_path(cfg);
-        derive_tls(cfg, &mut derived, &run.join("netns"))?;
+        let first = 1 + layout.workers.len();
+        let instance_ips = &layout.addresses()[first..first + layout.instances as usize];
+        derive_tls(cfg, &mut derived, &run.join("netns"), instance_ips)?;
         let client_tls = ClusterConfig {
             base_dir: run.join("netns"),
             ..derived.clone()

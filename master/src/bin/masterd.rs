@@ -105,9 +105,14 @@ async fn main() {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     let cfg = common::config::ClusterConfig::load(&args.config)?;
+    // External policies (`policy = "external"`) are reached over sockets.
+    common::policy_socket::install();
     let mut settings = master::state::MasterSettings::from_config(&cfg);
     settings.journal_recover = args.journal_recover;
     settings.tls = cfg.node_tls(common::tls::MASTER)?;
+    if let Some(t) = &settings.tls {
+        common::policy_socket::trust(&t.client);
+    }
     if let Some(s) = args.scheduler {
         settings.scheduler = s;
     }

@@ -174,12 +174,16 @@ impl Policy for ExternalParams {
 pub enum Address {
     Unix(String),
     Tcp(String),
+    /// `tls:<host>:<port>`: TCP with TLS, the policy's certificate checked
+    /// against the cluster's authority for `host`.
+    Tls(String),
     /// A policy registered by name inside this process (the Python
     /// package's simulator runs Python policies so).
     InProcess(String),
 }
 
-/// Reads `unix:<path>`, `tcp:<host>:<port>` or `inproc:<name>`.
+/// Reads `unix:<path>`, `tcp:<host>:<port>`, `tls:<host>:<port>` or
+/// `inproc:<name>`.
 pub fn parse_address(a: &str) -> Result<Address, String> {
     if let Some(n) = a.strip_prefix("inproc:") {
         if n.is_empty() {
@@ -191,16 +195,21 @@ pub fn parse_address(a: &str) -> Result<Address, String> {
             return Err(format!("{a:?} names no socket path"));
         }
         Ok(Address::Unix(p.to_owned()))
-    } else if let Some(hp) = a.strip_prefix("tcp:") {
+    } else if let Some((scheme, hp)) = a
+        .split_once(':')
+        .filter(|(s, _)| *s == "tcp" || *s == "tls")
+    {
         match hp.rsplit_once(':') {
-            Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => {
-                Ok(Address::Tcp(hp.into()))
-            }
-            _ => Err(format!("{a:?} is not tcp:<host>:<port>")),
+            Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => Ok(if scheme == "tls" {
+                Address::Tls(hp.into())
+            } else {
+                Address::Tcp(hp.into())
+            }),
+            _ => Err(format!("{a:?} is not {scheme}:<host>:<port>")),
         }
     } else {
         Err(format!(
-            "{a:?} is neither unix:<path> nor tcp:<host>:<port>"
+            "{a:?} is neither unix:<path> nor tcp:<host>:<port> nor tls:<host>:<port>"
         ))
     }
 }

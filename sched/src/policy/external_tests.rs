@@ -283,6 +283,16 @@ fn bad_settings_are_refused_with_what_is_wrong() {
         parse_address("inproc:Delay-1"),
         Ok(Address::InProcess("Delay-1".into()))
     );
+    assert_eq!(
+        parse_address("tls:policy.lab:7500"),
+        Ok(Address::Tls("policy.lab:7500".into()))
+    );
+    assert_eq!(
+        parse_address("tcp:127.0.0.1:7500"),
+        Ok(Address::Tcp("127.0.0.1:7500".into()))
+    );
+    let e = parse_address("tls:7500").unwrap_err();
+    assert!(e.contains("is not tls:<host>:<port>"), "{e}");
     let e = toml::from_str::<ExternalParams>("address = \"unix:/x\"\ntimeout = 5").unwrap_err();
     assert!(e.to_string().contains("unknown field `timeout`"), "{e}");
 }
