@@ -784,7 +784,8 @@ fn main() {
         if run("scale") {
             linear_cost_bench().await;
         }
-        if run("tls") {
+        // Its own part of `make bench` (scripts/bench): only when asked.
+        if only.as_deref() == Some("tls") {
             tls::tls_nic_bench().await;
             nic_netns_bench(true).await;
             tls::tls_sort_bench("10b.", &tls::TIGHT, 5).await;

@@ -31,7 +31,7 @@ async fn run_tools(cmd: &Cmd, config: &Path) -> anyhow::Result<bool> {
         Cmd::PolicyServer {
             listen,
             threshold_s,
-        } => policy_server(listen, *threshold_s, config).await,
+        } => crate::policy_server::run(listen, *threshold_s, config).await,
         Cmd::Replot { dir } => replot(dir),
         Cmd::PolicySchema => {
             let text = serde_json::to_string_pretty(&sched::policy::external::protocol_schema())?;
@@ -285,33 +285,6 @@ async fn rm(client: &MasterClient, file: &str) -> anyhow::Result<()> {
         d.name, d.blocks, d.replicas
     );
     Ok(())
-}
-
-/// `master policy-server`: the reference delay policy on a socket; at
-/// `tls:<host>:<port>` with the cluster's `policy` certificate (`config`'s
-/// `[tls]`).
-async fn policy_server(listen: &str, threshold_s: f64, config: &Path) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        threshold_s.is_finite() && threshold_s >= 0.0,
-        "--threshold-s must be a number of seconds >= 0, not {threshold_s}"
-    );
-    let tls = match listen.strip_prefix("tls:") {
-        Some(hp) => {
-            let cfg = ClusterConfig::load(config)?;
-            let host = hp.rsplit_once(':').map_or(hp, |(h, _)| h);
-            Some(crate::policy_server::policy_tls(&cfg, host)?)
-        }
-        None => None,
-    };
-    let l = crate::policy_server::Listener::bind(listen, tls.as_ref())?;
-    println!(
-        "serving the reference delay policy (threshold {threshold_s} s) at {}",
-        l.address()
-    );
-    let policy = std::sync::Arc::new(std::sync::Mutex::new(crate::policy_server::Sessions::new(
-        threshold_s,
-    )));
-    tokio::task::spawn_blocking(move || l.serve(policy)).await?
 }
 
 /// `master soak`: fails when the run's figures fall short.

@@ -363,6 +363,31 @@ fn serve_tls(
     }
 }
 
+/// `master policy-server`: the reference delay policy on a socket; at
+/// `tls:<host>:<port>` with the cluster's `policy` certificate (`config`'s
+/// `[tls]`).
+pub async fn run(listen: &str, threshold_s: f64, config: &std::path::Path) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        threshold_s.is_finite() && threshold_s >= 0.0,
+        "--threshold-s must be a number of seconds >= 0, not {threshold_s}"
+    );
+    let tls = match listen.strip_prefix("tls:") {
+        Some(hp) => {
+            let cfg = common::config::ClusterConfig::load(config)?;
+            let host = hp.rsplit_once(':').map_or(hp, |(h, _)| h);
+            Some(policy_tls(&cfg, host)?)
+        }
+        None => None,
+    };
+    let l = Listener::bind(listen, tls.as_ref())?;
+    println!(
+        "serving the reference delay policy (threshold {threshold_s} s) at {}",
+        l.address()
+    );
+    let policy = std::sync::Arc::new(std::sync::Mutex::new(Sessions::new(threshold_s)));
+    tokio::task::spawn_blocking(move || l.serve(policy)).await?
+}
+
 /// A reference policy served on a background thread (for tests and the
 /// bench): its address.
 pub fn spawn(address: &str, threshold_s: f64) -> anyhow::Result<String> {
