@@ -138,6 +138,13 @@ const CASES: &[Case] = &[
     Case {
         server: "master",
         method: "GET",
+        path: "/v1/whoami",
+        body: None,
+        allowed: &["worker", "client", "read"],
+    },
+    Case {
+        server: "master",
+        method: "GET",
         path: "/v1/nowhere",
         body: None,
         allowed: &["worker", "client", "read"],
@@ -277,6 +284,19 @@ async fn every_route_answers_each_credential_by_its_role() {
         "answers against the roles:\n{}",
         wrong.join("\n")
     );
+    // Each credential is told its role (the dashboard refuses a link with
+    // more than a read one).
+    for (secret, role) in [
+        (ADMIN, "admin"),
+        ("w-1", "worker"),
+        ("c-1", "client"),
+        ("r-1", "read"),
+    ] {
+        let url = format!("{}/v1/whoami", cl.client.base());
+        let r = http.get(&url).bearer_auth(secret).send().await.unwrap();
+        let who: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(who["role"], role, "{secret}");
+    }
     // A refusal names the role the credential has and the one needed.
     let (_, text) = call(&http, cl.client.base(), &CASES[7], Some("r-1")).await;
     assert!(

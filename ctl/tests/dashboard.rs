@@ -1,6 +1,7 @@
 //! The dashboard in a real browser: a local cluster runs a wordcount, then
 //! headless Chromium (Debian's package; `.ci/run` installs it) opens the
-//! master's page with the token in the URL fragment, and the test reads what
+//! master's page with a read credential in the URL fragment (a link with
+//! the administrator's token is refused), and the test reads what
 //! a person would see through the DevTools protocol: the workers listed,
 //! the job shown as succeeded, its timeline drawn with one bar per attempt.
 //! A screenshot is kept as `target/tmp/dashboard.png`.
@@ -17,6 +18,8 @@ use workloads::Workload;
 mod support;
 
 const TOKEN: &str = "dash-token";
+/// The read role's secret: what a dashboard link may carry.
+const READ: &str = "dash-read";
 
 /// What the page shows ([`SEEN`]); None while it is still loading.
 async fn seen(cdp: &mut Cdp) -> Option<Value> {
@@ -35,6 +38,7 @@ const SEEN: &str = r#"JSON.stringify({
   counters: Object.fromEntries([...document.querySelectorAll('#counters td')].map(td => [td.dataset.counter, td.textContent])),
   conn: document.getElementById('conn').textContent,
   login: !document.getElementById('login').hidden,
+  why: document.getElementById('login-why').textContent,
   hash: location.hash,
 })"#;
 
@@ -59,7 +63,10 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
         &[nic, nic, nic],
         &[common::config::Role::Both; 3],
         50,
-        |m| m.record_decisions = true,
+        |m| {
+            m.record_decisions = true;
+            m.credentials.read = vec![READ.into()];
+        },
         |_| {},
     )
     .await;
@@ -104,8 +111,29 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    // With the token in the fragment, and the job selected.
-    let url = format!("{base}/#token={TOKEN}&job=job-{}", id.0);
+    // A link with the administrator's token: refused, and out of the page.
+    let mut admin = open(&browser, &format!("{base}/#token={TOKEN}")).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = seen(&mut admin).await.unwrap_or_default();
+        if seen["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("admin role"))
+        {
+            assert_eq!(seen["login"], json!(true), "{seen}");
+            assert!(seen["workers"].as_array().unwrap().is_empty(), "{seen}");
+            assert!(!seen["hash"].as_str().unwrap().contains("token"), "{seen}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "an admin link was not refused: {seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // With the read credential in the fragment, and the job selected.
+    let url = format!("{base}/#token={READ}&job=job-{}", id.0);
     let mut cdp = open(&browser, &url).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     let seen = loop {
@@ -177,7 +205,7 @@ async fn running_attempts_are_drawn(c: &support::LocalCluster, browser: &Browser
     let slow_id = c.client.submit(&slow).await.unwrap();
     let mut live = open(
         browser,
-        &format!("{base}/#token={TOKEN}&job=job-{}", slow_id.0),
+        &format!("{base}/#token={READ}&job=job-{}", slow_id.0),
     )
     .await;
     let deadline = Instant::now() + Duration::from_secs(20);

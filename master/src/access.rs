@@ -4,6 +4,8 @@
 //! each route with each role.
 
 use common::auth::{Rule, CLIENT, READERS, WORKER};
+use common::credentials::{Caller, Role};
+use common::wire::ErrorBody;
 
 /// Which role may call which route (`cluster.token` may call every one):
 /// workers register and heartbeat, clients change files and jobs, and
@@ -38,4 +40,29 @@ pub const RULES: &[Rule] = &[
         READERS,
         "follow the dashboard's events",
     ),
+    Rule::new("GET", "/v1/whoami", EVERY_ROLE, "say which role it has"),
 ];
+
+/// Every role: what any known credential may ask.
+const EVERY_ROLE: &[Role] = &[Role::Worker, Role::Client, Role::Read];
+
+/// What `GET /v1/whoami` says of the credential that asked.
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Whoami {
+    /// `admin` (`cluster.token`: every route), `worker`, `client` or `read`.
+    pub role: String,
+}
+
+/// `GET /v1/whoami`: the role of the credential that asked (the dashboard
+/// refuses a link that carries more than a read credential).
+#[utoipa::path(get, path = "/v1/whoami", tag = "cluster",
+    responses((status = 200, description = "the caller's role", body = Whoami), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+pub async fn whoami(caller: Option<axum::Extension<Caller>>) -> axum::Json<Whoami> {
+    let role = match caller.map(|c| c.0) {
+        Some(Caller::Role(r)) => r.name(),
+        _ => "admin",
+    };
+    axum::Json(Whoami {
+        role: role.to_owned(),
+    })
+}

@@ -20,6 +20,7 @@
 //! | GET | /v1/cluster | | ClusterSummary |
 //! | GET | /metrics | | Prometheus metrics (OpenMetrics text; see `metrics`) |
 //! | GET | /v1/events | | server-sent events: `state` = DashboardState every 0.5 s |
+//! | GET | /v1/whoami | | Whoami: the role of the credential that asked |
 //! | GET | /v1/openapi.json | | this API's OpenAPI description (no token) |
 //! | GET | / | | the dashboard (no token; see `dashboard`) |
 //! | GET | /ui | | the dashboard |
@@ -248,6 +249,7 @@ pub fn api(
         .routes(routes!(cluster))
         .routes(routes!(metrics))
         .routes(routes!(events))
+        .routes(routes!(crate::access::whoami))
         .split_for_parts();
     let api = api
         .route_layer(axum::middleware::from_fn_with_state(

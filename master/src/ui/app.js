@@ -11,6 +11,7 @@ let selected = null; // job id number
 let lastState = null;
 let jobTimer = null;
 let bars = []; // drawn bars of the timeline, for hovering
+let fromLink = false; // the secret came in the address (#token=)
 
 function hashParams() {
   return new URLSearchParams(location.hash.replace(/^#/, ""));
@@ -27,6 +28,7 @@ function init() {
     sessionStorage.setItem(KEY, p.get("token"));
     p.delete("token");
     setHash(p);
+    fromLink = true;
   }
   if (p.has("job")) selected = parseJob(p.get("job"));
   token = sessionStorage.getItem(KEY);
@@ -34,8 +36,9 @@ function init() {
     e.preventDefault();
     sessionStorage.setItem(KEY, $("token").value);
     token = $("token").value;
+    fromLink = false;
     $("login").hidden = true;
-    connect();
+    start();
   });
   $("job-close").addEventListener("click", () => selectJob(null));
   $("gantt").addEventListener("mousemove", hover);
@@ -44,8 +47,39 @@ function init() {
   if (!token) {
     showLogin("");
   } else {
-    connect();
+    start();
   }
+}
+
+// A link may carry only a read credential: one that can change the
+// cluster (the administrator's cluster.token, a client's or a worker's)
+// is dropped and asked for instead, so that no address bar, history or
+// shared link holds it. Typed in, any credential opens the page, with a
+// warning that it can change the cluster.
+async function start() {
+  let role = null;
+  try {
+    const r = await fetch("/v1/whoami", auth());
+    if (r.status === 401) {
+      sessionStorage.removeItem(KEY);
+      showLogin("wrong token");
+      return;
+    }
+    if (r.ok) role = (await r.json()).role;
+  } catch (e) {
+    // the master is away: connect() retries
+  }
+  if (role && role !== "read" && fromLink) {
+    sessionStorage.removeItem(KEY);
+    token = null;
+    showLogin("a link may carry only a read credential");
+    $("login-why").textContent =
+      "The link carried a credential of the " + role + " role, which can change the cluster. " +
+      "Give the dashboard a read one ([credentials] read in cluster.toml), or type a secret here.";
+    return;
+  }
+  $("role").textContent = role && role !== "read" ? role + " credential: it can change the cluster" : "";
+  connect();
 }
 
 function parseJob(s) {
