@@ -110,41 +110,46 @@ async fn nic_bench() {
     let dir = tempfile::tempdir().unwrap();
     // w0 reads (capped); w1 serves (unlimited).
     let cl = support::start_cluster(dir.path(), TOKEN, 4, &[Some(cap), None], 100).await;
-    let ws = &cl.workers;
-    let size = NIC_BLOCK;
-    upload_nic_blocks(&common::http_client::plain(), &ws[1].url()).await;
+    upload_nic_blocks(&common::http_client::plain(), &cl.workers[1].url()).await;
     println!(
         "1. remote fetch into a worker with an emulated NIC C = {NIC_MBPS} Mbit/s, {} MB per reader",
-        size / 1_000_000
+        NIC_BLOCK / 1_000_000
     );
+    worker_fetch_rounds(
+        &cl,
+        "nic.emulated",
+        "remote fetch, emulated NIC C = 400 Mbit/s",
+    )
+    .await;
+}
+
+/// [`nic_round`] with 1, 2 and 4 readers, each fetching one of
+/// [`upload_nic_blocks`]' blocks from `cl`'s w1 into w0 (NIC capped at C)
+/// through w0's own client.
+async fn worker_fetch_rounds(cl: &support::LocalCluster, id: &str, what: &str) {
+    let cap = common::config::mbps_to_bytes(NIC_MBPS);
+    let ws = &cl.workers;
     for k in [1usize, 2, 4] {
-        nic_round(
-            "nic.emulated",
-            "remote fetch, emulated NIC C = 400 Mbit/s",
-            k,
-            size,
-            cap,
-            |i| {
-                let peers = ws[0].exec.peers.clone();
-                let url = ws[1].url();
-                async move {
-                    let id = BlockId::for_file("nic", i as u32).unwrap();
-                    let s = Instant::now();
-                    worker::fetch::fetch_block(
-                        &peers.http,
-                        &peers.nic.rx,
-                        TOKEN,
-                        &url,
-                        &id,
-                        size as u64,
-                        |_| async { Ok(()) },
-                    )
-                    .await
-                    .unwrap();
-                    s.elapsed().as_secs_f64()
-                }
-            },
-        )
+        nic_round(id, what, k, NIC_BLOCK, cap, |i| {
+            let peers = ws[0].exec.peers.clone();
+            let url = ws[1].url();
+            async move {
+                let id = BlockId::for_file("nic", i as u32).unwrap();
+                let s = Instant::now();
+                worker::fetch::fetch_block(
+                    &peers.http,
+                    &peers.nic.rx,
+                    TOKEN,
+                    &url,
+                    &id,
+                    NIC_BLOCK as u64,
+                    |_| async { Ok(()) },
+                )
+                .await
+                .unwrap();
+                s.elapsed().as_secs_f64()
+            }
+        })
         .await;
     }
 }

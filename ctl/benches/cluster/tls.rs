@@ -5,10 +5,9 @@
 //! TLS clusters run in turn. The netns variant over HTTPS (10c) is
 //! `nic_netns_bench(true)` beside section 1b.
 
-use super::{load, nic_round, support, upload_nic_blocks, NIC_BLOCK, NIC_MBPS, TOKEN};
+use super::{load, support, upload_nic_blocks, worker_fetch_rounds, NIC_MBPS, TOKEN};
 use common::bench::record;
 use common::wire::JobSubmit;
-use common::BlockId;
 use ctl::ops::loader::{Generator, Source};
 use std::time::Instant;
 use workloads::Workload;
@@ -24,36 +23,12 @@ pub async fn tls_nic_bench() {
         "10a. remote fetch over HTTPS (TLS 1.3) into a worker with an emulated NIC C = {NIC_MBPS} Mbit/s"
     );
     assert!(ws[1].url().starts_with("https://"));
-    for k in [1usize, 2, 4] {
-        nic_round(
-            "tls.nic",
-            "remote fetch over TLS, emulated NIC C = 400 Mbit/s",
-            k,
-            NIC_BLOCK,
-            cap,
-            |i| {
-                let peers = ws[0].exec.peers.clone();
-                let url = ws[1].url();
-                async move {
-                    let id = BlockId::for_file("nic", i as u32).unwrap();
-                    let s = Instant::now();
-                    worker::fetch::fetch_block(
-                        &peers.http,
-                        &peers.nic.rx,
-                        TOKEN,
-                        &url,
-                        &id,
-                        NIC_BLOCK as u64,
-                        |_| async { Ok(()) },
-                    )
-                    .await
-                    .unwrap();
-                    s.elapsed().as_secs_f64()
-                }
-            },
-        )
-        .await;
-    }
+    worker_fetch_rounds(
+        &cl,
+        "tls.nic",
+        "remote fetch over TLS, emulated NIC C = 400 Mbit/s",
+    )
+    .await;
 }
 
 /// One 1 GiB sort (16 x 64 MiB records, `reduces` reduces) on `cl`: seconds.
