@@ -795,6 +795,7 @@ fn main() {
             nic_netns_bench(true).await;
             tls::tls_sort_bench("10b.", &tls::TIGHT, 5).await;
             tls::tls_sort_bench("10d.", &tls::DEFAULT, 3).await;
+            tls::tls_netns_sort_bench(3).await;
         }
     });
 }

@@ -146,6 +146,12 @@ async fn a_tls_cluster_runs_a_job_and_refuses_plain_and_foreign_clients() {
         let log = std::fs::read_to_string(dir.path().join(format!("run/logs/{node}.log"))).unwrap();
         assert!(log.contains("HTTPS (TLS on)"), "{node}: {log}");
     }
+    // The same cluster.toml under a new authority is another cluster: its
+    // master refuses the journal the first one wrote.
+    local::down(&local::run_dir(&cfg)).unwrap();
+    std::fs::remove_dir_all(dir.path().join("run/tls")).unwrap();
+    let e = local::start_with(&cfg, &bin()).await.unwrap_err();
+    assert!(format!("{e:#}").contains("another TLS authority"), "{e:#}");
 }
 
 /// A worker given a certificate of another authority (the user's own

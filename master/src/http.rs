@@ -683,7 +683,8 @@ pub async fn start_with(
     let mut clock_from = Duration::ZERO;
     if let Some(path) = &journal_path {
         let replayed = journal::read_with(path, settings_damage)?;
-        journal::check_cluster(path, &replayed, token)?;
+        let authority = tls.as_ref().map(|t| t.authority.as_str());
+        journal::check_cluster(path, &replayed, token, authority)?;
         for what in &replayed.dropped {
             tracing::warn!(path = %path.display(), "job journal: {what}");
         }
@@ -695,7 +696,7 @@ pub async fn start_with(
             master.reserve_ids_through(common::JobId(job));
         }
         kept.extend(master.take_journal());
-        journal::rewrite(path, &journal::cluster_fingerprint(token), &kept)?;
+        journal::rewrite(path, &journal::cluster_fingerprint(token), authority, &kept)?;
         if dropped > 0 {
             tracing::info!(path = %path.display(), dropped, kept = kept.len(), "job journal compacted");
         }

@@ -118,6 +118,9 @@ impl ClientTls {
 pub struct NodeTls {
     pub server: Arc<rustls::ServerConfig>,
     pub client: ClientTls,
+    /// 16 hex digits of a SHA-256 of the authority's certificate: the
+    /// cluster's name under TLS (the master's journal records it).
+    pub authority: String,
 }
 
 impl NodeTls {
@@ -141,9 +144,12 @@ impl NodeTls {
                 ))
             })?;
         server.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let ca = read_certs(&files.ca)?;
+        let digest = crate::checksum::sha256(ca[0].as_ref());
         Ok(NodeTls {
             server: Arc::new(server),
             client: ClientTls::load(&files.ca)?,
+            authority: digest[..8].iter().map(|b| format!("{b:02x}")).collect(),
         })
     }
 }

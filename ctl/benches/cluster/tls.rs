@@ -33,19 +33,134 @@ pub async fn tls_nic_bench() {
 
 /// One 1 GiB sort (16 x 64 MiB records, `reduces` reduces) on `cl`: seconds.
 async fn sort_once(cl: &support::LocalCluster, run: usize, reduces: u32) -> f64 {
+    sort_with(&cl.client, run, reduces).await
+}
+
+/// [`sort_once`] through `client`.
+async fn sort_with(client: &ctl::ops::client::MasterClient, run: usize, reduces: u32) -> f64 {
     let mut job = JobSubmit::new(Workload::Sort, "recs");
     job.reduces = Some(reduces);
     job.output = Some(format!("recs-sorted-{run}"));
     let t = Instant::now();
-    let id = cl.client.submit(&job).await.unwrap();
-    let r = cl.client.wait_job(id).await.unwrap();
+    let id = client.submit(&job).await.unwrap();
+    let r = client.wait_job(id).await.unwrap();
     let secs = t.elapsed().as_secs_f64();
     assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
-    cl.client
+    client
         .delete_file(&format!("recs-sorted-{run}"))
         .await
         .unwrap();
     secs
+}
+
+/// `runs` 1 GiB sorts on a cluster of `make cluster`'s shape in network
+/// namespaces (links shaped by tc at 400 Mbit/s), TLS on or off, driven
+/// from the master's namespace: the median's seconds; None where the
+/// namespaces cannot be made (not root).
+async fn netns_sorts(tls: bool, runs: usize) -> Option<f64> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = format!(
+        "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 2\ndata_dir = \"data\"\n\
+         [master]\nlisten = \"127.0.0.1:7410\"\n[workers]\nslots = 4\nnic_mbps = 400\n\
+         [tls]\nenabled = {tls}\n"
+    );
+    for i in 1..=4 {
+        text += &format!(
+            "[[worker]]\nname = \"w{i}\"\nlisten = \"127.0.0.1:{}\"\n",
+            7410 + i
+        );
+    }
+    let path = dir.path().join("cluster.toml");
+    std::fs::write(&path, text).unwrap();
+    let cfg = common::config::ClusterConfig::load(&path).unwrap();
+    let prefix = "mrtbsort-";
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_master"))
+        .parent()
+        .unwrap();
+    if let Err(e) = ctl::ops::local::up_netns_with(&cfg, true, prefix, bin).await {
+        println!("10e. the netns sort cannot start: {e:#}");
+        return None;
+    }
+    let derived =
+        common::config::ClusterConfig::load(ctl::ops::local::netns_config_path(&cfg)).unwrap();
+    let ns = ctl::ops::netns::Layout::plan(prefix, &cfg)
+        .unwrap()
+        .master
+        .ns
+        .clone();
+    let secs = tokio::task::spawn_blocking(move || {
+        ctl::ops::netns::in_ns(&ns, move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let client = ctl::ops::client::MasterClient::for_cluster(
+                    &derived,
+                    common::credentials::Role::Client,
+                )
+                .unwrap();
+                let spec = ctl::ops::loader::LoadSpec {
+                    name: "recs".into(),
+                    source: Source::Generate {
+                        kind: Generator::Records,
+                        blocks: 16,
+                    },
+                    block_size: 64 << 20,
+                    replication: 2,
+                    seed: 9,
+                    placement: Default::default(),
+                };
+                ctl::ops::loader::load(&client, &spec).await.unwrap();
+                let mut v = Vec::new();
+                for run in 0..runs {
+                    v.push(sort_with(&client, run, 4).await);
+                }
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2]
+            })
+        })
+    })
+    .await
+    .unwrap();
+    let _ = ctl::ops::local::down(&ctl::ops::local::run_dir(&cfg));
+    let _ = ctl::ops::netns::teardown(prefix);
+    secs.ok()
+}
+
+/// Section 10e: the 1 GiB sort of `make cluster`'s shape in network
+/// namespaces, plain HTTP then TLS, `runs` each (root only).
+pub async fn tls_netns_sort_bench(runs: usize) {
+    if !nix::unistd::Uid::effective().is_root() {
+        println!("10e. netns sort skipped: needs root");
+        return;
+    }
+    let (Some(mp), Some(mt)) = (
+        netns_sorts(false, runs).await,
+        netns_sorts(true, runs).await,
+    ) else {
+        return;
+    };
+    println!(
+        "10e. 1 GiB sort in network namespaces (4 workers x 4 slots, tc at 400 Mbit/s, 4 reduces), {runs} runs each: plain HTTP median {mp:.2} s, TLS {mt:.2} s, TLS / plain {:.3} (target <= 1.10)",
+        mt / mp
+    );
+    let what = format!("1 GiB sort in network namespaces (4 workers x 4 slots, tc at 400 Mbit/s, 4 reduces), median of {runs}");
+    record(
+        "tls.sort_netns.plain_s",
+        &format!("{what}: plain HTTP"),
+        mp,
+        "s",
+        "",
+    );
+    record("tls.sort_netns.tls_s", &format!("{what}: TLS"), mt, "s", "");
+    record(
+        "tls.sort_netns.ratio",
+        &format!("{what}: TLS / plain HTTP"),
+        mt / mp,
+        "x",
+        "<= 1.1",
+    );
 }
 
 /// The shape a sort runs on: its workers' slots and NIC, and reduces.

@@ -12,8 +12,11 @@
 //!   with `--journal-recover` it keeps the entries before that line, drops
 //!   the rest (their tasks run again, jobs first journaled there are lost)
 //!   and keeps the whole file beside the journal as `<journal>.damaged-<ms>`;
-//! - a journal another cluster wrote (another token): refused, naming both
-//!   fingerprints;
+//! - a journal another cluster wrote (another token, or with TLS on another
+//!   authority: the header names the `ca.pem` it was written under): refused,
+//!   naming both fingerprints; a journal written with TLS off (no
+//!   authority named) is taken by a master with TLS on, which names its
+//!   authority from then on;
 //! - a full disk while appending: the append is cut back to the last whole
 //!   entry, its entries stay in memory and go out with the next append
 //!   (`AppState::with`), and the master takes no new job, deletion or
@@ -41,6 +44,10 @@ struct Header {
     version: u32,
     /// `cluster_fingerprint` of the token of the cluster that wrote it.
     cluster: String,
+    /// With TLS on: the fingerprint of the cluster's authority
+    /// (`NodeTls::authority`) it was written under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    authority: Option<String>,
 }
 
 /// A cluster's name in its journal: 16 hex digits of a SHA-256 of its
@@ -67,6 +74,8 @@ pub struct Replayed {
     /// The fingerprint its header names; `None` for a journal of an
     /// earlier version (or none at all).
     pub cluster: Option<String>,
+    /// The authority its header names (written with TLS on).
+    pub authority: Option<String>,
     /// What was left out, to log: a last line cut short, or the damaged
     /// lines when recovering.
     pub dropped: Vec<String>,
@@ -114,6 +123,7 @@ pub fn read_with(path: &Path, on_damage: Damage) -> anyhow::Result<Replayed> {
                     );
                 }
                 out.cluster = Some(h.cluster);
+                out.authority = h.authority;
                 continue;
             }
         }
@@ -310,13 +320,20 @@ pub(super) fn append_within(
 }
 
 /// Replaces the journal with a header for `cluster` (a
-/// `cluster_fingerprint`) and `entries`: written to `<path>.new`,
-/// fsynced, and renamed over it (a crash leaves the old one whole).
-pub fn rewrite(path: &Path, cluster: &str, entries: &[JournalEntry]) -> anyhow::Result<()> {
+/// `cluster_fingerprint`) and `authority` (with TLS on) and `entries`:
+/// written to `<path>.new`, fsynced, and renamed over it (a crash leaves
+/// the old one whole).
+pub fn rewrite(
+    path: &Path,
+    cluster: &str,
+    authority: Option<&str>,
+    entries: &[JournalEntry],
+) -> anyhow::Result<()> {
     let header = Header {
         journal: FORMAT.into(),
         version: VERSION,
         cluster: cluster.into(),
+        authority: authority.map(str::to_owned),
     };
     let json = serde_json::to_vec(&header)?;
     let mut buf = json.clone();
@@ -348,8 +365,23 @@ pub fn sync(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Refuses a journal another cluster wrote.
-pub fn check_cluster(path: &Path, replayed: &Replayed, token: &str) -> anyhow::Result<()> {
+/// Refuses a journal another cluster wrote: under another token, or under
+/// another authority than `authority` (TLS on).
+pub fn check_cluster(
+    path: &Path,
+    replayed: &Replayed,
+    token: &str,
+    authority: Option<&str>,
+) -> anyhow::Result<()> {
+    if let (Some(theirs), Some(ours)) = (&replayed.authority, authority) {
+        anyhow::ensure!(
+            theirs == ours,
+            "{}: the job journal was written under another TLS authority (ca.pem fingerprint {theirs}; \
+             this master's is {ours}): another cluster's jobs. Start with the authority that wrote it, \
+             or move the journal away to start without history",
+            path.display()
+        );
+    }
     let ours = cluster_fingerprint(token);
     match &replayed.cluster {
         Some(theirs) if *theirs != ours => anyhow::bail!(

@@ -40,6 +40,7 @@ fn journal_of_four(dir: &std::path::Path) -> std::path::PathBuf {
     rewrite(
         &path,
         &cluster_fingerprint("token-a"),
+        None,
         &[submitted(1), submitted(2)],
     )
     .unwrap();
@@ -119,8 +120,10 @@ fn a_journal_of_another_cluster_is_refused_and_one_of_an_earlier_version_replays
     let dir = tempfile::tempdir().unwrap();
     let path = journal_of_four(dir.path());
     let r = read_with(&path, Damage::Refuse).unwrap();
-    check_cluster(&path, &r, "token-a").unwrap();
-    let e = check_cluster(&path, &r, "token-b").unwrap_err().to_string();
+    check_cluster(&path, &r, "token-a", None).unwrap();
+    let e = check_cluster(&path, &r, "token-b", None)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("another cluster"), "{e}");
     assert!(
         e.contains(&cluster_fingerprint("token-a")) && e.contains(&cluster_fingerprint("token-b")),
@@ -138,7 +141,32 @@ fn a_journal_of_another_cluster_is_refused_and_one_of_an_earlier_version_replays
     std::fs::write(&path, old).unwrap();
     let r = read_with(&path, Damage::Refuse).unwrap();
     assert_eq!((r.entries.len(), r.cluster.as_deref()), (2, None));
-    check_cluster(&path, &r, "token-b").unwrap();
+    check_cluster(&path, &r, "token-b", None).unwrap();
+}
+
+#[test]
+fn a_journal_written_under_another_tls_authority_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.jsonl");
+    let fp = cluster_fingerprint("token-a");
+    // Written with TLS off: a master with TLS on takes it.
+    rewrite(&path, &fp, None, &[submitted(1)]).unwrap();
+    let r = read_with(&path, Damage::Refuse).unwrap();
+    check_cluster(&path, &r, "token-a", Some("aaaa")).unwrap();
+    // Written under authority aaaa: the same token under bbbb is refused,
+    // naming both; under aaaa, or with TLS off, it replays.
+    rewrite(&path, &fp, Some("aaaa"), &r.entries).unwrap();
+    let r = read_with(&path, Damage::Refuse).unwrap();
+    assert_eq!((r.entries.len(), r.authority.as_deref()), (1, Some("aaaa")));
+    check_cluster(&path, &r, "token-a", Some("aaaa")).unwrap();
+    check_cluster(&path, &r, "token-a", None).unwrap();
+    let e = check_cluster(&path, &r, "token-a", Some("bbbb"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("another TLS authority") && e.contains("aaaa") && e.contains("bbbb"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -224,7 +252,7 @@ fn compaction_keeps_what_a_restart_needs_and_rewrite_replaces_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.jsonl");
     append(&path, &entries).unwrap();
-    rewrite(&path, "c", &kept).unwrap();
+    rewrite(&path, "c", None, &kept).unwrap();
     assert_eq!(read(&path).unwrap().len(), 4);
     assert!(!dir.path().join("journal.jsonl.new").exists());
 }
