@@ -71,7 +71,7 @@ fn main() {
     let jobs = 300;
     let ours = dir.path().join("journal.jsonl");
     let plain = dir.path().join("plain.jsonl");
-    journal::rewrite(&ours, &journal::cluster_fingerprint("bench"), &[]).unwrap();
+    journal::rewrite(&ours, &journal::cluster_fingerprint("bench"), None, &[]).unwrap();
     let task_ours = per_append_us(tasks, |i| {
         journal::append(&ours, &[launched(i)]).unwrap();
     });
