@@ -133,25 +133,23 @@ async fn worker_fetch_rounds(cl: &support::LocalCluster, id: &str, what: &str) {
         nic_round(id, what, k, NIC_BLOCK, cap, |i| {
             let peers = ws[0].exec.peers.clone();
             let url = ws[1].url();
-            async move {
-                let id = BlockId::for_file("nic", i as u32).unwrap();
-                let s = Instant::now();
-                worker::fetch::fetch_block(
-                    &peers.http,
-                    &peers.nic.rx,
-                    TOKEN,
-                    &url,
-                    &id,
-                    NIC_BLOCK as u64,
-                    |_| async { Ok(()) },
-                )
-                .await
-                .unwrap();
-                s.elapsed().as_secs_f64()
-            }
+            async move { timed_fetch(&peers.http, &peers.nic.rx, &url, i).await }
         })
         .await;
     }
+}
+
+/// Seconds to fetch block `i` of [`upload_nic_blocks`] from `url` with
+/// `http`, its bytes paced by `link`.
+async fn timed_fetch(http: &reqwest::Client, link: &worker::nic::Link, url: &str, i: usize) -> f64 {
+    let id = BlockId::for_file("nic", i as u32).unwrap();
+    let s = Instant::now();
+    worker::fetch::fetch_block(http, link, TOKEN, url, &id, NIC_BLOCK as u64, |_| async {
+        Ok(())
+    })
+    .await
+    .unwrap();
+    s.elapsed().as_secs_f64()
 }
 
 async fn upload_nic_blocks(http: &reqwest::Client, url: &str) {
@@ -237,22 +235,7 @@ async fn nic_netns_bench(tls: bool) {
                 for k in [1usize, 2, 4] {
                     nic_round(id, what, k, NIC_BLOCK, cap, |i| {
                         let (http, url, link) = (&http, &s_url, &unlimited);
-                        async move {
-                            let id = BlockId::for_file("nic", i as u32).unwrap();
-                            let s = Instant::now();
-                            worker::fetch::fetch_block(
-                                http,
-                                link,
-                                TOKEN,
-                                url,
-                                &id,
-                                NIC_BLOCK as u64,
-                                |_| async { Ok(()) },
-                            )
-                            .await
-                            .unwrap();
-                            s.elapsed().as_secs_f64()
-                        }
+                        async move { timed_fetch(http, link, url, i).await }
                     })
                     .await;
                 }
