@@ -139,6 +139,27 @@ async fn worker_fetch_rounds(cl: &support::LocalCluster, id: &str, what: &str) {
     }
 }
 
+/// The cluster of the config at `path` up in network namespaces under
+/// `prefix`, with this build's binaries; None, after saying so under
+/// section `part`, when it cannot start.
+async fn up_bench_netns(
+    path: &std::path::Path,
+    prefix: &str,
+    part: &str,
+) -> Option<common::config::ClusterConfig> {
+    let cfg = common::config::ClusterConfig::load(path).unwrap();
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_master"))
+        .parent()
+        .unwrap();
+    match ctl::ops::local::up_netns_with(&cfg, true, prefix, bin).await {
+        Ok(()) => Some(cfg),
+        Err(e) => {
+            println!("{part} the netns cluster cannot start: {e:#}");
+            None
+        }
+    }
+}
+
 /// Seconds to fetch block `i` of [`upload_nic_blocks`] from `url` with
 /// `http`, its bytes paced by `link`.
 async fn timed_fetch(http: &reqwest::Client, link: &worker::nic::Link, url: &str, i: usize) -> f64 {
@@ -197,15 +218,10 @@ async fn nic_netns_bench(tls: bool) {
         ),
     )
     .unwrap();
-    let cfg = common::config::ClusterConfig::load(&cfg_path).unwrap();
     let prefix = "mrtbench-";
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_master"))
-        .parent()
-        .unwrap();
-    if let Err(e) = ctl::ops::local::up_netns_with(&cfg, true, prefix, bin).await {
-        println!("{part} netns variant failed to start: {e:#}");
+    let Some(cfg) = up_bench_netns(&cfg_path, prefix, part).await else {
         return;
-    }
+    };
     let layout = ctl::ops::netns::Layout::plan(prefix, &cfg).unwrap();
     let derived = layout.derive_config(&cfg);
     let s_url = format!("{}://{}", cfg.scheme(), derived.worker[1].listen);

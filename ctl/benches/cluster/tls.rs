@@ -5,7 +5,9 @@
 //! TLS clusters run in turn. The netns variant over HTTPS (10c) is
 //! `nic_netns_bench(true)` beside section 1b.
 
-use super::{load, support, upload_nic_blocks, worker_fetch_rounds, NIC_MBPS, TOKEN};
+use super::{
+    load, support, up_bench_netns, upload_nic_blocks, worker_fetch_rounds, NIC_MBPS, TOKEN,
+};
 use common::bench::record;
 use common::wire::JobSubmit;
 use ctl::ops::loader::{Generator, Source};
@@ -72,15 +74,8 @@ async fn netns_sorts(tls: bool, runs: usize) -> Option<f64> {
     }
     let path = dir.path().join("cluster.toml");
     std::fs::write(&path, text).unwrap();
-    let cfg = common::config::ClusterConfig::load(&path).unwrap();
     let prefix = "mrtbsort-";
-    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_master"))
-        .parent()
-        .unwrap();
-    if let Err(e) = ctl::ops::local::up_netns_with(&cfg, true, prefix, bin).await {
-        println!("10e. the netns sort cannot start: {e:#}");
-        return None;
-    }
+    let cfg = up_bench_netns(&path, prefix, "10e.").await?;
     let derived =
         common::config::ClusterConfig::load(ctl::ops::local::netns_config_path(&cfg)).unwrap();
     let ns = ctl::ops::netns::Layout::plan(prefix, &cfg)
