@@ -734,6 +734,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             model_point,
             heartbeat_jitter_ms,
             host_term,
+            recorded_heartbeats,
         } => {
             use crate::experiment::calibrate::{calibrate, Fit, Options};
             let fit = match (model_from, hold_out) {
@@ -747,6 +748,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                     fit,
                     jitter_ms: *heartbeat_jitter_ms,
                     host_term: *host_term,
+                    recorded_beats: *recorded_heartbeats,
                 },
             )?;
             print!("{}", std::fs::read_to_string(out.join("summary.md"))?);

@@ -79,6 +79,16 @@ pub struct ReplayCluster {
     /// runs the same rule, a backup runs like any map or reduce, the first
     /// attempt the master learns of wins and the other is killed then.
     pub speculation: sched::speculation::Speculation,
+    /// The real run's heartbeats as its master took them, in that order:
+    /// (time in ms, worker), from its decision record's offers (regular
+    /// ones, those an arrival woke, those after a task ended). Given, each
+    /// worker heartbeats exactly then until its last recorded one, and from
+    /// then on every period as without a record; no arrival wakes a worker
+    /// (the record holds those heartbeats), but with `out_of_band` a
+    /// worker still heartbeats when a simulated task of its ends (the
+    /// model's end is not the real one's). Ties in time go in the record's
+    /// order. Empty: every worker from its phase.
+    pub recorded_beats: Vec<(u64, u32)>,
 }
 
 /// The window of [`ReplayCluster::host_ms_per_start`]: launches this recent

@@ -273,6 +273,7 @@ pub fn cluster(shape: &Shape, seed: u64) -> ReplayCluster {
         host_ms_per_start: 0.0,
         slowdown: slowdown(shape, seed),
         speculation: shape.speculation.clone(),
+        recorded_beats: Vec::new(),
     }
 }
 

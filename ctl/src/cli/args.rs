@@ -382,6 +382,12 @@ pub enum SimCmd {
         /// (writes DIR/calibration...-host/).
         #[arg(long)]
         host_term: bool,
+        /// Replay each run's heartbeats at the times and in the order its
+        /// master took them (from the run's decision record, out-of-band
+        /// ones included) instead of from fitted phases; every run needs a
+        /// whole record (writes DIR/calibration...-recorded/).
+        #[arg(long, conflicts_with = "heartbeat_jitter_ms")]
+        recorded_heartbeats: bool,
     },
     /// The calibrated simulator's error against the cluster's size: DIRs
     /// are results folders of one workload family at growing worker counts

@@ -40,6 +40,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+mod beats;
 mod measured;
 mod summary;
 #[cfg(test)]
@@ -69,6 +70,10 @@ pub struct Options {
     /// overhead grows with the maps launched on the shared host just
     /// before it (writes `...-host/`).
     pub host_term: bool,
+    /// Replay each run's heartbeats as its decision record has them (the
+    /// real order and times, out-of-band ones included) instead of from
+    /// fitted phases (writes `...-recorded/`).
+    pub recorded_beats: bool,
 }
 
 impl Options {
@@ -77,6 +82,7 @@ impl Options {
             fit,
             jitter_ms: 0,
             host_term: false,
+            recorded_beats: false,
         }
     }
 }
@@ -253,6 +259,9 @@ fn write_calibration(
     if opts.host_term {
         name.push_str("-host");
     }
+    if opts.recorded_beats {
+        name.push_str("-recorded");
+    }
     if jitter_ms > 0 {
         name.push_str(&format!("-jitter{jitter_ms}"));
     }
@@ -308,6 +317,7 @@ fn write_calibration(
         },
         "heartbeat_jitter_ms": jitter_ms,
         "host_term": opts.host_term,
+        "recorded_heartbeats": opts.recorded_beats,
         "source_meta": meta,
         "models": out.models,
         "provenance": prov,

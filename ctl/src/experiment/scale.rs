@@ -92,9 +92,8 @@ pub fn scale_error(dirs: &[PathBuf], results: &Path) -> anyhow::Result<PathBuf> 
     let mut bases = Vec::new();
     for host_term in [false, true] {
         let opts = |fit: Fit| Options {
-            fit,
-            jitter_ms: 0,
             host_term,
+            ..Options::new(fit)
         };
         let suffix = if host_term { "+host" } else { "" };
         let base = calibrate::calibrate(&first.dir, &opts(Fit::InSample))?;

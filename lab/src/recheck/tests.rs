@@ -64,6 +64,7 @@ fn outcome(config: &SchedulerConfig, placement: ReducePlacement) -> ReplayOutcom
         host_ms_per_start: 0.0,
         slowdown: Vec::new(),
         speculation: Default::default(),
+        recorded_beats: Vec::new(),
     };
     let mut policy = sched::build(config, SEED);
     let mut placer = ReducePlacer::new(placement, config);

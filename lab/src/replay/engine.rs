@@ -18,9 +18,11 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 /// A running task: (end, worker, job, index, source, start, reduce).
 type Ending = Reverse<(u64, u32, JobId, u32, u32, u64, bool)>;
 
-/// A heartbeat: (time, worker, Some(k) for the k-th regular one); a
-/// regular one schedules the next, an out-of-band one does not.
-type Beat = Reverse<(u64, u32, Option<u64>)>;
+/// A heartbeat: (time, rank, worker, Some(k) for the k-th regular one); a
+/// regular one schedules the next, an out-of-band one does not. Ties in
+/// time go by rank: the worker's number, or a recorded heartbeat's place
+/// in the real run's order ([`ReplayCluster::recorded_beats`]).
+type Beat = Reverse<(u64, u64, u32, Option<u64>)>;
 
 /// An attempt, by task, kind (true: a reduce), worker and start.
 type AttemptKey = (TaskRef, bool, u32, u64);
@@ -85,6 +87,10 @@ pub struct Replay<'a> {
     job_index: HashMap<JobId, usize>,
     done_at: Vec<Option<u64>>,
     beats: BinaryHeap<Beat>,
+    /// Per worker, its recorded heartbeats still to come: while any is,
+    /// the record holds the heartbeats an arrival woke, and none is
+    /// simulated.
+    recorded_left: Vec<usize>,
     /// Out-of-band heartbeats: the arrival times that wake every worker,
     /// and the next whose heartbeats are not yet in `beats` (pushed just
     /// before the clock reaches it, not all at the start).
@@ -149,15 +155,7 @@ impl<'a> Replay<'a> {
         }
         let mut order: Vec<usize> = (0..jobs.len()).collect();
         order.sort_by_key(|&j| (jobs[j].arrival_ms, j));
-        let beats: BinaryHeap<Beat> = (0..n)
-            .map(|w| {
-                Reverse((
-                    cluster.phase(w).round() as u64 + cluster.jitter(w, 0),
-                    w as u32,
-                    Some(0),
-                ))
-            })
-            .collect();
+        let (beats, recorded_left) = first_beats(cluster);
         let (wakes, background_of) = wakes_and_background(cluster, jobs, background);
         view.set_speculation(cluster.speculation.clone());
         Replay {
@@ -175,6 +173,7 @@ impl<'a> Replay<'a> {
             job_index: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
             done_at: vec![None; jobs.len()],
             beats,
+            recorded_left,
             wakes,
             next_wake: 0,
             background_of,
@@ -243,7 +242,11 @@ impl<'a> Replay<'a> {
             match self.wakes.get(self.next_wake) {
                 Some(&a) if a as f64 <= earliest => {
                     let n = self.cluster.slots.len() as u32;
-                    self.beats.extend((0..n).map(|w| Reverse((a, w, None))));
+                    self.beats.extend(
+                        (0..n)
+                            .filter(|&w| self.recorded_left[w as usize] == 0)
+                            .map(|w| Reverse((a, u64::from(w), w, None))),
+                    );
                     self.next_wake += 1;
                 }
                 _ => break (next_end, t_beat, next_xfer),
@@ -331,7 +334,10 @@ impl<'a> Replay<'a> {
             self.unreported[w as usize].push((task, src, start));
         }
         if self.cluster.out_of_band {
-            self.beats.push(Reverse((end, w, None)));
+            // With a record too: the simulated task ends when the model
+            // says, and its worker heartbeats then, as the real one did
+            // when its own task ended.
+            self.beats.push(Reverse((end, u64::from(w), w, None)));
         }
     }
 
@@ -430,7 +436,10 @@ impl<'a> Replay<'a> {
     /// slots, background and progress reach the view, and it is offered
     /// to the reduce placement and then the policy.
     fn heartbeat(&mut self) -> Result<(), SimError> {
-        let Reverse((t, w, regular)) = self.beats.pop().expect("peeked");
+        let Reverse((t, rank, w, regular)) = self.beats.pop().expect("peeked");
+        if rank >= RECORDED_RANK {
+            self.recorded_left[w as usize] -= 1;
+        }
         for (task, src, start) in std::mem::take(&mut self.unreported[w as usize]) {
             self.report(t, w, task, src, false, start);
         }
@@ -439,7 +448,8 @@ impl<'a> Replay<'a> {
             let next = (self.cluster.phase(wu) + (k + 1) as f64 * self.cluster.period(wu)).round()
                 as u64
                 + self.cluster.jitter(wu, k + 1);
-            self.beats.push(Reverse((next.max(t + 1), w, Some(k + 1))));
+            self.beats
+                .push(Reverse((next.max(t + 1), u64::from(w), w, Some(k + 1))));
         }
         self.arrivals(t);
         self.worker_state(t, w);
@@ -700,6 +710,57 @@ fn wakes_and_background(
         }
     }
     (wakes, background_of)
+}
+
+/// Recorded heartbeats rank from here on (a worker's number ranks below).
+const RECORDED_RANK: u64 = 1 << 32;
+
+/// The heartbeats due at time 0, and each worker's recorded heartbeats.
+/// Without a record, each worker's first regular one at its phase; with
+/// one, every recorded heartbeat at its time in the record's order, the
+/// worker's last one going on as its regular heartbeats (the `k` of the
+/// period after it).
+fn first_beats(cluster: &ReplayCluster) -> (BinaryHeap<Beat>, Vec<usize>) {
+    let n = cluster.slots.len();
+    let mut left = vec![0usize; n];
+    if cluster.recorded_beats.is_empty() {
+        let beats = (0..n)
+            .map(|w| {
+                let t = cluster.phase(w).round() as u64 + cluster.jitter(w, 0);
+                Reverse((t, w as u64, w as u32, Some(0)))
+            })
+            .collect();
+        return (beats, left);
+    }
+    let mut last = vec![None; n];
+    for (i, &(_, w)) in cluster.recorded_beats.iter().enumerate() {
+        if let Some(l) = left.get_mut(w as usize) {
+            *l += 1;
+            last[w as usize] = Some(i);
+        }
+    }
+    let mut beats: BinaryHeap<Beat> = BinaryHeap::new();
+    for (i, &(t, w)) in cluster.recorded_beats.iter().enumerate() {
+        let wu = w as usize;
+        if wu >= n {
+            continue;
+        }
+        let regular = (last[wu] == Some(i)).then(|| {
+            // The regular heartbeat at or before t: the next follows it.
+            ((t as f64 - cluster.phase(wu)) / cluster.period(wu))
+                .floor()
+                .max(0.0) as u64
+        });
+        beats.push(Reverse((t, RECORDED_RANK + i as u64, w, regular)));
+    }
+    // A worker the record never saw heartbeats as without one.
+    for (w, l) in left.iter().enumerate() {
+        if *l == 0 {
+            let t = cluster.phase(w).round() as u64;
+            beats.push(Reverse((t, w as u64, w as u32, Some(0))));
+        }
+    }
+    (beats, left)
 }
 
 /// The task numbered `index` of `tasks`: at its place when tasks are

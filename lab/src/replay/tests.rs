@@ -40,6 +40,7 @@ fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster
         host_ms_per_start: 0.0,
         slowdown: Vec::new(),
         speculation: Default::default(),
+        recorded_beats: Vec::new(),
     }
 }
 
@@ -603,4 +604,72 @@ fn speculation_backs_up_a_slow_reduce_in_the_replay() {
     assert_eq!((on.backups, on.backups_won), (1, 1));
     assert_eq!((off.backups, off.backups_won), (0, 0));
     assert!(off.decisions.iter().all(|d| d.rule != Rule::Backup));
+}
+
+#[test]
+fn recorded_heartbeats_come_at_their_times_and_ties_in_the_records_order() {
+    // Three one-slot workers; a job whose two maps are held by w0 and w1.
+    let jobs = [job(1, 0, &[(0, 500), (1, 500)]), job(2, 5_000, &[(0, 100)])];
+    let mut c = cluster(&[1, 1, 1], 1_000, false);
+    c.record_decisions = true;
+    // Fitted phases alike: the three tie at 0 and go by number, so each
+    // map runs where its block is.
+    let o = run(&c, &jobs, &[], RemoteCost::default());
+    let on = |o: &ReplayOutcome, i: u32| o.runs.iter().find(|r| r.task.index == i).unwrap().worker;
+    assert_eq!((on(&o, 0), on(&o, 1)), (w(0), w(1)));
+    // The record's order at 50 ms: w2 first takes map 0 remotely (Hadoop's
+    // default does not wait), w1 its own map, and w0 finds nothing left.
+    c.recorded_beats = vec![
+        (50, 2),
+        (50, 1),
+        (50, 0),
+        (1_200, 1),
+        (1_200, 0),
+        (1_200, 2),
+    ];
+    let o = run(&c, &jobs, &[], RemoteCost::default());
+    assert_eq!((on(&o, 0), on(&o, 1)), (w(2), w(1)));
+    assert!(o
+        .runs
+        .iter()
+        .filter(|r| r.task.job == JobId(1))
+        .all(|r| r.start_ms == 50));
+    let offers: Vec<(u64, u32)> = o
+        .inputs
+        .iter()
+        .filter_map(|i| match i {
+            sched::input::Input::Offer { now, worker } => Some((*now, worker.0)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(offers[..6], c.recorded_beats[..]);
+    // After its last recorded heartbeat each worker goes on every period
+    // (phase 0): the job arriving at 5 s starts at its first heartbeat.
+    assert!(offers[6..]
+        .iter()
+        .all(|&(t, _)| t % 1_000 == 0 && t >= 2_000));
+    let late = o.runs.iter().find(|r| r.task.job == JobId(2)).unwrap();
+    assert_eq!(late.start_ms, 5_000);
+}
+
+#[test]
+fn with_a_record_an_arrival_wakes_nobody_but_a_simulated_end_does() {
+    // One one-slot worker heartbeating out of band; two local maps of
+    // 200 ms arriving at 100 ms.
+    let jobs = [job(1, 100, &[(0, 200), (0, 200)])];
+    let mut c = cluster(&[1], 1_000, true);
+    let starts = |o: &ReplayOutcome| -> Vec<u64> { o.runs.iter().map(|r| r.start_ms).collect() };
+    // Fitted: the arrival wakes the worker at once.
+    assert_eq!(
+        starts(&run(&c, &jobs, &[], RemoteCost::default())),
+        [100, 300]
+    );
+    // Recorded: the first heartbeat after the arrival is the record's
+    // (300 ms); the first map's simulated end (500 ms) still heartbeats,
+    // not waiting for the recorded one at 1.3 s.
+    c.recorded_beats = vec![(300, 0), (1_300, 0)];
+    assert_eq!(
+        starts(&run(&c, &jobs, &[], RemoteCost::default())),
+        [300, 500]
+    );
 }

@@ -9,6 +9,8 @@ use lab::calibration::fit_transfer;
 /// run's successful maps and reduces, background processes and seed; the
 /// spec's worker roles, pacing and files; each succeeded job's JCT.
 pub(super) struct Measured<'a> {
+    /// The results folder (its decision records).
+    pub(super) dir: &'a Path,
     pub(super) spec: &'a Spec,
     pub(super) points: &'a [crate::experiment::spec::Point],
     pub(super) runs: &'a [RunRecord],
@@ -31,7 +33,7 @@ pub(super) struct Measured<'a> {
 
 impl<'a> Measured<'a> {
     pub(super) fn new(
-        dir: &Path,
+        dir: &'a Path,
         spec: &'a Spec,
         points: &'a [crate::experiment::spec::Point],
         runs: &'a [RunRecord],
@@ -79,6 +81,7 @@ impl<'a> Measured<'a> {
             })
             .collect::<anyhow::Result<_>>()?;
         Ok(Measured {
+            dir,
             spec,
             points,
             runs,
@@ -188,7 +191,7 @@ impl<'a> Measured<'a> {
         p: &crate::experiment::spec::Point,
         keys: &[&'s RunKey],
         schedulers: &'s [crate::experiment::spec::NamedScheduler],
-        jitter_ms: u64,
+        opts: &Options,
     ) -> anyhow::Result<Vec<Setup<'s>>> {
         let spec = self.spec;
         let mut setups: Vec<Setup> = Vec::new();
@@ -236,7 +239,7 @@ impl<'a> Measured<'a> {
                     out_of_band: p.out_of_band_heartbeat,
                     runs_maps: self.runs_maps.clone(),
                     runs_reduces: self.runs_reduces.clone(),
-                    jitter_ms,
+                    jitter_ms: opts.jitter_ms,
                     jitter_seed: run.seed,
                     // The measured runs kept a decision record: so do
                     // the simulated ones (it changes no decision).
@@ -247,6 +250,11 @@ impl<'a> Measured<'a> {
                     slowdown: Vec::new(),
                     // The runs' speculation, by the same rule.
                     speculation: spec.cluster.speculation.clone(),
+                    recorded_beats: if opts.recorded_beats {
+                        beats::recorded_beats(self.dir, k, &self.maps[k])?
+                    } else {
+                        Vec::new()
+                    },
                 },
                 bg,
             });
@@ -337,7 +345,7 @@ impl<'a> Measured<'a> {
             return Ok(None);
         }
         let replicas = self.replicas(&keys)?;
-        let setups = self.setups(p, &keys, schedulers, opts.jitter_ms)?;
+        let setups = self.setups(p, &keys, schedulers, opts)?;
         let fit_on = |keep: &dyn Fn(&str) -> bool| {
             self.fit_on(&p.label, &keys, &setups, &replicas, opts.host_term, keep)
         };

@@ -81,3 +81,55 @@ fn names_must_be_the_runners() {
     assert_eq!(job_number("j17").unwrap(), 17);
     assert!(job_number("wc").unwrap_err().to_string().contains("\"wc\""));
 }
+
+#[test]
+fn a_runs_recorded_heartbeats_line_up_with_its_launches() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../results/scale-dyndl-onefile-16/20261128-020832");
+    let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv")).unwrap();
+    let key: RunKey = ("512MB".into(), "DELAY3".into(), 0);
+    let maps: Vec<&TaskRow> = tasks
+        .iter()
+        .filter(|t| (&t.point, &t.scheduler, t.rep) == (&key.0, &key.1, key.2))
+        .filter(|t| t.kind == "map" && t.ok)
+        .collect();
+    assert!(maps.len() > 100);
+    let beats = beats::recorded_beats(&dir, &key, &maps).unwrap();
+    // In the master's order, its clock never going back.
+    assert!(beats.windows(2).all(|p| p[0].0 <= p[1].0));
+    // Every launch came at a heartbeat of its worker, and the worker
+    // started it then or later (its start in tasks.csv is the worker's:
+    // never before the master's decision, mostly within a few ms).
+    let mut lags: Vec<u64> = maps
+        .iter()
+        .map(|t| {
+            let (s, w) = (ms(t.start_s), worker_id(&t.worker).unwrap().0);
+            let at = beats
+                .iter()
+                .filter(|&&(b, bw)| bw == w && b <= s + 1)
+                .map(|&(b, _)| b)
+                .max()
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{} task {}: no heartbeat of {} before it",
+                        t.job, t.task, t.worker
+                    )
+                });
+            s + 1 - at
+        })
+        .collect();
+    lags.sort_unstable();
+    assert!(
+        lags[lags.len() / 2] <= 5,
+        "median lag {} ms",
+        lags[lags.len() / 2]
+    );
+    // A run without a record is named, with what the option needs.
+    let e = beats::recorded_beats(&dir, &("512MB".into(), "DELAY3".into(), 9), &maps)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("512MB-DELAY3-r9.record.json.gz") && e.contains("decisions = true"),
+        "{e}"
+    );
+}
