@@ -735,6 +735,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             heartbeat_jitter_ms,
             host_term,
             recorded_heartbeats,
+            measured_task_times,
         } => {
             use crate::experiment::calibrate::{calibrate, Fit, Options};
             let fit = match (model_from, hold_out) {
@@ -749,6 +750,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                     jitter_ms: *heartbeat_jitter_ms,
                     host_term: *host_term,
                     recorded_beats: *recorded_heartbeats,
+                    measured_times: *measured_task_times,
                 },
             )?;
             print!("{}", std::fs::read_to_string(out.join("summary.md"))?);

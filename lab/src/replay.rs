@@ -89,7 +89,16 @@ pub struct ReplayCluster {
     /// model's end is not the real one's). Ties in time go in the record's
     /// order. Empty: every worker from its phase.
     pub recorded_beats: Vec<(u64, u32)>,
+    /// The real run's task lengths, by (job, task, reduce?): each real
+    /// attempt's (worker, source, ms). A launch on the same worker from
+    /// the same source lasts exactly that (no model, no host term, no
+    /// transfer shared); any other launch is modelled. Empty: none.
+    pub measured_ms: MeasuredMs,
 }
+
+/// [`ReplayCluster::measured_ms`]: by (job, task, reduce?), each real
+/// attempt's (worker, source, ms).
+pub type MeasuredMs = std::collections::BTreeMap<(JobId, u32, bool), Vec<(u32, u32, u64)>>;
 
 /// The window of [`ReplayCluster::host_ms_per_start`]: launches this recent
 /// count.

@@ -274,6 +274,7 @@ pub fn cluster(shape: &Shape, seed: u64) -> ReplayCluster {
         slowdown: slowdown(shape, seed),
         speculation: shape.speculation.clone(),
         recorded_beats: Vec::new(),
+        measured_ms: Default::default(),
     }
 }
 

@@ -388,6 +388,12 @@ pub enum SimCmd {
         /// whole record (writes DIR/calibration...-recorded/).
         #[arg(long, conflicts_with = "heartbeat_jitter_ms")]
         recorded_heartbeats: bool,
+        /// Give each task that runs where it ran for real (the same worker
+        /// and source) its measured length instead of the fitted model's,
+        /// so what is left of the error is the decisions' (writes
+        /// DIR/calibration...-measured/).
+        #[arg(long)]
+        measured_task_times: bool,
     },
     /// The calibrated simulator's error against the cluster's size: DIRs
     /// are results folders of one workload family at growing worker counts

@@ -40,8 +40,8 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-mod beats;
 mod measured;
+mod recorded;
 mod summary;
 #[cfg(test)]
 mod tests;
@@ -74,6 +74,10 @@ pub struct Options {
     /// real order and times, out-of-band ones included) instead of from
     /// fitted phases (writes `...-recorded/`).
     pub recorded_beats: bool,
+    /// Give each task launched where it ran for real (the same worker and
+    /// source) its measured length instead of the model's (writes
+    /// `...-measured/`): what is left of the error is the decisions'.
+    pub measured_times: bool,
 }
 
 impl Options {
@@ -83,6 +87,7 @@ impl Options {
             jitter_ms: 0,
             host_term: false,
             recorded_beats: false,
+            measured_times: false,
         }
     }
 }
@@ -196,6 +201,9 @@ struct Setup<'a> {
     reduces: sched::reduce::ReducePlacement,
     cluster: ReplayCluster,
     bg: Vec<BackgroundRun>,
+    /// The run's decision record's inputs (empty unless
+    /// `--recorded-heartbeats`): its jobs' arrivals and replicas.
+    record: recorded::Record,
 }
 
 /// A run of a results folder: (point, scheduler, repetition).
@@ -262,6 +270,9 @@ fn write_calibration(
     if opts.recorded_beats {
         name.push_str("-recorded");
     }
+    if opts.measured_times {
+        name.push_str("-measured");
+    }
     if jitter_ms > 0 {
         name.push_str(&format!("-jitter{jitter_ms}"));
     }
@@ -318,6 +329,7 @@ fn write_calibration(
         "heartbeat_jitter_ms": jitter_ms,
         "host_term": opts.host_term,
         "recorded_heartbeats": opts.recorded_beats,
+        "measured_task_times": opts.measured_times,
         "source_meta": meta,
         "models": out.models,
         "provenance": prov,

@@ -65,6 +65,7 @@ fn outcome(config: &SchedulerConfig, placement: ReducePlacement) -> ReplayOutcom
         slowdown: Vec::new(),
         speculation: Default::default(),
         recorded_beats: Vec::new(),
+        measured_ms: Default::default(),
     };
     let mut policy = sched::build(config, SEED);
     let mut placer = ReducePlacer::new(placement, config);

@@ -566,7 +566,10 @@ impl<'a> Replay<'a> {
     fn start_reduce(&mut self, task: TaskRef, w: u32, t: u64) {
         let len = find(&self.jobs[self.job_index[&task.job]].reduces, task.index)
             .map_or(0, |r| r.local_ms);
-        let len = (len as f64 * self.cluster.slowdown(w as usize)).round() as u64;
+        let len = self
+            .cluster
+            .measured(task, true, w, w)
+            .unwrap_or((len as f64 * self.cluster.slowdown(w as usize)).round() as u64);
         self.running[w as usize].push(t);
         self.live.entry((task, true)).or_default().push(Attempt {
             worker: w,
@@ -594,9 +597,10 @@ impl<'a> Replay<'a> {
             self.backups += 1;
             self.backup_of.insert((a.task, false, tw as u32, t));
         }
+        let measured = self.cluster.measured(a.task, false, tw as u32, src as u32);
         let (len0, bytes) = self.map_time(a.task);
         let mut len = (len0 as f64 * self.cluster.slowdown(tw)).round() as u64;
-        if self.cluster.host_ms_per_start > 0.0 {
+        if measured.is_none() && self.cluster.host_ms_per_start > 0.0 {
             while self
                 .launched
                 .front()
@@ -609,10 +613,12 @@ impl<'a> Replay<'a> {
         }
         self.running[tw].push(t);
         self.last_progress = t;
-        let mut end = Some(t + len);
+        let mut end = Some(t + measured.unwrap_or(len));
         if tw != src {
             self.remote_in[tw] += 1;
             self.remote_out[src] += 1;
+        }
+        if tw != src && measured.is_none() {
             match self.remote {
                 RemoteModel::Static(cost) => {
                     len += cost.extra_ms(self.remote_out[src] - 1, self.remote_in[tw] - 1, bytes);
@@ -799,6 +805,16 @@ impl ReplayCluster {
             self.jitter_seed ^ base::hash::splitmix64(((w as u64) << 40) ^ k),
         );
         h % (self.jitter_ms + 1)
+    }
+
+    /// The real length of `task` (a reduce if `reduce`) run on `w` reading
+    /// from `src`, if [`ReplayCluster::measured_ms`] has it.
+    fn measured(&self, task: TaskRef, reduce: bool, w: u32, src: u32) -> Option<u64> {
+        self.measured_ms
+            .get(&(task.job, task.index, reduce))?
+            .iter()
+            .find(|m| (m.0, m.1) == (w, src))
+            .map(|m| m.2)
     }
 
     /// How many times its given length worker `w`'s tasks last.

@@ -41,6 +41,7 @@ fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster
         slowdown: Vec::new(),
         speculation: Default::default(),
         recorded_beats: Vec::new(),
+        measured_ms: Default::default(),
     }
 }
 
@@ -672,4 +673,34 @@ fn with_a_record_an_arrival_wakes_nobody_but_a_simulated_end_does() {
         starts(&run(&c, &jobs, &[], RemoteCost::default())),
         [300, 500]
     );
+}
+
+#[test]
+fn a_task_run_where_it_ran_for_real_lasts_its_measured_length() {
+    // Two maps of 1 s held by w0, two one-slot workers: map 0 runs locally
+    // on w0, map 1 remotely on w1 (Hadoop's default does not wait), the
+    // remote read costing 500 ms.
+    let jobs = [job(1, 0, &[(0, 1_000), (0, 1_000)])];
+    let mut c = cluster(&[1, 1], 100, true);
+    let cost = RemoteCost {
+        base_ms: 500.0,
+        ..Default::default()
+    };
+    let len = |o: &ReplayOutcome, i: u32| {
+        let r = o.runs.iter().find(|r| r.task.index == i).unwrap();
+        (r.worker, r.end_ms - r.start_ms)
+    };
+    let o = run(&c, &jobs, &[], cost);
+    assert_eq!((len(&o, 0), len(&o, 1)), ((w(0), 1_000), (w(1), 1_500)));
+    // Measured: map 0 on w0 lasted 700 ms, map 1 on w1 from w0 2 s; map
+    // 1's length on w0 does not apply where it runs on w1.
+    c.measured_ms
+        .insert((JobId(1), 0, false), vec![(0, 0, 700)]);
+    c.measured_ms
+        .insert((JobId(1), 1, false), vec![(0, 0, 50), (1, 0, 2_000)]);
+    let o = run(&c, &jobs, &[], cost);
+    assert_eq!((len(&o, 0), len(&o, 1)), ((w(0), 700), (w(1), 2_000)));
+    c.measured_ms.insert((JobId(1), 1, false), vec![(0, 0, 50)]);
+    let o = run(&c, &jobs, &[], cost);
+    assert_eq!(len(&o, 1), (w(1), 1_500));
 }

@@ -226,6 +226,11 @@ impl<'a> Measured<'a> {
                 .copied()
                 .collect();
             let beats = heartbeats(&launched, spec.cluster.workers, p.heartbeat_ms)?;
+            let record = if opts.recorded_beats {
+                recorded::read(self.dir, k, &self.maps[k])?
+            } else {
+                recorded::Record::default()
+            };
             setups.push(Setup {
                 key: k,
                 run,
@@ -250,25 +255,29 @@ impl<'a> Measured<'a> {
                     slowdown: Vec::new(),
                     // The runs' speculation, by the same rule.
                     speculation: spec.cluster.speculation.clone(),
-                    recorded_beats: if opts.recorded_beats {
-                        beats::recorded_beats(self.dir, k, &self.maps[k])?
+                    recorded_beats: record.beats.clone(),
+                    measured_ms: if opts.measured_times {
+                        recorded::measured_ms(&self.maps[k], self.reduces_of(k))?
                     } else {
-                        Vec::new()
+                        Default::default()
                     },
                 },
                 bg,
+                record,
             });
         }
         Ok(setups)
     }
 
-    /// Run `s` simulated under model `m` and remote model `remote`.
+    /// Run `s` simulated under model `m` and remote model `remote`, its
+    /// tasks' measured lengths kept if `s` has them and `measured`.
     pub(super) fn simulate(
         &self,
         s: &Setup,
         m: &PointModel,
         remote: RemoteModel,
         replicas: &Replicas,
+        measured: bool,
     ) -> anyhow::Result<(ReplayOutcome, Vec<ReplayJob>)> {
         let jobs = replay_jobs(
             &self.maps[s.key],
@@ -279,12 +288,17 @@ impl<'a> Measured<'a> {
             &|seed, t| self.compute(seed, t),
             &|t| self.file_of(t),
         )?;
+        let mut jobs = jobs;
+        s.record.apply(&mut jobs);
         let mut sched = sched::build(s.config, s.run.seed);
         let mut placer = sched::ReducePlacer::new(s.reduces, s.config);
-        let cluster = ReplayCluster {
+        let mut cluster = ReplayCluster {
             host_ms_per_start: m.host_ms_per_start,
             ..s.cluster.clone()
         };
+        if !measured {
+            cluster.measured_ms.clear();
+        }
         let out = replay::replay(
             sched.as_mut(),
             &mut placer,
@@ -323,7 +337,8 @@ impl<'a> Measured<'a> {
         m.shuffle_ratio = shuffle_ratios(&runs_used, &|seed, job| self.workload_of(seed, job));
         let used: Vec<&Setup> = setups.iter().filter(|s| keep(&s.key.1)).collect();
         m.transfer_ms = fit_transfer(&used, &m, &|s, m, remote| {
-            self.simulate(s, m, remote, replicas)
+            // The fit is the model's: no task keeps its measured length.
+            self.simulate(s, m, remote, replicas, false)
         })?;
         Ok(m)
     }
@@ -400,7 +415,7 @@ impl<'a> Measured<'a> {
                     .copied(),
             )?;
             for (label, remote) in m.models() {
-                let (sim, _) = self.simulate(s, m, remote, &replicas)?;
+                let (sim, _) = self.simulate(s, m, remote, &replicas, true)?;
                 out.add(s, label, sim, &self.jobs, &real);
             }
         }

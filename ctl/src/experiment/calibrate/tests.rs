@@ -94,7 +94,8 @@ fn a_runs_recorded_heartbeats_line_up_with_its_launches() {
         .filter(|t| t.kind == "map" && t.ok)
         .collect();
     assert!(maps.len() > 100);
-    let beats = beats::recorded_beats(&dir, &key, &maps).unwrap();
+    let record = recorded::read(&dir, &key, &maps).unwrap();
+    let beats = &record.beats;
     // In the master's order, its clock never going back.
     assert!(beats.windows(2).all(|p| p[0].0 <= p[1].0));
     // Every launch came at a heartbeat of its worker, and the worker
@@ -124,8 +125,25 @@ fn a_runs_recorded_heartbeats_line_up_with_its_launches() {
         "median lag {} ms",
         lags[lags.len() / 2]
     );
+    // Each map read its block from a holder the record names, and its
+    // job arrived when tasks.csv says (within a ms).
+    for t in &maps {
+        let job = JobId(t.job.strip_prefix("job-").unwrap().parse().unwrap());
+        let holders = &record.replicas[&(job, t.task)];
+        assert!(
+            holders.contains(&worker_id(&t.source).unwrap()),
+            "{} task {}",
+            t.job,
+            t.task
+        );
+        assert!(
+            record.arrivals[&job].abs_diff(ms(t.arrival_s)) <= 1,
+            "{}",
+            t.job
+        );
+    }
     // A run without a record is named, with what the option needs.
-    let e = beats::recorded_beats(&dir, &("512MB".into(), "DELAY3".into(), 9), &maps)
+    let e = recorded::read(&dir, &("512MB".into(), "DELAY3".into(), 9), &maps)
         .unwrap_err()
         .to_string();
     assert!(
