@@ -109,17 +109,24 @@ fn forbidden(why: String) -> Response {
     ApiError::new(StatusCode::FORBIDDEN, why).into_response()
 }
 
+/// Told the new `cluster.token` when it changes ([`watch_credentials`]).
+pub type OnToken = Box<dyn Fn(&str) + Send + Sync>;
+
 /// Re-reads `path` (a cluster.toml) every `every` and, when it changed and
-/// parses, makes its `[credentials]` the accepted ones (the
-/// administrator's secret stays the one the server started with) and
-/// `sending` the worker role's secret to send. A file that does not parse
-/// is said once and the secrets stay.
+/// parses, makes its `[credentials]` the accepted ones and `sending` the
+/// worker role's secret to send. The administrator's secret stays the one
+/// the server started with until the file's `cluster.token` changes: then
+/// the new one is the administrator's, the old one is accepted for
+/// `cluster.token_grace_s` more, and `on_token` is told (the master stamps
+/// its journal with it). A file that does not parse is said and the
+/// secrets stay.
 pub fn watch_credentials(
     path: PathBuf,
     admin: String,
     credentials: Credentials,
     sending: Option<Secret>,
     every: Duration,
+    on_token: Option<OnToken>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let stamp = |p: &PathBuf| {
@@ -128,9 +135,15 @@ pub fn watch_credentials(
                 .ok()
         };
         let mut seen = stamp(&path);
-        let mut section = crate::config::ClusterConfig::load(&path)
-            .map(|c| c.credentials)
+        let first = crate::config::ClusterConfig::load(&path).ok();
+        let mut section = first
+            .as_ref()
+            .map(|c| c.credentials.clone())
             .unwrap_or_default();
+        // The file's token: the node's own secret stays `admin` (which may
+        // be given apart from the file, or be its hash) until it changes.
+        let mut token = first.map(|c| c.cluster.token);
+        let mut admin = admin;
         loop {
             tokio::time::sleep(every).await;
             let now = stamp(&path);
@@ -138,20 +151,32 @@ pub fn watch_credentials(
                 continue;
             }
             seen = now;
-            match crate::config::ClusterConfig::load(&path) {
-                Ok(cfg) if cfg.credentials != section => {
-                    credentials.replace(&admin, &cfg.credentials);
-                    if let Some(s) = &sending {
-                        s.set(cfg.credentials.sending(Role::Worker).unwrap_or(&admin));
-                    }
-                    tracing::info!(path = %path.display(), "credentials re-read");
-                    section = cfg.credentials;
-                }
-                Ok(_) => {}
+            let cfg = match crate::config::ClusterConfig::load(&path) {
+                Ok(cfg) => cfg,
                 Err(e) => {
-                    tracing::warn!(error = %e, "credentials not re-read: the file does not load")
+                    tracing::warn!(error = %e, "credentials not re-read: the file does not load");
+                    continue;
+                }
+            };
+            let token_changed = token.as_ref() != Some(&cfg.cluster.token);
+            if !token_changed && cfg.credentials == section {
+                continue;
+            }
+            let grace = Duration::from_secs(cfg.cluster.token_grace_s);
+            if token_changed {
+                admin = cfg.cluster.token.clone();
+                token = Some(cfg.cluster.token.clone());
+                tracing::info!(path = %path.display(), grace_s = grace.as_secs(), "cluster.token changed: the old one is accepted for the grace period");
+                if let Some(f) = &on_token {
+                    f(&admin);
                 }
             }
+            credentials.rotate(&admin, &cfg.credentials, grace);
+            if let Some(s) = &sending {
+                s.set(cfg.credentials.sending(Role::Worker).unwrap_or(&admin));
+            }
+            tracing::info!(path = %path.display(), "credentials re-read");
+            section = cfg.credentials;
         }
     })
 }

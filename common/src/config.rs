@@ -61,6 +61,11 @@ pub struct ClusterConfig {
 pub struct ClusterSection {
     /// Shared secret; every HTTP request carries `Authorization: Bearer <token>`.
     pub token: String,
+    /// After `token` changes in this file (a rotation, re-read by every
+    /// running node within a second), the old token stays accepted for
+    /// this many seconds, so a node that still sends it is not refused.
+    #[serde(default = "defaults::token_grace_s")]
+    pub token_grace_s: u64,
     /// Replicas per block, on distinct workers.
     #[serde(default = "defaults::replication")]
     pub replication: u32,
@@ -366,6 +371,9 @@ mod defaults {
     }
     pub fn heartbeat_ms() -> u64 {
         100
+    }
+    pub fn token_grace_s() -> u64 {
+        600
     }
     pub fn worker_timeout_ms() -> u64 {
         5000

@@ -134,6 +134,9 @@ fn digest_of(entry: &str) -> String {
 struct Table {
     /// SHA-256 of the administrator's secret (every role).
     admin: Option<String>,
+    /// The administrator's secret before a change of `cluster.token`, and
+    /// until when it is still accepted (its grace period).
+    previous_admin: Option<(String, std::time::Instant)>,
     /// SHA-256 of each role secret.
     roles: Vec<(String, Role)>,
 }
@@ -161,8 +164,28 @@ impl Credentials {
     /// Accepts from now on `admin` and `section`'s secrets instead of the
     /// ones before (requests already admitted are not affected).
     pub fn replace(&self, admin: &str, section: &CredentialsSection) {
+        self.rotate(admin, section, std::time::Duration::ZERO);
+    }
+
+    /// As [`Credentials::replace`], but a changed administrator's secret
+    /// leaves the old one accepted for `grace` more (the nodes that still
+    /// send it have that long to read the new one).
+    pub fn rotate(&self, admin: &str, section: &CredentialsSection, grace: std::time::Duration) {
+        let before = {
+            let t = self.0.read().expect("credentials lock");
+            (t.admin.clone(), t.previous_admin.clone())
+        };
+        let admin = (!admin.is_empty()).then(|| digest_of(admin));
+        let now = std::time::Instant::now();
+        let previous_admin = match before {
+            (Some(old), _) if Some(&old) != admin.as_ref() && !grace.is_zero() => {
+                Some((old, now + grace))
+            }
+            (_, kept) => kept.filter(|(d, until)| *until > now && Some(d) != admin.as_ref()),
+        };
         let mut t = Table {
-            admin: (!admin.is_empty()).then(|| digest_of(admin)),
+            admin,
+            previous_admin,
             roles: Vec::new(),
         };
         for role in Role::ALL {
@@ -183,6 +206,11 @@ impl Credentials {
             .is_some_and(|a| eq(a.as_bytes(), d.as_bytes()))
         {
             found = Some(Caller::Admin);
+        }
+        if let Some((old, until)) = &t.previous_admin {
+            if eq(old.as_bytes(), d.as_bytes()) && std::time::Instant::now() < *until {
+                found = Some(Caller::Admin);
+            }
         }
         for (h, role) in &t.roles {
             if eq(h.as_bytes(), d.as_bytes()) && found.is_none() {
@@ -280,5 +308,43 @@ mod tests {
         s.worker = vec![" ".into()];
         assert_eq!(s.problem("admin").unwrap().0, "credentials.worker[0]");
         assert_eq!(section().problem("admin"), None);
+    }
+
+    #[test]
+    fn a_changed_administrator_secret_keeps_the_old_one_for_its_grace_only() {
+        use std::time::Duration;
+        let c = Credentials::new("admin-1", &CredentialsSection::default());
+        // Rotated with a grace: both are the administrator for now.
+        c.rotate("admin-2", &section(), Duration::from_secs(3600));
+        assert_eq!(c.caller("admin-2"), Some(Caller::Admin));
+        assert_eq!(c.caller("admin-1"), Some(Caller::Admin));
+        assert_eq!(c.caller("w-new"), Some(Caller::Role(Role::Worker)));
+        // Another re-read (a role's secrets changed) keeps the grace.
+        c.rotate(
+            "admin-2",
+            &CredentialsSection::default(),
+            Duration::from_secs(3600),
+        );
+        assert_eq!(c.caller("admin-1"), Some(Caller::Admin));
+        assert_eq!(c.caller("w-new"), None);
+        // Back to the old one: only it, and the one it replaced for the grace.
+        c.rotate(
+            "admin-1",
+            &CredentialsSection::default(),
+            Duration::from_secs(3600),
+        );
+        assert_eq!(c.caller("admin-1"), Some(Caller::Admin));
+        assert_eq!(c.caller("admin-2"), Some(Caller::Admin));
+        // A grace that is over, and a replace (no grace): the old is refused.
+        c.rotate(
+            "admin-3",
+            &CredentialsSection::default(),
+            Duration::from_nanos(1),
+        );
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(c.caller("admin-1"), None);
+        assert_eq!(c.caller("admin-3"), Some(Caller::Admin));
+        c.replace("admin-4", &CredentialsSection::default());
+        assert_eq!(c.caller("admin-3"), None);
     }
 }

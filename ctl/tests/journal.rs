@@ -189,6 +189,70 @@ async fn a_foreign_or_damaged_journal_stops_the_master_until_told_to_recover() {
     assert!(next.0 > second.0, "{next} reuses an id of the dropped part");
 }
 
+/// `cluster.token` changed in cluster.toml while the cluster runs: the
+/// master and the workers take the new token within a second, the old one
+/// is accepted for `token_grace_s` and refused after it, the workers stay
+/// (they send the new one) and run jobs, and the master, killed and
+/// started under the new token, takes its journal back (it was stamped
+/// with the new token when the change was read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_token_is_taken_live_with_a_grace_and_the_journal_follows() {
+    const ROTATED: &str = "rotated-token";
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = local::write_loopback_config(
+        dir.path(),
+        TOKEN,
+        2,
+        "replication = 2\nheartbeat_ms = 100\nworker_timeout_ms = 2000\nseed = 7\ntoken_grace_s = 3",
+        "slots = 2",
+    )
+    .unwrap();
+    let c = start(cfg).await;
+    let (cfg, old) = (&c.cfg, &c.client);
+    let first = sink_ok(old).await;
+    // Written whole and renamed, as an editor would.
+    let text = std::fs::read_to_string(&cfg.path).unwrap();
+    let tmp = cfg.path.with_extension("tmp");
+    std::fs::write(&tmp, text.replace(TOKEN, ROTATED)).unwrap();
+    std::fs::rename(&tmp, &cfg.path).unwrap();
+    let new = MasterClient::new(cfg.master_url(), ROTATED);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while new.jobs().await.is_err() {
+        assert!(Instant::now() < deadline, "the new token is never taken");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let plain_old = MasterClient::new(cfg.master_url(), TOKEN);
+    assert!(
+        plain_old.jobs().await.is_ok(),
+        "the old token in its grace period"
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        match plain_old.jobs().await {
+            Err(e) if format!("{e:#}").contains("401") => break,
+            _ => assert!(
+                Instant::now() < deadline,
+                "the old token is still taken after its grace"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Past a worker timeout: the workers heartbeat with the new token.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(new.cluster().await.unwrap().workers_alive, 2);
+    let second = sink_ok(&new).await;
+    kill_master(cfg);
+    local::restart_master_with(cfg, &c.bin, &[]).unwrap();
+    let new = new.retrying(Duration::from_secs(30));
+    back(&new).await;
+    let jobs: Vec<_> = new.jobs().await.unwrap().iter().map(|r| r.job).collect();
+    assert_eq!(
+        jobs,
+        [first, second],
+        "the journal taken back under the new token"
+    );
+}
+
 /// A full disk under the journal (root: a 512 KiB tmpfs at the journal's
 /// directory, filled): jobs whose entries fit its last page are taken, the
 /// one whose entry met the full disk too (its entries held in memory),

@@ -438,5 +438,6 @@ fn watch_credentials(
         credentials,
         Some(sending),
         std::time::Duration::from_secs(1),
+        None,
     ))
 }

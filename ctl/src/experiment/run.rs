@@ -465,6 +465,7 @@ impl RunEnv<'_> {
         let cfg = ClusterConfig {
             cluster: ClusterSection {
                 token: TOKEN.into(),
+                token_grace_s: 600,
                 replication: self.point.replication,
                 heartbeat_ms: self.point.heartbeat_ms,
                 out_of_band_heartbeat: self.point.out_of_band_heartbeat,
