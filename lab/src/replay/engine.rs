@@ -600,7 +600,9 @@ impl<'a> Replay<'a> {
         let measured = self.cluster.measured(a.task, false, tw as u32, src as u32);
         let (len0, bytes) = self.map_time(a.task);
         let mut len = (len0 as f64 * self.cluster.slowdown(tw)).round() as u64;
-        if measured.is_none() && self.cluster.host_ms_per_start > 0.0 {
+        // A measured task's length is its own, but it counts among the
+        // launches the host term sees.
+        if self.cluster.host_ms_per_start > 0.0 {
             while self
                 .launched
                 .front()
