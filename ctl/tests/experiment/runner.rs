@@ -328,7 +328,8 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
     assert_eq!(rows(&named), rows(&cal));
     // A model of blocks twice this size: its fair-share transfers are
     // charged in proportion to the bytes (a reference size appears in its
-    // table); the fixed models charge as before.
+    // table), and so is the fixed models' remote extra: reads half the
+    // model's size cost no more than before.
     let bytes = regex_free_number(&renamed, "\"block_bytes\":");
     assert!(bytes > 0, "the model keeps its block size");
     let doubled = renamed.replace(
@@ -347,16 +348,24 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
         "{table}"
     );
     assert!(
-        table.contains("the fixed models (source+reader, reader-only) have no per-MB term"),
-        "the summary says which column to read: {table}"
+        table.contains("the fixed models' remote extra (source+reader, reader-only) are scaled by the bytes (x 0.500)"),
+        "the summary says what was scaled: {table}"
     );
-    let fixed = |d: &Path| -> Vec<_> {
+    let fixed = |d: &Path| -> Vec<(String, String, u32, f64)> {
         rows(d)
             .into_iter()
             .filter(|r| r.3 == "source+reader")
+            .map(|r| (r.0, r.1, r.2, r.4.parse().unwrap()))
             .collect()
     };
-    assert_eq!(fixed(&sized), fixed(&cal));
+    let (half, whole) = (fixed(&sized), fixed(&cal));
+    assert_eq!(half.len(), whole.len());
+    for (h, w) in half.iter().zip(&whole) {
+        assert!(
+            (&h.0, &h.1, h.2) == (&w.0, &w.1, w.2) && h.3 <= w.3 + 1e-9,
+            "{h:?} {w:?}"
+        );
+    }
     let e = calibrate(
         out,
         &Options::new(Fit::From(cal.clone(), Some("nowhere".into()))),

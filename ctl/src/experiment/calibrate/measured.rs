@@ -387,10 +387,20 @@ impl<'a> Measured<'a> {
                     && m.block_bytes > 0
                 {
                     m.ref_bytes = m.block_bytes;
+                    // The fixed models' extra, fitted on one size, scaled
+                    // the same way (a model with a per-MB term has it).
+                    let f = here as f64 / m.block_bytes as f64;
+                    for c in [&mut m.cost, &mut m.cost_reader_only] {
+                        if c.per_mb_ms == 0.0 {
+                            c.base_ms *= f;
+                            c.per_source_ms *= f;
+                            c.per_reader_ms *= f;
+                        }
+                    }
                     out.notes.push(format!(
-                        "Point {}: its blocks are {:.3} MB, the model's {:.3} MB. The fair-share transfer is \
-                         scaled by the bytes; the fixed models (source+reader, reader-only) have no per-MB term \
-                         and charge every read as one of the model's size: read the fair-share column.",
+                        "Point {}: its blocks are {:.3} MB, the model's {:.3} MB. The fair-share transfer and \
+                         the fixed models' remote extra (source+reader, reader-only) are scaled by the bytes \
+                         (x {f:.3}).",
                         p.label,
                         here as f64 / 1e6,
                         m.block_bytes as f64 / 1e6
