@@ -384,8 +384,9 @@ pub enum SimCmd {
         host_term: bool,
         /// Replay each run's heartbeats at the times and in the order its
         /// master took them (from the run's decision record, out-of-band
-        /// ones included) instead of from fitted phases; every run needs a
-        /// whole record (writes DIR/calibration...-recorded/).
+        /// ones included) instead of from fitted phases, with its jobs'
+        /// arrivals and its blocks' replicas as the master had them; every
+        /// run needs a whole record (writes DIR/calibration...-recorded/).
         #[arg(long, conflicts_with = "heartbeat_jitter_ms")]
         recorded_heartbeats: bool,
         /// Give each task that runs where it ran for real (the same worker

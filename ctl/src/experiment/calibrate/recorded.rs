@@ -1,7 +1,8 @@
-//! What a real run recorded, for a replay that takes it as it was: its
-//! heartbeats from its decision record, in the real order (`master sim
-//! calibrate --recorded-heartbeats`), and its tasks' lengths from
-//! tasks.csv (`--measured-task-times`).
+//! What a real run recorded, for a replay that takes it as it was: from
+//! its decision record its heartbeats in the real order, its jobs'
+//! arrivals and its blocks' replicas (`master sim calibrate
+//! --recorded-heartbeats`), and from tasks.csv its tasks' lengths
+//! (`--measured-task-times`).
 
 use super::*;
 
