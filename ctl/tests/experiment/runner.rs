@@ -252,6 +252,70 @@ fn every_attempt_has_its_decision(
 
 /// The simulator calibrated on these runs predicts every run under the
 /// three cost models, from tasks.csv gzipped as committed results keep it.
+/// Each prediction of calibration folder `d`: (point, scheduler, rep,
+/// model, predicted mean JCT to the ns).
+fn predicted(d: &Path) -> Vec<(String, String, u32, String, String)> {
+    ctl::results::read_csv::<ctl::experiment::calibrate::Prediction>(&d.join("predictions.csv"))
+        .unwrap()
+        .into_iter()
+        .map(|p| {
+            (
+                p.point,
+                p.scheduler,
+                p.rep,
+                p.model,
+                format!("{:.9}", p.predicted_mean_jct_s),
+            )
+        })
+        .collect()
+}
+
+/// `cal`'s models (`renamed`: stored under the point name `elsewhere`)
+/// given blocks twice the size predict `out` again.
+fn another_block_size_scales_the_reads(out: &Path, cal: &Path, renamed: &str) {
+    use ctl::experiment::calibrate::{calibrate, Fit, Options};
+    // A model of blocks twice this size: its fair-share transfers are
+    // charged in proportion to the bytes (a reference size appears in its
+    // table), and so is the fixed models' remote extra: reads half the
+    // model's size cost no more than before.
+    let bytes = regex_free_number(renamed, "\"block_bytes\":");
+    assert!(bytes > 0, "the model keeps its block size");
+    let doubled = renamed.replace(
+        &format!("\"block_bytes\":{bytes}"),
+        &format!("\"block_bytes\":{}", 2 * bytes),
+    );
+    let bigger = stored_models(out, "bigger-exp", &doubled);
+    let sized = calibrate(
+        out,
+        &Options::new(Fit::From(bigger, Some("elsewhere".into()))),
+    )
+    .unwrap();
+    let table = std::fs::read_to_string(sized.join("summary.md")).unwrap();
+    assert!(
+        table.contains(&format!(" per {:.3} MB", 2.0 * bytes as f64 / 1e6)),
+        "{table}"
+    );
+    assert!(
+        table.contains("the fixed models' remote extra (source+reader, reader-only) are scaled by the bytes (x 0.500)"),
+        "the summary says what was scaled: {table}"
+    );
+    let fixed = |d: &Path| -> Vec<(String, String, u32, f64)> {
+        predicted(d)
+            .into_iter()
+            .filter(|r| r.3 == "source+reader")
+            .map(|r| (r.0, r.1, r.2, r.4.parse().unwrap()))
+            .collect()
+    };
+    let (half, whole) = (fixed(&sized), fixed(cal));
+    assert_eq!(half.len(), whole.len());
+    for (h, w) in half.iter().zip(&whole) {
+        assert!(
+            (&h.0, &h.1, h.2) == (&w.0, &w.1, w.2) && h.3 <= w.3 + 1e-9,
+            "{h:?} {w:?}"
+        );
+    }
+}
+
 fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
     // The simulator calibrated on these runs predicts every run under both
     // cost models, from tasks.csv gzipped as committed results keep it.
@@ -310,62 +374,8 @@ fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
     );
     let summary = std::fs::read_to_string(named.join("summary.md")).unwrap();
     assert!(summary.contains(&format!("| {point} |")), "{summary}");
-    let rows = |d: &Path| -> Vec<(String, String, u32, String, String)> {
-        ctl::results::read_csv::<ctl::experiment::calibrate::Prediction>(&d.join("predictions.csv"))
-            .unwrap()
-            .into_iter()
-            .map(|p| {
-                (
-                    p.point,
-                    p.scheduler,
-                    p.rep,
-                    p.model,
-                    format!("{:.9}", p.predicted_mean_jct_s),
-                )
-            })
-            .collect()
-    };
-    assert_eq!(rows(&named), rows(&cal));
-    // A model of blocks twice this size: its fair-share transfers are
-    // charged in proportion to the bytes (a reference size appears in its
-    // table), and so is the fixed models' remote extra: reads half the
-    // model's size cost no more than before.
-    let bytes = regex_free_number(&renamed, "\"block_bytes\":");
-    assert!(bytes > 0, "the model keeps its block size");
-    let doubled = renamed.replace(
-        &format!("\"block_bytes\":{bytes}"),
-        &format!("\"block_bytes\":{}", 2 * bytes),
-    );
-    let bigger = stored_models(out, "bigger-exp", &doubled);
-    let sized = calibrate(
-        out,
-        &Options::new(Fit::From(bigger, Some("elsewhere".into()))),
-    )
-    .unwrap();
-    let table = std::fs::read_to_string(sized.join("summary.md")).unwrap();
-    assert!(
-        table.contains(&format!(" per {:.3} MB", 2.0 * bytes as f64 / 1e6)),
-        "{table}"
-    );
-    assert!(
-        table.contains("the fixed models' remote extra (source+reader, reader-only) are scaled by the bytes (x 0.500)"),
-        "the summary says what was scaled: {table}"
-    );
-    let fixed = |d: &Path| -> Vec<(String, String, u32, f64)> {
-        rows(d)
-            .into_iter()
-            .filter(|r| r.3 == "source+reader")
-            .map(|r| (r.0, r.1, r.2, r.4.parse().unwrap()))
-            .collect()
-    };
-    let (half, whole) = (fixed(&sized), fixed(&cal));
-    assert_eq!(half.len(), whole.len());
-    for (h, w) in half.iter().zip(&whole) {
-        assert!(
-            (&h.0, &h.1, h.2) == (&w.0, &w.1, w.2) && h.3 <= w.3 + 1e-9,
-            "{h:?} {w:?}"
-        );
-    }
+    assert_eq!(predicted(&named), predicted(&cal));
+    another_block_size_scales_the_reads(out, &cal, &renamed);
     let e = calibrate(
         out,
         &Options::new(Fit::From(cal.clone(), Some("nowhere".into()))),
