@@ -171,10 +171,8 @@ impl Credentials {
     /// leaves the old one accepted for `grace` more (the nodes that still
     /// send it have that long to read the new one).
     pub fn rotate(&self, admin: &str, section: &CredentialsSection, grace: std::time::Duration) {
-        let before = {
-            let t = self.0.read().expect("credentials lock");
-            (t.admin.clone(), t.previous_admin.clone())
-        };
+        let mut table = self.0.write().expect("credentials lock");
+        let before = (table.admin.take(), table.previous_admin.take());
         let admin = (!admin.is_empty()).then(|| digest_of(admin));
         let now = std::time::Instant::now();
         let previous_admin = match before {
@@ -193,7 +191,7 @@ impl Credentials {
                 t.roles.push((digest_of(s), role));
             }
         }
-        *self.0.write().expect("credentials lock") = t;
+        *table = t;
     }
 
     /// Who `secret` is, if anyone (compared in constant time per entry).

@@ -168,6 +168,12 @@ impl TimelineWriter {
 }
 
 /// A file name part from a label: letters, digits, '-', '_' and '.'.
+/// A run's file name stem, as its timeline, decision record and failed
+/// logs are named: `<point>-<scheduler>-r<rep>`, each part slugged.
+pub fn run_stem(point: &str, scheduler: &str, rep: u32) -> String {
+    format!("{}-{}-r{rep}", slug(point), slug(scheduler))
+}
+
 pub fn slug(s: &str) -> String {
     s.chars()
         .map(|c| {

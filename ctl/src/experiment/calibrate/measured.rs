@@ -475,10 +475,8 @@ impl Predicted {
         if !sim.decisions.is_empty() {
             self.decisions.push((
                 format!(
-                    "{}-{}-r{}-{label}.csv.gz",
-                    crate::experiment::timeline::slug(&s.key.0),
-                    crate::experiment::timeline::slug(&s.key.1),
-                    s.key.2
+                    "{}-{label}.csv.gz",
+                    crate::experiment::timeline::run_stem(&s.key.0, &s.key.1, s.key.2)
                 ),
                 std::mem::take(&mut sim.decisions),
             ));

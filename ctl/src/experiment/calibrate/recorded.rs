@@ -8,12 +8,7 @@ use super::*;
 
 /// A run's decision record: `decisions/<point>-<scheduler>-r<rep>.record.json.gz`.
 fn record_file(dir: &Path, key: &RunKey) -> PathBuf {
-    let file = format!(
-        "{}-{}-r{}",
-        super::super::timeline::slug(&key.0),
-        super::super::timeline::slug(&key.1),
-        key.2
-    );
+    let file = super::super::timeline::run_stem(&key.0, &key.1, key.2);
     dir.join("decisions").join(format!("{file}.record.json.gz"))
 }
 

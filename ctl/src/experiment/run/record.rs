@@ -14,11 +14,9 @@ pub(super) fn keep_failed_logs(
     rep: u32,
     since: std::time::SystemTime,
 ) -> Option<PathBuf> {
-    let dest = out.join("failed-runs").join(format!(
-        "{}-{}-r{rep}",
-        timeline::slug(&env.point.label),
-        timeline::slug(&s.label)
-    ));
+    let dest = out
+        .join("failed-runs")
+        .join(timeline::run_stem(&env.point.label, &s.label, rep));
     match env.keep_logs(&dest, since) {
         Ok(n) if n > 0 => Some(dest),
         Ok(_) => None,
@@ -63,11 +61,7 @@ pub(super) fn record_run(
     let (maps, reduces) = env.spec.machines();
     rec.set_eas_metrics(&rows, &maps, &reduces);
     timelines_csv.write((&env.point.label, &s.label, rep), t0_unix, &timelines)?;
-    let file = format!(
-        "{}-{}-r{rep}",
-        timeline::slug(&env.point.label),
-        timeline::slug(&s.label)
-    );
+    let file = timeline::run_stem(&env.point.label, &s.label, rep);
     if let Some(log) = &decisions {
         let dir = out.join("decisions");
         write_decisions(&dir.join(format!("{file}.csv.gz")), log, t0_unix)?;

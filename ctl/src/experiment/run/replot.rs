@@ -79,7 +79,7 @@ pub fn replot(dir: &Path) -> anyhow::Result<()> {
             let series = timeline::read_series(dir, spec.cluster.workers, spec.cluster.slots)?;
             for (key, workers) in &series {
                 let (point, sched, rep) = key;
-                let file = format!("{}-{}-r{rep}", timeline::slug(point), timeline::slug(sched));
+                let file = timeline::run_stem(point, sched, *rep);
                 if !tl_dir.join(format!("{file}.png")).exists() {
                     continue;
                 }
