@@ -736,6 +736,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             host_term,
             recorded_heartbeats,
             measured_task_times,
+            disk_share,
         } => {
             use crate::experiment::calibrate::{calibrate, Fit, Options};
             let fit = match (model_from, hold_out) {
@@ -751,6 +752,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                     host_term: *host_term,
                     recorded_beats: *recorded_heartbeats,
                     measured_times: *measured_task_times,
+                    disk_share: *disk_share,
                 },
             )?;
             print!("{}", std::fs::read_to_string(out.join("summary.md"))?);

@@ -10,10 +10,12 @@ use crate::replay::{RemoteCost, RemoteModel};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+mod disk;
 mod fit;
 #[cfg(test)]
 mod tests;
 
+pub use disk::{shared_reads, DiskRead};
 pub use fit::{fit, fit_sized, fit_transfer, sizes_differ, solve, spread};
 
 /// One remote attempt for the fit: extra ms over its local time, n_src, n_dst.
@@ -65,6 +67,15 @@ pub struct PointModel {
     /// whose jobs give their own).
     #[serde(default)]
     pub shuffle_ratio: BTreeMap<String, f64>,
+    /// Fitted with the disk term ([`crate::replay::DiskShare`]): the
+    /// emulated disk's MB/s and the slot's read cap (MB/s, 0: none) of the
+    /// runs it was fitted on. Then a map's overheads leave out its block's
+    /// read as the shared disk would have made it, and the remote extra
+    /// of the fixed models what is left after that read (0: no disk term).
+    #[serde(default)]
+    pub disk_mbs: f64,
+    #[serde(default)]
+    pub disk_slot_mbs: f64,
 }
 
 /// The remote-read models' names, in the order of [`PointModel::models`]

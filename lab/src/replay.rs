@@ -15,7 +15,9 @@
 //!   the real one does: until then the job counts it running (the fair
 //!   order sees it), and a job whose last map it was ends at that report;
 //! - free slots = slots - running tasks - background processes running;
-//! - a data-local task lasts its `local_ms`; a data-remote one first reads
+//! - a data-local task lasts its `local_ms` (with [`ReplayCluster::disk`],
+//!   after reading its block through its worker's shared disk); a
+//!   data-remote one first reads
 //!   its block, by one of two [`RemoteModel`]s: a fixed extra when it starts
 //!   ([`RemoteCost::extra_ms`] of the remote reads running from the same
 //!   source and on the same reader, and of the block's size), or a transfer
@@ -36,6 +38,7 @@ use sched::reduce::ReducePlacer;
 use sched::view::Scheduler;
 
 mod engine;
+mod flows;
 pub use engine::Replay;
 
 /// The workers: slots, heartbeat cadence and phase.
@@ -94,6 +97,23 @@ pub struct ReplayCluster {
     /// the same source lasts exactly that (no model, no host term, no
     /// transfer shared); any other launch is modelled. Empty: none.
     pub measured_ms: MeasuredMs,
+    /// The workers' emulated disks (`workers.disk_mbs`): every map's block
+    /// read (data-local, or served to a remote reader) goes through its
+    /// source's disk, shared fairly with the other reads from it while it
+    /// lasts and at most at the slot's rate, and the map's `local_ms` runs
+    /// after it (the rest of its time: with this, `local_ms` leaves the
+    /// read out). None: no disk term.
+    pub disk: Option<DiskShare>,
+}
+
+/// [`ReplayCluster::disk`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DiskShare {
+    /// Each worker's disk, MB/s (0 or missing: none on it).
+    pub mbs: Vec<f64>,
+    /// A map reads its block at most this fast (its slot's compute
+    /// pacing, MB/s; 0: no cap).
+    pub slot_mbs: f64,
 }
 
 /// [`ReplayCluster::measured_ms`]: by (job, task, reduce?), each real

@@ -275,6 +275,7 @@ pub fn cluster(shape: &Shape, seed: u64) -> ReplayCluster {
         speculation: shape.speculation.clone(),
         recorded_beats: Vec::new(),
         measured_ms: Default::default(),
+        disk: None,
     }
 }
 

@@ -395,6 +395,13 @@ pub enum SimCmd {
         /// DIR/calibration...-measured/).
         #[arg(long)]
         measured_task_times: bool,
+        /// Also model the emulated disk (points with `disk_mbs`): every
+        /// map's block read shares its source's disk fairly with the other
+        /// reads from it while it lasts, at most at the slot's pacing rate,
+        /// and the fits leave that read out of the overheads (writes
+        /// DIR/calibration...-disk/).
+        #[arg(long)]
+        disk_share: bool,
     },
     /// The calibrated simulator's error against the cluster's size: DIRs
     /// are results folders of one workload family at growing worker counts

@@ -78,6 +78,9 @@ pub struct Options {
     /// source) its measured length instead of the model's (writes
     /// `...-measured/`): what is left of the error is the decisions'.
     pub measured_times: bool,
+    /// Model the emulated disk where a point has one
+    /// ([`lab::replay::DiskShare`]; writes `...-disk/`).
+    pub disk_share: bool,
 }
 
 impl Options {
@@ -88,6 +91,7 @@ impl Options {
             host_term: false,
             recorded_beats: false,
             measured_times: false,
+            disk_share: false,
         }
     }
 }
@@ -267,6 +271,9 @@ fn write_calibration(
     if opts.host_term {
         name.push_str("-host");
     }
+    if opts.disk_share {
+        name.push_str("-disk");
+    }
     if opts.recorded_beats {
         name.push_str("-recorded");
     }
@@ -330,6 +337,7 @@ fn write_calibration(
         "host_term": opts.host_term,
         "recorded_heartbeats": opts.recorded_beats,
         "measured_task_times": opts.measured_times,
+        "disk_share": opts.disk_share,
         "source_meta": meta,
         "models": out.models,
         "provenance": prov,
@@ -338,12 +346,16 @@ fn write_calibration(
 }
 
 /// Fits one point's model on `runs` (each run's map attempts and seed):
-/// the local overheads, then the remote extra by least squares.
+/// the local overheads, then the remote extra by least squares. With
+/// `disk` (the emulated disk's MB/s and the slot's read cap), each map's
+/// block read as the shared disk made it is left out of both, and
+/// `compute` must leave the pacing out (the read's cap is the pacing).
 fn fit_point(
     point: &str,
     runs: &[RunRows],
     compute: &impl Fn(u64, &TaskRow) -> anyhow::Result<u64>,
     host_term: bool,
+    disk: Option<(f64, f64)>,
 ) -> anyhow::Result<PointModel> {
     // Each run's launch times, sorted, and the maps launched on the host
     // in the window before `at` in run `run` (the host term's regressor).
@@ -360,13 +372,22 @@ fn fit_point(
         (v.partition_point(|&s| s < at) - v.partition_point(|&s| s + replay::HOST_WINDOW_MS <= at))
             as f64
     };
+    // Each map's block read under the disk term (ms; 0 without).
+    let reads: Vec<Vec<f64>> = runs
+        .iter()
+        .map(|(rows, reduces, _)| disk_reads(rows, reduces, disk))
+        .collect::<anyhow::Result<_>>()?;
     // Each local map's overhead and the launches before it.
     let mut local: Vec<(f64, f64)> = Vec::new();
     for (run, (rows, _, seed)) in runs.iter().enumerate() {
-        for t in rows.iter().filter(|t| t.locality == "local") {
+        for (i, t) in rows
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.locality == "local")
+        {
             let dur = ms(t.end_s - t.start_s);
             local.push((
-                dur.saturating_sub(compute(*seed, t)?) as f64,
+                dur.saturating_sub(compute(*seed, t)?) as f64 - reads[run][i],
                 before(run, ms(t.start_s)),
             ));
         }
@@ -393,13 +414,22 @@ fn fit_point(
     let mut samples: Vec<Sample> = Vec::new();
     // Each remote read's block size, in 10^6 bytes (samples' order).
     let mut mbs: Vec<f64> = Vec::new();
+    // With the disk term, each remote map's extra with its read kept in
+    // (what the fair-share transfer is fitted to).
+    let mut with_read: Vec<f64> = Vec::new();
     for (run, (rows, _, seed)) in runs.iter().enumerate() {
         let remote: Vec<&TaskRow> = rows
             .iter()
             .copied()
             .filter(|t| t.locality != "local")
             .collect();
-        for t in &remote {
+        let read_of: Vec<f64> = rows
+            .iter()
+            .zip(&reads[run])
+            .filter(|(t, _)| t.locality != "local")
+            .map(|(_, r)| *r)
+            .collect();
+        for (t, read) in remote.iter().zip(read_of) {
             let at = t.start_s;
             let live = |o: &&TaskRow| !std::ptr::eq(*o, *t) && o.start_s <= at && at < o.end_s;
             let n_src = remote
@@ -414,7 +444,8 @@ fn fit_point(
                 - compute(*seed, t)? as f64
                 - mean_overhead
                 - host * before(run, ms(t.start_s));
-            samples.push((extra, n_src as f64, n_dst as f64));
+            with_read.push(extra);
+            samples.push((extra - read, n_src as f64, n_dst as f64));
             mbs.push(t.input_bytes as f64 / 1e6);
         }
     }
@@ -443,8 +474,7 @@ fn fit_point(
         overheads,
         host_ms_per_start: host,
         remote_attempts: samples.len(),
-        remote_extra_mean_ms: samples.iter().map(|s| s.0).sum::<f64>()
-            / samples.len().max(1) as f64,
+        remote_extra_mean_ms: with_read.iter().sum::<f64>() / with_read.len().max(1) as f64,
         cost: fit_sized(&samples, &mbs),
         cost_reader_only: fit(&samples, false),
         transfer_ms: 0.0,
@@ -455,7 +485,57 @@ fn fit_point(
         },
         block_bytes: mean_bytes(runs.iter().flat_map(|(maps, _, _)| maps.iter().copied())),
         shuffle_ratio: BTreeMap::new(),
+        disk_mbs: disk.map_or(0.0, |d| d.0),
+        disk_slot_mbs: disk.map_or(0.0, |d| d.1),
     })
+}
+
+/// Each of `rows`' map reads (ms, in their order) as the emulated disk
+/// shared by the reads from each source would have made it
+/// ([`lab::calibration::shared_reads`]), with the `reduces`' fetches of
+/// map output sharing it too (each reduce's input taken from its job's
+/// map workers in proportion to the bytes their maps read, from its
+/// start); zeros without `disk`.
+fn disk_reads(
+    rows: &[&TaskRow],
+    reduces: &[&TaskRow],
+    disk: Option<(f64, f64)>,
+) -> anyhow::Result<Vec<f64>> {
+    use lab::calibration::DiskRead;
+    let Some((mbs, slot_mbs)) = disk else {
+        return Ok(vec![0.0; rows.len()]);
+    };
+    let mut reads = Vec::new();
+    // Per job, the bytes its maps read on each worker, and in all.
+    let mut spread: BTreeMap<&str, (BTreeMap<u32, u64>, u64)> = BTreeMap::new();
+    for t in rows {
+        let source = worker_id(&t.source)?.0;
+        reads.push(DiskRead {
+            start_ms: ms(t.start_s),
+            source,
+            bytes: t.input_bytes,
+            capped: true,
+        });
+        let e = spread.entry(t.job.as_str()).or_default();
+        *e.0.entry(worker_id(&t.worker)?.0).or_default() += t.input_bytes;
+        e.1 += t.input_bytes;
+    }
+    for r in reduces {
+        let Some((on, total)) = spread.get(r.job.as_str()).filter(|s| s.1 > 0) else {
+            continue;
+        };
+        for (&w, &b) in on {
+            reads.push(DiskRead {
+                start_ms: ms(r.start_s),
+                source: w,
+                bytes: (r.input_bytes as f64 * b as f64 / *total as f64).round() as u64,
+                capped: false,
+            });
+        }
+    }
+    let mut out = lab::calibration::shared_reads(&reads, mbs, slot_mbs);
+    out.truncate(rows.len());
+    Ok(out)
 }
 
 /// The mean input bytes of `maps` (0 for none).

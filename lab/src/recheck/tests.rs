@@ -66,6 +66,7 @@ fn outcome(config: &SchedulerConfig, placement: ReducePlacement) -> ReplayOutcom
         speculation: Default::default(),
         recorded_beats: Vec::new(),
         measured_ms: Default::default(),
+        disk: None,
     };
     let mut policy = sched::build(config, SEED);
     let mut placer = ReducePlacer::new(placement, config);

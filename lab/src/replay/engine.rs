@@ -4,6 +4,7 @@
 //! progress a heartbeat reports, speculation's backups and their losers.
 //! [`Replay::run`] takes the earliest event until every task has ended.
 
+use super::flows::{Flow, Flows, Transfer};
 use super::{
     BackgroundRun, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome, ReplayTask, TaskRun,
     HOST_WINDOW_MS,
@@ -35,19 +36,6 @@ struct Attempt {
     source: u32,
     start: u64,
     end: Option<u64>,
-}
-
-/// A block read in flight under [`RemoteModel::FairShare`].
-struct Transfer {
-    job: JobId,
-    index: u32,
-    worker: u32,
-    source: u32,
-    start: u64,
-    /// Work left, in ms alone.
-    left: f64,
-    /// The task's local time, run once the block is read.
-    then_ms: u64,
 }
 
 /// What a job has left: its index in the jobs, maps and reduces left, and
@@ -110,10 +98,11 @@ pub struct Replay<'a> {
     total: usize,
     finished: usize,
     last_progress: u64,
-    /// FairShare: transfers in flight, per source and per reader.
-    transfers: Vec<Transfer>,
-    xfer_out: Vec<u32>,
-    xfer_in: Vec<u32>,
+    /// Block reads in flight that share links (and disks).
+    flows: Flows,
+    /// With the disk term, where each job's maps ran (maps per worker):
+    /// its reduces fetch from those disks.
+    map_spread: HashMap<JobId, BTreeMap<WorkerId, u64>>,
     clock: f64,
     /// Tasks in flight, by task and kind (a job's reduces may be numbered
     /// as its maps are): each task's attempts; the attempts killed whose
@@ -186,9 +175,8 @@ impl<'a> Replay<'a> {
             total: jobs.iter().map(|j| j.tasks.len() + j.reduces.len()).sum(),
             finished: 0,
             last_progress: 0,
-            transfers: Vec::new(),
-            xfer_out: vec![0; n],
-            xfer_in: vec![0; n],
+            flows: Flows::new(n),
+            map_spread: HashMap::new(),
             clock: 0.0,
             live: BTreeMap::new(),
             killed: HashSet::new(),
@@ -215,27 +203,13 @@ impl<'a> Replay<'a> {
         Ok(self.outcome())
     }
 
-    /// A transfer's rate: 1 / the larger of its source's and its reader's
-    /// transfers in flight.
-    fn share(&self, x: &Transfer) -> f64 {
-        f64::from(
-            self.xfer_out[x.source as usize]
-                .max(self.xfer_in[x.worker as usize])
-                .max(1),
-        )
-    }
-
     /// Moves the clock to the next event, the transfers progressing at
     /// their current shares until then, and says which it is.
     fn advance(&mut self) -> Event {
         let (next_end, t_beat, next_xfer) = loop {
             let next_end = self.ends.peek().map(|Reverse(e)| e.0);
             let Reverse((t_beat, ..)) = *self.beats.peek().expect("every worker heartbeats");
-            let next_xfer = self
-                .transfers
-                .iter()
-                .map(|x| self.clock + x.left * self.share(x))
-                .fold(f64::INFINITY, f64::min);
+            let next_xfer = self.flows.next_done(self.clock);
             // An arrival's out-of-band heartbeats join before anything at
             // or after its time happens.
             let earliest = next_xfer.min(next_end.map_or(t_beat, |e| e.min(t_beat)) as f64);
@@ -254,10 +228,7 @@ impl<'a> Replay<'a> {
         };
         let next_event = next_end.map_or(t_beat, |e| e.min(t_beat)) as f64;
         let to = next_xfer.min(next_event);
-        let shares: Vec<f64> = self.transfers.iter().map(|x| self.share(x)).collect();
-        for (x, share) in self.transfers.iter_mut().zip(shares) {
-            x.left -= (to - self.clock) / share;
-        }
+        self.flows.progress(to - self.clock);
         self.clock = self.clock.max(to);
         if next_xfer < next_event {
             Event::ReadsDone
@@ -272,14 +243,16 @@ impl<'a> Replay<'a> {
     fn reads_done(&mut self) {
         let at = self.clock.round() as u64;
         let mut i = 0;
-        while i < self.transfers.len() {
-            if self.transfers[i].left > 1e-6 {
+        while i < self.flows.list.len() {
+            if self.flows.list[i].left > 1e-6 {
                 i += 1;
                 continue;
             }
-            let x = self.transfers.swap_remove(i);
-            self.xfer_out[x.source as usize] -= 1;
-            self.xfer_in[x.worker as usize] -= 1;
+            let x = self.flows.remove(i);
+            if x.fetch {
+                // A reduce's fetch: the reduce runs its own time.
+                continue;
+            }
             let t = TaskRef {
                 job: x.job,
                 index: x.index,
@@ -388,6 +361,9 @@ impl<'a> Replay<'a> {
             if e.maps == 0 && e.reduces > 0 {
                 // The reduces wait; map output counted one unit a map.
                 let j = &self.jobs[e.index];
+                if self.cluster.disk.is_some() {
+                    self.map_spread.insert(job, e.ran_on.clone());
+                }
                 self.view.add_reduces(
                     job,
                     j.reduces.iter().map(|r| r.index),
@@ -415,15 +391,8 @@ impl<'a> Replay<'a> {
             .collect();
         for a in losers {
             self.free_slot(a.worker, a.source, a.start);
-            if let Some(i) = self.transfers.iter().position(|x| {
-                x.job == task.job
-                    && x.index == task.index
-                    && x.worker == a.worker
-                    && x.start == a.start
-            }) {
-                let x = self.transfers.swap_remove(i);
-                self.xfer_out[x.source as usize] -= 1;
-                self.xfer_in[x.worker as usize] -= 1;
+            if let Some(i) = self.flows.find(task.job, task.index, a.worker, a.start) {
+                self.flows.remove(i);
             } else {
                 self.killed.insert((task, reduce, a.worker, a.start));
             }
@@ -468,7 +437,7 @@ impl<'a> Replay<'a> {
             });
         }
         let waiting = self.next_job < self.order.len() || self.view.pending_total() > 0;
-        let idle = self.ends.is_empty() && self.transfers.is_empty();
+        let idle = self.ends.is_empty() && self.flows.is_empty();
         if waiting && idle && t.saturating_sub(self.last_progress) > self.give_up_ms {
             return Err(SimError {
                 policy: self.sched.name(),
@@ -580,6 +549,15 @@ impl<'a> Replay<'a> {
         self.ends
             .push(Reverse((t + len, w, task.job, task.index, w, t, true)));
         self.last_progress = t;
+        if let Some(spread) = self.map_spread.get(&task.job) {
+            let (load, disks) = (self.jobs[self.job_index[&task.job]].reduce_load, |v| {
+                self.cluster.disk_bpms(v)
+            });
+            let fetches = super::flows::fetches(task, w, t, load, spread, disks);
+            for x in fetches {
+                self.flows.push(x);
+            }
+        }
     }
 
     /// A launch the policy made at worker `w`'s heartbeat: a reduce's
@@ -620,35 +598,8 @@ impl<'a> Replay<'a> {
             self.remote_in[tw] += 1;
             self.remote_out[src] += 1;
         }
-        if tw != src && measured.is_none() {
-            match self.remote {
-                RemoteModel::Static(cost) => {
-                    len += cost.extra_ms(self.remote_out[src] - 1, self.remote_in[tw] - 1, bytes);
-                    end = Some(t + len);
-                }
-                RemoteModel::FairShare {
-                    transfer_ms,
-                    ref_bytes,
-                } => {
-                    let alone = if ref_bytes > 0 && bytes > 0 {
-                        transfer_ms * bytes as f64 / ref_bytes as f64
-                    } else {
-                        transfer_ms
-                    };
-                    self.xfer_out[src] += 1;
-                    self.xfer_in[tw] += 1;
-                    self.transfers.push(Transfer {
-                        job: a.task.job,
-                        index: a.task.index,
-                        worker: tw as u32,
-                        source: src as u32,
-                        start: t,
-                        left: alone.max(0.0),
-                        then_ms: len,
-                    });
-                    end = None;
-                }
-            }
+        if measured.is_none() {
+            end = self.start_read(a.task, (tw, src), t, len, bytes);
         }
         self.live.entry((a.task, false)).or_default().push(Attempt {
             worker: tw as u32,
@@ -667,6 +618,69 @@ impl<'a> Replay<'a> {
                 false,
             )));
         }
+    }
+
+    /// `task`'s block read from worker `src` to `tw` at `t`, by the remote
+    /// model and (with [`ReplayCluster::disk`]) the source's disk: the
+    /// task's end when its start fixes it, None while a shared read is in
+    /// flight (its `len` runs after it).
+    fn start_read(
+        &mut self,
+        task: TaskRef,
+        (tw, src): (usize, usize),
+        t: u64,
+        mut len: u64,
+        bytes: u64,
+    ) -> Option<u64> {
+        let disk_bpms = self.cluster.disk_bpms(src);
+        let on_disk = disk_bpms > 0.0 && bytes > 0;
+        let mut net_bpms = 0.0;
+        let read = |left, then_ms, how| Transfer {
+            job: task.job,
+            index: task.index,
+            worker: tw as u32,
+            source: src as u32,
+            start: t,
+            left,
+            then_ms,
+            how,
+            fetch: false,
+        };
+        if tw != src {
+            match self.remote {
+                RemoteModel::Static(cost) => {
+                    len += cost.extra_ms(self.remote_out[src] - 1, self.remote_in[tw] - 1, bytes);
+                }
+                RemoteModel::FairShare {
+                    transfer_ms,
+                    ref_bytes,
+                } => {
+                    let alone = if ref_bytes > 0 && bytes > 0 {
+                        transfer_ms * bytes as f64 / ref_bytes as f64
+                    } else {
+                        transfer_ms
+                    };
+                    if !on_disk {
+                        self.flows.push(read(alone.max(0.0), len, Flow::Net));
+                        return None;
+                    }
+                    if alone > 0.0 {
+                        net_bpms = bytes as f64 / alone;
+                    }
+                }
+            }
+        }
+        if !on_disk {
+            return Some(t + len);
+        }
+        let cap_bpms = self.cluster.read_cap_bpms(tw);
+        let how = Flow::Disk {
+            disk_bpms,
+            cap_bpms,
+            net_bpms,
+        };
+        self.flows.push(read(bytes as f64, len, how));
+        None
     }
 
     /// A map's local time and input bytes.
@@ -817,6 +831,27 @@ impl ReplayCluster {
             .iter()
             .find(|m| (m.0, m.1) == (w, src))
             .map(|m| m.2)
+    }
+
+    /// Worker `w`'s disk in bytes per ms under [`ReplayCluster::disk`] (0:
+    /// no disk term).
+    fn disk_bpms(&self, w: usize) -> f64 {
+        self.disk.as_ref().map_or(0.0, |d| {
+            d.mbs
+                .get(w)
+                .copied()
+                .filter(|r| r.is_finite() && *r > 0.0)
+                .map_or(0.0, |r| r * 1000.0)
+        })
+    }
+
+    /// How fast a map on worker `w` reads at most (bytes per ms): its
+    /// slot's pacing, slowed as its tasks are; infinite without one.
+    fn read_cap_bpms(&self, w: usize) -> f64 {
+        match &self.disk {
+            Some(d) if d.slot_mbs > 0.0 => d.slot_mbs * 1000.0 / self.slowdown(w),
+            _ => f64::INFINITY,
+        }
     }
 
     /// How many times its given length worker `w`'s tasks last.

@@ -42,6 +42,7 @@ fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster
         speculation: Default::default(),
         recorded_beats: Vec::new(),
         measured_ms: Default::default(),
+        disk: None,
     }
 }
 
@@ -703,4 +704,91 @@ fn a_task_run_where_it_ran_for_real_lasts_its_measured_length() {
     c.measured_ms.insert((JobId(1), 1, false), vec![(0, 0, 50)]);
     let o = run(&c, &jobs, &[], cost);
     assert_eq!(len(&o, 1), (w(1), 1_500));
+}
+
+/// `job` with every map reading `bytes`.
+fn sized(mut j: ReplayJob, bytes: u64) -> ReplayJob {
+    for t in &mut j.tasks {
+        t.bytes = bytes;
+    }
+    j
+}
+
+#[test]
+fn a_shared_disk_slows_the_reads_on_it_local_and_served_alike() {
+    let disk = |slot_mbs| {
+        Some(DiskShare {
+            mbs: vec![1.0, 1.0],
+            slot_mbs,
+        })
+    };
+    let spans = |o: &ReplayOutcome| -> Vec<(u64, u64, u32)> {
+        o.runs
+            .iter()
+            .map(|r| (r.start_ms, r.end_ms, r.worker.0))
+            .collect()
+    };
+    // Two maps of 1 MB on worker 0 (2 slots), 0.5 s each besides the
+    // read, on a 1 MB/s disk: they share it for 2 s.
+    let two = [sized(job(1, 0, &[(0, 500), (0, 500)]), 1_000_000)];
+    let mut c = cluster(&[2, 1], 100, false);
+    let plain = run(&c, &two, &[], RemoteCost::default());
+    assert_eq!(spans(&plain), [(0, 500, 0), (0, 500, 0)]);
+    c.disk = disk(0.0);
+    let o = run(&c, &two, &[], RemoteCost::default());
+    assert_eq!(spans(&o), [(0, 2_500, 0), (0, 2_500, 0)]);
+    // Capped at 0.8 MB/s: alone 1.25 s; two still get 0.5 MB/s each.
+    c.disk = disk(0.8);
+    let one = [sized(job(1, 0, &[(0, 500)]), 1_000_000)];
+    assert_eq!(
+        spans(&run(&c, &one, &[], RemoteCost::default())),
+        [(0, 1_750, 0)]
+    );
+    assert_eq!(
+        spans(&run(&c, &two, &[], RemoteCost::default())),
+        [(0, 2_500, 0), (0, 2_500, 0)]
+    );
+    // One slot each: worker 1 reads the second block from worker 0's disk
+    // (no extra of its own), sharing it with worker 0's local read.
+    let mut c = cluster(&[1, 1], 100, false);
+    c.disk = disk(0.0);
+    let o = run(&c, &two, &[], RemoteCost::default());
+    assert_eq!(spans(&o), [(0, 2_500, 0), (0, 2_500, 1)]);
+    assert_eq!(o.remote_tasks(), 1);
+}
+
+#[test]
+fn a_reduce_fetching_map_output_loads_the_disks_its_maps_ran_on() {
+    // Job 1: one map of 1 MB on worker 0, then a reduce of 1 MB of input
+    // on worker 1 (reduces only there). Job 2 arrives at 1.5 s: a map of
+    // 1 MB on worker 0, whose read shares the disk with the fetch.
+    let mut j1 = sized(job(1, 0, &[(0, 0)]), 1_000_000);
+    j1.reduces = vec![ReplayTask {
+        index: 1,
+        replicas: Vec::new(),
+        local_ms: 100,
+        bytes: 0,
+    }];
+    let j2 = sized(job(2, 1_500, &[(0, 0)]), 1_000_000);
+    let mut c = cluster(&[2, 1], 100, true);
+    c.runs_maps = vec![true, false];
+    c.runs_reduces = vec![false, true];
+    c.disk = Some(DiskShare {
+        mbs: vec![1.0, 1.0],
+        slot_mbs: 0.0,
+    });
+    let second_map = |load: u64| {
+        let mut j1 = j1.clone();
+        j1.reduce_load = load;
+        let o = run(&c, &[j1, j2.clone()], &[], RemoteCost::default());
+        let r = o.runs.iter().find(|r| r.task.job == JobId(2)).unwrap();
+        (r.start_ms, r.end_ms)
+    };
+    // Without map output to fetch: 1 s alone from 1.5 s.
+    assert_eq!(second_map(0), (1_500, 2_500));
+    // The reduce starts at worker 1's heartbeat after the map's end
+    // (1.1 s) and fetches 1 MB: 0.4 MB alone until 1.5 s, then both at
+    // half the disk; the fetch ends at 2.7 s, the map has read 0.6 MB and
+    // reads the rest alone by 3.1 s.
+    assert_eq!(second_map(1_000_000), (1_500, 3_100));
 }

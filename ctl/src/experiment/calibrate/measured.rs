@@ -27,6 +27,8 @@ pub(super) struct Measured<'a> {
     pub(super) runs_reduces: Vec<bool>,
     /// Each point's compute pacing (MB/s per slot), if any.
     pub(super) pacing: BTreeMap<&'a str, f64>,
+    /// Each point's emulated disk (MB/s), if any.
+    pub(super) disk: BTreeMap<&'a str, f64>,
     /// With a trace, each point's job -> file (its sample's input path).
     pub(super) trace_files: BTreeMap<String, Vec<u64>>,
 }
@@ -100,6 +102,10 @@ impl<'a> Measured<'a> {
                 .iter()
                 .filter_map(|p| Some((p.label.as_str(), p.slot_rate_mbs?)))
                 .collect(),
+            disk: points
+                .iter()
+                .filter_map(|p| Some((p.label.as_str(), p.disk_mbs.filter(|r| *r > 0.0)?)))
+                .collect(),
             trace_files,
         })
     }
@@ -120,17 +126,32 @@ impl<'a> Measured<'a> {
             .pacing
             .get(t.point.as_str())
             .map_or(0, |&rate| pacing_ms(t.input_bytes, rate));
+        Ok(paced + self.drawn(seed, t)?)
+    }
+
+    /// A map's known time as a model with (`disk`) or without the disk
+    /// term takes it: [`Self::drawn`] or [`Self::compute`].
+    pub(super) fn task_compute(&self, seed: u64, t: &TaskRow, disk: bool) -> anyhow::Result<u64> {
+        if disk {
+            self.drawn(seed, t)
+        } else {
+            self.compute(seed, t)
+        }
+    }
+
+    /// A map's drawn compute alone (the spec's `task_time_s`; 0 without):
+    /// under the disk term the pacing is the read's cap instead.
+    pub(super) fn drawn(&self, seed: u64, t: &TaskRow) -> anyhow::Result<u64> {
         let Some([a, b]) = self.spec.jobs.task_time_s else {
-            return Ok(paced);
+            return Ok(0);
         };
         let i = job_number(&t.job_name)?;
-        Ok(paced
-            + TaskCompute {
-                min_ms: (a * 1000.0).round() as u64,
-                max_ms: (b * 1000.0).round() as u64,
-                seed: splitmix64(seed ^ splitmix64(0xc0de ^ i)),
-            }
-            .for_task(t.task))
+        Ok(TaskCompute {
+            min_ms: (a * 1000.0).round() as u64,
+            max_ms: (b * 1000.0).round() as u64,
+            seed: splitmix64(seed ^ splitmix64(0xc0de ^ i)),
+        }
+        .for_task(t.task))
     }
 
     /// The file a task's job read.
@@ -261,6 +282,8 @@ impl<'a> Measured<'a> {
                     } else {
                         Default::default()
                     },
+                    // The model's, set per simulation.
+                    disk: None,
                 },
                 bg,
                 record,
@@ -279,13 +302,14 @@ impl<'a> Measured<'a> {
         replicas: &Replicas,
         measured: bool,
     ) -> anyhow::Result<(ReplayOutcome, Vec<ReplayJob>)> {
+        let disk = m.disk_mbs > 0.0;
         let jobs = replay_jobs(
             &self.maps[s.key],
             self.reduces_of(s.key),
             s.run.seed,
             m,
             replicas,
-            &|seed, t| self.compute(seed, t),
+            &|seed, t| self.task_compute(seed, t, disk),
             &|t| self.file_of(t),
         )?;
         let mut jobs = jobs;
@@ -294,6 +318,10 @@ impl<'a> Measured<'a> {
         let mut placer = sched::ReducePlacer::new(s.reduces, s.config);
         let mut cluster = ReplayCluster {
             host_ms_per_start: m.host_ms_per_start,
+            disk: disk.then(|| lab::replay::DiskShare {
+                mbs: vec![m.disk_mbs; s.cluster.slots.len()],
+                slot_mbs: m.disk_slot_mbs,
+            }),
             ..s.cluster.clone()
         };
         if !measured {
@@ -320,7 +348,7 @@ impl<'a> Measured<'a> {
         keys: &[&RunKey],
         setups: &[Setup],
         replicas: &Replicas,
-        host_term: bool,
+        (host_term, disk): (bool, Option<(f64, f64)>),
         keep: &dyn Fn(&str) -> bool,
     ) -> anyhow::Result<PointModel> {
         let runs_used: Vec<RunRows> = keys
@@ -331,8 +359,9 @@ impl<'a> Measured<'a> {
         let mut m = fit_point(
             label,
             &runs_used,
-            &|seed, t| self.compute(seed, t),
+            &|seed, t| self.task_compute(seed, t, disk.is_some()),
             host_term,
+            disk,
         )?;
         m.shuffle_ratio = shuffle_ratios(&runs_used, &|seed, job| self.workload_of(seed, job));
         let used: Vec<&Setup> = setups.iter().filter(|s| keep(&s.key.1)).collect();
@@ -361,8 +390,21 @@ impl<'a> Measured<'a> {
         }
         let replicas = self.replicas(&keys)?;
         let setups = self.setups(p, &keys, schedulers, opts)?;
+        // The disk term, where asked for and the point has a disk: its
+        // rate and the slot's read cap.
+        let disk = self
+            .disk
+            .get(p.label.as_str())
+            .filter(|_| opts.disk_share)
+            .map(|&mbs| {
+                (
+                    mbs,
+                    self.pacing.get(p.label.as_str()).copied().unwrap_or(0.0),
+                )
+            });
         let fit_on = |keep: &dyn Fn(&str) -> bool| {
-            self.fit_on(&p.label, &keys, &setups, &replicas, opts.host_term, keep)
+            let terms = (opts.host_term, disk);
+            self.fit_on(&p.label, &keys, &setups, &replicas, terms, keep)
         };
         let model = match (given, &opts.fit) {
             (Some(given), Fit::From(cal, point)) => {
@@ -378,6 +420,7 @@ impl<'a> Measured<'a> {
                 // Another point's model predicts this one: it is this
                 // point's model now (the summary says whose it was).
                 m.point.clone_from(&p.label);
+                check_disk(&m, from, disk.map(|d| d.0), opts.disk_share)?;
                 // Blocks of another size: a fair-share transfer takes
                 // time in proportion to the bytes it moves.
                 let here =
@@ -431,6 +474,31 @@ impl<'a> Measured<'a> {
         }
         Ok(Some(model))
     }
+}
+
+/// A model of point `from` fitted with (or without) the disk term can
+/// predict a point only with the same disk (`here`, MB/s) and only if the
+/// disk term is asked for (or not) alike.
+fn check_disk(m: &PointModel, from: &str, here: Option<f64>, asked: bool) -> anyhow::Result<()> {
+    if m.disk_mbs > 0.0 && !asked {
+        anyhow::bail!(
+            "the model of point {from} was fitted with the disk term ({} MB/s): ask for it with --disk-share",
+            m.disk_mbs
+        );
+    }
+    if asked && here.is_some() && m.disk_mbs != here.unwrap_or(0.0) {
+        anyhow::bail!(
+            "--disk-share: point {} has a {} MB/s disk, the model of point {from} was fitted {}",
+            m.point,
+            here.unwrap_or(0.0),
+            if m.disk_mbs > 0.0 {
+                format!("with a {} MB/s one", m.disk_mbs)
+            } else {
+                "without the disk term".to_owned()
+            }
+        );
+    }
+    Ok(())
 }
 
 /// What the calibration predicts: the models, then per simulated run its

@@ -86,6 +86,18 @@ pub(super) fn summary(
             replay::HOST_WINDOW_MS
         );
     }
+    for m in models.iter().filter(|m| m.disk_mbs > 0.0) {
+        s += &format!(
+            "\nDisk term of {}: every map reads its block through its source's emulated disk ({} MB/s), shared fairly with the other reads from it while it lasts (each reduce's fetch of map output too, from the disks its job's maps ran on) and at most at {}; the overhead column is what is left of a local map after its read as that disk would have made it in the measured run (it may be < 0), the remote extra mean keeps the read in (the fair-share transfer is fitted to it) and the fixed models' terms are what is left after it.\n",
+            m.point,
+            m.disk_mbs,
+            if m.disk_slot_mbs > 0.0 {
+                format!("the slot's pacing ({} MB/s)", m.disk_slot_mbs)
+            } else {
+                "the disk's rate (no pacing)".to_owned()
+            }
+        );
+    }
     for m in models.iter().filter(|m| !m.shuffle_ratio.is_empty()) {
         s += &format!(
             "\nShuffle of {} (bytes the reduces fetched / bytes the maps read, jobs with reduces): {}\n",

@@ -151,3 +151,37 @@ fn a_runs_recorded_heartbeats_line_up_with_its_launches() {
         "{e}"
     );
 }
+
+#[test]
+fn the_disk_term_reads_each_block_at_most_at_the_slots_rate_and_reduces_load_it() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../results/eas-table1-headline/20261128-045932");
+    let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv")).unwrap();
+    let of = |kind: &str| -> Vec<&TaskRow> {
+        tasks
+            .iter()
+            .filter(|t| (t.point.as_str(), t.scheduler.as_str(), t.rep) == ("rep1", "FIFO-BE", 0))
+            .filter(|t| t.kind == kind && t.ok)
+            .collect()
+    };
+    let (maps, reduces) = (of("map"), of("reduce"));
+    assert!(maps.len() > 100 && !reduces.is_empty());
+    // The spec's disk (1 MB/s) and pacing (0.625 MB/s per slot).
+    let disk = Some((1.0, 0.625));
+    let alone = disk_reads(&maps, &[], disk).unwrap();
+    let loaded = disk_reads(&maps, &reduces, disk).unwrap();
+    assert_eq!((alone.len(), loaded.len()), (maps.len(), maps.len()));
+    for ((t, a), l) in maps.iter().zip(&alone).zip(&loaded) {
+        // Never faster than the slot's rate; the fetches only add.
+        assert!(*a >= t.input_bytes as f64 / 625.0 - 1e-6, "{a}");
+        assert!(*l >= *a - 1e-6, "{l} < {a}");
+    }
+    let sum = |v: &[f64]| v.iter().sum::<f64>();
+    assert!(sum(&loaded) > sum(&alone) * 1.05);
+    // Maps sharing their source's disk take longer than alone.
+    assert!(alone.iter().any(|a| *a > 2_100_000.0 / 625.0 * 1.2));
+    assert!(disk_reads(&maps, &reduces, None)
+        .unwrap()
+        .iter()
+        .all(|r| *r == 0.0));
+}

@@ -1,0 +1,199 @@
+//! Block reads in flight that share links while they last: a fair-share
+//! remote read ([`RemoteModel::FairShare`](super::RemoteModel)) shares its
+//! source's uplink and its reader's downlink, and with
+//! [`DiskShare`](super::DiskShare) every map's read also shares its
+//! source's disk with the other reads from it, at most at its slot's rate.
+
+use base::{JobId, TaskRef, WorkerId};
+use std::collections::BTreeMap;
+
+/// How a read progresses.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Flow {
+    /// `left` is ms of the transfer alone; it goes at 1 / n, n the larger
+    /// of the transfers from its source and to its reader.
+    Net,
+    /// `left` is bytes; it goes at the least of its cap, the source's disk
+    /// shared by the reads from it, and (`net_bpms` > 0) the network's
+    /// rate alone over the larger of its source's and reader's transfers.
+    /// Rates in bytes per ms.
+    Disk {
+        disk_bpms: f64,
+        cap_bpms: f64,
+        net_bpms: f64,
+    },
+}
+
+/// One read in flight.
+pub(super) struct Transfer {
+    pub(super) job: JobId,
+    pub(super) index: u32,
+    pub(super) worker: u32,
+    pub(super) source: u32,
+    pub(super) start: u64,
+    /// Work left, in the [`Flow`]'s unit.
+    pub(super) left: f64,
+    /// The task's own time, run once the block is read.
+    pub(super) then_ms: u64,
+    pub(super) how: Flow,
+    /// A reduce's fetch of map output (it only loads the disk: the reduce
+    /// runs its own time, and nothing ends with it).
+    pub(super) fetch: bool,
+}
+
+impl Transfer {
+    /// Whether it crosses the network (counts on its links).
+    fn on_net(&self) -> bool {
+        match self.how {
+            Flow::Net => true,
+            Flow::Disk { net_bpms, .. } => net_bpms > 0.0,
+        }
+    }
+
+    fn on_disk(&self) -> bool {
+        matches!(self.how, Flow::Disk { .. })
+    }
+}
+
+/// The reads in flight and how many use each worker's links and disk.
+pub(super) struct Flows {
+    pub(super) list: Vec<Transfer>,
+    out: Vec<u32>,
+    into: Vec<u32>,
+    disk: Vec<u32>,
+}
+
+impl Flows {
+    pub(super) fn new(workers: usize) -> Flows {
+        Flows {
+            list: Vec::new(),
+            out: vec![0; workers],
+            into: vec![0; workers],
+            disk: vec![0; workers],
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub(super) fn push(&mut self, x: Transfer) {
+        if x.on_net() {
+            self.out[x.source as usize] += 1;
+            self.into[x.worker as usize] += 1;
+        }
+        if x.on_disk() {
+            self.disk[x.source as usize] += 1;
+        }
+        self.list.push(x);
+    }
+
+    /// Takes read `i` out (its links and disk freed).
+    pub(super) fn remove(&mut self, i: usize) -> Transfer {
+        let x = self.list.swap_remove(i);
+        if x.on_net() {
+            self.out[x.source as usize] -= 1;
+            self.into[x.worker as usize] -= 1;
+        }
+        if x.on_disk() {
+            self.disk[x.source as usize] -= 1;
+        }
+        x
+    }
+
+    /// The read of `job`'s task `index` started at `start` on `worker`.
+    pub(super) fn find(&self, job: JobId, index: u32, worker: u32, start: u64) -> Option<usize> {
+        self.list.iter().position(|x| {
+            !x.fetch && x.job == job && x.index == index && x.worker == worker && x.start == start
+        })
+    }
+
+    /// A network read's share: the larger of its source's and reader's
+    /// transfers in flight.
+    fn share(&self, x: &Transfer) -> f64 {
+        f64::from(
+            self.out[x.source as usize]
+                .max(self.into[x.worker as usize])
+                .max(1),
+        )
+    }
+
+    /// A disk read's rate now (bytes per ms).
+    fn rate(&self, x: &Transfer, disk_bpms: f64, cap_bpms: f64, net_bpms: f64) -> f64 {
+        let mut r = cap_bpms.min(disk_bpms / f64::from(self.disk[x.source as usize].max(1)));
+        if net_bpms > 0.0 {
+            r = r.min(net_bpms / self.share(x));
+        }
+        r
+    }
+
+    /// When the first read in flight ends at the current rates, from
+    /// `clock` (infinity if none).
+    pub(super) fn next_done(&self, clock: f64) -> f64 {
+        self.list
+            .iter()
+            .map(|x| match x.how {
+                Flow::Net => clock + x.left * self.share(x),
+                Flow::Disk {
+                    disk_bpms,
+                    cap_bpms,
+                    net_bpms,
+                } => clock + x.left / self.rate(x, disk_bpms, cap_bpms, net_bpms),
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Every read progresses `dt` ms at its current rate.
+    pub(super) fn progress(&mut self, dt: f64) {
+        let steps: Vec<f64> = self
+            .list
+            .iter()
+            .map(|x| match x.how {
+                Flow::Net => dt / self.share(x),
+                Flow::Disk {
+                    disk_bpms,
+                    cap_bpms,
+                    net_bpms,
+                } => dt * self.rate(x, disk_bpms, cap_bpms, net_bpms),
+            })
+            .collect();
+        for (x, step) in self.list.iter_mut().zip(steps) {
+            x.left -= step;
+        }
+    }
+}
+
+/// Reduce `task`'s fetches when it starts on `w` at `t`: its input of
+/// `load` bytes from the disks of the workers its job's maps ran on
+/// (`spread`: maps per worker), in proportion to their maps, each sharing
+/// that disk (`disk_bpms` of a worker, bytes per ms; 0: none) uncapped.
+pub(super) fn fetches(
+    task: TaskRef,
+    w: u32,
+    t: u64,
+    load: u64,
+    spread: &BTreeMap<WorkerId, u64>,
+    disk_bpms: impl Fn(usize) -> f64,
+) -> Vec<Transfer> {
+    let total: u64 = spread.values().sum();
+    spread
+        .iter()
+        .filter(|(v, _)| disk_bpms(v.0 as usize) > 0.0 && total > 0)
+        .map(|(v, &n)| Transfer {
+            job: task.job,
+            index: task.index,
+            worker: w,
+            source: v.0,
+            start: t,
+            left: load as f64 * n as f64 / total as f64,
+            then_ms: 0,
+            how: Flow::Disk {
+                disk_bpms: disk_bpms(v.0 as usize),
+                cap_bpms: f64::INFINITY,
+                net_bpms: 0.0,
+            },
+            fetch: true,
+        })
+        .filter(|x| x.left > 0.0)
+        .collect()
+}
