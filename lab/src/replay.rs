@@ -37,6 +37,7 @@ use base::{JobId, TaskRef, WorkerId};
 use sched::reduce::ReducePlacer;
 use sched::view::Scheduler;
 
+mod beats;
 mod engine;
 mod flows;
 pub use engine::Replay;

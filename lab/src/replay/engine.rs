@@ -4,6 +4,7 @@
 //! progress a heartbeat reports, speculation's backups and their losers.
 //! [`Replay::run`] takes the earliest event until every task has ended.
 
+use super::beats::{first_beats, wakes_and_background, RECORDED_RANK};
 use super::flows::{Flow, Flows, Transfer};
 use super::{
     BackgroundRun, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome, ReplayTask, TaskRun,
@@ -23,7 +24,7 @@ type Ending = Reverse<(u64, u32, JobId, u32, u32, u64, bool)>;
 /// regular one schedules the next, an out-of-band one does not. Ties in
 /// time go by rank: the worker's number, or a recorded heartbeat's place
 /// in the real run's order ([`ReplayCluster::recorded_beats`]).
-type Beat = Reverse<(u64, u64, u32, Option<u64>)>;
+pub(super) type Beat = Reverse<(u64, u64, u32, Option<u64>)>;
 
 /// An attempt, by task, kind (true: a reduce), worker and start.
 type AttemptKey = (TaskRef, bool, u32, u64);
@@ -118,6 +119,20 @@ pub struct Replay<'a> {
     unreported: Vec<Vec<(TaskRef, u32, u64)>>,
     /// Events taken so far.
     events: u64,
+    /// Idle heartbeats left out ([`Replay::parks`]): per worker, the
+    /// regular heartbeat (its `k`) it stopped at, and how many are.
+    park: bool,
+    parked: Vec<Option<u64>>,
+    n_parked: usize,
+    /// The last heartbeat taken: (time, rank).
+    last_beat: (u64, u64),
+    /// Workers whose heartbeats were left out since their last one taken,
+    /// and the time of the last left out: the view hears of them when a
+    /// task waits again ([`Replay::wake`]).
+    stale: Vec<Option<u64>>,
+    stale_list: Vec<u32>,
+    /// When the view last heard of each worker's state.
+    state_at: Vec<u64>,
 }
 
 impl<'a> Replay<'a> {
@@ -147,6 +162,7 @@ impl<'a> Replay<'a> {
         let (beats, recorded_left) = first_beats(cluster);
         let (wakes, background_of) = wakes_and_background(cluster, jobs, background);
         view.set_speculation(cluster.speculation.clone());
+        let quiet = !sched.idle_offers_matter();
         Replay {
             sched,
             placer,
@@ -186,6 +202,20 @@ impl<'a> Replay<'a> {
             backup_of: HashSet::new(),
             unreported: vec![Vec::new(); n],
             events: 0,
+            // Only where leaving a heartbeat out cannot change what
+            // follows: a policy idle offers do not touch, no record, no
+            // backups, no record's heartbeats, heartbeats on time.
+            park: quiet
+                && !cluster.record_decisions
+                && !cluster.speculation.enabled
+                && cluster.recorded_beats.is_empty()
+                && cluster.jitter_ms == 0,
+            parked: vec![None; n],
+            n_parked: 0,
+            last_beat: (0, 0),
+            stale: vec![None; n],
+            stale_list: Vec::new(),
+            state_at: vec![0; n],
         }
     }
 
@@ -195,12 +225,106 @@ impl<'a> Replay<'a> {
         while self.finished < self.total {
             self.events += 1;
             match self.advance() {
-                Event::ReadsDone => self.reads_done(),
+                Event::ReadsDone => {
+                    // Every heartbeat due by now came before it.
+                    let now = (self.clock.floor() as u64, u64::MAX);
+                    self.last_beat = self.last_beat.max(now);
+                    self.reads_done();
+                }
                 Event::TaskEnd => self.task_end(),
                 Event::Heartbeat => self.heartbeat()?,
             }
+            if !self.stale_list.is_empty() && !self.nothing_waits() {
+                self.wake(self.clock.round() as u64);
+            }
         }
         Ok(self.outcome())
+    }
+
+    /// No map pending and no reduce waiting, in the view.
+    fn nothing_waits(&self) -> bool {
+        self.view.pending_total() == 0
+            && self
+                .view
+                .reduce_jobs()
+                .all(|r| r.pending().next().is_none())
+    }
+
+    /// Whether worker `w`'s heartbeat at `t` can be left out: with
+    /// parking on, nothing waits, no job arrives by `t` and `w` has no
+    /// map end to report (an offer then finds nothing, and the policy
+    /// says that changes nothing). A regular heartbeat parks the worker
+    /// (its next ones are not taken) until a task waits, a job arrives
+    /// or a task of its ends.
+    fn parks(&mut self, t: u64, w: u32, regular: Option<u64>) -> bool {
+        let arriving = self
+            .order
+            .get(self.next_job)
+            .is_some_and(|&j| self.jobs[j].arrival_ms <= t);
+        if !self.park
+            || arriving
+            || !self.unreported[w as usize].is_empty()
+            || !self.nothing_waits()
+        {
+            return false;
+        }
+        // The offer left out would have found a free slot or not.
+        let running = self.running[w as usize].len() as u32;
+        let bg = self.background_of[w as usize]
+            .iter()
+            .filter(|&&i| (self.background[i].start_ms..self.background[i].end_ms).contains(&t))
+            .count() as u32;
+        if self.cluster.slots[w as usize] > running + bg {
+            self.sched.idle_offer(t, WorkerId(w));
+        }
+        if let Some(k) = regular {
+            self.parked[w as usize] = Some(k);
+            self.n_parked += 1;
+        }
+        if self.stale[w as usize].replace(t).is_none() {
+            self.stale_list.push(w);
+        }
+        true
+    }
+
+    /// Worker `w`'s regular heartbeats go on from its first after the one
+    /// it parked at that is still to come: at `at` or later, and after the
+    /// last heartbeat taken (in the heartbeats' order: time, then rank).
+    /// The heartbeat before that one is the last it would have had.
+    fn unpark(&mut self, w: u32, at: u64) {
+        let Some(k) = self.parked[w as usize].take() else {
+            return;
+        };
+        self.n_parked -= 1;
+        let c = self.cluster;
+        let wu = w as usize;
+        let beat = |k: u64| (c.phase(wu) + k as f64 * c.period(wu)).round() as u64;
+        let mut next = ((at as f64 - c.phase(wu)) / c.period(wu)).ceil().max(0.0) as u64;
+        while next > 0 && beat(next - 1) >= at {
+            next -= 1;
+        }
+        let mut next = next.max(k + 1);
+        while beat(next) < at || (beat(next), u64::from(w)) <= self.last_beat {
+            next += 1;
+        }
+        self.beats
+            .push(Reverse((beat(next), u64::from(w), w, Some(next))));
+        let last = beat(next - 1);
+        self.stale[wu] = Some(self.stale[wu].map_or(last, |s| s.max(last)));
+    }
+
+    /// A task waits again (or a job arrives at `at`): the parked workers
+    /// heartbeat again, and the view learns each stale worker's state as
+    /// its last heartbeat left out would have told it.
+    fn wake(&mut self, at: u64) {
+        for w in std::mem::take(&mut self.stale_list) {
+            self.unpark(w, at);
+            if let Some(t) = self.stale[w as usize].take() {
+                if t > self.state_at[w as usize] {
+                    self.worker_state(t, w);
+                }
+            }
+        }
     }
 
     /// Moves the clock to the next event, the transfers progressing at
@@ -208,11 +332,20 @@ impl<'a> Replay<'a> {
     fn advance(&mut self) -> Event {
         let (next_end, t_beat, next_xfer) = loop {
             let next_end = self.ends.peek().map(|Reverse(e)| e.0);
-            let Reverse((t_beat, ..)) = *self.beats.peek().expect("every worker heartbeats");
+            let t_beat = self.beats.peek().map_or(u64::MAX, |Reverse(b)| b.0);
             let next_xfer = self.flows.next_done(self.clock);
             // An arrival's out-of-band heartbeats join before anything at
             // or after its time happens.
             let earliest = next_xfer.min(next_end.map_or(t_beat, |e| e.min(t_beat)) as f64);
+            // A job arriving while workers are parked wakes them first.
+            let arrival = (self.n_parked > 0)
+                .then(|| self.order.get(self.next_job))
+                .flatten()
+                .map(|&j| self.jobs[j].arrival_ms);
+            if let Some(a) = arrival.filter(|&a| a as f64 <= earliest) {
+                self.wake(a);
+                continue;
+            }
             match self.wakes.get(self.next_wake) {
                 Some(&a) if a as f64 <= earliest => {
                     let n = self.cluster.slots.len() as u32;
@@ -305,6 +438,8 @@ impl<'a> Replay<'a> {
             // end at the worker's next heartbeat (a reduce's worker
             // heartbeats once its output is stored).
             self.unreported[w as usize].push((task, src, start));
+            // A parked worker heartbeats again to report it.
+            self.unpark(w, end);
         }
         if self.cluster.out_of_band {
             // With a record too: the simulated task ends when the model
@@ -409,6 +544,10 @@ impl<'a> Replay<'a> {
         if rank >= RECORDED_RANK {
             self.recorded_left[w as usize] -= 1;
         }
+        self.last_beat = (t, rank);
+        if self.parks(t, w, regular) {
+            return Ok(());
+        }
         for (task, src, start) in std::mem::take(&mut self.unreported[w as usize]) {
             self.report(t, w, task, src, false, start);
         }
@@ -421,6 +560,9 @@ impl<'a> Replay<'a> {
                 .push(Reverse((next.max(t + 1), u64::from(w), w, Some(k + 1))));
         }
         self.arrivals(t);
+        if !self.stale_list.is_empty() && !self.nothing_waits() {
+            self.wake(t);
+        }
         self.worker_state(t, w);
         self.offer_reduces(t, w);
         let wid = WorkerId(w);
@@ -491,6 +633,7 @@ impl<'a> Replay<'a> {
     /// (slots - running tasks - background processes running), each busy
     /// slot's age, and with speculation each attempt's progress.
     fn worker_state(&mut self, t: u64, w: u32) {
+        self.state_at[w as usize] = t;
         let wid = WorkerId(w);
         let bg: Vec<&BackgroundRun> = self.background_of[w as usize]
             .iter()
@@ -709,82 +852,6 @@ impl<'a> Replay<'a> {
     }
 }
 
-/// The arrival times whose out-of-band heartbeats wake every worker (one
-/// with no free slot takes nothing, as one the master does not wake):
-/// none without out-of-band heartbeats; and each worker's background
-/// processes (indices into `background`, in its order).
-fn wakes_and_background(
-    cluster: &ReplayCluster,
-    jobs: &[ReplayJob],
-    background: &[BackgroundRun],
-) -> (Vec<u64>, Vec<Vec<usize>>) {
-    let mut wakes: Vec<u64> = if cluster.out_of_band {
-        jobs.iter().map(|j| j.arrival_ms).collect()
-    } else {
-        Vec::new()
-    };
-    wakes.sort_unstable();
-    wakes.dedup();
-    let mut background_of = vec![Vec::new(); cluster.slots.len()];
-    for (i, b) in background.iter().enumerate() {
-        if let Some(v) = background_of.get_mut(b.worker.0 as usize) {
-            v.push(i);
-        }
-    }
-    (wakes, background_of)
-}
-
-/// Recorded heartbeats rank from here on (a worker's number ranks below).
-const RECORDED_RANK: u64 = 1 << 32;
-
-/// The heartbeats due at time 0, and each worker's recorded heartbeats.
-/// Without a record, each worker's first regular one at its phase; with
-/// one, every recorded heartbeat at its time in the record's order, the
-/// worker's last one going on as its regular heartbeats (the `k` of the
-/// period after it).
-fn first_beats(cluster: &ReplayCluster) -> (BinaryHeap<Beat>, Vec<usize>) {
-    let n = cluster.slots.len();
-    let mut left = vec![0usize; n];
-    if cluster.recorded_beats.is_empty() {
-        let beats = (0..n)
-            .map(|w| {
-                let t = cluster.phase(w).round() as u64 + cluster.jitter(w, 0);
-                Reverse((t, w as u64, w as u32, Some(0)))
-            })
-            .collect();
-        return (beats, left);
-    }
-    let mut last = vec![None; n];
-    for (i, &(_, w)) in cluster.recorded_beats.iter().enumerate() {
-        if let Some(l) = left.get_mut(w as usize) {
-            *l += 1;
-            last[w as usize] = Some(i);
-        }
-    }
-    let mut beats: BinaryHeap<Beat> = BinaryHeap::new();
-    for (i, &(t, w)) in cluster.recorded_beats.iter().enumerate() {
-        let wu = w as usize;
-        if wu >= n {
-            continue;
-        }
-        let regular = (last[wu] == Some(i)).then(|| {
-            // The regular heartbeat at or before t: the next follows it.
-            ((t as f64 - cluster.phase(wu)) / cluster.period(wu))
-                .floor()
-                .max(0.0) as u64
-        });
-        beats.push(Reverse((t, RECORDED_RANK + i as u64, w, regular)));
-    }
-    // A worker the record never saw heartbeats as without one.
-    for (w, l) in left.iter().enumerate() {
-        if *l == 0 {
-            let t = cluster.phase(w).round() as u64;
-            beats.push(Reverse((t, w as u64, w as u32, Some(0))));
-        }
-    }
-    (beats, left)
-}
-
 /// The task numbered `index` of `tasks`: at its place when tasks are
 /// numbered from their list's first number on (a job's maps from 0, its
 /// reduces after them), else found.
@@ -795,71 +862,4 @@ fn find(tasks: &[ReplayTask], index: u32) -> Option<&ReplayTask> {
         .and_then(|k| tasks.get(k as usize))
         .filter(|t| t.index == index)
         .or_else(|| tasks.iter().find(|t| t.index == index))
-}
-
-impl ReplayCluster {
-    /// Worker `w`'s first heartbeat.
-    fn phase(&self, w: usize) -> f64 {
-        self.phase_ms.get(w).copied().unwrap_or(0) as f64
-    }
-
-    /// Worker `w`'s heartbeat period.
-    fn period(&self, w: usize) -> f64 {
-        self.period_ms
-            .get(w)
-            .copied()
-            .filter(|p| p.is_finite() && *p >= 1.0)
-            .unwrap_or(self.heartbeat_ms.max(1) as f64)
-    }
-
-    /// How late worker `w`'s `k`-th regular heartbeat comes.
-    fn jitter(&self, w: usize, k: u64) -> u64 {
-        if self.jitter_ms == 0 {
-            return 0;
-        }
-        let h = base::hash::splitmix64(
-            self.jitter_seed ^ base::hash::splitmix64(((w as u64) << 40) ^ k),
-        );
-        h % (self.jitter_ms + 1)
-    }
-
-    /// The real length of `task` (a reduce if `reduce`) run on `w` reading
-    /// from `src`, if [`ReplayCluster::measured_ms`] has it.
-    fn measured(&self, task: TaskRef, reduce: bool, w: u32, src: u32) -> Option<u64> {
-        self.measured_ms
-            .get(&(task.job, task.index, reduce))?
-            .iter()
-            .find(|m| (m.0, m.1) == (w, src))
-            .map(|m| m.2)
-    }
-
-    /// Worker `w`'s disk in bytes per ms under [`ReplayCluster::disk`] (0:
-    /// no disk term).
-    fn disk_bpms(&self, w: usize) -> f64 {
-        self.disk.as_ref().map_or(0.0, |d| {
-            d.mbs
-                .get(w)
-                .copied()
-                .filter(|r| r.is_finite() && *r > 0.0)
-                .map_or(0.0, |r| r * 1000.0)
-        })
-    }
-
-    /// How fast a map on worker `w` reads at most (bytes per ms): its
-    /// slot's pacing, slowed as its tasks are; infinite without one.
-    fn read_cap_bpms(&self, w: usize) -> f64 {
-        match &self.disk {
-            Some(d) if d.slot_mbs > 0.0 => d.slot_mbs * 1000.0 / self.slowdown(w),
-            _ => f64::INFINITY,
-        }
-    }
-
-    /// How many times its given length worker `w`'s tasks last.
-    fn slowdown(&self, w: usize) -> f64 {
-        self.slowdown
-            .get(w)
-            .copied()
-            .filter(|f| f.is_finite() && *f > 0.0)
-            .unwrap_or(1.0)
-    }
 }

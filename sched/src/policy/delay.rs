@@ -164,6 +164,11 @@ impl Delay {
 }
 
 impl Scheduler for Delay {
+    /// With nothing waiting an offer finds no job: nothing changes.
+    fn idle_offers_matter(&self) -> bool {
+        false
+    }
+
     fn plan(&mut self, now: Millis, _ctx: &mut crate::view::PlanContext<'_>) {
         self.wait.heartbeat(now);
     }

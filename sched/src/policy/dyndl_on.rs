@@ -274,6 +274,17 @@ pub(crate) fn free_cores(clocks: &[Millis], wv: &WorkerView) -> Vec<usize> {
 }
 
 impl Scheduler for DyndlOn {
+    /// With nothing waiting an offer finds no job: only the slot's wait
+    /// ends ([`Scheduler::idle_offer`]).
+    fn idle_offers_matter(&self) -> bool {
+        false
+    }
+
+    fn idle_offer(&mut self, _now: Millis, worker: WorkerId) {
+        // As `offer` does when nothing is pending.
+        self.waiting_since.remove(&worker);
+    }
+
     fn name(&self) -> String {
         self.params.label(false)
     }

@@ -84,6 +84,11 @@ impl Fair {
 }
 
 impl Scheduler for Fair {
+    /// With nothing waiting an offer finds no job: nothing changes.
+    fn idle_offers_matter(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> String {
         FairParams {
             delay_s: self.delay as f64 / 1000.0,

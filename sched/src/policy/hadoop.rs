@@ -104,6 +104,11 @@ impl Hadoop {
 }
 
 impl Scheduler for Hadoop {
+    /// With nothing waiting an offer finds no job: nothing changes.
+    fn idle_offers_matter(&self) -> bool {
+        false
+    }
+
     fn name(&self) -> String {
         self.params.label(false)
     }

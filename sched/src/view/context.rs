@@ -278,6 +278,21 @@ pub trait Scheduler: Send {
     /// for public instances or refuses jobs here. Default: nothing.
     fn plan(&mut self, _now: Millis, _ctx: &mut PlanContext<'_>) {}
 
+    /// Whether an offer made while no task waits anywhere (no map pending,
+    /// no reduce waiting) can change what the policy decides later. A
+    /// policy that says no lets the simulators leave idle workers'
+    /// heartbeats out (`lab::replay` parks them until a task waits).
+    /// Default: yes.
+    fn idle_offers_matter(&self) -> bool {
+        true
+    }
+
+    /// What an offer of a free slot on `worker` at `now` with no task
+    /// waiting does to the policy's state, for a policy whose
+    /// [`Scheduler::idle_offers_matter`] is false: the simulators call it
+    /// in place of the offer they leave out. Default: nothing.
+    fn idle_offer(&mut self, _now: Millis, _worker: WorkerId) {}
+
     /// `worker` has at least one free slot at time `now`: launch what the
     /// policy wants through `ctx`, or nothing to leave the slots idle until
     /// the next offer.

@@ -78,37 +78,7 @@ pub(super) fn summary(
     for n in notes {
         s += &format!("\n{n}\n");
     }
-    for m in models.iter().filter(|m| m.host_ms_per_start > 0.0) {
-        s += &format!(
-            "\nHost term of {}: a map lasts {:.2} ms longer per map launched on the host in the {} ms before it (least squares over the local maps; the overhead column is what is left after it).\n",
-            m.point,
-            m.host_ms_per_start,
-            replay::HOST_WINDOW_MS
-        );
-    }
-    for m in models.iter().filter(|m| m.disk_mbs > 0.0) {
-        s += &format!(
-            "\nDisk term of {}: every map reads its block through its source's emulated disk ({} MB/s), shared fairly with the other reads from it while it lasts (each reduce's fetch of map output too, from the disks its job's maps ran on) and at most at {}; the overhead column is what is left of a local map after its read as that disk would have made it in the measured run (it may be < 0), the remote extra mean keeps the read in (the fair-share transfer is fitted to it) and the fixed models' terms are what is left after it.\n",
-            m.point,
-            m.disk_mbs,
-            if m.disk_slot_mbs > 0.0 {
-                format!("the slot's pacing ({} MB/s)", m.disk_slot_mbs)
-            } else {
-                "the disk's rate (no pacing)".to_owned()
-            }
-        );
-    }
-    for m in models.iter().filter(|m| !m.shuffle_ratio.is_empty()) {
-        s += &format!(
-            "\nShuffle of {} (bytes the reduces fetched / bytes the maps read, jobs with reduces): {}\n",
-            m.point,
-            m.shuffle_ratio
-                .iter()
-                .map(|(w, r)| format!("{w} {r:.3}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    s += &model_terms(models);
     let mut within = BTreeMap::<&str, (usize, usize)>::new();
     for m in models {
         s += &format!(
@@ -294,6 +264,44 @@ pub(super) fn per_job_section(
             pct(e, |e| e.mean),
             pct(e, |e| e.median),
             pct(e, |e| e.p90),
+        );
+    }
+    s
+}
+
+/// What the summary says of the models' extra terms: the host term, the
+/// disk term and the shuffle ratios.
+fn model_terms(models: &[PointModel]) -> String {
+    let mut s = String::new();
+    for m in models.iter().filter(|m| m.host_ms_per_start > 0.0) {
+        s += &format!(
+            "\nHost term of {}: a map lasts {:.2} ms longer per map launched on the host in the {} ms before it (least squares over the local maps; the overhead column is what is left after it).\n",
+            m.point,
+            m.host_ms_per_start,
+            replay::HOST_WINDOW_MS
+        );
+    }
+    for m in models.iter().filter(|m| m.disk_mbs > 0.0) {
+        s += &format!(
+            "\nDisk term of {}: every map reads its block through its source's emulated disk ({} MB/s), shared fairly with the other reads from it while it lasts (each reduce's fetch of map output too, from the disks its job's maps ran on) and at most at {}; the overhead column is what is left of a local map after its read as that disk would have made it in the measured run (it may be < 0), the remote extra mean keeps the read in (the fair-share transfer is fitted to it) and the fixed models' terms are what is left after it.\n",
+            m.point,
+            m.disk_mbs,
+            if m.disk_slot_mbs > 0.0 {
+                format!("the slot's pacing ({} MB/s)", m.disk_slot_mbs)
+            } else {
+                "the disk's rate (no pacing)".to_owned()
+            }
+        );
+    }
+    for m in models.iter().filter(|m| !m.shuffle_ratio.is_empty()) {
+        s += &format!(
+            "\nShuffle of {} (bytes the reduces fetched / bytes the maps read, jobs with reduces): {}\n",
+            m.point,
+            m.shuffle_ratio
+                .iter()
+                .map(|(w, r)| format!("{w} {r:.3}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     s
