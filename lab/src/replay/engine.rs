@@ -243,7 +243,7 @@ impl<'a> Replay<'a> {
 
     /// No map pending and no reduce waiting, in the view.
     fn nothing_waits(&self) -> bool {
-        self.view.pending_total() == 0
+        self.view.head_job().is_none()
             && self
                 .view
                 .reduce_jobs()
