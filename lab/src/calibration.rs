@@ -68,10 +68,11 @@ pub struct PointModel {
     #[serde(default)]
     pub shuffle_ratio: BTreeMap<String, f64>,
     /// Fitted with the disk term ([`crate::replay::DiskShare`]): the
-    /// emulated disk's MB/s and the slot's read cap (MB/s, 0: none) of the
+    /// emulated disk's MB/s and the slot's pacing (MB/s, 0: none) of the
     /// runs it was fitted on. Then a map's overheads leave out its block's
-    /// read as the shared disk would have made it, and the remote extra
-    /// of the fixed models what is left after that read (0: no disk term).
+    /// read as the shared disk would have made it (or its pacing floor
+    /// where longer), and the remote extra of the fixed models what is
+    /// left after that (0: no disk term).
     #[serde(default)]
     pub disk_mbs: f64,
     #[serde(default)]

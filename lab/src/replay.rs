@@ -101,9 +101,9 @@ pub struct ReplayCluster {
     /// The workers' emulated disks (`workers.disk_mbs`): every map's block
     /// read (data-local, or served to a remote reader) goes through its
     /// source's disk, shared fairly with the other reads from it while it
-    /// lasts and at most at the slot's rate, and the map's `local_ms` runs
-    /// after it (the rest of its time: with this, `local_ms` leaves the
-    /// read out). None: no disk term.
+    /// lasts, and the map's `local_ms` runs after it and after the slot's
+    /// pacing floor (the rest of its time: with this, `local_ms` leaves the
+    /// read and the pacing out). None: no disk term.
     pub disk: Option<DiskShare>,
 }
 
@@ -112,8 +112,8 @@ pub struct ReplayCluster {
 pub struct DiskShare {
     /// Each worker's disk, MB/s (0 or missing: none on it).
     pub mbs: Vec<f64>,
-    /// A map reads its block at most this fast (its slot's compute
-    /// pacing, MB/s; 0: no cap).
+    /// A map lasts at least its bytes at this rate from its start, before
+    /// its `local_ms` (the worker's compute pacing, MB/s; 0: none).
     pub slot_mbs: f64,
 }
 

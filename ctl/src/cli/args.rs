@@ -397,8 +397,9 @@ pub enum SimCmd {
         measured_task_times: bool,
         /// Also model the emulated disk (points with `disk_mbs`): every
         /// map's block read shares its source's disk fairly with the other
-        /// reads from it while it lasts, at most at the slot's pacing rate,
-        /// and the fits leave that read out of the overheads (writes
+        /// reads from it (and the reduces' fetches) while it lasts, a map
+        /// lasts at least its input at the slot's pacing rate, and the fits
+        /// leave that read (or floor) out of the overheads (writes
         /// DIR/calibration...-disk/).
         #[arg(long)]
         disk_share: bool,

@@ -347,9 +347,9 @@ fn write_calibration(
 
 /// Fits one point's model on `runs` (each run's map attempts and seed):
 /// the local overheads, then the remote extra by least squares. With
-/// `disk` (the emulated disk's MB/s and the slot's read cap), each map's
-/// block read as the shared disk made it is left out of both, and
-/// `compute` must leave the pacing out (the read's cap is the pacing).
+/// `disk` (the emulated disk's MB/s and the slot's pacing), each map's
+/// block read as the shared disk made it, or its pacing floor where that
+/// is longer, is left out of both, and `compute` must leave the pacing out.
 fn fit_point(
     point: &str,
     runs: &[RunRows],
@@ -490,12 +490,13 @@ fn fit_point(
     })
 }
 
-/// Each of `rows`' map reads (ms, in their order) as the emulated disk
-/// shared by the reads from each source would have made it
-/// ([`lab::calibration::shared_reads`]), with the `reduces`' fetches of
-/// map output sharing it too (each reduce's input taken from its job's
-/// map workers in proportion to the bytes their maps read, from its
-/// start); zeros without `disk`.
+/// Each of `rows`' maps' input phase (ms, in their order): its read as
+/// the emulated disk shared by the reads from each source would have made
+/// it ([`lab::calibration::shared_reads`], the `reduces`' fetches of map
+/// output sharing it too: each reduce's input taken from its job's map
+/// workers in proportion to the bytes their maps read, from its start),
+/// or its pacing floor where that is longer (the worker paces a task's
+/// length, not its read); zeros without `disk`.
 fn disk_reads(
     rows: &[&TaskRow],
     reduces: &[&TaskRow],
@@ -514,7 +515,6 @@ fn disk_reads(
             start_ms: ms(t.start_s),
             source,
             bytes: t.input_bytes,
-            capped: true,
         });
         let e = spread.entry(t.job.as_str()).or_default();
         *e.0.entry(worker_id(&t.worker)?.0).or_default() += t.input_bytes;
@@ -529,12 +529,14 @@ fn disk_reads(
                 start_ms: ms(r.start_s),
                 source: w,
                 bytes: (r.input_bytes as f64 * b as f64 / *total as f64).round() as u64,
-                capped: false,
             });
         }
     }
-    let mut out = lab::calibration::shared_reads(&reads, mbs, slot_mbs);
+    let mut out = lab::calibration::shared_reads(&reads, mbs);
     out.truncate(rows.len());
+    for (r, t) in out.iter_mut().zip(rows) {
+        *r = r.max(pacing_ms(t.input_bytes, slot_mbs) as f64);
+    }
     Ok(out)
 }
 

@@ -133,13 +133,12 @@ impl ReplayCluster {
         })
     }
 
-    /// How fast a map on worker `w` reads at most (bytes per ms): its
-    /// slot's pacing, slowed as its tasks are; infinite without one.
-    pub(super) fn read_cap_bpms(&self, w: usize) -> f64 {
-        match &self.disk {
-            Some(d) if d.slot_mbs > 0.0 => d.slot_mbs * 1000.0 / self.slowdown(w),
-            _ => f64::INFINITY,
-        }
+    /// The least a map reading `bytes` lasts under
+    /// [`ReplayCluster::disk`]'s pacing (ms from its start; 0 without).
+    pub(super) fn paced_ms(&self, bytes: u64) -> u64 {
+        self.disk
+            .as_ref()
+            .map_or(0, |d| crate::calibration::pacing_ms(bytes, d.slot_mbs))
     }
 
     /// How many times its given length worker `w`'s tasks last.

@@ -310,10 +310,10 @@ impl<'a> Replay<'a> {
                 a.iter_mut()
                     .find(|a| a.worker == x.worker && a.start == x.start)
             }) {
-                a.end = Some(at + x.then_ms);
+                a.end = Some(at.max(x.floor) + x.then_ms);
             }
             self.ends.push(Reverse((
-                at + x.then_ms,
+                at.max(x.floor) + x.then_ms,
                 x.worker,
                 x.job,
                 x.index,
@@ -694,7 +694,7 @@ impl<'a> Replay<'a> {
         let disk_bpms = self.cluster.disk_bpms(src);
         let on_disk = disk_bpms > 0.0 && bytes > 0;
         let mut net_bpms = 0.0;
-        let read = |left, then_ms, how| Transfer {
+        let read = |left, then_ms, floor, how| Transfer {
             job: task.job,
             index: task.index,
             worker: tw as u32,
@@ -702,6 +702,7 @@ impl<'a> Replay<'a> {
             start: t,
             left,
             then_ms,
+            floor,
             how,
             fetch: false,
         };
@@ -720,7 +721,7 @@ impl<'a> Replay<'a> {
                         transfer_ms
                     };
                     if !on_disk {
-                        self.flows.push(read(alone.max(0.0), len, Flow::Net));
+                        self.flows.push(read(alone.max(0.0), len, 0, Flow::Net));
                         return None;
                     }
                     if alone > 0.0 {
@@ -732,13 +733,12 @@ impl<'a> Replay<'a> {
         if !on_disk {
             return Some(t + len);
         }
-        let cap_bpms = self.cluster.read_cap_bpms(tw);
+        let floor = t + self.cluster.paced_ms(bytes);
         let how = Flow::Disk {
             disk_bpms,
-            cap_bpms,
             net_bpms,
         };
-        self.flows.push(read(bytes as f64, len, how));
+        self.flows.push(read(bytes as f64, len, floor, how));
         None
     }
 

@@ -13,15 +13,11 @@ pub(super) enum Flow {
     /// `left` is ms of the transfer alone; it goes at 1 / n, n the larger
     /// of the transfers from its source and to its reader.
     Net,
-    /// `left` is bytes; it goes at the least of its cap, the source's disk
-    /// shared by the reads from it, and (`net_bpms` > 0) the network's
-    /// rate alone over the larger of its source's and reader's transfers.
-    /// Rates in bytes per ms.
-    Disk {
-        disk_bpms: f64,
-        cap_bpms: f64,
-        net_bpms: f64,
-    },
+    /// `left` is bytes; it goes at the lesser of the source's disk shared
+    /// by the reads from it and (`net_bpms` > 0) the network's rate alone
+    /// over the larger of its source's and reader's transfers. Rates in
+    /// bytes per ms.
+    Disk { disk_bpms: f64, net_bpms: f64 },
 }
 
 /// One read in flight.
@@ -33,8 +29,10 @@ pub(super) struct Transfer {
     pub(super) start: u64,
     /// Work left, in the [`Flow`]'s unit.
     pub(super) left: f64,
-    /// The task's own time, run once the block is read.
+    /// The task's own time, run once the block is read (and not before
+    /// `floor`: the worker's compute pacing).
     pub(super) then_ms: u64,
+    pub(super) floor: u64,
     pub(super) how: Flow,
     /// A reduce's fetch of map output (it only loads the disk: the reduce
     /// runs its own time, and nothing ends with it).
@@ -119,8 +117,8 @@ impl Flows {
     }
 
     /// A disk read's rate now (bytes per ms).
-    fn rate(&self, x: &Transfer, disk_bpms: f64, cap_bpms: f64, net_bpms: f64) -> f64 {
-        let mut r = cap_bpms.min(disk_bpms / f64::from(self.disk[x.source as usize].max(1)));
+    fn rate(&self, x: &Transfer, disk_bpms: f64, net_bpms: f64) -> f64 {
+        let mut r = disk_bpms / f64::from(self.disk[x.source as usize].max(1));
         if net_bpms > 0.0 {
             r = r.min(net_bpms / self.share(x));
         }
@@ -136,9 +134,8 @@ impl Flows {
                 Flow::Net => clock + x.left * self.share(x),
                 Flow::Disk {
                     disk_bpms,
-                    cap_bpms,
                     net_bpms,
-                } => clock + x.left / self.rate(x, disk_bpms, cap_bpms, net_bpms),
+                } => clock + x.left / self.rate(x, disk_bpms, net_bpms),
             })
             .fold(f64::INFINITY, f64::min)
     }
@@ -152,9 +149,8 @@ impl Flows {
                 Flow::Net => dt / self.share(x),
                 Flow::Disk {
                     disk_bpms,
-                    cap_bpms,
                     net_bpms,
-                } => dt * self.rate(x, disk_bpms, cap_bpms, net_bpms),
+                } => dt * self.rate(x, disk_bpms, net_bpms),
             })
             .collect();
         for (x, step) in self.list.iter_mut().zip(steps) {
@@ -166,7 +162,7 @@ impl Flows {
 /// Reduce `task`'s fetches when it starts on `w` at `t`: its input of
 /// `load` bytes from the disks of the workers its job's maps ran on
 /// (`spread`: maps per worker), in proportion to their maps, each sharing
-/// that disk (`disk_bpms` of a worker, bytes per ms; 0: none) uncapped.
+/// that disk (`disk_bpms` of a worker, bytes per ms; 0: none).
 pub(super) fn fetches(
     task: TaskRef,
     w: u32,
@@ -187,9 +183,9 @@ pub(super) fn fetches(
             start: t,
             left: load as f64 * n as f64 / total as f64,
             then_ms: 0,
+            floor: 0,
             how: Flow::Disk {
                 disk_bpms: disk_bpms(v.0 as usize),
-                cap_bpms: f64::INFINITY,
                 net_bpms: 0.0,
             },
             fetch: true,

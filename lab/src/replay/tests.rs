@@ -737,7 +737,8 @@ fn a_shared_disk_slows_the_reads_on_it_local_and_served_alike() {
     c.disk = disk(0.0);
     let o = run(&c, &two, &[], RemoteCost::default());
     assert_eq!(spans(&o), [(0, 2_500, 0), (0, 2_500, 0)]);
-    // Capped at 0.8 MB/s: alone 1.25 s; two still get 0.5 MB/s each.
+    // Paced at 0.8 MB/s: alone the read takes 1 s but the map lasts at
+    // least 1.25 s before its own 0.5 s; two reads together take 2 s.
     c.disk = disk(0.8);
     let one = [sized(job(1, 0, &[(0, 500)]), 1_000_000)];
     assert_eq!(

@@ -391,7 +391,7 @@ impl<'a> Measured<'a> {
         let replicas = self.replicas(&keys)?;
         let setups = self.setups(p, &keys, schedulers, opts)?;
         // The disk term, where asked for and the point has a disk: its
-        // rate and the slot's read cap.
+        // rate and the slot's pacing.
         let disk = self
             .disk
             .get(p.label.as_str())

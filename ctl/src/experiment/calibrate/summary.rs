@@ -283,13 +283,13 @@ fn model_terms(models: &[PointModel]) -> String {
     }
     for m in models.iter().filter(|m| m.disk_mbs > 0.0) {
         s += &format!(
-            "\nDisk term of {}: every map reads its block through its source's emulated disk ({} MB/s), shared fairly with the other reads from it while it lasts (each reduce's fetch of map output too, from the disks its job's maps ran on) and at most at {}; the overhead column is what is left of a local map after its read as that disk would have made it in the measured run (it may be < 0), the remote extra mean keeps the read in (the fair-share transfer is fitted to it) and the fixed models' terms are what is left after it.\n",
+            "\nDisk term of {}: every map reads its block through its source's emulated disk ({} MB/s), shared fairly with the other reads from it while it lasts (each reduce's fetch of map output too, from the disks its job's maps ran on), and lasts at least {}; the overhead column is what is left of a local map after its read as that disk would have made it in the measured run, or after the floor where that is longer (it may be < 0), the remote extra mean keeps the read in (the fair-share transfer is fitted to it) and the fixed models' terms are what is left after it.\n",
             m.point,
             m.disk_mbs,
             if m.disk_slot_mbs > 0.0 {
-                format!("the slot's pacing ({} MB/s)", m.disk_slot_mbs)
+                format!("its input at the slot's pacing ({} MB/s)", m.disk_slot_mbs)
             } else {
-                "the disk's rate (no pacing)".to_owned()
+                "its read (no pacing)".to_owned()
             }
         );
     }

@@ -153,7 +153,7 @@ fn a_runs_recorded_heartbeats_line_up_with_its_launches() {
 }
 
 #[test]
-fn the_disk_term_reads_each_block_at_most_at_the_slots_rate_and_reduces_load_it() {
+fn the_disk_term_keeps_the_pacing_floor_and_reduces_load_the_disk() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../results/eas-table1-headline/20261128-045932");
     let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv")).unwrap();
@@ -172,8 +172,9 @@ fn the_disk_term_reads_each_block_at_most_at_the_slots_rate_and_reduces_load_it(
     let loaded = disk_reads(&maps, &reduces, disk).unwrap();
     assert_eq!((alone.len(), loaded.len()), (maps.len(), maps.len()));
     for ((t, a), l) in maps.iter().zip(&alone).zip(&loaded) {
-        // Never faster than the slot's rate; the fetches only add.
-        assert!(*a >= t.input_bytes as f64 / 625.0 - 1e-6, "{a}");
+        // Never shorter than the pacing floor (in whole ms); the fetches
+        // only add.
+        assert!(*a >= t.input_bytes as f64 / 625.0 - 0.5, "{a}");
         assert!(*l >= *a - 1e-6, "{l} < {a}");
     }
     let sum = |v: &[f64]| v.iter().sum::<f64>();
