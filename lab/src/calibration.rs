@@ -15,7 +15,7 @@ mod fit;
 #[cfg(test)]
 mod tests;
 
-pub use disk::{shared_reads, DiskRead};
+pub use disk::{shared_reads, DiskRead, FetchChain, FETCH_PARALLEL};
 pub use fit::{fit, fit_sized, fit_transfer, sizes_differ, solve, spread};
 
 /// One remote attempt for the fit: extra ms over its local time, n_src, n_dst.

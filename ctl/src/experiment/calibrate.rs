@@ -493,8 +493,8 @@ fn fit_point(
 /// Each of `rows`' maps' input phase (ms, in their order): its read as
 /// the emulated disk shared by the reads from each source would have made
 /// it ([`lab::calibration::shared_reads`], the `reduces`' fetches of map
-/// output sharing it too: each reduce's input taken from its job's map
-/// workers in proportion to the bytes their maps read, from its start),
+/// output sharing it too: from its start, each reduce takes a part per map
+/// of its job, in proportion to the bytes the map read, a few at once),
 /// or its pacing floor where that is longer (the worker paces a task's
 /// length, not its read); zeros without `disk`.
 fn disk_reads(
@@ -502,38 +502,53 @@ fn disk_reads(
     reduces: &[&TaskRow],
     disk: Option<(f64, f64)>,
 ) -> anyhow::Result<Vec<f64>> {
-    use lab::calibration::DiskRead;
+    use lab::calibration::{DiskRead, FetchChain};
     let Some((mbs, slot_mbs)) = disk else {
         return Ok(vec![0.0; rows.len()]);
     };
     let mut reads = Vec::new();
-    // Per job, the bytes its maps read on each worker, and in all.
-    let mut spread: BTreeMap<&str, (BTreeMap<u32, u64>, u64)> = BTreeMap::new();
+    // Per job, each map's bytes by the worker it ran on, and in all.
+    let mut spread: BTreeMap<&str, (BTreeMap<u32, Vec<u64>>, u64)> = BTreeMap::new();
     for t in rows {
-        let source = worker_id(&t.source)?.0;
         reads.push(DiskRead {
             start_ms: ms(t.start_s),
-            source,
+            source: worker_id(&t.source)?.0,
             bytes: t.input_bytes,
         });
         let e = spread.entry(t.job.as_str()).or_default();
-        *e.0.entry(worker_id(&t.worker)?.0).or_default() += t.input_bytes;
+        e.0.entry(worker_id(&t.worker)?.0)
+            .or_default()
+            .push(t.input_bytes);
         e.1 += t.input_bytes;
     }
+    // Each reduce takes a part per map, one worker after another from the
+    // one its number picks, a few at once.
+    let mut fetches = Vec::new();
     for r in reduces {
         let Some((on, total)) = spread.get(r.job.as_str()).filter(|s| s.1 > 0) else {
             continue;
         };
-        for (&w, &b) in on {
-            reads.push(DiskRead {
-                start_ms: ms(r.start_s),
-                source: w,
-                bytes: (r.input_bytes as f64 * b as f64 / *total as f64).round() as u64,
-            });
+        let mut queues: Vec<(u32, std::collections::VecDeque<u64>)> = on
+            .iter()
+            .map(|(&w, b)| (w, b.iter().copied().collect()))
+            .collect();
+        let k = r.task as usize % queues.len();
+        queues.rotate_left(k);
+        let mut parts = Vec::new();
+        while queues.iter().any(|q| !q.1.is_empty()) {
+            for (w, q) in queues.iter_mut() {
+                if let Some(b) = q.pop_front() {
+                    let share = r.input_bytes as f64 * b as f64 / *total as f64;
+                    parts.push((*w, share.round() as u64));
+                }
+            }
         }
+        fetches.push(FetchChain {
+            start_ms: ms(r.start_s),
+            parts,
+        });
     }
-    let mut out = lab::calibration::shared_reads(&reads, mbs);
-    out.truncate(rows.len());
+    let mut out = lab::calibration::shared_reads(&reads, &fetches, mbs);
     for (r, t) in out.iter_mut().zip(rows) {
         *r = r.max(pacing_ms(t.input_bytes, slot_mbs) as f64);
     }

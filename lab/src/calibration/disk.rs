@@ -12,52 +12,108 @@ pub struct DiskRead {
     pub bytes: u64,
 }
 
+/// A reduce's fetch of map output: its parts, each (worker, bytes) from
+/// that worker's disk, in the order it takes them, [`FETCH_PARALLEL`] at
+/// once from its start (the worker's `shuffle_in`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FetchChain {
+    pub start_ms: u64,
+    pub parts: Vec<(u32, u64)>,
+}
+
+/// How many parts a reduce fetches at once.
+pub const FETCH_PARALLEL: usize = 4;
+
+/// What a read in flight belongs to.
+#[derive(Clone, Copy)]
+enum Owner {
+    Read(usize),
+    Chain(usize),
+}
+
 /// Each read's time in ms, in `reads`' order: reads share their source's
-/// disk of `mbs` MB/s fairly while they last. A read of 0 bytes takes 0.
-pub fn shared_reads(reads: &[DiskRead], mbs: f64) -> Vec<f64> {
+/// disk of `mbs` MB/s fairly while they last, with the `fetches`' parts
+/// in flight. A read of 0 bytes takes 0.
+pub fn shared_reads(reads: &[DiskRead], fetches: &[FetchChain], mbs: f64) -> Vec<f64> {
     let mut out = vec![0.0; reads.len()];
     if mbs.is_nan() || mbs <= 0.0 {
         return out;
     }
     let disk = mbs * 1000.0;
-    let mut sources: Vec<u32> = reads.iter().map(|r| r.source).collect();
-    sources.sort_unstable();
-    sources.dedup();
-    for s in sources {
-        let mut order: Vec<usize> = (0..reads.len())
-            .filter(|&i| reads[i].source == s && reads[i].bytes > 0)
-            .collect();
-        order.sort_by_key(|&i| (reads[i].start_ms, i));
-        // Reads in flight: (index, bytes left).
-        let mut live: Vec<(usize, f64)> = Vec::new();
-        let mut clock = 0.0f64;
-        let mut next = 0;
-        while next < order.len() || !live.is_empty() {
-            let rate = disk / live.len().max(1) as f64;
-            let first_end = live
+    // Starts in time order: (time, reads first, index).
+    let mut starts: Vec<(u64, bool, usize)> = reads
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.bytes > 0)
+        .map(|(i, r)| (r.start_ms, false, i))
+        .chain(
+            fetches
                 .iter()
-                .map(|&(_, left)| clock + left / rate)
-                .fold(f64::INFINITY, f64::min);
-            let arrival = order
-                .get(next)
-                .map_or(f64::INFINITY, |&i| reads[i].start_ms as f64);
-            let to = first_end.min(arrival);
-            for x in &mut live {
-                x.1 -= (to - clock) * rate;
+                .enumerate()
+                .map(|(c, f)| (f.start_ms, true, c)),
+        )
+        .collect();
+    starts.sort_unstable();
+    let top = reads
+        .iter()
+        .map(|r| r.source)
+        .chain(fetches.iter().flat_map(|f| f.parts.iter().map(|p| p.0)))
+        .max()
+        .map_or(0, |m| m as usize + 1);
+    let mut on = vec![0u32; top];
+    // In flight: (source, bytes left, owner); each chain's next part.
+    let mut live: Vec<(u32, f64, Owner)> = Vec::new();
+    let mut next_part = vec![0usize; fetches.len()];
+    let (mut clock, mut next) = (0.0f64, 0);
+    let take = |c: usize, next_part: &mut Vec<usize>, live: &mut Vec<_>, on: &mut Vec<u32>| {
+        while let Some(&(w, b)) = fetches[c].parts.get(next_part[c]) {
+            next_part[c] += 1;
+            if b > 0 {
+                live.push((w, b as f64, Owner::Chain(c)));
+                on[w as usize] += 1;
+                return;
             }
-            clock = clock.max(to);
-            if arrival <= first_end {
-                let i = order[next];
-                live.push((i, reads[i].bytes as f64));
-                next += 1;
-            }
-            live.retain(|&(i, left)| {
-                let done = left <= 1e-6;
-                if done {
-                    out[i] = clock - reads[i].start_ms as f64;
+        }
+    };
+    while next < starts.len() || !live.is_empty() {
+        let rate = |w: u32| disk / f64::from(on[w as usize].max(1));
+        let first_end = live
+            .iter()
+            .map(|x| clock + x.1 / rate(x.0))
+            .fold(f64::INFINITY, f64::min);
+        let arrival = starts.get(next).map_or(f64::INFINITY, |s| s.0 as f64);
+        let to = first_end.min(arrival);
+        let steps: Vec<f64> = live.iter().map(|x| (to - clock) * rate(x.0)).collect();
+        for (x, step) in live.iter_mut().zip(steps) {
+            x.1 -= step;
+        }
+        clock = clock.max(to);
+        if arrival <= first_end {
+            let (_, chain, i) = starts[next];
+            next += 1;
+            if chain {
+                for _ in 0..FETCH_PARALLEL {
+                    take(i, &mut next_part, &mut live, &mut on);
                 }
-                !done
-            });
+            } else {
+                live.push((reads[i].source, reads[i].bytes as f64, Owner::Read(i)));
+                on[reads[i].source as usize] += 1;
+            }
+        }
+        let mut ended = Vec::new();
+        live.retain(|&(w, left, owner)| {
+            let done = left <= 1e-6;
+            if done {
+                on[w as usize] -= 1;
+                match owner {
+                    Owner::Read(i) => out[i] = clock - reads[i].start_ms as f64,
+                    Owner::Chain(c) => ended.push(c),
+                }
+            }
+            !done
+        });
+        for c in ended {
+            take(c, &mut next_part, &mut live, &mut on);
         }
     }
     out
@@ -65,7 +121,7 @@ pub fn shared_reads(reads: &[DiskRead], mbs: f64) -> Vec<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{shared_reads, DiskRead};
+    use super::{shared_reads, DiskRead, FetchChain};
 
     /// Reads of (start, source, bytes).
     fn maps(r: &[(u64, u32, u64)]) -> Vec<DiskRead> {
@@ -84,6 +140,7 @@ mod tests {
         // 2 s each; one from another source takes 1 s.
         let r = shared_reads(
             &maps(&[(0, 0, 1_000_000), (0, 0, 1_000_000), (0, 1, 1_000_000)]),
+            &[],
             1.0,
         );
         assert_eq!(r, vec![2000.0, 2000.0, 1000.0]);
@@ -91,7 +148,7 @@ mod tests {
 
     #[test]
     fn three_reads_together_take_a_third_of_the_disk_each() {
-        let three = shared_reads(&maps(&[(0, 0, 1_000_000); 3]), 1.0);
+        let three = shared_reads(&maps(&[(0, 0, 1_000_000); 3]), &[], 1.0);
         for t in three {
             assert!((t - 3000.0).abs() < 1e-6, "{t}");
         }
@@ -101,10 +158,42 @@ mod tests {
     fn a_later_read_slows_the_one_in_flight() {
         // 1 MB at 1 MB/s from 0; another from 500 ms: the first has 0.5 MB
         // left at half speed (1 s more), the second then has 0.5 MB alone.
-        let r = shared_reads(&maps(&[(0, 0, 1_000_000), (500, 0, 1_000_000)]), 1.0);
+        let r = shared_reads(&maps(&[(0, 0, 1_000_000), (500, 0, 1_000_000)]), &[], 1.0);
         assert!((r[0] - 1500.0).abs() < 1e-6, "{r:?}");
         assert!((r[1] - 1500.0).abs() < 1e-6, "{r:?}");
-        assert_eq!(shared_reads(&maps(&[(0, 0, 0)]), 1.0), vec![0.0]);
-        assert_eq!(shared_reads(&maps(&[(0, 0, 5)]), 0.0), vec![0.0]);
+        assert_eq!(shared_reads(&maps(&[(0, 0, 0)]), &[], 1.0), vec![0.0]);
+        assert_eq!(shared_reads(&maps(&[(0, 0, 5)]), &[], 0.0), vec![0.0]);
+    }
+
+    #[test]
+    fn a_reduce_fetches_a_few_parts_at_once_in_its_order() {
+        // A map reading 1 MB from worker 0 at 0; a reduce from 0 fetching
+        // five parts of 0.5 MB from worker 1 and one from worker 0, four at
+        // once: worker 0's part goes with the first four (it is fourth),
+        // sharing worker 0's disk with the map for as long as it lasts.
+        let fetch = FetchChain {
+            start_ms: 0,
+            parts: vec![
+                (1, 500_000),
+                (1, 500_000),
+                (1, 500_000),
+                (0, 500_000),
+                (1, 500_000),
+                (1, 500_000),
+            ],
+        };
+        let r = shared_reads(
+            &maps(&[(0, 0, 1_000_000)]),
+            std::slice::from_ref(&fetch),
+            1.0,
+        );
+        // Both at 0.5 MB/s on worker 0 until the part ends at 1 s; the
+        // map's last 0.5 MB then alone: 1.5 s.
+        assert!((r[0] - 1500.0).abs() < 1e-6, "{r:?}");
+        // Its part sixth: worker 1's five parts first, the map alone.
+        let mut late = fetch;
+        late.parts.swap(3, 5);
+        let r = shared_reads(&maps(&[(0, 0, 1_000_000)]), &[late], 1.0);
+        assert!(r[0] < 1500.0 - 1e-6, "{r:?}");
     }
 }

@@ -106,6 +106,9 @@ pub struct Replay<'a> {
     /// With the disk term, where each job's maps ran (maps per worker):
     /// its reduces fetch from those disks.
     map_spread: HashMap<JobId, BTreeMap<WorkerId, u64>>,
+    /// Each reduce attempt's fetch parts not yet started (by task, worker
+    /// and start).
+    fetch_left: HashMap<(TaskRef, u32, u64), VecDeque<Transfer>>,
     clock: f64,
     /// Tasks in flight, by task and kind (a job's reduces may be numbered
     /// as its maps are): each task's attempts; the attempts killed whose
@@ -195,6 +198,7 @@ impl<'a> Replay<'a> {
             last_progress: 0,
             flows: Flows::new(n),
             map_spread: HashMap::new(),
+            fetch_left: HashMap::new(),
             clock: 0.0,
             live: BTreeMap::new(),
             killed: HashSet::new(),
@@ -299,7 +303,24 @@ impl<'a> Replay<'a> {
             }
             let x = self.flows.remove(i);
             if x.fetch {
-                // A reduce's fetch: the reduce runs its own time.
+                // A reduce's fetch: its next part starts; the reduce runs
+                // its own time.
+                let key = (
+                    TaskRef {
+                        job: x.job,
+                        index: x.index,
+                    },
+                    x.worker,
+                    x.start,
+                );
+                if let Some(parts) = self.fetch_left.get_mut(&key) {
+                    if let Some(next) = parts.pop_front() {
+                        self.flows.push(next);
+                    }
+                    if parts.is_empty() {
+                        self.fetch_left.remove(&key);
+                    }
+                }
                 continue;
             }
             let t = TaskRef {
@@ -612,9 +633,14 @@ impl<'a> Replay<'a> {
             let (load, disks) = (self.jobs[self.job_index[&task.job]].reduce_load, |v| {
                 self.cluster.disk_bpms(v)
             });
-            let fetches = super::flows::fetches(task, w, t, load, spread, disks);
-            for x in fetches {
-                self.flows.push(x);
+            let mut parts = super::flows::fetch_parts(task, w, t, load, spread, disks);
+            for _ in 0..crate::calibration::FETCH_PARALLEL {
+                if let Some(x) = parts.pop_front() {
+                    self.flows.push(x);
+                }
+            }
+            if !parts.is_empty() {
+                self.fetch_left.insert((task, w, t), parts);
             }
         }
     }

@@ -5,7 +5,7 @@
 //! source's disk with the other reads from it, at most at its slot's rate.
 
 use base::{JobId, TaskRef, WorkerId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// How a read progresses.
 #[derive(Clone, Copy, Debug)]
@@ -34,8 +34,9 @@ pub(super) struct Transfer {
     pub(super) then_ms: u64,
     pub(super) floor: u64,
     pub(super) how: Flow,
-    /// A reduce's fetch of map output (it only loads the disk: the reduce
-    /// runs its own time, and nothing ends with it).
+    /// A part of a reduce's fetch of map output (it only loads the disk:
+    /// the reduce runs its own time, and nothing ends with it but the
+    /// next part's start).
     pub(super) fetch: bool,
 }
 
@@ -159,37 +160,52 @@ impl Flows {
     }
 }
 
-/// Reduce `task`'s fetches when it starts on `w` at `t`: its input of
-/// `load` bytes from the disks of the workers its job's maps ran on
-/// (`spread`: maps per worker), in proportion to their maps, each sharing
-/// that disk (`disk_bpms` of a worker, bytes per ms; 0: none).
-pub(super) fn fetches(
+/// Reduce `task`'s fetch of its input of `load` bytes when it starts on
+/// `w` at `t`: one part per map of its job (`spread`: maps per worker),
+/// taken one from each worker in turn starting at the worker its number
+/// picks (as the worker's `fetch_order` does), each a read of that
+/// worker's disk (`disk_bpms`, bytes per ms; 0: none, left out). The
+/// reduce runs [`crate::calibration::FETCH_PARALLEL`] at once.
+pub(super) fn fetch_parts(
     task: TaskRef,
     w: u32,
     t: u64,
     load: u64,
     spread: &BTreeMap<WorkerId, u64>,
     disk_bpms: impl Fn(usize) -> f64,
-) -> Vec<Transfer> {
+) -> VecDeque<Transfer> {
     let total: u64 = spread.values().sum();
-    spread
+    let mut queues: Vec<(u32, u64)> = spread
         .iter()
-        .filter(|(v, _)| disk_bpms(v.0 as usize) > 0.0 && total > 0)
-        .map(|(v, &n)| Transfer {
-            job: task.job,
-            index: task.index,
-            worker: w,
-            source: v.0,
-            start: t,
-            left: load as f64 * n as f64 / total as f64,
-            then_ms: 0,
-            floor: 0,
-            how: Flow::Disk {
-                disk_bpms: disk_bpms(v.0 as usize),
-                net_bpms: 0.0,
-            },
-            fetch: true,
-        })
-        .filter(|x| x.left > 0.0)
-        .collect()
+        .filter(|(v, n)| **n > 0 && disk_bpms(v.0 as usize) > 0.0)
+        .map(|(v, &n)| (v.0, n))
+        .collect();
+    let mut parts = VecDeque::new();
+    if queues.is_empty() || total == 0 {
+        return parts;
+    }
+    let k = task.index as usize % queues.len();
+    queues.rotate_left(k);
+    let part = load as f64 / total as f64;
+    while queues.iter().any(|q| q.1 > 0) {
+        for q in queues.iter_mut().filter(|q| q.1 > 0) {
+            q.1 -= 1;
+            parts.push_back(Transfer {
+                job: task.job,
+                index: task.index,
+                worker: w,
+                source: q.0,
+                start: t,
+                left: part,
+                then_ms: 0,
+                floor: 0,
+                how: Flow::Disk {
+                    disk_bpms: disk_bpms(q.0 as usize),
+                    net_bpms: 0.0,
+                },
+                fetch: true,
+            });
+        }
+    }
+    parts
 }
