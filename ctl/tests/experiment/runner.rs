@@ -308,12 +308,17 @@ fn another_block_size_scales_the_reads(out: &Path, cal: &Path, renamed: &str) {
     };
     let (half, whole) = (fixed(&sized), fixed(cal));
     assert_eq!(half.len(), whole.len());
+    // A run's placement may change with the cost (a batch policy plans
+    // on it), so a run may end a little later; over the runs, cheaper
+    // reads cost no more.
     for (h, w) in half.iter().zip(&whole) {
         assert!(
-            (&h.0, &h.1, h.2) == (&w.0, &w.1, w.2) && h.3 <= w.3 + 1e-9,
+            (&h.0, &h.1, h.2) == (&w.0, &w.1, w.2) && h.3 <= w.3 * 1.05 + 1e-9,
             "{h:?} {w:?}"
         );
     }
+    let sum = |v: &[(String, String, u32, f64)]| v.iter().map(|r| r.3).sum::<f64>();
+    assert!(sum(&half) <= sum(&whole) + 1e-9, "{half:?} {whole:?}");
 }
 
 fn calibration_predicts_every_run(out: &Path, runs: usize, tasks_per_run: u32) {
