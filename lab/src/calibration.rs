@@ -15,7 +15,8 @@ mod fit;
 #[cfg(test)]
 mod tests;
 
-pub use disk::{shared_reads, DiskRead, FetchChain, FETCH_PARALLEL};
+pub use crate::replay::{pacing_ms, FETCH_PARALLEL};
+pub use disk::{shared_reads, DiskRead, FetchChain};
 pub use fit::{fit, fit_sized, fit_transfer, sizes_differ, solve, spread};
 
 /// One remote attempt for the fit: extra ms over its local time, n_src, n_dst.
@@ -229,12 +230,4 @@ fn spread_of(mut e: Vec<f64>) -> Option<ErrorSpread> {
         },
         p90: rank(0.9),
     })
-}
-
-/// The least time compute pacing at `rate_mbs` MB/s gives `bytes`, ms.
-pub fn pacing_ms(bytes: u64, rate_mbs: f64) -> u64 {
-    if !(rate_mbs.is_finite() && rate_mbs > 0.0) {
-        return 0;
-    }
-    (bytes as f64 / (rate_mbs * 1e6) * 1000.0).round() as u64
 }

@@ -121,6 +121,18 @@ pub struct DiskShare {
 /// attempt's (worker, source, ms).
 pub type MeasuredMs = std::collections::BTreeMap<(JobId, u32, bool), Vec<(u32, u32, u64)>>;
 
+/// The least time compute pacing at `rate_mbs` MB/s gives `bytes`, ms.
+pub fn pacing_ms(bytes: u64, rate_mbs: f64) -> u64 {
+    if !(rate_mbs.is_finite() && rate_mbs > 0.0) {
+        return 0;
+    }
+    (bytes as f64 / (rate_mbs * 1e6) * 1000.0).round() as u64
+}
+
+/// How many parts of its input a reduce fetches at once (the worker's
+/// `shuffle_in`), under [`ReplayCluster::disk`].
+pub const FETCH_PARALLEL: usize = 4;
+
 /// The window of [`ReplayCluster::host_ms_per_start`]: launches this recent
 /// count.
 pub const HOST_WINDOW_MS: u64 = 1_000;

@@ -4,6 +4,8 @@
 //! replay runs). A read goes as fast as its share allows: the worker's
 //! compute pacing is a floor on the task's length, not a cap on its read.
 
+use crate::replay::FETCH_PARALLEL;
+
 /// One read from a worker's disk.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DiskRead {
@@ -13,16 +15,14 @@ pub struct DiskRead {
 }
 
 /// A reduce's fetch of map output: its parts, each (worker, bytes) from
-/// that worker's disk, in the order it takes them, [`FETCH_PARALLEL`] at
-/// once from its start (the worker's `shuffle_in`).
+/// that worker's disk, in the order it takes them,
+/// [`crate::replay::FETCH_PARALLEL`] at once from its start (the worker's
+/// `shuffle_in`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FetchChain {
     pub start_ms: u64,
     pub parts: Vec<(u32, u64)>,
 }
-
-/// How many parts a reduce fetches at once.
-pub const FETCH_PARALLEL: usize = 4;
 
 /// What a read in flight belongs to.
 #[derive(Clone, Copy)]

@@ -3,11 +3,16 @@
 //! cluster's per-worker cadence, jitter, measured lengths, slowdown and
 //! disk.
 
-use super::engine::Beat;
 use super::{BackgroundRun, ReplayCluster, ReplayJob};
 use base::TaskRef;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+
+/// A heartbeat: (time, rank, worker, Some(k) for the k-th regular one); a
+/// regular one schedules the next, an out-of-band one does not. Ties in
+/// time go by rank: the worker's number, or a recorded heartbeat's place
+/// in the real run's order ([`ReplayCluster::recorded_beats`]).
+pub(super) type Beat = Reverse<(u64, u64, u32, Option<u64>)>;
 
 /// The arrival times whose out-of-band heartbeats wake every worker (one
 /// with no free slot takes nothing, as one the master does not wake):
@@ -138,7 +143,7 @@ impl ReplayCluster {
     pub(super) fn paced_ms(&self, bytes: u64) -> u64 {
         self.disk
             .as_ref()
-            .map_or(0, |d| crate::calibration::pacing_ms(bytes, d.slot_mbs))
+            .map_or(0, |d| super::pacing_ms(bytes, d.slot_mbs))
     }
 
     /// How many times its given length worker `w`'s tasks last.

@@ -6,7 +6,7 @@
 
 mod park;
 
-use super::beats::{first_beats, wakes_and_background, RECORDED_RANK};
+use super::beats::{first_beats, wakes_and_background, Beat, RECORDED_RANK};
 use super::flows::{Flow, Flows, Transfer};
 use super::{
     BackgroundRun, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome, ReplayTask, TaskRun,
@@ -21,12 +21,6 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 
 /// A running task: (end, worker, job, index, source, start, reduce).
 type Ending = Reverse<(u64, u32, JobId, u32, u32, u64, bool)>;
-
-/// A heartbeat: (time, rank, worker, Some(k) for the k-th regular one); a
-/// regular one schedules the next, an out-of-band one does not. Ties in
-/// time go by rank: the worker's number, or a recorded heartbeat's place
-/// in the real run's order ([`ReplayCluster::recorded_beats`]).
-pub(super) type Beat = Reverse<(u64, u64, u32, Option<u64>)>;
 
 /// An attempt, by task, kind (true: a reduce), worker and start.
 type AttemptKey = (TaskRef, bool, u32, u64);
@@ -634,7 +628,7 @@ impl<'a> Replay<'a> {
                 self.cluster.disk_bpms(v)
             });
             let mut parts = super::flows::fetch_parts(task, w, t, load, spread, disks);
-            for _ in 0..crate::calibration::FETCH_PARALLEL {
+            for _ in 0..super::FETCH_PARALLEL {
                 if let Some(x) = parts.pop_front() {
                     self.flows.push(x);
                 }

@@ -165,7 +165,7 @@ impl Flows {
 /// taken one from each worker in turn starting at the worker its number
 /// picks (as the worker's `fetch_order` does), each a read of that
 /// worker's disk (`disk_bpms`, bytes per ms; 0: none, left out). The
-/// reduce runs [`crate::calibration::FETCH_PARALLEL`] at once.
+/// reduce runs [`super::FETCH_PARALLEL`] at once.
 pub(super) fn fetch_parts(
     task: TaskRef,
     w: u32,
