@@ -36,6 +36,7 @@ use crate::sim::SimError;
 use base::{JobId, TaskRef, WorkerId};
 use sched::reduce::ReducePlacer;
 use sched::view::Scheduler;
+use std::collections::VecDeque;
 
 mod beats;
 mod engine;
@@ -127,6 +128,26 @@ pub fn pacing_ms(bytes: u64, rate_mbs: f64) -> u64 {
         return 0;
     }
     (bytes as f64 / (rate_mbs * 1e6) * 1000.0).round() as u64
+}
+
+/// The order a reduce takes its parts in (the worker's `fetch_order`): one
+/// from each worker's queue in turn, starting at the worker its number
+/// `index` picks.
+pub fn fetch_order<T>(mut queues: Vec<(u32, VecDeque<T>)>, index: u32) -> Vec<(u32, T)> {
+    let mut parts = Vec::new();
+    if queues.is_empty() {
+        return parts;
+    }
+    let k = index as usize % queues.len();
+    queues.rotate_left(k);
+    while queues.iter().any(|q| !q.1.is_empty()) {
+        for (w, q) in queues.iter_mut() {
+            if let Some(x) = q.pop_front() {
+                parts.push((*w, x));
+            }
+        }
+    }
+    parts
 }
 
 /// How many parts of its input a reduce fetches at once (the worker's

@@ -528,21 +528,17 @@ fn disk_reads(
         let Some((on, total)) = spread.get(r.job.as_str()).filter(|s| s.1 > 0) else {
             continue;
         };
-        let mut queues: Vec<(u32, std::collections::VecDeque<u64>)> = on
+        let queues = on
             .iter()
             .map(|(&w, b)| (w, b.iter().copied().collect()))
             .collect();
-        let k = r.task as usize % queues.len();
-        queues.rotate_left(k);
-        let mut parts = Vec::new();
-        while queues.iter().any(|q| !q.1.is_empty()) {
-            for (w, q) in queues.iter_mut() {
-                if let Some(b) = q.pop_front() {
-                    let share = r.input_bytes as f64 * b as f64 / *total as f64;
-                    parts.push((*w, share.round() as u64));
-                }
-            }
-        }
+        let parts = lab::replay::fetch_order(queues, r.task)
+            .into_iter()
+            .map(|(w, b)| {
+                let share = r.input_bytes as f64 * b as f64 / *total as f64;
+                (w, share.round() as u64)
+            })
+            .collect();
         fetches.push(FetchChain {
             start_ms: ms(r.start_s),
             parts,

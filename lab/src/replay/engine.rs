@@ -566,11 +566,7 @@ impl<'a> Replay<'a> {
     fn worker_state(&mut self, t: u64, w: u32) {
         self.state_at[w as usize] = t;
         let wid = WorkerId(w);
-        let bg: Vec<&BackgroundRun> = self.background_of[w as usize]
-            .iter()
-            .map(|&i| &self.background[i])
-            .filter(|b| b.start_ms <= t && t < b.end_ms)
-            .collect();
+        let bg = self.background_running(t, w);
         let slots = self.cluster.slots[w as usize];
         let busy_n = self.running[w as usize].len() as u32 + bg.len() as u32;
         self.view.set_free(wid, slots.saturating_sub(busy_n));
@@ -596,6 +592,15 @@ impl<'a> Replay<'a> {
                 }
             }
         }
+    }
+
+    /// Worker `w`'s background processes running at `t`.
+    fn background_running(&self, t: u64, w: u32) -> Vec<&'a BackgroundRun> {
+        self.background_of[w as usize]
+            .iter()
+            .map(|&i| &self.background[i])
+            .filter(|b| b.start_ms <= t && t < b.end_ms)
+            .collect()
     }
 
     /// Waiting reduces first, as the master offers them.

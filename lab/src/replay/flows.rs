@@ -1,8 +1,9 @@
 //! Block reads in flight that share links while they last: a fair-share
 //! remote read ([`RemoteModel::FairShare`](super::RemoteModel)) shares its
 //! source's uplink and its reader's downlink, and with
-//! [`DiskShare`](super::DiskShare) every map's read also shares its
-//! source's disk with the other reads from it, at most at its slot's rate.
+//! [`DiskShare`](super::DiskShare) every map's read (and every part of a
+//! reduce's fetch) also shares its source's disk with the other reads
+//! from it.
 
 use base::{JobId, TaskRef, WorkerId};
 use std::collections::{BTreeMap, VecDeque};
@@ -175,37 +176,31 @@ pub(super) fn fetch_parts(
     disk_bpms: impl Fn(usize) -> f64,
 ) -> VecDeque<Transfer> {
     let total: u64 = spread.values().sum();
-    let mut queues: Vec<(u32, u64)> = spread
+    let queues = spread
         .iter()
         .filter(|(v, n)| **n > 0 && disk_bpms(v.0 as usize) > 0.0)
-        .map(|(v, &n)| (v.0, n))
+        .map(|(v, &n)| (v.0, (0..n).collect::<VecDeque<u64>>()))
         .collect();
-    let mut parts = VecDeque::new();
-    if queues.is_empty() || total == 0 {
-        return parts;
+    if total == 0 {
+        return VecDeque::new();
     }
-    let k = task.index as usize % queues.len();
-    queues.rotate_left(k);
     let part = load as f64 / total as f64;
-    while queues.iter().any(|q| q.1 > 0) {
-        for q in queues.iter_mut().filter(|q| q.1 > 0) {
-            q.1 -= 1;
-            parts.push_back(Transfer {
-                job: task.job,
-                index: task.index,
-                worker: w,
-                source: q.0,
-                start: t,
-                left: part,
-                then_ms: 0,
-                floor: 0,
-                how: Flow::Disk {
-                    disk_bpms: disk_bpms(q.0 as usize),
-                    net_bpms: 0.0,
-                },
-                fetch: true,
-            });
-        }
-    }
-    parts
+    super::fetch_order(queues, task.index)
+        .into_iter()
+        .map(|(source, _)| Transfer {
+            job: task.job,
+            index: task.index,
+            worker: w,
+            source,
+            start: t,
+            left: part,
+            then_ms: 0,
+            floor: 0,
+            how: Flow::Disk {
+                disk_bpms: disk_bpms(source as usize),
+                net_bpms: 0.0,
+            },
+            fetch: true,
+        })
+        .collect()
 }

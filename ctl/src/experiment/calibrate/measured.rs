@@ -140,7 +140,7 @@ impl<'a> Measured<'a> {
     }
 
     /// A map's drawn compute alone (the spec's `task_time_s`; 0 without):
-    /// under the disk term the pacing is the read's cap instead.
+    /// under the disk term the pacing is a floor on the whole map instead.
     pub(super) fn drawn(&self, seed: u64, t: &TaskRow) -> anyhow::Result<u64> {
         let Some([a, b]) = self.spec.jobs.task_time_s else {
             return Ok(0);

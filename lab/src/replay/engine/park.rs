@@ -39,12 +39,8 @@ impl Replay<'_> {
             return false;
         }
         // The offer left out would have found a free slot or not.
-        let running = self.running[w as usize].len() as u32;
-        let bg = self.background_of[w as usize]
-            .iter()
-            .filter(|&&i| (self.background[i].start_ms..self.background[i].end_ms).contains(&t))
-            .count() as u32;
-        if self.cluster.slots[w as usize] > running + bg {
+        let busy = self.running[w as usize].len() + self.background_running(t, w).len();
+        if self.cluster.slots[w as usize] as usize > busy {
             self.sched.idle_offer(t, WorkerId(w));
         }
         if let Some(k) = regular {
@@ -67,7 +63,6 @@ impl Replay<'_> {
         };
         self.n_parked -= 1;
         let c = self.cluster;
-
         let wu = w as usize;
         let beat = |k: u64| (c.phase(wu) + k as f64 * c.period(wu)).round() as u64;
         let mut next = ((at as f64 - c.phase(wu)) / c.period(wu)).ceil().max(0.0) as u64;
