@@ -22,7 +22,7 @@ DOCKER_MASTER := $(BIN)/master --config $(dir $(CONFIG))run/docker/cluster.toml
 # `make experiment EXP=<name>` runs experiments/<name>.toml.
 EXP ?= smoke
 
-.PHONY: build docker-bins cluster cluster-netns cluster-docker stop test bench clean experiment trace chaos soak wheel
+.PHONY: build docker-bins cluster cluster-netns cluster-docker stop test bench clean experiment trace chaos campaign soak wheel
 
 build:
 	$(CARGO) build --release --bins
@@ -117,6 +117,15 @@ trace: build
 CHAOS_SEED ?= 1
 chaos: build
 	$(BIN)/master chaos --seed $(CHAOS_SEED)
+
+## The randomized fault campaign: CAMPAIGN_MINUTES of partitions, master restarts, kills,
+## stops, full and slow disks and slow NICs drawn from CAMPAIGN_SEED while wordcount and sort
+## run; then the checker reads the whole history. In network namespaces as root, else on
+## local processes (no partitions). Results in results/campaign/<timestamp>/.
+CAMPAIGN_MINUTES ?= 30
+CAMPAIGN_SEED ?= 1
+campaign: build
+	$(BIN)/master campaign --minutes $(CAMPAIGN_MINUTES) --seed $(CAMPAIGN_SEED)
 
 ## The soak run: the chaos job mix at a steady rate for SOAK_MINUTES, every
 ## process sampled each minute; fails if anything grows by more than 10%

@@ -19,6 +19,7 @@ use workloads::Workload;
 
 mod args;
 pub mod exit;
+mod faults;
 mod results;
 pub use args::{Cli, Cmd, GenArgs, SimCmd};
 use exit::{bad_input, Failed};
@@ -51,31 +52,7 @@ async fn run_tools(cmd: &Cmd, config: &Path) -> anyhow::Result<bool> {
         }
         Cmd::Claims { cmd } => crate::claims::run(cmd),
         Cmd::Results { cmd } => results::run(cmd).await,
-        Cmd::Chaos {
-            seed,
-            jobs,
-            results,
-            work,
-        } => chaos(*seed, *jobs, results, work).await,
-        Cmd::Soak {
-            minutes,
-            seed,
-            sample_s,
-            arrival_s,
-            results,
-            work,
-        } => {
-            let opts = crate::soak::SoakOptions {
-                results: results.clone(),
-                work: work.clone(),
-                bin: local::bin_dir()?,
-                seed: *seed,
-                minutes: *minutes,
-                sample_s: *sample_s,
-                arrival_s: *arrival_s,
-            };
-            soak(&opts).await
-        }
+        Cmd::Chaos { .. } | Cmd::Campaign { .. } | Cmd::Soak { .. } => faults::run(cmd).await,
         Cmd::Experiment {
             spec,
             results,
@@ -152,20 +129,18 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
             docker_subnet,
             docker_bin,
         } => {
-            let kind = if docker {
-                Kind::Docker {
+            let kind = match (docker, netns) {
+                (true, _) => Kind::Docker {
                     project: docker_project,
                     third: docker_subnet,
                     bin: docker_bin,
-                }
-            } else if netns {
-                Kind::Netns {
+                },
+                (false, true) => Kind::Netns {
                     prefix: netns_prefix,
                     third: 0,
                     host_link: false,
-                }
-            } else {
-                Kind::Processes
+                },
+                (false, false) => Kind::Processes,
             };
             up(cfg, kind, fresh).await
         }
@@ -268,6 +243,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
         | Cmd::Claims { .. }
         | Cmd::Results { .. }
         | Cmd::Chaos { .. }
+        | Cmd::Campaign { .. }
         | Cmd::Soak { .. }
         | Cmd::Completions { .. }
         | Cmd::PolicySchema
@@ -288,21 +264,6 @@ async fn rm(client: &MasterClient, file: &str) -> anyhow::Result<()> {
 }
 
 /// `master soak`: fails when the run's figures fall short.
-async fn soak(opts: &crate::soak::SoakOptions) -> anyhow::Result<()> {
-    if !(opts.minutes > 0.0 && opts.sample_s > 0.0 && opts.arrival_s > 0.0) {
-        return Err(bad_input(
-            "--minutes, --sample-s and --arrival-s must be > 0",
-        ));
-    }
-    let (dir, figures) = crate::soak::run(opts).await?;
-    println!("results in {}", dir.display());
-    let problems = figures.problems();
-    if !problems.is_empty() {
-        return Err(Failed(format!("the soak failed: {}", problems.join("; "))).into());
-    }
-    Ok(())
-}
-
 /// `master up`: the cluster of `cfg` started where `kind` says.
 async fn up(cfg: &ClusterConfig, kind: Kind, fresh: bool) -> anyhow::Result<()> {
     let d = kind.deployment();
@@ -685,34 +646,6 @@ pub async fn run_experiment(
         deployment,
     })
     .await?;
-    Ok(())
-}
-
-/// `master chaos`.
-pub async fn chaos(seed: u64, jobs: u32, results: &Path, work: &Path) -> anyhow::Result<()> {
-    if jobs < 3 {
-        return Err(bad_input(format!(
-            "--jobs must be at least 3 (one of each workload; got {jobs})"
-        )));
-    }
-    let (dir, figures) = crate::chaos::run(&crate::chaos::ChaosOptions {
-        results: results.into(),
-        work: work.into(),
-        bin: local::bin_dir()?,
-        seed,
-        jobs,
-    })
-    .await?;
-    println!("{}", serde_json::to_string_pretty(&figures)?);
-    println!("results in {}", dir.display());
-    let problems = figures.problems();
-    if !problems.is_empty() {
-        return Err(Failed(format!(
-            "the cluster did not survive: {}",
-            problems.join("; ")
-        ))
-        .into());
-    }
     Ok(())
 }
 

@@ -20,6 +20,7 @@
 //!   its memory, descriptors and latency watched;
 //! - [`cli`]: the `master` command line, one function per subcommand.
 
+pub mod campaign;
 pub mod chaos;
 pub mod claims;
 pub mod cli;

@@ -20,6 +20,7 @@
 //! | GET | /timeline | ?since_ms=UNIX_MS | WorkerTimeline |
 //! | GET | /shuffle/{job}/{map}/{attempt}/{part} | ?lo=HEX&hi=HEX for part `run` | map output |
 //! | POST | /v1/heartbeat-now | | 204: heartbeats at once (with out-of-band heartbeats) |
+//! | PUT | /v1/emulation | EmulationRates | EmulationRates: the emulated disk's and NIC's rates from now on |
 //! | GET | /v1/openapi.json | | this API's OpenAPI description (no token) |
 
 use crate::nic::{Link, Nic};
@@ -109,6 +110,7 @@ pub const RULES: &[Rule] = &[
         "fetch map output",
     ),
     Rule::new("POST", "/v1/heartbeat-now", WORKER, "wake a worker"),
+    Rule::new("PUT", "/v1/emulation", CLIENT, "change the emulated rates"),
 ];
 
 /// The worker's routes and their OpenAPI description, one list; every
@@ -124,6 +126,7 @@ pub fn api(credentials: impl Into<Credentials>) -> (Router<Arc<Served>>, utoipa:
         .routes(routes!(timeline))
         .routes(routes!(crate::shuffle::serve))
         .routes(routes!(heartbeat_now))
+        .routes(routes!(set_emulation))
         .split_for_parts();
     let api = api
         .route_layer(axum::middleware::from_fn_with_state(
@@ -566,6 +569,70 @@ pub struct WorkerStatus {
 async fn heartbeat_now(State(ctx): State<Arc<Served>>) -> StatusCode {
     ctx.slots.slot_freed();
     StatusCode::NO_CONTENT
+}
+
+/// The emulated disk's and NIC's rates (MB/s and Mbit/s; absent: that
+/// link is not emulated, or, in a request, left as it is).
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmulationRates {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_mbs: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_mbps: Option<f64>,
+}
+
+#[utoipa::path(put, path = "/v1/emulation", tag = "worker", request_body = EmulationRates,
+    responses((status = 200, description = "the rates from now on", body = EmulationRates),
+        (status = 400, description = "a rate that is not positive and finite", body = ErrorBody),
+        (status = 409, description = "a link the worker does not emulate", body = ErrorBody),
+        (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// Slows (or speeds) the worker's emulated disk and NIC from now on, as a
+/// failing disk or a congested link would: transfers in flight continue
+/// at the new rate from their next piece. A link the worker started
+/// without a rate (an unlimited disk; the NIC in the netns mode, shaped by
+/// tc) cannot be set. Nothing is changed unless every field given is valid.
+async fn set_emulation(
+    State(ctx): State<Arc<Served>>,
+    Json(req): Json<EmulationRates>,
+) -> Result<Json<EmulationRates>, ApiError> {
+    let links: [(&str, Option<f64>, f64, Vec<&Link>); 2] = [
+        ("disk_mbs", req.disk_mbs, 1e6, vec![&ctx.disk]),
+        (
+            "nic_mbps",
+            req.nic_mbps,
+            1e6 / 8.0,
+            vec![&ctx.nic.tx, &ctx.nic.rx],
+        ),
+    ];
+    for (field, rate, _, ls) in &links {
+        let Some(r) = rate else { continue };
+        if !(r.is_finite() && *r > 0.0) {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("{field} = {r}: a rate must be positive and finite"),
+            ));
+        }
+        if ls.iter().any(|l| l.rate().is_none()) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("{field}: worker {} does not emulate this link (it started without a rate for it)", ctx.name),
+            ));
+        }
+    }
+    for (field, rate, unit, ls) in &links {
+        if let Some(r) = rate {
+            for l in ls {
+                l.set_rate(r * unit)
+                    .map_err(|e| ApiError::new(StatusCode::CONFLICT, format!("{field}: {e}")))?;
+            }
+            tracing::warn!(worker = %ctx.name, field, rate = r, "emulated rate changed");
+        }
+    }
+    Ok(Json(EmulationRates {
+        disk_mbs: ctx.disk.rate().map(|r| r / 1e6),
+        nic_mbps: ctx.nic.tx.rate().map(|r| r * 8.0 / 1e6),
+    }))
 }
 
 #[utoipa::path(get, path = "/status", tag = "worker",

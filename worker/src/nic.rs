@@ -25,8 +25,11 @@ const SLACK: Duration = Duration::from_millis(5);
 
 #[derive(Debug)]
 pub struct Link {
-    /// Bytes per second; `None` = unlimited.
-    rate: Option<f64>,
+    /// Bytes per second as `f64` bits; 0 = unlimited. An emulated link's
+    /// rate may change while it runs (`PUT /v1/emulation`: a disk or NIC
+    /// slowed for a fault campaign); a reservation already made keeps the
+    /// rate it was made at.
+    rate: AtomicU64,
     busy_until: Mutex<Option<Instant>>,
     bytes: AtomicU64,
 }
@@ -34,14 +37,33 @@ pub struct Link {
 impl Link {
     pub fn new(rate: Option<f64>) -> Self {
         Link {
-            rate,
+            rate: AtomicU64::new(rate.map_or(0, f64::to_bits)),
             busy_until: Mutex::new(None),
             bytes: AtomicU64::new(0),
         }
     }
 
     pub fn rate(&self) -> Option<f64> {
-        self.rate
+        match self.rate.load(Ordering::Relaxed) {
+            0 => None,
+            bits => Some(f64::from_bits(bits)),
+        }
+    }
+
+    /// Sets an emulated link's rate (bytes per second, positive and
+    /// finite); refused for a link that was started unlimited, which
+    /// nothing paces.
+    pub fn set_rate(&self, rate: f64) -> Result<(), String> {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(format!("a rate must be positive and finite, not {rate}"));
+        }
+        if self.rate().is_none() {
+            return Err(
+                "this link is not emulated (the worker started without a rate for it)".into(),
+            );
+        }
+        self.rate.store(rate.to_bits(), Ordering::Relaxed);
+        Ok(())
     }
 
     /// Total bytes moved through this link.
@@ -62,7 +84,7 @@ impl Link {
 
     /// Waits until `n` bytes may pass, given everyone else's reservations.
     pub async fn acquire(&self, n: usize) {
-        let Some(rate) = self.rate else {
+        let Some(rate) = self.rate() else {
             self.bytes.fetch_add(n as u64, Ordering::Relaxed);
             return;
         };
@@ -158,6 +180,19 @@ mod tests {
         assert!((b.as_secs_f64() - 0.5).abs() < 0.03, "{b:?}");
         let a = a.await.unwrap();
         assert!((a.as_secs_f64() - 1.25).abs() < 0.03, "{a:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slowed_link_paces_at_its_new_rate_and_an_unlimited_one_refuses() {
+        let link = Arc::new(Link::new(Some(10e6)));
+        assert!(link.set_rate(0.0).is_err() && link.set_rate(f64::NAN).is_err());
+        link.set_rate(2e6).unwrap();
+        assert_eq!(link.rate(), Some(2e6));
+        let d = stream(link.clone(), 2_000_000).await;
+        assert!((d.as_secs_f64() - 1.0).abs() < 0.01, "{d:?}");
+        let open = Link::new(None);
+        assert!(open.set_rate(1e6).unwrap_err().contains("not emulated"));
+        assert_eq!(open.rate(), None);
     }
 
     #[tokio::test]

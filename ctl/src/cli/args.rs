@@ -232,6 +232,39 @@ pub enum Cmd {
         #[arg(long, default_value = "run/chaos")]
         work: PathBuf,
     },
+    /// The randomized fault campaign: a 5-worker cluster (in network
+    /// namespaces as root, else local processes) runs wordcount and sort
+    /// at a steady rate while a schedule drawn from the seed partitions,
+    /// restarts, kills, stops, fills disks and slows disks and NICs; then a
+    /// checker reads the whole history. Writes
+    /// <results>/campaign/<timestamp>/; fails if a check did not hold.
+    #[command(
+        after_help = "Examples:\n  master campaign --minutes 30 --seed 1\n  master campaign --minutes 2 --mean-gap-s 5 --processes"
+    )]
+    Campaign {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Minutes of faults (jobs run throughout).
+        #[arg(long, default_value_t = 30.0)]
+        minutes: f64,
+        /// Mean seconds between faults.
+        #[arg(long, default_value_t = 20.0)]
+        mean_gap_s: f64,
+        /// Seconds between job arrivals.
+        #[arg(long, default_value_t = 5.0)]
+        arrival_s: f64,
+        /// Seconds between resource samples.
+        #[arg(long, default_value_t = 30.0)]
+        sample_s: f64,
+        /// Local processes even as root (no partitions, no full disks).
+        #[arg(long)]
+        processes: bool,
+        #[arg(long, default_value = "results")]
+        results: PathBuf,
+        /// Scratch space (cluster config, disks, logs).
+        #[arg(long, default_value = "run/campaign")]
+        work: PathBuf,
+    },
     /// The soak run: the chaos run's cluster and job mix at a steady
     /// arrival rate for --minutes, without faults; the master, every worker
     /// and this client sampled for memory, descriptors and threads; fails

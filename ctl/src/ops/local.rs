@@ -151,7 +151,7 @@ fn head(path: &Path, lines: usize) -> String {
 pub fn restart_worker(cfg: &ClusterConfig, bin: &Path, name: &str) -> anyhow::Result<u32> {
     let config = cfg.path.to_string_lossy().into_owned();
     let args = ["--config", config.as_str(), "--name", name];
-    restart(cfg, name, &bin.join("worker"), &args)
+    restart(cfg, name, &bin.join("worker"), &args, None)
 }
 
 /// Starts the master of `cfg` again (after it was killed), as
@@ -166,10 +166,29 @@ pub fn restart_master_with(cfg: &ClusterConfig, bin: &Path, extra: &[&str]) -> a
     let config = cfg.path.to_string_lossy().into_owned();
     let mut args = vec!["serve", "--config", config.as_str()];
     args.extend_from_slice(extra);
-    restart(cfg, "master", &bin.join("master"), &args)
+    restart(cfg, "master", &bin.join("master"), &args, None)
 }
 
-fn restart(cfg: &ClusterConfig, name: &str, program: &Path, args: &[&str]) -> anyhow::Result<u32> {
+/// Starts process `name` of the netns cluster of `cfg` again in its
+/// namespace `ns` (`program` with `args`, as `up_netns_layout` started
+/// it), as [`restart_worker`] does on loopback.
+pub fn restart_in_ns(
+    cfg: &ClusterConfig,
+    name: &str,
+    program: &Path,
+    args: &[&str],
+    ns: &str,
+) -> anyhow::Result<u32> {
+    restart(cfg, name, program, args, Some(ns))
+}
+
+fn restart(
+    cfg: &ClusterConfig,
+    name: &str,
+    program: &Path,
+    args: &[&str],
+    ns: Option<&str>,
+) -> anyhow::Result<u32> {
     let run = run_dir(cfg);
     let f = pids_file(&run);
     let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
@@ -184,14 +203,16 @@ fn restart(cfg: &ClusterConfig, name: &str, program: &Path, args: &[&str]) -> an
         .append(true)
         .open(&entry.log)
         .with_context(|| format!("opening {}", entry.log.display()))?;
-    let child = Command::new(program)
-        .args(args)
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(out.try_clone()?)
         .stderr(out)
-        .process_group(0)
-        .spawn()
-        .with_context(|| format!("starting {name}"))?;
+        .process_group(0);
+    if let Some(ns) = ns {
+        crate::ops::netns::exec_in(&mut cmd, ns)?;
+    }
+    let child = cmd.spawn().with_context(|| format!("starting {name}"))?;
     entry.pid = child.id();
     std::fs::write(&f, serde_json::to_string_pretty(&procs)?)?;
     Ok(reap_when_done(child))

@@ -384,6 +384,43 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
 }
 
 /// Shapes `dev`'s egress in namespace `ns` to `bits` per second.
+/// Shapes `dev` in `ns` at `bits` per second from now on (a tbf replacing
+/// its root qdisc, with the layout's bucket and queue): a NIC slowed or
+/// restored while the cluster runs.
+pub fn reshape(ns: &str, dev: &str, bits: u64) -> anyhow::Result<()> {
+    let rate = format!("{bits}bit");
+    sh(
+        "tc",
+        &[
+            "-n",
+            ns,
+            "qdisc",
+            "replace",
+            "dev",
+            dev,
+            "root",
+            "tbf",
+            "rate",
+            &rate,
+            "burst",
+            TBF_BURST,
+            "latency",
+            TBF_LATENCY,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Adds (or, with `on` false, removes) a blackhole route to `to` in
+/// namespace `ns`: every packet from `ns` to `to` is dropped, a one-way
+/// cut (TCP connections then fail both ways, their replies lost).
+pub fn blackhole(ns: &str, to: Ipv4Addr, on: bool) -> anyhow::Result<()> {
+    let dst = format!("{to}/32");
+    let op = if on { "add" } else { "del" };
+    sh("ip", &["-n", ns, "route", op, "blackhole", &dst])?;
+    Ok(())
+}
+
 fn tbf(ns: &str, dev: &str, bits: u64) -> anyhow::Result<()> {
     let rate = format!("{bits}bit");
     sh(

@@ -1,0 +1,467 @@
+//! The campaign's cluster: its config, its workers' own disks (a tmpfs
+//! each, as root), its start in namespaces or as processes, its input
+//! files and their references; the resource sampler; and the checks made
+//! once everything is healed (stored files, catalog against disks,
+//! resources flat, processes alive).
+
+use super::check::{Replica, Verdict};
+use super::inject::Target;
+use super::jobs::{Driven, References};
+use super::CampaignOptions;
+use crate::ops::client::MasterClient;
+use crate::ops::deploy::{Deployment, Keep, Netns, Processes};
+use crate::ops::loader::{self, Generator, LoadSpec, Source};
+use crate::ops::{files, local, netns, verify};
+use crate::soak::Sample;
+use anyhow::Context;
+use common::config::ClusterConfig;
+use common::wire::BlockInfo;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const WORKERS: usize = 5;
+const TOKEN: &str = "campaign";
+/// Each worker's own disk (a tmpfs, as root).
+const DISK_SIZE: &str = "256m";
+/// The emulated disk's and NIC's rates (a slow one runs at a share).
+pub const DISK_MBS: f64 = 200.0;
+pub const NIC_MBPS: f64 = 200.0;
+/// How long the cluster may take to heal once the faults end.
+const SETTLE: Duration = Duration::from_secs(120);
+
+/// Where the campaign's cluster runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Deploy {
+    /// Namespaces when root can make them, else processes.
+    Auto,
+    Processes,
+    /// Namespaces `<prefix>*` on 10.77.`third`.0/24 (root).
+    Netns {
+        prefix: String,
+        third: u8,
+    },
+}
+
+/// The cluster under test; stopped, its namespaces and disks removed,
+/// when dropped.
+pub struct Cluster {
+    pub cfg: ClusterConfig,
+    pub derived: ClusterConfig,
+    pub run_dir: PathBuf,
+    pub client: MasterClient,
+    pub names: Vec<String>,
+    pub refs: References,
+    pub deployment: String,
+    bin: PathBuf,
+    layout: Option<netns::Layout>,
+    /// (name, bytes) of the input files as loaded.
+    inputs: Vec<(String, Vec<u8>)>,
+    _down: Down,
+}
+
+/// Stops the cluster and unmounts its disks, however the campaign ends.
+struct Down {
+    run: PathBuf,
+    deployment: Box<dyn Deployment + Send + Sync>,
+    mounts: Vec<PathBuf>,
+}
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = self.deployment.down(&self.run, true);
+        for m in &self.mounts {
+            let _ = Command::new("umount").arg("-l").arg(m).status();
+        }
+    }
+}
+
+/// Unmounts whatever a crashed campaign left mounted under `work`.
+fn unmount_under(work: &Path) {
+    let Ok(mounts) = std::fs::read_to_string("/proc/mounts") else {
+        return;
+    };
+    let work = std::path::absolute(work).unwrap_or(work.to_owned());
+    for line in mounts.lines() {
+        if let Some(at) = line.split_whitespace().nth(1) {
+            if Path::new(at).starts_with(&work) {
+                let _ = Command::new("umount").arg("-l").arg(at).status();
+            }
+        }
+    }
+}
+
+fn config_text(work: &Path, ports: &[u16]) -> String {
+    let mut t = format!(
+        "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 3\nheartbeat_ms = {}\n\
+         worker_timeout_ms = {}\nmax_task_attempts = 6\nseed = 1\ndata_dir = \"{}\"\n\n\
+         [master]\nlisten = \"127.0.0.1:{}\"\nretained_jobs = 100\n\n\
+         [workers]\nslots = 2\ndisk_mbs = {DISK_MBS}\nnic_mbps = {NIC_MBPS}\n",
+        (super::TIMING.heartbeat_s * 1000.0) as u64,
+        (super::TIMING.worker_timeout_s * 1000.0) as u64,
+        work.join("data").display(),
+        ports[0]
+    );
+    for (i, p) in ports[1..].iter().enumerate() {
+        let name = format!("w{}", i + 1);
+        t += &format!(
+            "\n[[worker]]\nname = \"{name}\"\nlisten = \"127.0.0.1:{p}\"\ndata_dir = \"{}\"\n",
+            work.join("disks").join(&name).display()
+        );
+    }
+    t
+}
+
+fn free_ports(n: usize) -> anyhow::Result<Vec<u16>> {
+    let held = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(held
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+impl Cluster {
+    /// Writes the config in `opts.work` (emptied first), gives each worker
+    /// its own tmpfs disk as root, starts the cluster, loads the text and
+    /// the records and computes their references.
+    pub async fn start(opts: &CampaignOptions) -> anyhow::Result<Cluster> {
+        unmount_under(&opts.work);
+        if opts.work.exists() {
+            std::fs::remove_dir_all(&opts.work)
+                .with_context(|| format!("cleaning {}", opts.work.display()))?;
+        }
+        std::fs::create_dir_all(&opts.work)?;
+        let work = std::path::absolute(&opts.work)?;
+        let root = netns::require_root().is_ok();
+        let (deployment, layout): (Box<dyn Deployment + Send + Sync>, _) = match &opts.deploy {
+            Deploy::Processes => (Box::new(Processes), None),
+            Deploy::Auto if !root => (Box::new(Processes), None),
+            d => {
+                let (prefix, third) = match d {
+                    Deploy::Netns { prefix, third } => (prefix.clone(), *third),
+                    _ => ("mrc-".to_owned(), 3),
+                };
+                let n = Netns {
+                    prefix: prefix.clone(),
+                    third,
+                    host_link: true,
+                };
+                (Box::new(n), Some((prefix, third)))
+            }
+        };
+        let path = work.join("cluster.toml");
+        std::fs::write(&path, config_text(&work, &free_ports(WORKERS + 1)?))?;
+        let cfg = ClusterConfig::load(&path)?;
+        let mut down = Down {
+            run: local::run_dir(&cfg),
+            deployment,
+            mounts: Vec::new(),
+        };
+        if root {
+            for w in &cfg.worker {
+                let at = cfg.worker_data_dir(&w.name);
+                std::fs::create_dir_all(&at)?;
+                let ok = Command::new("mount")
+                    .args(["-t", "tmpfs", "-o", &format!("size={DISK_SIZE}"), "tmpfs"])
+                    .arg(&at)
+                    .status()?
+                    .success();
+                anyhow::ensure!(ok, "mounting a tmpfs at {}", at.display());
+                down.mounts.push(at);
+            }
+        }
+        down.deployment
+            .start(&cfg, Keep::Everything, &opts.bin)
+            .await?;
+        let derived = down.deployment.config(&cfg)?;
+        let layout = match layout {
+            Some((prefix, third)) => {
+                Some(netns::Layout::plan_in(&prefix, &cfg, third)?.with_host_link())
+            }
+            None => None,
+        };
+        let client = MasterClient::new(derived.master_url(), TOKEN);
+        let mut inputs = Vec::new();
+        for (name, kind) in [("text", Generator::Text), ("recs", Generator::Records)] {
+            loader::load(
+                &client,
+                &LoadSpec {
+                    name: name.into(),
+                    source: Source::Generate { kind, blocks: 8 },
+                    block_size: 1_000_000,
+                    replication: 3,
+                    seed: opts.seed,
+                    placement: Default::default(),
+                },
+            )
+            .await?;
+            inputs.push((name.to_owned(), files::read_file(&client, name).await?));
+        }
+        let refs = References {
+            counts: Arc::new(verify::wordcount_reference(&inputs[0].1)?),
+            sorted: Arc::new(verify::sort_reference(&inputs[1].1)?),
+        };
+        Ok(Cluster {
+            names: cfg.worker.iter().map(|w| w.name.clone()).collect(),
+            run_dir: local::run_dir(&cfg),
+            deployment: down.deployment.name().to_owned(),
+            bin: opts.bin.clone(),
+            derived,
+            cfg,
+            client,
+            refs,
+            layout,
+            inputs,
+            _down: down,
+        })
+    }
+
+    /// What the injector acts on.
+    pub fn target(&self) -> anyhow::Result<Target> {
+        Ok(Target {
+            cfg: self.cfg.clone(),
+            derived: self.derived.clone(),
+            bin: self.bin.clone(),
+            layout: self.layout.clone(),
+            own_disks: !self._down.mounts.is_empty(),
+            http: self.client.http().clone(),
+            token: TOKEN.into(),
+            disk_mbs: DISK_MBS,
+            nic_mbps: NIC_MBPS,
+        })
+    }
+
+    fn addr(&self, worker: &str) -> String {
+        self.derived
+            .worker
+            .iter()
+            .find(|w| w.name == worker)
+            .map(|w| format!("http://{}", w.listen))
+            .unwrap_or_default()
+    }
+
+    /// Every replica the catalog names, and every one the workers list.
+    async fn replicas(&self) -> anyhow::Result<(Vec<Replica>, Vec<Replica>)> {
+        let mut cat = Vec::new();
+        for f in self.client.files().await? {
+            let info = self.client.file(&f.name).await?;
+            for (i, holders) in info.replicas.iter().enumerate() {
+                for w in holders {
+                    cat.push((f.name.clone(), i as u32, w.clone()));
+                }
+            }
+        }
+        let mut disks = Vec::new();
+        for w in &self.names {
+            let url = format!("{}/blocks", self.addr(w));
+            let r = self
+                .client
+                .http()
+                .get(&url)
+                .bearer_auth(TOKEN)
+                .timeout(Duration::from_secs(10))
+                .send()
+                .await
+                .with_context(|| format!("GET {url}"))?;
+            let list: Vec<BlockInfo> = crate::ops::client::check(r, &url).await?.json().await?;
+            disks.extend(list.into_iter().map(|b| (b.file, b.index, w.clone())));
+        }
+        Ok((cat, disks))
+    }
+}
+
+/// Samples every process of the cluster and this one every `sample_s`
+/// until `stop` (descriptors and threads read each second, each sample
+/// keeping the fewest: what the process held all along). A process is
+/// named with its pid, so a restarted one is a series of its own.
+pub fn sample(
+    run_dir: PathBuf,
+    t0: Instant,
+    sample_s: f64,
+    stop: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<Vec<Sample>> {
+    tokio::spawn(async move {
+        let mut out = Vec::new();
+        let mut least: std::collections::BTreeMap<String, (u64, u64, u64)> = Default::default();
+        let mut next = 0.0;
+        while !stop.load(Ordering::Relaxed) {
+            let t = t0.elapsed().as_secs_f64();
+            let mut procs: Vec<(String, u32)> = local::processes(&run_dir)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| (format!("{}#{}", p.name, p.pid), p.pid))
+                .collect();
+            procs.push((format!("client#{}", std::process::id()), std::process::id()));
+            for (name, pid) in procs {
+                let Ok((rss, fds, threads)) = crate::soak::proc_figures(pid) else {
+                    continue;
+                };
+                let e = least.entry(name.clone()).or_insert((u64::MAX, u64::MAX, 0));
+                *e = (e.0.min(fds), e.1.min(threads), e.2.max(fds));
+                if t >= next {
+                    let (fds, threads, peak) = least.remove(&name).unwrap_or((fds, threads, fds));
+                    out.push(Sample {
+                        t_s: t,
+                        process: name,
+                        rss_kb: rss,
+                        fds,
+                        threads,
+                        fds_peak: peak,
+                        disk_kb: 0,
+                        heap_kb: None,
+                        pooled_kb: None,
+                    });
+                }
+            }
+            if t >= next {
+                next += sample_s;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        out
+    })
+}
+
+/// Memory, descriptors and threads flat for every process that ran ten
+/// minutes or more (each from the tenth minute of its life, or a third of
+/// a life under twenty, to its end): the soak's rule per process life.
+pub fn flat(samples: &[Sample], window_s: f64) -> Verdict {
+    let mut names: Vec<&str> = samples.iter().map(|s| s.process.as_str()).collect();
+    names.sort();
+    names.dedup();
+    let mut p = Vec::new();
+    let mut checked = Vec::new();
+    for n in names {
+        let mine: Vec<Sample> = samples.iter().filter(|s| s.process == n).cloned().collect();
+        let (first, last) = (mine[0].t_s, mine[mine.len() - 1].t_s);
+        if last - first < 600.0 {
+            continue;
+        }
+        let shifted: Vec<Sample> = mine
+            .into_iter()
+            .map(|mut s| {
+                s.t_s -= first;
+                s
+            })
+            .collect();
+        for g in crate::soak::growth(&shifted, last - first) {
+            checked.push(g.process.clone());
+            p.extend(g.problems());
+        }
+    }
+    if checked.is_empty() && window_s >= 1200.0 {
+        p.push("no process ran ten minutes to compare".into());
+    }
+    let ok = if checked.is_empty() {
+        "not checked: no process ran ten minutes (a short campaign)".to_owned()
+    } else {
+        format!("flat within 10%: {}", checked.join(", "))
+    };
+    Verdict::of("memory, descriptors and threads flat", p, ok)
+}
+
+/// The checks once everything is healed: the cluster settles (every
+/// worker alive, every declared file at its factor), the input files and
+/// kept outputs read back unchanged, the catalog agrees with the disks
+/// (polled until it does, at most a minute), and no process exited
+/// unasked.
+pub async fn end_checks(c: &Cluster, driven: &Driven, _t_s: f64) -> EndChecks {
+    let deadline = Instant::now() + SETTLE;
+    let mut settle = vec!["the cluster never answered".to_owned()];
+    while Instant::now() < deadline {
+        settle = settled(c).await;
+        if settle.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let mut verdicts = vec![Verdict::of(
+        "healed: every worker alive, every file at its factor",
+        settle,
+        "within two minutes of the last heal".into(),
+    )];
+    let mut lost = Vec::new();
+    for (name, want) in &c.inputs {
+        match files::read_file(&c.client, name).await {
+            Ok(got) if &got == want => {}
+            Ok(_) => lost.push(format!("{name} changed")),
+            Err(e) => lost.push(format!("{name} cannot be read: {e:#}")),
+        }
+    }
+    for (name, w) in &driven.kept {
+        match files::read_file(&c.client, name).await {
+            Ok(got) if c.refs.equal(*w, &got) => {}
+            Ok(_) => lost.push(format!("{name} changed")),
+            Err(e) => lost.push(format!("{name} cannot be read: {e:#}")),
+        }
+    }
+    verdicts.push(Verdict::of(
+        "no stored file lost or changed",
+        lost,
+        format!(
+            "{} inputs and {} kept outputs read back equal",
+            c.inputs.len(),
+            driven.kept.len()
+        ),
+    ));
+    let until = Instant::now() + Duration::from_secs(60);
+    let mut cat = Verdict::of(
+        "the catalog agrees with the workers' disks",
+        vec!["not read".into()],
+        String::new(),
+    );
+    while Instant::now() < until {
+        if let Ok((a, b)) = c.replicas().await {
+            cat = super::check::catalog(&a, &b);
+            if cat.passed {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    verdicts.push(cat);
+    let mut exits = Vec::new();
+    for p in local::processes(&c.run_dir).unwrap_or_default() {
+        if !local::is_running(p.pid) {
+            exits.push(format!("{} exited", p.name));
+        }
+    }
+    verdicts.push(Verdict::of(
+        "no process exited unasked",
+        exits,
+        "master and every worker running".into(),
+    ));
+    EndChecks { verdicts }
+}
+
+pub struct EndChecks {
+    pub verdicts: Vec<Verdict>,
+}
+
+/// What keeps the cluster from being healed now (empty: healed).
+async fn settled(c: &Cluster) -> Vec<String> {
+    let mut p = Vec::new();
+    match c.client.workers().await {
+        Ok(ws) => {
+            for w in ws.iter().filter(|w| !w.alive) {
+                p.push(format!("{} not alive", w.name));
+            }
+        }
+        Err(e) => return vec![format!("the master does not answer: {e:#}")],
+    }
+    match c.client.files().await {
+        Ok(fs) => {
+            for f in fs.iter().filter(|f| f.replication.is_some()) {
+                if !f.complete || !f.under_replicated().is_empty() {
+                    p.push(format!("{} under-replicated", f.name));
+                }
+            }
+        }
+        Err(e) => p.push(format!("files: {e:#}")),
+    }
+    p
+}
