@@ -396,8 +396,9 @@ fn summary(opts: &CampaignOptions, f: &CampaignFigures) -> String {
         s += &format!("| {k} | {n} |\n");
     }
     s += &format!(
-        "\n{} jobs: {} succeeded, {} failed or not accepted; {} results of fenced attempts \
-         refused by the master; {} maps run again.\n\n| verdict | held | detail |\n|---|---|---|\n",
+        "\n{} jobs: {} succeeded, {} failed or not accepted; since the master's last restart, {} \
+         results of fenced attempts refused and {} maps run again.\n\n\
+         | verdict | held | detail |\n|---|---|---|\n",
         f.jobs, f.jobs_succeeded, f.jobs_failed, f.results_refused, f.maps_rerun
     );
     for v in &f.verdicts {
