@@ -24,6 +24,8 @@ pub struct Attempt {
     pub task: u32,
     pub reduce: bool,
     pub worker: String,
+    /// Where a map read its input (empty for a reduce).
+    pub source: String,
     pub start_s: f64,
     pub end_s: f64,
     pub ok: bool,
@@ -116,13 +118,28 @@ pub fn outputs(jobs: &[JobSeen]) -> Verdict {
     )
 }
 
-/// The faults that explain a failure at `[from, to]`: injected ones whose
-/// span (with the grace after healing) meets it, those cutting workers
-/// off first.
-pub fn explaining(faults: &[Injected], from: f64, to: f64, t: Timing) -> Vec<u32> {
+/// The faults that explain a job's failure: injected ones whose span
+/// (with the grace after healing) meets the job's life, and that touched
+/// it: a master restart, or a fault on a worker that ran one of its
+/// failed attempts or served one its input. A job the master never
+/// accepted is explained only by the master's restart. Those cutting
+/// workers off come first.
+pub fn explaining(j: &JobSeen, faults: &[Injected], t: Timing) -> Vec<u32> {
+    let (from, to) = (j.submit_s, j.end_s.unwrap_or(f64::INFINITY));
+    let touched: Vec<&String> = j
+        .attempts
+        .iter()
+        .filter(|a| !a.ok)
+        .flat_map(|a| [&a.worker, &a.source])
+        .filter(|w| !w.is_empty())
+        .collect();
     let mut hits: Vec<&Injected> = faults
         .iter()
         .filter(|f| f.error.is_empty() && f.at_s <= to && f.heal_s + t.grace_s() >= from)
+        .filter(|f| {
+            f.kind == Kind::MasterRestart
+                || (j.state != "not-accepted" && f.workers.iter().any(|w| touched.contains(&w)))
+        })
         .collect();
     hits.sort_by_key(|f| (!f.kind.cuts_off(), f.id));
     hits.iter().map(|f| f.id).collect()
@@ -135,7 +152,7 @@ pub fn failures(jobs: &[JobSeen], faults: &[Injected], t: Timing) -> (Verdict, V
     let mut named = Vec::new();
     for j in jobs.iter().filter(|j| j.state != "succeeded") {
         let to = j.end_s.unwrap_or(f64::INFINITY);
-        let ids = explaining(faults, j.submit_s, to, t);
+        let ids = explaining(j, faults, t);
         match ids.first() {
             Some(id) => named.push((j.index, format!("fault {id}"))),
             None => p.push(format!(
@@ -149,7 +166,7 @@ pub fn failures(jobs: &[JobSeen], faults: &[Injected], t: Timing) -> (Verdict, V
         Verdict::of(
             "every failed job is explained by a fault",
             p,
-            format!("{n} failed, each during or just after a fault"),
+            format!("{n} failed, each during or just after a fault on a worker it ran or read on, or a master restart"),
         ),
         named,
     )
@@ -300,6 +317,7 @@ mod tests {
             task,
             reduce,
             worker: w.into(),
+            source: String::new(),
             start_s: start,
             end_s: end,
             ok,
@@ -307,10 +325,31 @@ mod tests {
     }
 
     #[test]
-    fn a_failure_is_explained_only_by_a_fault_it_lived_through() {
+    fn a_failure_is_explained_only_by_a_fault_it_lived_through_on_its_workers() {
         let faults = vec![fault(0, Kind::KillWorker, "w1", 100.0, 110.0)];
-        let during = job(1, "failed", 95.0, 105.0, vec![]);
-        let after_grace = job(2, "failed", 200.0, 210.0, vec![]);
+        let failed_on = |w: &str| vec![attempt(0, false, w, 96.0, 101.0, false)];
+        let during = job(1, "failed", 95.0, 105.0, failed_on("w1"));
+        let after_grace = job(2, "failed", 200.0, 210.0, failed_on("w1"));
+        let elsewhere = job(3, "failed", 95.0, 105.0, failed_on("w2"));
+        let (v, _) = failures(&[elsewhere], &faults, T);
+        assert!(!v.passed && v.detail.contains("job 3"), "{v:?}");
+        // A map that read from the killed worker is touched by it.
+        let mut read_there = job(4, "failed", 95.0, 105.0, failed_on("w2"));
+        read_there.attempts[0].source = "w1".into();
+        assert!(
+            failures(std::slice::from_ref(&read_there), &faults, T)
+                .0
+                .passed
+        );
+        // A job never accepted: only the master's restart explains it.
+        read_there.state = "not-accepted".into();
+        assert!(
+            !failures(std::slice::from_ref(&read_there), &faults, T)
+                .0
+                .passed
+        );
+        let restart = vec![fault(1, Kind::MasterRestart, "", 100.0, 103.0)];
+        assert!(failures(&[read_there], &restart, T).0.passed);
         let (v, named) = failures(std::slice::from_ref(&during), &faults, T);
         assert!(v.passed, "{v:?}");
         assert_eq!(named, vec![(1, "fault 0".to_owned())]);
@@ -319,7 +358,11 @@ mod tests {
         // A fault whose injection failed explains nothing.
         let mut failed = faults.clone();
         failed[0].error = "no such worker".into();
-        let (v, _) = failures(&[job(1, "failed", 95.0, 105.0, vec![])], &failed, T);
+        let (v, _) = failures(
+            &[job(1, "failed", 95.0, 105.0, failed_on("w1"))],
+            &failed,
+            T,
+        );
         assert!(!v.passed);
     }
 

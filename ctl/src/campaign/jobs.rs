@@ -69,6 +69,11 @@ fn attempts(r: &JobReport, t0_ms: u64) -> Vec<Attempt> {
             task: a.task,
             reduce: a.kind == TaskKind::Reduce,
             worker: a.worker.clone(),
+            source: if a.kind == TaskKind::Map {
+                a.source.clone()
+            } else {
+                String::new()
+            },
             start_s: at(a.start_ms),
             end_s: at(a.end_ms),
             ok: a.ok,

@@ -345,6 +345,33 @@ fn write(
     dir.write_csv("history.csv", history)?;
     dir.write_csv("verdicts.csv", &figures.verdicts)?;
     dir.write_csv("samples.csv", samples)?;
+    #[derive(Serialize)]
+    struct AttemptRow<'a> {
+        job: u32,
+        task: u32,
+        reduce: bool,
+        worker: &'a str,
+        source: &'a str,
+        start_s: f64,
+        end_s: f64,
+        ok: bool,
+    }
+    let attempts: Vec<AttemptRow> = jobs
+        .iter()
+        .flat_map(|j| {
+            j.attempts.iter().map(|a| AttemptRow {
+                job: j.index,
+                task: a.task,
+                reduce: a.reduce,
+                worker: &a.worker,
+                source: &a.source,
+                start_s: a.start_s,
+                end_s: a.end_s,
+                ok: a.ok,
+            })
+        })
+        .collect();
+    dir.write_csv("attempts.csv", &attempts)?;
     let rows: Vec<JobRow> = jobs
         .iter()
         .map(|j| JobRow {
@@ -414,7 +441,8 @@ fn summary(opts: &CampaignOptions, f: &CampaignFigures) -> String {
     s += &format!(
         "\nVerdict: {}\n\nFiles: `schedule.csv` (the faults as drawn), `history.csv` (faults \
          injected and healed, jobs submitted and ended), `runs.csv` (one row a job), \
-         `verdicts.csv`, `samples.csv` (memory, descriptors, threads), `meta.json`.\n",
+         `attempts.csv` (every attempt of every job), `verdicts.csv`, `samples.csv` (memory, \
+         descriptors, threads), `meta.json`.\n",
         if p.is_empty() {
             "every check held".to_owned()
         } else {

@@ -129,6 +129,9 @@ impl Cluster {
     /// its own tmpfs disk as root, starts the cluster, loads the text and
     /// the records and computes their references.
     pub async fn start(opts: &CampaignOptions) -> anyhow::Result<Cluster> {
+        // What an interrupted campaign left: its processes and namespaces
+        // (recorded in its run directory), then its disks.
+        let _ = local::down(&opts.work.join("run"));
         unmount_under(&opts.work);
         if opts.work.exists() {
             std::fs::remove_dir_all(&opts.work)

@@ -107,7 +107,12 @@ pub async fn campaign(opts: &crate::campaign::CampaignOptions) -> anyhow::Result
             )));
         }
     }
-    let (dir, figures) = crate::campaign::run(opts).await?;
+    // Ctrl-C ends the campaign with its cluster, namespaces and disks
+    // removed (the run's guard drops).
+    let (dir, figures) = tokio::select! {
+        r = crate::campaign::run(opts) => r?,
+        _ = tokio::signal::ctrl_c() => anyhow::bail!("interrupted; the campaign's cluster was stopped"),
+    };
     print!("{}", std::fs::read_to_string(dir.join("summary.md"))?);
     println!("results in {}", dir.display());
     let problems = figures.problems();
