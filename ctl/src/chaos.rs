@@ -146,7 +146,8 @@ impl Drop for Down {
     }
 }
 
-fn signal(pid: u32, sig: &str) -> anyhow::Result<()> {
+/// Sends `sig` (`-KILL`, `-STOP`, `-CONT`) to process `pid`.
+pub(crate) fn signal(pid: u32, sig: &str) -> anyhow::Result<()> {
     let ok = Command::new("kill")
         .args([sig, &pid.to_string()])
         .status()?
@@ -315,22 +316,7 @@ impl Cluster {
         let run_dir = local::run_dir(&cfg);
         let down = Down(run_dir.clone());
         let client = MasterClient::new(cfg.master_url(), TOKEN);
-        for (name, kind) in [("text", Generator::Text), ("recs", Generator::Records)] {
-            loader::load(
-                &client,
-                &LoadSpec {
-                    name: name.into(),
-                    source: Source::Generate { kind, blocks: 8 },
-                    block_size: 1_000_000,
-                    replication: 3,
-                    seed: opts.seed,
-                    placement: Default::default(),
-                },
-            )
-            .await?;
-        }
-        let text = files::read_file(&client, "text").await?;
-        let recs = files::read_file(&client, "recs").await?;
+        let [text, recs] = load_inputs(&client, opts.seed).await?;
         Ok(Cluster {
             want_counts: verify::wordcount_reference(&text)?,
             want_sorted: verify::sort_reference(&recs)?,
@@ -351,6 +337,30 @@ impl Cluster {
             .map(|w| format!("http://{}", w.listen))
             .unwrap_or_default()
     }
+}
+
+/// Loads `text` (8 blocks of words) and `recs` (8 blocks of 100-byte
+/// records), 1 MB blocks at replication 3, generated from `seed`; returns
+/// them as stored.
+pub(crate) async fn load_inputs(client: &MasterClient, seed: u64) -> anyhow::Result<[Vec<u8>; 2]> {
+    for (name, kind) in [("text", Generator::Text), ("recs", Generator::Records)] {
+        loader::load(
+            client,
+            &LoadSpec {
+                name: name.into(),
+                source: Source::Generate { kind, blocks: 8 },
+                block_size: 1_000_000,
+                replication: 3,
+                seed,
+                placement: Default::default(),
+            },
+        )
+        .await?;
+    }
+    Ok([
+        files::read_file(client, "text").await?,
+        files::read_file(client, "recs").await?,
+    ])
 }
 
 /// The jobs, a third each of wordcount, sort and input-sink, arriving at

@@ -8,13 +8,13 @@
 //! disk is the worker's emulated disk set lower (`PUT /v1/emulation`).
 
 use super::schedule::{Fault, Kind};
+use crate::chaos::signal;
 use crate::ops::{local, netns};
-use anyhow::{bail, Context};
+use anyhow::Context;
 use common::config::ClusterConfig;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// A slowed disk or NIC runs at this share of its configured rate.
@@ -44,17 +44,6 @@ pub struct Injector {
     pub t: Target,
     /// Stopped workers' pids.
     stopped: BTreeMap<String, u32>,
-}
-
-fn signal(pid: u32, sig: &str) -> anyhow::Result<()> {
-    let ok = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()?
-        .success();
-    if !ok {
-        bail!("kill {sig} {pid} failed");
-    }
-    Ok(())
 }
 
 /// Writes `path` in 1 MiB pieces until the file system is full; returns

@@ -198,6 +198,9 @@ fn event(t_s: f64, what: &str, fault: Option<u32>, f: &Fault, detail: String) ->
 /// Runs the campaign; returns its results directory and figures.
 pub async fn run(opts: &CampaignOptions) -> anyhow::Result<(PathBuf, CampaignFigures)> {
     let started_ms = common::unix_ms();
+    // The commit and the tree as the campaign starts (the code that runs),
+    // not as it ends half an hour later.
+    let provenance = Provenance::capture(started_ms);
     let c = setup::Cluster::start(opts).await?;
     let mut inj = inject::Injector::new(c.target()?);
     let kinds = inj.kinds();
@@ -284,7 +287,7 @@ pub async fn run(opts: &CampaignOptions) -> anyhow::Result<(PathBuf, CampaignFig
     history.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
     let dir = write(
         opts,
-        started_ms,
+        provenance,
         &schedule,
         &history,
         &driven.jobs,
@@ -311,7 +314,7 @@ fn job_event(t_s: f64, what: &str, j: &JobSeen, detail: String) -> Event {
 #[allow(clippy::too_many_arguments)]
 fn write(
     opts: &CampaignOptions,
-    started_ms: u64,
+    mut provenance: Provenance,
     schedule: &[Fault],
     history: &[Event],
     jobs: &[JobSeen],
@@ -319,7 +322,7 @@ fn write(
     samples: &[crate::soak::Sample],
     figures: &CampaignFigures,
 ) -> anyhow::Result<PathBuf> {
-    let dir = ResultsDir::create(&opts.results, "campaign", started_ms)?;
+    let dir = ResultsDir::create(&opts.results, "campaign", provenance.started_unix_ms)?;
     #[derive(Serialize)]
     struct Drawn<'a> {
         id: u32,
@@ -393,7 +396,6 @@ fn write(
         .collect();
     dir.write_runs(&rows)?;
     dir.write_summary(&summary(opts, figures))?;
-    let mut provenance = Provenance::capture(started_ms);
     provenance.finish();
     dir.write_meta(&serde_json::json!({
         "experiment": "campaign",

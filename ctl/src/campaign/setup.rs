@@ -10,7 +10,6 @@ use super::jobs::{Driven, References};
 use super::CampaignOptions;
 use crate::ops::client::MasterClient;
 use crate::ops::deploy::{Deployment, Keep, Netns, Processes};
-use crate::ops::loader::{self, Generator, LoadSpec, Source};
 use crate::ops::{files, local, netns, verify};
 use crate::soak::Sample;
 use anyhow::Context;
@@ -188,22 +187,8 @@ impl Cluster {
             None => None,
         };
         let client = MasterClient::new(derived.master_url(), TOKEN);
-        let mut inputs = Vec::new();
-        for (name, kind) in [("text", Generator::Text), ("recs", Generator::Records)] {
-            loader::load(
-                &client,
-                &LoadSpec {
-                    name: name.into(),
-                    source: Source::Generate { kind, blocks: 8 },
-                    block_size: 1_000_000,
-                    replication: 3,
-                    seed: opts.seed,
-                    placement: Default::default(),
-                },
-            )
-            .await?;
-            inputs.push((name.to_owned(), files::read_file(&client, name).await?));
-        }
+        let [text, recs] = crate::chaos::load_inputs(&client, opts.seed).await?;
+        let inputs = vec![("text".to_owned(), text), ("recs".to_owned(), recs)];
         let refs = References {
             counts: Arc::new(verify::wordcount_reference(&inputs[0].1)?),
             sorted: Arc::new(verify::sort_reference(&inputs[1].1)?),

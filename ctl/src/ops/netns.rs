@@ -383,32 +383,11 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Shapes `dev`'s egress in namespace `ns` to `bits` per second.
 /// Shapes `dev` in `ns` at `bits` per second from now on (a tbf replacing
 /// its root qdisc, with the layout's bucket and queue): a NIC slowed or
 /// restored while the cluster runs.
 pub fn reshape(ns: &str, dev: &str, bits: u64) -> anyhow::Result<()> {
-    let rate = format!("{bits}bit");
-    sh(
-        "tc",
-        &[
-            "-n",
-            ns,
-            "qdisc",
-            "replace",
-            "dev",
-            dev,
-            "root",
-            "tbf",
-            "rate",
-            &rate,
-            "burst",
-            TBF_BURST,
-            "latency",
-            TBF_LATENCY,
-        ],
-    )?;
-    Ok(())
+    root_tbf(ns, dev, bits, "replace")
 }
 
 /// Adds (or, with `on` false, removes) a blackhole route to `to` in
@@ -421,7 +400,13 @@ pub fn blackhole(ns: &str, to: Ipv4Addr, on: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Shapes `dev`'s egress in namespace `ns` to `bits` per second.
 fn tbf(ns: &str, dev: &str, bits: u64) -> anyhow::Result<()> {
+    root_tbf(ns, dev, bits, "add")
+}
+
+/// `tc qdisc <op> dev <dev> root tbf ...` in `ns` at `bits` per second.
+fn root_tbf(ns: &str, dev: &str, bits: u64, op: &str) -> anyhow::Result<()> {
     let rate = format!("{bits}bit");
     sh(
         "tc",
@@ -429,7 +414,7 @@ fn tbf(ns: &str, dev: &str, bits: u64) -> anyhow::Result<()> {
             "-n",
             ns,
             "qdisc",
-            "add",
+            op,
             "dev",
             dev,
             "root",
