@@ -316,7 +316,7 @@ impl Cluster {
         let run_dir = local::run_dir(&cfg);
         let down = Down(run_dir.clone());
         let client = MasterClient::new(cfg.master_url(), TOKEN);
-        let [text, recs] = load_inputs(&client, opts.seed).await?;
+        let [text, recs] = load_inputs(&client, opts.seed, 8, 1_000_000).await?;
         Ok(Cluster {
             want_counts: verify::wordcount_reference(&text)?,
             want_sorted: verify::sort_reference(&recs)?,
@@ -339,17 +339,22 @@ impl Cluster {
     }
 }
 
-/// Loads `text` (8 blocks of words) and `recs` (8 blocks of 100-byte
-/// records), 1 MB blocks at replication 3, generated from `seed`; returns
-/// them as stored.
-pub(crate) async fn load_inputs(client: &MasterClient, seed: u64) -> anyhow::Result<[Vec<u8>; 2]> {
+/// Loads `text` (`blocks` blocks of words) and `recs` (of 100-byte
+/// records), blocks of `block_size` bytes at replication 3, generated from
+/// `seed`; returns them as stored.
+pub(crate) async fn load_inputs(
+    client: &MasterClient,
+    seed: u64,
+    blocks: u32,
+    block_size: u64,
+) -> anyhow::Result<[Vec<u8>; 2]> {
     for (name, kind) in [("text", Generator::Text), ("recs", Generator::Records)] {
         loader::load(
             client,
             &LoadSpec {
                 name: name.into(),
-                source: Source::Generate { kind, blocks: 8 },
-                block_size: 1_000_000,
+                source: Source::Generate { kind, blocks },
+                block_size,
                 replication: 3,
                 seed,
                 placement: Default::default(),

@@ -31,6 +31,8 @@ async fn a_short_campaign_heals_and_every_check_of_its_history_holds() {
         mean_gap_s: 4.0,
         arrival_s: 2.0,
         sample_s: 10.0,
+        input_blocks: 8,
+        block_bytes: 1_000_000,
         deploy: if root {
             Deploy::Netns {
                 prefix: format!("mct{}-", std::process::id() % 10_000),

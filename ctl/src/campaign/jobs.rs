@@ -1,8 +1,9 @@
 //! The campaign's jobs: wordcount and sort in turn at a steady rate (at
 //! most `MAX_RUNNING` at once), each followed to its end through whatever
 //! the faults do to the master, its output compared with the reference
-//! when it succeeded and then deleted (every `KEEP_EVERY`-th is kept, for
-//! the end's check that stored files neither vanish nor change).
+//! when it succeeded and then deleted (every `KEEP_EVERY`-th is kept, at
+//! most `KEEP_MOST`, for the end's check that stored files neither vanish
+//! nor change).
 
 use super::check::{Attempt, JobSeen};
 use crate::ops::client::MasterClient;
@@ -18,7 +19,9 @@ use workloads::Workload;
 /// cluster down, and then arrivals wait instead of piling up.
 const MAX_RUNNING: usize = 4;
 /// Every this many jobs, the output stays stored until the end.
-pub const KEEP_EVERY: u32 = 10;
+pub const KEEP_EVERY: u32 = 25;
+/// Outputs kept at most (each worker's disk is small).
+pub const KEEP_MOST: usize = 8;
 /// How long a submission is tried again while the master is unreachable.
 const SUBMIT_FOR: Duration = Duration::from_secs(30);
 
@@ -217,7 +220,7 @@ async fn ended(
             }
         }
     }
-    if output_equal == Some(true) && r.index.is_multiple_of(KEEP_EVERY) {
+    if output_equal == Some(true) && r.index.is_multiple_of(KEEP_EVERY) && kept.len() < KEEP_MOST {
         kept.push((output.clone(), w));
     } else if !output.is_empty() {
         // Best effort: a failed job's partial output goes too.

@@ -48,6 +48,9 @@ pub struct CampaignOptions {
     /// Seconds between resource samples.
     pub sample_s: f64,
     pub deploy: Deploy,
+    /// Blocks of each input file (text and records) and their size.
+    pub input_blocks: u32,
+    pub block_bytes: u64,
 }
 
 /// The campaign's cluster timing (written into its config).
@@ -403,6 +406,8 @@ fn write(
         "minutes": opts.minutes,
         "mean_gap_s": opts.mean_gap_s,
         "arrival_s": opts.arrival_s,
+        "input_blocks": opts.input_blocks,
+        "block_bytes": opts.block_bytes,
         "figures": figures,
         "provenance": provenance,
     }))?;
@@ -412,13 +417,15 @@ fn write(
 fn summary(opts: &CampaignOptions, f: &CampaignFigures) -> String {
     let mut s = format!(
         "# fault campaign, seed {}\n\n{} workers ({}), replication 3, {:.0} minutes of faults \
-         (one every {:.0} s on average, drawn from the seed), a wordcount or a sort every {:.0} s \
-         (at most 4 running).\n\n| kind | injected |\n|---|---|\n",
+         (one every {:.0} s on average, drawn from the seed), a wordcount or a sort of {} blocks \
+         of {:.1} MB every {:.0} s (at most 4 running).\n\n| kind | injected |\n|---|---|\n",
         opts.seed,
         setup::WORKERS,
         f.deployment,
         f.minutes,
         opts.mean_gap_s,
+        opts.input_blocks,
+        opts.block_bytes as f64 / 1e6,
         opts.arrival_s
     );
     for (k, n) in &f.faults_by_kind {

@@ -143,9 +143,14 @@ impl Cluster {
             Deploy::Processes => (Box::new(Processes), None),
             Deploy::Auto if !root => (Box::new(Processes), None),
             d => {
+                // A seed's own namespaces and subnet: two campaigns of
+                // different seeds can run at once.
                 let (prefix, third) = match d {
                     Deploy::Netns { prefix, third } => (prefix.clone(), *third),
-                    _ => ("mrc-".to_owned(), 3),
+                    _ => (
+                        format!("mrc{}-", opts.seed % 1000),
+                        100 + (opts.seed % 100) as u8,
+                    ),
                 };
                 let n = Netns {
                     prefix: prefix.clone(),
@@ -187,7 +192,9 @@ impl Cluster {
             None => None,
         };
         let client = MasterClient::new(derived.master_url(), TOKEN);
-        let [text, recs] = crate::chaos::load_inputs(&client, opts.seed).await?;
+        let [text, recs] =
+            crate::chaos::load_inputs(&client, opts.seed, opts.input_blocks, opts.block_bytes)
+                .await?;
         let inputs = vec![("text".to_owned(), text), ("recs".to_owned(), recs)];
         let refs = References {
             counts: Arc::new(verify::wordcount_reference(&inputs[0].1)?),

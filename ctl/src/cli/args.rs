@@ -251,11 +251,17 @@ pub enum Cmd {
         #[arg(long, default_value_t = 20.0)]
         mean_gap_s: f64,
         /// Seconds between job arrivals.
-        #[arg(long, default_value_t = 5.0)]
+        #[arg(long, default_value_t = 2.0)]
         arrival_s: f64,
         /// Seconds between resource samples.
         #[arg(long, default_value_t = 30.0)]
         sample_s: f64,
+        /// Blocks of each input file (words and records).
+        #[arg(long, default_value_t = 16)]
+        input_blocks: u32,
+        /// Bytes of each input block.
+        #[arg(long, default_value_t = 2_000_000)]
+        block_bytes: u64,
         /// Local processes even as root (no partitions, no full disks).
         #[arg(long)]
         processes: bool,

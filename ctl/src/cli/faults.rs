@@ -22,6 +22,8 @@ pub async fn run(cmd: &Cmd) -> anyhow::Result<()> {
             arrival_s,
             sample_s,
             processes,
+            input_blocks,
+            block_bytes,
             results,
             work,
         } => {
@@ -34,6 +36,8 @@ pub async fn run(cmd: &Cmd) -> anyhow::Result<()> {
                 mean_gap_s: *mean_gap_s,
                 arrival_s: *arrival_s,
                 sample_s: *sample_s,
+                input_blocks: *input_blocks,
+                block_bytes: *block_bytes,
                 deploy: if *processes {
                     crate::campaign::Deploy::Processes
                 } else {
@@ -100,6 +104,8 @@ pub async fn campaign(opts: &crate::campaign::CampaignOptions) -> anyhow::Result
         ("--mean-gap-s", opts.mean_gap_s),
         ("--arrival-s", opts.arrival_s),
         ("--sample-s", opts.sample_s),
+        ("--input-blocks", opts.input_blocks as f64),
+        ("--block-bytes", opts.block_bytes as f64),
     ] {
         if !(v.is_finite() && v > 0.0) {
             return Err(bad_input(format!(
