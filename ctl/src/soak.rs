@@ -174,7 +174,7 @@ pub fn proc_figures(pid: u32) -> anyhow::Result<(u64, u64, u64)> {
 }
 
 /// Bytes of files under `dir` (kB, as allocated).
-fn disk_kb(dir: &Path) -> u64 {
+pub(crate) fn disk_kb(dir: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];

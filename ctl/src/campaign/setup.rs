@@ -419,6 +419,7 @@ pub async fn end_checks(c: &Cluster, driven: &Driven, _t_s: f64) -> EndChecks {
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
     verdicts.push(cat);
+    verdicts.push(leftovers(c).await);
     let mut exits = Vec::new();
     for p in local::processes(&c.run_dir).unwrap_or_default() {
         if !local::is_running(p.pid) {
@@ -431,6 +432,42 @@ pub async fn end_checks(c: &Cluster, driven: &Driven, _t_s: f64) -> EndChecks {
         "master and every worker running".into(),
     ));
     EndChecks { verdicts }
+}
+
+/// Map output left on the workers' disks once every job has ended (each
+/// worker's `shuffle/<job>/`), polled for a minute while the orders to
+/// delete it reach the workers: what is still there then was never
+/// deleted, and fills the disk job after job.
+async fn leftovers(c: &Cluster) -> Verdict {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut p = Vec::new();
+        for w in &c.names {
+            let root = c.cfg.worker_data_dir(w).join("shuffle");
+            let jobs: Vec<String> = std::fs::read_dir(&root)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.path().is_dir())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            if !jobs.is_empty() {
+                let kb = crate::soak::disk_kb(&root);
+                p.push(format!(
+                    "{w} keeps the map output of {} ended jobs ({kb} kB)",
+                    jobs.len()
+                ));
+            }
+        }
+        if p.is_empty() || Instant::now() > until {
+            return Verdict::of(
+                "no map output of ended jobs left on the workers' disks",
+                p,
+                "every worker's shuffle directory empty".into(),
+            );
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
 }
 
 pub struct EndChecks {

@@ -390,6 +390,11 @@ impl Roster {
         }
     }
 
+    /// Worker `id` may delete `job`'s map output.
+    pub fn forget_on(&mut self, id: WorkerId, job: JobId) {
+        self.list[id.0 as usize].forget.push(job);
+    }
+
     /// Every alive worker may delete `job`'s map output.
     pub fn forget_everywhere(&mut self, job: JobId) {
         for w in self.list.iter_mut().filter(|w| w.alive) {

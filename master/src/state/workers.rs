@@ -30,12 +30,37 @@ impl Master {
         self.refresh_replicas();
         self.note_registered(now, id);
         self.adopt(id, &req.running, &req.map_outputs);
+        self.forget_ended_outputs(id, &req.map_outputs);
         tracing::info!(worker = %req.name, %id, addr = %req.addr, blocks = req.blocks.len(), "worker registered");
         Ok(RegisterReply {
             worker: id,
             heartbeat_ms: self.settings.heartbeat_ms,
             incarnation: self.incarnation,
         })
+    }
+
+    /// Map outputs a registering worker keeps of jobs that are over, or
+    /// that this master does not know (they ended before a restart, or
+    /// long ago): nobody will fetch them, and the order to delete them was
+    /// lost with the worker (declared lost when its jobs ended, its orders
+    /// dropped) or with the master (restarted): it is told to now. Without
+    /// this, a worker cut off or a master restarted while jobs ended kept
+    /// their map output on disk for good (the fault campaign filled every
+    /// worker's disk with it).
+    fn forget_ended_outputs(&mut self, id: WorkerId, outputs: &[AttemptId]) {
+        let mut ended: Vec<common::JobId> = outputs
+            .iter()
+            .map(|a| a.task.job)
+            .filter(|j| self.jobs.get(*j).is_none_or(|x| x.state.is_done()))
+            .collect();
+        ended.sort();
+        ended.dedup();
+        if !ended.is_empty() {
+            tracing::info!(worker = %self.worker_name(id), jobs = ended.len(), "map output of ended jobs kept there: deleted");
+        }
+        for job in ended {
+            self.workers.forget_on(id, job);
+        }
     }
 
     /// Workers to ask for a heartbeat now because tasks wait that they

@@ -135,6 +135,28 @@ fn a_lost_workers_map_outputs_run_again_while_reduces_need_them() {
     )
     .unwrap();
     assert_eq!(m.maps_rerun(), before);
+    // Map output it still keeps of a job this master does not run (one
+    // that ended while it was out, or long ago) is deleted at its next
+    // heartbeat; a running job's stays.
+    let kept = |job| AttemptId {
+        task: common::TaskRef { job, index: 0 },
+        attempt: 0,
+    };
+    m.register(
+        2000,
+        RegisterRequest {
+            name: "w2".into(),
+            addr: "http://w2".into(),
+            slots: 2,
+            blocks: vec![],
+            out_of_band_heartbeat: false,
+            running: Vec::new(),
+            map_outputs: vec![kept(JobId(99)), kept(id), kept(JobId(99))],
+        },
+    )
+    .unwrap();
+    let reply = m.heartbeat(2100, hb(2, 2, vec![], vec![]));
+    assert_eq!(reply.forget_jobs, vec![JobId(99)]);
 }
 
 #[test]
