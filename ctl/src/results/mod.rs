@@ -22,11 +22,31 @@ pub struct ResultsDir {
 }
 
 impl ResultsDir {
-    /// Creates `<results>/<name>/<UTC stamp of started>/`.
+    /// Creates `<results>/<name>/<UTC stamp of started>/`, or, when a run
+    /// that started in the same second has it, `<stamp>-2/` (`-3/`, ...):
+    /// two runs never write into one folder.
     pub fn create(results: &Path, name: &str, started_unix_ms: u64) -> anyhow::Result<ResultsDir> {
-        let path = results.join(name).join(utc_stamp(started_unix_ms));
-        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
-        Ok(ResultsDir { path })
+        let parent = results.join(name);
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        let stamp = utc_stamp(started_unix_ms);
+        for n in 1..1000 {
+            let leaf = if n == 1 {
+                stamp.clone()
+            } else {
+                format!("{stamp}-{n}")
+            };
+            let path = parent.join(leaf);
+            match std::fs::create_dir(&path) {
+                Ok(()) => return Ok(ResultsDir { path }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e).with_context(|| format!("creating {}", path.display())),
+            }
+        }
+        anyhow::bail!(
+            "{}: a thousand runs started in the same second",
+            parent.join(stamp).display()
+        )
     }
 
     /// An existing results directory (to replot it).
@@ -372,6 +392,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let rd = ResultsDir::create(dir.path(), "exp", 0).unwrap();
         assert!(rd.path().ends_with("exp/19700101-000000"));
+        // A second run of the same second gets a folder of its own.
+        let again = ResultsDir::create(dir.path(), "exp", 0).unwrap();
+        assert!(
+            again.path().ends_with("exp/19700101-000000-2"),
+            "{:?}",
+            again.path()
+        );
         #[derive(Serialize, Deserialize, PartialEq, Debug)]
         struct Row {
             a: u32,
