@@ -123,6 +123,7 @@ const CTL: &[&str] = &[
     "chaos",
     "policy_server",
     "soak",
+    "campaign",
     "cli",
 ];
 
