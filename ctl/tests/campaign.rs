@@ -31,6 +31,10 @@ async fn a_short_campaign_heals_and_every_check_of_its_history_holds() {
         mean_gap_s: 4.0,
         arrival_s: 2.0,
         sample_s: 10.0,
+        quiet_minutes: 0.25,
+        // HTTPS on every link: the campaign's client, injector and sampler
+        // speak it too (the 30-minute campaigns run both).
+        tls: true,
         input_blocks: 8,
         block_bytes: 1_000_000,
         deploy: if root {
@@ -47,6 +51,25 @@ async fn a_short_campaign_heals_and_every_check_of_its_history_holds() {
     assert!(figures.problems().is_empty(), "{summary}");
     assert!(figures.faults_injected >= 10, "{summary}");
     assert!(figures.jobs_succeeded >= 10, "{summary}");
+    // The quiet minutes ran jobs after the last heal.
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let col = runs
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|h| h == "submit_s")
+        .unwrap();
+    let quiet_jobs = runs
+        .lines()
+        .skip(1)
+        .filter(|l| l.split(',').nth(col).unwrap().parse::<f64>().unwrap() > figures.healed_s)
+        .count();
+    assert!(
+        quiet_jobs >= 3,
+        "{quiet_jobs} jobs after the last heal: {summary}"
+    );
+    assert!(figures.tls && summary.contains("HTTPS"), "{summary}");
     let kinds = |names: &[&str]| names.iter().all(|k| figures.faults_by_kind[*k] > 0);
     assert!(kinds(&["master-restart", "stop-worker"]), "{summary}");
     if root {

@@ -118,7 +118,7 @@ impl Injector {
             .worker
             .iter()
             .find(|w| w.name == worker)
-            .map(|w| format!("http://{}", w.listen))
+            .map(|w| format!("{}://{}", self.t.derived.scheme(), w.listen))
             .with_context(|| format!("no worker {worker}"))
     }
 

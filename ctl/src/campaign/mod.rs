@@ -5,13 +5,16 @@
 //! ([`schedule`]) partitions the master from workers, workers from each
 //! other and one way only, restarts the master, kills and stops workers,
 //! fills a worker's disk and slows its disk and NIC, healing each after
-//! its drawn time. Then everything is healed and the checker ([`check`])
-//! reads the whole history: every succeeded job has the reference output
+//! its drawn time. Then everything is healed, the jobs go on without
+//! faults for `--quiet-minutes`, and the checker ([`check`]) reads the
+//! whole history: every succeeded job has the reference output
 //! byte for byte; every failed job lived through a fault that explains
 //! it; no result of a fenced attempt was accepted and each reduce has one;
 //! the input files and the kept outputs are stored whole and unchanged;
-//! the catalog agrees with the workers' disks; every process that ran ten
-//! minutes or more kept its memory, descriptors and threads flat; no
+//! the catalog agrees with the workers' disks; every process that ran
+//! twenty minutes or more kept its memory, descriptors and threads flat
+//! from its tenth minute to the quiet end (where what a fault left
+//! hanging has had time to close); no
 //! process exited unasked. Results in `<results>/campaign/<stamp>/`:
 //! schedule.csv (as drawn), history.csv (faults injected and healed, jobs
 //! submitted and ended, in time order), runs.csv (one row a job),
@@ -47,6 +50,10 @@ pub struct CampaignOptions {
     pub arrival_s: f64,
     /// Seconds between resource samples.
     pub sample_s: f64,
+    /// Minutes of jobs without faults after the last heal.
+    pub quiet_minutes: f64,
+    /// HTTPS on every link.
+    pub tls: bool,
     pub deploy: Deploy,
     /// Blocks of each input file (text and records) and their size.
     pub input_blocks: u32,
@@ -88,7 +95,11 @@ struct JobRow {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CampaignFigures {
     pub deployment: String,
+    pub tls: bool,
     pub minutes: f64,
+    /// When the last fault was healed and the quiet minutes began.
+    pub healed_s: f64,
+    pub quiet_minutes: f64,
     pub faults_drawn: usize,
     pub faults_injected: usize,
     pub faults_by_kind: std::collections::BTreeMap<String, usize>,
@@ -229,26 +240,38 @@ pub async fn run(opts: &CampaignOptions) -> anyhow::Result<(PathBuf, CampaignFig
         stop.clone(),
         Duration::from_secs(300),
     );
-    let sampler = setup::sample(c.run_dir.clone(), t0, opts.sample_s, stop.clone());
+    let sampler = setup::sample(c.probes(), t0, opts.sample_s, stop.clone());
     let mut history = Vec::new();
+    let quiet_s = opts.quiet_minutes * 60.0;
     let faults = async {
         let done = run_faults(&mut inj, &schedule, t0, window_s, &mut history).await;
+        let healed_s = t0.elapsed().as_secs_f64();
+        let healed = setup::healed(&c).await;
+        // The quiet minutes: jobs as before, no fault.
+        let left = healed_s + quiet_s - t0.elapsed().as_secs_f64();
+        if left > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(left)).await;
+        }
         stop.store(true, Ordering::Relaxed);
-        done
+        (done, healed, healed_s)
     };
-    let (driven, injected) = tokio::join!(driver, faults);
+    let (driven, (injected, healed, healed_s)) = tokio::join!(driver, faults);
     let samples = sampler.await?;
-    let end = setup::end_checks(&c, &driven, t0.elapsed().as_secs_f64()).await;
+    let end = setup::end_checks(&c, &driven).await;
     let mut verdicts = vec![check::outputs(&driven.jobs)];
     let (failed, named) = check::failures(&driven.jobs, &injected, TIMING);
     verdicts.push(failed);
     verdicts.push(check::fencing(&driven.jobs, &injected, TIMING));
+    verdicts.push(healed);
     verdicts.extend(end.verdicts);
-    verdicts.push(setup::flat(&samples, window_s));
+    verdicts.push(setup::flat(&samples, window_s, healed_s));
     let summary = c.client.cluster().await.ok();
     let figures = CampaignFigures {
         deployment: c.deployment.clone(),
+        tls: opts.tls,
         minutes: opts.minutes,
+        healed_s,
+        quiet_minutes: opts.quiet_minutes,
         faults_drawn: schedule.len(),
         faults_injected: injected.iter().filter(|f| f.error.is_empty()).count(),
         faults_by_kind: Kind::ALL
@@ -404,6 +427,8 @@ fn write(
         "experiment": "campaign",
         "seed": opts.seed,
         "minutes": opts.minutes,
+        "quiet_minutes": opts.quiet_minutes,
+        "tls": opts.tls,
         "mean_gap_s": opts.mean_gap_s,
         "arrival_s": opts.arrival_s,
         "input_blocks": opts.input_blocks,
@@ -416,14 +441,18 @@ fn write(
 
 fn summary(opts: &CampaignOptions, f: &CampaignFigures) -> String {
     let mut s = format!(
-        "# fault campaign, seed {}\n\n{} workers ({}), replication 3, {:.0} minutes of faults \
-         (one every {:.0} s on average, drawn from the seed), a wordcount or a sort of {} blocks \
-         of {:.1} MB every {:.0} s (at most 4 running).\n\n| kind | injected |\n|---|---|\n",
+        "# fault campaign, seed {}\n\n{} workers ({}, {}), replication 3, {:.0} minutes of faults \
+         (one every {:.0} s on average, drawn from the seed), the last healed at {:.0} s, then \
+         {:.0} minutes without faults; a wordcount or a sort of {} blocks \
+         of {:.1} MB every {:.0} s (at most 4 running) throughout.\n\n| kind | injected |\n|---|---|\n",
         opts.seed,
         setup::WORKERS,
         f.deployment,
+        if f.tls { "HTTPS" } else { "plain HTTP" },
         f.minutes,
         opts.mean_gap_s,
+        f.healed_s,
+        f.quiet_minutes,
         opts.input_blocks,
         opts.block_bytes as f64 / 1e6,
         opts.arrival_s

@@ -235,11 +235,12 @@ pub enum Cmd {
     /// The randomized fault campaign: a 5-worker cluster (in network
     /// namespaces as root, else local processes) runs wordcount and sort
     /// at a steady rate while a schedule drawn from the seed partitions,
-    /// restarts, kills, stops, fills disks and slows disks and NICs; then a
-    /// checker reads the whole history. Writes
-    /// <results>/campaign/<timestamp>/; fails if a check did not hold.
+    /// restarts, kills, stops, fills disks and slows disks and NICs; then
+    /// --quiet-minutes of jobs without faults; then a checker reads the
+    /// whole history. Writes <results>/campaign/<timestamp>/; fails if a
+    /// check did not hold.
     #[command(
-        after_help = "Examples:\n  master campaign --minutes 30 --seed 1\n  master campaign --minutes 2 --mean-gap-s 5 --processes"
+        after_help = "Examples:\n  master campaign --minutes 30 --seed 1\n  master campaign --minutes 30 --seed 2 --tls\n  master campaign --minutes 2 --mean-gap-s 5 --processes"
     )]
     Campaign {
         #[arg(long, default_value_t = 1)]
@@ -262,6 +263,14 @@ pub enum Cmd {
         /// Bytes of each input block.
         #[arg(long, default_value_t = 2_000_000)]
         block_bytes: u64,
+        /// Minutes of jobs without faults after the last heal; the
+        /// resource check's end window lies in them.
+        #[arg(long, default_value_t = 5.0)]
+        quiet_minutes: f64,
+        /// HTTPS on every link (`[tls] enabled = true`; the cluster's
+        /// authority and certificates made at start).
+        #[arg(long)]
+        tls: bool,
         /// Local processes even as root (no partitions, no full disks).
         #[arg(long)]
         processes: bool,

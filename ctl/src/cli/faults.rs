@@ -21,6 +21,8 @@ pub async fn run(cmd: &Cmd) -> anyhow::Result<()> {
             mean_gap_s,
             arrival_s,
             sample_s,
+            quiet_minutes,
+            tls,
             processes,
             input_blocks,
             block_bytes,
@@ -36,6 +38,8 @@ pub async fn run(cmd: &Cmd) -> anyhow::Result<()> {
                 mean_gap_s: *mean_gap_s,
                 arrival_s: *arrival_s,
                 sample_s: *sample_s,
+                quiet_minutes: *quiet_minutes,
+                tls: *tls,
                 input_blocks: *input_blocks,
                 block_bytes: *block_bytes,
                 deploy: if *processes {
@@ -112,6 +116,12 @@ pub async fn campaign(opts: &crate::campaign::CampaignOptions) -> anyhow::Result
                 "{name} must be a positive number (got {v})"
             )));
         }
+    }
+    if !(opts.quiet_minutes.is_finite() && opts.quiet_minutes >= 0.0) {
+        return Err(bad_input(format!(
+            "--quiet-minutes must be a number of 0 or more (got {})",
+            opts.quiet_minutes
+        )));
     }
     // Ctrl-C ends the campaign with its cluster, namespaces and disks
     // removed (the run's guard drops).
