@@ -121,11 +121,13 @@ chaos: build
 ## The randomized fault campaign: CAMPAIGN_MINUTES of partitions, master restarts, kills,
 ## stops, full and slow disks and slow NICs drawn from CAMPAIGN_SEED while wordcount and sort
 ## run; then the checker reads the whole history. In network namespaces as root, else on
-## local processes (no partitions). Results in results/campaign/<timestamp>/.
+## local processes (no partitions); then 5 minutes of jobs without faults. CAMPAIGN_ARGS=--tls
+## runs it over HTTPS. Results in results/campaign/<timestamp>/.
 CAMPAIGN_MINUTES ?= 30
 CAMPAIGN_SEED ?= 1
+CAMPAIGN_ARGS ?=
 campaign: build
-	$(BIN)/master campaign --minutes $(CAMPAIGN_MINUTES) --seed $(CAMPAIGN_SEED)
+	$(BIN)/master campaign --minutes $(CAMPAIGN_MINUTES) --seed $(CAMPAIGN_SEED) $(CAMPAIGN_ARGS)
 
 ## The soak run: the chaos job mix at a steady rate for SOAK_MINUTES, every
 ## process sampled each minute; fails if anything grows by more than 10%

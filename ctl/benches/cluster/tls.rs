@@ -203,6 +203,17 @@ pub async fn tls_sort_bench(part: &str, shape: &Shape, runs: usize) {
         };
         load(cl, "recs", recs, 64 << 20, 2).await;
     }
+    // `TLS_SORT_SIDE=plain|tls` sorts on one cluster only (to profile
+    // each side apart); figures are then not recorded.
+    let side = std::env::var("TLS_SORT_SIDE").ok();
+    if let Some(side) = side.as_deref() {
+        let cl = if side == "tls" { &tls } else { &plain };
+        for run in 0..runs {
+            let s = sort_once(cl, run, shape.reduces).await;
+            println!("{part} {side} sort {run}: {s:.2} s");
+        }
+        return;
+    }
     let (mut p, mut t) = (Vec::new(), Vec::new());
     for run in 0..runs {
         p.push(sort_once(&plain, run, shape.reduces).await);

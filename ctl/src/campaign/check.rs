@@ -106,8 +106,8 @@ pub fn outputs(jobs: &[JobSeen]) -> Verdict {
             Some(true) => checked += 1,
             Some(false) => p.push(format!("job {} ({}): output differs", j.index, j.workload)),
             None => p.push(format!(
-                "job {} ({}): output could not be read",
-                j.index, j.workload
+                "job {} ({}): output could not be read ({})",
+                j.index, j.workload, j.error
             )),
         }
     }

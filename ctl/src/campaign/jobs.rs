@@ -24,6 +24,8 @@ pub const KEEP_EVERY: u32 = 25;
 pub const KEEP_MOST: usize = 8;
 /// How long a submission is tried again while the master is unreachable.
 const SUBMIT_FOR: Duration = Duration::from_secs(30);
+/// How long a delete is tried again through the faults.
+const DELETE_FOR: Duration = Duration::from_secs(60);
 
 /// The references every output is compared with.
 #[derive(Clone)]
@@ -48,10 +50,53 @@ pub struct Driven {
     pub jobs: Vec<JobSeen>,
     /// (output file, workload) of the kept outputs that were equal.
     pub kept: Vec<(String, Workload)>,
+    /// Outputs whose delete the master acknowledged: they must stay gone.
+    pub deleted: Vec<String>,
+    /// Outputs neither deleted nor found gone within `DELETE_FOR`.
+    pub undeleted: Vec<String>,
 }
 
 fn workload(i: u32) -> Workload {
     [Workload::Wordcount, Workload::Sort][i as usize % 2]
+}
+
+/// Jobs the warm-up runs before the faults, `MAX_RUNNING` at a time: as
+/// many as the master retains, so its job history is as full at the first
+/// rest as at the last.
+pub const WARM_UP_JOBS: u32 = super::setup::RETAINED_JOBS;
+
+/// Runs `WARM_UP_JOBS` jobs of the campaign's mix before any fault (named
+/// `warm-<i>`), each output checked and deleted: the processes' pools,
+/// caches and connections as warm as they will be.
+pub async fn warm_up(client: &MasterClient, refs: &References) -> anyhow::Result<()> {
+    let mut i = 0;
+    while i < WARM_UP_JOBS {
+        let mut ids = Vec::new();
+        for _ in 0..MAX_RUNNING.min((WARM_UP_JOBS - i) as usize) {
+            let mut job = submission(i);
+            job.name = Some(format!("warm-{i}"));
+            job.output = Some(format!("warm-{i}.out"));
+            ids.push((i, client.submit(&job).await?));
+            i += 1;
+        }
+        for (i, id) in ids {
+            let rep = client.wait_job(id).await?;
+            anyhow::ensure!(
+                rep.state == JobState::Succeeded,
+                "warm-up job warm-{i} ended {:?}: {}",
+                rep.state,
+                rep.error.unwrap_or_default()
+            );
+            let output = rep.output.unwrap_or_default();
+            let bytes = files::read_file(client, &output).await?;
+            anyhow::ensure!(
+                refs.equal(workload(i), &bytes),
+                "warm-up job warm-{i}: output differs from the reference"
+            );
+            client.delete_file(&output).await?;
+        }
+    }
+    Ok(())
 }
 
 fn submission(i: u32) -> JobSubmit {
@@ -82,6 +127,27 @@ fn attempts(r: &JobReport, t0_ms: u64) -> Vec<Attempt> {
             ok: a.ok,
         })
         .collect()
+}
+
+/// Deletes `output`, trying again for `DELETE_FOR`: acknowledged, it goes
+/// in `out.deleted`; found gone without an answer (the answer lost, or a
+/// failed job's output never made), nowhere; else in `out.undeleted`.
+async fn delete(client: &MasterClient, output: &str, out: &mut Driven) {
+    let deadline = Instant::now() + DELETE_FOR;
+    loop {
+        if client.delete_file(output).await.is_ok() {
+            out.deleted.push(output.to_owned());
+            return;
+        }
+        if client.file_gone(output).await.unwrap_or(false) {
+            return;
+        }
+        if Instant::now() > deadline {
+            out.undeleted.push(output.to_owned());
+            return;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
 }
 
 /// Submits job `i`, trying again while the master cannot be reached; a
@@ -127,6 +193,8 @@ pub async fn drive(
     let mut out = Driven {
         jobs: Vec::new(),
         kept: Vec::new(),
+        deleted: Vec::new(),
+        undeleted: Vec::new(),
     };
     let mut running: Vec<Running> = Vec::new();
     let mut next = 0u32;
@@ -160,7 +228,7 @@ pub async fn drive(
         for r in running.drain(..) {
             match client.job(r.id, None).await {
                 Ok(rep) if rep.state.is_done() => {
-                    let seen = ended(&client, &refs, &r, rep, t0, t0_ms, &mut out.kept).await;
+                    let seen = ended(&client, &refs, &r, rep, t0, t0_ms, &mut out).await;
                     out.jobs.push(seen);
                 }
                 _ => still.push(r),
@@ -205,26 +273,34 @@ async fn ended(
     rep: JobReport,
     t0: Instant,
     t0_ms: u64,
-    kept: &mut Vec<(String, Workload)>,
+    out: &mut Driven,
 ) -> JobSeen {
     let end_s = t0.elapsed().as_secs_f64();
     let w = workload(r.index);
     let mut output_equal = None;
+    let mut unread = String::new();
     let output = rep.output.clone().unwrap_or_default();
     if rep.state == JobState::Succeeded {
         let deadline = Instant::now() + Duration::from_secs(60);
         while output_equal.is_none() && Instant::now() < deadline {
             match files::read_file(client, &output).await {
                 Ok(bytes) => output_equal = Some(refs.equal(w, &bytes)),
-                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+                Err(e) => {
+                    unread = format!("reading {output}: {e:#}");
+                    tokio::time::sleep(Duration::from_secs(1)).await
+                }
             }
         }
     }
-    if output_equal == Some(true) && r.index.is_multiple_of(KEEP_EVERY) && kept.len() < KEEP_MOST {
-        kept.push((output.clone(), w));
+    if output_equal == Some(true)
+        && r.index.is_multiple_of(KEEP_EVERY)
+        && out.kept.len() < KEEP_MOST
+    {
+        out.kept.push((output.clone(), w));
     } else if !output.is_empty() {
-        // Best effort: a failed job's partial output goes too.
-        let _ = client.delete_file(&output).await;
+        // A failed job's partial output goes too; tried through the faults
+        // (a restarting master), as a user would: left outputs fill disks.
+        delete(client, &output, out).await;
     }
     JobSeen {
         index: r.index,
@@ -233,7 +309,11 @@ async fn ended(
         submit_s: r.submit_s,
         end_s: Some(end_s),
         state: format!("{:?}", rep.state).to_lowercase(),
-        error: rep.error.clone().unwrap_or_default(),
+        error: match (&rep.error, output_equal) {
+            (Some(e), _) => e.clone(),
+            (None, None) => unread,
+            _ => String::new(),
+        },
         output_equal,
         attempts: attempts(&rep, t0_ms),
     }

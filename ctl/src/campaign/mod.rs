@@ -11,14 +11,14 @@
 //! byte for byte; every failed job lived through a fault that explains
 //! it; no result of a fenced attempt was accepted and each reduce has one;
 //! the input files and the kept outputs are stored whole and unchanged;
-//! the catalog agrees with the workers' disks; every process that ran
-//! twenty minutes or more kept its memory, descriptors and threads flat
-//! from its tenth minute to the quiet end (where what a fault left
-//! hanging has had time to close); no
+//! the catalog agrees with the workers' disks; deleted files stay
+//! deleted; each node's memory, descriptors and threads at rest once the
+//! jobs have ended are those it had at rest after a warm-up before the
+//! first fault; no
 //! process exited unasked. Results in `<results>/campaign/<stamp>/`:
 //! schedule.csv (as drawn), history.csv (faults injected and healed, jobs
 //! submitted and ended, in time order), runs.csv (one row a job),
-//! verdicts.csv, samples.csv, summary.md and meta.json.
+//! verdicts.csv, samples.csv, rest.csv, summary.md and meta.json.
 
 pub mod check;
 pub mod inject;
@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use setup::Deploy;
+pub use setup::{Deploy, Rest};
 
 pub struct CampaignOptions {
     pub results: PathBuf,
@@ -110,6 +110,8 @@ pub struct CampaignFigures {
     pub results_refused: u64,
     pub maps_rerun: u64,
     pub verdicts: Vec<Verdict>,
+    /// Every process at rest, before the faults and after the jobs.
+    pub rest: Vec<Rest>,
 }
 
 impl CampaignFigures {
@@ -216,6 +218,8 @@ pub async fn run(opts: &CampaignOptions) -> anyhow::Result<(PathBuf, CampaignFig
     // not as it ends half an hour later.
     let provenance = Provenance::capture(started_ms);
     let c = setup::Cluster::start(opts).await?;
+    jobs::warm_up(&c.client, &c.refs).await?;
+    let mut rest = setup::at_rest(&c.probes(), "before").await;
     let mut inj = inject::Injector::new(c.target()?);
     let kinds = inj.kinds();
     let window_s = opts.minutes * 60.0;
@@ -264,7 +268,9 @@ pub async fn run(opts: &CampaignOptions) -> anyhow::Result<(PathBuf, CampaignFig
     verdicts.push(check::fencing(&driven.jobs, &injected, TIMING));
     verdicts.push(healed);
     verdicts.extend(end.verdicts);
-    verdicts.push(setup::flat(&samples, window_s, healed_s));
+    let after = setup::at_rest(&c.probes(), "after").await;
+    verdicts.push(setup::rested(&rest, &after));
+    rest.extend(after);
     let summary = c.client.cluster().await.ok();
     let figures = CampaignFigures {
         deployment: c.deployment.clone(),
@@ -303,6 +309,7 @@ pub async fn run(opts: &CampaignOptions) -> anyhow::Result<(PathBuf, CampaignFig
         results_refused: summary.as_ref().map_or(0, |s| s.results_refused),
         maps_rerun: summary.as_ref().map_or(0, |s| s.maps_rerun),
         verdicts,
+        rest,
     };
     for j in &driven.jobs {
         history.push(job_event(j.submit_s, "submit", j, String::new()));
@@ -374,6 +381,7 @@ fn write(
     dir.write_csv("history.csv", history)?;
     dir.write_csv("verdicts.csv", &figures.verdicts)?;
     dir.write_csv("samples.csv", samples)?;
+    dir.write_csv("rest.csv", &figures.rest)?;
     #[derive(Serialize)]
     struct AttemptRow<'a> {
         job: u32,
@@ -480,7 +488,8 @@ fn summary(opts: &CampaignOptions, f: &CampaignFigures) -> String {
         "\nVerdict: {}\n\nFiles: `schedule.csv` (the faults as drawn), `history.csv` (faults \
          injected and healed, jobs submitted and ended), `runs.csv` (one row a job), \
          `attempts.csv` (every attempt of every job), `verdicts.csv`, `samples.csv` (memory, \
-         descriptors, threads), `meta.json`.\n",
+         descriptors, threads, a worker's heap, every 30 s), `rest.csv` (each process at rest \
+         before the faults and after the jobs), `meta.json`.\n",
         if p.is_empty() {
             "every check held".to_owned()
         } else {

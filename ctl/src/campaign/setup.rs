@@ -30,6 +30,19 @@ pub const DISK_MBS: f64 = 200.0;
 pub const NIC_MBPS: f64 = 200.0;
 /// How long the cluster may take to heal once the faults end.
 const SETTLE: Duration = Duration::from_secs(120);
+/// Ended jobs the master keeps (its history is full after the warm-up).
+pub const RETAINED_JOBS: u32 = 24;
+/// How long the cluster rests (no job) before its resources are read at
+/// rest: idle pooled connections (10 s) and blocking threads (10 s) gone.
+const REST: Duration = Duration::from_secs(30);
+/// Readings at rest, 2 s apart; each figure the least of them.
+const REST_READS: usize = 5;
+/// Growth at rest that fails: more than 10%, and for descriptors and
+/// threads more than 2 as well, for memory more than `REST_SLACK_KB` (a
+/// worker's heap at rest is about a megabyte: a leak of 1.5 kB a job
+/// shows over a campaign's 700 jobs).
+const REST_LIMIT: f64 = 0.10;
+const REST_SLACK_KB: u64 = 1024;
 
 /// Where the campaign's cluster runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,7 +109,7 @@ fn config_text(work: &Path, ports: &[u16], tls: bool) -> String {
     let mut t = format!(
         "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 3\nheartbeat_ms = {}\n\
          worker_timeout_ms = {}\nmax_task_attempts = 6\nseed = 1\ndata_dir = \"{}\"\n\n\
-         [master]\nlisten = \"127.0.0.1:{}\"\nretained_jobs = 100\n\n\
+         [master]\nlisten = \"127.0.0.1:{}\"\nretained_jobs = {RETAINED_JOBS}\n\n\
          [workers]\nslots = 2\ndisk_mbs = {DISK_MBS}\nnic_mbps = {NIC_MBPS}\n",
         (super::TIMING.heartbeat_s * 1000.0) as u64,
         (super::TIMING.worker_timeout_s * 1000.0) as u64,
@@ -379,59 +392,117 @@ impl Probes {
     }
 }
 
-/// Memory, descriptors and threads flat for every cluster process that
-/// lived twenty minutes or more, from the tenth minute of its life to its
-/// end: the soak's rule, per process life (a restarted process warms up
-/// for minutes, its first samples no reference). The end window lies in
-/// the quiet minutes after `healed_s` when they hold it: what a fault left
-/// hanging (a connection to a peer cut off mid-transfer) has closed by
-/// then, and what is still held is kept. The campaign's own client is left
-/// out: it keeps the whole history by design.
-pub fn flat(samples: &[Sample], window_s: f64, healed_s: f64) -> Verdict {
-    let mut names: Vec<&str> = samples.iter().map(|s| s.process.as_str()).collect();
-    names.sort();
-    names.dedup();
+/// One process's resources at rest: the least of `REST_READS` readings.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Rest {
+    /// `before` (after the warm-up, before any fault) or `after` (once
+    /// every job has ended).
+    pub when: &'static str,
+    /// The node (`master`, `w1`, ...), and the process (`<node>#<pid>`).
+    pub node: String,
+    pub process: String,
+    pub rss_kb: u64,
+    /// A worker's heap in use (its metrics); none for the master.
+    pub heap_kb: Option<u64>,
+    pub fds: u64,
+    pub threads: u64,
+}
+
+/// Lets the cluster rest `REST` (no job runs), then reads every cluster
+/// process `REST_READS` times.
+pub async fn at_rest(probes: &Probes, when: &'static str) -> Vec<Rest> {
+    tokio::time::sleep(REST).await;
+    let mut least: std::collections::BTreeMap<String, Rest> = Default::default();
+    for k in 0..REST_READS {
+        if k > 0 {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+        for p in local::processes(&probes.run_dir).unwrap_or_default() {
+            let Ok((rss, fds, threads)) = crate::soak::proc_figures(p.pid) else {
+                continue;
+            };
+            let process = format!("{}#{}", p.name, p.pid);
+            let heap = probes.heap_kb(&process).await;
+            let e = least.entry(process.clone()).or_insert(Rest {
+                when,
+                node: p.name.clone(),
+                process,
+                rss_kb: rss,
+                heap_kb: heap,
+                fds,
+                threads,
+            });
+            e.rss_kb = e.rss_kb.min(rss);
+            e.heap_kb = match (e.heap_kb, heap) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            e.fds = e.fds.min(fds);
+            e.threads = e.threads.min(threads);
+        }
+    }
+    least.into_values().collect()
+}
+
+/// Memory, descriptors and threads at rest once every job has ended,
+/// against the same node at rest after the warm-up, before any fault (a
+/// node restarted during the campaign is a new process that has run the
+/// quiet minutes' jobs: as warm). A worker's memory is its heap in use
+/// (what a leak grows; its resident size is reported beside it), the
+/// master's its resident size.
+pub fn rested(before: &[Rest], after: &[Rest]) -> Verdict {
     let mut p = Vec::new();
-    let mut checked = Vec::new();
-    for n in names {
-        let mine: Vec<Sample> = samples.iter().filter(|s| s.process == n).cloned().collect();
-        let (first, last) = (mine[0].t_s, mine[mine.len() - 1].t_s);
-        if last - first < 1200.0 || n.starts_with("client#") {
+    let mut compared = Vec::new();
+    for a in after {
+        let Some(b) = before.iter().find(|b| b.node == a.node) else {
+            p.push(format!("{}: not read at rest before the faults", a.process));
             continue;
-        }
-        let shifted: Vec<Sample> = mine
-            .into_iter()
-            .map(|mut s| {
-                s.t_s -= first;
-                s
-            })
-            .collect();
-        let quiet = shifted.iter().filter(|s| s.t_s + first >= healed_s).count();
-        for g in crate::soak::growth(&shifted, last - first) {
-            checked.push(g.process.clone());
-            let mut found = g.problems();
-            if quiet < crate::soak::WINDOW {
-                for f in &mut found {
-                    *f += &format!(
-                        " (only {quiet} samples after the last heal: judged with faults in the end window)"
-                    );
-                }
+        };
+        let grew = |x: u64, y: u64| {
+            if x == 0 {
+                0.0
+            } else {
+                y as f64 / x as f64 - 1.0
             }
-            p.extend(found);
+        };
+        let (what, m0, m1) = match (b.heap_kb, a.heap_kb) {
+            (Some(x), Some(y)) => ("heap in use (kB)", x, y),
+            _ => ("resident memory (kB)", b.rss_kb, a.rss_kb),
+        };
+        let mut found = Vec::new();
+        if grew(m0, m1) > REST_LIMIT && m1 > m0 + REST_SLACK_KB {
+            found.push(format!("{what} {m0} -> {m1}"));
+        }
+        for (what, x, y) in [
+            ("open descriptors", b.fds, a.fds),
+            ("threads", b.threads, a.threads),
+        ] {
+            if grew(x, y) > REST_LIMIT && y > x + 2 {
+                found.push(format!("{what} {x} -> {y}"));
+            }
+        }
+        if found.is_empty() {
+            compared.push(a.node.clone());
+        } else {
+            p.push(format!(
+                "{} (against {}): {}",
+                a.process,
+                b.process,
+                found.join(", ")
+            ));
         }
     }
-    if checked.is_empty() && window_s >= 1800.0 {
-        p.push("no process lived twenty minutes to compare".into());
+    if after.is_empty() {
+        p.push("no process read at rest after the jobs".into());
     }
-    let ok = if checked.is_empty() {
-        "not checked: no process lived twenty minutes (a short campaign)".to_owned()
-    } else {
+    Verdict::of(
+        "memory, descriptors and threads at rest flat",
+        p,
         format!(
-            "flat within 10% from each life's tenth minute to the quiet minutes after the last heal ({healed_s:.0} s): {}",
-            checked.join(", ")
-        )
-    };
-    Verdict::of("memory, descriptors and threads flat", p, ok)
+            "within 10% at rest after the jobs of their figures at rest before the faults: {}",
+            compared.join(", ")
+        ),
+    )
 }
 
 /// The checks once the quiet minutes' jobs have ended: every file whole
@@ -468,6 +539,7 @@ pub async fn end_checks(c: &Cluster, driven: &Driven) -> EndChecks {
             Err(e) => lost.push(format!("{name} cannot be read: {e:#}")),
         }
     }
+    verdicts.push(deleted_stay_deleted(c, driven).await);
     verdicts.push(Verdict::of(
         "no stored file lost or changed",
         lost,
@@ -506,6 +578,44 @@ pub async fn end_checks(c: &Cluster, driven: &Driven) -> EndChecks {
         "master and every worker running".into(),
     ));
     EndChecks { verdicts }
+}
+
+/// Every output whose delete the master acknowledged is absent from its
+/// catalog at the end (a delete lost across a master restart would bring
+/// it back), and every output the campaign meant to delete was deleted
+/// within a minute of trying through the faults.
+async fn deleted_stay_deleted(c: &Cluster, driven: &Driven) -> Verdict {
+    let mut p = Vec::new();
+    match c.client.files().await {
+        Ok(fs) => {
+            let back: Vec<&str> = fs
+                .iter()
+                .map(|f| f.name.as_str())
+                .filter(|n| driven.deleted.iter().any(|d| d == n))
+                .collect();
+            if !back.is_empty() {
+                p.push(format!(
+                    "deleted (acknowledged) and back in the catalog: {}",
+                    back.join(", ")
+                ));
+            }
+        }
+        Err(e) => p.push(format!("files: {e:#}")),
+    }
+    if !driven.undeleted.is_empty() {
+        p.push(format!(
+            "not deleted within a minute of trying: {}",
+            driven.undeleted.join(", ")
+        ));
+    }
+    Verdict::of(
+        "deleted files stay deleted",
+        p,
+        format!(
+            "{} deletes acknowledged, none back in the catalog",
+            driven.deleted.len()
+        ),
+    )
 }
 
 /// Map output left on the workers' disks once every job has ended (each
@@ -597,4 +707,76 @@ async fn settled(c: &Cluster, whole: bool) -> Vec<String> {
         Err(e) => p.push(format!("files: {e:#}")),
     }
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(
+        when: &'static str,
+        process: &str,
+        rss: u64,
+        heap: Option<u64>,
+        fds: u64,
+        thr: u64,
+    ) -> Rest {
+        Rest {
+            when,
+            node: process.split('#').next().unwrap().to_owned(),
+            process: process.to_owned(),
+            rss_kb: rss,
+            heap_kb: heap,
+            fds,
+            threads: thr,
+        }
+    }
+
+    #[test]
+    fn at_rest_a_node_is_judged_by_its_heap_and_a_restarted_one_against_its_first_life() {
+        let before = [
+            r("before", "master#1", 20_000, None, 12, 6),
+            r("before", "w1#2", 60_000, Some(3_000), 14, 11),
+            r("before", "w2#3", 60_000, Some(3_000), 14, 11),
+        ];
+        // w1's resident size grew (the allocator keeps pages) and its heap
+        // by 900 kB, under the slack; w2 restarted (another pid) with two
+        // more threads: within.
+        let after = [
+            r("after", "master#1", 21_000, None, 13, 6),
+            r("after", "w1#2", 90_000, Some(3_900), 15, 12),
+            r("after", "w2#9", 50_000, Some(2_900), 14, 13),
+        ];
+        let v = rested(&before, &after);
+        assert!(v.passed, "{}", v.detail);
+        assert!(v.detail.contains("master, w1, w2"), "{}", v.detail);
+        // A heap that grew, descriptors that grew by more than 2 and 10%.
+        let leaky = [
+            r("after", "master#1", 20_000, None, 12, 6),
+            r("after", "w1#2", 60_000, Some(4_100), 14, 11),
+            r("after", "w2#9", 60_000, Some(3_000), 18, 11),
+        ];
+        let v = rested(&before, &leaky);
+        assert!(!v.passed);
+        assert!(
+            v.detail
+                .contains("w1#2 (against w1#2): heap in use (kB) 3000 -> 4100"),
+            "{}",
+            v.detail
+        );
+        assert!(
+            v.detail
+                .contains("w2#9 (against w2#3): open descriptors 14 -> 18"),
+            "{}",
+            v.detail
+        );
+        assert!(!v.detail.contains("master"), "{}", v.detail);
+        // The master is judged by its resident size.
+        let v = rested(&before, &[r("after", "master#1", 23_000, None, 12, 6)]);
+        assert!(
+            !v.passed && v.detail.contains("resident memory (kB) 20000 -> 23000"),
+            "{}",
+            v.detail
+        );
+    }
 }

@@ -349,7 +349,7 @@ impl Master {
                 self.metrics
                     .attempt_unsuccessful(rec.kind, ReasonValue::no_space);
                 self.record_uncounted(a, rec);
-                self.workers.disk_full(worker, error);
+                self.workers.disk_full(worker, self.now, error);
                 self.retry_unpenalised(a.task);
             }
         }

@@ -38,9 +38,10 @@ struct WorkerState {
     copy_out: Vec<CopyOrder>,
     /// Free bytes on its disk, as its last heartbeat said.
     disk_free: Option<u64>,
-    /// An attempt there ran out of disk when it had this much free: it gets
-    /// no task and no replica until it reports more.
-    full_at: Option<u64>,
+    /// An attempt there ran out of disk when it had this much free, at
+    /// this time: it gets no task and no replica until it reports more, or
+    /// until [`FULL_RETRY_MS`] have passed.
+    full_at: Option<(u64, Millis)>,
     drop_out: Vec<BlockId>,
     blocks: usize,
     free_slots: u32,
@@ -90,6 +91,10 @@ pub struct NicState {
 
 /// Shortest window a NIC rate is measured over.
 pub const NIC_RATE_WINDOW_MS: Millis = 1000;
+
+/// How long a worker whose disk ran full is left without tasks when it
+/// reports no more room than it had (the report may predate the room).
+pub const FULL_RETRY_MS: Millis = 30_000;
 
 impl NicState {
     fn update(&mut self, now: Millis, rx: u64, tx: u64) {
@@ -254,9 +259,16 @@ impl Roster {
         w.disk_free = hb.disk_free_bytes;
         w.background = hb.busy.iter().filter(|b| b.remaining_ms.is_some()).count() as u32;
         w.nic.update(now, hb.nic_rx_bytes, hb.nic_tx_bytes);
-        if let (Some(at), Some(now_free)) = (w.full_at, w.disk_free) {
+        if let (Some((at, since)), Some(now_free)) = (w.full_at, w.disk_free) {
             if now_free > at {
                 tracing::info!(worker = %w.name, free = now_free, "worker's disk has room again");
+                w.full_at = None;
+            } else if now.saturating_sub(since) >= FULL_RETRY_MS {
+                // The free space it had may have been read after the room
+                // was made (a heartbeat between the freeing and the failed
+                // write's report): with no task there it would never
+                // change. Tried again; another failure sets it again.
+                tracing::info!(worker = %w.name, free = now_free, "worker's disk full for a while: tasks tried there again");
                 w.full_at = None;
             }
         }
@@ -266,11 +278,12 @@ impl Roster {
         w.hb_seq
     }
 
-    /// An attempt there ran out of disk: no task and no replica for it
-    /// until it reports more room than it had.
-    pub fn disk_full(&mut self, id: WorkerId, error: &str) {
+    /// An attempt there ran out of disk at `now`: no task and no replica
+    /// for it until it reports more room than it had, or for
+    /// [`FULL_RETRY_MS`].
+    pub fn disk_full(&mut self, id: WorkerId, now: Millis, error: &str) {
         let w = &mut self.list[id.0 as usize];
-        w.full_at = Some(w.disk_free.unwrap_or(0));
+        w.full_at = Some((w.disk_free.unwrap_or(0), now));
         tracing::warn!(worker = %w.name, free = ?w.disk_free, %error, "worker's disk is full; no new tasks there until it has more room");
     }
 
@@ -670,7 +683,7 @@ mod tests {
                 ..hb(0, 2)
             },
         );
-        r.disk_full(WorkerId(0), "no space");
+        r.disk_full(WorkerId(0), 10, "no space");
         assert!(r.full(WorkerId(0)) && r.holders()[0].full);
         r.beat(
             20,
@@ -688,6 +701,34 @@ mod tests {
             },
         );
         assert!(!r.full(WorkerId(0)));
+    }
+
+    /// The campaign of 2026-11-29 (seed 2, TLS): a disk-full fault healed
+    /// just before a write it had doomed reported its failure, so the free
+    /// space recorded was already the healed one; with nothing running
+    /// there it never grew, and the worker stayed shut for good.
+    #[test]
+    fn a_full_disk_that_never_reports_more_room_is_tried_again_after_a_while() {
+        let mut r = roster();
+        join(&mut r, 0, &req("w0", 2, false));
+        let beat = |r: &mut Roster, t: Millis| {
+            r.beat(
+                t,
+                &Heartbeat {
+                    disk_free_bytes: Some(108_000_000),
+                    ..hb(0, 2)
+                },
+            );
+        };
+        beat(&mut r, 10);
+        r.disk_full(WorkerId(0), 20, "no space");
+        beat(&mut r, 20 + FULL_RETRY_MS - 1);
+        assert!(r.full(WorkerId(0)), "held for a while");
+        beat(&mut r, 20 + FULL_RETRY_MS);
+        assert!(!r.full(WorkerId(0)), "then tried again");
+        r.disk_full(WorkerId(0), 20 + FULL_RETRY_MS + 5, "no space");
+        beat(&mut r, 20 + FULL_RETRY_MS + 10);
+        assert!(r.full(WorkerId(0)), "a new failure shuts it again");
     }
 
     #[test]

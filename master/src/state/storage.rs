@@ -202,6 +202,13 @@ impl Storage {
         }
     }
 
+    /// Replicas of deleted file `name` that live workers still hold: a
+    /// new file of that name must wait for them (its blocks, of the same
+    /// ids, would be dropped with them).
+    pub fn being_deleted(&self, name: &str, alive: &dyn Fn(WorkerId) -> bool) -> usize {
+        self.deleting_on_live(name, alive)
+    }
+
     /// Replicas of deleted file `name` that live workers still hold.
     fn deleting_on_live(&self, name: &str, alive: &dyn Fn(WorkerId) -> bool) -> usize {
         self.deleting

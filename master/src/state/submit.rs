@@ -124,6 +124,12 @@ impl Master {
                 "output file {out:?} already exists or is being written; pick another `output`"
             )));
         }
+        // A file of that name just deleted: its replicas' ids are the new
+        // output's, and the orders to drop them would drop the new blocks.
+        let pending = self.storage.being_deleted(&out, &|w| self.is_alive(w));
+        if pending > 0 {
+            return Err(MasterError::FileBeingDeleted { name: out, pending });
+        }
         Ok(Some(out))
     }
 

@@ -431,3 +431,28 @@ fn a_straggling_reduce_gets_a_backup_and_the_first_to_finish_wins() {
     run(false);
     run(true);
 }
+
+/// The campaign of 2026-11-29: a file deleted and a job writing a new
+/// output of the same name at once lost the new output's blocks (their
+/// ids are the old ones', and the orders to drop those dropped them). The
+/// job is refused while live workers still hold the old replicas.
+#[test]
+fn a_job_cannot_write_an_output_of_a_name_still_being_deleted() {
+    let mut m = Master::new(settings(2, 1));
+    register_all(&mut m, 2, 1, |_| vec![block("f", 0, 1), block("o", 0, 1)]);
+    m.delete_file("o").unwrap();
+    let mut job = JobSubmit::new(Workload::Wordcount, "f");
+    job.output = Some("o".into());
+    let e = m.submit(0, 1_000_000, job.clone()).unwrap_err();
+    assert!(
+        matches!(&e, MasterError::FileBeingDeleted { name, pending: 2 } if name == "o"),
+        "{e:?}"
+    );
+    for w in 0..2 {
+        let mut h = hb(w, 1, vec![], vec![]);
+        h.blocks = Some(vec![block("f", 0, 1)]);
+        m.heartbeat(10 + w as u64, h);
+    }
+    m.submit(20, 1_000_000, job)
+        .expect("the old replicas gone: taken");
+}
