@@ -60,10 +60,12 @@ fn workload(i: u32) -> Workload {
     [Workload::Wordcount, Workload::Sort][i as usize % 2]
 }
 
+/// Ended jobs the master keeps (its history is full after the warm-up).
+pub const RETAINED_JOBS: u32 = 24;
 /// Jobs the warm-up runs before the faults, `MAX_RUNNING` at a time: as
 /// many as the master retains, so its job history is as full at the first
 /// rest as at the last.
-pub const WARM_UP_JOBS: u32 = super::setup::RETAINED_JOBS;
+pub const WARM_UP_JOBS: u32 = RETAINED_JOBS;
 
 /// Runs `WARM_UP_JOBS` jobs of the campaign's mix before any fault (named
 /// `warm-<i>`), each output checked and deleted: the processes' pools,

@@ -30,8 +30,6 @@ pub const DISK_MBS: f64 = 200.0;
 pub const NIC_MBPS: f64 = 200.0;
 /// How long the cluster may take to heal once the faults end.
 const SETTLE: Duration = Duration::from_secs(120);
-/// Ended jobs the master keeps (its history is full after the warm-up).
-pub const RETAINED_JOBS: u32 = 24;
 /// How long the cluster rests (no job) before its resources are read at
 /// rest: idle pooled connections (10 s) and blocking threads (10 s) gone.
 const REST: Duration = Duration::from_secs(30);
@@ -109,12 +107,13 @@ fn config_text(work: &Path, ports: &[u16], tls: bool) -> String {
     let mut t = format!(
         "[cluster]\ntoken = \"{TOKEN}\"\nreplication = 3\nheartbeat_ms = {}\n\
          worker_timeout_ms = {}\nmax_task_attempts = 6\nseed = 1\ndata_dir = \"{}\"\n\n\
-         [master]\nlisten = \"127.0.0.1:{}\"\nretained_jobs = {RETAINED_JOBS}\n\n\
+         [master]\nlisten = \"127.0.0.1:{}\"\nretained_jobs = {}\n\n\
          [workers]\nslots = 2\ndisk_mbs = {DISK_MBS}\nnic_mbps = {NIC_MBPS}\n",
         (super::TIMING.heartbeat_s * 1000.0) as u64,
         (super::TIMING.worker_timeout_s * 1000.0) as u64,
         work.join("data").display(),
-        ports[0]
+        ports[0],
+        super::jobs::RETAINED_JOBS
     );
     for (i, p) in ports[1..].iter().enumerate() {
         let name = format!("w{}", i + 1);
