@@ -255,12 +255,15 @@ impl Storage {
             .flatten()
             .map(|b| b.id.clone())
             .collect();
+        // Every worker, not only the holders: a worker down now may hold
+        // replicas the catalog forgot, and a re-replication copy ordered
+        // before the delete may land on a worker that held none (the fault
+        // campaign of 2026-11-29 saw deleted outputs come back so). A
+        // worker's next block report clears what it does not list.
         for w in (0..workers as u32).map(WorkerId) {
-            if !alive(w) {
-                let pending = self.deleting.entry(w).or_default();
-                for id in &ids {
-                    pending.insert(id.clone(), name.to_owned());
-                }
+            let pending = self.deleting.entry(w).or_default();
+            for id in &ids {
+                pending.insert(id.clone(), name.to_owned());
             }
         }
         self.catalog.remove(name);

@@ -456,3 +456,37 @@ fn a_job_cannot_write_an_output_of_a_name_still_being_deleted() {
     m.submit(20, 1_000_000, job)
         .expect("the old replicas gone: taken");
 }
+
+/// A copy of a block of a file ordered before the file's delete (its
+/// holder was lost, the block under-replicated) lands on a worker that
+/// held none: its report must not bring the file back.
+#[test]
+fn a_copy_landing_after_the_delete_does_not_bring_the_file_back() {
+    let mut m = Master::new(settings(3, 1));
+    register_all(&mut m, 3, 1, |w| {
+        if w < 2 {
+            vec![block("f", 0, 1)]
+        } else {
+            vec![]
+        }
+    });
+    m.delete_file("f").unwrap();
+    for w in 0..2 {
+        let mut h = hb(w, 1, vec![], vec![]);
+        h.blocks = Some(vec![]);
+        m.heartbeat(10 + w as u64, h);
+    }
+    // w2 reports the copy it just received.
+    let mut h = hb(2, 1, vec![], vec![]);
+    h.blocks = Some(vec![block("f", 0, 1)]);
+    let reply = m.heartbeat(20, h);
+    assert!(
+        m.files().iter().all(|f| f.name != "f"),
+        "the deleted file came back"
+    );
+    assert_eq!(reply.drop_blocks.len(), 1, "w2 is told to drop the copy");
+    let mut h = hb(2, 1, vec![], vec![]);
+    h.blocks = Some(vec![]);
+    m.heartbeat(30, h);
+    assert!(matches!(m.file("f"), Err(MasterError::UnknownFile { .. })));
+}
