@@ -211,17 +211,19 @@ async fn worker_memory(c: &Cluster, name: &str) -> (Option<u64>, Option<u64>) {
     let Ok(text) = text.await else {
         return (None, None);
     };
-    let value = |metric: &str| {
-        text.lines()
-            .find(|l| l.starts_with(metric))
-            .and_then(|l| l.split_whitespace().last())
-            .and_then(|v| v.parse::<f64>().ok())
-            .map(|b| (b / 1024.0).round() as u64)
-    };
     (
-        value("mrtb_worker_heap_in_use_bytes"),
-        value("mrtb_worker_buffer_pool_free_bytes"),
+        metric_kb(&text, "mrtb_worker_heap_in_use_bytes"),
+        metric_kb(&text, "mrtb_worker_buffer_pool_free_bytes"),
     )
+}
+
+/// A byte gauge of a worker's metrics text, in kB.
+pub fn metric_kb(text: &str, metric: &str) -> Option<u64> {
+    text.lines()
+        .find(|l| l.starts_with(metric))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|b| (b / 1024.0).round() as u64)
 }
 
 /// Seconds between two readings of each process's descriptors and threads.

@@ -383,11 +383,7 @@ impl Probes {
             .text()
             .await
             .ok()?;
-        text.lines()
-            .find(|l| l.starts_with("mrtb_worker_heap_in_use_bytes"))
-            .and_then(|l| l.split_whitespace().last())
-            .and_then(|v| v.parse::<f64>().ok())
-            .map(|b| (b / 1024.0).round() as u64)
+        crate::soak::metric_kb(&text, "mrtb_worker_heap_in_use_bytes")
     }
 }
 
