@@ -273,12 +273,6 @@ impl Storage {
             blocks,
         });
         let replicas = drops.len() as u32;
-        for (w, id) in &drops {
-            self.deleting
-                .entry(*w)
-                .or_default()
-                .insert(id.clone(), name.to_owned());
-        }
         let deleted = FileDeleted {
             name: name.to_owned(),
             blocks,
