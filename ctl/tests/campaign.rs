@@ -40,7 +40,9 @@ async fn a_short_campaign_heals_and_every_check_of_its_history_holds() {
         deploy: if root {
             Deploy::Netns {
                 prefix: format!("mct{}-", std::process::id() % 10_000),
-                third: 7,
+                // A subnet no other cluster on this machine holds (a
+                // second run of the suite, or one killed mid-way).
+                third: ctl::ops::netns::free_third(7).unwrap(),
             }
         } else {
             Deploy::Processes

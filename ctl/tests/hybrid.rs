@@ -109,7 +109,7 @@ async fn start(deploy: Deploy, idle_stop_s: f64) -> Option<(Cluster, MasterClien
                 return None;
             }
             // Reached from here through a host link, on a subnet of its own.
-            let third = 100 + (pid % 100) as u8;
+            let third = netns::free_third(100 + (pid % 100) as u8).unwrap();
             let layout = netns::Layout::plan_in(prefix, &cfg, third)
                 .unwrap()
                 .with_host_link();

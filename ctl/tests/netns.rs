@@ -471,7 +471,7 @@ arrival_s = [0, 0.5]
         bin: bin("master").parent().unwrap().to_owned(),
         deployment: ctl::ops::deploy::Kind::Netns {
             prefix: prefix.clone(),
-            third: 1,
+            third: ctl::ops::netns::free_third(1).unwrap(),
             host_link: true,
         }
         .deployment(),

@@ -158,13 +158,14 @@ impl Cluster {
             Deploy::Processes => (Box::new(Processes), None),
             Deploy::Auto if !root => (Box::new(Processes), None),
             d => {
-                // A seed's own namespaces and subnet: two campaigns of
-                // different seeds can run at once.
+                // A seed's own namespaces and subnet (or the next subnet
+                // free in this namespace): two campaigns of different
+                // seeds can run at once.
                 let (prefix, third) = match d {
                     Deploy::Netns { prefix, third } => (prefix.clone(), *third),
                     _ => (
                         format!("mrc{}-", opts.seed % 1000),
-                        100 + (opts.seed % 100) as u8,
+                        netns::free_third(100 + (opts.seed % 100) as u8)?,
                     ),
                 };
                 let n = Netns {

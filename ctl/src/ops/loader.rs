@@ -267,6 +267,15 @@ pub async fn load_showing(
         Source::File(p) => split_points(p, spec.block_size)?,
     };
     let n = ranges.len() as u32;
+    // A name still being deleted would have its new blocks dropped with the
+    // old ones (block ids follow the name): said now, not after 30 s.
+    if let Err(e) = client.file(&spec.name).await {
+        if e.downcast_ref::<common::http_client::HttpError>()
+            .is_some_and(|h| h.status == 409)
+        {
+            return Err(e.context(format!("cannot load {}", spec.name)));
+        }
+    }
     progress.set_length(ranges.iter().map(|(s, e)| e - s).sum());
     let ids: Vec<WorkerId> = workers.iter().map(|w| w.id).collect();
     let placement = place(spec.placement, spec.seed, n, &ids, spec.replication);

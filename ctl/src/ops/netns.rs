@@ -364,6 +364,13 @@ fn setup_inner(l: &Layout) -> anyhow::Result<()> {
         if name.len() > 15 {
             bail!("host link name {name} is longer than 15 characters");
         }
+        if let Some(user) = subnet_user(*ip)? {
+            bail!(
+                "{ip}/24 is already in use in this namespace ({user}): another cluster with a \
+                 host link (or an interface of this machine) holds it; stop it, or pick another \
+                 subnet"
+            );
+        }
         sh(
             "ip",
             &[
@@ -546,6 +553,52 @@ pub fn list(prefix: &str) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+/// What in this (the root) namespace already holds `any`'s /24: an
+/// address or a route on it, named with its device; None when it is free.
+pub fn subnet_user(any: Ipv4Addr) -> anyhow::Result<Option<String>> {
+    let [a, b, c, _] = any.octets();
+    let net = format!("{a}.{b}.{c}.");
+    let addrs = sh("ip", &["-4", "-o", "addr", "show"])?;
+    let routes = sh("ip", &["-4", "route", "show"])?;
+    Ok(in_use(&net, &addrs, &routes))
+}
+
+/// [`subnet_user`] over `ip -4 -o addr show` and `ip -4 route show`.
+fn in_use(net: &str, addrs: &str, routes: &str) -> Option<String> {
+    let from_addr = addrs.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let at = f.iter().position(|w| *w == "inet")?;
+        f.get(at + 1)
+            .filter(|a| a.starts_with(net))
+            .map(|a| format!("address {a} on {}", f.get(1).unwrap_or(&"?")))
+    });
+    from_addr.or_else(|| {
+        routes.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let dst = *f.first()?;
+            let dev = f
+                .iter()
+                .position(|w| *w == "dev")
+                .and_then(|i| f.get(i + 1));
+            dst.starts_with(net)
+                .then(|| format!("route {dst} via {}", dev.unwrap_or(&"?")))
+        })
+    })
+}
+
+/// The first subnet 10.77.`third`.0/24 from `from` on (wrapping, 1 to 250)
+/// that this namespace does not use: where a host link can go.
+pub fn free_third(from: u8) -> anyhow::Result<u8> {
+    let start = from.clamp(1, 250);
+    for k in 0..250u16 {
+        let third = ((start as u16 - 1 + k) % 250 + 1) as u8;
+        if subnet_user(Ipv4Addr::new(10, 77, third, 1))?.is_none() {
+            return Ok(third);
+        }
+    }
+    bail!("every subnet 10.77.1-250.0/24 is in use in this namespace")
+}
+
 fn pids_in(ns: &str) -> Vec<i32> {
     sh("ip", &["netns", "pids", ns])
         .map(|o| o.lines().filter_map(|l| l.trim().parse().ok()).collect())
@@ -677,4 +730,28 @@ pub fn bridge_rate_bits(layout: &Layout, dev: &str) -> anyhow::Result<Option<u64
         other => anyhow::bail!("unknown tc rate unit {other:?} in {rate:?}"),
     };
     Ok(Some((v * mult).round() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_use;
+
+    #[test]
+    fn a_subnet_held_by_an_address_or_a_route_is_named_and_a_free_one_is_not() {
+        let addrs = "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever\n\
+                     7: mct12-host    inet 10.77.7.254/24 scope global mct12-host\\ valid_lft forever\n";
+        let routes = "default via 192.0.2.1 dev eth0\n\
+                      10.77.9.0/24 dev mct13-host proto kernel scope link src 10.77.9.254\n";
+        assert_eq!(
+            in_use("10.77.7.", addrs, routes).as_deref(),
+            Some("address 10.77.7.254/24 on mct12-host")
+        );
+        assert_eq!(
+            in_use("10.77.9.", addrs, routes).as_deref(),
+            Some("route 10.77.9.0/24 via mct13-host")
+        );
+        assert_eq!(in_use("10.77.8.", addrs, routes), None);
+        // 10.77.1. is not 10.77.10.
+        assert_eq!(in_use("10.77.1.", "", "10.77.10.0/24 dev x\n"), None);
+    }
 }

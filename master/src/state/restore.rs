@@ -11,6 +11,7 @@
 
 use super::jobs::{unstarted_report, AfterMap, NewJob, RunningAttempt, TaskStatus};
 use super::journal::JournalEntry;
+use super::storage::DELETE_GUARD_MS;
 use super::Master;
 use common::wire::TaskRecord;
 use common::{AttemptId, JobId, TaskRef, WorkerId};
@@ -96,9 +97,17 @@ impl Master {
                 JournalEntry::Replication { file, replication } => {
                     self.storage.restore_replication(file, replication);
                 }
-                JournalEntry::Deleted { file, blocks } => {
+                JournalEntry::Deleted {
+                    file,
+                    blocks,
+                    unix_ms,
+                } => {
+                    // Guarded for what is left of its guard (a copy the
+                    // last incarnation ordered may still land).
+                    let left = (unix_ms + DELETE_GUARD_MS).saturating_sub(now_unix_ms);
+                    let guard = (unix_ms > 0 && left > 0).then_some(now + left);
                     self.storage
-                        .restore_deleted(file, blocks, self.workers.len());
+                        .restore_deleted(file, blocks, self.workers.len(), guard);
                 }
                 JournalEntry::Launched {
                     attempt,

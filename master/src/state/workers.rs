@@ -293,7 +293,9 @@ impl Master {
 
     pub fn file(&self, name: &str) -> Result<FileInfo, MasterError> {
         self.storage
-            .file(name, &|w| self.is_alive(w), |w| self.worker_name(w))
+            .file(name, &|w| self.is_alive(w), self.now, |w| {
+                self.worker_name(w)
+            })
     }
 
     /// `DELETE /v1/files/{name}`: refused while a job that has not ended
@@ -313,7 +315,7 @@ impl Master {
         let alive = |w: WorkerId| workers.alive(w);
         let (deleted, orders) =
             self.storage
-                .delete_file(name, workers.len(), &alive, &mut self.journal)?;
+                .delete_file(name, workers.len(), &alive, self.now, &mut self.journal)?;
         self.send_storage_orders(orders);
         tracing::info!(
             file = name,
@@ -327,7 +329,7 @@ impl Master {
     /// A worker's full block report into the catalog; replicas of deleted
     /// files it still lists it is told, again, to drop.
     fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) {
-        for b in self.storage.apply_block_report(id, blocks) {
+        for b in self.storage.apply_block_report(id, blocks, self.now) {
             self.workers.drop_block(id, b);
         }
     }
@@ -363,6 +365,7 @@ impl Master {
 
     /// Plans re-replication and trims (`Storage::plan_replication`).
     pub(super) fn plan_replication(&mut self, now: Millis) {
+        self.storage.end_guards(now);
         let holders = self.workers.holders();
         let orders = self
             .storage

@@ -102,6 +102,10 @@ pub enum JournalEntry {
     Deleted {
         file: String,
         blocks: u32,
+        /// When (Unix ms; 0 in journals written before it was kept): a
+        /// restarted master guards a deletion that recent.
+        #[serde(default)]
+        unix_ms: u64,
     },
     /// The master started for the `number`th time with this journal.
     Incarnation {

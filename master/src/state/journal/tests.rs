@@ -316,7 +316,11 @@ fn entry() -> impl proptest::strategy::Strategy<Value = JournalEntry> {
             .prop_map(|(file, replication)| JournalEntry::Replication { file, replication }),
         // A deleted file's blocks are each a pending deletion per worker:
         // kept to what a test can hold (up to 1,000,000 are legal).
-        (st::name(), 0u32..64).prop_map(|(file, blocks)| JournalEntry::Deleted { file, blocks }),
+        (st::name(), 0u32..64).prop_map(|(file, blocks)| JournalEntry::Deleted {
+            file,
+            blocks,
+            unix_ms: 0,
+        }),
         any::<u64>().prop_map(|number| JournalEntry::Incarnation { number }),
     ]
 }

@@ -1,4 +1,6 @@
 use super::*;
+use crate::state::journal::JournalEntry;
+use crate::state::storage::DELETE_GUARD_MS;
 
 #[test]
 fn an_attempt_without_a_result_times_out_and_runs_elsewhere() {
@@ -128,11 +130,27 @@ fn a_deleted_file_never_comes_back_from_a_late_block_report() {
     let mut h = hb(1, 1, vec![], vec![]);
     h.blocks = Some(vec![]);
     m.heartbeat(30, h);
+    // Gone from both, but guarded: a copy or a writer cut off may still
+    // land its old blocks.
+    assert!(matches!(
+        m.file("f"),
+        Err(MasterError::FileBeingDeleted {
+            pending: 0,
+            guard_s: 120,
+            ..
+        })
+    ));
+    let end = DELETE_GUARD_MS + 10;
+    for w in 0..2 {
+        let mut h = hb(w, 1, vec![], vec![]);
+        h.blocks = Some(vec![]);
+        m.heartbeat(end + w as u64, h);
+    }
     assert!(matches!(m.file("f"), Err(MasterError::UnknownFile { .. })));
     // A new file of the name is taken in whole.
     let mut h = hb(1, 1, vec![], vec![]);
     h.blocks = Some(vec![block("f", 0, 1)]);
-    m.heartbeat(40, h);
+    m.heartbeat(end + 10, h);
     assert_eq!(m.file("f").unwrap().replicas, vec![vec!["w1".to_owned()]]);
     // A file a running job reads is not deleted.
     let id = submit(&mut m);
@@ -445,7 +463,7 @@ fn a_job_cannot_write_an_output_of_a_name_still_being_deleted() {
     job.output = Some("o".into());
     let e = m.submit(0, 1_000_000, job.clone()).unwrap_err();
     assert!(
-        matches!(&e, MasterError::FileBeingDeleted { name, pending: 2 } if name == "o"),
+        matches!(&e, MasterError::FileBeingDeleted { name, pending: 2, .. } if name == "o"),
         "{e:?}"
     );
     for w in 0..2 {
@@ -453,8 +471,14 @@ fn a_job_cannot_write_an_output_of_a_name_still_being_deleted() {
         h.blocks = Some(vec![block("f", 0, 1)]);
         m.heartbeat(10 + w as u64, h);
     }
-    m.submit(20, 1_000_000, job)
-        .expect("the old replicas gone: taken");
+    let e = m.submit(20, 1_000_000, job.clone()).unwrap_err();
+    assert!(
+        matches!(&e, MasterError::FileBeingDeleted { pending: 0, .. }),
+        "the old replicas gone, the guard still on: {e:?}"
+    );
+    assert!(e.to_string().contains("120 s more"), "{e}");
+    m.submit(DELETE_GUARD_MS, 1_000_000, job)
+        .expect("the old replicas gone and the guard ended: taken");
 }
 
 /// A copy of a block of a file ordered before the file's delete (its
@@ -488,5 +512,57 @@ fn a_copy_landing_after_the_delete_does_not_bring_the_file_back() {
     let mut h = hb(2, 1, vec![], vec![]);
     h.blocks = Some(vec![]);
     m.heartbeat(30, h);
-    assert!(matches!(m.file("f"), Err(MasterError::UnknownFile { .. })));
+    assert!(matches!(
+        m.file("f"),
+        Err(MasterError::FileBeingDeleted { .. })
+    ));
+    // Later still, after w2's last report: the guard keeps it out.
+    let mut h = hb(2, 1, vec![], vec![]);
+    h.blocks = Some(vec![block("f", 0, 1)]);
+    let reply = m.heartbeat(60_000, h);
+    assert!(
+        m.files().iter().all(|f| f.name != "f"),
+        "back after w2's report"
+    );
+    assert_eq!(reply.drop_blocks.len(), 1);
+}
+
+/// A master restarted right after a delete does not know the copies its
+/// last incarnation ordered: the deletion is guarded for what is left of
+/// its guard, from the journal's time of it.
+#[test]
+fn a_copy_landing_after_a_restart_does_not_bring_a_file_deleted_just_before_back() {
+    let mut m = Master::new(settings(3, 1));
+    register_all(&mut m, 3, 1, |w| {
+        if w < 2 {
+            vec![block("f", 0, 1), block("g", 0, 1)]
+        } else {
+            vec![]
+        }
+    });
+    m.delete_file("f").unwrap();
+    m.delete_file("g").unwrap();
+    let mut entries = m.take_journal();
+    // g's delete is journaled as three minutes old: past its guard.
+    for e in &mut entries {
+        if let JournalEntry::Deleted { file, unix_ms, .. } = e {
+            if file == "g" {
+                *unix_ms -= 180_000;
+            }
+        }
+    }
+    let mut again = Master::new(settings(3, 1));
+    again.restore(entries, common::unix_ms());
+    // Every worker registers again without the blocks, then w2 reports
+    // copies of both that just landed.
+    register_all(&mut again, 3, 1, |_| vec![]);
+    let mut h = hb(2, 1, vec![], vec![]);
+    h.blocks = Some(vec![block("f", 0, 1), block("g", 0, 1)]);
+    again.heartbeat(5_000, h);
+    let names: Vec<String> = again.files().into_iter().map(|f| f.name).collect();
+    assert!(!names.contains(&"f".to_owned()), "f came back: {names:?}");
+    assert!(
+        names.contains(&"g".to_owned()),
+        "g, deleted long before, is a new file of that name: {names:?}"
+    );
 }
