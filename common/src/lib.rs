@@ -10,6 +10,7 @@
 pub mod auth;
 pub mod config;
 pub mod credentials;
+pub mod heap;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "client")]

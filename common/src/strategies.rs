@@ -198,6 +198,7 @@ pub fn heartbeat() -> impl Strategy<Value = Heartbeat> {
         option::of(any::<u64>()),
         vec(progress, 0..3),
         (any::<u64>(), any::<u64>(), any::<u64>()),
+        vec(block_id(), 0..2),
     )
         .prop_map(
             |(
@@ -208,6 +209,7 @@ pub fn heartbeat() -> impl Strategy<Value = Heartbeat> {
                 disk_free_bytes,
                 progress,
                 (rx, tx, incarnation),
+                copies_failed,
             )| {
                 Heartbeat {
                     worker,
@@ -221,6 +223,7 @@ pub fn heartbeat() -> impl Strategy<Value = Heartbeat> {
                     nic_rx_bytes: rx,
                     nic_tx_bytes: tx,
                     incarnation,
+                    copies_failed,
                 }
             },
         )

@@ -383,6 +383,7 @@ async fn emulated_worker(
             nic_rx_bytes: 0,
             nic_tx_bytes: 0,
             incarnation: 0,
+            copies_failed: Vec::new(),
         };
         let t0 = Instant::now();
         let reply = http

@@ -50,14 +50,7 @@ async fn a_short_campaign_heals_and_every_check_of_its_history_holds() {
     };
     let (out, figures) = campaign::run(&opts).await.unwrap();
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    // Deleted files still come back now and then (issue 64: one way was
-    // fixed, another is open; the 30-minute campaigns report it): that
-    // check is read here, not required, until it is found.
-    let problems: Vec<String> = figures
-        .problems()
-        .into_iter()
-        .filter(|p| !p.starts_with("deleted files stay deleted"))
-        .collect();
+    let problems = figures.problems();
     assert!(problems.is_empty(), "{summary}");
     assert!(
         figures

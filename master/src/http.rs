@@ -708,6 +708,7 @@ pub async fn start_with(
     let wake_secret = Secret::new(settings.credentials.sending(Role::Worker).unwrap_or(token));
     let config_path = settings.config_path.clone();
     let tls = settings.tls.clone();
+    let retained = settings.retained_jobs;
     let mut master = Master::new(settings);
     // The master's clock (ms since it started) begins at the age of the
     // oldest job it takes back, so that job's submission is at 0 or later.
@@ -720,8 +721,9 @@ pub async fn start_with(
             tracing::warn!(path = %path.display(), "job journal: {what}");
         }
         let entries = replayed.entries;
-        let mut kept = journal::compacted(&entries);
+        let (mut kept, retired) = journal::compacted(&entries, retained);
         let dropped = entries.len() - kept.len();
+        journal::append_history(path, &retired)?;
         clock_from = Duration::from_millis(master.restore(entries, common::unix_ms()));
         if let Some(job) = replayed.dropped_job_max {
             master.reserve_ids_through(common::JobId(job));
@@ -729,7 +731,7 @@ pub async fn start_with(
         kept.extend(master.take_journal());
         journal::rewrite(path, &journal::cluster_fingerprint(token), authority, &kept)?;
         if dropped > 0 {
-            tracing::info!(path = %path.display(), dropped, kept = kept.len(), "job journal compacted");
+            tracing::info!(path = %path.display(), dropped, kept = kept.len(), retired = retired.len(), history = %journal::history_path(path).display(), "job journal compacted; the reports of retired jobs are in its history");
         }
     }
     let now = Instant::now();

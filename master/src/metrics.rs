@@ -144,9 +144,31 @@ pub struct Metrics {
     nic_bytes: Family<WorkerDirectionLabels, Counter>,
     nic_rate: Family<WorkerDirectionLabels, F64Gauge>,
     nic_cap: Family<WorkerLabels, F64Gauge>,
+    /// The master's heap in use and free in its allocator's arenas.
+    heap: (Gauge, Gauge),
     /// Last NIC counters seen per (worker, direction), for the counters'
     /// increments (a restarted worker's counters start again at 0).
     nic_seen: Mutex<std::collections::HashMap<(String, &'static str), u64>>,
+}
+
+/// The heap gauges (in use, free), as the workers have them: what a leak
+/// grows, where the resident size also keeps what the allocator holds.
+fn heap_gauges(r: &mut Registry) -> (Gauge, Gauge) {
+    let in_use = Gauge::default();
+    r.register_with_unit(
+        "heap_in_use",
+        "Heap bytes the master's process has allocated and not freed (glibc mallinfo2)",
+        Unit::Bytes,
+        in_use.clone(),
+    );
+    let free = Gauge::default();
+    r.register_with_unit(
+        "heap_free",
+        "Heap bytes free in the allocator's arenas, not given back to the system",
+        Unit::Bytes,
+        free.clone(),
+    );
+    (in_use, free)
 }
 
 impl Default for Metrics {
@@ -268,6 +290,7 @@ impl Metrics {
             "Each worker's configured NIC rate per direction (absent: unlimited)",
             nic_cap.clone(),
         );
+        let heap = heap_gauges(&mut r);
         Metrics {
             registry: r,
             maps,
@@ -289,6 +312,7 @@ impl Metrics {
             nic_bytes,
             nic_rate,
             nic_cap,
+            heap,
             nic_seen: Default::default(),
         }
     }
@@ -365,6 +389,10 @@ impl Metrics {
                 .set(n);
         }
         self.pending_tasks.set(snap.pending_tasks as i64);
+        if let Some((in_use, free)) = common::heap::figures() {
+            self.heap.0.set(in_use as i64);
+            self.heap.1.set(free as i64);
+        }
         catch_up(&self.maps_rerun, snap.maps_rerun);
         catch_up(&self.results_refused, snap.results_refused);
         catch_up(&self.blocks_copied, snap.blocks_copied);

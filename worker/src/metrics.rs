@@ -79,22 +79,9 @@ struct OutcomeLabels {
     outcome: &'static str,
 }
 
-/// The allocator's own figures (glibc's `mallinfo2`): bytes handed out and
-/// still in use (including blocks mapped on their own), and bytes free in
-/// its arenas (what fragmentation keeps resident). None off glibc.
-pub fn heap_figures() -> Option<(u64, u64)> {
-    #[cfg(target_env = "gnu")]
-    {
-        // SAFETY: mallinfo2 only reads the allocator's counters, under
-        // its arenas' locks; it touches no allocation.
-        let m = unsafe { libc::mallinfo2() };
-        Some(((m.uordblks + m.hblkhd) as u64, m.fordblks as u64))
-    }
-    #[cfg(not(target_env = "gnu"))]
-    {
-        None
-    }
-}
+/// The allocator's own figures: bytes in use, bytes free in its arenas
+/// (`common::heap`).
+pub use common::heap::figures as heap_figures;
 
 /// What a scrape reads, taken from the worker's parts by its HTTP server.
 pub struct Snapshot<'a> {

@@ -247,6 +247,7 @@ pub async fn run(ctx: Node) {
                 nic_rx_bytes: ex.peers.nic.rx.bytes(),
                 nic_tx_bytes: ex.peers.nic.tx.bytes(),
                 incarnation,
+                copies_failed: ex.replicas.take_copies_failed(),
             };
             match post::<_, HeartbeatReply>(&ctx, "/v1/workers/heartbeat", &hb).await {
                 Ok(reply) => {
@@ -310,7 +311,8 @@ pub async fn run(ctx: Node) {
                                     tracing::info!(block = %order.block, to = %order.to, "replica copied")
                                 }
                                 Err(e) => {
-                                    tracing::warn!(block = %order.block, to = %order.to, error = %e, "re-replication failed")
+                                    tracing::warn!(block = %order.block, to = %order.to, error = %e, "re-replication failed; the master is told");
+                                    ex.replicas.copy_failed(order.block.clone());
                                 }
                             }
                         });
@@ -321,6 +323,7 @@ pub async fn run(ctx: Node) {
                 }
                 Err(e) => {
                     ex.slots.book().restore(hb.results);
+                    ex.replicas.copies_not_reported(hb.copies_failed);
                     failures += 1;
                     if failures == 1 || failures.is_multiple_of(50) {
                         tracing::warn!(error = %e, failures, "heartbeat failed");

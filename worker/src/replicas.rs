@@ -19,6 +19,8 @@ pub struct Replicas {
     pub scrubbed_bytes: AtomicU64,
     /// Wakes the heartbeat loop.
     beat: Arc<Notify>,
+    /// Copies ordered by the master that failed, not yet reported.
+    copies_failed: std::sync::Mutex<Vec<common::BlockId>>,
 }
 
 impl Replicas {
@@ -29,7 +31,37 @@ impl Replicas {
             scrub_found: AtomicU64::new(0),
             scrubbed_bytes: AtomicU64::new(0),
             beat,
+            copies_failed: Default::default(),
         }
+    }
+
+    /// A copy the master ordered failed: said at the next heartbeat (at
+    /// once), so the master orders it again.
+    pub fn copy_failed(&self, block: common::BlockId) {
+        self.copies_failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(block);
+        self.wake_heartbeat();
+    }
+
+    /// The failed copies not yet reported (taken; given back with
+    /// [`Replicas::copies_not_reported`] when the heartbeat fails).
+    pub fn take_copies_failed(&self) -> Vec<common::BlockId> {
+        std::mem::take(
+            &mut *self
+                .copies_failed
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Failed copies a heartbeat that did not reach the master carried.
+    pub fn copies_not_reported(&self, blocks: Vec<common::BlockId>) {
+        self.copies_failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(blocks);
     }
 
     /// The store changed: the next heartbeat (at once) reports it.
@@ -106,5 +138,20 @@ mod tests {
         assert_eq!(r.corrupt_dropped.load(Ordering::Relaxed), 1);
         // Not damage: nothing happens.
         assert!(!r.drop_if_damaged(&StoreError::NotFound { block }));
+    }
+
+    #[test]
+    fn a_failed_copy_is_reported_once_and_again_if_its_heartbeat_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(BlockStore::open(dir.path()).unwrap());
+        let r = Replicas::new(store, Arc::new(Notify::new()));
+        let block = BlockId::new("f.b00000").unwrap();
+        r.copy_failed(block.clone());
+        let sent = r.take_copies_failed();
+        assert_eq!(sent, std::slice::from_ref(&block));
+        assert!(r.take_copies_failed().is_empty(), "reported once");
+        // The heartbeat carrying it did not reach the master.
+        r.copies_not_reported(sent);
+        assert_eq!(r.take_copies_failed(), [block]);
     }
 }

@@ -488,7 +488,7 @@ fn summary(opts: &CampaignOptions, f: &CampaignFigures) -> String {
         "\nVerdict: {}\n\nFiles: `schedule.csv` (the faults as drawn), `history.csv` (faults \
          injected and healed, jobs submitted and ended), `runs.csv` (one row a job), \
          `attempts.csv` (every attempt of every job), `verdicts.csv`, `samples.csv` (memory, \
-         descriptors, threads, a worker's heap, every 30 s), `rest.csv` (each process at rest \
+         descriptors, threads, each node's heap, every 30 s), `rest.csv` (each process at rest \
          before the faults and after the jobs), `meta.json`.\n",
         if p.is_empty() {
             "every check held".to_owned()

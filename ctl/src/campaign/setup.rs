@@ -259,16 +259,19 @@ impl Cluster {
             .unwrap_or_default()
     }
 
-    /// What the sampler reads: the processes of the run and each worker's
+    /// What the sampler reads: the processes of the run and each node's
     /// metrics (its heap in use).
     pub fn probes(&self) -> Probes {
+        let master = format!("{}/metrics", self.derived.master_url());
         Probes {
             run_dir: self.run_dir.clone(),
             http: self.client.http().clone(),
-            metrics: self
-                .names
-                .iter()
-                .map(|w| (w.clone(), format!("{}/metrics", self.addr(w))))
+            metrics: std::iter::once(("master".to_owned(), master))
+                .chain(
+                    self.names
+                        .iter()
+                        .map(|w| (w.clone(), format!("{}/metrics", self.addr(w)))),
+                )
                 .collect(),
         }
     }
@@ -360,17 +363,17 @@ pub fn sample(
 pub struct Probes {
     run_dir: PathBuf,
     http: reqwest::Client,
-    /// (worker, its metrics URL).
+    /// (node, its metrics URL).
     metrics: Vec<(String, String)>,
 }
 
 impl Probes {
-    /// The heap in use a worker's metrics report, for a process named
-    /// `<worker>#<pid>`; none for the master, or when the worker does not
-    /// answer within a few seconds (cut off, stopped).
+    /// The heap in use a node's metrics report, for a process named
+    /// `<node>#<pid>`; none when the node does not answer within a few
+    /// seconds (cut off, stopped).
     async fn heap_kb(&self, process: &str) -> Option<u64> {
-        let worker = process.split('#').next()?;
-        let (_, url) = self.metrics.iter().find(|(w, _)| w == worker)?;
+        let node = process.split('#').next()?;
+        let (_, url) = self.metrics.iter().find(|(w, _)| w == node)?;
         let text = self
             .http
             .get(url)
@@ -384,7 +387,12 @@ impl Probes {
             .text()
             .await
             .ok()?;
-        crate::soak::metric_kb(&text, "mrtb_worker_heap_in_use_bytes")
+        let gauge = if node == "master" {
+            "mrtb_heap_in_use_bytes"
+        } else {
+            "mrtb_worker_heap_in_use_bytes"
+        };
+        crate::soak::metric_kb(&text, gauge)
     }
 }
 
@@ -398,7 +406,7 @@ pub struct Rest {
     pub node: String,
     pub process: String,
     pub rss_kb: u64,
-    /// A worker's heap in use (its metrics); none for the master.
+    /// The node's heap in use (its metrics); none when it did not answer.
     pub heap_kb: Option<u64>,
     pub fds: u64,
     pub threads: u64,
@@ -443,9 +451,11 @@ pub async fn at_rest(probes: &Probes, when: &'static str) -> Vec<Rest> {
 /// Memory, descriptors and threads at rest once every job has ended,
 /// against the same node at rest after the warm-up, before any fault (a
 /// node restarted during the campaign is a new process that has run the
-/// quiet minutes' jobs: as warm). A worker's memory is its heap in use
-/// (what a leak grows; its resident size is reported beside it), the
-/// master's its resident size.
+/// quiet minutes' jobs: as warm). A node's memory is its heap in use
+/// (what a leak grows; its resident size, reported beside it, also keeps
+/// what the allocator holds free: a restarted master's replay of its
+/// journal, a burst of jobs), or its resident size where the heap was not
+/// read.
 pub fn rested(before: &[Rest], after: &[Rest]) -> Verdict {
     let mut p = Vec::new();
     let mut compared = Vec::new();

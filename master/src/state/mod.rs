@@ -58,7 +58,7 @@ pub enum MasterError {
     IncompleteFile { name: String, missing: Vec<u32> },
     #[error("no job {0}")]
     UnknownJob(JobId),
-    #[error("{0} ended and was retired from the master's memory (master.retained_jobs); its report is in the job journal")]
+    #[error("{0} ended and was retired from the master's memory (master.retained_jobs); its report is in the job journal, or in its history (`<journal>.history.jsonl`) once the master restarted")]
     RetiredJob(JobId),
     #[error("file {name:?} is in use by {job} ({how}); try again once it ended")]
     FileInUse {

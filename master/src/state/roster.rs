@@ -537,6 +537,7 @@ mod tests {
             nic_rx_bytes: 0,
             nic_tx_bytes: 0,
             incarnation: 0,
+            copies_failed: Vec::new(),
         }
     }
 

@@ -185,6 +185,18 @@ impl Storage {
         };
     }
 
+    /// The copy of `block` that `from` was ordered to send failed: it
+    /// leaves the copies in flight, so the next plan orders it again (from
+    /// any live holder) instead of after the copy timeout.
+    pub fn copy_failed(&mut self, from: WorkerId, block: &BlockId) {
+        let before = self.copies.len();
+        self.copies
+            .retain(|c| !(c.from == from && c.block == *block));
+        if self.copies.len() < before {
+            tracing::info!(%block, "a re-replication copy failed; ordered again");
+        }
+    }
+
     /// A worker was lost: its replicas leave the catalog.
     pub fn worker_lost(&mut self, id: WorkerId) {
         self.catalog.drop_worker(id);
@@ -553,6 +565,28 @@ mod tests {
             r.file_info("f", |w| w.to_string()).unwrap().replication,
             Some(2)
         );
+    }
+
+    #[test]
+    fn a_copy_its_source_reports_failed_is_ordered_again_at_once() {
+        let mut s = Storage::default();
+        let mut journal = Journal::default();
+        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
+        s.set_file_replication("f", 2, 4, &mut journal).unwrap();
+        s.worker_lost(WorkerId(1));
+        let h = holders([true, false, true, true]);
+        let o = s.plan_replication(20, &h, &mut journal);
+        assert_eq!(o.copies.len(), 1, "{o:?}");
+        assert!(s.plan_replication(30, &h, &mut journal).copies.is_empty());
+        // Another worker's failure is not this copy's.
+        let b = BlockId::for_file("f", 0).unwrap();
+        s.copy_failed(WorkerId(2), &b);
+        assert!(s.plan_replication(40, &h, &mut journal).copies.is_empty());
+        // Its source says it failed: ordered again, long before the timeout.
+        s.copy_failed(WorkerId(0), &b);
+        assert_eq!(s.plan_replication(50, &h, &mut journal).copies.len(), 1);
+        assert_eq!(s.blocks_copied(), 2);
     }
 
     #[test]

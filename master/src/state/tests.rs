@@ -107,6 +107,7 @@ fn hb(w: u32, free: u32, running: Vec<AttemptId>, results: Vec<TaskResult>) -> H
         nic_rx_bytes: 0,
         nic_tx_bytes: 0,
         incarnation: 0,
+        copies_failed: Vec::new(),
     }
 }
 

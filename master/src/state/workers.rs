@@ -87,6 +87,9 @@ impl Master {
             self.apply_block_report(id, blocks);
             self.refresh_replicas();
         }
+        for b in &hb.copies_failed {
+            self.storage.copy_failed(id, b);
+        }
         let reported: std::collections::HashSet<AttemptId> = hb
             .running
             .iter()

@@ -356,6 +356,37 @@ pub fn rewrite(
     Ok(())
 }
 
+/// The journal's history file, beside it: `<journal>.history.jsonl`.
+pub fn history_path(journal: &Path) -> PathBuf {
+    let mut p = journal.as_os_str().to_owned();
+    p.push(".history.jsonl");
+    PathBuf::from(p)
+}
+
+/// Appends the reports of jobs retired from the journal at a compaction to
+/// its history file, one JSON line each, fsynced: written before the
+/// compacted journal replaces the old one, so a crash between the two
+/// writes a report twice (same job id) and loses none.
+pub fn append_history(journal: &Path, reports: &[common::wire::JobReport]) -> anyhow::Result<()> {
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let path = history_path(journal);
+    let mut buf = Vec::new();
+    for r in reports {
+        serde_json::to_writer(&mut buf, r)?;
+        buf.push(b'\n');
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| anyhow::anyhow!("opening the job history {}: {e}", path.display()))?;
+    f.write_all(&buf)
+        .and_then(|()| f.sync_data())
+        .map_err(|e| anyhow::anyhow!("writing the job history {}: {e}", path.display()))
+}
+
 /// Fsyncs the journal (task entries appended since the last fsync).
 pub fn sync(path: &Path) -> anyhow::Result<()> {
     std::fs::OpenOptions::new()

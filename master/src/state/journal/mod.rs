@@ -27,7 +27,8 @@ use serde::{Deserialize, Serialize};
 
 mod file;
 pub use file::{
-    append, check_cluster, cluster_fingerprint, read, read_with, rewrite, sync, Damage, Replayed,
+    append, append_history, check_cluster, cluster_fingerprint, history_path, read, read_with,
+    rewrite, sync, Damage, Replayed,
 };
 
 /// One line of the journal.
@@ -128,19 +129,28 @@ impl JournalEntry {
 }
 
 /// What a restarted master keeps of a journal it replayed: the entries of
-/// jobs that have not ended, every job's end (its report), and the files'
-/// factors and deletions, in their order. A finished job's submission and
-/// task entries are dropped (its report says all), so the journal grows
-/// with the jobs, not with their attempts.
-pub fn compacted(entries: &[JournalEntry]) -> Vec<JournalEntry> {
-    let ended: std::collections::HashSet<JobId> = entries
+/// jobs that have not ended, the ends (reports) of the `retained` ended
+/// jobs of highest ids (those the master keeps in memory,
+/// `master.retained_jobs`), and the files' factors and deletions, in their
+/// order; and the reports of the other ended jobs, which leave the journal
+/// for its history file ([`append_history`]). A finished job's submission
+/// and task entries are dropped (its report says all), so the journal, and
+/// what each restart replays, stays bounded however many jobs ran.
+pub fn compacted(entries: &[JournalEntry], retained: usize) -> (Vec<JournalEntry>, Vec<JobReport>) {
+    let mut ended: Vec<JobId> = entries
         .iter()
         .filter_map(|e| match e {
             JournalEntry::Ended { report } => Some(report.job),
             _ => None,
         })
         .collect();
-    entries
+    ended.sort_unstable();
+    ended.dedup();
+    let kept_ends: std::collections::HashSet<JobId> =
+        ended.iter().rev().take(retained.max(1)).copied().collect();
+    let ended: std::collections::HashSet<JobId> = ended.into_iter().collect();
+    let mut retired = Vec::new();
+    let kept = entries
         .iter()
         .filter(|e| {
             let job = match e {
@@ -150,15 +160,22 @@ pub fn compacted(entries: &[JournalEntry]) -> Vec<JournalEntry> {
                 | JournalEntry::ReduceDone { attempt, .. }
                 | JournalEntry::Failed { attempt, .. }
                 | JournalEntry::Uncounted { attempt, .. } => attempt.task.job,
-                JournalEntry::Ended { .. }
-                | JournalEntry::Replication { .. }
+                JournalEntry::Ended { report } => {
+                    if kept_ends.contains(&report.job) {
+                        return true;
+                    }
+                    retired.push(report.clone());
+                    return false;
+                }
+                JournalEntry::Replication { .. }
                 | JournalEntry::Deleted { .. }
                 | JournalEntry::Incarnation { .. } => return true,
             };
             !ended.contains(&job)
         })
         .cloned()
-        .collect()
+        .collect();
+    (kept, retired)
 }
 
 /// The entries the master's parts produced and the HTTP layer has not
