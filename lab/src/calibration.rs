@@ -114,6 +114,15 @@ pub struct Cost {
     pub per_mb_ms: f64,
     /// Root mean square error of the fit over the remote attempts (ms).
     pub rmse_ms: f64,
+    /// Set when a model fitted on one block size predicts reads of
+    /// another (`--model-from`): the fitted size, which the terms scale
+    /// from by each read's bytes ([`RemoteCost::ref_bytes`]); 0 otherwise.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ref_bytes: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl Cost {
@@ -123,6 +132,7 @@ impl Cost {
             per_source_ms: self.per_source_ms,
             per_reader_ms: self.per_reader_ms,
             per_mb_ms: self.per_mb_ms,
+            ref_bytes: self.ref_bytes,
         }
     }
 }

@@ -195,12 +195,17 @@ pub struct BackgroundRun {
 /// n_src + per_reader_ms * n_dst + per_mb_ms * MB`, with n_src (n_dst) the
 /// other remote reads running from the same source (on the same reader)
 /// when it starts and MB its block's size in 10^6 bytes. Never negative.
+/// Terms fitted on reads of one size (`per_mb_ms` 0) and given that size
+/// as `ref_bytes` charge a read of another size in proportion to its bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RemoteCost {
     pub base_ms: f64,
     pub per_source_ms: f64,
     pub per_reader_ms: f64,
     pub per_mb_ms: f64,
+    /// The one block size the terms were fitted on, where they scale with
+    /// a read's bytes (0: a fixed extra whatever the size).
+    pub ref_bytes: u64,
 }
 
 impl RemoteCost {
@@ -213,6 +218,8 @@ impl RemoteCost {
         );
         if self.per_mb_ms != 0.0 {
             f += &format!(" + {:.0}/MB", self.per_mb_ms);
+        } else if self.ref_bytes > 0 {
+            f = format!("({f}) x bytes / {:.3} MB", self.ref_bytes as f64 / 1e6);
         }
         f
     }
@@ -223,6 +230,8 @@ impl RemoteCost {
             + self.per_reader_ms * f64::from(n_dst);
         if self.per_mb_ms != 0.0 {
             x += self.per_mb_ms * bytes as f64 / 1e6;
+        } else if self.ref_bytes > 0 && bytes > 0 {
+            x *= bytes as f64 / self.ref_bytes as f64;
         }
         x.max(0.0).round() as u64
     }

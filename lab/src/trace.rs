@@ -80,6 +80,16 @@ impl Model {
                 .ok_or_else(|| format!("model field `{key}` missing"))
         };
         let cost = &m["cost"];
+        let per_mb_ms = cost["per_mb_ms"].as_f64().unwrap_or(0.0);
+        // Reads of one size fitted (no per-MB term, no `ref_bytes`): the
+        // fixed terms scale with a read's bytes from the calibration's
+        // block size, as `master sim calibrate --model-from` scales them.
+        let one_size = m["ref_bytes"].as_u64().unwrap_or(0) == 0 && per_mb_ms == 0.0;
+        let fixed_ref = if one_size {
+            m["block_bytes"].as_u64().unwrap_or(0)
+        } else {
+            0
+        };
         Ok(Model {
             point: m["point"].as_str().unwrap_or_default().to_owned(),
             overhead_ms: num(m, "overhead_mean_ms")?.max(0.0).round() as u64,
@@ -88,7 +98,8 @@ impl Model {
                 per_source_ms: num(cost, "per_source_ms")?,
                 per_reader_ms: num(cost, "per_reader_ms")?,
                 // Calibrations from before the per-size term have none.
-                per_mb_ms: cost["per_mb_ms"].as_f64().unwrap_or(0.0),
+                per_mb_ms,
+                ref_bytes: fixed_ref,
             },
             transfer_ms: m["transfer_ms"].as_f64(),
             // One block size fitted: a transfer scales from the block

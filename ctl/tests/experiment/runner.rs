@@ -296,7 +296,7 @@ fn another_block_size_scales_the_reads(out: &Path, cal: &Path, renamed: &str) {
         "{table}"
     );
     assert!(
-        table.contains("the fixed models' remote extra (source+reader, reader-only) are scaled by the bytes (x 0.500)"),
+        table.contains("the fixed models' remote extra (source+reader, reader-only) are scaled by each read's bytes (x 0.500 on the mean)"),
         "the summary says what was scaled: {table}"
     );
     let fixed = |d: &Path| -> Vec<(String, String, u32, f64)> {

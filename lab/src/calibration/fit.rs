@@ -104,6 +104,7 @@ pub fn fit(samples: &[Sample], source: bool) -> Cost {
         per_reader_ms: pr,
         per_mb_ms: 0.0,
         rmse_ms: (sse / samples.len().max(1) as f64).sqrt(),
+        ref_bytes: 0,
     }
 }
 
@@ -150,6 +151,7 @@ pub fn fit_sized(samples: &[Sample], mbs: &[f64]) -> Cost {
         per_reader_ms: b[2],
         per_mb_ms: b[3],
         rmse_ms: (sse / samples.len().max(1) as f64).sqrt(),
+        ref_bytes: 0,
     }
 }
 

@@ -176,3 +176,35 @@ fn slow_workers_are_read_with_clear_errors_and_drawn_per_seed() {
     assert_ne!(slowdown(&sh, 2), a, "another seed, others");
     assert!(slowdown(&shape(20), 1).is_empty());
 }
+
+/// A calibration fitted on reads of one size (no per-MB term, no
+/// `ref_bytes`) charges a trace's reads of another size in proportion to
+/// their bytes; one whose reads differed keeps its per-MB term alone.
+#[test]
+fn a_model_fitted_on_one_block_size_scales_its_fixed_terms_by_the_bytes() {
+    let meta = |per_mb: f64, ref_bytes: u64| {
+        serde_json::json!({"models": [{
+            "point": "p", "overhead_mean_ms": 10.0, "transfer_ms": 800.0,
+            "ref_bytes": ref_bytes, "block_bytes": 8_000_000u64,
+            "reduce_base_ms": 1.0, "reduce_ms_per_mb": 2.0,
+            "cost": {"base_ms": 4000.0, "per_source_ms": 400.0, "per_reader_ms": 200.0,
+                     "per_mb_ms": per_mb}
+        }]})
+    };
+    let one = Model::from_meta(&meta(0.0, 0), None).unwrap();
+    assert_eq!(one.remote.ref_bytes, 8_000_000);
+    assert_eq!(one.ref_bytes, 8_000_000, "the fair-share transfer's too");
+    assert_eq!(one.remote.extra_ms(0, 0, 1_000_000), 500);
+    assert_eq!(one.remote.extra_ms(1, 1, 8_000_000), 4600);
+    let sized = Model::from_meta(&meta(100.0, 3_000_000), None).unwrap();
+    assert_eq!(sized.remote.ref_bytes, 0);
+    assert_eq!(sized.remote.extra_ms(0, 0, 1_000_000), 4100);
+    // An older calibration without `block_bytes`: fixed, as before.
+    let mut old = meta(0.0, 0);
+    old["models"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("block_bytes");
+    let old = Model::from_meta(&old, None).unwrap();
+    assert_eq!(old.remote.extra_ms(0, 0, 1_000_000), 4000);
+}

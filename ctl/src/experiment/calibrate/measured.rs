@@ -431,19 +431,18 @@ impl<'a> Measured<'a> {
                 {
                     m.ref_bytes = m.block_bytes;
                     // The fixed models' extra, fitted on one size, scaled
-                    // the same way (a model with a per-MB term has it).
+                    // the same way, read by read (a model with a per-MB
+                    // term has it).
                     let f = here as f64 / m.block_bytes as f64;
                     for c in [&mut m.cost, &mut m.cost_reader_only] {
                         if c.per_mb_ms == 0.0 {
-                            c.base_ms *= f;
-                            c.per_source_ms *= f;
-                            c.per_reader_ms *= f;
+                            c.ref_bytes = m.block_bytes;
                         }
                     }
                     out.notes.push(format!(
                         "Point {}: its blocks are {:.3} MB, the model's {:.3} MB. The fair-share transfer and \
-                         the fixed models' remote extra (source+reader, reader-only) are scaled by the bytes \
-                         (x {f:.3}).",
+                         the fixed models' remote extra (source+reader, reader-only) are scaled by each read's \
+                         bytes (x {f:.3} on the mean).",
                         p.label,
                         here as f64 / 1e6,
                         m.block_bytes as f64 / 1e6
