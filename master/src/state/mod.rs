@@ -66,12 +66,8 @@ pub enum MasterError {
         job: JobId,
         how: &'static str,
     },
-    #[error("file {name:?} is being deleted: {pending} replicas on live workers still to go, and its old blocks are kept out for {guard_s} s more (a copy or a writer of them may still land); try again then")]
-    FileBeingDeleted {
-        name: String,
-        pending: usize,
-        guard_s: u64,
-    },
+    #[error("file {name:?} is being deleted: {pending} replicas on live workers still to go (or copies of them still landing)")]
+    FileBeingDeleted { name: String, pending: usize },
     #[error("{0}")]
     BadRequest(String),
 }

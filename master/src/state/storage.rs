@@ -68,11 +68,6 @@ pub(super) struct Storage {
     /// a block report listing one is not taken into the catalog, and the
     /// worker is told again to drop it.
     deleting: HashMap<WorkerId, BTreeMap<BlockId, Pending>>,
-    /// Deleted files whose old blocks may still land on a worker that does
-    /// not list them now (a copy ordered before the delete, a writer cut off
-    /// from the master), until when: their replicas are kept out until then
-    /// even where a report did not list them.
-    guards: HashMap<String, Millis>,
     /// Block copies ordered and not yet seen in the target's block report.
     pub(super) copies: Vec<CopyInFlight>,
     /// Replicas ordered deleted and not yet gone from the holder's report.
@@ -81,19 +76,30 @@ pub(super) struct Storage {
     pub(super) blocks_copied: u64,
 }
 
-/// A replica of a deleted file a worker may still hold.
+/// A replica of a deleted file a worker may hold, or may still receive.
 #[derive(Clone, Debug)]
 struct Pending {
     file: String,
-    /// Its last report listed it (or it held it when the file was
-    /// deleted, or the master restarted since): gone only once a report
-    /// no longer lists it. Else it is kept only while its file is guarded.
+    /// Its last report listed it (or it held it when the file was deleted,
+    /// or it was down then, or the master restarted since): gone only once
+    /// a report no longer lists it.
     held: bool,
+    /// A copy of it to this worker, ordered before the delete, may still
+    /// land until then (0: none): kept out until then even where a report
+    /// did not list it, so the copy's landing does not bring the file back.
+    until: Millis,
 }
 
-/// How long after a delete the deleted file's blocks are kept out of the
-/// catalog wherever they land: a copy ordered before it is given up after
-/// as long ([`super::replication::COPY_TIMEOUT_MS`]).
+impl Pending {
+    fn live(&self, now: Millis) -> bool {
+        self.held || now < self.until
+    }
+}
+
+/// How long after a restart a deletion journaled that recently keeps its
+/// blocks out wherever they land: the last incarnation's copies are not
+/// known, and a copy is given up after as long
+/// ([`super::replication::COPY_TIMEOUT_MS`]).
 pub const DELETE_GUARD_MS: Millis = super::replication::COPY_TIMEOUT_MS;
 
 impl Storage {
@@ -150,7 +156,6 @@ impl Storage {
         for pending in self.deleting.values_mut() {
             pending.retain(|_, p| p.file != file);
         }
-        self.guards.remove(&file);
         self.file_replication
             .insert(file, (replication, Kept::From(0)));
     }
@@ -158,7 +163,8 @@ impl Storage {
     /// Replays a journaled deletion: every worker may still hold the
     /// file's `blocks` and is told to drop them when it reports them (its
     /// registration's report says which it holds); a deletion newer than
-    /// [`DELETE_GUARD_MS`] is guarded until `guard_until`.
+    /// [`DELETE_GUARD_MS`] keeps them out until `guard_until` on every
+    /// worker (a copy the last incarnation ordered may still land).
     pub fn restore_deleted(
         &mut self,
         file: String,
@@ -174,21 +180,32 @@ impl Storage {
                     let p = Pending {
                         file: file.clone(),
                         held: true,
+                        until: guard_until.unwrap_or(0),
                     };
                     pending.insert(id, p);
                 }
             }
         }
-        match guard_until {
-            Some(until) => self.guards.insert(file, until),
-            None => self.guards.remove(&file),
-        };
     }
 
     /// The copy of `block` that `from` was ordered to send failed: it
     /// leaves the copies in flight, so the next plan orders it again (from
     /// any live holder) instead of after the copy timeout.
     pub fn copy_failed(&mut self, from: WorkerId, block: &BlockId) {
+        // A copy of a deleted block that failed will not land.
+        for c in self
+            .copies
+            .iter()
+            .filter(|c| c.from == from && c.block == *block)
+        {
+            if let Some(pending) = self.deleting.get_mut(&c.to) {
+                if let Some(p) = pending.get_mut(block) {
+                    p.until = 0;
+                }
+                pending.retain(|_, p| p.held || p.until > 0);
+            }
+        }
+        self.deleting.retain(|_, pending| !pending.is_empty());
         let before = self.copies.len();
         self.copies
             .retain(|c| !(c.from == from && c.block == *block));
@@ -204,7 +221,7 @@ impl Storage {
 
     /// A worker's full block report into the catalog, without the replicas
     /// of deleted files (those it is told, again, to drop: returned; those
-    /// it no longer lists are gone, unless their file is still guarded).
+    /// it no longer lists are gone, unless a copy of them may still land).
     pub fn apply_block_report(
         &mut self,
         id: WorkerId,
@@ -216,10 +233,13 @@ impl Storage {
             return Vec::new();
         };
         let listed: std::collections::HashSet<&BlockId> = blocks.iter().map(|b| &b.id).collect();
-        let guards = &self.guards;
         pending.retain(|b, p| {
             p.held = listed.contains(b);
-            p.held || guards.get(&p.file).is_some_and(|until| now < *until)
+            if p.held {
+                // The copy landed, if one was coming.
+                p.until = 0;
+            }
+            p.live(now)
         });
         let kept: Vec<BlockInfo> = blocks
             .iter()
@@ -238,18 +258,12 @@ impl Storage {
         again
     }
 
-    /// Ends the guards that ran out by `now`: their files' replicas that no
-    /// report listed since are forgotten (a worker that never held one
-    /// need not report to free the name).
-    pub fn end_guards(&mut self, now: Millis) {
-        let before = self.guards.len();
-        self.guards.retain(|_, until| now < *until);
-        if self.guards.len() == before {
-            return;
-        }
-        let guards = &self.guards;
+    /// Forgets the replicas of deleted files no report listed whose copies
+    /// can no longer land by `now` (a worker that never held one need not
+    /// report to free the name).
+    pub fn expire_deleted_copies(&mut self, now: Millis) {
         for pending in self.deleting.values_mut() {
-            pending.retain(|_, p| p.held || guards.contains_key(&p.file));
+            pending.retain(|_, p| p.live(now));
         }
         self.deleting.retain(|_, pending| !pending.is_empty());
     }
@@ -278,29 +292,29 @@ impl Storage {
     }
 
     /// Why a new file named `name` must wait, if it must: replicas of a
-    /// deleted file of that name that live workers still hold, or the
-    /// delete's guard (its blocks, of the same ids, would be dropped with
-    /// them).
+    /// deleted file of that name that live workers still hold, or copies of
+    /// them that may still land (its blocks, of the same ids, would be
+    /// dropped with them).
     pub fn being_deleted(
         &self,
         name: &str,
         alive: &dyn Fn(WorkerId) -> bool,
         now: Millis,
     ) -> Option<MasterError> {
-        let pending = self
+        let pending: usize = self
             .deleting
             .iter()
             .filter(|(w, _)| alive(**w))
-            .map(|(_, blocks)| blocks.values().filter(|p| p.held && p.file == name).count())
+            .map(|(_, blocks)| {
+                blocks
+                    .values()
+                    .filter(|p| p.file == name && p.live(now))
+                    .count()
+            })
             .sum();
-        let guard_s = self
-            .guards
-            .get(name)
-            .map_or(0, |until| until.saturating_sub(now).div_ceil(1000));
-        (pending > 0 || guard_s > 0).then(|| MasterError::FileBeingDeleted {
+        (pending > 0).then(|| MasterError::FileBeingDeleted {
             name: name.to_owned(),
             pending,
-            guard_s,
         })
     }
 
@@ -308,9 +322,9 @@ impl Storage {
     /// file leaves the catalog at once and every holder is told to delete
     /// its replicas (also a holder that is down now, when it comes back);
     /// until a holder's block report no longer lists them they are kept out
-    /// of the catalog, and for [`DELETE_GUARD_MS`] they are kept out
-    /// wherever they land, so a deleted file never comes back, even as
-    /// blocks of a new file of the same name.
+    /// of the catalog, and so are those a copy ordered before the delete
+    /// lands (until the copy is given up), so a deleted file never comes
+    /// back, even as blocks of a new file of the same name.
     pub fn delete_file(
         &mut self,
         name: &str,
@@ -337,23 +351,31 @@ impl Storage {
             .flatten()
             .map(|b| b.id.clone())
             .collect();
-        // Every worker, not only the holders: a worker down now may hold
-        // replicas the catalog forgot, and a copy ordered before the delete,
-        // or a writer cut off from the master, may land on a worker that
-        // held none (the fault campaigns of 2026-11-29 saw deleted outputs
-        // come back so), after that worker's next report: the guard.
+        // The holders; every worker down now (it may hold replicas the
+        // catalog forgot); and the target of every copy of them in flight,
+        // which may land after that worker's next report (the fault
+        // campaigns of 2026-11-29 saw deleted outputs come back so).
         for w in (0..workers as u32).map(WorkerId) {
-            let pending = self.deleting.entry(w).or_default();
             for id in &ids {
-                let held = drops.iter().any(|(h, b)| *h == w && b == id);
-                let p = Pending {
-                    file: name.to_owned(),
-                    held,
-                };
-                pending.insert(id.clone(), p);
+                let held = !alive(w) || drops.iter().any(|(h, b)| *h == w && b == id);
+                let until = self
+                    .copies
+                    .iter()
+                    .filter(|c| c.to == w && c.block == *id)
+                    .map(|c| c.started + super::replication::COPY_TIMEOUT_MS)
+                    .max()
+                    .filter(|&u| u > now)
+                    .unwrap_or(0);
+                if held || until > 0 {
+                    let p = Pending {
+                        file: name.to_owned(),
+                        held,
+                        until,
+                    };
+                    self.deleting.entry(w).or_default().insert(id.clone(), p);
+                }
             }
         }
-        self.guards.insert(name.to_owned(), now + DELETE_GUARD_MS);
         self.catalog.remove(name);
         self.file_replication.remove(name);
         journal.push(JournalEntry::Deleted {
@@ -445,8 +467,7 @@ mod tests {
         s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
         // w2 is down: it may hold a replica nobody knows of.
         let alive = |w: WorkerId| w.0 != 2;
-        let t0 = 1000;
-        let (deleted, orders) = s.delete_file("f", 4, &alive, t0, &mut journal).unwrap();
+        let (deleted, orders) = s.delete_file("f", 4, &alive, 10, &mut journal).unwrap();
         assert_eq!((deleted.blocks, deleted.replicas), (1, 2));
         let mut drops: Vec<u32> = orders.drops.iter().map(|(w, _)| w.0).collect();
         drops.sort();
@@ -456,79 +477,97 @@ mod tests {
             [JournalEntry::Deleted { blocks: 1, .. }]
         ));
         // w0 still lists it: kept out, and told again.
-        let again = s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], t0 + 10);
+        let again = s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 20);
         assert_eq!(again, [BlockId::for_file("f", 0).unwrap()]);
         assert!(s.catalog().file("f").is_none());
         assert!(matches!(
-            s.file("f", &alive, t0 + 10, |w| w.to_string()),
-            Err(MasterError::FileBeingDeleted {
-                pending: 2,
-                guard_s: 120,
-                ..
-            })
+            s.file("f", &alive, 20, |w| w.to_string()),
+            Err(MasterError::FileBeingDeleted { pending: 2, .. })
         ));
         // w2 comes back listing it: told too.
         assert_eq!(
-            s.apply_block_report(WorkerId(2), &[info("f", 0, 1)], t0 + 20)
+            s.apply_block_report(WorkerId(2), &[info("f", 0, 1)], 30)
                 .len(),
             1
         );
-        // Every holder dropped it; w3 never held it and reported nothing.
+        // Every holder dropped it (w3 never held it, nor was a copy sent
+        // there): a new file of the same name is taken in.
         for w in 0..3 {
-            assert!(s.apply_block_report(WorkerId(w), &[], t0 + 30).is_empty());
+            assert!(s.apply_block_report(WorkerId(w), &[], 40).is_empty());
         }
-        // Within the guard, a replica landing on a worker that reported
-        // without it (a copy ordered before the delete) stays out, and the
-        // worker is told to drop it.
-        let landed = s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], t0 + 5000);
-        assert_eq!(landed.len(), 1, "the landed replica is dropped");
-        assert!(s.catalog().file("f").is_none());
-        assert!(s.apply_block_report(WorkerId(1), &[], t0 + 6000).is_empty());
-        assert!(matches!(
-            s.file("f", &|_| true, t0 + 6000, |w| w.to_string()),
-            Err(MasterError::FileBeingDeleted {
-                pending: 0,
-                guard_s: 114,
-                ..
-            })
-        ));
-        // Once the guard ends, the name is free, though w3 never reported.
-        s.end_guards(t0 + DELETE_GUARD_MS);
         assert!(s.deleting.is_empty(), "{:?}", s.deleting);
         assert!(matches!(
-            s.file("f", &|_| true, t0 + DELETE_GUARD_MS, |w| w.to_string()),
+            s.file("f", &|_| true, 40, |w| w.to_string()),
             Err(MasterError::UnknownFile { .. })
         ));
-        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], t0 + DELETE_GUARD_MS);
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 50);
         assert!(s.catalog().file("f").is_some());
     }
 
     #[test]
-    fn a_worker_still_holding_a_deleted_replica_keeps_its_name_taken_past_the_guard() {
+    fn a_copy_ordered_before_the_delete_is_kept_out_when_it_lands() {
         let mut s = Storage::default();
         let mut journal = Journal::default();
         s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
-        s.delete_file("f", 2, &|_| true, 0, &mut journal).unwrap();
-        s.end_guards(DELETE_GUARD_MS);
-        // w0 has not reported since: its replica is still there.
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
+        s.set_file_replication("f", 2, 4, &mut journal).unwrap();
+        // w1 lost: a copy from w0 to w2 or w3.
+        s.worker_lost(WorkerId(1));
+        let h = holders([true, false, true, true]);
+        let o = s.plan_replication(1000, &h, &mut journal);
+        let to = if o.copies[0].1.to == "w2" { 2 } else { 3 };
+        let alive = |w: WorkerId| w.0 != 1;
+        s.delete_file("f", 4, &alive, 2000, &mut journal).unwrap();
+        // The target reports before the copy lands, then with it: kept out.
+        assert!(s.apply_block_report(WorkerId(to), &[], 2100).is_empty());
         assert!(matches!(
-            s.being_deleted("f", &|_| true, DELETE_GUARD_MS),
-            Some(MasterError::FileBeingDeleted {
-                pending: 1,
-                guard_s: 0,
-                ..
-            })
+            s.being_deleted("f", &alive, 2100),
+            Some(MasterError::FileBeingDeleted { pending: 2, .. })
         ));
-        assert_eq!(
-            s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], DELETE_GUARD_MS)
-                .len(),
-            1
+        let landed = s.apply_block_report(WorkerId(to), &[info("f", 0, 1)], 3000);
+        assert_eq!(landed.len(), 1, "the landed copy is dropped");
+        assert!(
+            s.catalog().file("f").is_none(),
+            "the deleted file came back"
         );
-        assert!(s.catalog().file("f").is_none());
-        assert!(s
-            .apply_block_report(WorkerId(0), &[], DELETE_GUARD_MS)
-            .is_empty());
-        assert!(s.being_deleted("f", &|_| true, DELETE_GUARD_MS).is_none());
+        // Dropped, and w0's replica too: the name is free.
+        s.apply_block_report(WorkerId(to), &[], 3100);
+        s.apply_block_report(WorkerId(0), &[], 3100);
+        assert!(s.being_deleted("f", &alive, 3100).is_none());
+    }
+
+    #[test]
+    fn a_copy_that_cannot_land_frees_the_name() {
+        for how in ["failed", "given up"] {
+            let mut s = Storage::default();
+            let mut journal = Journal::default();
+            s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
+            s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
+            s.set_file_replication("f", 2, 4, &mut journal).unwrap();
+            s.worker_lost(WorkerId(1));
+            let h = holders([true, false, true, true]);
+            s.plan_replication(1000, &h, &mut journal);
+            let alive = |w: WorkerId| w.0 != 1;
+            s.delete_file("f", 4, &alive, 2000, &mut journal).unwrap();
+            s.apply_block_report(WorkerId(0), &[], 2100);
+            assert!(s.being_deleted("f", &alive, 2100).is_some(), "{how}");
+            let at = if how == "failed" {
+                s.copy_failed(WorkerId(0), &BlockId::for_file("f", 0).unwrap());
+                2200
+            } else {
+                let end = 1000 + super::super::replication::COPY_TIMEOUT_MS;
+                s.expire_deleted_copies(end);
+                end
+            };
+            assert!(s.being_deleted("f", &alive, at).is_none(), "{how}");
+            // w1, down, is still told when it comes back.
+            assert_eq!(
+                s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], at)
+                    .len(),
+                1,
+                "{how}"
+            );
+        }
     }
 
     #[test]

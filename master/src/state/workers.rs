@@ -368,7 +368,7 @@ impl Master {
 
     /// Plans re-replication and trims (`Storage::plan_replication`).
     pub(super) fn plan_replication(&mut self, now: Millis) {
-        self.storage.end_guards(now);
+        self.storage.expire_deleted_copies(now);
         let holders = self.workers.holders();
         let orders = self
             .storage
