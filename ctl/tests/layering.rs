@@ -44,6 +44,7 @@ const BASE: &[&str] = &[
     "bench", "checksum", "hash", "ids", "tomlfile", "units", "public",
 ];
 const COMMON: &[&str] = &[
+    "heap",
     "credentials",
     "tls",
     "placement",

@@ -14,8 +14,7 @@ use sched::Millis;
 
 /// Copies one worker sends, and receives, at a time.
 pub const MAX_COPIES_PER_WORKER: usize = 2;
-/// A copy not in the target's block report by then is ordered again.
-pub const COPY_TIMEOUT_MS: Millis = 120_000;
+pub use super::storage::COPY_TIMEOUT_MS;
 
 /// A job's output is kept at its factor from this long after the job
 /// succeeded: its replicas' block reports arrive first, so the master does

@@ -96,11 +96,14 @@ impl Pending {
     }
 }
 
+/// A copy not in the target's block report by then is ordered again (and
+/// one of a deleted block no longer expected).
+pub const COPY_TIMEOUT_MS: Millis = 120_000;
+
 /// How long after a restart a deletion journaled that recently keeps its
 /// blocks out wherever they land: the last incarnation's copies are not
-/// known, and a copy is given up after as long
-/// ([`super::replication::COPY_TIMEOUT_MS`]).
-pub const DELETE_GUARD_MS: Millis = super::replication::COPY_TIMEOUT_MS;
+/// known, and a copy is given up after as long.
+pub const DELETE_GUARD_MS: Millis = COPY_TIMEOUT_MS;
 
 impl Storage {
     pub fn catalog(&self) -> &Catalog {
@@ -362,7 +365,7 @@ impl Storage {
                     .copies
                     .iter()
                     .filter(|c| c.to == w && c.block == *id)
-                    .map(|c| c.started + super::replication::COPY_TIMEOUT_MS)
+                    .map(|c| c.started + COPY_TIMEOUT_MS)
                     .max()
                     .filter(|&u| u > now)
                     .unwrap_or(0);
@@ -555,7 +558,7 @@ mod tests {
                 s.copy_failed(WorkerId(0), &BlockId::for_file("f", 0).unwrap());
                 2200
             } else {
-                let end = 1000 + super::super::replication::COPY_TIMEOUT_MS;
+                let end = 1000 + COPY_TIMEOUT_MS;
                 s.expire_deleted_copies(end);
                 end
             };

@@ -1,5 +1,4 @@
 use super::*;
-use crate::state::journal::JournalEntry;
 
 #[test]
 fn an_attempt_without_a_result_times_out_and_runs_elsewhere() {
@@ -524,7 +523,7 @@ fn a_copy_landing_after_a_restart_does_not_bring_a_file_deleted_just_before_back
     let mut entries = m.take_journal();
     // g's delete is journaled as three minutes old: past its guard.
     for e in &mut entries {
-        if let JournalEntry::Deleted { file, unix_ms, .. } = e {
+        if let journal::JournalEntry::Deleted { file, unix_ms, .. } = e {
             if file == "g" {
                 *unix_ms -= 180_000;
             }
