@@ -507,17 +507,22 @@ mod tests {
         assert!(s.catalog().file("f").is_some());
     }
 
-    #[test]
-    fn a_copy_ordered_before_the_delete_is_kept_out_when_it_lands() {
+    /// f on w0 and w1 at factor 2, w1 lost and a copy of its block from w0
+    /// to w2 or w3 planned at `at` (the orders).
+    fn copying(at: Millis) -> (Storage, Journal, StorageOrders) {
         let mut s = Storage::default();
         let mut journal = Journal::default();
         s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
         s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
         s.set_file_replication("f", 2, 4, &mut journal).unwrap();
-        // w1 lost: a copy from w0 to w2 or w3.
         s.worker_lost(WorkerId(1));
-        let h = holders([true, false, true, true]);
-        let o = s.plan_replication(1000, &h, &mut journal);
+        let o = s.plan_replication(at, &holders([true, false, true, true]), &mut journal);
+        (s, journal, o)
+    }
+
+    #[test]
+    fn a_copy_ordered_before_the_delete_is_kept_out_when_it_lands() {
+        let (mut s, mut journal, o) = copying(1000);
         let to = if o.copies[0].1.to == "w2" { 2 } else { 3 };
         let alive = |w: WorkerId| w.0 != 1;
         s.delete_file("f", 4, &alive, 2000, &mut journal).unwrap();
@@ -542,14 +547,7 @@ mod tests {
     #[test]
     fn a_copy_that_cannot_land_frees_the_name() {
         for how in ["failed", "given up"] {
-            let mut s = Storage::default();
-            let mut journal = Journal::default();
-            s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
-            s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
-            s.set_file_replication("f", 2, 4, &mut journal).unwrap();
-            s.worker_lost(WorkerId(1));
-            let h = holders([true, false, true, true]);
-            s.plan_replication(1000, &h, &mut journal);
+            let (mut s, mut journal, _) = copying(1000);
             let alive = |w: WorkerId| w.0 != 1;
             s.delete_file("f", 4, &alive, 2000, &mut journal).unwrap();
             s.apply_block_report(WorkerId(0), &[], 2100);
@@ -611,14 +609,8 @@ mod tests {
 
     #[test]
     fn a_copy_its_source_reports_failed_is_ordered_again_at_once() {
-        let mut s = Storage::default();
-        let mut journal = Journal::default();
-        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
-        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
-        s.set_file_replication("f", 2, 4, &mut journal).unwrap();
-        s.worker_lost(WorkerId(1));
+        let (mut s, mut journal, o) = copying(20);
         let h = holders([true, false, true, true]);
-        let o = s.plan_replication(20, &h, &mut journal);
         assert_eq!(o.copies.len(), 1, "{o:?}");
         assert!(s.plan_replication(30, &h, &mut journal).copies.is_empty());
         // Another worker's failure is not this copy's.
