@@ -12,7 +12,7 @@
 use crate::ops::client::MasterClient;
 use crate::ops::loader::{self, Generator, LoadSpec, Source};
 use crate::ops::{files, local, verify};
-use crate::results::VerdictRun;
+use crate::results::{Provenance, VerdictRun};
 use anyhow::{bail, Context};
 use common::config::ClusterConfig;
 use common::wire::{JobState, JobSubmit};
@@ -247,7 +247,8 @@ fn flip_one(
 
 /// Runs the chaos run; returns its results directory and figures.
 pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)> {
-    let started_ms = common::unix_ms();
+    // Taken before anything runs: the commit and tree the run was made at.
+    let provenance = Provenance::capture(common::unix_ms());
     let c = Cluster::start(opts).await?;
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
     let t0 = Instant::now();
@@ -262,7 +263,7 @@ pub async fn run(opts: &ChaosOptions) -> anyhow::Result<(PathBuf, ChaosFigures)>
     count_cluster(&c, &mut figures).await?;
     let rows = check_jobs(&c, &ids, &mut figures).await?;
     figures.jobs_submitted = ids.len() as u32 + (opts.jobs - ids.len() as u32);
-    write_results(opts, started_ms, &rows, &faults.events, &figures)
+    write_results(opts, provenance, &rows, &faults.events, &figures)
 }
 
 /// The cluster under test: its configuration and processes (stopped when
@@ -689,7 +690,7 @@ async fn check_jobs(
 /// verdict, meta.json.
 fn write_results(
     opts: &ChaosOptions,
-    started_ms: u64,
+    provenance: Provenance,
     rows: &[JobRow],
     events: &[Event],
     figures: &ChaosFigures,
@@ -712,7 +713,7 @@ fn write_results(
     });
     let dir = VerdictRun {
         name: "chaos",
-        started_ms,
+        provenance,
         extra: ("events.csv", events),
         body,
         problems: figures.problems(),

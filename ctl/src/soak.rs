@@ -16,7 +16,7 @@
 
 use crate::chaos::{ChaosOptions, Cluster};
 use crate::ops::{files, local, verify};
-use crate::results::VerdictRun;
+use crate::results::{Provenance, VerdictRun};
 use common::wire::{JobState, JobSubmit};
 use common::JobId;
 use serde::Serialize;
@@ -351,7 +351,8 @@ async fn check(c: &Cluster, id: JobId, w: Workload) -> anyhow::Result<JobRow> {
 }
 
 pub async fn run(opts: &SoakOptions) -> anyhow::Result<(PathBuf, SoakFigures)> {
-    let started_ms = common::unix_ms();
+    // Taken before anything runs: the commit and tree the run was made at.
+    let provenance = Provenance::capture(common::unix_ms());
     let c = Cluster::start_with(
         &ChaosOptions {
             results: opts.results.clone(),
@@ -432,7 +433,7 @@ pub async fn run(opts: &SoakOptions) -> anyhow::Result<(PathBuf, SoakFigures)> {
     figures.growth = growth(&samples, opts.minutes * 60.0);
     let first_disk = samples.first().map_or(0, |s| s.disk_kb);
     figures.disk_kb = (first_disk, samples.last().map_or(0, |s| s.disk_kb));
-    write_results(opts, started_ms, &rows, &samples, &figures)
+    write_results(opts, provenance, &rows, &samples, &figures)
 }
 
 /// Samples each end of the comparison takes the median of, so that one
@@ -495,7 +496,7 @@ pub fn growth(samples: &[Sample], run_s: f64) -> Vec<Growth> {
 
 fn write_results(
     opts: &SoakOptions,
-    started_ms: u64,
+    provenance: Provenance,
     rows: &[JobRow],
     samples: &[Sample],
     figures: &SoakFigures,
@@ -551,7 +552,7 @@ fn write_results(
     });
     let dir = VerdictRun {
         name: "soak",
-        started_ms,
+        provenance,
         extra: ("samples.csv", samples),
         body,
         problems: figures.problems(),

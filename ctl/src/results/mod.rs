@@ -119,7 +119,8 @@ pub struct VerdictRun<'a, E> {
     /// The folder's name under the results directory (and meta.json's
     /// `experiment`).
     pub name: &'a str,
-    pub started_ms: u64,
+    /// Taken when the run started (`Provenance::capture`).
+    pub provenance: Provenance,
     /// The second CSV (`events.csv`, `samples.csv`) and its rows.
     pub extra: (&'a str, &'a [E]),
     /// summary.md up to the verdict.
@@ -139,7 +140,7 @@ impl<E: Serialize> VerdictRun<'_, E> {
     /// Writes `<results>/<name>/<stamp>/` with `rows` as runs.csv, each
     /// file whole; returns the folder.
     pub fn write<R: Serialize>(self, results: &Path, rows: &[R]) -> anyhow::Result<PathBuf> {
-        let dir = ResultsDir::create(results, self.name, self.started_ms)?;
+        let dir = ResultsDir::create(results, self.name, self.provenance.started_unix_ms)?;
         dir.write_runs(rows)?;
         dir.write_csv(self.extra.0, self.extra.1)?;
         let verdict = if self.problems.is_empty() {
@@ -151,7 +152,7 @@ impl<E: Serialize> VerdictRun<'_, E> {
             "{}\nVerdict: {verdict}\n\nFiles: {}\n",
             self.body, self.files
         ))?;
-        let mut provenance = Provenance::capture(self.started_ms);
+        let mut provenance = self.provenance;
         provenance.finish();
         let serde_json::Value::Object(mut meta) = self.meta else {
             anyhow::bail!("{}: meta.json's fields must be a JSON object", self.name);
@@ -309,7 +310,7 @@ mod tests {
             let meta = serde_json::json!({ "seed": 7 });
             VerdictRun {
                 name: "chaos",
-                started_ms: 1_700_000_000_000,
+                provenance: Provenance::capture(1_700_000_000_000),
                 extra: ("events.csv", &[(1, "kill")][..]),
                 body: "# body\n".into(),
                 problems,
@@ -335,6 +336,9 @@ mod tests {
             (Some("chaos"), Some(7))
         );
         assert!(meta["provenance"].is_object(), "{meta}");
+        // The provenance is the one taken at the start, finished at the end.
+        assert_eq!(meta["provenance"]["started_unix_ms"], 1_700_000_000_000u64);
+        assert!(meta["provenance"]["finished_unix_ms"].as_u64() > Some(1_700_000_000_000));
         let names: Vec<String> = std::fs::read_dir(&out)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
