@@ -68,6 +68,9 @@ pub(super) struct Storage {
     /// a block report listing one is not taken into the catalog, and the
     /// worker is told again to drop it.
     deleting: HashMap<WorkerId, BTreeMap<BlockId, Pending>>,
+    /// Heartbeats and registrations taken from each worker since the
+    /// master started ([`Storage::beat`]).
+    beats: HashMap<WorkerId, u64>,
     /// Block copies ordered and not yet seen in the target's block report.
     pub(super) copies: Vec<CopyInFlight>,
     /// Replicas ordered deleted and not yet gone from the holder's report.
@@ -88,12 +91,11 @@ struct Pending {
     /// land until then (0: none): kept out until then even where a report
     /// did not list it, so the copy's landing does not bring the file back.
     until: Millis,
-}
-
-impl Pending {
-    fn live(&self, now: Millis) -> bool {
-        self.held || now < self.until
-    }
+    /// The worker's beats when the file was deleted: a heartbeat taken then
+    /// may have been sent before a replica written just before the delete
+    /// was stored (a job's output, reported by its holders' next reports),
+    /// so only the second one after says the worker has none.
+    since: u64,
 }
 
 /// A copy not in the target's block report by then is ordered again (and
@@ -184,6 +186,7 @@ impl Storage {
                         file: file.clone(),
                         held: true,
                         until: guard_until.unwrap_or(0),
+                        since: 0,
                     };
                     pending.insert(id, p);
                 }
@@ -201,14 +204,10 @@ impl Storage {
             .iter()
             .filter(|c| c.from == from && c.block == *block)
         {
-            if let Some(pending) = self.deleting.get_mut(&c.to) {
-                if let Some(p) = pending.get_mut(block) {
-                    p.until = 0;
-                }
-                pending.retain(|_, p| p.held || p.until > 0);
+            if let Some(p) = self.deleting.get_mut(&c.to).and_then(|d| d.get_mut(block)) {
+                p.until = 0;
             }
         }
-        self.deleting.retain(|_, pending| !pending.is_empty());
         let before = self.copies.len();
         self.copies
             .retain(|c| !(c.from == from && c.block == *block));
@@ -224,26 +223,20 @@ impl Storage {
 
     /// A worker's full block report into the catalog, without the replicas
     /// of deleted files (those it is told, again, to drop: returned; those
-    /// it no longer lists are gone, unless a copy of them may still land).
-    pub fn apply_block_report(
-        &mut self,
-        id: WorkerId,
-        blocks: &[BlockInfo],
-        now: Millis,
-    ) -> Vec<BlockId> {
+    /// it no longer lists are gone once [`Storage::beat`] says so).
+    pub fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) -> Vec<BlockId> {
         let Some(pending) = self.deleting.get_mut(&id) else {
             self.catalog.apply_report(id, blocks);
             return Vec::new();
         };
         let listed: std::collections::HashSet<&BlockId> = blocks.iter().map(|b| &b.id).collect();
-        pending.retain(|b, p| {
+        for (b, p) in pending.iter_mut() {
             p.held = listed.contains(b);
             if p.held {
                 // The copy landed, if one was coming.
                 p.until = 0;
             }
-            p.live(now)
-        });
+        }
         let kept: Vec<BlockInfo> = blocks
             .iter()
             .filter(|b| !pending.contains_key(&b.id))
@@ -254,21 +247,26 @@ impl Storage {
             .filter(|(_, p)| p.held)
             .map(|(b, _)| b.clone())
             .collect();
-        if pending.is_empty() {
-            self.deleting.remove(&id);
-        }
         self.catalog.apply_report(id, &kept);
         again
     }
 
-    /// Forgets the replicas of deleted files no report listed whose copies
-    /// can no longer land by `now` (a worker that never held one need not
-    /// report to free the name).
-    pub fn expire_deleted_copies(&mut self, now: Millis) {
-        for pending in self.deleting.values_mut() {
-            pending.retain(|_, p| p.live(now));
+    /// A heartbeat or registration of `id` was taken at `now` (after its
+    /// block report, if it had one): the replicas of deleted files it does
+    /// not hold, whose copies cannot land any more, are gone from its
+    /// second beat since the delete on (that beat was sent after the
+    /// delete: its report, or its store unchanged since a report without
+    /// them, says it has none).
+    pub fn beat(&mut self, id: WorkerId, now: Millis) {
+        let beats = self.beats.entry(id).or_default();
+        *beats += 1;
+        let beats = *beats;
+        if let Some(pending) = self.deleting.get_mut(&id) {
+            pending.retain(|_, p| p.held || now < p.until || beats < p.since + 2);
+            if pending.is_empty() {
+                self.deleting.remove(&id);
+            }
         }
-        self.deleting.retain(|_, pending| !pending.is_empty());
     }
 
     /// `file`, with each block's holders named by `name`.
@@ -283,14 +281,13 @@ impl Storage {
         &self,
         file: &str,
         alive: &dyn Fn(WorkerId) -> bool,
-        now: Millis,
         name: impl Fn(WorkerId) -> String,
     ) -> Result<FileInfo, MasterError> {
         if let Some(info) = self.file_info(file, name) {
             return Ok(info);
         }
         Err(self
-            .being_deleted(file, alive, now)
+            .being_deleted(file, alive)
             .unwrap_or_else(|| self.unknown_file(file)))
     }
 
@@ -302,18 +299,12 @@ impl Storage {
         &self,
         name: &str,
         alive: &dyn Fn(WorkerId) -> bool,
-        now: Millis,
     ) -> Option<MasterError> {
         let pending: usize = self
             .deleting
             .iter()
             .filter(|(w, _)| alive(**w))
-            .map(|(_, blocks)| {
-                blocks
-                    .values()
-                    .filter(|p| p.file == name && p.live(now))
-                    .count()
-            })
+            .map(|(_, blocks)| blocks.values().filter(|p| p.file == name).count())
             .sum();
         (pending > 0).then(|| MasterError::FileBeingDeleted {
             name: name.to_owned(),
@@ -338,7 +329,7 @@ impl Storage {
     ) -> Result<(FileDeleted, StorageOrders), MasterError> {
         let Some(entry) = self.catalog.file(name) else {
             return Err(self
-                .being_deleted(name, alive, now)
+                .being_deleted(name, alive)
                 .unwrap_or_else(|| self.unknown_file(name)));
         };
         let mut drops: Vec<(WorkerId, BlockId)> = Vec::new();
@@ -354,11 +345,14 @@ impl Storage {
             .flatten()
             .map(|b| b.id.clone())
             .collect();
-        // The holders; every worker down now (it may hold replicas the
-        // catalog forgot); and the target of every copy of them in flight,
-        // which may land after that worker's next report (the fault
-        // campaigns of 2026-11-29 saw deleted outputs come back so).
+        // Every worker: a holder; a worker down now (it may hold replicas
+        // the catalog forgot); one whose report of a replica written just
+        // before the delete has not come yet (until its second beat); the
+        // target of a copy in flight, which may land after that (the fault
+        // campaigns of 2026-11-29 and -30 saw deleted outputs come back
+        // each of these ways).
         for w in (0..workers as u32).map(WorkerId) {
+            let since = self.beats.get(&w).copied().unwrap_or(0);
             for id in &ids {
                 let held = !alive(w) || drops.iter().any(|(h, b)| *h == w && b == id);
                 let until = self
@@ -369,14 +363,13 @@ impl Storage {
                     .max()
                     .filter(|&u| u > now)
                     .unwrap_or(0);
-                if held || until > 0 {
-                    let p = Pending {
-                        file: name.to_owned(),
-                        held,
-                        until,
-                    };
-                    self.deleting.entry(w).or_default().insert(id.clone(), p);
-                }
+                let p = Pending {
+                    file: name.to_owned(),
+                    held,
+                    until,
+                    since,
+                };
+                self.deleting.entry(w).or_default().insert(id.clone(), p);
             }
         }
         self.catalog.remove(name);
@@ -462,12 +455,20 @@ mod tests {
             .collect()
     }
 
+    /// `w`'s heartbeat at `now` with a block report of `blocks`: what it is
+    /// told to drop again.
+    fn report(s: &mut Storage, w: u32, blocks: &[BlockInfo], now: Millis) -> Vec<BlockId> {
+        let again = s.apply_block_report(WorkerId(w), blocks);
+        s.beat(WorkerId(w), now);
+        again
+    }
+
     #[test]
     fn a_deleted_file_stays_out_of_the_catalog_until_its_holders_drop_it() {
         let mut s = Storage::default();
         let mut journal = Journal::default();
-        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
-        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
+        report(&mut s, 0, &[info("f", 0, 1)], 0);
+        report(&mut s, 1, &[info("f", 0, 1)], 0);
         // w2 is down: it may hold a replica nobody knows of.
         let alive = |w: WorkerId| w.0 != 2;
         let (deleted, orders) = s.delete_file("f", 4, &alive, 10, &mut journal).unwrap();
@@ -480,31 +481,49 @@ mod tests {
             [JournalEntry::Deleted { blocks: 1, .. }]
         ));
         // w0 still lists it: kept out, and told again.
-        let again = s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 20);
+        let again = report(&mut s, 0, &[info("f", 0, 1)], 20);
         assert_eq!(again, [BlockId::for_file("f", 0).unwrap()]);
         assert!(s.catalog().file("f").is_none());
-        assert!(matches!(
-            s.file("f", &alive, 20, |w| w.to_string()),
-            Err(MasterError::FileBeingDeleted { pending: 2, .. })
-        ));
         // w2 comes back listing it: told too.
-        assert_eq!(
-            s.apply_block_report(WorkerId(2), &[info("f", 0, 1)], 30)
-                .len(),
-            1
-        );
-        // Every holder dropped it (w3 never held it, nor was a copy sent
-        // there): a new file of the same name is taken in.
-        for w in 0..3 {
-            assert!(s.apply_block_report(WorkerId(w), &[], 40).is_empty());
+        assert_eq!(report(&mut s, 2, &[info("f", 0, 1)], 30).len(), 1);
+        // Every holder dropped it: gone from each at its second beat after
+        // the delete (its first may have been sent before it).
+        for w in 0..4 {
+            assert!(report(&mut s, w, &[], 40).is_empty());
+        }
+        assert!(matches!(
+            s.file("f", &|_| true, |w| w.to_string()),
+            Err(MasterError::FileBeingDeleted { .. })
+        ));
+        for w in 0..4 {
+            s.beat(WorkerId(w), 50);
         }
         assert!(s.deleting.is_empty(), "{:?}", s.deleting);
         assert!(matches!(
-            s.file("f", &|_| true, 40, |w| w.to_string()),
+            s.file("f", &|_| true, |w| w.to_string()),
             Err(MasterError::UnknownFile { .. })
         ));
-        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 50);
+        report(&mut s, 1, &[info("f", 0, 1)], 60);
         assert!(s.catalog().file("f").is_some());
+    }
+
+    /// A job's output, written just before the delete, reported by its
+    /// holder's next report after it: that report must not bring it back
+    /// (the fault campaign of 2026-11-30 saw it, a delete 8 ms after the
+    /// job ended).
+    #[test]
+    fn a_replica_reported_after_the_delete_stays_out() {
+        let mut s = Storage::default();
+        let mut journal = Journal::default();
+        report(&mut s, 0, &[info("f", 0, 1)], 0);
+        s.delete_file("f", 2, &|_| true, 10, &mut journal).unwrap();
+        // w1's heartbeat sent before the replica was stored, then its next.
+        assert!(report(&mut s, 1, &[], 20).is_empty());
+        assert_eq!(report(&mut s, 1, &[info("f", 0, 1)], 30).len(), 1);
+        assert!(
+            s.catalog().file("f").is_none(),
+            "the deleted file came back"
+        );
     }
 
     /// f on w0 and w1 at factor 2, w1 lost and a copy of its block from w0
@@ -512,8 +531,8 @@ mod tests {
     fn copying(at: Millis) -> (Storage, Journal, StorageOrders) {
         let mut s = Storage::default();
         let mut journal = Journal::default();
-        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
-        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
+        report(&mut s, 0, &[info("f", 0, 1)], 0);
+        report(&mut s, 1, &[info("f", 0, 1)], 0);
         s.set_file_replication("f", 2, 4, &mut journal).unwrap();
         s.worker_lost(WorkerId(1));
         let o = s.plan_replication(at, &holders([true, false, true, true]), &mut journal);
@@ -526,22 +545,25 @@ mod tests {
         let to = if o.copies[0].1.to == "w2" { 2 } else { 3 };
         let alive = |w: WorkerId| w.0 != 1;
         s.delete_file("f", 4, &alive, 2000, &mut journal).unwrap();
-        // The target reports before the copy lands, then with it: kept out.
-        assert!(s.apply_block_report(WorkerId(to), &[], 2100).is_empty());
-        assert!(matches!(
-            s.being_deleted("f", &alive, 2100),
-            Some(MasterError::FileBeingDeleted { pending: 2, .. })
-        ));
-        let landed = s.apply_block_report(WorkerId(to), &[info("f", 0, 1)], 3000);
+        // The target beats twice before the copy lands, then reports it.
+        report(&mut s, to, &[], 2100);
+        report(&mut s, to, &[], 2200);
+        assert!(s.being_deleted("f", &alive).is_some());
+        let landed = report(&mut s, to, &[info("f", 0, 1)], 3000);
         assert_eq!(landed.len(), 1, "the landed copy is dropped");
         assert!(
             s.catalog().file("f").is_none(),
             "the deleted file came back"
         );
         // Dropped, and w0's replica too: the name is free.
-        s.apply_block_report(WorkerId(to), &[], 3100);
-        s.apply_block_report(WorkerId(0), &[], 3100);
-        assert!(s.being_deleted("f", &alive, 3100).is_none());
+        for w in [0, to] {
+            report(&mut s, w, &[], 3100);
+        }
+        for w in [0, 2, 3] {
+            s.beat(WorkerId(w), 3200);
+            s.beat(WorkerId(w), 3300);
+        }
+        assert!(s.being_deleted("f", &alive).is_none(), "{:?}", s.deleting);
     }
 
     #[test]
@@ -550,24 +572,23 @@ mod tests {
             let (mut s, mut journal, _) = copying(1000);
             let alive = |w: WorkerId| w.0 != 1;
             s.delete_file("f", 4, &alive, 2000, &mut journal).unwrap();
-            s.apply_block_report(WorkerId(0), &[], 2100);
-            assert!(s.being_deleted("f", &alive, 2100).is_some(), "{how}");
+            for w in [0, 2, 3] {
+                report(&mut s, w, &[], 2100);
+                s.beat(WorkerId(w), 2150);
+            }
+            assert!(s.being_deleted("f", &alive).is_some(), "{how}");
             let at = if how == "failed" {
                 s.copy_failed(WorkerId(0), &BlockId::for_file("f", 0).unwrap());
                 2200
             } else {
-                let end = 1000 + COPY_TIMEOUT_MS;
-                s.expire_deleted_copies(end);
-                end
+                1000 + COPY_TIMEOUT_MS
             };
-            assert!(s.being_deleted("f", &alive, at).is_none(), "{how}");
+            for w in [0, 2, 3] {
+                s.beat(WorkerId(w), at);
+            }
+            assert!(s.being_deleted("f", &alive).is_none(), "{how}");
             // w1, down, is still told when it comes back.
-            assert_eq!(
-                s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], at)
-                    .len(),
-                1,
-                "{how}"
-            );
+            assert_eq!(report(&mut s, 1, &[info("f", 0, 1)], at).len(), 1, "{how}");
         }
     }
 
@@ -579,7 +600,7 @@ mod tests {
             s.set_file_replication("f", 2, 3, &mut journal),
             Err(MasterError::UnknownFile { .. })
         ));
-        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
+        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)]);
         let e = s.set_file_replication("f", 4, 3, &mut journal).unwrap_err();
         assert!(e.to_string().contains("1..=3"), "{e}");
         s.set_file_replication("f", 2, 3, &mut journal).unwrap();
@@ -593,13 +614,12 @@ mod tests {
         let mut r = Storage::default();
         r.restore_deleted("f".into(), 1, 2, None);
         assert_eq!(
-            r.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0)
-                .len(),
+            r.apply_block_report(WorkerId(1), &[info("f", 0, 1)]).len(),
             1
         );
         r.restore_replication("f".into(), 2);
         assert!(r
-            .apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0)
+            .apply_block_report(WorkerId(1), &[info("f", 0, 1)])
             .is_empty());
         assert_eq!(
             r.file_info("f", |w| w.to_string()).unwrap().replication,
@@ -627,8 +647,8 @@ mod tests {
     fn lost_replicas_are_copied_back_and_extra_ones_trimmed() {
         let mut s = Storage::default();
         let mut journal = Journal::default();
-        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)], 0);
-        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
+        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)]);
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)]);
         s.set_file_replication("f", 2, 4, &mut journal).unwrap();
         // Both holders alive: nothing to do.
         let o = s.plan_replication(10, &holders([true; 4]), &mut journal);
@@ -646,8 +666,8 @@ mod tests {
         assert!(s.plan_replication(30, &h, &mut journal).copies.is_empty());
         // The copy lands and w1 comes back: three replicas, one trimmed.
         let to = if order.to == "w2" { 2 } else { 3 };
-        s.apply_block_report(WorkerId(to), &[info("f", 0, 1)], 0);
-        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)], 0);
+        s.apply_block_report(WorkerId(to), &[info("f", 0, 1)]);
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)]);
         let o = s.plan_replication(40, &holders([true; 4]), &mut journal);
         assert!(o.copies.is_empty(), "{o:?}");
         assert_eq!(o.drops.len(), 1, "{o:?}");

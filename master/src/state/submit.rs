@@ -23,7 +23,7 @@ impl Master {
             .name
             .clone()
             .unwrap_or_else(|| format!("{}-{}", spec.workload, id.0));
-        let output = self.output_name(&spec, &name, now)?;
+        let output = self.output_name(&spec, &name)?;
         let pending = blocks
             .iter()
             .enumerate()
@@ -111,12 +111,7 @@ impl Master {
 
     /// The output file of a job with reduces (`<name>.out` by default): a
     /// valid name that no file and no running job has.
-    fn output_name(
-        &self,
-        spec: &JobSubmit,
-        name: &str,
-        now: Millis,
-    ) -> Result<Option<String>, MasterError> {
+    fn output_name(&self, spec: &JobSubmit, name: &str) -> Result<Option<String>, MasterError> {
         if !spec.workload.has_reduce() {
             return Ok(None);
         }
@@ -131,10 +126,7 @@ impl Master {
         }
         // A file of that name just deleted: its replicas' ids are the new
         // output's, and the orders to drop them would drop the new blocks.
-        if let Some(e) = self
-            .storage
-            .being_deleted(&out, &|w| self.is_alive(w), self.now.max(now))
-        {
+        if let Some(e) = self.storage.being_deleted(&out, &|w| self.is_alive(w)) {
             return Err(e);
         }
         Ok(Some(out))

@@ -27,6 +27,7 @@ impl Master {
         let role = self.workers.settings(id).role;
         self.placement.worker_joined(id, req.slots, rack, role);
         self.apply_block_report(id, &req.blocks);
+        self.storage.beat(id, now);
         self.refresh_replicas();
         self.note_registered(now, id);
         self.adopt(id, &req.running, &req.map_outputs);
@@ -87,6 +88,7 @@ impl Master {
             self.apply_block_report(id, blocks);
             self.refresh_replicas();
         }
+        self.storage.beat(id, now);
         for b in &hb.copies_failed {
             self.storage.copy_failed(id, b);
         }
@@ -296,9 +298,7 @@ impl Master {
 
     pub fn file(&self, name: &str) -> Result<FileInfo, MasterError> {
         self.storage
-            .file(name, &|w| self.is_alive(w), self.now, |w| {
-                self.worker_name(w)
-            })
+            .file(name, &|w| self.is_alive(w), |w| self.worker_name(w))
     }
 
     /// `DELETE /v1/files/{name}`: refused while a job that has not ended
@@ -332,7 +332,7 @@ impl Master {
     /// A worker's full block report into the catalog; replicas of deleted
     /// files it still lists it is told, again, to drop.
     fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) {
-        for b in self.storage.apply_block_report(id, blocks, self.now) {
+        for b in self.storage.apply_block_report(id, blocks) {
             self.workers.drop_block(id, b);
         }
     }
@@ -368,7 +368,6 @@ impl Master {
 
     /// Plans re-replication and trims (`Storage::plan_replication`).
     pub(super) fn plan_replication(&mut self, now: Millis) {
-        self.storage.expire_deleted_copies(now);
         let holders = self.workers.holders();
         let orders = self
             .storage
