@@ -689,6 +689,38 @@ pub async fn start(
     start_with(listen, token, settings, ServerTimeouts::DEFAULT).await
 }
 
+/// Takes back what the journal at `path` holds (`Master::restore`), moves
+/// the reports of retired jobs to its history and rewrites it compacted;
+/// returns the time the master's clock starts at.
+fn replay_journal(
+    master: &mut Master,
+    path: &std::path::Path,
+    damage: journal::Damage,
+    token: &str,
+    authority: Option<&str>,
+    retained: usize,
+) -> anyhow::Result<Duration> {
+    let replayed = journal::read_with(path, damage)?;
+    journal::check_cluster(path, &replayed, token, authority)?;
+    for what in &replayed.dropped {
+        tracing::warn!(path = %path.display(), "job journal: {what}");
+    }
+    let entries = replayed.entries;
+    let (mut kept, retired) = journal::compacted(&entries, retained);
+    let dropped = entries.len() - kept.len();
+    journal::append_history(path, &retired)?;
+    let clock_from = Duration::from_millis(master.restore(entries, common::unix_ms()));
+    if let Some(job) = replayed.dropped_job_max {
+        master.reserve_ids_through(common::JobId(job));
+    }
+    kept.extend(master.take_journal());
+    journal::rewrite(path, &journal::cluster_fingerprint(token), authority, &kept)?;
+    if dropped > 0 {
+        tracing::info!(path = %path.display(), dropped, kept = kept.len(), retired = retired.len(), history = %journal::history_path(path).display(), "job journal compacted; the reports of retired jobs are in its history");
+    }
+    Ok(clock_from)
+}
+
 /// [`start`] with the HTTP server's timeouts (tests shorten them).
 pub async fn start_with(
     listen: SocketAddr,
@@ -712,28 +744,20 @@ pub async fn start_with(
     let mut master = Master::new(settings);
     // The master's clock (ms since it started) begins at the age of the
     // oldest job it takes back, so that job's submission is at 0 or later.
-    let mut clock_from = Duration::ZERO;
-    if let Some(path) = &journal_path {
-        let replayed = journal::read_with(path, settings_damage)?;
-        let authority = tls.as_ref().map(|t| t.authority.as_str());
-        journal::check_cluster(path, &replayed, token, authority)?;
-        for what in &replayed.dropped {
-            tracing::warn!(path = %path.display(), "job journal: {what}");
+    let clock_from = match &journal_path {
+        Some(path) => {
+            let authority = tls.as_ref().map(|t| t.authority.as_str());
+            replay_journal(
+                &mut master,
+                path,
+                settings_damage,
+                token,
+                authority,
+                retained,
+            )?
         }
-        let entries = replayed.entries;
-        let (mut kept, retired) = journal::compacted(&entries, retained);
-        let dropped = entries.len() - kept.len();
-        journal::append_history(path, &retired)?;
-        clock_from = Duration::from_millis(master.restore(entries, common::unix_ms()));
-        if let Some(job) = replayed.dropped_job_max {
-            master.reserve_ids_through(common::JobId(job));
-        }
-        kept.extend(master.take_journal());
-        journal::rewrite(path, &journal::cluster_fingerprint(token), authority, &kept)?;
-        if dropped > 0 {
-            tracing::info!(path = %path.display(), dropped, kept = kept.len(), retired = retired.len(), history = %journal::history_path(path).display(), "job journal compacted; the reports of retired jobs are in its history");
-        }
-    }
+        None => Duration::ZERO,
+    };
     let now = Instant::now();
     let started = now.checked_sub(clock_from).unwrap_or(now);
     tracing::info!(scheduler = %master.scheduler_name(), reduces = master.reduce_placement().name(), "master starting");

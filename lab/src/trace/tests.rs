@@ -208,3 +208,28 @@ fn a_model_fitted_on_one_block_size_scales_its_fixed_terms_by_the_bytes() {
     let old = Model::from_meta(&old, None).unwrap();
     assert_eq!(old.remote.extra_ms(0, 0, 1_000_000), 4000);
 }
+
+/// Terms fitted on 2 MB reads: a 1 MB read costs half, a read of unknown
+/// size (0 bytes) the fitted extra; a per-MB term is the fit's own size
+/// term, with no scaling on top.
+#[test]
+fn fixed_terms_given_their_block_size_scale_by_each_reads_bytes() {
+    let scaled = RemoteCost {
+        base_ms: 500.0,
+        per_source_ms: 300.0,
+        per_reader_ms: 100.0,
+        per_mb_ms: 0.0,
+        ref_bytes: 2_000_000,
+    };
+    assert_eq!(scaled.extra_ms(1, 1, 1_000_000), 450);
+    assert_eq!(scaled.extra_ms(1, 1, 0), 900);
+    assert_eq!(
+        scaled.formula(),
+        "(500 + 300 n_src + 100 n_dst) x bytes / 2.000 MB"
+    );
+    let per_mb = RemoteCost {
+        per_mb_ms: 100.0,
+        ..scaled
+    };
+    assert_eq!(per_mb.extra_ms(0, 0, 1_000_000), 600);
+}

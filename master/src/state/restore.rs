@@ -18,6 +18,28 @@ use common::{AttemptId, JobId, TaskRef, WorkerId};
 use sched::{Millis, PendingTask};
 use std::collections::{BTreeMap, HashSet};
 
+/// The incarnation after the highest the journal names.
+fn next_incarnation(entries: &[JournalEntry]) -> u64 {
+    entries
+        .iter()
+        .filter_map(|e| match e {
+            JournalEntry::Incarnation { number } => Some(*number),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+        .saturating_add(1)
+}
+
+/// Until when (on the new clock, `now`) a deletion journaled at `unix_ms`
+/// keeps its blocks out on every worker: what is left of
+/// [`DELETE_GUARD_MS`] (a copy the last incarnation ordered may still
+/// land); None for an older one, or one journaled without its time.
+fn guard_until(unix_ms: u64, now: Millis, now_unix_ms: u64) -> Option<Millis> {
+    let left = (unix_ms + DELETE_GUARD_MS).saturating_sub(now_unix_ms);
+    (unix_ms > 0 && left > 0).then_some(now + left)
+}
+
 impl Master {
     /// Job ids go on past `job` (the highest a dropped part of a damaged
     /// journal names).
@@ -30,15 +52,7 @@ impl Master {
     /// (ms), so every rebuilt job was submitted at 0 or later.
     pub fn restore(&mut self, entries: Vec<JournalEntry>, now_unix_ms: u64) -> Millis {
         let (ended, now) = replay_clock(&entries, now_unix_ms);
-        self.incarnation = entries
-            .iter()
-            .filter_map(|e| match e {
-                JournalEntry::Incarnation { number } => Some(*number),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0)
-            .saturating_add(1);
+        self.incarnation = next_incarnation(&entries);
         self.journal.push(JournalEntry::Incarnation {
             number: self.incarnation,
         });
@@ -102,12 +116,9 @@ impl Master {
                     blocks,
                     unix_ms,
                 } => {
-                    // Guarded for what is left of its guard (a copy the
-                    // last incarnation ordered may still land).
-                    let left = (unix_ms + DELETE_GUARD_MS).saturating_sub(now_unix_ms);
-                    let guard = (unix_ms > 0 && left > 0).then_some(now + left);
-                    self.storage
-                        .restore_deleted(file, blocks, self.workers.len(), guard);
+                    let guard = guard_until(unix_ms, now, now_unix_ms);
+                    let workers = self.workers.len();
+                    self.storage.restore_deleted(file, blocks, workers, guard);
                 }
                 JournalEntry::Launched {
                     attempt,
