@@ -1,7 +1,9 @@
 //! What a worker remembers for per-run timelines: its NIC byte counters,
 //! sampled every [`TIMELINE_SAMPLE_MS`], and the background processes it ran
-//! (slot, start, end). Both are bounded (the oldest entries go first) and
-//! served by `GET /timeline?since_ms=T`.
+//! (slot, start, end). Both are bounded (the oldest entries go first),
+//! allocated whole at start so a worker's heap does not grow with its
+//! uptime (the fault campaign reads it at rest), and served by
+//! `GET /timeline?since_ms=T`.
 
 use crate::nic::{Link, Nic};
 use common::wire::{BackgroundRun, NicSample, WorkerTimeline, TIMELINE_SAMPLE_MS};
@@ -14,10 +16,21 @@ pub const MAX_SAMPLES: usize = 20_000;
 /// At most this many background runs are kept.
 pub const MAX_BACKGROUND: usize = 20_000;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Timeline {
     samples: Mutex<VecDeque<NicSample>>,
     background: Mutex<VecDeque<BackgroundRun>>,
+}
+
+impl Default for Timeline {
+    /// Both rings at their bound (640 kB and 480 kB, mapped lazily): an
+    /// uptime of 83 minutes would otherwise double them on the way there.
+    fn default() -> Self {
+        Timeline {
+            samples: Mutex::new(VecDeque::with_capacity(MAX_SAMPLES)),
+            background: Mutex::new(VecDeque::with_capacity(MAX_BACKGROUND)),
+        }
+    }
 }
 
 impl Timeline {
@@ -131,8 +144,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn background_runs_close_on_their_slot_and_old_entries_go_first() {
+    fn background_runs_close_on_their_slot_and_the_rings_are_allocated_once() {
         let t = Timeline::default();
+        let (samples_cap, background_cap) = (
+            t.samples.lock().unwrap().capacity(),
+            t.background.lock().unwrap().capacity(),
+        );
+        assert!(samples_cap >= MAX_SAMPLES && background_cap >= MAX_BACKGROUND);
         t.background_started(0, 100);
         t.background_started(1, 150);
         t.background_ended(1, 400);
@@ -152,5 +170,7 @@ mod tests {
         let q = t.samples.lock().unwrap();
         assert_eq!(q.len(), MAX_SAMPLES);
         assert_eq!(q.front().unwrap().unix_ms, 5);
+        // Allocated once: a full ring is the one made at start.
+        assert_eq!(q.capacity(), samples_cap);
     }
 }
