@@ -198,7 +198,10 @@ pub fn heartbeat() -> impl Strategy<Value = Heartbeat> {
         option::of(any::<u64>()),
         vec(progress, 0..3),
         (any::<u64>(), any::<u64>(), any::<u64>()),
-        vec(block_id(), 0..2),
+        vec(
+            (block_id(), "[a-z:/.0-9]{1,20}").prop_map(|(block, to)| CopyOrder { block, to }),
+            0..2,
+        ),
     )
         .prop_map(
             |(

@@ -102,11 +102,13 @@ pub struct Heartbeat {
     /// its results, map outputs and block report are for that master only.
     #[serde(default)]
     pub incarnation: u64,
-    /// Blocks this worker was ordered to copy and could not (the target
-    /// refused or could not be reached, the replica was damaged): the
-    /// master orders them again at once instead of after the copy timeout.
+    /// Copies this worker was ordered to make and could not (the target
+    /// refused or could not be reached, the replica was damaged), each with
+    /// its target: the master orders them again at once instead of after
+    /// the copy timeout, and only that target's copy of a deleted block is
+    /// given up (another target's may still land).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub copies_failed: Vec<BlockId>,
+    pub copies_failed: Vec<CopyOrder>,
 }
 
 /// How far one running attempt has come (see `Heartbeat::progress`).

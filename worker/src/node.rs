@@ -312,7 +312,7 @@ pub async fn run(ctx: Node) {
                                 }
                                 Err(e) => {
                                     tracing::warn!(block = %order.block, to = %order.to, error = %e, "re-replication failed; the master is told");
-                                    ex.replicas.copy_failed(order.block.clone());
+                                    ex.replicas.copy_failed(order);
                                 }
                             }
                         });

@@ -6,6 +6,7 @@
 //! server share this handle instead of the whole worker context.
 
 use crate::store::{BlockStore, StoreError};
+use common::wire::CopyOrder;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -20,7 +21,7 @@ pub struct Replicas {
     /// Wakes the heartbeat loop.
     beat: Arc<Notify>,
     /// Copies ordered by the master that failed, not yet reported.
-    copies_failed: std::sync::Mutex<Vec<common::BlockId>>,
+    copies_failed: std::sync::Mutex<Vec<CopyOrder>>,
 }
 
 impl Replicas {
@@ -37,17 +38,17 @@ impl Replicas {
 
     /// A copy the master ordered failed: said at the next heartbeat (at
     /// once), so the master orders it again.
-    pub fn copy_failed(&self, block: common::BlockId) {
+    pub fn copy_failed(&self, order: CopyOrder) {
         self.copies_failed
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(block);
+            .push(order);
         self.wake_heartbeat();
     }
 
     /// The failed copies not yet reported (taken; given back with
     /// [`Replicas::copies_not_reported`] when the heartbeat fails).
-    pub fn take_copies_failed(&self) -> Vec<common::BlockId> {
+    pub fn take_copies_failed(&self) -> Vec<CopyOrder> {
         std::mem::take(
             &mut *self
                 .copies_failed
@@ -57,11 +58,11 @@ impl Replicas {
     }
 
     /// Failed copies a heartbeat that did not reach the master carried.
-    pub fn copies_not_reported(&self, blocks: Vec<common::BlockId>) {
+    pub fn copies_not_reported(&self, orders: Vec<CopyOrder>) {
         self.copies_failed
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend(blocks);
+            .extend(orders);
     }
 
     /// The store changed: the next heartbeat (at once) reports it.
@@ -145,13 +146,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(BlockStore::open(dir.path()).unwrap());
         let r = Replicas::new(store, Arc::new(Notify::new()));
-        let block = BlockId::new("f.b00000").unwrap();
-        r.copy_failed(block.clone());
+        let order = CopyOrder {
+            block: BlockId::new("f.b00000").unwrap(),
+            to: "http://w2".into(),
+        };
+        r.copy_failed(order.clone());
         let sent = r.take_copies_failed();
-        assert_eq!(sent, std::slice::from_ref(&block));
+        assert_eq!(sent, std::slice::from_ref(&order));
         assert!(r.take_copies_failed().is_empty(), "reported once");
         // The heartbeat carrying it did not reach the master.
         r.copies_not_reported(sent);
-        assert_eq!(r.take_copies_failed(), [block]);
+        assert_eq!(r.take_copies_failed(), [order]);
     }
 }

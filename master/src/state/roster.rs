@@ -182,6 +182,14 @@ impl Roster {
         &self.list[w.0 as usize].addr
     }
 
+    /// The worker registered at `addr` (a copy order's target).
+    pub fn at_addr(&self, addr: &str) -> Option<WorkerId> {
+        self.list
+            .iter()
+            .position(|w| w.addr == addr)
+            .map(|i| WorkerId(i as u32))
+    }
+
     pub fn alive(&self, w: WorkerId) -> bool {
         self.list[w.0 as usize].alive
     }

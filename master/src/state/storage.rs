@@ -194,23 +194,23 @@ impl Storage {
         }
     }
 
-    /// The copy of `block` that `from` was ordered to send failed: it
-    /// leaves the copies in flight, so the next plan orders it again (from
-    /// any live holder) instead of after the copy timeout.
-    pub fn copy_failed(&mut self, from: WorkerId, block: &BlockId) {
-        // A copy of a deleted block that failed will not land.
-        for c in self
-            .copies
-            .iter()
-            .filter(|c| c.from == from && c.block == *block)
-        {
-            if let Some(p) = self.deleting.get_mut(&c.to).and_then(|d| d.get_mut(block)) {
+    /// The copy of `block` that `from` was ordered to send to `to` failed:
+    /// it leaves the copies in flight, so the next plan orders it again
+    /// (from any live holder) instead of after the copy timeout. Only that
+    /// copy: another target's copy of the same block may still land (the
+    /// 2026-11-30 campaign on processes: one target's disk full, the other
+    /// copy landing after the delete brought the file back when every copy
+    /// of the block was given up).
+    pub fn copy_failed(&mut self, from: WorkerId, block: &BlockId, to: WorkerId) {
+        let this = |c: &CopyInFlight| c.from == from && c.to == to && c.block == *block;
+        // A copy of a deleted block that failed will not land there.
+        if self.copies.iter().any(this) {
+            if let Some(p) = self.deleting.get_mut(&to).and_then(|d| d.get_mut(block)) {
                 p.until = 0;
             }
         }
         let before = self.copies.len();
-        self.copies
-            .retain(|c| !(c.from == from && c.block == *block));
+        self.copies.retain(|c| !this(c));
         if self.copies.len() < before {
             tracing::info!(%block, "a re-replication copy failed; ordered again");
         }
@@ -567,9 +567,41 @@ mod tests {
     }
 
     #[test]
+    fn one_targets_failed_copy_leaves_the_other_targets_copy_kept_out() {
+        // f on w0 and w1 at factor 3, w1 lost: two copies from w0, to w2
+        // and w3, the file deleted while both are in flight.
+        let mut s = Storage::default();
+        let mut journal = Journal::default();
+        report(&mut s, 0, &[info("f", 0, 1)], 0);
+        report(&mut s, 1, &[info("f", 0, 1)], 0);
+        s.set_file_replication("f", 3, 4, &mut journal).unwrap();
+        s.worker_lost(WorkerId(1));
+        let o = s.plan_replication(1000, &holders([true, false, true, true]), &mut journal);
+        assert_eq!(o.copies.len(), 2, "{o:?}");
+        let alive = |w: WorkerId| w.0 != 1;
+        s.delete_file("f", 4, &alive, 2000, &mut journal).unwrap();
+        // The copy to w2 fails (its disk full); w3's is still coming.
+        s.copy_failed(
+            WorkerId(0),
+            &BlockId::for_file("f", 0).unwrap(),
+            WorkerId(2),
+        );
+        for at in [2100, 2200, 2300] {
+            report(&mut s, 3, &[], at);
+        }
+        let landed = report(&mut s, 3, &[info("f", 0, 1)], 2400);
+        assert_eq!(landed.len(), 1, "the landed copy is dropped");
+        assert!(
+            s.catalog().file("f").is_none(),
+            "the deleted file came back"
+        );
+    }
+
+    #[test]
     fn a_copy_that_cannot_land_frees_the_name() {
         for how in ["failed", "given up"] {
-            let (mut s, mut journal, _) = copying(1000);
+            let (mut s, mut journal, o) = copying(1000);
+            let to = WorkerId(if o.copies[0].1.to == "w2" { 2 } else { 3 });
             let alive = |w: WorkerId| w.0 != 1;
             s.delete_file("f", 4, &alive, 2000, &mut journal).unwrap();
             for w in [0, 2, 3] {
@@ -578,7 +610,7 @@ mod tests {
             }
             assert!(s.being_deleted("f", &alive).is_some(), "{how}");
             let at = if how == "failed" {
-                s.copy_failed(WorkerId(0), &BlockId::for_file("f", 0).unwrap());
+                s.copy_failed(WorkerId(0), &BlockId::for_file("f", 0).unwrap(), to);
                 2200
             } else {
                 1000 + COPY_TIMEOUT_MS
@@ -633,12 +665,19 @@ mod tests {
         let h = holders([true, false, true, true]);
         assert_eq!(o.copies.len(), 1, "{o:?}");
         assert!(s.plan_replication(30, &h, &mut journal).copies.is_empty());
-        // Another worker's failure is not this copy's.
+        // Another source's failure, or this source's to another target, is
+        // not this copy's.
         let b = BlockId::for_file("f", 0).unwrap();
-        s.copy_failed(WorkerId(2), &b);
+        let (to, other) = if o.copies[0].1.to == "w2" {
+            (2, 3)
+        } else {
+            (3, 2)
+        };
+        s.copy_failed(WorkerId(2), &b, WorkerId(to));
+        s.copy_failed(WorkerId(0), &b, WorkerId(other));
         assert!(s.plan_replication(40, &h, &mut journal).copies.is_empty());
         // Its source says it failed: ordered again, long before the timeout.
-        s.copy_failed(WorkerId(0), &b);
+        s.copy_failed(WorkerId(0), &b, WorkerId(to));
         assert_eq!(s.plan_replication(50, &h, &mut journal).copies.len(), 1);
         assert_eq!(s.blocks_copied(), 2);
     }

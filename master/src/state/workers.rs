@@ -89,8 +89,12 @@ impl Master {
             self.refresh_replicas();
         }
         self.storage.beat(id, now);
-        for b in &hb.copies_failed {
-            self.storage.copy_failed(id, b);
+        for c in &hb.copies_failed {
+            // A target no longer at that address: its copy is left to the
+            // copy timeout.
+            if let Some(to) = self.workers.at_addr(&c.to) {
+                self.storage.copy_failed(id, &c.block, to);
+            }
         }
         let reported: std::collections::HashSet<AttemptId> = hb
             .running
