@@ -529,11 +529,17 @@ mod tests {
     /// f on w0 and w1 at factor 2, w1 lost and a copy of its block from w0
     /// to w2 or w3 planned at `at` (the orders).
     fn copying(at: Millis) -> (Storage, Journal, StorageOrders) {
+        copying_at_factor(at, 2)
+    }
+
+    /// The same at `factor` (3: two copies from w0, to w2 and w3).
+    fn copying_at_factor(at: Millis, factor: u32) -> (Storage, Journal, StorageOrders) {
         let mut s = Storage::default();
         let mut journal = Journal::default();
         report(&mut s, 0, &[info("f", 0, 1)], 0);
         report(&mut s, 1, &[info("f", 0, 1)], 0);
-        s.set_file_replication("f", 2, 4, &mut journal).unwrap();
+        s.set_file_replication("f", factor, 4, &mut journal)
+            .unwrap();
         s.worker_lost(WorkerId(1));
         let o = s.plan_replication(at, &holders([true, false, true, true]), &mut journal);
         (s, journal, o)
@@ -570,13 +576,7 @@ mod tests {
     fn one_targets_failed_copy_leaves_the_other_targets_copy_kept_out() {
         // f on w0 and w1 at factor 3, w1 lost: two copies from w0, to w2
         // and w3, the file deleted while both are in flight.
-        let mut s = Storage::default();
-        let mut journal = Journal::default();
-        report(&mut s, 0, &[info("f", 0, 1)], 0);
-        report(&mut s, 1, &[info("f", 0, 1)], 0);
-        s.set_file_replication("f", 3, 4, &mut journal).unwrap();
-        s.worker_lost(WorkerId(1));
-        let o = s.plan_replication(1000, &holders([true, false, true, true]), &mut journal);
+        let (mut s, mut journal, o) = copying_at_factor(1000, 3);
         assert_eq!(o.copies.len(), 2, "{o:?}");
         let alive = |w: WorkerId| w.0 != 1;
         s.delete_file("f", 4, &alive, 2000, &mut journal).unwrap();
