@@ -41,6 +41,7 @@ async fn a_short_campaign_heals_and_every_check_of_its_history_holds() {
         tls: true,
         input_blocks: 8,
         block_bytes: 1_000_000,
+        thread_caches: false,
         deploy: if root {
             Deploy::Netns {
                 prefix: format!("mct{}-", std::process::id() % 10_000),

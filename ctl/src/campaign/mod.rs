@@ -58,6 +58,27 @@ pub struct CampaignOptions {
     /// Blocks of each input file (text and records) and their size.
     pub input_blocks: u32,
     pub block_bytes: u64,
+    /// Run the nodes with glibc's per-thread caches (its default); without
+    /// them (the campaign's default) a node's heap in use at rest counts
+    /// what it holds, not what its threads' caches keep free.
+    pub thread_caches: bool,
+}
+
+/// The environment the campaign's nodes run in: glibc's per-thread caches
+/// off unless asked for. Those caches (up to 7 free chunks of each small
+/// size, per thread) count as in use in the heap a node reports, and they
+/// fill as its threads meet more sizes: a worker's heap at rest grew by
+/// +80 to +369 kB over 6 minutes with them and by at most 13 kB without
+/// (results/campaign/20261130-051252 and -2, docs/experiments/testbed.md).
+pub fn node_env(opts: &CampaignOptions) -> Vec<(String, String)> {
+    if opts.thread_caches {
+        Vec::new()
+    } else {
+        vec![(
+            "GLIBC_TUNABLES".to_owned(),
+            "glibc.malloc.tcache_count=0".to_owned(),
+        )]
+    }
 }
 
 /// The campaign's cluster timing (written into its config).
@@ -217,6 +238,7 @@ pub async fn run(opts: &CampaignOptions) -> anyhow::Result<(PathBuf, CampaignFig
     // The commit and the tree as the campaign starts (the code that runs),
     // not as it ends half an hour later.
     let provenance = Provenance::capture(started_ms);
+    crate::ops::local::set_node_env(node_env(opts));
     let c = setup::Cluster::start(opts).await?;
     jobs::warm_up(&c.client, &c.refs).await?;
     let mut rest = setup::at_rest(&c.probes(), "before").await;
@@ -441,6 +463,9 @@ fn write(
         "arrival_s": opts.arrival_s,
         "input_blocks": opts.input_blocks,
         "block_bytes": opts.block_bytes,
+        "node_env": node_env(opts)
+            .into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>(),
         "figures": figures,
         "provenance": provenance,
     }))?;
@@ -452,7 +477,8 @@ fn summary(opts: &CampaignOptions, f: &CampaignFigures) -> String {
         "# fault campaign, seed {}\n\n{} workers ({}, {}), replication 3, {:.0} minutes of faults \
          (one every {:.0} s on average, drawn from the seed), the last healed at {:.0} s, then \
          {:.0} minutes without faults; a wordcount or a sort of {} blocks \
-         of {:.1} MB every {:.0} s (at most 4 running) throughout.\n\n| kind | injected |\n|---|---|\n",
+         of {:.1} MB every {:.0} s (at most 4 running) throughout. The nodes ran {}.\n\n\
+         | kind | injected |\n|---|---|\n",
         opts.seed,
         setup::WORKERS,
         f.deployment,
@@ -463,7 +489,12 @@ fn summary(opts: &CampaignOptions, f: &CampaignFigures) -> String {
         f.quiet_minutes,
         opts.input_blocks,
         opts.block_bytes as f64 / 1e6,
-        opts.arrival_s
+        opts.arrival_s,
+        if opts.thread_caches {
+            "with glibc's per-thread malloc caches (its default)"
+        } else {
+            "without glibc's per-thread malloc caches (GLIBC_TUNABLES=glibc.malloc.tcache_count=0)"
+        }
     );
     for (k, n) in &f.faults_by_kind {
         s += &format!("| {k} | {n} |\n");

@@ -274,6 +274,11 @@ pub enum Cmd {
         /// Local processes even as root (no partitions, no full disks).
         #[arg(long)]
         processes: bool,
+        /// Run the nodes with glibc's per-thread malloc caches (off by
+        /// default: they count as heap in use and fill with uptime, so the
+        /// check of the heap at rest would judge them, not the nodes).
+        #[arg(long)]
+        thread_caches: bool,
         #[arg(long, default_value = "results")]
         results: PathBuf,
         /// Scratch space (cluster config, disks, logs).

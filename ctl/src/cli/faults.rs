@@ -24,6 +24,7 @@ pub async fn run(cmd: &Cmd) -> anyhow::Result<()> {
             quiet_minutes,
             tls,
             processes,
+            thread_caches,
             input_blocks,
             block_bytes,
             results,
@@ -42,6 +43,7 @@ pub async fn run(cmd: &Cmd) -> anyhow::Result<()> {
                 tls: *tls,
                 input_blocks: *input_blocks,
                 block_bytes: *block_bytes,
+                thread_caches: *thread_caches,
                 deploy: if *processes {
                     crate::campaign::Deploy::Processes
                 } else {

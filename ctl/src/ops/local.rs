@@ -10,7 +10,25 @@ use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::RwLock;
 use std::time::{Duration, Instant};
+
+/// Variables set in the environment of every node this process starts
+/// (and restarts) from now on, beside what it inherits: the fault
+/// campaign runs its nodes without glibc's per-thread caches, so their
+/// heap at rest counts what they hold.
+static NODE_ENV: RwLock<Vec<(String, String)>> = RwLock::new(Vec::new());
+
+/// Sets the variables every node started from now on gets (replacing
+/// what was set before).
+pub fn set_node_env(vars: Vec<(String, String)>) {
+    *NODE_ENV.write().unwrap_or_else(|e| e.into_inner()) = vars;
+}
+
+fn with_node_env(cmd: &mut Command) {
+    let vars = NODE_ENV.read().unwrap_or_else(|e| e.into_inner());
+    cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+}
 
 #[derive(Serialize, Deserialize, Debug)]
 pub struct Proc {
@@ -209,6 +227,7 @@ fn restart(
         .stdout(out.try_clone()?)
         .stderr(out)
         .process_group(0);
+    with_node_env(&mut cmd);
     if let Some(ns) = ns {
         crate::ops::netns::exec_in(&mut cmd, ns)?;
     }
@@ -308,6 +327,7 @@ where
             .stdout(out.try_clone()?)
             .stderr(out)
             .process_group(0);
+        with_node_env(&mut cmd);
         let child = match &s.netns {
             Some(ns) => crate::ops::netns::exec_in(&mut cmd, ns).and_then(|()| Ok(cmd.spawn()?)),
             None => cmd.spawn().map_err(anyhow::Error::from),
@@ -646,4 +666,23 @@ pub async fn up_netns_layout(
         let _ = netns::teardown(prefix);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_started_after_the_environment_is_set_gets_it() {
+        let echo = || {
+            let mut cmd = Command::new("sh");
+            cmd.args(["-c", "printf '%s' \"$MRTB_NODE_ENV_TEST\""]);
+            with_node_env(&mut cmd);
+            String::from_utf8(cmd.output().unwrap().stdout).unwrap()
+        };
+        set_node_env(vec![("MRTB_NODE_ENV_TEST".into(), "on".into())]);
+        assert_eq!(echo(), "on");
+        set_node_env(Vec::new());
+        assert_eq!(echo(), "");
+    }
 }
