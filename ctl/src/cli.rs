@@ -722,6 +722,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             workers,
             slots,
             fair_share,
+            network_shuffle,
             slow,
             speculation,
             scheduler,
@@ -736,6 +737,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                 schedulers: scheduler.clone(),
                 keep_outcomes: false,
                 seed: None,
+                network_shuffle: *network_shuffle,
             };
             print!("{}", simulation::trace::run_file(spec, calibration, &opts)?);
             Ok(())

@@ -17,7 +17,7 @@ mod tests;
 
 pub use crate::replay::{pacing_ms, FETCH_PARALLEL};
 pub use disk::{shared_reads, DiskRead, FetchChain};
-pub use fit::{fit, fit_sized, fit_transfer, sizes_differ, solve, spread};
+pub use fit::{fit, fit_sized, fit_transfer, sizes_differ, solve, spread, typical_per_mb};
 
 /// One remote attempt for the fit: extra ms over its local time, n_src, n_dst.
 pub type Sample = (f64, f64, f64);
@@ -62,6 +62,12 @@ pub struct PointModel {
     pub reduce_attempts: usize,
     pub reduce_base_ms: f64,
     pub reduce_ms_per_mb: f64,
+    /// The typical reduce's ms per MB over the base
+    /// ([`fit::typical_per_mb`]): what `sim trace --network-shuffle`
+    /// charges a reduce as its own time, the network its slower fetches
+    /// (0 in models stored before it was kept).
+    #[serde(default)]
+    pub reduce_typical_ms_per_mb: f64,
     /// Per workload (`sort`, `wordcount`): the bytes its reduces fetched
     /// over the bytes its maps read, over the point's jobs with reduces
     /// (what a simulated job of a spec's mix shuffles; none for a trace,

@@ -106,6 +106,23 @@ pub struct ReplayCluster {
     /// pacing floor (the rest of its time: with this, `local_ms` leaves the
     /// read and the pacing out). None: no disk term.
     pub disk: Option<DiskShare>,
+    /// The shuffle over the network: a reduce fetches its job's map
+    /// output from the workers that ran the maps through their links,
+    /// shared fairly with every other transfer on them, and then sends its
+    /// output's copies; it ends at the later of its own time (`local_ms`
+    /// from its start: the slot's pacing floor) and its fetch plus its
+    /// output's copies. None: a reduce lasts its `local_ms`.
+    pub shuffle_net: Option<ShuffleNet>,
+}
+
+/// [`ReplayCluster::shuffle_net`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShuffleNet {
+    /// Every worker's link, each way, bytes per ms.
+    pub link_bpms: f64,
+    /// Copies of a reduce's output beyond the one it stores, each sent
+    /// through its transmit link after its fetch (its `bytes`).
+    pub extra_copies: u32,
 }
 
 /// [`ReplayCluster::disk`].
@@ -165,7 +182,8 @@ pub struct ReplayTask {
     /// How long it runs data-local.
     pub local_ms: u64,
     /// A map's input bytes (0: not known), which the per-byte terms of a
-    /// remote read scale with.
+    /// remote read scale with; a reduce's output bytes (what it sends as
+    /// copies under [`ReplayCluster::shuffle_net`]).
     pub bytes: u64,
 }
 
@@ -322,5 +340,7 @@ pub fn replay(
     Replay::new(sched, placer, cluster, jobs, background, remote, give_up_ms).run()
 }
 
+#[cfg(test)]
+mod shuffle_tests;
 #[cfg(test)]
 mod tests;

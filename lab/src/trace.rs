@@ -20,7 +20,7 @@
 //! [`simulate`] runs one scheduler at one seed.
 
 use crate::replay::{
-    self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayTask,
+    self, BackgroundRun, RemoteCost, RemoteModel, ReplayCluster, ReplayJob, ReplayTask, ShuffleNet,
 };
 use crate::swim::{TracePlan, TraceShuffle};
 use common::config::BackgroundConfig;
@@ -49,6 +49,11 @@ pub struct Model {
     pub ref_bytes: u64,
     pub reduce_base_ms: f64,
     pub reduce_ms_per_mb: f64,
+    /// The typical reduce's ms per MB over `reduce_base_ms` (the median
+    /// of the calibration's reduces): its own time, which the network
+    /// bounds the slower ones beyond ([`Shape::shuffle_net`]). None: an
+    /// older calibration.
+    pub reduce_typical_ms_per_mb: Option<f64>,
     /// Per workload, the bytes its reduces fetch over the bytes its maps
     /// read, as measured (what a spec's sort or wordcount job shuffles).
     pub shuffle_ratio: BTreeMap<String, f64>,
@@ -112,6 +117,8 @@ impl Model {
                 .unwrap_or(0),
             reduce_base_ms: num(m, "reduce_base_ms")?,
             reduce_ms_per_mb: num(m, "reduce_ms_per_mb")?,
+            // Models from before it was kept have none (or 0).
+            reduce_typical_ms_per_mb: m["reduce_typical_ms_per_mb"].as_f64().filter(|v| *v > 0.0),
             // Calibrations from before it was kept have none.
             shuffle_ratio: m["shuffle_ratio"]
                 .as_object()
@@ -148,6 +155,10 @@ pub struct Shape {
     pub speculation: sched::speculation::Speculation,
     /// Slow workers (`--slow`): none by default.
     pub slow: Option<Slow>,
+    /// The shuffle over the links (`--network-shuffle`): a reduce's own
+    /// time is the model's typical one, and its fetch and its output's
+    /// copies cross the links; none: a reduce lasts the model's fit.
+    pub shuffle_net: Option<ShuffleNet>,
 }
 
 /// Slow machines (`sim trace --slow FRACTION:FACTOR`): `fraction` of the
@@ -243,7 +254,11 @@ pub fn replay_jobs(plan: &TracePlan, shape: &Shape, model: &Model, seed: u64) ->
                 .collect();
             let r = j.reduces.unwrap_or(0);
             let share = j.shuffle_bytes / u64::from(r.max(1));
-            let reduce_ms = (model.reduce_base_ms + model.reduce_ms_per_mb * share as f64 / 1e6)
+            let per_mb = match (shape.shuffle_net, model.reduce_typical_ms_per_mb) {
+                (Some(_), Some(typical)) => typical,
+                _ => model.reduce_ms_per_mb,
+            };
+            let reduce_ms = (model.reduce_base_ms + per_mb * share as f64 / 1e6)
                 .max(0.0)
                 .round() as u64;
             ReplayJob {
@@ -255,7 +270,7 @@ pub fn replay_jobs(plan: &TracePlan, shape: &Shape, model: &Model, seed: u64) ->
                         index: f.blocks + k,
                         replicas: Vec::new(),
                         local_ms: reduce_ms,
-                        bytes: 0,
+                        bytes: j.output_bytes / u64::from(r),
                     })
                     .collect(),
                 reduce_load: share,
@@ -287,6 +302,7 @@ pub fn cluster(shape: &Shape, seed: u64) -> ReplayCluster {
         recorded_beats: Vec::new(),
         measured_ms: Default::default(),
         disk: None,
+        shuffle_net: shape.shuffle_net,
     }
 }
 

@@ -546,6 +546,12 @@ pub enum SimCmd {
         /// them) instead of its fixed `source+reader` extra.
         #[arg(long)]
         fair_share: bool,
+        /// Move the shuffle over the spec's NICs: a reduce lasts the
+        /// calibration's typical time for its bytes, or longer where its
+        /// fetch from the workers that ran its job's maps and its output's
+        /// copies, sharing those links, take longer.
+        #[arg(long)]
+        network_shuffle: bool,
         /// Slow machines, FRACTION:FACTOR: that share of the workers,
         /// drawn per seed, run every task FACTOR times longer (e.g.
         /// 0.05:10).

@@ -467,6 +467,7 @@ fn fit_point(
         reduce_attempts: reduce_samples.len(),
         reduce_base_ms: reduce.base_ms,
         reduce_ms_per_mb: reduce.per_reader_ms,
+        reduce_typical_ms_per_mb: lab::calibration::typical_per_mb(&reduce_samples, reduce.base_ms),
         local_attempts: overheads.len(),
         overhead_mean_ms: mean_overhead,
         overhead_p10_ms: overheads[overheads.len() / 10],

@@ -56,6 +56,11 @@ pub struct TraceOptions {
     /// One run per scheduler with this seed instead of the spec's
     /// repetitions.
     pub seed: Option<u64>,
+    /// The shuffle over the links (`--network-shuffle`): a reduce's own
+    /// time is the calibration's typical one, and its fetch from the
+    /// workers that ran its job's maps and its output's copies cross the
+    /// spec's NICs, shared with every other transfer on them.
+    pub network_shuffle: bool,
 }
 
 impl TraceOptions {
@@ -227,12 +232,40 @@ pub fn run(
     if shape.workers == 0 || shape.slots == 0 {
         anyhow::bail!("--workers and --slots must be at least 1");
     }
+    if opts.network_shuffle {
+        network_shuffle_ready(&model, &points, calibration, path)?;
+    }
     let mut out = Runs::default();
     for p in &points {
         simulate_point(&set, p, &schedulers, &mut out)?;
     }
     let table = table::write(&set, first, &shape, &schedulers, &out)?;
     Ok((table, out.runs))
+}
+
+/// `--network-shuffle` needs a NIC rate at every point and a calibration
+/// that kept the typical reduce's term (the fitted per-MB term holds the
+/// network's share already).
+fn network_shuffle_ready(
+    model: &Model,
+    points: &[Point],
+    calibration: &Path,
+    path: &Path,
+) -> anyhow::Result<()> {
+    if let Some(p) = points.iter().find(|p| p.nic_mbps.is_none()) {
+        anyhow::bail!(
+            "--network-shuffle: point {} of {} has no NIC rate (cluster.nic_mbps): the shuffle has no link to cross",
+            p.label,
+            path.display()
+        );
+    }
+    if model.reduce_typical_ms_per_mb.is_none() {
+        anyhow::bail!(
+            "--network-shuffle: the calibration {} has no typical reduce term (reduce_typical_ms_per_mb; it was made before it was kept): run `master sim calibrate` on its results again",
+            calibration.display()
+        );
+    }
+    Ok(())
 }
 
 /// The spec's schedulers, or `--scheduler`'s instead.
@@ -306,6 +339,17 @@ fn shape_of(spec: &Spec, p: &Point, opts: &TraceOptions) -> Shape {
             ..spec.cluster.speculation.clone()
         },
         slow: opts.slow,
+        // Each NIC's rate, each way: Mbit/s to bytes per ms.
+        shuffle_net: p.nic_mbps.filter(|_| opts.network_shuffle).map(|mbps| {
+            lab::replay::ShuffleNet {
+                link_bpms: mbps * 1e6 / 8.0 / 1e3,
+                extra_copies: spec
+                    .cluster
+                    .output_replication
+                    .unwrap_or(p.replication)
+                    .saturating_sub(1),
+            }
+        }),
     }
 }
 

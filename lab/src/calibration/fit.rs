@@ -62,6 +62,28 @@ pub fn fit_transfer<S, E>(
     Ok((lo + hi) / 2.0)
 }
 
+/// The typical reduce's ms per MB over `base` (clamped at 0): the median
+/// over the reduces (samples of time, -, MB) that fetched at least 0.1 MB,
+/// so the few the network made slower do not weigh in. 0: none did.
+pub fn typical_per_mb(samples: &[Sample], base: f64) -> f64 {
+    let base = base.max(0.0);
+    let mut v: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.2 >= 0.1)
+        .map(|s| (s.0 - base) / s.2)
+        .collect();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// Least squares of extra ~ base + a n_src + b n_dst (`source`), or
 /// extra ~ base + b n_dst. With too few distinct samples, the mean.
 pub fn fit(samples: &[Sample], source: bool) -> Cost {

@@ -83,3 +83,22 @@ fn the_fit_recovers_a_linear_cost() {
         (fit(&samples, true).base_ms, 0.0)
     );
 }
+
+#[test]
+fn the_typical_reduce_term_is_the_median_and_the_network_bound_tail_does_not_move_it() {
+    // Reduces of 1 MB at 2,000 ms plus a base of 10 ms, and a few the
+    // network made 3x slower: the least-squares slope moves, the median
+    // does not. Reduces under 0.1 MB are left out.
+    let mut samples: Vec<Sample> = (1..=9)
+        .map(|i| (10.0 + 2_000.0 * f64::from(i) / 3.0, 0.0, f64::from(i) / 3.0))
+        .collect();
+    samples.push((10.0 + 6_000.0 * 3.0, 0.0, 3.0));
+    samples.push((10.0 + 6_000.0 * 2.0, 0.0, 2.0));
+    samples.push((500.0, 0.0, 0.01));
+    assert!((typical_per_mb(&samples, 10.0) - 2_000.0).abs() < 1e-6);
+    assert!(fit(&samples, false).per_reader_ms > 2_500.0);
+    // A negative base counts as none; an even count takes the middle two.
+    let even = [(1_000.0, 0.0, 1.0), (3_000.0, 0.0, 1.0)];
+    assert!((typical_per_mb(&even, -50.0) - 2_000.0).abs() < 1e-6);
+    assert_eq!(typical_per_mb(&[(5.0, 0.0, 0.05)], 0.0), 0.0);
+}

@@ -67,6 +67,7 @@ fn outcome(config: &SchedulerConfig, placement: ReducePlacement) -> ReplayOutcom
         recorded_beats: Vec::new(),
         measured_ms: Default::default(),
         disk: None,
+        shuffle_net: None,
     };
     let mut policy = sched::build(config, SEED);
     let mut placer = ReducePlacer::new(placement, config);

@@ -35,6 +35,15 @@ struct Attempt {
     end: Option<u64>,
 }
 
+/// A reduce attempt waiting for its fetch ([`ReplayCluster::shuffle_net`]):
+/// the end of its own time, how long its output's copies take once the
+/// fetch is done, and its fetch's parts in flight.
+struct Fetching {
+    floor: u64,
+    then_ms: u64,
+    in_flight: usize,
+}
+
 /// What a job has left: its index in the jobs, maps and reduces left, and
 /// the maps it ran per worker (the reduces' input, counted one unit a map).
 struct JobLeft {
@@ -103,6 +112,9 @@ pub struct Replay<'a> {
     /// Each reduce attempt's fetch parts not yet started (by task, worker
     /// and start).
     fetch_left: HashMap<(TaskRef, u32, u64), VecDeque<Transfer>>,
+    /// With the shuffle over the network, each reduce attempt whose end
+    /// waits for its fetch (by task, worker and start).
+    fetching: HashMap<(TaskRef, u32, u64), Fetching>,
     clock: f64,
     /// Tasks in flight, by task and kind (a job's reduces may be numbered
     /// as its maps are): each task's attempts; the attempts killed whose
@@ -193,6 +205,7 @@ impl<'a> Replay<'a> {
             flows: Flows::new(n),
             map_spread: HashMap::new(),
             fetch_left: HashMap::new(),
+            fetching: HashMap::new(),
             clock: 0.0,
             live: BTreeMap::new(),
             killed: HashSet::new(),
@@ -297,24 +310,7 @@ impl<'a> Replay<'a> {
             }
             let x = self.flows.remove(i);
             if x.fetch {
-                // A reduce's fetch: its next part starts; the reduce runs
-                // its own time.
-                let key = (
-                    TaskRef {
-                        job: x.job,
-                        index: x.index,
-                    },
-                    x.worker,
-                    x.start,
-                );
-                if let Some(parts) = self.fetch_left.get_mut(&key) {
-                    if let Some(next) = parts.pop_front() {
-                        self.flows.push(next);
-                    }
-                    if parts.is_empty() {
-                        self.fetch_left.remove(&key);
-                    }
-                }
+                self.fetch_part_done(&x, at);
                 continue;
             }
             let t = TaskRef {
@@ -337,6 +333,48 @@ impl<'a> Replay<'a> {
                 false,
             )));
         }
+    }
+
+    /// A part of a reduce's fetch is done at `at`: its next part starts;
+    /// a reduce waiting for its fetch (the shuffle over the network) whose
+    /// last part this was sends its output's copies and ends at the later
+    /// of that and its own time.
+    fn fetch_part_done(&mut self, x: &Transfer, at: u64) {
+        let task = TaskRef {
+            job: x.job,
+            index: x.index,
+        };
+        let key = (task, x.worker, x.start);
+        let mut next = false;
+        if let Some(parts) = self.fetch_left.get_mut(&key) {
+            if let Some(part) = parts.pop_front() {
+                self.flows.push(part);
+                next = true;
+            }
+            if parts.is_empty() {
+                self.fetch_left.remove(&key);
+            }
+        }
+        let Some(f) = self.fetching.get_mut(&key) else {
+            return;
+        };
+        if !next {
+            f.in_flight -= 1;
+        }
+        if f.in_flight > 0 {
+            return;
+        }
+        let end = f.floor.max(at + f.then_ms);
+        self.fetching.remove(&key);
+        if let Some(a) = self.live.get_mut(&(task, true)).and_then(|a| {
+            a.iter_mut()
+                .find(|a| a.worker == x.worker && a.start == x.start)
+        }) {
+            a.end = Some(end);
+        }
+        self.ends.push(Reverse((
+            end, x.worker, x.job, x.index, x.worker, x.start, true,
+        )));
     }
 
     /// The earliest task ends: its slot and remote read free; the master
@@ -427,7 +465,7 @@ impl<'a> Replay<'a> {
             if e.maps == 0 && e.reduces > 0 {
                 // The reduces wait; map output counted one unit a map.
                 let j = &self.jobs[e.index];
-                if self.cluster.disk.is_some() {
+                if self.cluster.disk.is_some() || self.cluster.shuffle_net.is_some() {
                     self.map_spread.insert(job, e.ran_on.clone());
                 }
                 self.view.add_reduces(
@@ -610,37 +648,62 @@ impl<'a> Replay<'a> {
         }
     }
 
-    /// A reduce attempt of `task` starts on worker `w` at `t`.
+    /// A reduce attempt of `task` starts on worker `w` at `t`. Its fetch
+    /// loads the disks (and links) its job's maps ran on; with the shuffle
+    /// over the network its end waits for that fetch.
     fn start_reduce(&mut self, task: TaskRef, w: u32, t: u64) {
-        let len = find(&self.jobs[self.job_index[&task.job]].reduces, task.index)
-            .map_or(0, |r| r.local_ms);
-        let len = self
-            .cluster
-            .measured(task, true, w, w)
-            .unwrap_or((len as f64 * self.cluster.slowdown(w as usize)).round() as u64);
+        let job = &self.jobs[self.job_index[&task.job]];
+        let (len, output) =
+            find(&job.reduces, task.index).map_or((0, 0), |r| (r.local_ms, r.bytes));
+        let measured = self.cluster.measured(task, true, w, w);
+        let len =
+            measured.unwrap_or((len as f64 * self.cluster.slowdown(w as usize)).round() as u64);
+        let net = self.cluster.shuffle_net.filter(|_| measured.is_none());
+        let mut parts = match self.map_spread.get(&task.job) {
+            Some(spread) => super::flows::fetch_parts(
+                task,
+                (w, t),
+                job.reduce_load,
+                spread,
+                |v| self.cluster.disk_bpms(v),
+                net.map_or(0.0, |n| n.link_bpms),
+            ),
+            None => VecDeque::new(),
+        };
+        let waits = net.is_some() && !parts.is_empty();
         self.running[w as usize].push(t);
         self.live.entry((task, true)).or_default().push(Attempt {
             worker: w,
             source: w,
             start: t,
-            end: Some(t + len),
+            end: (!waits).then_some(t + len),
         });
-        self.ends
-            .push(Reverse((t + len, w, task.job, task.index, w, t, true)));
         self.last_progress = t;
-        if let Some(spread) = self.map_spread.get(&task.job) {
-            let (load, disks) = (self.jobs[self.job_index[&task.job]].reduce_load, |v| {
-                self.cluster.disk_bpms(v)
-            });
-            let mut parts = super::flows::fetch_parts(task, w, t, load, spread, disks);
-            for _ in 0..super::FETCH_PARALLEL {
-                if let Some(x) = parts.pop_front() {
-                    self.flows.push(x);
-                }
+        let mut in_flight = 0;
+        for _ in 0..super::FETCH_PARALLEL {
+            if let Some(x) = parts.pop_front() {
+                self.flows.push(x);
+                in_flight += 1;
             }
-            if !parts.is_empty() {
-                self.fetch_left.insert((task, w, t), parts);
+        }
+        if !parts.is_empty() {
+            self.fetch_left.insert((task, w, t), parts);
+        }
+        match net {
+            Some(n) if waits => {
+                let copies = output as f64 * f64::from(n.extra_copies) / n.link_bpms;
+                self.fetching.insert(
+                    (task, w, t),
+                    Fetching {
+                        floor: t + len,
+                        then_ms: copies.round() as u64,
+                        in_flight,
+                    },
+                );
             }
+            _ => self
+                .ends
+                .push(Reverse((t + len, w, task.job, task.index, w, t, true))),
         }
     }
 

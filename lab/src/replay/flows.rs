@@ -35,9 +35,10 @@ pub(super) struct Transfer {
     pub(super) then_ms: u64,
     pub(super) floor: u64,
     pub(super) how: Flow,
-    /// A part of a reduce's fetch of map output (it only loads the disk:
-    /// the reduce runs its own time, and nothing ends with it but the
-    /// next part's start).
+    /// A part of a reduce's fetch of map output: its end starts the
+    /// fetch's next part, and with the shuffle over the network the last
+    /// one's end the reduce's output copies (else the reduce runs its own
+    /// time, and the parts only load the disks and links).
     pub(super) fetch: bool,
 }
 
@@ -165,20 +166,23 @@ impl Flows {
 /// `w` at `t`: one part per map of its job (`spread`: maps per worker),
 /// taken one from each worker in turn starting at the worker its number
 /// picks (as the worker's `fetch_order` does), each a read of that
-/// worker's disk (`disk_bpms`, bytes per ms; 0: none, left out). The
-/// reduce runs [`super::FETCH_PARALLEL`] at once.
+/// worker's disk (`disk_bpms`, bytes per ms; 0: none) and, from another
+/// worker, a transfer over its links (`net_bpms`, bytes per ms; 0: none).
+/// A part that loads neither is left out. The reduce runs
+/// [`super::FETCH_PARALLEL`] at once.
 pub(super) fn fetch_parts(
     task: TaskRef,
-    w: u32,
-    t: u64,
+    (w, t): (u32, u64),
     load: u64,
     spread: &BTreeMap<WorkerId, u64>,
     disk_bpms: impl Fn(usize) -> f64,
+    net_bpms: f64,
 ) -> VecDeque<Transfer> {
     let total: u64 = spread.values().sum();
+    let net = |v: u32| if v != w { net_bpms } else { 0.0 };
     let queues = spread
         .iter()
-        .filter(|(v, n)| **n > 0 && disk_bpms(v.0 as usize) > 0.0)
+        .filter(|(v, n)| **n > 0 && (disk_bpms(v.0 as usize) > 0.0 || net(v.0) > 0.0))
         .map(|(v, &n)| (v.0, (0..n).collect::<VecDeque<u64>>()))
         .collect();
     if total == 0 {
@@ -187,20 +191,32 @@ pub(super) fn fetch_parts(
     let part = load as f64 / total as f64;
     super::fetch_order(queues, task.index)
         .into_iter()
-        .map(|(source, _)| Transfer {
-            job: task.job,
-            index: task.index,
-            worker: w,
-            source,
-            start: t,
-            left: part,
-            then_ms: 0,
-            floor: 0,
-            how: Flow::Disk {
-                disk_bpms: disk_bpms(source as usize),
-                net_bpms: 0.0,
-            },
-            fetch: true,
+        .map(|(source, _)| {
+            let (disk, net) = (disk_bpms(source as usize), net(source));
+            // Over the links alone, the part is ms of its transfer alone.
+            let (left, how) = if disk > 0.0 {
+                (
+                    part,
+                    Flow::Disk {
+                        disk_bpms: disk,
+                        net_bpms: net,
+                    },
+                )
+            } else {
+                (part / net, Flow::Net)
+            };
+            Transfer {
+                job: task.job,
+                index: task.index,
+                worker: w,
+                source,
+                start: t,
+                left,
+                then_ms: 0,
+                floor: 0,
+                how,
+                fetch: true,
+            }
         })
         .collect()
 }

@@ -6,7 +6,7 @@ fn w(i: u32) -> WorkerId {
     WorkerId(i)
 }
 
-fn job(id: u32, arrival_ms: u64, tasks: &[(u32, u64)]) -> ReplayJob {
+pub(super) fn job(id: u32, arrival_ms: u64, tasks: &[(u32, u64)]) -> ReplayJob {
     ReplayJob {
         id: JobId(id),
         arrival_ms,
@@ -25,7 +25,7 @@ fn job(id: u32, arrival_ms: u64, tasks: &[(u32, u64)]) -> ReplayJob {
     }
 }
 
-fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster {
+pub(super) fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster {
     ReplayCluster {
         slots: slots.to_vec(),
         heartbeat_ms,
@@ -43,6 +43,7 @@ fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster
         recorded_beats: Vec::new(),
         measured_ms: Default::default(),
         disk: None,
+        shuffle_net: None,
     }
 }
 
@@ -66,7 +67,7 @@ fn the_host_term_lengthens_a_map_by_the_launches_just_before_it() {
     assert_eq!(len(&o), [1_000, 1_000, 1_050, 1_100]);
 }
 
-fn run(
+pub(super) fn run(
     c: &ReplayCluster,
     jobs: &[ReplayJob],
     bg: &[BackgroundRun],

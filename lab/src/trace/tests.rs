@@ -14,6 +14,7 @@ fn model() -> Model {
         ref_bytes: 0,
         reduce_base_ms: 10.0,
         reduce_ms_per_mb: 2000.0,
+        reduce_typical_ms_per_mb: None,
         shuffle_ratio: BTreeMap::new(),
     }
 }
@@ -64,6 +65,7 @@ fn shape(workers: u32) -> Shape {
         task_time_s: None,
         speculation: Default::default(),
         slow: None,
+        shuffle_net: None,
     }
 }
 
@@ -232,4 +234,27 @@ fn fixed_terms_given_their_block_size_scale_by_each_reads_bytes() {
         ..scaled
     };
     assert_eq!(per_mb.extra_ms(0, 0, 1_000_000), 600);
+}
+
+#[test]
+fn over_the_network_a_reduce_runs_the_typical_term_and_carries_its_output_share() {
+    let mut p = plan();
+    p.jobs[1].output_bytes = 600_000;
+    let mut m = model();
+    let mut s = shape(10);
+    s.shuffle_net = Some(ShuffleNet {
+        link_bpms: 1_250.0,
+        extra_copies: 1,
+    });
+    // A calibration without the typical term: the fit, as before.
+    let r = &replay_jobs(&p, &s, &m, 1)[1].reduces;
+    assert_eq!((r[0].local_ms, r[0].bytes), (3_010, 300_000));
+    // With it: 10 + 1800 x 1.5 ms; each reduce writes half the output.
+    m.reduce_typical_ms_per_mb = Some(1_800.0);
+    let r = &replay_jobs(&p, &s, &m, 1)[1].reduces;
+    assert_eq!((r[0].local_ms, r[0].bytes), (2_710, 300_000));
+    assert_eq!(cluster(&s, 1).shuffle_net, s.shuffle_net);
+    // Without the network the typical term is not used.
+    s.shuffle_net = None;
+    assert_eq!(replay_jobs(&p, &s, &m, 1)[1].reduces[0].local_ms, 3_010);
 }

@@ -284,6 +284,7 @@ impl<'a> Measured<'a> {
                     },
                     // The model's, set per simulation.
                     disk: None,
+                    shuffle_net: None,
                 },
                 bg,
                 record,

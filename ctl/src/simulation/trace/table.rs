@@ -21,7 +21,7 @@ pub(super) fn write(
     let mut table = format!(
         "# {} in the simulator\n\n{source}; {} workers{} x {} slots, replication {}, heartbeat {} ms{}; \
          blocks placed {} per seed{}. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {}; \
-         a reduce {:.0} + {:.0} ms per MB of its shuffle share. Mean (min-max) over {} seeds.\n\n\
+         a reduce {}. Mean (min-max) over {} seeds.\n\n\
          | point | jobs | maps | scheduler | mean JCT (s) | makespan (s) | remote maps | backups (won) | simulation (s) |\n|---|---|---|---|---|---|---|---|---|\n",
         spec.name,
         shape.workers,
@@ -80,8 +80,7 @@ pub(super) fn write(
             ),
             RemoteModel::Static(c) => format!("{} ms", c.formula()),
         },
-        model.reduce_base_ms,
-        model.reduce_ms_per_mb,
+        reduce_text(shape, model),
         spec.repetitions,
     );
     for (label, jobs, maps) in &out.maps_of {
@@ -185,4 +184,24 @@ fn source(set: &Setting, first: &Point) -> anyhow::Result<String> {
             s
         }
     })
+}
+
+/// How the table's runs time a reduce.
+fn reduce_text(shape: &Shape, model: &lab::trace::Model) -> String {
+    match (shape.shuffle_net, model.reduce_typical_ms_per_mb) {
+        (Some(n), Some(typical)) => format!(
+            "lasts at least {:.0} + {typical:.0} ms per MB of its shuffle share (the typical reduce's), \
+             or, where longer, its fetch from the workers that ran its job's maps and then its \
+             output sent to {} more replica{}, over {:.0} Mbit/s links shared with every transfer \
+             on them (--network-shuffle)",
+            model.reduce_base_ms,
+            n.extra_copies,
+            if n.extra_copies == 1 { "" } else { "s" },
+            n.link_bpms * 8.0 / 1e3
+        ),
+        _ => format!(
+            "{:.0} + {:.0} ms per MB of its shuffle share",
+            model.reduce_base_ms, model.reduce_ms_per_mb
+        ),
+    }
 }

@@ -304,3 +304,52 @@ fn a_trace_job_is_charged_the_shuffle_its_replay_moves() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn the_network_shuffle_needs_a_nic_rate_and_the_typical_reduce_term() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("s.toml");
+    let write = |nic: &str| {
+        let text = format!(
+            "name = \"tiny-net\"\nseed = 3\nschedulers = [\"hadoop\"]\n[cluster]\nworkers = 4\n\
+             slots = 2\nreplication = 2\n{nic}\n[data]\nblock_size = \"1MiB\"\n\
+             [jobs]\ncount = 2\nmix = [{{ workload = \"wordcount\", count = 2, maps = 4, reduces = 2 }}]\n"
+        );
+        std::fs::write(&spec, text).unwrap();
+    };
+    let cal = root.join("results/dyndl-real/20261124-173842/calibration");
+    let opts = TraceOptions {
+        point: Some("64MB-50".into()),
+        network_shuffle: true,
+        ..TraceOptions::at(Some(4), None)
+    };
+    let err = |cal: &Path| format!("{:#}", run(&spec, cal, &opts).unwrap_err());
+    write("");
+    let e = err(&cal);
+    assert!(
+        e.contains("--network-shuffle: point") && e.contains("has no NIC rate"),
+        "{e}"
+    );
+    // With a NIC: that calibration was made before the typical term.
+    write("nic_mbps = 80");
+    let e = err(&cal);
+    assert!(e.contains("no typical reduce term"), "{e}");
+    // The same calibration with the term and a shuffle ratio runs, and
+    // the table says how its reduces were timed.
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cal.join("meta.json")).unwrap()).unwrap();
+    for m in meta["models"].as_array_mut().unwrap() {
+        m["reduce_typical_ms_per_mb"] = 50.0.into();
+        m["shuffle_ratio"] = serde_json::json!({"wordcount": 0.5});
+    }
+    let cal2 = dir.path().join("cal");
+    std::fs::create_dir_all(&cal2).unwrap();
+    std::fs::write(cal2.join("meta.json"), meta.to_string()).unwrap();
+    let (table, runs) = run(&spec, &cal2, &opts).unwrap();
+    assert_eq!(runs.len(), 1, "{table}");
+    assert!(
+        table.contains("over 80 Mbit/s links") && table.contains("to 1 more replica,"),
+        "{table}"
+    );
+}

@@ -1,0 +1,85 @@
+//! The shuffle over the network ([`ReplayCluster::shuffle_net`]).
+
+use super::tests::{cluster, job, run};
+use super::*;
+
+/// Job 1: maps of 1 s on workers 0 and 1, then one reduce on worker 2
+/// (the only reduce worker) fetching 2 MB, half from each, lasting
+/// `own_ms` of its own and writing 1 MB of output.
+fn fetching(own_ms: u64, net: Option<ShuffleNet>) -> (u64, u64) {
+    let mut j = job(1, 0, &[(0, 1_000), (1, 1_000)]);
+    j.reduces = vec![ReplayTask {
+        index: 2,
+        replicas: Vec::new(),
+        local_ms: own_ms,
+        bytes: 1_000_000,
+    }];
+    j.reduce_load = 2_000_000;
+    let mut c = cluster(&[1, 1, 1], 100, true);
+    c.runs_maps = vec![true, true, false];
+    c.runs_reduces = vec![false, false, true];
+    c.shuffle_net = net;
+    let o = run(&c, &[j], &[], RemoteCost::default());
+    let r = o.runs.iter().find(|r| r.reduce).expect("the reduce ran");
+    assert_eq!(o.jobs[0].2, r.end_ms, "the job ends with its reduce");
+    (r.start_ms, r.end_ms)
+}
+
+#[test]
+fn a_reduce_over_the_network_ends_after_its_fetch_and_its_output_copies_or_its_own_time() {
+    // Links of 1,000 bytes per ms, one copy of the output beyond its own.
+    let net = Some(ShuffleNet {
+        link_bpms: 1_000.0,
+        extra_copies: 1,
+    });
+    // Without the network: its own 500 ms.
+    let (start, end) = fetching(500, None);
+    assert_eq!(end - start, 500);
+    // Over the network: the two 1 MB parts share the reducer's receive
+    // link (1 s alone each, 2 s together), then 1 MB of output through its
+    // transmit link (1 s); its own 500 ms run beside them.
+    let (start, end) = fetching(500, net);
+    assert_eq!(end - start, 3_000);
+    // Its own time, where longer, is its length (the pacing floor).
+    let (start, end) = fetching(5_000, net);
+    assert_eq!(end - start, 5_000);
+    // No output copies: the fetch alone.
+    let (start, end) = fetching(
+        500,
+        Some(ShuffleNet {
+            link_bpms: 1_000.0,
+            extra_copies: 0,
+        }),
+    );
+    assert_eq!(end - start, 2_000);
+}
+
+#[test]
+fn two_reduces_fetching_from_one_worker_share_its_transmit_link() {
+    // One map of 1 s on worker 0, two reduces on workers 1 and 2 each
+    // fetching 1 MB from it: its transmit link carries both (2 s).
+    let mut j = job(1, 0, &[(0, 1_000)]);
+    j.reduces = (1..3)
+        .map(|index| ReplayTask {
+            index,
+            replicas: Vec::new(),
+            local_ms: 100,
+            bytes: 0,
+        })
+        .collect();
+    j.reduce_load = 1_000_000;
+    let mut c = cluster(&[1, 1, 1], 100, true);
+    c.runs_maps = vec![true, false, false];
+    c.runs_reduces = vec![false, true, true];
+    c.shuffle_net = Some(ShuffleNet {
+        link_bpms: 1_000.0,
+        extra_copies: 1,
+    });
+    let o = run(&c, &[j], &[], RemoteCost::default());
+    let reduces: Vec<&TaskRun> = o.runs.iter().filter(|r| r.reduce).collect();
+    assert_eq!(reduces.len(), 2);
+    assert_eq!(reduces[0].start_ms, reduces[1].start_ms, "{reduces:?}");
+    for r in reduces {
+        assert_eq!(r.end_ms - r.start_ms, 2_000, "{r:?}");
+    }
+}
