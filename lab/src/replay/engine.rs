@@ -670,13 +670,17 @@ impl<'a> Replay<'a> {
             ),
             None => VecDeque::new(),
         };
+        // Its output's copies, once its fetch is done (over the network).
+        let copies = net.map_or(0, |n| {
+            (output as f64 * f64::from(n.extra_copies) / n.link_bpms).round() as u64
+        });
         let waits = net.is_some() && !parts.is_empty();
         self.running[w as usize].push(t);
         self.live.entry((task, true)).or_default().push(Attempt {
             worker: w,
             source: w,
             start: t,
-            end: (!waits).then_some(t + len),
+            end: (!waits).then_some(t + len.max(copies)),
         });
         self.last_progress = t;
         let mut in_flight = 0;
@@ -689,21 +693,19 @@ impl<'a> Replay<'a> {
         if !parts.is_empty() {
             self.fetch_left.insert((task, w, t), parts);
         }
-        match net {
-            Some(n) if waits => {
-                let copies = output as f64 * f64::from(n.extra_copies) / n.link_bpms;
-                self.fetching.insert(
-                    (task, w, t),
-                    Fetching {
-                        floor: t + len,
-                        then_ms: copies.round() as u64,
-                        in_flight,
-                    },
-                );
-            }
-            _ => self
-                .ends
-                .push(Reverse((t + len, w, task.job, task.index, w, t, true))),
+        if waits {
+            let f = Fetching {
+                floor: t + len,
+                then_ms: copies,
+                in_flight,
+            };
+            self.fetching.insert((task, w, t), f);
+        } else {
+            // Nothing to fetch over the links (its maps ran here): its
+            // output's copies still go out.
+            let end = t + len.max(copies);
+            self.ends
+                .push(Reverse((end, w, task.job, task.index, w, t, true)));
         }
     }
 

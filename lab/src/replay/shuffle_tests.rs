@@ -83,3 +83,29 @@ fn two_reduces_fetching_from_one_worker_share_its_transmit_link() {
         assert_eq!(r.end_ms - r.start_ms, 2_000, "{r:?}");
     }
 }
+
+#[test]
+fn a_reduce_whose_maps_ran_on_its_worker_still_sends_its_output_copies() {
+    // One map of 1 s on worker 0 and the reduce there too: nothing to
+    // fetch over a link, 1 MB of output through its transmit link (1 s).
+    let mut j = job(1, 0, &[(0, 1_000)]);
+    j.reduces = vec![ReplayTask {
+        index: 1,
+        replicas: Vec::new(),
+        local_ms: 200,
+        bytes: 1_000_000,
+    }];
+    j.reduce_load = 1_000_000;
+    let mut c = cluster(&[2], 100, true);
+    let len = |c: &ReplayCluster| {
+        let o = run(c, &[j.clone()], &[], RemoteCost::default());
+        let r = o.runs.iter().find(|r| r.reduce).expect("the reduce ran");
+        r.end_ms - r.start_ms
+    };
+    assert_eq!(len(&c), 200);
+    c.shuffle_net = Some(ShuffleNet {
+        link_bpms: 1_000.0,
+        extra_copies: 1,
+    });
+    assert_eq!(len(&c), 1_000);
+}
