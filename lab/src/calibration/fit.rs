@@ -67,7 +67,7 @@ pub fn fit_transfer<S, E>(
 /// so the few the network made slower do not weigh in. 0: none did.
 pub fn typical_per_mb(samples: &[Sample], base: f64) -> f64 {
     let base = base.max(0.0);
-    let mut v: Vec<f64> = samples
+    let v: Vec<f64> = samples
         .iter()
         .filter(|s| s.2 >= 0.1)
         .map(|s| (s.0 - base) / s.2)
@@ -75,13 +75,7 @@ pub fn typical_per_mb(samples: &[Sample], base: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
     }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    crate::scale::median_range(v).0
 }
 
 /// Least squares of extra ~ base + a n_src + b n_dst (`source`), or

@@ -313,26 +313,28 @@ impl<'a> Replay<'a> {
                 self.fetch_part_done(&x, at);
                 continue;
             }
-            let t = TaskRef {
-                job: x.job,
-                index: x.index,
-            };
-            if let Some(a) = self.live.get_mut(&(t, false)).and_then(|a| {
-                a.iter_mut()
-                    .find(|a| a.worker == x.worker && a.start == x.start)
-            }) {
-                a.end = Some(at.max(x.floor) + x.then_ms);
-            }
-            self.ends.push(Reverse((
-                at.max(x.floor) + x.then_ms,
-                x.worker,
-                x.job,
-                x.index,
-                x.source,
-                x.start,
-                false,
-            )));
+            self.ends_at(&x, false, at.max(x.floor) + x.then_ms);
         }
+    }
+
+    /// The attempt whose read (or a reduce's fetch) `x` was now ends at
+    /// `end`: its live attempt knows it, and the end is queued.
+    fn ends_at(&mut self, x: &Transfer, reduce: bool, end: u64) {
+        let task = TaskRef {
+            job: x.job,
+            index: x.index,
+        };
+        if let Some(a) = self.live.get_mut(&(task, reduce)).and_then(|a| {
+            a.iter_mut()
+                .find(|a| a.worker == x.worker && a.start == x.start)
+        }) {
+            a.end = Some(end);
+        }
+        // A reduce's source is its own worker.
+        let source = if reduce { x.worker } else { x.source };
+        self.ends.push(Reverse((
+            end, x.worker, x.job, x.index, source, x.start, reduce,
+        )));
     }
 
     /// A part of a reduce's fetch is done at `at`: its next part starts;
@@ -366,15 +368,7 @@ impl<'a> Replay<'a> {
         }
         let end = f.floor.max(at + f.then_ms);
         self.fetching.remove(&key);
-        if let Some(a) = self.live.get_mut(&(task, true)).and_then(|a| {
-            a.iter_mut()
-                .find(|a| a.worker == x.worker && a.start == x.start)
-        }) {
-            a.end = Some(end);
-        }
-        self.ends.push(Reverse((
-            end, x.worker, x.job, x.index, x.worker, x.start, true,
-        )));
+        self.ends_at(x, true, end);
     }
 
     /// The earliest task ends: its slot and remote read free; the master
