@@ -17,7 +17,9 @@ mod tests;
 
 pub use crate::replay::{pacing_ms, FETCH_PARALLEL};
 pub use disk::{shared_reads, DiskRead, FetchChain};
-pub use fit::{fit, fit_sized, fit_transfer, sizes_differ, solve, spread, typical_per_mb};
+pub use fit::{
+    fit, fit_sized, fit_transfer, median_range, sizes_differ, solve, spread, typical_per_mb,
+};
 
 /// One remote attempt for the fit: extra ms over its local time, n_src, n_dst.
 pub type Sample = (f64, f64, f64);

@@ -6,7 +6,9 @@
 //! writes the study; the errors, the cells and the summary's tables are
 //! computed here.
 
-use crate::calibration::{error_spread, ErrorSpread, PredictedJob, Prediction, MODELS};
+use crate::calibration::{
+    error_spread, median_range, ErrorSpread, PredictedJob, Prediction, MODELS,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -140,22 +142,6 @@ pub fn cell<'a>(rows: &'a [ErrorRow], workers: u32, fit: &str, model: &str) -> V
     rows.iter()
         .filter(|r| r.workers == workers && r.fit == fit && r.model == model && !r.saturated)
         .collect()
-}
-
-/// (median, min, max) of `v` (NaN without any).
-pub fn median_range(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return (f64::NAN, f64::NAN, f64::NAN);
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let med = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
-    (med, v[0], v[n - 1])
 }
 
 /// The per-job error pooled over a cell's runs: every job of every run.

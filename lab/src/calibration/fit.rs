@@ -75,7 +75,23 @@ pub fn typical_per_mb(samples: &[Sample], base: f64) -> f64 {
     if v.is_empty() {
         return 0.0;
     }
-    crate::scale::median_range(v).0
+    median_range(v).0
+}
+
+/// (median, min, max) of `v` (NaN without any).
+pub fn median_range(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let med = if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    };
+    (med, v[0], v[n - 1])
 }
 
 /// Least squares of extra ~ base + a n_src + b n_dst (`source`), or
