@@ -5,7 +5,9 @@ use crate::ids::{AttemptId, BlockId, JobId, WorkerId};
 use serde::{Deserialize, Serialize};
 use workloads::{MapSummary, Ratios, ReduceSummary, Workload};
 
+mod commit;
 mod compute;
+pub use commit::CommitRequest;
 pub use compute::TaskCompute;
 
 /// Header carrying a block's digest (hex SHA-256 of its length and chunk CRC32Cs) on

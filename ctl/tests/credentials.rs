@@ -60,6 +60,13 @@ const CASES: &[Case] = &[
     },
     Case {
         server: "master",
+        method: "POST",
+        path: "/v1/workers/commit",
+        body: Some("{}"),
+        allowed: &["worker"],
+    },
+    Case {
+        server: "master",
         method: "GET",
         path: "/v1/workers",
         body: None,
@@ -298,7 +305,11 @@ async fn every_route_answers_each_credential_by_its_role() {
         assert_eq!(who["role"], role, "{secret}");
     }
     // A refusal names the role the credential has and the one needed.
-    let (_, text) = call(&http, cl.client.base(), &CASES[7], Some("r-1")).await;
+    let submit = CASES
+        .iter()
+        .find(|c| c.method == "POST" && c.path == "/v1/jobs")
+        .unwrap();
+    let (_, text) = call(&http, cl.client.base(), submit, Some("r-1")).await;
     assert!(
         text.contains("read role") && text.contains("submit a job") && text.contains("client role"),
         "{text}"

@@ -508,14 +508,20 @@ fn cut_from_master(ns: &str, master: std::net::Ipv4Addr, on: bool) {
 /// is cut off from the master only (a blackhole route in its namespace: it
 /// goes on running its tasks and serving its map output to its peers):
 /// first during a wordcount's map phase, then, holding a running reduce,
-/// during a sort's reduce phase. The master declares it lost and runs its
-/// work elsewhere; each job succeeds once, with output equal to
-/// coreutils' (nothing duplicated or mixed: a stale reduce writes the same
-/// block, and only the current attempt's result counts). Healed, the worker
-/// comes back with results of attempts that were given away: the master
-/// refuses them and counts them (`results_refused`), and the worker's log
-/// names the reason and says it killed what it ran. (Before, a returning
-/// worker's late results were dropped without a word.)
+/// during a sort's reduce phase, twice. The master declares it lost and
+/// runs its work elsewhere; each job succeeds once, with output equal to
+/// coreutils' (nothing duplicated or mixed: only the current attempt's
+/// result counts). Healed, the map round's worker comes back with results
+/// of attempts that were given away: the master refuses them and counts
+/// them (`results_refused`), and the worker's log names the reason and
+/// says it killed what it ran. (Before, a returning worker's late results
+/// were dropped without a word.) In the last round the victim's links are
+/// slowed before the cut and the job's output is deleted as soon as it
+/// succeeds, so the stale reduce makes its output after the delete: it
+/// waits at its output commit, which the master it cannot reach never
+/// grants, and the deleted file stays deleted. (Without the commit, its
+/// replica target committed the block and the file came back: seen in
+/// this test before the commit was asked for.)
 #[test]
 fn a_worker_cut_off_from_the_master_only_cannot_land_stale_results() {
     if !is_root() {
@@ -573,20 +579,38 @@ listen = "127.0.0.1:7324"
         .iter()
         .map(|w| (w.name.clone(), w.ns.clone()))
         .collect();
+    let receive_of: std::collections::HashMap<String, (String, String)> = layout
+        .workers
+        .iter()
+        .map(|w| {
+            (
+                w.name.clone(),
+                (layout.bridge_ns.clone(), w.bridge_end.clone()),
+            )
+        })
+        .collect();
+
+    let logs = dir.path().to_owned();
     let cut = netns::in_ns(&layout.master.ns, move || {
-        tokio::runtime::Runtime::new()
-            .unwrap()
-            .block_on(partitions(url, token, master_ip, ns_of))
+        tokio::runtime::Runtime::new().unwrap().block_on(partitions(
+            url,
+            token,
+            master_ip,
+            (ns_of, receive_of),
+            logs,
+        ))
     })
     .unwrap();
-    // Each cut worker's log names the refusal and what it did.
-    for w in cut {
+    // Each cut worker's log says it was declared lost; the map round's
+    // names the refusal of its results.
+    for (round, w) in cut {
         let log = find_log(dir.path(), &w).unwrap_or_else(|| panic!("no log of {w}"));
         let text = std::fs::read_to_string(&log).unwrap();
         assert!(
-            text.contains("the master refused this attempt's result")
-                && text.contains("the master declared this worker lost"),
-            "{w}'s log ({}) does not say its results were refused",
+            text.contains("the master declared this worker lost")
+                && (round == common::wire::TaskKind::Reduce
+                    || text.contains("the master refused this attempt's result")),
+            "{w}'s log ({}) does not say it was declared lost and its results refused",
             log.display()
         );
     }
@@ -613,12 +637,15 @@ async fn partitions(
     url: String,
     token: String,
     master_ip: std::net::Ipv4Addr,
-    ns_of: std::collections::HashMap<String, String>,
-) -> Vec<String> {
+    (ns_of, receive_of): (
+        std::collections::HashMap<String, String>,
+        std::collections::HashMap<String, (String, String)>,
+    ),
+    logs: PathBuf,
+) -> Vec<(common::wire::TaskKind, String)> {
     use common::wire::{JobSubmit, TaskKind};
     use ctl::ops::client::MasterClient;
     use ctl::ops::loader::{self, Generator, LoadSpec, Source};
-    use ctl::ops::{files, verify};
     use std::time::{Duration, Instant};
     use workloads::Workload;
 
@@ -640,9 +667,15 @@ async fn partitions(
     }
     let mut cut = Vec::new();
     // Round 1: a wordcount whose maps compute 1.5 s each; round 2: a sort
-    // whose reduces fetch 4 MB each through 16 Mbit/s links.
-    for round in [TaskKind::Map, TaskKind::Reduce] {
-        let (mut job, output) = match round {
+    // whose reduces fetch 4 MB each through 16 Mbit/s links; round 3: the
+    // same sort, its victim's links slowed and its output deleted at once.
+    let rounds = [
+        (TaskKind::Map, "counts", false),
+        (TaskKind::Reduce, "sorted", false),
+        (TaskKind::Reduce, "sorted-again", true),
+    ];
+    for (round, output, delete_at_once) in rounds {
+        let mut job = match round {
             TaskKind::Map => {
                 let mut j = JobSubmit::new(Workload::Wordcount, "words");
                 j.compute = Some(common::wire::TaskCompute {
@@ -650,9 +683,9 @@ async fn partitions(
                     max_ms: 1500,
                     seed: 1,
                 });
-                (j, "counts")
+                j
             }
-            TaskKind::Reduce => (JobSubmit::new(Workload::Sort, "recs"), "sorted"),
+            TaskKind::Reduce => JobSubmit::new(Workload::Sort, "recs"),
         };
         job.reduces = Some(2);
         job.output = Some(output.into());
@@ -670,52 +703,46 @@ async fn partitions(
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         let ns = &ns_of[&victim];
+        if delete_at_once {
+            // Its stale reduce then fetches its remote input (about 2 MB)
+            // at 4 Mbit/s and sends its 4 MB output to its replica target
+            // at 5 Mbit/s, each for some 6 s (an upload without an answer
+            // is cut off after 10 s, PEER_READ_TIMEOUT).
+            netns::reshape(ns, netns::NODE_IF, 5_000_000).unwrap();
+            let (br, dev) = &receive_of[&victim];
+            netns::reshape(br, dev, 4_000_000).unwrap();
+        }
         cut_from_master(ns, master_ip, true);
         // The master declares it lost; the job succeeds without it.
         let r = client.wait_job(id).await.unwrap();
         assert_eq!(r.state, JobState::Succeeded, "{round:?}: {r:?}");
-        let ok_reduces = r
-            .attempts
-            .iter()
-            .filter(|a| a.ok && a.kind == TaskKind::Reduce)
-            .count();
-        assert_eq!(ok_reduces, 2, "{round:?}: one success per reduce: {r:?}");
-        let ok_maps = r
-            .attempts
-            .iter()
-            .filter(|a| a.ok && a.kind == TaskKind::Map)
-            .count();
-        assert!(ok_maps >= 8, "{round:?}: {r:?}");
+        let ok = |kind| r.attempts.iter().filter(|a| a.ok && a.kind == kind).count();
+        assert_eq!(
+            ok(TaskKind::Reduce),
+            2,
+            "{round:?}: one success per reduce: {r:?}"
+        );
+        assert!(ok(TaskKind::Map) >= 8, "{round:?}: {r:?}");
         let alive = client.cluster().await.unwrap().workers_alive;
         assert_eq!(alive, 3, "{round:?}: {victim} was declared lost");
-        let got = files::read_file(&client, output).await.unwrap();
-        match round {
-            TaskKind::Map => {
-                let input = files::read_file(&client, "words").await.unwrap();
-                assert_eq!(
-                    verify::wordcount_pairs(&got).unwrap(),
-                    verify::wordcount_reference(&input).unwrap(),
-                    "wordcount output differs from coreutils'"
-                );
-            }
-            TaskKind::Reduce => {
-                let input = files::read_file(&client, "recs").await.unwrap();
-                assert!(
-                    got == verify::sort_reference(&input).unwrap(),
-                    "sort output differs from LC_ALL=C sort"
-                );
-            }
+        if delete_at_once {
+            stale_reduce_waits_to_commit(&client, output, &logs, &victim).await;
+        } else {
+            output_is_coreutils(&client, round, output).await;
+            // Healed once what it ran has surely ended (a map there takes
+            // 1.5 s, a reduce about 4 s).
+            tokio::time::sleep(Duration::from_secs(3)).await;
         }
-        // Healed once what it ran has surely ended (a reduce there takes
-        // about 4 s; a map 1.5 s): it comes back with late results, which
-        // are refused. (One still running at the heal would be killed, with
-        // nothing to refuse.)
-        tokio::time::sleep(Duration::from_secs(3)).await;
         cut_from_master(ns, master_ip, false);
+        // Back, its late results are refused and counted: the map round's
+        // certainly. A stale reduce waits at its commit and is then refused
+        // (counted) or killed as the worker hears it was declared lost (not).
         let deadline = Instant::now() + Duration::from_secs(30);
         let refused = loop {
             let c = client.cluster().await.unwrap();
-            if c.workers_alive == 4 && c.results_refused > refused_before {
+            if c.workers_alive == 4
+                && (round == TaskKind::Reduce || c.results_refused > refused_before)
+            {
                 break c.results_refused - refused_before;
             }
             assert!(
@@ -724,10 +751,102 @@ async fn partitions(
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
+        if delete_at_once {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            assert!(
+                !listed(&client, output).await,
+                "the deleted {output} came back after {victim} healed"
+            );
+        }
         eprintln!(
             "{round:?} phase: {victim} cut off; job {id} succeeded; {refused} late results refused"
         );
-        cut.push(victim);
+        cut.push((round, victim));
     }
     cut
+}
+
+/// The output of this round's job equals coreutils'.
+async fn output_is_coreutils(
+    client: &ctl::ops::client::MasterClient,
+    round: common::wire::TaskKind,
+    output: &str,
+) {
+    use ctl::ops::{files, verify};
+    let got = files::read_file(client, output).await.unwrap();
+    match round {
+        common::wire::TaskKind::Map => {
+            let input = files::read_file(client, "words").await.unwrap();
+            assert_eq!(
+                verify::wordcount_pairs(&got).unwrap(),
+                verify::wordcount_reference(&input).unwrap(),
+                "wordcount output differs from coreutils'"
+            );
+        }
+        common::wire::TaskKind::Reduce => {
+            let input = files::read_file(client, "recs").await.unwrap();
+            assert!(
+                got == verify::sort_reference(&input).unwrap(),
+                "sort output differs from LC_ALL=C sort"
+            );
+        }
+    }
+}
+
+/// The job succeeded without the cut `victim`: its output is deleted at
+/// once, then the victim's stale reduce either reaches its commit and
+/// waits there (its log says so; the usual case) or, slower than the job,
+/// finds the map outputs it still needed gone with the job (its fetch
+/// fails). Meanwhile, and for as long again as its replica's upload could
+/// have lasted, the deleted file stays deleted.
+async fn stale_reduce_waits_to_commit(
+    client: &ctl::ops::client::MasterClient,
+    output: &str,
+    logs: &Path,
+    victim: &str,
+) {
+    use std::time::{Duration, Instant};
+    client.delete_file(output).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !client.file_gone(output).await.unwrap() {
+        assert!(Instant::now() < deadline, "{output} never went");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ends = [
+        "output commit not granted yet",
+        "reduce could not fetch map output",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let seen = loop {
+        assert!(
+            !listed(client, output).await,
+            "the deleted {output} came back while {victim} was cut off"
+        );
+        let log = find_log(logs, victim).unwrap_or_else(|| panic!("no log of {victim}"));
+        let text = std::fs::read_to_string(&log).unwrap();
+        if let Some(end) = ends.iter().find(|e| text.contains(*e)) {
+            break end;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{victim}'s stale reduce neither asked to commit nor failed ({})",
+            log.display()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    eprintln!("{victim}'s stale reduce: {seen}");
+    // Past the longest upload of its output (PEER_READ_TIMEOUT, 10 s).
+    let until = Instant::now() + Duration::from_secs(11);
+    while Instant::now() < until {
+        assert!(
+            !listed(client, output).await,
+            "the deleted {output} came back while {victim} was cut off"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Whether the master lists file `name` (a deleted file that came back).
+async fn listed(client: &ctl::ops::client::MasterClient, name: &str) -> bool {
+    client.files().await.unwrap().iter().any(|f| f.name == name)
 }

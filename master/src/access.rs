@@ -18,6 +18,12 @@ pub const RULES: &[Rule] = &[
         WORKER,
         "heartbeat as a worker",
     ),
+    Rule::new(
+        "POST",
+        "/v1/workers/commit",
+        WORKER,
+        "ask to commit a task's output",
+    ),
     Rule::new("GET", "/v1/workers", READERS, "list the workers"),
     Rule::new("GET", "/v1/files", READERS, "list the files"),
     Rule::new("GET", "/v1/files/{name}", READERS, "read a file's blocks"),

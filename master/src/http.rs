@@ -8,6 +8,7 @@
 //! |---|---|---|---|
 //! | POST | /v1/workers/register | RegisterRequest | RegisterReply |
 //! | POST | /v1/workers/heartbeat | Heartbeat | HeartbeatReply |
+//! | POST | /v1/workers/commit | CommitRequest | 204 (409 stale, 503 register again) |
 //! | GET | /v1/workers | | [WorkerInfo] |
 //! | GET | /v1/files | | [FileInfo] |
 //! | GET | /v1/files/{name} | | FileInfo (409 while being deleted) |
@@ -270,6 +271,7 @@ pub fn api(
     let (api, mut doc) = OpenApiRouter::with_openapi(<ApiDoc as utoipa::OpenApi>::openapi())
         .routes(routes!(register).layer(reports))
         .routes(routes!(heartbeat).layer(reports))
+        .routes(routes!(commit))
         .routes(routes!(workers))
         .routes(routes!(files))
         .routes(routes!(file, delete_file))
@@ -395,6 +397,26 @@ async fn heartbeat(
     let (reply, metrics) = s.with(|m, now| (m.heartbeat(now, hb), m.metrics.clone()));
     metrics.heartbeat_handled(t0.elapsed().as_secs_f64());
     Json(reply)
+}
+
+#[utoipa::path(post, path = "/v1/workers/commit", tag = "workers",
+    request_body = common::wire::CommitRequest,
+    responses((status = 204, description = "the attempt may commit its output"),
+        (status = 409, description = "the attempt is stale: its output is dropped", body = ErrorBody),
+        (status = 503, description = "the worker is not registered with this master: it registers, then asks again", body = ErrorBody),
+        (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+/// A reduce attempt asks, before its output becomes visible, whether it is
+/// still its task's current attempt (Hadoop's `canCommit`).
+async fn commit(
+    State(s): State<Arc<AppState>>,
+    ApiJson(req): ApiJson<common::wire::CommitRequest>,
+) -> Result<StatusCode, ApiError> {
+    use crate::state::commit::CommitRefusal;
+    match s.with(|m, _| m.commit(&req)) {
+        Ok(()) => Ok(StatusCode::NO_CONTENT),
+        Err(CommitRefusal::Stale(why)) => Err(ApiError::new(StatusCode::CONFLICT, why)),
+        Err(CommitRefusal::NotNow(why)) => Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, why)),
+    }
 }
 
 #[utoipa::path(get, path = "/metrics", tag = "cluster",

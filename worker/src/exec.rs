@@ -52,6 +52,8 @@ pub struct Executor {
     pub reduce_memory_bytes: u64,
     /// Where reduces put their spill files (anonymous ones).
     pub spill_dir: std::path::PathBuf,
+    /// Asked before a reduce's output becomes visible.
+    pub master: Arc<crate::commit::MasterSession>,
 }
 
 impl Executor {
@@ -64,6 +66,7 @@ impl Executor {
             peers: &self.peers,
             reduce_memory: self.reduce_memory_bytes,
             spill_dir: &self.spill_dir,
+            master: &self.master,
         }
     }
 }

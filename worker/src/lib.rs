@@ -4,6 +4,7 @@
 //! (`node`). `start` runs all of it in the current tokio runtime.
 
 pub mod background;
+pub mod commit;
 pub mod exec;
 pub mod fetch;
 pub mod http;
@@ -257,17 +258,12 @@ fn mem_available() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Opens the block store, binds the HTTP server and starts heartbeating.
-pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
-    let store = Arc::new(store::BlockStore::open(&opts.data_dir).map_err(|e| {
-        anyhow::anyhow!(
-            "worker {}: cannot open block store {}: {e}",
-            opts.name,
-            opts.data_dir.display()
-        )
-    })?);
-    // Map output of an earlier life is useless: the master forgot those
-    // attempts. Spill files are anonymous; their directory is made afresh.
+/// The map output and spill directories, emptied: map output of an
+/// earlier life is useless (the master forgot those attempts), and spill
+/// files are anonymous.
+fn fresh_task_dirs(
+    opts: &WorkerOptions,
+) -> anyhow::Result<(std::path::PathBuf, std::path::PathBuf)> {
     let shuffle_root = shuffle::root(&opts.data_dir);
     let spill_dir = opts.data_dir.join("spill");
     for dir in [&shuffle_root, &spill_dir] {
@@ -284,6 +280,19 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             spill_dir.display()
         )
     })?;
+    Ok((shuffle_root, spill_dir))
+}
+
+/// Opens the block store, binds the HTTP server and starts heartbeating.
+pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
+    let store = Arc::new(store::BlockStore::open(&opts.data_dir).map_err(|e| {
+        anyhow::anyhow!(
+            "worker {}: cannot open block store {}: {e}",
+            opts.name,
+            opts.data_dir.display()
+        )
+    })?);
+    let (shuffle_root, spill_dir) = fresh_task_dirs(&opts)?;
     let pretouched = if opts.pretouch_bytes > 0 {
         pretouch(&opts.name, opts.pretouch_bytes).await?
     } else {
@@ -347,6 +356,10 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         slot_rate_bytes: opts.slot_rate_bytes,
         reduce_memory_bytes: opts.reduce_memory_bytes,
         spill_dir,
+        master: Arc::new(commit::MasterSession::new(
+            opts.master_url.clone(),
+            std::time::Duration::from_millis(opts.heartbeat_ms.max(1)),
+        )),
     });
     let served = Arc::new(http::Served {
         name: opts.name.clone(),

@@ -205,6 +205,7 @@ pub async fn run(ctx: Node) {
     let mut logged = std::time::Instant::now();
     loop {
         let (id, incarnation) = register(&ctx).await;
+        ex.master.registered(id, incarnation);
         // The registration carried a full report: only later changes need one.
         let mut reported_generation = ex.store.generation();
         let mut failures = 0u32;

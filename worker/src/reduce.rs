@@ -5,8 +5,9 @@
 //! then merge, write and replicate at once (`merge_store_and_replicate`):
 //! the reduce hands on pieces as they fill, each is hashed and written
 //! here and sent to the replica workers, which get the block's digest as a
-//! trailer once the last piece is hashed (HDFS pipelines a block's write
-//! the same way). No copy of the whole output is held.
+//! trailer once the last piece is hashed and the master has let the attempt
+//! commit (`commit`; HDFS pipelines a block's write the same way). No copy
+//! of the whole output is held.
 
 use crate::fetch::{error_chain, PeerLink, Peers};
 use crate::nic::Link;
@@ -38,6 +39,8 @@ pub struct ReduceIo<'a> {
     pub reduce_memory: u64,
     /// Where its spill files go.
     pub spill_dir: &'a std::path::Path,
+    /// Asked before the output becomes visible ([`crate::commit`]).
+    pub master: &'a crate::commit::MasterSession,
 }
 
 /// Why a reduce attempt ended without output.
@@ -83,7 +86,7 @@ pub async fn run_reduce(
     let fetched = t0.elapsed();
     let phases = async {
         let writer = open_output_block(io, r).await?;
-        merge_store_and_replicate(io, r, task, writer, progress, t0).await
+        merge_store_and_replicate(io, (attempt, r), task, writer, progress, t0).await
     };
     let (summary, merged, stored, replicated) = phases.await.map_err(|e| (local, remote, e))?;
     io.shuffle.count_spilled(summary.spilled_bytes);
@@ -263,12 +266,12 @@ async fn open_output_block(
 
 /// The merge, the local write and the uploads to the replica workers, all
 /// at once, piece by piece. Nothing is committed (here, or by the replicas,
-/// which get no digest) unless the merge ended well and every byte it made
-/// was written. Returns the summary and when (from `t0`) the merge ended,
+/// which get no digest) unless the merge ended well, every byte it made
+/// was written and the master let this attempt commit. Returns the summary and when (from `t0`) the merge ended,
 /// the block was stored here, and the last replica was sent.
 async fn merge_store_and_replicate(
     io: &ReduceIo<'_>,
-    r: &ReduceLaunch,
+    (attempt, r): (AttemptId, &ReduceLaunch),
     task: Box<dyn ReduceTask>,
     writer: BlockWriter,
     progress: &Progress,
@@ -344,6 +347,17 @@ async fn merge_store_and_replicate(
                 summary.output_bytes, sums.len
             )));
         }
+        // Still the task's current attempt? Only then do the replicas
+        // (sent the digest) and this store commit the block.
+        io.master
+            .may_commit(io.peers, attempt)
+            .await
+            .map_err(|refused| {
+                ReduceError::Failed(format!(
+                    "the master refused this attempt's output commit: {}",
+                    refused.0
+                ))
+            })?;
         let digest = sums.block_digest_hex();
         for d in digests {
             let _ = d.send(digest.clone());

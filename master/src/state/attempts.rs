@@ -29,7 +29,7 @@ impl Master {
     }
 
     /// Why a result of attempt `a` from `worker` is not taken.
-    fn why_stale(&self, a: AttemptId, worker: WorkerId) -> String {
+    pub(super) fn why_stale(&self, a: AttemptId, worker: WorkerId) -> String {
         let Some(job) = self.jobs.get(a.task.job) else {
             return format!("attempt {a}: no such job here");
         };

@@ -352,6 +352,7 @@ impl Master {
 }
 
 mod attempts;
+pub mod commit;
 mod held;
 mod jobs;
 pub mod journal;

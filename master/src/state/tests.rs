@@ -322,6 +322,7 @@ fn hb_done(w: u32, free: u32, a: AttemptId, ppm: u32, results: Vec<TaskResult>) 
     h
 }
 
+mod commits;
 mod launches_and_failures;
 mod reruns_replicas_and_restarts;
 mod timeouts_and_stragglers;
