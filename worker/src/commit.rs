@@ -87,15 +87,7 @@ impl MasterSession {
     /// One request: granted (`Ok(None)`), refused for good, or why to ask
     /// again.
     async fn ask(&self, peers: &Peers, req: &CommitRequest) -> Result<Option<Refused>, String> {
-        let resp = peers
-            .http
-            .post(format!("{}/v1/workers/commit", self.master_url))
-            .header(AUTHORIZATION, bearer(&peers.token.get()))
-            .json(req)
-            .timeout(Duration::from_secs(10))
-            .send()
-            .await
-            .map_err(|e| format!("master unreachable at {}: {e}", self.master_url))?;
+        let resp = send_to_master(peers, &self.master_url, "/v1/workers/commit", req).await?;
         let status = resp.status();
         if status.is_success() {
             return Ok(None);
@@ -113,4 +105,23 @@ impl MasterSession {
             _ => Err(format!("master answered {status}: {message}")),
         }
     }
+}
+
+/// POSTs `body` to the master's `path` with this worker's credential; the
+/// answer, whatever its status, or why none came.
+pub(crate) async fn send_to_master<B: serde::Serialize + ?Sized>(
+    peers: &Peers,
+    master_url: &str,
+    path: &str,
+    body: &B,
+) -> Result<reqwest::Response, String> {
+    peers
+        .http
+        .post(format!("{master_url}{path}"))
+        .header(AUTHORIZATION, bearer(&peers.token.get()))
+        .json(body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .map_err(|e| format!("master unreachable at {master_url}: {e}"))
 }

@@ -9,11 +9,9 @@
 //! sent (see the master's `state::restore`).
 
 use crate::exec::Executor;
-use common::http::bearer;
 use common::http_client::check;
 use common::wire::{Heartbeat, HeartbeatReply, RegisterReply, RegisterRequest};
 use common::WorkerId;
-use reqwest::header::AUTHORIZATION;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -54,16 +52,7 @@ async fn post<Req: Serialize, Resp: DeserializeOwned>(
     path: &str,
     body: &Req,
 ) -> Result<Resp, String> {
-    let peers = &ctx.exec.peers;
-    let resp = peers
-        .http
-        .post(format!("{}{path}", ctx.master_url))
-        .header(AUTHORIZATION, bearer(&peers.token.get()))
-        .json(body)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .map_err(|e| format!("master unreachable at {}: {e}", ctx.master_url))?;
+    let resp = crate::commit::send_to_master(&ctx.exec.peers, &ctx.master_url, path, body).await?;
     let resp = check(resp, format!("master at {}", ctx.master_url))
         .await
         .map_err(|e| e.to_string())?;
