@@ -703,6 +703,10 @@ async fn partitions(
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         let ns = &ns_of[&victim];
+        // What the victim logs from here on (earlier rounds' lines aside).
+        let log_from = find_log(&logs, &victim)
+            .and_then(|l| std::fs::metadata(l).ok())
+            .map_or(0, |m| m.len() as usize);
         if delete_at_once {
             // Its stale reduce then fetches its remote input (about 2 MB)
             // at 4 Mbit/s and sends its 4 MB output to its replica target
@@ -726,7 +730,7 @@ async fn partitions(
         let alive = client.cluster().await.unwrap().workers_alive;
         assert_eq!(alive, 3, "{round:?}: {victim} was declared lost");
         if delete_at_once {
-            stale_reduce_waits_to_commit(&client, output, &logs, &victim).await;
+            stale_reduce_waits_to_commit(&client, output, &logs, (&victim, log_from)).await;
         } else {
             output_is_coreutils(&client, round, output).await;
             // Healed once what it ran has surely ended (a map there takes
@@ -798,12 +802,13 @@ async fn output_is_coreutils(
 /// waits there (its log says so; the usual case) or, slower than the job,
 /// finds the map outputs it still needed gone with the job (its fetch
 /// fails). Meanwhile, and for as long again as its replica's upload could
-/// have lasted, the deleted file stays deleted.
+/// have lasted, the deleted file stays deleted. Only what the victim
+/// logged from `log_from` (bytes, taken before the cut) counts.
 async fn stale_reduce_waits_to_commit(
     client: &ctl::ops::client::MasterClient,
     output: &str,
     logs: &Path,
-    victim: &str,
+    (victim, log_from): (&str, usize),
 ) {
     use std::time::{Duration, Instant};
     client.delete_file(output).await.unwrap();
@@ -823,7 +828,8 @@ async fn stale_reduce_waits_to_commit(
             "the deleted {output} came back while {victim} was cut off"
         );
         let log = find_log(logs, victim).unwrap_or_else(|| panic!("no log of {victim}"));
-        let text = std::fs::read_to_string(&log).unwrap();
+        let text = std::fs::read(&log).unwrap();
+        let text = String::from_utf8_lossy(text.get(log_from..).unwrap_or_default());
         if let Some(end) = ends.iter().find(|e| text.contains(*e)) {
             break end;
         }
