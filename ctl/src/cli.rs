@@ -670,6 +670,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             recorded_heartbeats,
             measured_task_times,
             disk_share,
+            network_shuffle,
         } => {
             use crate::experiment::calibrate::{calibrate, Fit, Options};
             let fit = match (model_from, hold_out) {
@@ -686,6 +687,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                     recorded_beats: *recorded_heartbeats,
                     measured_times: *measured_task_times,
                     disk_share: *disk_share,
+                    network_shuffle: *network_shuffle,
                 },
             )?;
             print!("{}", std::fs::read_to_string(out.join("summary.md"))?);

@@ -109,9 +109,11 @@ pub struct ReplayCluster {
     /// The shuffle over the network: a reduce fetches its job's map
     /// output from the workers that ran the maps through their links,
     /// shared fairly with every other transfer on them, and then sends its
-    /// output's copies; it ends at the later of its own time (`local_ms`
-    /// from its start: the slot's pacing floor) and its fetch plus its
-    /// output's copies. None: a reduce lasts its `local_ms`.
+    /// output's copies to the workers the master's rule picks at its start
+    /// (`sched::reduce::targets`), each a transfer on its own transmit link
+    /// and the target's receive link; it ends at the later of its own time
+    /// (`local_ms` from its start: the slot's pacing floor) and its fetch
+    /// plus its copies. None: a reduce lasts its `local_ms`.
     pub shuffle_net: Option<ShuffleNet>,
 }
 
@@ -121,7 +123,8 @@ pub struct ShuffleNet {
     /// Every worker's link, each way, bytes per ms.
     pub link_bpms: f64,
     /// Copies of a reduce's output beyond the one it stores, each sent
-    /// through its transmit link after its fetch (its `bytes`).
+    /// through its transmit link after its fetch (its `bytes`), to a
+    /// worker that holds data (none where no other worker does).
     pub extra_copies: u32,
 }
 

@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::str::FromStr;
 
+pub mod targets;
+
 /// Where a job's reduces run once its maps are done. Reduces have no input
 /// locality of their own (every reduce fetches from every map), so this
 /// decides how the shuffle loads the workers' receive links and slots.

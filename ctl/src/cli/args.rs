@@ -456,6 +456,14 @@ pub enum SimCmd {
         /// DIR/calibration...-disk/).
         #[arg(long)]
         disk_share: bool,
+        /// Move the shuffle over the spec's NICs, as `sim trace
+        /// --network-shuffle` does: a reduce lasts the fitted typical
+        /// reduce's time for its measured input, or longer where its fetch
+        /// from the workers that ran its job's maps and its output's
+        /// copies, sharing those links, take longer (trace replays whose
+        /// jobs move the trace's bytes; writes DIR/calibration...-netshuffle/).
+        #[arg(long)]
+        network_shuffle: bool,
     },
     /// The calibrated simulator's error against the cluster's size: DIRs
     /// are results folders of one workload family at growing worker counts

@@ -81,6 +81,11 @@ pub struct Options {
     /// Model the emulated disk where a point has one
     /// ([`lab::replay::DiskShare`]; writes `...-disk/`).
     pub disk_share: bool,
+    /// Move the shuffle over the spec's NICs
+    /// ([`lab::replay::ShuffleNet`]; writes `...-netshuffle/`): a reduce
+    /// lasts the typical reduce's time for its input, or its fetch and its
+    /// output's copies where longer.
+    pub network_shuffle: bool,
 }
 
 impl Options {
@@ -92,6 +97,7 @@ impl Options {
             recorded_beats: false,
             measured_times: false,
             disk_share: false,
+            network_shuffle: false,
         }
     }
 }
@@ -213,6 +219,9 @@ struct Setup<'a> {
 /// A run of a results folder: (point, scheduler, repetition).
 type RunKey = (String, String, u32);
 
+/// The bytes a reduce writes ([`Measured::reduce_output`]).
+type ReduceOutput<'a> = dyn Fn(&TaskRow) -> anyhow::Result<u64> + 'a;
+
 /// Where each block of a seed's data was: (seed, file, block) -> workers.
 type Replicas = BTreeMap<(u64, u64, u32), BTreeSet<WorkerId>>;
 
@@ -273,6 +282,9 @@ fn write_calibration(
     }
     if opts.disk_share {
         name.push_str("-disk");
+    }
+    if opts.network_shuffle {
+        name.push_str("-netshuffle");
     }
     if opts.recorded_beats {
         name.push_str("-recorded");
@@ -338,6 +350,7 @@ fn write_calibration(
         "recorded_heartbeats": opts.recorded_beats,
         "measured_task_times": opts.measured_times,
         "disk_share": opts.disk_share,
+        "network_shuffle": opts.network_shuffle,
         "source_meta": meta,
         "models": out.models,
         "provenance": prov,
@@ -632,7 +645,19 @@ fn replay_jobs(
     replicas: &BTreeMap<(u64, u64, u32), BTreeSet<WorkerId>>,
     compute: &impl Fn(u64, &TaskRow) -> anyhow::Result<u64>,
     file_of: &impl Fn(&TaskRow) -> anyhow::Result<u64>,
+    network: Option<&ReduceOutput>,
 ) -> anyhow::Result<Vec<ReplayJob>> {
+    // Over the network a reduce's own time is the typical reduce's (the
+    // fitted term holds the network's share already), and it sends its
+    // output's copies (`network` gives its bytes).
+    let per_mb = match network {
+        None => model.reduce_ms_per_mb,
+        Some(_) if model.reduce_typical_ms_per_mb > 0.0 => model.reduce_typical_ms_per_mb,
+        Some(_) => anyhow::bail!(
+            "--network-shuffle: the model of point {} has no typical reduce term (reduce_typical_ms_per_mb; it was stored before it was kept): calibrate its folder again",
+            model.point
+        ),
+    };
     let mut jobs: BTreeMap<u32, ReplayJob> = BTreeMap::new();
     for t in rows {
         let id: u32 = t
@@ -663,7 +688,8 @@ fn replay_jobs(
             bytes: t.input_bytes,
         });
     }
-    // Each reduce lasts the fitted time for its measured input.
+    // Each reduce lasts the fitted time for its measured input (over the
+    // network: at least).
     for t in reduces {
         let Some(job) = t
             .job
@@ -677,12 +703,12 @@ fn replay_jobs(
             continue;
         }
         let mb = t.input_bytes as f64 / 1e6;
-        let len = (model.reduce_base_ms + model.reduce_ms_per_mb * mb).max(0.0);
+        let len = (model.reduce_base_ms + per_mb * mb).max(0.0);
         job.reduces.push(ReplayTask {
             index: t.task,
             replicas: Vec::new(),
             local_ms: len.round() as u64,
-            bytes: 0,
+            bytes: network.map_or(Ok(0), |output| output(t))?,
         });
         job.reduce_load += t.input_bytes;
     }

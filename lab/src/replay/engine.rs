@@ -4,7 +4,10 @@
 //! progress a heartbeat reports, speculation's backups and their losers.
 //! [`Replay::run`] takes the earliest event until every task has ended.
 
+mod copies;
 mod park;
+
+use copies::Fetching;
 
 use super::beats::{first_beats, wakes_and_background, Beat, RECORDED_RANK};
 use super::flows::{Flow, Flows, Transfer};
@@ -33,15 +36,6 @@ struct Attempt {
     source: u32,
     start: u64,
     end: Option<u64>,
-}
-
-/// A reduce attempt waiting for its fetch ([`ReplayCluster::shuffle_net`]):
-/// the end of its own time, how long its output's copies take once the
-/// fetch is done, and its fetch's parts in flight.
-struct Fetching {
-    floor: u64,
-    then_ms: u64,
-    in_flight: usize,
 }
 
 /// What a job has left: its index in the jobs, maps and reduces left, and
@@ -115,6 +109,8 @@ pub struct Replay<'a> {
     /// With the shuffle over the network, each reduce attempt whose end
     /// waits for its fetch (by task, worker and start).
     fetching: HashMap<(TaskRef, u32, u64), Fetching>,
+    /// Where the running reduces send their output copies.
+    copies: copies::Copies,
     clock: f64,
     /// Tasks in flight, by task and kind (a job's reduces may be numbered
     /// as its maps are): each task's attempts; the attempts killed whose
@@ -206,6 +202,7 @@ impl<'a> Replay<'a> {
             map_spread: HashMap::new(),
             fetch_left: HashMap::new(),
             fetching: HashMap::new(),
+            copies: Default::default(),
             clock: 0.0,
             live: BTreeMap::new(),
             killed: HashSet::new(),
@@ -309,6 +306,10 @@ impl<'a> Replay<'a> {
                 continue;
             }
             let x = self.flows.remove(i);
+            if let Some(owner) = x.copy_of {
+                self.copy_done(&x, owner, at);
+                continue;
+            }
             if x.fetch {
                 self.fetch_part_done(&x, at);
                 continue;
@@ -324,23 +325,37 @@ impl<'a> Replay<'a> {
             job: x.job,
             index: x.index,
         };
+        // A reduce's source is its own worker.
+        let source = if reduce { x.worker } else { x.source };
+        self.attempt_ends(task, reduce, (x.worker, source), x.start, end);
+    }
+
+    /// `task`'s attempt started at `start` on `worker` (reading from
+    /// `source`) ends at `end`: its live attempt knows it, and the end is
+    /// queued.
+    fn attempt_ends(
+        &mut self,
+        task: TaskRef,
+        reduce: bool,
+        (worker, source): (u32, u32),
+        start: u64,
+        end: u64,
+    ) {
         if let Some(a) = self.live.get_mut(&(task, reduce)).and_then(|a| {
             a.iter_mut()
-                .find(|a| a.worker == x.worker && a.start == x.start)
+                .find(|a| a.worker == worker && a.start == start)
         }) {
             a.end = Some(end);
         }
-        // A reduce's source is its own worker.
-        let source = if reduce { x.worker } else { x.source };
         self.ends.push(Reverse((
-            end, x.worker, x.job, x.index, source, x.start, reduce,
+            end, worker, task.job, task.index, source, start, reduce,
         )));
     }
 
     /// A part of a reduce's fetch is done at `at`: its next part starts;
     /// a reduce waiting for its fetch (the shuffle over the network) whose
-    /// last part this was sends its output's copies and ends at the later
-    /// of that and its own time.
+    /// last part this was sends its output's copies
+    /// ([`Self::copies_or_end`]).
     fn fetch_part_done(&mut self, x: &Transfer, at: u64) {
         let task = TaskRef {
             job: x.job,
@@ -366,9 +381,7 @@ impl<'a> Replay<'a> {
         if f.in_flight > 0 {
             return;
         }
-        let end = f.floor.max(at + f.then_ms);
-        self.fetching.remove(&key);
-        self.ends_at(x, true, end);
+        self.copies_or_end(key, at);
     }
 
     /// The earliest task ends: its slot and remote read free; the master
@@ -393,6 +406,9 @@ impl<'a> Replay<'a> {
             reduce,
         });
         self.free_slot(w, src, start);
+        if reduce {
+            self.reduce_gone(task, w, start, false);
+        }
         self.last_progress = end;
         if reduce || self.cluster.out_of_band {
             self.report(end, w, task, src, reduce, start);
@@ -489,7 +505,13 @@ impl<'a> Replay<'a> {
             .collect();
         for a in losers {
             self.free_slot(a.worker, a.source, a.start);
-            if let Some(i) = self.flows.find(task.job, task.index, a.worker, a.start) {
+            if reduce {
+                // Its fetch and copies in flight go with it: no end comes.
+                self.reduce_gone(task, a.worker, a.start, true);
+                if a.end.is_some() {
+                    self.killed.insert((task, reduce, a.worker, a.start));
+                }
+            } else if let Some(i) = self.flows.find(task.job, task.index, a.worker, a.start) {
                 self.flows.remove(i);
             } else {
                 self.killed.insert((task, reduce, a.worker, a.start));
@@ -664,17 +686,18 @@ impl<'a> Replay<'a> {
             ),
             None => VecDeque::new(),
         };
-        // Its output's copies, once its fetch is done (over the network).
-        let copies = net.map_or(0, |n| {
-            (output as f64 * f64::from(n.extra_copies) / n.link_bpms).round() as u64
-        });
-        let waits = net.is_some() && !parts.is_empty();
+        // Over the network its output's copies go out once its fetch is
+        // done, to the workers the master's rule picks now.
+        let copies = net.map_or(0, |n| n.extra_copies);
+        self.reduce_started(task, w, t, if output > 0 { copies } else { 0 });
+        let copy_ms = net.map_or(0.0, |n| output as f64 / n.link_bpms);
+        let waits = net.is_some();
         self.running[w as usize].push(t);
         self.live.entry((task, true)).or_default().push(Attempt {
             worker: w,
             source: w,
             start: t,
-            end: (!waits).then_some(t + len.max(copies)),
+            end: (!waits).then_some(t + len),
         });
         self.last_progress = t;
         let mut in_flight = 0;
@@ -690,14 +713,18 @@ impl<'a> Replay<'a> {
         if waits {
             let f = Fetching {
                 floor: t + len,
-                then_ms: copies,
+                copy_ms,
                 in_flight,
+                copies: 0,
             };
             self.fetching.insert((task, w, t), f);
+            if in_flight == 0 {
+                // Nothing to fetch over the links (its maps ran here): its
+                // output's copies still go out.
+                self.copies_or_end((task, w, t), t);
+            }
         } else {
-            // Nothing to fetch over the links (its maps ran here): its
-            // output's copies still go out.
-            let end = t + len.max(copies);
+            let end = t + len;
             self.ends
                 .push(Reverse((end, w, task.job, task.index, w, t, true)));
         }
@@ -789,6 +816,7 @@ impl<'a> Replay<'a> {
             floor,
             how,
             fetch: false,
+            copy_of: None,
         };
         if tw != src {
             match self.remote {

@@ -40,6 +40,10 @@ pub(super) struct Transfer {
     /// one's end the reduce's output copies (else the reduce runs its own
     /// time, and the parts only load the disks and links).
     pub(super) fetch: bool,
+    /// One of the output copies of the reduce running on this worker (its
+    /// `source`; `worker` is the copy's target): its end may end the
+    /// reduce.
+    pub(super) copy_of: Option<u32>,
 }
 
 impl Transfer {
@@ -105,8 +109,27 @@ impl Flows {
     /// The read of `job`'s task `index` started at `start` on `worker`.
     pub(super) fn find(&self, job: JobId, index: u32, worker: u32, start: u64) -> Option<usize> {
         self.list.iter().position(|x| {
-            !x.fetch && x.job == job && x.index == index && x.worker == worker && x.start == start
+            !x.fetch
+                && x.copy_of.is_none()
+                && x.job == job
+                && x.index == index
+                && x.worker == worker
+                && x.start == start
         })
+    }
+
+    /// Drops the fetch parts and output copies in flight of `task`'s
+    /// reduce attempt started at `start` on `worker`.
+    pub(super) fn drop_reduce(&mut self, task: TaskRef, worker: u32, start: u64) {
+        let mut i = self.list.len();
+        while i > 0 {
+            i -= 1;
+            let x = &self.list[i];
+            let of_it = (x.fetch && x.worker == worker) || x.copy_of == Some(worker);
+            if of_it && x.job == task.job && x.index == task.index && x.start == start {
+                self.remove(i);
+            }
+        }
     }
 
     /// A network read's share: the larger of its source's and reader's
@@ -216,6 +239,7 @@ pub(super) fn fetch_parts(
                 floor: 0,
                 how,
                 fetch: true,
+                copy_of: None,
             }
         })
         .collect()

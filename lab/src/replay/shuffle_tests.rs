@@ -86,8 +86,9 @@ fn two_reduces_fetching_from_one_worker_share_its_transmit_link() {
 
 #[test]
 fn a_reduce_whose_maps_ran_on_its_worker_still_sends_its_output_copies() {
-    // One map of 1 s on worker 0 and the reduce there too: nothing to
-    // fetch over a link, 1 MB of output through its transmit link (1 s).
+    // One map of 1 s on worker 0 and the reduce there too (reduces only
+    // there): nothing to fetch over a link, 1 MB of output through its
+    // transmit link to worker 1, which holds data (1 s).
     let mut j = job(1, 0, &[(0, 1_000)]);
     j.reduces = vec![ReplayTask {
         index: 1,
@@ -96,10 +97,12 @@ fn a_reduce_whose_maps_ran_on_its_worker_still_sends_its_output_copies() {
         bytes: 1_000_000,
     }];
     j.reduce_load = 1_000_000;
-    let mut c = cluster(&[2], 100, true);
+    let mut c = cluster(&[2, 1], 100, true);
+    c.runs_reduces = vec![true, false];
     let len = |c: &ReplayCluster| {
         let o = run(c, &[j.clone()], &[], RemoteCost::default());
         let r = o.runs.iter().find(|r| r.reduce).expect("the reduce ran");
+        assert_eq!(r.worker, WorkerId(0));
         r.end_ms - r.start_ms
     };
     assert_eq!(len(&c), 200);
@@ -108,4 +111,57 @@ fn a_reduce_whose_maps_ran_on_its_worker_still_sends_its_output_copies() {
         extra_copies: 1,
     });
     assert_eq!(len(&c), 1_000);
+    // No other worker holds data (worker 1 runs no maps): no copy goes
+    // out, as the master sends none, and the reduce lasts its own time.
+    c.runs_maps = vec![true, false];
+    assert_eq!(len(&c), 200);
+}
+
+#[test]
+fn two_output_copies_both_cross_the_reducers_transmit_link() {
+    // The job of `fetching`, its output kept three times: after the 2 s
+    // fetch, the two copies of 1 MB go to workers 0 and 1 at once and
+    // share the reducer's transmit link (2 s), as the real reducer sends
+    // each target its own stream.
+    let (start, end) = fetching(
+        500,
+        Some(ShuffleNet {
+            link_bpms: 1_000.0,
+            extra_copies: 2,
+        }),
+    );
+    assert_eq!(end - start, 4_000);
+}
+
+#[test]
+fn output_copies_into_one_worker_share_its_receive_link() {
+    // One map of 1 s on worker 0, the only worker that holds data; the
+    // job's two reduces run on workers 1 and 2 (reduces only), fetch
+    // nothing and write 1 MB each. Both copies go to worker 0, as the
+    // master sends them, and share its receive link: 2 s each, where a
+    // copy's fixed time alone would be 1 s.
+    let mut j = job(1, 0, &[(0, 1_000)]);
+    j.reduces = (1..3)
+        .map(|index| ReplayTask {
+            index,
+            replicas: Vec::new(),
+            local_ms: 100,
+            bytes: 1_000_000,
+        })
+        .collect();
+    let mut c = cluster(&[1, 1, 1], 100, true);
+    c.runs_maps = vec![true, false, false];
+    c.runs_reduces = vec![false, true, true];
+    c.shuffle_net = Some(ShuffleNet {
+        link_bpms: 1_000.0,
+        extra_copies: 1,
+    });
+    let o = run(&c, &[j], &[], RemoteCost::default());
+    let reduces: Vec<&TaskRun> = o.runs.iter().filter(|r| r.reduce).collect();
+    assert_eq!(reduces.len(), 2);
+    assert_ne!(reduces[0].worker, reduces[1].worker, "{reduces:?}");
+    assert_eq!(reduces[0].start_ms, reduces[1].start_ms, "{reduces:?}");
+    for r in reduces {
+        assert_eq!(r.end_ms - r.start_ms, 2_000, "{r:?}");
+    }
 }

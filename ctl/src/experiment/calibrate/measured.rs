@@ -31,6 +31,10 @@ pub(super) struct Measured<'a> {
     pub(super) disk: BTreeMap<&'a str, f64>,
     /// With a trace, each point's job -> file (its sample's input path).
     pub(super) trace_files: BTreeMap<String, Vec<u64>>,
+    /// With a trace whose jobs move its bytes, each point's job -> the
+    /// bytes each of its reduces writes (its scaled output over its
+    /// reduces), as `sim trace` charges them.
+    pub(super) trace_outputs: BTreeMap<String, Vec<u64>>,
 }
 
 impl<'a> Measured<'a> {
@@ -72,16 +76,20 @@ impl<'a> Measured<'a> {
         }
         let workers = spec.cluster.workers as usize;
         let dedicated = spec.cluster.reduce_workers as usize;
-        let trace_files = points
-            .iter()
-            .map(|p| {
-                let plan = spec.trace_plan(p.block_bytes)?;
-                let files = plan.map_or_else(Vec::new, |plan| {
-                    plan.jobs.iter().map(|j| j.file as u64).collect()
-                });
-                Ok((p.label.clone(), files))
-            })
-            .collect::<anyhow::Result<_>>()?;
+        let (mut trace_files, mut trace_outputs) = (BTreeMap::new(), BTreeMap::new());
+        for p in points {
+            let Some(plan) = spec.trace_plan(p.block_bytes)? else {
+                continue;
+            };
+            let files = plan.jobs.iter().map(|j| j.file as u64).collect();
+            let outputs = plan
+                .jobs
+                .iter()
+                .map(|j| j.output_bytes / u64::from(j.reduces.unwrap_or(0).max(1)))
+                .collect();
+            trace_files.insert(p.label.clone(), files);
+            trace_outputs.insert(p.label.clone(), outputs);
+        }
         Ok(Measured {
             dir,
             spec,
@@ -107,6 +115,7 @@ impl<'a> Measured<'a> {
                 .filter_map(|p| Some((p.label.as_str(), p.disk_mbs.filter(|r| *r > 0.0)?)))
                 .collect(),
             trace_files,
+            trace_outputs,
         })
     }
 
@@ -172,6 +181,35 @@ impl<'a> Measured<'a> {
         })
     }
 
+    /// The bytes reduce `t` writes, which its output's copies send under
+    /// the shuffle over the network: a trace's scaled output over the
+    /// job's reduces (its jobs move the trace's bytes), a sort's input.
+    /// Other workloads' output is not in the results: an error names it.
+    pub(super) fn reduce_output(&self, seed: u64, t: &TaskRow) -> anyhow::Result<u64> {
+        if let Some(trace) = &self.spec.trace {
+            if trace.shuffle != lab::swim::TraceShuffle::Trace {
+                anyhow::bail!(
+                    "--network-shuffle: the trace's jobs run wordcount (trace.shuffle = \"wordcount\"), whose reduce output the results do not record; replay the trace with shuffle = \"trace\""
+                );
+            }
+            let i = job_number(&t.job_name)?;
+            return self
+                .trace_outputs
+                .get(&t.point)
+                .and_then(|o| o.get(i as usize))
+                .copied()
+                .with_context(|| format!("job {} is not in the trace sample", t.job_name));
+        }
+        match self.workload_of(seed, &t.job_name).as_deref() {
+            Some("sort" | "sort-lines") => Ok(t.input_bytes),
+            w => anyhow::bail!(
+                "--network-shuffle: job {} runs {}, whose reduce output the results do not record (only trace replays that move the trace's bytes and sorts, whose output is their input)",
+                t.job_name,
+                w.unwrap_or("an unknown workload")
+            ),
+        }
+    }
+
     /// A job's workload, for the shuffle ratios: a mix's seeded order, else
     /// the spec's one workload; a trace's jobs with shuffle run wordcount
     /// (`shuffle = "wordcount"`) or give their own shuffle (synthetic).
@@ -215,6 +253,25 @@ impl<'a> Measured<'a> {
         opts: &Options,
     ) -> anyhow::Result<Vec<Setup<'s>>> {
         let spec = self.spec;
+        let shuffle_net = if opts.network_shuffle {
+            let mbps = p.nic_mbps.with_context(|| {
+                format!(
+                    "--network-shuffle: point {} has no NIC rate (cluster.nic_mbps): the shuffle has no link to cross",
+                    p.label
+                )
+            })?;
+            Some(lab::replay::ShuffleNet {
+                // Mbit/s to bytes per ms, each way.
+                link_bpms: mbps * 1e6 / 8.0 / 1e3,
+                extra_copies: spec
+                    .cluster
+                    .output_replication
+                    .unwrap_or(p.replication)
+                    .saturating_sub(1),
+            })
+        } else {
+            None
+        };
         let mut setups: Vec<Setup> = Vec::new();
         for &k in keys {
             let Some(run) = self
@@ -284,7 +341,7 @@ impl<'a> Measured<'a> {
                     },
                     // The model's, set per simulation.
                     disk: None,
-                    shuffle_net: None,
+                    shuffle_net,
                 },
                 bg,
                 record,
@@ -304,6 +361,7 @@ impl<'a> Measured<'a> {
         measured: bool,
     ) -> anyhow::Result<(ReplayOutcome, Vec<ReplayJob>)> {
         let disk = m.disk_mbs > 0.0;
+        let output = |t: &TaskRow| self.reduce_output(s.run.seed, t);
         let jobs = replay_jobs(
             &self.maps[s.key],
             self.reduces_of(s.key),
@@ -312,6 +370,7 @@ impl<'a> Measured<'a> {
             replicas,
             &|seed, t| self.task_compute(seed, t, disk),
             &|t| self.file_of(t),
+            s.cluster.shuffle_net.is_some().then_some(&output as _),
         )?;
         let mut jobs = jobs;
         s.record.apply(&mut jobs);
@@ -453,6 +512,20 @@ impl<'a> Measured<'a> {
             }
             _ => fit_on(&|_| true)?,
         };
+        if let Some(net) = setups.first().and_then(|s| s.cluster.shuffle_net) {
+            out.notes.push(format!(
+                "Point {}: the shuffle over the network (--network-shuffle): a reduce lasts {:.0} + {:.0} ms \
+                 per MB of its measured input (the typical reduce's), or, where longer, its fetch from the \
+                 workers that ran its job's maps and then its output sent to {} more replica(s) (on \
+                 workers picked by the master's rule), over {:.0} Mbit/s links shared with every \
+                 transfer on them.",
+                p.label,
+                model.reduce_base_ms,
+                model.reduce_typical_ms_per_mb,
+                net.extra_copies,
+                net.link_bpms * 8.0 / 1e3
+            ));
+        }
         let mut held_out: BTreeMap<String, PointModel> = BTreeMap::new();
         if opts.fit == Fit::HoldOut {
             for sc in schedulers {

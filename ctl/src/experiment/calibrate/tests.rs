@@ -186,3 +186,79 @@ fn the_disk_term_keeps_the_pacing_floor_and_reduces_load_the_disk() {
         .iter()
         .all(|r| *r == 0.0));
 }
+
+/// One run of a committed SWIM replay that moves the trace's bytes
+/// (hour 22, hadoop, first seed) simulated by hour 22's own model, with
+/// and without the shuffle over the network: (jobs, outcome) each.
+fn hour22_hadoop(network: bool) -> (Vec<ReplayJob>, lab::replay::ReplayOutcome) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../results/swim-hour22-shuffle/20261128-195751");
+    let (_, _, spec, schedulers, points) = super::super::run::open_results(&dir).unwrap();
+    let runs: Vec<RunRecord> = read_csv(&dir.join("runs.csv")).unwrap();
+    let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv")).unwrap();
+    let measured = Measured::new(&dir, &spec, &points, &runs, &tasks, &[]).unwrap();
+    let key = ("default".to_owned(), "hadoop".to_owned(), 0);
+    let keys = vec![&key];
+    let replicas = measured.replicas(&keys).unwrap();
+    let opts = Options {
+        network_shuffle: network,
+        ..Options::new(Fit::InSample)
+    };
+    let setups = measured
+        .setups(&points[0], &keys, &schedulers, &opts)
+        .unwrap();
+    let model = &read_models(&dir.join("calibration")).unwrap()["default"];
+    let remote = model.models()[0].1;
+    measured
+        .simulate(&setups[0], model, remote, &replicas, false)
+        .map(|(out, jobs)| (jobs, out))
+        .unwrap()
+}
+
+#[test]
+fn over_the_network_a_reduce_waits_for_its_fetch_and_sends_its_copies() {
+    let (plain_jobs, plain) = hour22_hadoop(false);
+    let (jobs, net) = hour22_hadoop(true);
+    let reduce_of = |jobs: &[ReplayJob], r: &lab::replay::TaskRun| {
+        let j = jobs.iter().find(|j| j.id == r.task.job).unwrap();
+        j.reduces
+            .iter()
+            .find(|t| t.index == r.task.index)
+            .cloned()
+            .unwrap()
+    };
+    // Without it, a reduce lasts the fitted time and sends nothing.
+    let plain_reduces: Vec<_> = plain.runs.iter().filter(|r| r.reduce).collect();
+    assert!(plain_reduces.len() > 100, "{}", plain_reduces.len());
+    for r in &plain_reduces {
+        let t = reduce_of(&plain_jobs, r);
+        assert_eq!(r.end_ms - r.start_ms, t.local_ms, "{r:?}");
+        assert_eq!(t.bytes, 0);
+    }
+    // With it, a reduce's own time is the typical reduce's (shorter than
+    // the fitted one, which holds the network's share), its output the
+    // trace's over the job's reduces; it never ends before its own time,
+    // and some wait for their fetch and copies.
+    let (mut waited, mut writes) = (0, 0);
+    for r in net.runs.iter().filter(|r| r.reduce) {
+        let t = reduce_of(&jobs, r);
+        let fitted = reduce_of(&plain_jobs, r);
+        assert!(t.local_ms <= fitted.local_ms, "{t:?} {fitted:?}");
+        assert!(r.end_ms - r.start_ms >= t.local_ms, "{r:?} {t:?}");
+        waited += usize::from(r.end_ms - r.start_ms > t.local_ms);
+        writes += usize::from(t.bytes > 0);
+    }
+    assert!(waited > 5, "{waited} reduces waited for the network");
+    assert!(writes > 100, "{writes} reduces write output");
+    // A trace replayed as wordcount records no reduce output: refused.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/swim-hour/20261125-142849");
+    let (_, _, spec, _, points) = super::super::run::open_results(&dir).unwrap();
+    let tasks: Vec<TaskRow> = read_csv(&dir.join("tasks.csv")).unwrap();
+    let measured = Measured::new(&dir, &spec, &points, &[], &tasks, &[]).unwrap();
+    let reduce = tasks.iter().find(|t| t.kind == "reduce").unwrap();
+    let e = measured.reduce_output(11, reduce).unwrap_err().to_string();
+    assert!(
+        e.contains("wordcount") && e.contains("shuffle = \"trace\""),
+        "{e}"
+    );
+}

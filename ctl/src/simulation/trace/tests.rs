@@ -349,7 +349,8 @@ fn the_network_shuffle_needs_a_nic_rate_and_the_typical_reduce_term() {
     let (table, runs) = run(&spec, &cal2, &opts).unwrap();
     assert_eq!(runs.len(), 1, "{table}");
     assert!(
-        table.contains("over 80 Mbit/s links") && table.contains("to 1 more replica,"),
+        table.contains("over 80 Mbit/s links")
+            && table.contains("to 1 more replica (on workers picked"),
         "{table}"
     );
 }
