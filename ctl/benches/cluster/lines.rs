@@ -35,10 +35,14 @@ async fn versus_gnu_sort(
     let (mut ours, mut theirs) = (f64::MAX, f64::MAX);
     let (mut shares, mut maps_done) = (Vec::new(), 0.0);
     let reference = input.with_extension("gnu");
-    let out = format!("{name}-sorted");
+    // Each round writes its own output (a name still being deleted is
+    // refused until its replicas are gone); the last one is checked.
+    let out_of = |round: usize| format!("{name}-sorted-{round}");
+    let mut out = out_of(0);
     for round in 0..ROUNDS {
         if round > 0 {
             cl.client.delete_file(&out).await.unwrap();
+            out = out_of(round);
         }
         let mut job = JobSubmit::new(workload, name);
         job.reduces = Some(reduces);
