@@ -711,7 +711,7 @@ async fn partitions(
             // Its stale reduce then fetches its remote input (about 2 MB)
             // at 4 Mbit/s and sends its 4 MB output to its replica target
             // at 5 Mbit/s, each for some 6 s (an upload without an answer
-            // is cut off after 10 s, PEER_READ_TIMEOUT).
+            // is cut off after 10 s without moving, PEER_READ_TIMEOUT).
             netns::reshape(ns, netns::NODE_IF, 5_000_000).unwrap();
             let (br, dev) = &receive_of[&victim];
             netns::reshape(br, dev, 4_000_000).unwrap();
@@ -841,7 +841,8 @@ async fn stale_reduce_waits_to_commit(
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     eprintln!("{victim}'s stale reduce: {seen}");
-    // Past the longest upload of its output (PEER_READ_TIMEOUT, 10 s).
+    // Past the longest its output upload can wait without moving
+    // (PEER_READ_TIMEOUT, 10 s).
     let until = Instant::now() + Duration::from_secs(11);
     while Instant::now() < until {
         assert!(

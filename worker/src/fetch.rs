@@ -17,12 +17,19 @@ pub struct PeerLink<'a> {
     pub http: &'a reqwest::Client,
     pub token: &'a common::credentials::Secret,
     pub link: &'a Link,
+    /// How long a transfer may go without moving a byte (an upload's
+    /// client has no read timeout: the peer answers only at its end).
+    pub idle: std::time::Duration,
 }
 
 /// This worker's way to its peers and the master: one HTTP client, the
 /// cluster token and the NIC every transfer is paced by.
 pub struct Peers {
     pub http: reqwest::Client,
+    /// For uploads (`uplink`): no idle read timeout, since the receiver
+    /// answers only once the whole block is in; the upload watches its
+    /// own progress instead ([`PeerLink::idle`]).
+    pub upload: reqwest::Client,
     /// The worker role's secret (or the cluster token), replaced when
     /// cluster.toml's `[credentials]` change.
     pub token: common::credentials::Secret,
@@ -36,15 +43,17 @@ impl Peers {
             http: &self.http,
             token: &self.token,
             link: &self.nic.rx,
+            idle: crate::PEER_READ_TIMEOUT,
         }
     }
 
     /// Transfers to peers, paced by this worker's transmit link.
     pub fn uplink(&self) -> PeerLink<'_> {
         PeerLink {
-            http: &self.http,
+            http: &self.upload,
             token: &self.token,
             link: &self.nic.tx,
+            idle: crate::PEER_READ_TIMEOUT,
         }
     }
 }

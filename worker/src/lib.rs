@@ -342,6 +342,12 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
             .build()
             .expect("HTTP client builds"),
+        upload: common::http_client::builder(opts.tls.as_ref().map(|t| &t.client))
+            .tcp_nodelay(true)
+            .connect_timeout(PEER_CONNECT_TIMEOUT)
+            .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
+            .build()
+            .expect("HTTP client builds"),
         token: sending.clone(),
         nic: nic.clone(),
     });
