@@ -8,7 +8,7 @@
 //! than a block makes its block longer), so a map's block is whole lines.
 //! Map: sorts its block's lines and lays them out in order, each with its
 //! newline, and samples whole lines (without the newline) at evenly spaced
-//! ranks. The master picks R - 1 split lines at the quantiles of every
+//! bytes of that run, so that the splits balance the reduces' bytes. The master picks R - 1 split lines at the quantiles of every
 //! map's sample (as for `sort`); reducer r takes the lines with
 //! split[r-1] <= line < split[r], which each mapper finds in its sorted run
 //! by a binary search over byte offsets that reads only the lines it
@@ -61,14 +61,19 @@ impl MapTask for LinesMap {
         let order = sorted_lines(&data);
         let n = order.len();
         let k = SAMPLES_PER_MAP.min(n);
-        // The sampled ranks, evenly spaced.
-        let mut ranks = (0..k).map(|i| (i * n) / k).peekable();
+        // The sampled lines sit at evenly spaced bytes of the sorted run,
+        // not ranks: lines differ in length, and where long lines sort
+        // together (a document's table rows) splits at rank quantiles
+        // would give one reduce far more bytes than another. A line
+        // longer than the spacing may be sampled more than once.
+        let total = data.len() as u64;
+        let mut marks = (0..k as u64).map(|i| i * total / k as u64).peekable();
         let mut sample = Vec::with_capacity(k);
         let mut laid = crate::pool::take(data.len());
-        for (rank, &(_, start, len)) in order.iter().enumerate() {
+        for &(_, start, len) in &order {
             let (s, e) = (start as usize, start as usize + len as usize);
-            if ranks.peek() == Some(&rank) {
-                ranks.next();
+            let ends_at = (laid.len() + len as usize + 1) as u64;
+            while marks.next_if(|&m| m < ends_at).is_some() {
                 sample.push(data[s..e].to_vec());
             }
             laid.extend_from_slice(&data[s..=e]);

@@ -249,3 +249,45 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn splits_balance_the_reduces_bytes_where_long_lines_sort_together() {
+    // 20,000 short lines sorting first (7 bytes each) and 2,000 long ones
+    // sorting last (200 bytes each), interleaved, in blocks of 64 KiB: by
+    // line count the median is a short line and one reduce would take
+    // nearly every byte; sampled by bytes, each of 2 reduces takes about
+    // half.
+    let mut input = Vec::new();
+    for i in 0..20_000u32 {
+        input.extend_from_slice(format!("a{:05}\n", (i * 7919) % 20_000).as_bytes());
+        if i % 10 == 0 {
+            let long = format!("z{:05}", (i * 7919) % 20_000);
+            input.extend_from_slice(format!("{long:x<199}\n").as_bytes());
+        }
+    }
+    let (mut runs, mut samples) = (Vec::new(), Vec::new());
+    for b in blocks(&input, 64 << 10) {
+        let mut m = Workload::SortLines.map_task(2);
+        m.consume(b);
+        let MapOutput::SortedRun { run, sample } = m.finish().1 else {
+            panic!("sort-lines maps make a sorted run")
+        };
+        samples.extend(sample);
+        runs.push(run);
+    }
+    let splits = crate::sort::splits(samples, 2);
+    let low: usize = runs
+        .iter()
+        .map(|r| {
+            let (s, e) = r.range(None, Some(&splits[0]));
+            e - s
+        })
+        .sum();
+    let share = low as f64 / input.len() as f64;
+    assert!(
+        (0.45..0.55).contains(&share),
+        "the first reduce's share {share}"
+    );
+    // And the job's output is still `LC_ALL=C sort`'s.
+    assert_eq!(sort_lines(&input, 64 << 10, 2, None), c_sort(&input));
+}
