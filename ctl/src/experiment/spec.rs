@@ -361,6 +361,22 @@ pub struct Point {
 }
 
 impl Point {
+    /// The shuffle over this point's NICs in the simulator
+    /// ([`lab::replay::ShuffleNet`]): each link's rate, each way, and the
+    /// output copies beyond a reduce's own (`cluster.output_replication`,
+    /// else the point's replication). None without a NIC rate.
+    pub fn shuffle_net(&self, spec: &Spec) -> Option<lab::replay::ShuffleNet> {
+        self.nic_mbps.map(|mbps| lab::replay::ShuffleNet {
+            // Mbit/s to bytes per ms.
+            link_bpms: mbps * 1e6 / 8.0 / 1e3,
+            extra_copies: spec
+                .cluster
+                .output_replication
+                .unwrap_or(self.replication)
+                .saturating_sub(1),
+        })
+    }
+
     /// The rack of worker `i` (0-based) of `workers`; None on one rack.
     pub fn rack(&self, i: u32, workers: u32) -> Option<String> {
         (self.racks > 1).then(|| {

@@ -339,17 +339,7 @@ fn shape_of(spec: &Spec, p: &Point, opts: &TraceOptions) -> Shape {
             ..spec.cluster.speculation.clone()
         },
         slow: opts.slow,
-        // Each NIC's rate, each way: Mbit/s to bytes per ms.
-        shuffle_net: p.nic_mbps.filter(|_| opts.network_shuffle).map(|mbps| {
-            lab::replay::ShuffleNet {
-                link_bpms: mbps * 1e6 / 8.0 / 1e3,
-                extra_copies: spec
-                    .cluster
-                    .output_replication
-                    .unwrap_or(p.replication)
-                    .saturating_sub(1),
-            }
-        }),
+        shuffle_net: p.shuffle_net(spec).filter(|_| opts.network_shuffle),
     }
 }
 

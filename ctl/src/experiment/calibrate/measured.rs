@@ -254,21 +254,12 @@ impl<'a> Measured<'a> {
     ) -> anyhow::Result<Vec<Setup<'s>>> {
         let spec = self.spec;
         let shuffle_net = if opts.network_shuffle {
-            let mbps = p.nic_mbps.with_context(|| {
+            Some(p.shuffle_net(spec).with_context(|| {
                 format!(
                     "--network-shuffle: point {} has no NIC rate (cluster.nic_mbps): the shuffle has no link to cross",
                     p.label
                 )
-            })?;
-            Some(lab::replay::ShuffleNet {
-                // Mbit/s to bytes per ms, each way.
-                link_bpms: mbps * 1e6 / 8.0 / 1e3,
-                extra_copies: spec
-                    .cluster
-                    .output_replication
-                    .unwrap_or(p.replication)
-                    .saturating_sub(1),
-            })
+            })?)
         } else {
             None
         };
