@@ -30,6 +30,9 @@ pub struct Peers {
     /// answers only once the whole block is in; the upload watches its
     /// own progress instead ([`PeerLink::idle`]).
     pub upload: reqwest::Client,
+    /// How long a transfer may go without moving a byte
+    /// ([`PeerLink::idle`]).
+    pub idle: std::time::Duration,
     /// The worker role's secret (or the cluster token), replaced when
     /// cluster.toml's `[credentials]` change.
     pub token: common::credentials::Secret,
@@ -43,7 +46,7 @@ impl Peers {
             http: &self.http,
             token: &self.token,
             link: &self.nic.rx,
-            idle: crate::PEER_READ_TIMEOUT,
+            idle: self.idle,
         }
     }
 
@@ -53,7 +56,7 @@ impl Peers {
             http: &self.upload,
             token: &self.token,
             link: &self.nic.tx,
-            idle: crate::PEER_READ_TIMEOUT,
+            idle: self.idle,
         }
     }
 }

@@ -348,6 +348,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
             .build()
             .expect("HTTP client builds"),
+        idle: PEER_READ_TIMEOUT,
         token: sending.clone(),
         nic: nic.clone(),
     });

@@ -64,6 +64,8 @@ impl Replay<'_> {
             let r = task.index.saturating_sub(job.tasks.len() as u32) as usize;
             let reducing: Vec<bool> = c.reducing.iter().map(|&k| k > 0).collect();
             let load = Load {
+                // No worker is slow to the replay (the master avoids a
+                // job's slow nodes, which speculation names).
                 slow: &[],
                 incoming: &c.incoming,
                 reducing: &reducing,
