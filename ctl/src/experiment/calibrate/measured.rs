@@ -29,12 +29,17 @@ pub(super) struct Measured<'a> {
     pub(super) pacing: BTreeMap<&'a str, f64>,
     /// Each point's emulated disk (MB/s), if any.
     pub(super) disk: BTreeMap<&'a str, f64>,
-    /// With a trace, each point's job -> file (its sample's input path).
-    pub(super) trace_files: BTreeMap<String, Vec<u64>>,
-    /// With a trace whose jobs move its bytes, each point's job -> the
-    /// bytes each of its reduces writes (its scaled output over its
-    /// reduces), as `sim trace` charges them.
-    pub(super) trace_outputs: BTreeMap<String, Vec<u64>>,
+    /// With a trace, each point's jobs: the file each read (its sample's
+    /// input path) and the bytes each of its reduces writes (its scaled
+    /// output over its reduces, as `sim trace` charges them).
+    pub(super) trace_jobs: BTreeMap<String, Vec<TraceJob>>,
+}
+
+/// A trace job as the calibration reads it: [`Measured::trace_jobs`].
+#[derive(Clone, Copy)]
+pub(super) struct TraceJob {
+    file: u64,
+    reduce_output: u64,
 }
 
 impl<'a> Measured<'a> {
@@ -76,19 +81,20 @@ impl<'a> Measured<'a> {
         }
         let workers = spec.cluster.workers as usize;
         let dedicated = spec.cluster.reduce_workers as usize;
-        let (mut trace_files, mut trace_outputs) = (BTreeMap::new(), BTreeMap::new());
+        let mut trace_jobs = BTreeMap::new();
         for p in points {
             let Some(plan) = spec.trace_plan(p.block_bytes)? else {
                 continue;
             };
-            let files = plan.jobs.iter().map(|j| j.file as u64).collect();
-            let outputs = plan
+            let jobs = plan
                 .jobs
                 .iter()
-                .map(|j| j.output_bytes / u64::from(j.reduces.unwrap_or(0).max(1)))
+                .map(|j| TraceJob {
+                    file: j.file as u64,
+                    reduce_output: j.output_bytes / u64::from(j.reduces.unwrap_or(0).max(1)),
+                })
                 .collect();
-            trace_files.insert(p.label.clone(), files);
-            trace_outputs.insert(p.label.clone(), outputs);
+            trace_jobs.insert(p.label.clone(), jobs);
         }
         Ok(Measured {
             dir,
@@ -114,8 +120,7 @@ impl<'a> Measured<'a> {
                 .iter()
                 .filter_map(|p| Some((p.label.as_str(), p.disk_mbs.filter(|r| *r > 0.0)?)))
                 .collect(),
-            trace_files,
-            trace_outputs,
+            trace_jobs,
         })
     }
 
@@ -163,17 +168,22 @@ impl<'a> Measured<'a> {
         .for_task(t.task))
     }
 
+    /// A task's job in the trace sample (with a trace).
+    fn trace_job(&self, t: &TaskRow) -> anyhow::Result<TraceJob> {
+        let i = job_number(&t.job_name)?;
+        self.trace_jobs
+            .get(&t.point)
+            .and_then(|j| j.get(i as usize))
+            .copied()
+            .with_context(|| format!("job {} is not in the trace sample", t.job_name))
+    }
+
     /// The file a task's job read.
     pub(super) fn file_of(&self, t: &TaskRow) -> anyhow::Result<u64> {
-        let i = job_number(&t.job_name)?;
         if self.spec.trace.is_some() {
-            return self
-                .trace_files
-                .get(&t.point)
-                .and_then(|f| f.get(i as usize))
-                .copied()
-                .with_context(|| format!("job {} is not in the trace sample", t.job_name));
+            return Ok(self.trace_job(t)?.file);
         }
+        let i = job_number(&t.job_name)?;
         Ok(if self.spec.jobs.mix.is_empty() {
             i % u64::from(points_files(self.points, &t.point))
         } else {
@@ -192,13 +202,7 @@ impl<'a> Measured<'a> {
                     "--network-shuffle: the trace's jobs run wordcount (trace.shuffle = \"wordcount\"), whose reduce output the results do not record; replay the trace with shuffle = \"trace\""
                 );
             }
-            let i = job_number(&t.job_name)?;
-            return self
-                .trace_outputs
-                .get(&t.point)
-                .and_then(|o| o.get(i as usize))
-                .copied()
-                .with_context(|| format!("job {} is not in the trace sample", t.job_name));
+            return Ok(self.trace_job(t)?.reduce_output);
         }
         match self.workload_of(seed, &t.job_name).as_deref() {
             Some("sort" | "sort-lines") => Ok(t.input_bytes),
