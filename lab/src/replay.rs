@@ -113,7 +113,14 @@ pub struct ReplayCluster {
     /// (`sched::reduce::targets`), each a transfer on its own transmit link
     /// and the target's receive link; it ends at the later of its own time
     /// (`local_ms` from its start: the slot's pacing floor) and its fetch
-    /// plus its copies. None: a reduce lasts its `local_ms`.
+    /// plus its copies. A data-remote map's block crosses the same links at
+    /// their rate from the map's start (its source's transmit link, its
+    /// reader's receive link), as the real workers' NICs carry it beside
+    /// the shuffle; the map's length stays its [`RemoteModel`]'s (the
+    /// fair-share model's own transfer then progresses at those links'
+    /// share without being counted on them twice). None: a reduce lasts
+    /// its `local_ms`, and the links carry only the fair-share model's
+    /// reads.
     pub shuffle_net: Option<ShuffleNet>,
 }
 

@@ -460,8 +460,9 @@ pub enum SimCmd {
         /// --network-shuffle` does: a reduce lasts the fitted typical
         /// reduce's time for its measured input, or longer where its fetch
         /// from the workers that ran its job's maps and its output's
-        /// copies, sharing those links, take longer (trace replays whose
-        /// jobs move the trace's bytes; writes DIR/calibration...-netshuffle/).
+        /// copies, sharing those links, take longer; a data-remote map's
+        /// block crosses them too (trace replays whose jobs move the
+        /// trace's bytes; writes DIR/calibration...-netshuffle/).
         #[arg(long)]
         network_shuffle: bool,
     },
@@ -557,7 +558,8 @@ pub enum SimCmd {
         /// Move the shuffle over the spec's NICs: a reduce lasts the
         /// calibration's typical time for its bytes, or longer where its
         /// fetch from the workers that ran its job's maps and its output's
-        /// copies, sharing those links, take longer.
+        /// copies, sharing those links, take longer; a data-remote map's
+        /// block crosses them too (its length stays the remote model's).
         #[arg(long)]
         network_shuffle: bool,
         /// Slow machines, FRACTION:FACTOR: that share of the workers,

@@ -306,6 +306,9 @@ impl<'a> Replay<'a> {
                 continue;
             }
             let x = self.flows.remove(i);
+            if x.only_load {
+                continue;
+            }
             if let Some(owner) = x.copy_of {
                 self.copy_done(&x, owner, at);
                 continue;
@@ -515,6 +518,8 @@ impl<'a> Replay<'a> {
                 self.flows.remove(i);
             } else {
                 self.killed.insert((task, reduce, a.worker, a.start));
+                self.flows
+                    .drop_load(task.job, task.index, a.worker, a.start);
             }
             self.attempt_ended(task, reduce, a.worker, a.source, at, false);
         }
@@ -817,11 +822,13 @@ impl<'a> Replay<'a> {
             how,
             fetch: false,
             copy_of: None,
+            only_load: false,
         };
         if tw != src {
             match self.remote {
                 RemoteModel::Static(cost) => {
                     len += cost.extra_ms(self.remote_out[src] - 1, self.remote_in[tw] - 1, bytes);
+                    let _ = self.block_on_links(task, (tw, src), t, bytes);
                 }
                 RemoteModel::FairShare {
                     transfer_ms,
@@ -833,7 +840,11 @@ impl<'a> Replay<'a> {
                         transfer_ms
                     };
                     if !on_disk {
-                        self.flows.push(read(alone.max(0.0), len, 0, Flow::Net));
+                        let how = match self.block_on_links(task, (tw, src), t, bytes) {
+                            true => Flow::NetLoaded,
+                            false => Flow::Net,
+                        };
+                        self.flows.push(read(alone.max(0.0), len, 0, how));
                         return None;
                     }
                     if alone > 0.0 {

@@ -14,6 +14,10 @@ pub(super) enum Flow {
     /// `left` is ms of the transfer alone; it goes at 1 / n, n the larger
     /// of the transfers from its source and to its reader.
     Net,
+    /// As `Net`, but not counted on the links: a fair-share read under the
+    /// shuffle over the network, whose block's bytes load the links as a
+    /// transfer of their own at the links' rate ([`Transfer::only_load`]).
+    NetLoaded,
     /// `left` is bytes; it goes at the lesser of the source's disk shared
     /// by the reads from it and (`net_bpms` > 0) the network's rate alone
     /// over the larger of its source's and reader's transfers. Rates in
@@ -44,6 +48,11 @@ pub(super) struct Transfer {
     /// `source`; `worker` is the copy's target): its end may end the
     /// reduce.
     pub(super) copy_of: Option<u32>,
+    /// A data-remote map's block crossing the links under the shuffle over
+    /// the network, with a fixed remote model: it loads its source's
+    /// transmit and its reader's receive link while it lasts, and its end
+    /// ends nothing (the map's length is its model's).
+    pub(super) only_load: bool,
 }
 
 impl Transfer {
@@ -51,6 +60,7 @@ impl Transfer {
     fn on_net(&self) -> bool {
         match self.how {
             Flow::Net => true,
+            Flow::NetLoaded => false,
             Flow::Disk { net_bpms, .. } => net_bpms > 0.0,
         }
     }
@@ -111,6 +121,7 @@ impl Flows {
         self.list.iter().position(|x| {
             !x.fetch
                 && x.copy_of.is_none()
+                && !x.only_load
                 && x.job == job
                 && x.index == index
                 && x.worker == worker
@@ -129,6 +140,22 @@ impl Flows {
             if of_it && x.job == task.job && x.index == task.index && x.start == start {
                 self.remove(i);
             }
+        }
+    }
+
+    /// Drops the block load on the links ([`Transfer::only_load`]) of
+    /// `job`'s map `index` started at `start` on `worker` (its attempt
+    /// killed), if still in flight.
+    pub(super) fn drop_load(&mut self, job: JobId, index: u32, worker: u32, start: u64) {
+        let at = self.list.iter().position(|x| {
+            x.only_load
+                && x.job == job
+                && x.index == index
+                && x.worker == worker
+                && x.start == start
+        });
+        if let Some(i) = at {
+            self.remove(i);
         }
     }
 
@@ -157,7 +184,7 @@ impl Flows {
         self.list
             .iter()
             .map(|x| match x.how {
-                Flow::Net => clock + x.left * self.share(x),
+                Flow::Net | Flow::NetLoaded => clock + x.left * self.share(x),
                 Flow::Disk {
                     disk_bpms,
                     net_bpms,
@@ -172,7 +199,7 @@ impl Flows {
             .list
             .iter()
             .map(|x| match x.how {
-                Flow::Net => dt / self.share(x),
+                Flow::Net | Flow::NetLoaded => dt / self.share(x),
                 Flow::Disk {
                     disk_bpms,
                     net_bpms,
@@ -240,6 +267,7 @@ pub(super) fn fetch_parts(
                 how,
                 fetch: true,
                 copy_of: None,
+                only_load: false,
             }
         })
         .collect()

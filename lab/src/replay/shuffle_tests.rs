@@ -1,6 +1,6 @@
 //! The shuffle over the network ([`ReplayCluster::shuffle_net`]).
 
-use super::tests::{cluster, job, run};
+use super::tests::{cluster, job, run, run_with};
 use super::*;
 
 /// Job 1: maps of 1 s on workers 0 and 1, then one reduce on worker 2
@@ -148,4 +148,87 @@ fn output_copies_into_one_worker_share_its_receive_link() {
     // them, and share its receive link: 2 s each, where a copy's fixed
     // time alone would be 1 s.
     assert_eq!(two_reduces(0, 1_000_000), [2_000, 2_000]);
+}
+
+/// Job 1: a map of 100 ms on worker 0, then its reduce on worker 2 (the
+/// only reduce worker) fetching 1 MB from worker 0 and writing nothing.
+/// Job 2, from the same instant: one map of 3 s whose 1 MB block is held
+/// by `holder` only; worker 0's one slot is taken, so with `holder` 0 it
+/// runs on worker 1 reading from worker 0. Links of 1,000 bytes per ms.
+/// The reduce's start and length, and job 2's map's worker and length.
+fn fetch_beside_a_block(holder: u32) -> (u64, u64, WorkerId, u64) {
+    let mut j1 = job(1, 0, &[(0, 100)]);
+    j1.reduces = vec![ReplayTask {
+        index: 1,
+        replicas: Vec::new(),
+        local_ms: 100,
+        bytes: 0,
+    }];
+    j1.reduce_load = 1_000_000;
+    let mut j2 = job(2, 0, &[(holder, 3_000)]);
+    j2.tasks[0].bytes = 1_000_000;
+    let mut c = cluster(&[1, 1, 1], 100, true);
+    c.runs_maps = vec![true, true, false];
+    c.runs_reduces = vec![false, false, true];
+    c.shuffle_net = Some(ShuffleNet {
+        link_bpms: 1_000.0,
+        extra_copies: 0,
+    });
+    let o = run(&c, &[j1, j2], &[], RemoteCost::default());
+    let r = o.runs.iter().find(|r| r.reduce).expect("the reduce ran");
+    let m = o
+        .runs
+        .iter()
+        .find(|r| r.task.job == JobId(2))
+        .expect("job 2's map ran");
+    (
+        r.start_ms,
+        r.end_ms - r.start_ms,
+        m.worker,
+        m.end_ms - m.start_ms,
+    )
+}
+
+#[test]
+fn a_remote_maps_block_loads_the_links_the_shuffle_crosses() {
+    // Job 2's block is read where it is: the fetch has worker 0's
+    // transmit link to itself (1 s).
+    let (start, len, at, map) = fetch_beside_a_block(1);
+    assert_eq!((start, len, at, map), (100, 1_000, WorkerId(1), 3_000));
+    // Read from worker 0 by worker 1 from t = 0: its 1 MB (1 s alone) has
+    // 900 ms left when the fetch starts at 100 ms; the two share worker
+    // 0's transmit link (half each) until the block is through at 1.9 s,
+    // the fetch's last 100 ms alone: 1.9 s. The map lasts its fixed
+    // model's time (here no extra): the block only loads the links.
+    let (start, len, at, map) = fetch_beside_a_block(0);
+    assert_eq!((start, len, at, map), (100, 1_900, WorkerId(1), 3_000));
+}
+
+#[test]
+fn a_fair_share_read_counts_once_on_the_links_it_loads() {
+    // One map of 1 s on worker 1 whose 1 MB block only worker 0 holds
+    // (worker 0 runs no maps), under the fair-share model (200 ms alone).
+    // Over the network its bytes load the links as a transfer of their
+    // own (1 s at 1,000 bytes per ms); its model's transfer is not counted
+    // again beside it, so alone it still takes its 200 ms, then its 1 s.
+    let mut j = job(1, 0, &[(0, 1_000)]);
+    j.tasks[0].bytes = 1_000_000;
+    let mut c = cluster(&[1, 1], 100, true);
+    c.runs_maps = vec![false, true];
+    let fair = RemoteModel::FairShare {
+        transfer_ms: 200.0,
+        ref_bytes: 0,
+    };
+    let len = |c: &ReplayCluster| {
+        let o = run_with(c, &[j.clone()], &[], fair);
+        let m = o.runs[0];
+        assert_eq!((m.worker, m.source), (WorkerId(1), WorkerId(0)));
+        m.end_ms - m.start_ms
+    };
+    assert_eq!(len(&c), 1_200);
+    c.shuffle_net = Some(ShuffleNet {
+        link_bpms: 1_000.0,
+        extra_copies: 0,
+    });
+    assert_eq!(len(&c), 1_200);
 }

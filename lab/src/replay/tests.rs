@@ -76,7 +76,7 @@ pub(super) fn run(
     run_with(c, jobs, bg, RemoteModel::Static(cost))
 }
 
-fn run_with(
+pub(super) fn run_with(
     c: &ReplayCluster,
     jobs: &[ReplayJob],
     bg: &[BackgroundRun],
