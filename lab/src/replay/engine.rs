@@ -6,6 +6,7 @@
 
 mod copies;
 mod park;
+mod reads;
 
 use copies::Fetching;
 
@@ -793,76 +794,6 @@ impl<'a> Replay<'a> {
                 false,
             )));
         }
-    }
-
-    /// `task`'s block read from worker `src` to `tw` at `t`, by the remote
-    /// model and (with [`ReplayCluster::disk`]) the source's disk: the
-    /// task's end when its start fixes it, None while a shared read is in
-    /// flight (its `len` runs after it).
-    fn start_read(
-        &mut self,
-        task: TaskRef,
-        (tw, src): (usize, usize),
-        t: u64,
-        mut len: u64,
-        bytes: u64,
-    ) -> Option<u64> {
-        let disk_bpms = self.cluster.disk_bpms(src);
-        let on_disk = disk_bpms > 0.0 && bytes > 0;
-        let mut net_bpms = 0.0;
-        let read = |left, then_ms, floor, how| Transfer {
-            job: task.job,
-            index: task.index,
-            worker: tw as u32,
-            source: src as u32,
-            start: t,
-            left,
-            then_ms,
-            floor,
-            how,
-            fetch: false,
-            copy_of: None,
-            only_load: false,
-        };
-        if tw != src {
-            match self.remote {
-                RemoteModel::Static(cost) => {
-                    len += cost.extra_ms(self.remote_out[src] - 1, self.remote_in[tw] - 1, bytes);
-                    let _ = self.block_on_links(task, (tw, src), t, bytes);
-                }
-                RemoteModel::FairShare {
-                    transfer_ms,
-                    ref_bytes,
-                } => {
-                    let alone = if ref_bytes > 0 && bytes > 0 {
-                        transfer_ms * bytes as f64 / ref_bytes as f64
-                    } else {
-                        transfer_ms
-                    };
-                    if !on_disk {
-                        let how = match self.block_on_links(task, (tw, src), t, bytes) {
-                            true => Flow::NetLoaded,
-                            false => Flow::Net,
-                        };
-                        self.flows.push(read(alone.max(0.0), len, 0, how));
-                        return None;
-                    }
-                    if alone > 0.0 {
-                        net_bpms = bytes as f64 / alone;
-                    }
-                }
-            }
-        }
-        if !on_disk {
-            return Some(t + len);
-        }
-        let floor = t + self.cluster.paced_ms(bytes);
-        let how = Flow::Disk {
-            disk_bpms,
-            net_bpms,
-        };
-        self.flows.push(read(bytes as f64, len, floor, how));
-        None
     }
 
     /// A map's local time and input bytes.

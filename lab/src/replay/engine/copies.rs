@@ -1,5 +1,5 @@
-//! A reduce's output copies, and data-remote maps' blocks, over the network
-//! ([`ReplayCluster::shuffle_net`]). The workers that take the copies are picked
+//! A reduce's output copies over the network
+//! ([`ReplayCluster::shuffle_net`]): the workers that take them are picked
 //! when the reduce starts, by the master's own rule
 //! ([`sched::reduce::targets::output_targets`]: the fewest copies coming
 //! in, then not running a reduce), and each copy is a transfer from the
@@ -158,44 +158,5 @@ impl Replay<'_> {
         let end = f.floor.max(at);
         self.fetching.remove(&key);
         self.attempt_ends(task, true, (owner, owner), x.start, end);
-    }
-}
-
-impl Replay<'_> {
-    /// Under the shuffle over the network ([`ReplayCluster::shuffle_net`]),
-    /// a data-remote map's `bytes` from `src` to `tw` cross the two links
-    /// at their rate from its start `t`, shared with the shuffle's parts,
-    /// the output copies and the other blocks on them, as on the real
-    /// cluster (whose workers' NICs carry all of these). The map's own
-    /// length stays its remote model's: the transfer only loads the links
-    /// ([`Transfer::only_load`]). Whether it was pushed.
-    pub(super) fn block_on_links(
-        &mut self,
-        task: TaskRef,
-        (tw, src): (usize, usize),
-        t: u64,
-        bytes: u64,
-    ) -> bool {
-        let Some(net) = self.cluster.shuffle_net else {
-            return false;
-        };
-        if bytes == 0 || net.link_bpms <= 0.0 {
-            return false;
-        }
-        self.flows.push(Transfer {
-            job: task.job,
-            index: task.index,
-            worker: tw as u32,
-            source: src as u32,
-            start: t,
-            left: bytes as f64 / net.link_bpms,
-            then_ms: 0,
-            floor: 0,
-            how: Flow::Net,
-            fetch: false,
-            copy_of: None,
-            only_load: true,
-        });
-        true
     }
 }
