@@ -258,7 +258,7 @@ impl<'a> Replay<'a> {
         let (next_end, t_beat, next_xfer) = loop {
             let next_end = self.ends.peek().map(|Reverse(e)| e.0);
             let t_beat = self.beats.peek().map_or(u64::MAX, |Reverse(b)| b.0);
-            let next_xfer = self.flows.next_done(self.clock);
+            let next_xfer = self.flows.next_done();
             // An arrival's out-of-band heartbeats join before anything at
             // or after its time happens.
             let earliest = next_xfer.min(next_end.map_or(t_beat, |e| e.min(t_beat)) as f64);
@@ -286,8 +286,8 @@ impl<'a> Replay<'a> {
         };
         let next_event = next_end.map_or(t_beat, |e| e.min(t_beat)) as f64;
         let to = next_xfer.min(next_event);
-        self.flows.progress(to - self.clock);
         self.clock = self.clock.max(to);
+        self.flows.advance_to(self.clock);
         if next_xfer < next_event {
             Event::ReadsDone
         } else if next_end.is_some_and(|e| e <= t_beat) {
@@ -300,13 +300,7 @@ impl<'a> Replay<'a> {
     /// Block reads whose work is done: each task now runs its local time.
     fn reads_done(&mut self) {
         let at = self.clock.round() as u64;
-        let mut i = 0;
-        while i < self.flows.list.len() {
-            if self.flows.list[i].left > 1e-6 {
-                i += 1;
-                continue;
-            }
-            let x = self.flows.remove(i);
+        while let Some(x) = self.flows.pop_done() {
             if x.only_load {
                 continue;
             }
@@ -515,9 +509,11 @@ impl<'a> Replay<'a> {
                 if a.end.is_some() {
                     self.killed.insert((task, reduce, a.worker, a.start));
                 }
-            } else if let Some(i) = self.flows.find(task.job, task.index, a.worker, a.start) {
-                self.flows.remove(i);
-            } else {
+            } else if self
+                .flows
+                .take_read(task.job, task.index, a.worker, a.start)
+                .is_none()
+            {
                 self.killed.insert((task, reduce, a.worker, a.start));
                 self.flows
                     .drop_load(task.job, task.index, a.worker, a.start);

@@ -70,55 +70,197 @@ impl Transfer {
     }
 }
 
+/// A transfer in flight with its rate: `left` was its work left at time
+/// `at` (ms), and it goes at `rate` (work per ms) until the counts on its
+/// links or disk change; `version` tells its current heap entry.
+struct Live {
+    x: Transfer,
+    rate: f64,
+    at: f64,
+    version: u32,
+}
+
+/// A heap entry: (when it ends at its rate, slot, version).
+type Due = std::cmp::Reverse<(OrdF64, usize, u32)>;
+
+/// A time that orders totally (finite, not NaN, in practice).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct OrdF64(f64);
+
+impl Eq for OrdF64 {}
+
+impl PartialOrd for OrdF64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrdF64 {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
 /// The reads in flight and how many use each worker's links and disk.
+/// Each progresses at its share, which changes only when a transfer on
+/// one of its links or its disk starts or ends: the others' work is
+/// settled lazily (only the transfers of the two workers touched are
+/// settled and re-timed), and the next to end comes from a heap, so an
+/// event costs the transfers of two workers, not all of them.
 pub(super) struct Flows {
-    pub(super) list: Vec<Transfer>,
+    slots: Vec<Option<Live>>,
+    free: Vec<usize>,
+    len: usize,
     out: Vec<u32>,
     into: Vec<u32>,
     disk: Vec<u32>,
+    /// Per worker, the slots of the transfers from it and into it.
+    from: Vec<Vec<usize>>,
+    to: Vec<Vec<usize>>,
+    due: std::collections::BinaryHeap<Due>,
+    /// The clock the transfers have progressed to (ms).
+    now: f64,
 }
+
+/// A transfer whose work left is at most this is done.
+const DONE: f64 = 1e-6;
 
 impl Flows {
     pub(super) fn new(workers: usize) -> Flows {
         Flows {
-            list: Vec::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            len: 0,
             out: vec![0; workers],
             into: vec![0; workers],
             disk: vec![0; workers],
+            from: vec![Vec::new(); workers],
+            to: vec![Vec::new(); workers],
+            due: std::collections::BinaryHeap::new(),
+            now: 0.0,
         }
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.len == 0
+    }
+
+    /// The transfers whose rate depends on worker `src`'s transmit link or
+    /// disk or on worker `dst`'s receive link, each once.
+    fn touching(&self, src: u32, dst: u32) -> Vec<usize> {
+        let mut v: Vec<usize> = self.from[src as usize]
+            .iter()
+            .chain(&self.to[dst as usize])
+            .copied()
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Brings `ids`' work left up to now at their old rates.
+    fn settle(&mut self, ids: &[usize]) {
+        for &i in ids {
+            let l = self.slots[i].as_mut().expect("a live transfer");
+            l.x.left -= l.rate * (self.now - l.at);
+            l.at = self.now;
+        }
+    }
+
+    /// Gives `ids` their rates at the current counts, and each a new heap
+    /// entry for its end.
+    fn retime(&mut self, ids: &[usize]) {
+        for &i in ids {
+            let rate = self.rate(&self.slots[i].as_ref().expect("a live transfer").x);
+            let l = self.slots[i].as_mut().expect("a live transfer");
+            l.rate = rate;
+            l.version = l.version.wrapping_add(1);
+            let end = self.now + l.x.left.max(0.0) / rate;
+            self.due
+                .push(std::cmp::Reverse((OrdF64(end), i, l.version)));
+        }
+    }
+
+    /// Counts `x` on (or off, `sign` -1) its links and disk.
+    fn count(&mut self, x: &Transfer, add: bool) {
+        let step = |c: &mut u32| {
+            if add {
+                *c += 1
+            } else {
+                *c -= 1
+            }
+        };
+        if x.on_net() {
+            step(&mut self.out[x.source as usize]);
+            step(&mut self.into[x.worker as usize]);
+        }
+        if x.on_disk() {
+            step(&mut self.disk[x.source as usize]);
+        }
     }
 
     pub(super) fn push(&mut self, x: Transfer) {
-        if x.on_net() {
-            self.out[x.source as usize] += 1;
-            self.into[x.worker as usize] += 1;
-        }
-        if x.on_disk() {
-            self.disk[x.source as usize] += 1;
-        }
-        self.list.push(x);
+        let near = self.touching(x.source, x.worker);
+        self.settle(&near);
+        self.count(&x, true);
+        let i = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        self.from[x.source as usize].push(i);
+        self.to[x.worker as usize].push(i);
+        self.slots[i] = Some(Live {
+            x,
+            rate: 0.0,
+            at: self.now,
+            version: 0,
+        });
+        self.len += 1;
+        let mut near = near;
+        near.push(i);
+        self.retime(&near);
     }
 
-    /// Takes read `i` out (its links and disk freed).
-    pub(super) fn remove(&mut self, i: usize) -> Transfer {
-        let x = self.list.swap_remove(i);
-        if x.on_net() {
-            self.out[x.source as usize] -= 1;
-            self.into[x.worker as usize] -= 1;
+    /// Takes transfer `i` out (its links and disk freed, the transfers
+    /// sharing them re-timed).
+    fn remove(&mut self, i: usize) -> Transfer {
+        let (src, dst) = {
+            let x = &self.slots[i].as_ref().expect("a live transfer").x;
+            (x.source, x.worker)
+        };
+        let mut near = self.touching(src, dst);
+        near.retain(|&j| j != i);
+        self.settle(&near);
+        let l = self.slots[i].take().expect("a live transfer");
+        self.count(&l.x, false);
+        for list in [&mut self.from[src as usize], &mut self.to[dst as usize]] {
+            if let Some(k) = list.iter().position(|&j| j == i) {
+                list.swap_remove(k);
+            }
         }
-        if x.on_disk() {
-            self.disk[x.source as usize] -= 1;
-        }
-        x
+        self.free.push(i);
+        self.len -= 1;
+        self.retime(&near);
+        l.x
     }
 
-    /// The read of `job`'s task `index` started at `start` on `worker`.
-    pub(super) fn find(&self, job: JobId, index: u32, worker: u32, start: u64) -> Option<usize> {
-        self.list.iter().position(|x| {
+    /// The slot of the first live transfer that `keep` picks.
+    fn position(&self, keep: impl Fn(&Transfer) -> bool) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|l| l.as_ref().is_some_and(|l| keep(&l.x)))
+    }
+
+    /// Takes out the read of `job`'s task `index` started at `start` on
+    /// `worker`, if in flight.
+    pub(super) fn take_read(
+        &mut self,
+        job: JobId,
+        index: u32,
+        worker: u32,
+        start: u64,
+    ) -> Option<Transfer> {
+        let i = self.position(|x| {
             !x.fetch
                 && x.copy_of.is_none()
                 && !x.only_load
@@ -126,28 +268,15 @@ impl Flows {
                 && x.index == index
                 && x.worker == worker
                 && x.start == start
-        })
-    }
-
-    /// Drops the fetch parts and output copies in flight of `task`'s
-    /// reduce attempt started at `start` on `worker`.
-    pub(super) fn drop_reduce(&mut self, task: TaskRef, worker: u32, start: u64) {
-        let mut i = self.list.len();
-        while i > 0 {
-            i -= 1;
-            let x = &self.list[i];
-            let of_it = (x.fetch && x.worker == worker) || x.copy_of == Some(worker);
-            if of_it && x.job == task.job && x.index == task.index && x.start == start {
-                self.remove(i);
-            }
-        }
+        })?;
+        Some(self.remove(i))
     }
 
     /// Drops the block load on the links ([`Transfer::only_load`]) of
     /// `job`'s map `index` started at `start` on `worker` (its attempt
     /// killed), if still in flight.
     pub(super) fn drop_load(&mut self, job: JobId, index: u32, worker: u32, start: u64) {
-        let at = self.list.iter().position(|x| {
+        let at = self.position(|x| {
             x.only_load
                 && x.job == job
                 && x.index == index
@@ -155,6 +284,17 @@ impl Flows {
                 && x.start == start
         });
         if let Some(i) = at {
+            self.remove(i);
+        }
+    }
+
+    /// Drops the fetch parts and output copies in flight of `task`'s
+    /// reduce attempt started at `start` on `worker`.
+    pub(super) fn drop_reduce(&mut self, task: TaskRef, worker: u32, start: u64) {
+        while let Some(i) = self.position(|x| {
+            let of_it = (x.fetch && x.worker == worker) || x.copy_of == Some(worker);
+            of_it && x.job == task.job && x.index == task.index && x.start == start
+        }) {
             self.remove(i);
         }
     }
@@ -169,46 +309,56 @@ impl Flows {
         )
     }
 
-    /// A disk read's rate now (bytes per ms).
-    fn rate(&self, x: &Transfer, disk_bpms: f64, net_bpms: f64) -> f64 {
-        let mut r = disk_bpms / f64::from(self.disk[x.source as usize].max(1));
-        if net_bpms > 0.0 {
-            r = r.min(net_bpms / self.share(x));
+    /// A read's rate now, in its [`Flow`]'s unit of work per ms.
+    fn rate(&self, x: &Transfer) -> f64 {
+        match x.how {
+            Flow::Net | Flow::NetLoaded => 1.0 / self.share(x),
+            Flow::Disk {
+                disk_bpms,
+                net_bpms,
+            } => {
+                let mut r = disk_bpms / f64::from(self.disk[x.source as usize].max(1));
+                if net_bpms > 0.0 {
+                    r = r.min(net_bpms / self.share(x));
+                }
+                r
+            }
         }
-        r
     }
 
-    /// When the first read in flight ends at the current rates, from
-    /// `clock` (infinity if none).
-    pub(super) fn next_done(&self, clock: f64) -> f64 {
-        self.list
-            .iter()
-            .map(|x| match x.how {
-                Flow::Net | Flow::NetLoaded => clock + x.left * self.share(x),
-                Flow::Disk {
-                    disk_bpms,
-                    net_bpms,
-                } => clock + x.left / self.rate(x, disk_bpms, net_bpms),
-            })
-            .fold(f64::INFINITY, f64::min)
+    /// When the first read in flight ends at the current rates
+    /// (infinity if none).
+    pub(super) fn next_done(&mut self) -> f64 {
+        while let Some(std::cmp::Reverse((end, i, v))) = self.due.peek().copied() {
+            if self.slots[i].as_ref().is_some_and(|l| l.version == v) {
+                return end.0;
+            }
+            self.due.pop();
+        }
+        f64::INFINITY
     }
 
-    /// Every read progresses `dt` ms at its current rate.
-    pub(super) fn progress(&mut self, dt: f64) {
-        let steps: Vec<f64> = self
-            .list
-            .iter()
-            .map(|x| match x.how {
-                Flow::Net | Flow::NetLoaded => dt / self.share(x),
-                Flow::Disk {
-                    disk_bpms,
-                    net_bpms,
-                } => dt * self.rate(x, disk_bpms, net_bpms),
-            })
-            .collect();
-        for (x, step) in self.list.iter_mut().zip(steps) {
-            x.left -= step;
+    /// Every read progresses at its current rate until `t` (settled
+    /// lazily; an event the clock has passed, a rounded millisecond, does
+    /// not take work back).
+    pub(super) fn advance_to(&mut self, t: f64) {
+        self.now = self.now.max(t);
+    }
+
+    /// Takes out a read whose work is done by now, if any (the one due
+    /// first).
+    pub(super) fn pop_done(&mut self) -> Option<Transfer> {
+        let end = self.next_done();
+        if end > self.now {
+            // Due later, unless what is left is below the threshold.
+            let std::cmp::Reverse((_, i, _)) = *self.due.peek()?;
+            let l = self.slots[i].as_ref()?;
+            if l.x.left - l.rate * (self.now - l.at) > DONE {
+                return None;
+            }
         }
+        let std::cmp::Reverse((_, i, _)) = self.due.pop()?;
+        Some(self.remove(i))
     }
 }
 
@@ -271,4 +421,54 @@ pub(super) fn fetch_parts(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A network transfer of `ms` alone from worker `source` to `worker`.
+    fn net(source: u32, worker: u32, ms: f64) -> Transfer {
+        Transfer {
+            job: JobId(1),
+            index: source * 10 + worker,
+            worker,
+            source,
+            start: 0,
+            left: ms,
+            then_ms: 0,
+            floor: 0,
+            how: Flow::Net,
+            fetch: false,
+            copy_of: None,
+            only_load: false,
+        }
+    }
+
+    #[test]
+    fn shares_change_only_on_the_links_a_transfer_uses_and_time_is_not_taken_back() {
+        let mut f = Flows::new(4);
+        f.push(net(0, 1, 1_000.0));
+        assert_eq!(f.next_done(), 1_000.0);
+        // An event the clock has passed (a rounded millisecond) takes no
+        // work back.
+        f.advance_to(500.4);
+        f.advance_to(500.0);
+        assert_eq!(f.next_done(), 1_000.0);
+        // A second transfer out of worker 0 at 500.4 ms: both at half, the
+        // second's 100 ms of work take 200 ms.
+        f.push(net(0, 2, 100.0));
+        assert!((f.next_done() - 700.4).abs() < 1e-9, "{}", f.next_done());
+        // A transfer between two other workers changes neither.
+        f.push(net(3, 3, 5_000.0));
+        assert!((f.next_done() - 700.4).abs() < 1e-9);
+        f.advance_to(700.4);
+        let done = f.pop_done().expect("the short one is done");
+        assert_eq!((done.source, done.worker), (0, 2));
+        assert!(f.pop_done().is_none());
+        // Alone again: the first's 399.6 ms left (100 done at half rate)
+        // go at full rate.
+        assert!((f.next_done() - 1_100.0).abs() < 1e-9, "{}", f.next_done());
+        assert!(!f.is_empty());
+    }
 }
