@@ -509,12 +509,14 @@ impl<'a> Replay<'a> {
                 if a.end.is_some() {
                     self.killed.insert((task, reduce, a.worker, a.start));
                 }
-            } else if self
-                .flows
-                .take_read(task.job, task.index, a.worker, a.start)
-                .is_none()
-            {
-                self.killed.insert((task, reduce, a.worker, a.start));
+            } else {
+                let read = self
+                    .flows
+                    .take_read(task.job, task.index, a.worker, a.start);
+                if read.is_none() {
+                    self.killed.insert((task, reduce, a.worker, a.start));
+                }
+                // Its block stops crossing the links too.
                 self.flows
                     .drop_load(task.job, task.index, a.worker, a.start);
             }

@@ -92,19 +92,26 @@ fn two_reduces_fetching_from_one_worker_share_its_transmit_link() {
     assert_eq!(two_reduces(1_000_000, 0), [2_000, 2_000]);
 }
 
+/// Job 1 from t = 0: one map of `map_ms` on worker 0, then one reduce of
+/// `own_ms` of its own fetching `load` bytes and writing `output`.
+fn map_then_reduce(map_ms: u64, own_ms: u64, load: u64, output: u64) -> ReplayJob {
+    let mut j = job(1, 0, &[(0, map_ms)]);
+    j.reduces = vec![ReplayTask {
+        index: 1,
+        replicas: Vec::new(),
+        local_ms: own_ms,
+        bytes: output,
+    }];
+    j.reduce_load = load;
+    j
+}
+
 #[test]
 fn a_reduce_whose_maps_ran_on_its_worker_still_sends_its_output_copies() {
     // One map of 1 s on worker 0 and the reduce there too (reduces only
     // there): nothing to fetch over a link, 1 MB of output through its
     // transmit link to worker 1, which holds data (1 s).
-    let mut j = job(1, 0, &[(0, 1_000)]);
-    j.reduces = vec![ReplayTask {
-        index: 1,
-        replicas: Vec::new(),
-        local_ms: 200,
-        bytes: 1_000_000,
-    }];
-    j.reduce_load = 1_000_000;
+    let j = map_then_reduce(1_000, 200, 1_000_000, 1_000_000);
     let mut c = cluster(&[2, 1], 100, true);
     c.runs_reduces = vec![true, false];
     let len = |c: &ReplayCluster| {
@@ -157,14 +164,7 @@ fn output_copies_into_one_worker_share_its_receive_link() {
 /// runs on worker 1 reading from worker 0. Links of 1,000 bytes per ms.
 /// The reduce's start and length, and job 2's map's worker and length.
 fn fetch_beside_a_block(holder: u32) -> (u64, u64, WorkerId, u64) {
-    let mut j1 = job(1, 0, &[(0, 100)]);
-    j1.reduces = vec![ReplayTask {
-        index: 1,
-        replicas: Vec::new(),
-        local_ms: 100,
-        bytes: 0,
-    }];
-    j1.reduce_load = 1_000_000;
+    let j1 = map_then_reduce(100, 100, 1_000_000, 0);
     let mut j2 = job(2, 0, &[(holder, 3_000)]);
     j2.tasks[0].bytes = 1_000_000;
     let mut c = cluster(&[1, 1, 1], 100, true);
