@@ -115,7 +115,7 @@ fn a_reduce_whose_maps_ran_on_its_worker_still_sends_its_output_copies() {
     let mut c = cluster(&[2, 1], 100, true);
     c.runs_reduces = vec![true, false];
     let len = |c: &ReplayCluster| {
-        let o = run(c, &[j.clone()], &[], RemoteCost::default());
+        let o = run(c, std::slice::from_ref(&j), &[], RemoteCost::default());
         let r = o.runs.iter().find(|r| r.reduce).expect("the reduce ran");
         assert_eq!(r.worker, WorkerId(0));
         r.end_ms - r.start_ms
