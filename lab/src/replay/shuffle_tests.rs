@@ -3,6 +3,15 @@
 use super::tests::{cluster, job, run, run_with};
 use super::*;
 
+/// Links of 1,000 bytes per ms each way, `extra_copies` of a reduce's
+/// output beyond its own.
+fn links(extra_copies: u32) -> Option<ShuffleNet> {
+    Some(ShuffleNet {
+        link_bpms: 1_000.0,
+        extra_copies,
+    })
+}
+
 /// Job 1: maps of 1 s on workers 0 and 1, then one reduce on worker 2
 /// (the only reduce worker) fetching 2 MB, half from each, lasting
 /// `own_ms` of its own and writing 1 MB of output.
@@ -28,10 +37,7 @@ fn fetching(own_ms: u64, net: Option<ShuffleNet>) -> (u64, u64) {
 #[test]
 fn a_reduce_over_the_network_ends_after_its_fetch_and_its_output_copies_or_its_own_time() {
     // Links of 1,000 bytes per ms, one copy of the output beyond its own.
-    let net = Some(ShuffleNet {
-        link_bpms: 1_000.0,
-        extra_copies: 1,
-    });
+    let net = links(1);
     // Without the network: its own 500 ms.
     let (start, end) = fetching(500, None);
     assert_eq!(end - start, 500);
@@ -44,13 +50,7 @@ fn a_reduce_over_the_network_ends_after_its_fetch_and_its_output_copies_or_its_o
     let (start, end) = fetching(5_000, net);
     assert_eq!(end - start, 5_000);
     // No output copies: the fetch alone.
-    let (start, end) = fetching(
-        500,
-        Some(ShuffleNet {
-            link_bpms: 1_000.0,
-            extra_copies: 0,
-        }),
-    );
+    let (start, end) = fetching(500, links(0));
     assert_eq!(end - start, 2_000);
 }
 
@@ -73,10 +73,7 @@ fn two_reduces(load: u64, output: u64) -> Vec<u64> {
     let mut c = cluster(&[1, 1, 1], 100, true);
     c.runs_maps = vec![true, false, false];
     c.runs_reduces = vec![false, true, true];
-    c.shuffle_net = Some(ShuffleNet {
-        link_bpms: 1_000.0,
-        extra_copies: 1,
-    });
+    c.shuffle_net = links(1);
     let o = run(&c, &[j], &[], RemoteCost::default());
     let reduces: Vec<&TaskRun> = o.runs.iter().filter(|r| r.reduce).collect();
     assert_eq!(reduces.len(), 2);
@@ -121,10 +118,7 @@ fn a_reduce_whose_maps_ran_on_its_worker_still_sends_its_output_copies() {
         r.end_ms - r.start_ms
     };
     assert_eq!(len(&c), 200);
-    c.shuffle_net = Some(ShuffleNet {
-        link_bpms: 1_000.0,
-        extra_copies: 1,
-    });
+    c.shuffle_net = links(1);
     assert_eq!(len(&c), 1_000);
     // No other worker holds data (worker 1 runs no maps): no copy goes
     // out, as the master sends none, and the reduce lasts its own time.
@@ -138,13 +132,7 @@ fn two_output_copies_both_cross_the_reducers_transmit_link() {
     // fetch, the two copies of 1 MB go to workers 0 and 1 at once and
     // share the reducer's transmit link (2 s), as the real reducer sends
     // each target its own stream.
-    let (start, end) = fetching(
-        500,
-        Some(ShuffleNet {
-            link_bpms: 1_000.0,
-            extra_copies: 2,
-        }),
-    );
+    let (start, end) = fetching(500, links(2));
     assert_eq!(end - start, 4_000);
 }
 
@@ -170,10 +158,7 @@ fn fetch_beside_a_block(holder: u32) -> (u64, u64, WorkerId, u64) {
     let mut c = cluster(&[1, 1, 1], 100, true);
     c.runs_maps = vec![true, true, false];
     c.runs_reduces = vec![false, false, true];
-    c.shuffle_net = Some(ShuffleNet {
-        link_bpms: 1_000.0,
-        extra_copies: 0,
-    });
+    c.shuffle_net = links(0);
     let o = run(&c, &[j1, j2], &[], RemoteCost::default());
     let r = o.runs.iter().find(|r| r.reduce).expect("the reduce ran");
     let m = o
@@ -226,9 +211,6 @@ fn a_fair_share_read_counts_once_on_the_links_it_loads() {
         m.end_ms - m.start_ms
     };
     assert_eq!(len(&c), 1_200);
-    c.shuffle_net = Some(ShuffleNet {
-        link_bpms: 1_000.0,
-        extra_copies: 0,
-    });
+    c.shuffle_net = links(0);
     assert_eq!(len(&c), 1_200);
 }
