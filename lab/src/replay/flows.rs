@@ -181,7 +181,7 @@ impl Flows {
         }
     }
 
-    /// Counts `x` on (or off, `sign` -1) its links and disk.
+    /// Counts `x` on (`add`) or off its links and disk.
     fn count(&mut self, x: &Transfer, add: bool) {
         let step = |c: &mut u32| {
             if add {
