@@ -8,6 +8,8 @@
 
 #[cfg(feature = "http")]
 pub mod auth;
+#[cfg(all(feature = "http", feature = "client"))]
+pub mod bulk_client;
 pub mod config;
 pub mod credentials;
 pub mod heap;

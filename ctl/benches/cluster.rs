@@ -133,7 +133,7 @@ async fn worker_fetch_rounds(cl: &support::LocalCluster, id: &str, what: &str) {
         nic_round(id, what, k, NIC_BLOCK, cap, |i| {
             let peers = ws[0].exec.peers.clone();
             let url = ws[1].url();
-            async move { timed_fetch(&peers.http, &peers.nic.rx, &url, i).await }
+            async move { timed_fetch(&peers.bulk, &peers.nic.rx, &url, i).await }
         })
         .await;
     }
@@ -162,7 +162,12 @@ async fn up_bench_netns(
 
 /// Seconds to fetch block `i` of [`upload_nic_blocks`] from `url` with
 /// `http`, its bytes paced by `link`.
-async fn timed_fetch(http: &reqwest::Client, link: &worker::nic::Link, url: &str, i: usize) -> f64 {
+async fn timed_fetch(
+    http: &common::bulk_client::BulkClient,
+    link: &worker::nic::Link,
+    url: &str,
+    i: usize,
+) -> f64 {
     let id = BlockId::for_file("nic", i as u32).unwrap();
     let s = Instant::now();
     worker::fetch::fetch_block(http, link, TOKEN, url, &id, NIC_BLOCK as u64, |_| async {
@@ -247,10 +252,15 @@ async fn nic_netns_bench(tls: bool) {
                     .build()
                     .unwrap();
                 upload_nic_blocks(&http, &s_url).await;
+                let bulk = common::bulk_client::BulkClient::new(
+                    client_tls.as_ref(),
+                    std::time::Duration::from_secs(10),
+                    std::time::Duration::from_secs(10),
+                );
                 let unlimited = worker::nic::Link::new(None);
                 for k in [1usize, 2, 4] {
                     nic_round(id, what, k, NIC_BLOCK, cap, |i| {
-                        let (http, url, link) = (&http, &s_url, &unlimited);
+                        let (http, url, link) = (&bulk, &s_url, &unlimited);
                         async move { timed_fetch(http, link, url, i).await }
                     })
                     .await;

@@ -395,7 +395,7 @@ async fn read_remote_replica(
 ) -> (u64, Option<String>) {
     let mut got = 0u64;
     let res = fetch_block_from(
-        &ex.peers.http,
+        &ex.peers.bulk,
         &ex.peers.nic.rx,
         &ex.peers.token.get(),
         addr,

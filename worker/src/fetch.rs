@@ -3,11 +3,9 @@
 
 use crate::nic::Link;
 use bytes::Bytes;
+use common::bulk_client::BulkClient;
 use common::http::bearer;
-use common::http_client::check;
 use common::BlockId;
-use futures_util::StreamExt;
-use reqwest::header::AUTHORIZATION;
 
 /// What a transfer with a peer needs: the HTTP client, the cluster token,
 /// and the link of this worker's NIC it is paced by (receive for a fetch,
@@ -15,6 +13,8 @@ use reqwest::header::AUTHORIZATION;
 #[derive(Clone, Copy)]
 pub struct PeerLink<'a> {
     pub http: &'a reqwest::Client,
+    /// For bulk reads (blocks, map outputs).
+    pub bulk: &'a BulkClient,
     pub token: &'a common::credentials::Secret,
     pub link: &'a Link,
     /// How long a transfer may go without moving a byte (an upload's
@@ -26,6 +26,9 @@ pub struct PeerLink<'a> {
 /// cluster token and the NIC every transfer is paced by.
 pub struct Peers {
     pub http: reqwest::Client,
+    /// Block reads and shuffle fetches: their own client, whose TLS
+    /// connections receive in large pieces (`common::bulk_client`).
+    pub bulk: BulkClient,
     /// For uploads (`uplink`): no idle read timeout, since the receiver
     /// answers only once the whole block is in; the upload watches its
     /// own progress instead ([`PeerLink::idle`]).
@@ -44,6 +47,7 @@ impl Peers {
     pub fn downlink(&self) -> PeerLink<'_> {
         PeerLink {
             http: &self.http,
+            bulk: &self.bulk,
             token: &self.token,
             link: &self.nic.rx,
             idle: self.idle,
@@ -54,6 +58,7 @@ impl Peers {
     pub fn uplink(&self) -> PeerLink<'_> {
         PeerLink {
             http: &self.upload,
+            bulk: &self.bulk,
             token: &self.token,
             link: &self.nic.tx,
             idle: self.idle,
@@ -83,7 +88,7 @@ pub enum FetchError {
 /// Streams block `block` of `expected_len` bytes from the worker at `addr`
 /// into `sink`, piece by piece. Returns the bytes received.
 pub async fn fetch_block<F, Fut>(
-    client: &reqwest::Client,
+    client: &BulkClient,
     rx: &Link,
     token: &str,
     addr: &str,
@@ -102,7 +107,7 @@ where
 /// block whose first `from` bytes came from another replica.
 #[allow(clippy::too_many_arguments)]
 pub async fn fetch_block_from<F, Fut>(
-    client: &reqwest::Client,
+    client: &BulkClient,
     rx: &Link,
     token: &str,
     addr: &str,
@@ -121,23 +126,22 @@ where
         addr: addr.to_owned(),
         message,
     };
-    let mut req = client
-        .get(format!("{addr}/blocks/{block}"))
-        .header(AUTHORIZATION, bearer(token));
-    if from > 0 {
-        req = req.header(reqwest::header::RANGE, format!("bytes={from}-"));
-    }
-    let resp = req
-        .send()
+    let url = format!("{addr}/blocks/{block}");
+    let resp = client
+        .get(&url, &bearer(token), from)
         .await
         .map_err(|e| remote(format!("request failed: {e}")))?;
-    let resp = check(resp, format!("GET {addr}/blocks/{block}"))
+    let mut resp = resp
+        .check(format!("GET {url}"))
         .await
         .map_err(|e| remote(e.to_string()))?;
     let mut got = 0u64;
-    let mut stream = resp.bytes_stream();
-    while let Some(piece) = stream.next().await {
-        let piece = piece.map_err(|e| remote(format!("stream broke after {got} bytes: {e}")))?;
+    loop {
+        let piece = match resp.chunk().await {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(e) => return Err(remote(format!("stream broke after {got} bytes: {e}"))),
+        };
         rx.acquire(piece.len()).await;
         got += piece.len() as u64;
         sink(piece)

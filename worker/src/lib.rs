@@ -342,6 +342,11 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
             .pool_idle_timeout(common::http::CLIENT_POOL_IDLE)
             .build()
             .expect("HTTP client builds"),
+        bulk: common::bulk_client::BulkClient::new(
+            opts.tls.as_ref().map(|t| &t.client),
+            PEER_CONNECT_TIMEOUT,
+            PEER_READ_TIMEOUT,
+        ),
         upload: common::http_client::builder(opts.tls.as_ref().map(|t| &t.client))
             .tcp_nodelay(true)
             .connect_timeout(PEER_CONNECT_TIMEOUT)

@@ -9,7 +9,7 @@
 //! commit (`commit`; HDFS pipelines a block's write the same way). No copy
 //! of the whole output is held.
 
-use crate::fetch::{error_chain, PeerLink, Peers};
+use crate::fetch::{PeerLink, Peers};
 use crate::nic::Link;
 use crate::progress::Progress;
 use crate::shuffle::{read_local, Input, MapOutputs, OutputPart};
@@ -17,11 +17,9 @@ use crate::store::{BlockStore, BlockTarget, BlockWriter, Caching, StoreError};
 use crate::upload::upload_streamed;
 use bytes::Bytes;
 use common::http::bearer;
-use common::http_client::check;
 use common::wire::{KeyRange, LostOutput, ReduceLaunch, ShuffleInput};
 use common::{AttemptId, JobId};
 use futures_util::StreamExt;
-use reqwest::header::AUTHORIZATION;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use workloads::{ReduceSummary, ReduceTask, Workload};
@@ -446,25 +444,22 @@ async fn fetch_whole(
     progress: &Progress,
 ) -> Result<Vec<u8>, String> {
     let resp = peer
-        .http
-        .get(url)
-        .header(AUTHORIZATION, bearer(&peer.token.get()))
-        .send()
+        .bulk
+        .get(url, &bearer(&peer.token.get()), 0)
         .await
-        .map_err(|e| format!("fetching {url}: {}", error_chain(&e)))?;
-    let resp = check(resp, format!("fetching {url}"))
+        .map_err(|e| format!("fetching {url}: {e}"))?;
+    let mut resp = resp
+        .check(format!("fetching {url}"))
         .await
         .map_err(|e| e.to_string())?;
     // The whole body is kept: reserve it once rather than grow by copies.
     let mut out = workloads::pool::take(resp.content_length().unwrap_or(0).min(1 << 32) as usize);
-    let mut stream = resp.bytes_stream();
-    while let Some(piece) = stream.next().await {
-        let piece = piece.map_err(|e| {
-            format!(
-                "fetching {url}: stream broke after {} bytes: {e}",
-                out.len()
-            )
-        })?;
+    while let Some(piece) = resp.chunk().await.map_err(|e| {
+        format!(
+            "fetching {url}: stream broke after {} bytes: {e}",
+            out.len()
+        )
+    })? {
         peer.link.acquire(piece.len()).await;
         progress.add(piece.len() as u64);
         out.extend_from_slice(&piece);

@@ -170,8 +170,14 @@ mod tests {
         let http = common::http_client::builder(None).build().unwrap();
         let token = common::credentials::Secret::new("t");
         let link = crate::nic::Link::new(Some(1e6));
+        let bulk = common::bulk_client::BulkClient::new(
+            None,
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(1),
+        );
         let peer = PeerLink {
             http: &http,
+            bulk: &bulk,
             token: &token,
             link: &link,
             idle: std::time::Duration::from_millis(300),

@@ -49,12 +49,7 @@ impl Pool {
     }
 }
 
-static POOL: Mutex<Pool> = Mutex::new(Pool {
-    free: Vec::new(),
-    held: 0,
-    limit: DEFAULT_LIMIT,
-    reserved: 0,
-});
+static POOL: Mutex<Pool> = Mutex::new(Pool::new());
 
 fn pool() -> std::sync::MutexGuard<'static, Pool> {
     // The pool's state is valid after any panic (a push or a remove).
@@ -70,29 +65,12 @@ pub fn take(min: usize) -> Vec<u8> {
     if min < MIN_POOLED {
         return Vec::with_capacity(min);
     }
-    let found = {
-        let mut p = pool();
-        let fits = p
-            .free
-            .iter()
-            .enumerate()
-            .filter(|(_, (b, _))| b.capacity() >= min && b.capacity() / FIT_SLACK <= min)
-            .min_by_key(|(_, (b, _))| b.capacity())
-            .map(|(i, _)| i);
-        let pick = fits.or_else(|| {
-            p.free
-                .iter()
-                .enumerate()
-                .filter(|(_, (b, _))| b.capacity() < min)
-                .max_by_key(|(_, (b, _))| b.capacity())
-                .map(|(i, _)| i)
-        });
-        pick.map(|i| {
-            let (b, _) = p.free.remove(i);
-            p.held -= b.capacity();
-            b
-        })
-    };
+    let found = pool().take(min);
+    ready(found, min)
+}
+
+/// A buffer the pool gave (or none) as an empty one of at least `min` bytes.
+fn ready(found: Option<Vec<u8>>, min: usize) -> Vec<u8> {
     match found {
         Some(mut b) => {
             b.clear();
@@ -108,14 +86,79 @@ pub fn give(b: Vec<u8>) {
     if b.capacity() < MIN_POOLED {
         return;
     }
-    let evicted = {
-        let mut p = pool();
-        p.held += b.capacity();
-        p.free.push((b, Instant::now()));
-        evict(&mut p, |_| false)
-    };
+    let evicted = pool().give(b);
     // Unmapped outside the lock.
     drop(evicted);
+}
+
+impl Pool {
+    const fn new() -> Pool {
+        Pool {
+            free: Vec::new(),
+            held: 0,
+            limit: DEFAULT_LIMIT,
+            reserved: 0,
+        }
+    }
+
+    /// The free buffer [`take`] picks for `min` bytes, out of the pool.
+    fn take(&mut self, min: usize) -> Option<Vec<u8>> {
+        let fits = self
+            .free
+            .iter()
+            .enumerate()
+            .filter(|(_, (b, _))| b.capacity() >= min && b.capacity() / FIT_SLACK <= min)
+            .min_by_key(|(_, (b, _))| b.capacity())
+            .map(|(i, _)| i);
+        let pick = fits.or_else(|| {
+            self.free
+                .iter()
+                .enumerate()
+                .filter(|(_, (b, _))| b.capacity() < min)
+                .max_by_key(|(_, (b, _))| b.capacity())
+                .map(|(i, _)| i)
+        });
+        pick.map(|i| {
+            let (b, _) = self.free.remove(i);
+            self.held -= b.capacity();
+            b
+        })
+    }
+
+    /// Keeps `b`; what is then over the limit, to be dropped.
+    fn give(&mut self, b: Vec<u8>) -> Vec<Vec<u8>> {
+        self.held += b.capacity();
+        self.free.push((b, Instant::now()));
+        evict(self, |_| false)
+    }
+
+    /// Keeps the `made` buffers for good ([`pretouch`]).
+    fn reserve(&mut self, made: Vec<Vec<u8>>) {
+        let now = Instant::now();
+        for b in made {
+            self.reserved += b.capacity();
+            self.held += b.capacity();
+            self.free.push((b, now));
+        }
+    }
+
+    /// Stops keeping `bytes` of the reserve; what is then over the limit.
+    fn unreserve(&mut self, bytes: usize) -> Vec<Vec<u8>> {
+        self.reserved = self.reserved.saturating_sub(bytes);
+        evict(self, |_| false)
+    }
+
+    /// Drops the buffers returned more than `age` ago, down to the reserve.
+    fn trim_idle(&mut self, age: Duration) -> Vec<Vec<u8>> {
+        let now = Instant::now();
+        evict(self, |t| now.saturating_duration_since(t) > age)
+    }
+
+    /// Sets the limit; what is then over it.
+    fn set_limit(&mut self, bytes: usize) -> Vec<Vec<u8>> {
+        self.limit = bytes;
+        evict(self, |_| false)
+    }
 }
 
 /// A buffer from the pool that goes back to it when dropped: the owner of
@@ -152,7 +195,14 @@ pub const PRETOUCH_PIECE: usize = 64 << 20;
 /// Each call adds to what earlier ones reserved (workers sharing a process
 /// share the pool). Returns the bytes faulted in.
 pub fn pretouch(bytes: usize) -> usize {
-    let pieces = bytes.div_ceil(PRETOUCH_PIECE);
+    let made = faulted(bytes.div_ceil(PRETOUCH_PIECE));
+    let total = made.len() * PRETOUCH_PIECE;
+    pool().reserve(made);
+    total
+}
+
+/// `pieces` new buffers of [`PRETOUCH_PIECE`] bytes, every page faulted in.
+fn faulted(pieces: usize) -> Vec<Vec<u8>> {
     let mut made = Vec::with_capacity(pieces);
     for _ in 0..pieces {
         let mut b: Vec<u8> = Vec::with_capacity(PRETOUCH_PIECE);
@@ -164,25 +214,13 @@ pub fn pretouch(bytes: usize) -> usize {
         }
         made.push(b);
     }
-    let total = pieces * PRETOUCH_PIECE;
-    let mut p = pool();
-    p.reserved += total;
-    let now = Instant::now();
-    for b in made {
-        p.held += b.capacity();
-        p.free.push((b, now));
-    }
-    total
+    made
 }
 
 /// Stops keeping `bytes` that [`pretouch`] reserved (a worker sharing the
 /// process stopped); the pool drops what is then over its limit.
 pub fn unreserve(bytes: usize) {
-    let evicted = {
-        let mut p = pool();
-        p.reserved = p.reserved.saturating_sub(bytes);
-        evict(&mut p, |_| false)
-    };
+    let evicted = pool().unreserve(bytes);
     drop(evicted);
 }
 
@@ -198,18 +236,13 @@ const PAGE: usize = 4096;
 /// Drops the buffers returned more than `age` ago, down to the bytes
 /// [`pretouch`] reserved.
 pub fn trim_idle(age: Duration) {
-    let now = Instant::now();
-    let evicted = evict(&mut pool(), |t| now.saturating_duration_since(t) > age);
+    let evicted = pool().trim_idle(age);
     drop(evicted);
 }
 
 /// Sets the most free bytes the pool keeps (0 keeps none).
 pub fn set_limit(bytes: usize) {
-    let evicted = {
-        let mut p = pool();
-        p.limit = bytes;
-        evict(&mut p, |_| false)
-    };
+    let evicted = pool().set_limit(bytes);
     drop(evicted);
 }
 
@@ -251,119 +284,144 @@ fn evict(p: &mut Pool, stale: impl Fn(Instant) -> bool) -> Vec<Vec<u8>> {
 mod tests {
     use super::*;
 
-    /// The pool is process-wide: its tests run one at a time.
-    static SERIAL: Mutex<()> = Mutex::new(());
+    /// A pool of the test's own: the process-wide one is shared with every
+    /// other test of the crate that sorts or counts at the same time.
+    struct Local(Pool);
+
+    impl Local {
+        fn new(limit: usize) -> Local {
+            let mut p = Pool::new();
+            p.set_limit(limit);
+            Local(p)
+        }
+        fn take(&mut self, min: usize) -> Vec<u8> {
+            let found = (min >= MIN_POOLED).then(|| self.0.take(min)).flatten();
+            ready(found, min)
+        }
+        fn give(&mut self, b: Vec<u8>) {
+            if b.capacity() >= MIN_POOLED {
+                self.0.give(b);
+            }
+        }
+        fn held(&self) -> usize {
+            self.0.held
+        }
+    }
 
     #[test]
     fn a_returned_buffer_is_reused_best_fit_first() {
-        let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        set_limit(0);
-        set_limit(64 << 20);
-        let big = take(8 << 20);
-        let small = take(2 << 20);
+        let mut p = Local::new(64 << 20);
+        let big = p.take(8 << 20);
+        let small = p.take(2 << 20);
         let (big_at, small_at) = (big.as_ptr(), small.as_ptr());
-        give(big);
-        give(small);
-        assert_eq!(held(), (8 << 20) + (2 << 20));
+        p.give(big);
+        p.give(small);
+        assert_eq!(p.held(), (8 << 20) + (2 << 20));
         // 1.5 MiB: the 2 MiB buffer fits best.
-        let b = take(3 << 19);
+        let b = p.take(3 << 19);
         assert_eq!(b.as_ptr(), small_at);
         assert!(b.is_empty() && b.capacity() >= 3 << 19);
-        let c = take(4 << 20);
+        let c = p.take(4 << 20);
         assert_eq!(c.as_ptr(), big_at);
-        assert_eq!(held(), 0);
+        assert_eq!(p.held(), 0);
         // Nothing free: a new buffer.
-        let d = take(4 << 20);
+        let d = p.take(4 << 20);
         assert!(d.capacity() >= 4 << 20);
+        assert_ne!(d.as_ptr(), big_at);
         // Small buffers are never kept.
-        give(Vec::with_capacity(1000));
-        assert_eq!(held(), 0);
-        set_limit(DEFAULT_LIMIT);
+        p.give(Vec::with_capacity(1000));
+        assert_eq!(p.held(), 0);
     }
 
     #[test]
     fn the_pool_keeps_at_most_its_limit_dropping_the_oldest() {
-        let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        set_limit(0);
-        set_limit(5 << 20);
-        let a = take(2 << 20);
-        let b = take(2 << 20);
-        let c = take(2 << 20);
-        give(a);
-        give(b);
-        give(c);
+        let mut p = Local::new(5 << 20);
+        let a = p.take(2 << 20);
+        let b = p.take(2 << 20);
+        let c = p.take(2 << 20);
+        let a_at = a.as_ptr();
+        p.give(a);
+        p.give(b);
+        p.give(c);
         // 6 MiB returned, 5 kept: the first one returned went.
-        assert!(held() <= 5 << 20, "{}", held());
-        assert_eq!(held(), 2 * (2 << 20));
-        trim_idle(Duration::from_secs(3600));
-        assert_eq!(held(), 2 * (2 << 20));
-        trim_idle(Duration::ZERO);
+        assert_eq!(p.held(), 2 * (2 << 20));
+        assert!(p.0.free.iter().all(|(f, _)| f.as_ptr() != a_at));
+        p.0.trim_idle(Duration::from_secs(3600));
+        assert_eq!(p.held(), 2 * (2 << 20));
         std::thread::sleep(Duration::from_millis(2));
-        trim_idle(Duration::ZERO);
-        assert_eq!(held(), 0);
+        p.0.trim_idle(Duration::ZERO);
+        assert_eq!(p.held(), 0);
         // A buffer too small for the request grows in place of a new one.
-        give(take(2 << 20));
-        let grown = take(3 << 20);
+        let small = p.take(2 << 20);
+        p.give(small);
+        let grown = p.take(3 << 20);
         assert!(grown.capacity() >= 3 << 20);
-        assert_eq!(held(), 0);
-        set_limit(DEFAULT_LIMIT);
+        assert_eq!(p.held(), 0);
     }
 
     #[test]
     fn pretouched_bytes_stay_through_idle_trims_and_limits() {
-        let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        set_limit(0);
-        assert_eq!(pretouch(PRETOUCH_PIECE + 1), 2 * PRETOUCH_PIECE);
-        assert_eq!(reserved(), 2 * PRETOUCH_PIECE);
+        let mut p = Local::new(0);
+        p.0.reserve(faulted(2));
+        assert_eq!(p.0.reserved, 2 * PRETOUCH_PIECE);
         // Kept above a lower limit, which now reads as the reserve.
-        assert_eq!(held(), 2 * PRETOUCH_PIECE);
-        assert_eq!(limit(), 2 * PRETOUCH_PIECE);
+        assert_eq!(p.held(), 2 * PRETOUCH_PIECE);
+        assert_eq!(p.0.ceiling(), 2 * PRETOUCH_PIECE);
         std::thread::sleep(Duration::from_millis(2));
-        trim_idle(Duration::ZERO);
-        assert_eq!(held(), 2 * PRETOUCH_PIECE);
+        p.0.trim_idle(Duration::ZERO);
+        assert_eq!(p.held(), 2 * PRETOUCH_PIECE);
         // A block-sized request takes a faulted buffer whole.
-        let a = take(PRETOUCH_PIECE);
+        let a = p.take(PRETOUCH_PIECE);
         assert_eq!(a.capacity(), PRETOUCH_PIECE);
-        assert_eq!(held(), PRETOUCH_PIECE);
+        assert_eq!(p.held(), PRETOUCH_PIECE);
         // With more returned than reserved, the idle trim drops down to
         // the reserve, never below it.
-        set_limit(4 * PRETOUCH_PIECE);
-        give(take(2 << 20));
-        give(a);
-        assert_eq!(held(), 2 * PRETOUCH_PIECE + (2 << 20));
+        p.0.set_limit(4 * PRETOUCH_PIECE);
+        let more = p.take(2 << 20);
+        p.give(more);
+        p.give(a);
+        assert_eq!(p.held(), 2 * PRETOUCH_PIECE + (2 << 20));
         std::thread::sleep(Duration::from_millis(2));
-        trim_idle(Duration::ZERO);
-        assert_eq!(held(), 2 * PRETOUCH_PIECE);
+        p.0.trim_idle(Duration::ZERO);
+        assert_eq!(p.held(), 2 * PRETOUCH_PIECE);
         // The limit still bounds what is kept above the reserve.
-        set_limit(0);
-        give(take(2 << 20));
-        assert_eq!(held(), 2 * PRETOUCH_PIECE);
+        p.0.set_limit(0);
+        let more = p.take(2 << 20);
+        p.give(more);
+        assert_eq!(p.held(), 2 * PRETOUCH_PIECE);
         // Given back: the pool is held to its limit again.
-        unreserve(2 * PRETOUCH_PIECE);
-        assert_eq!((reserved(), held(), limit()), (0, 0, 0));
-        set_limit(DEFAULT_LIMIT);
+        p.0.unreserve(2 * PRETOUCH_PIECE);
+        assert_eq!((p.0.reserved, p.held(), p.0.ceiling()), (0, 0, 0));
     }
 
     #[test]
-    fn a_small_request_leaves_a_much_larger_buffer_and_pooled_returns() {
-        let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        set_limit(0);
-        set_limit(64 << 20);
-        let big = take(32 << 20);
+    fn a_small_request_leaves_a_much_larger_buffer() {
+        let mut p = Local::new(64 << 20);
+        let big = p.take(32 << 20);
         let big_at = big.as_ptr();
-        give(big);
+        p.give(big);
         // 32 MiB is more than FIT_SLACK times 2 MiB: a new buffer.
-        let small = take(2 << 20);
+        let small = p.take(2 << 20);
         assert_ne!(small.as_ptr(), big_at);
-        assert_eq!(held(), 32 << 20);
+        assert_eq!(p.held(), 32 << 20);
         // 16 MiB: within the slack, the big one serves it.
-        let b = take(16 << 20);
+        let b = p.take(16 << 20);
         assert_eq!(b.as_ptr(), big_at);
-        assert_eq!(held(), 0);
-        // A Pooled buffer goes back when dropped.
+        assert_eq!(p.held(), 0);
+    }
+
+    #[test]
+    fn a_pooled_buffer_goes_back_to_the_process_pool_when_dropped() {
+        // Within the default limit, and more than FIT_SLACK times what any
+        // other test of the crate asks for, so none running now takes it
+        // before the check (its pages are never touched).
+        let b: Vec<u8> = Vec::with_capacity(900 << 20);
+        let at = b.as_ptr();
         drop(Pooled::new(b));
-        assert_eq!(held(), 32 << 20);
-        drop(small);
-        set_limit(DEFAULT_LIMIT);
+        let back = pool().free.iter().any(|(f, _)| f.as_ptr() == at);
+        // Out again, so the process does not keep it.
+        let found = pool().take(900 << 20);
+        assert!(back, "the dropped buffer is in the pool");
+        assert_eq!(found.map(|f| f.as_ptr()), Some(at));
     }
 }

@@ -223,6 +223,7 @@ pub async fn tls_sort_bench(part: &str, shape: &Shape, runs: usize) {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
+    println!("{part} runs: plain {p:.2?} tls {t:.2?}");
     let (mp, mt) = (median(&mut p), median(&mut t));
     println!(
         "{part} {}, {runs} runs each in turn: plain HTTP median {mp:.2} s, TLS {mt:.2} s, TLS / plain {:.3} (target <= 1.10)",

@@ -423,7 +423,7 @@ async fn concurrent_remote_reads_share_the_nic() {
         let url = c.workers[1].url();
         async move {
             worker::fetch::fetch_block(
-                &w0.exec.peers.http,
+                &w0.exec.peers.bulk,
                 rx,
                 TOKEN,
                 &url,
