@@ -54,6 +54,7 @@ const COMMON: &[&str] = &[
     "http",
     "auth",
     "http_client",
+    "bulk_client",
     "policy_socket",
 ];
 const SCHED: &[&str] = &[
