@@ -16,7 +16,7 @@
 //! idle timeout: a peer that stops sending fails the read, while pauses
 //! between reads (the NIC's pacing) do not count.
 
-use crate::http_client::HttpError;
+use crate::http_client::{error_chain, HttpError};
 use crate::tls::load::ClientTls;
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -157,17 +157,6 @@ impl BulkResponse {
             message: crate::wire::ErrorBody::message_of(&String::from_utf8_lossy(&body)),
         })
     }
-}
-
-/// `e` with the causes below it (hyper's own text omits them).
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s += &format!(": {c}");
-        cur = c.source();
-    }
-    s
 }
 
 /// Makes the client's connections: TCP, then TLS over a receive buffer

@@ -26,6 +26,18 @@ pub fn plain() -> reqwest::Client {
     builder(None).build().expect("HTTP client builds")
 }
 
+/// `e` with the causes below it (reqwest's and hyper's own texts omit
+/// them: "error sending request" without the refused connection).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s += &format!(": {c}");
+        cur = c.source();
+    }
+    s
+}
+
 /// A non-2xx answer, with the message the server put in its JSON error
 /// body (or the raw body if it sent something else).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -158,14 +158,3 @@ where
     }
     Ok(got)
 }
-
-/// `e` with the causes below it (reqwest's own text omits them).
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s += &format!(": {c}");
-        cur = c.source();
-    }
-    s
-}

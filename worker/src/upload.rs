@@ -3,12 +3,13 @@
 //! (`replicate`) stream their pieces as they come, paced by this worker's
 //! transmit link, and send the block's digest as a trailer at the end.
 
-use crate::fetch::{error_chain, PeerLink};
+use crate::fetch::PeerLink;
 use crate::progress::Progress;
 use axum::http::header;
 use bytes::Bytes;
 use common::http::bearer;
 use common::http_client::check;
+use common::http_client::error_chain;
 use common::wire::{
     OutputTarget, BLOCK_CACHE_HEADER, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER,
     BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
