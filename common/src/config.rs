@@ -189,9 +189,11 @@ pub struct WorkerDefaults {
     /// (writing every page) and keeps for reuse however long they sit idle,
     /// as the JVM's `-XX:+AlwaysPreTouch` with `-Xms`: the first job on a
     /// fresh worker, and a job after a pause, then run on memory as warm as
-    /// the jobs between them. 0 = none (buffers come and go with the load).
+    /// the jobs between them. 0 = none (buffers come and go with the load);
+    /// `"auto"` (default): 1 GiB within a quarter of the memory available
+    /// to the workers of the machine ([`Pretouch::bytes`]).
     #[serde(default)]
-    pub pretouch_mb: u64,
+    pub pretouch_mb: Pretouch,
     /// ssh/scp options for every worker with a `host`, e.g.
     /// `["-i", "/home/me/.ssh/testbed"]` (BatchMode is always on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -210,7 +212,7 @@ impl Default for WorkerDefaults {
             min_free_mb: defaults::min_free_mb(),
             shuffle_memory_mb: defaults::shuffle_memory_mb(),
             reduce_memory_mb: defaults::reduce_memory_mb(),
-            pretouch_mb: 0,
+            pretouch_mb: Pretouch::Auto,
             ssh_options: Vec::new(),
         }
     }
@@ -851,7 +853,10 @@ impl TomlFile for ClusterConfig {
     }
 }
 
+pub mod pretouch;
 mod tls;
+
+pub use pretouch::{available_memory, Pretouch};
 
 #[cfg(test)]
 mod tests;

@@ -788,8 +788,9 @@ async fn a_full_disk_costs_the_attempt_not_the_job() {
 /// `workers.pretouch_mb` on worker processes: each faults its buffers in
 /// before it registers (resident from the start, shown as free pooled
 /// bytes), a job takes and returns them, and they are still kept after it.
-/// A value past the machine's available memory stops the worker at start
-/// with an error naming the key, instead of ending in the OOM killer.
+/// `"auto"` faults in each worker's share of the machine. A value past the
+/// machine's available memory stops the worker at start with an error
+/// naming the key, instead of ending in the OOM killer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pretouched_buffers_are_resident_from_the_start_and_kept() {
     // 150 MB: three 64 MiB buffers.
@@ -801,23 +802,20 @@ async fn pretouched_buffers_are_resident_from_the_start_and_kept() {
         line.and_then(|l| l[key.len()..].trim().parse().ok())
             .unwrap_or_else(|| panic!("no {key} in {wm}"))
     };
-    let scrape = |url: String| {
-        let client = c.client.clone();
-        async move {
-            let resp = client
-                .http()
-                .get(format!("{url}/metrics"))
-                .bearer_auth(TOKEN)
-                .send()
-                .await
-                .unwrap();
-            assert_eq!(resp.status(), 200);
-            resp.text().await.unwrap()
-        }
+    let scrape = |client: MasterClient, url: String| async move {
+        let resp = client
+            .http()
+            .get(format!("{url}/metrics"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        resp.text().await.unwrap()
     };
     let procs = pids(&c.cfg);
     for w in &c.cfg.worker {
-        let wm = scrape(format!("http://{}", w.listen)).await;
+        let wm = scrape(c.client.clone(), format!("http://{}", w.listen)).await;
         assert_eq!(free(&wm, &w.name), KEPT, "{}", w.name);
         let pid = procs.iter().find(|(n, _)| *n == w.name).unwrap().1;
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -840,8 +838,29 @@ async fn pretouched_buffers_are_resident_from_the_start_and_kept() {
     let r = c.client.wait_job(id).await.unwrap();
     assert_eq!(r.state, JobState::Succeeded, "{r:?}");
     for w in &c.cfg.worker {
-        let wm = scrape(format!("http://{}", w.listen)).await;
+        let wm = scrape(c.client.clone(), format!("http://{}", w.listen)).await;
         assert!(free(&wm, &w.name) >= KEPT, "{}: {wm}", w.name);
+    }
+    drop(c);
+
+    // "auto", the default but for scratch clusters: each of the two
+    // workers sharing this machine faults in up to 1 GiB, in whole 64 MiB
+    // buffers, and no less than its share of what is available now.
+    let c = start(2, "pretouch_mb = \"auto\"").await;
+    let floor = common::config::Pretouch::Auto.bytes(common::config::available_memory(), 2);
+    for w in &c.cfg.worker {
+        let got = free(
+            &scrape(c.client.clone(), format!("http://{}", w.listen)).await,
+            &w.name,
+        );
+        assert!(
+            got > 0.0
+                && got >= floor as f64
+                && got <= (1u64 << 30) as f64
+                && got % (1u64 << 26) as f64 == 0.0,
+            "{}: {got} bytes faulted in, at least {floor} expected",
+            w.name
+        );
     }
     drop(c);
 

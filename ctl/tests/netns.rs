@@ -41,6 +41,8 @@ listen = "127.0.0.1:7300"
 [workers]
 slots = 2
 nic_mbps = 200
+# Small jobs: no need for "auto"'s 1 GiB of warm buffers per worker.
+pretouch_mb = 0
 [[worker]]
 name = "a"
 listen = "127.0.0.1:7301"
@@ -549,6 +551,7 @@ listen = "127.0.0.1:7320"
 [workers]
 slots = 2
 nic_mbps = 16
+pretouch_mb = 0
 [[worker]]
 name = "a"
 listen = "127.0.0.1:7321"

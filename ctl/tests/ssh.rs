@@ -160,6 +160,7 @@ seed = 3
 listen = "{m}:7070"
 [workers]
 slots = 2
+pretouch_mb = 0
 ssh_options = ["-i", "{key}", "-o", "UserKnownHostsFile={kh}", "-o", "StrictHostKeyChecking=yes"]
 "#,
         m = layout.master.ip,

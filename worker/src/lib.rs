@@ -131,7 +131,7 @@ impl WorkerOptions {
             min_free_bytes: cfg.workers.min_free_mb * 1_000_000,
             shuffle_memory_bytes: cfg.workers.shuffle_memory_mb.saturating_mul(1_000_000),
             reduce_memory_bytes: cfg.workers.reduce_memory_mb.saturating_mul(1_000_000),
-            pretouch_bytes: cfg.workers.pretouch_mb.saturating_mul(1_000_000),
+            pretouch_bytes: cfg.pretouch_bytes(&w.name, common::config::available_memory()),
             credentials: cfg.credentials.clone(),
             config_path: (!cfg.path.as_os_str().is_empty()).then(|| cfg.path.clone()),
             tls: None,
@@ -227,7 +227,7 @@ impl Drop for WorkerHandle {
 /// any task (`workers.pretouch_mb`); refuses more than the machine has
 /// available, which would only end in the OOM killer.
 async fn pretouch(name: &str, bytes: u64) -> anyhow::Result<usize> {
-    if let Some(avail) = mem_available() {
+    if let Some(avail) = common::config::available_memory() {
         anyhow::ensure!(
             bytes < avail,
             "worker {name}: workers.pretouch_mb = {} is more than the {} MB of memory available on this machine",
@@ -247,15 +247,6 @@ async fn pretouch(name: &str, bytes: u64) -> anyhow::Result<usize> {
         "task buffers faulted in and kept (workers.pretouch_mb)"
     );
     Ok(made)
-}
-
-/// The memory this machine can give without swapping (/proc/meminfo's
-/// `MemAvailable`), if the kernel says.
-fn mem_available() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 /// The map output and spill directories, emptied: map output of an
@@ -465,4 +456,48 @@ fn watch_credentials(
         std::time::Duration::from_secs(1),
         None,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use common::config::{pretouch, ClusterConfig};
+
+    /// `"auto"` is sized from the pool's figures, which `common` cannot
+    /// name: its cap is the free bytes a warm pool keeps, in its buffers.
+    #[test]
+    fn auto_pretouch_is_the_pools_free_limit_in_its_buffers() {
+        assert_eq!(
+            pretouch::AUTO_CAP_BYTES,
+            workloads::pool::DEFAULT_LIMIT as u64
+        );
+        assert_eq!(
+            pretouch::AUTO_PIECE_BYTES,
+            workloads::pool::PRETOUCH_PIECE as u64
+        );
+    }
+
+    /// A worker's options take `"auto"` (the default) for its share of
+    /// the workers on its machine, and a number as it is.
+    #[test]
+    fn a_workers_pretouch_is_its_share_of_its_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = |extra: &str| {
+            format!(
+                "[cluster]\ntoken = \"t\"\n[master]\nlisten = \"127.0.0.1:1\"\n[workers]\n{extra}\n\
+                 [[worker]]\nname = \"a\"\nlisten = \"127.0.0.1:2\"\n\
+                 [[worker]]\nname = \"b\"\nlisten = \"127.0.0.1:3\"\n\
+                 [[worker]]\nname = \"c\"\nlisten = \"127.0.0.1:4\"\nhost = \"far\"\n"
+            )
+        };
+        let path = dir.path().join("cluster.toml");
+        let cfg = ClusterConfig::parse(&text(""), &path).unwrap();
+        assert_eq!(cfg.workers_sharing_machine("a"), 2);
+        assert_eq!(cfg.workers_sharing_machine("c"), 1);
+        // 1 GiB free: a quarter, split over a's machine's two workers.
+        let gib = 1u64 << 30;
+        assert_eq!(cfg.pretouch_bytes("a", Some(gib)), 128 << 20);
+        assert_eq!(cfg.pretouch_bytes("c", Some(gib)), 256 << 20);
+        let cfg = ClusterConfig::parse(&text("pretouch_mb = 150"), &path).unwrap();
+        assert_eq!(cfg.pretouch_bytes("a", Some(gib)), 150_000_000);
+    }
 }

@@ -10,9 +10,10 @@ use super::*;
 /// to back with every output kept, as a user would run them (no sync
 /// between them), and a spaced one (sort, wordcount, twice, each after a
 /// pause longer than the buffer pool's idle trim). All of it three times,
-/// on fresh clusters: workers with no buffers faulted in, then workers with
-/// [`SEQUENCE_PRETOUCH_MB`] each (`workers.pretouch_mb`), then the same
-/// with output written once instead of twice. Prints each
+/// on fresh clusters: workers with no buffers faulted in
+/// (`workers.pretouch_mb = 0`), then workers with the default's (`"auto"`:
+/// 1 GiB each where the machine has the memory), then the same with
+/// output written once instead of twice. Prints each
 /// job's time with the dirty pages and pooled buffers it started with and,
 /// per workload and cluster, slowest / fastest (target <= 1.25).
 pub(super) async fn sequence_bench() {
@@ -34,14 +35,21 @@ pub(super) async fn sequence_bench() {
             .unwrap_or(35),
     );
     println!(
-        "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), alternating (sort, wordcount, 3 times), then spaced (sort, wordcount, twice, each after {} s idle; the pool trims buffers idle 30 s); on a fresh cluster without and then with {SEQUENCE_PRETOUCH_MB} MB of buffers faulted in per worker (`workers.pretouch_mb`), then with output replication 1 instead of 2",
-        pause.as_secs()
+        "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), alternating (sort, wordcount, 3 times), then spaced (sort, wordcount, twice, each after {} s idle; the pool trims buffers idle 30 s); on a fresh cluster without and then with the default's buffers faulted in per worker (`workers.pretouch_mb = \"auto\"`, {} MB each here), then with output replication 1 instead of 2",
+        pause.as_secs(),
+        auto_pretouch() / 1_000_000
     );
     // (pretouch_mb, output replication): the third shows how much of what
     // varies is the output's writes to the disk.
-    for (pretouch_mb, output_replication) in
-        [(0, 2), (SEQUENCE_PRETOUCH_MB, 2), (SEQUENCE_PRETOUCH_MB, 1)]
-    {
+    let mut up = Vec::new();
+    for (pretouch, output_replication) in [("0", 2), ("auto", 2), ("auto", 1)] {
+        // Each worker's share as the two processes of a real cluster would
+        // size it (these two share one process and its pool).
+        let bytes = if pretouch == "auto" {
+            auto_pretouch()
+        } else {
+            0
+        };
         // Each cluster starts with the pool as a fresh process has it.
         let limit = workloads::pool::limit();
         workloads::pool::set_limit(0);
@@ -56,29 +64,53 @@ pub(super) async fn sequence_bench() {
             &[common::config::Role::Both; 2],
             100,
             |m| m.replication = output_replication,
-            |o| o.pretouch_bytes = pretouch_mb * 1_000_000,
+            |o| o.pretouch_bytes = bytes,
         )
         .await;
+        let secs = t.elapsed().as_secs_f64();
         println!(
-            "   pretouch_mb = {pretouch_mb}, output replication {output_replication}: workers up in {:.2} s",
-            t.elapsed().as_secs_f64()
+            "   pretouch_mb = {pretouch} ({} MB a worker), output replication {output_replication}: workers up in {secs:.2} s",
+            bytes / 1_000_000
         );
+        up.push(secs);
         for (name, path) in [("seq-lines", &lines_path), ("seq-words", &words_path)] {
             load(&cl, name, Source::File(path.clone()), 64 << 20, 2).await;
         }
-        let id = format!("sequence.pretouch{pretouch_mb}.rep{output_replication}");
+        let id = format!("sequence.pretouch{pretouch}.rep{output_replication}");
         let what = format!(
-            "sequences of jobs, pretouch_mb = {pretouch_mb}, output replication {output_replication}"
+            "sequences of jobs, pretouch_mb = {pretouch}, output replication {output_replication}"
         );
         run_sequences(&cl, pause, (&id, &what)).await;
         drop(cl);
     }
+    // What the default costs at start: its faults, against a start without.
+    println!(
+        "   the default's start-up cost: {:.2} s against {:.2} s without, for two workers faulting {} MB each",
+        up[1],
+        up[0],
+        auto_pretouch() / 1_000_000
+    );
+    record(
+        "sequence.pretouchauto.startup_s",
+        "sequences of jobs: two workers up with pretouch_mb = auto, s",
+        up[1],
+        "s",
+        "",
+    );
+    record(
+        "sequence.pretouch0.startup_s",
+        "sequences of jobs: two workers up with pretouch_mb = 0, s",
+        up[0],
+        "s",
+        "",
+    );
 }
 
-/// Buffers each worker faults in for the second cluster of section 9: a
-/// 1 GiB sort's working set on 2 workers (each keeps 512 MiB of sorted
-/// runs, fetches 256 MiB, and reads blocks and hands on output besides).
-pub(super) const SEQUENCE_PRETOUCH_MB: u64 = 1100;
+/// What `workers.pretouch_mb = "auto"` faults in for each of two workers
+/// on this machine, in bytes.
+fn auto_pretouch() -> u64 {
+    common::config::Pretouch::Auto.bytes(common::config::available_memory(), 2)
+}
 
 /// Section 9's sequences on `cl` (see [`sequence_bench`]).
 pub(super) async fn run_sequences(

@@ -510,7 +510,9 @@ impl RunEnv<'_> {
                 min_free_mb: common::config::WorkerDefaults::default().min_free_mb,
                 shuffle_memory_mb: common::config::WorkerDefaults::default().shuffle_memory_mb,
                 reduce_memory_mb: common::config::WorkerDefaults::default().reduce_memory_mb,
-                pretouch_mb: 0,
+                // None, as every committed result and calibration ran:
+                // "auto" would change the tasks' overheads they were fitted on.
+                pretouch_mb: common::config::Pretouch::Mb(0),
                 ssh_options: Vec::new(),
             },
             worker: (0..c.workers as usize)

@@ -259,7 +259,10 @@ pub fn processes(run: &Path) -> anyhow::Result<Vec<Proc>> {
 /// Writes `<dir>/cluster.toml` for a cluster of `workers` workers (`w1`,
 /// `w2`, ...) on free loopback ports, with `cluster_keys` under `[cluster]`
 /// (after the token) and `worker_keys` under `[workers]`, and loads it:
-/// the scratch clusters of the chaos run and the fault tests.
+/// the scratch clusters of the chaos run and the fault tests. Their
+/// workers fault no buffers in unless `worker_keys` sets `pretouch_mb`:
+/// they restart often and run small jobs, which "auto"'s 1 GiB a worker
+/// would not serve.
 pub fn write_loopback_config(
     dir: &Path,
     token: &str,
@@ -276,9 +279,14 @@ pub fn write_loopback_config(
         .map(|l| l.local_addr().map(|a| a.port()))
         .collect::<Result<Vec<_>, _>>()?;
     drop(held);
+    let pretouch = if worker_keys.contains("pretouch_mb") {
+        ""
+    } else {
+        "pretouch_mb = 0\n"
+    };
     let mut t = format!(
         "[cluster]\ntoken = \"{token}\"\n{cluster_keys}\n\n[master]\nlisten = \"127.0.0.1:{}\"\n\n\
-         [workers]\n{worker_keys}\n",
+         [workers]\n{pretouch}{worker_keys}\n",
         ports[0]
     );
     for (i, p) in ports[1..].iter().enumerate() {
