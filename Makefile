@@ -83,6 +83,7 @@ test:
 	python3 scripts/heartbeat-order --self-test
 	python3 scripts/trace-bytes --self-test
 	python3 scripts/reduce-bound --self-test
+	python3 scripts/cluster-sequence --self-test
 	python3 scripts/check-docs --self-test
 	python3 scripts/check-docs
 	python3 scripts/code-sizes --self-test
