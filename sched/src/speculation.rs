@@ -189,6 +189,25 @@ pub struct Backup {
     pub why: BackupWhy,
 }
 
+/// Whether enough of a job's tasks of one kind have finished for the kind
+/// to be judged: at least [`MIN_FINISHED`] and [`MIN_FINISHED_SHARE`] of
+/// `total`, as Hadoop 2's runtime estimators ask
+/// (`MINIMUM_COMPLETE_NUMBER_TO_SPECULATE`, `..._PROPORTION_...`). Before
+/// that, what a new attempt would take is unknown, and the running tasks'
+/// progress rates, early in a reduce's shuffle above all, say little of
+/// their length: a network-bound sort's reduces were backed up a second
+/// after they started, their backups fetching the shuffle a second time
+/// over the links the originals needed.
+fn enough_finished(finished: usize, total: usize) -> bool {
+    finished >= MIN_FINISHED && finished as f64 >= MIN_FINISHED_SHARE * total as f64
+}
+
+/// Tasks of a kind that must have finished before any is judged slow.
+pub const MIN_FINISHED: usize = 1;
+/// The share of a kind's tasks that must have finished before any is
+/// judged slow.
+pub const MIN_FINISHED_SHARE: f64 = 0.05;
+
 /// What the rule asks of the rest of the view.
 pub struct Cluster<'a> {
     /// Whether a worker is alive.
@@ -341,7 +360,7 @@ impl RunningTasks {
     fn slow(
         &self,
         cfg: &Speculation,
-        job: JobId,
+        (job, pending): (JobId, usize),
         reduce: bool,
         now: Millis,
     ) -> (Vec<(TaskRef, f64)>, f64) {
@@ -354,26 +373,29 @@ impl RunningTasks {
         for (_, r) in self.job_tasks(job).filter(|(_, r)| r.reduce == reduce) {
             rates.extend(r.attempts.first().and_then(TaskAttempt::rate));
         }
-        let finished_rate = (fin.n > 0).then(|| f64::from(fin.n) / fin.sum_ms.max(1.0));
+        // Tasks of the kind: running, finished and (maps) waiting.
+        let kind_total = self
+            .job_tasks(job)
+            .filter(|(_, r)| r.reduce == reduce)
+            .count()
+            + fin.n as usize
+            + if reduce { 0 } else { pending };
+        if !enough_finished(fin.n as usize, kind_total) {
+            return (Vec::new(), 0.0);
+        }
         let n = rates.len() as f64 + f64::from(fin.n);
         if n < 2.0 {
             return (Vec::new(), 0.0);
         }
-        // Finished maps count at their mean rate, each once.
-        let fr = finished_rate.unwrap_or(0.0);
+        // Finished tasks count at their mean rate, each once.
+        let fr = f64::from(fin.n) / fin.sum_ms.max(1.0);
         let sum: f64 = rates.iter().sum::<f64>() + fr * f64::from(fin.n);
         let mean = sum / n;
         let var = (rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>()
             + f64::from(fin.n) * (fr - mean).powi(2))
             / n;
         let limit = mean - cfg.slow_task_threshold * var.sqrt();
-        let expected = if fin.n > 0 {
-            fin.sum_ms / f64::from(fin.n)
-        } else if mean > 0.0 {
-            1.0 / mean
-        } else {
-            return (Vec::new(), 0.0);
-        };
+        let expected = fin.sum_ms / f64::from(fin.n);
         let slow = self
             .job_tasks(job)
             .filter(|(_, r)| r.reduce == reduce && r.attempts.len() == 1)
@@ -434,7 +456,7 @@ impl RunningTasks {
                 .max(cfg.cap_total * total as f64)
                 .floor() as usize;
             for (reduce, runs_here) in kinds {
-                let (slow, expected) = self.slow(cfg, job, reduce, now);
+                let (slow, expected) = self.slow(cfg, (job, (cluster.pending)(job)), reduce, now);
                 for (t, left) in slow {
                     let r = &self.tasks[&t];
                     if r.attempts[0].worker == worker {
@@ -629,20 +651,21 @@ mod tests {
             rm.progress(t(10 + i), w(i), done, 1100);
         }
         assert_eq!(rm.is_reduce(t(13)), Some(true));
-        // A map-only worker gets none; a reduce-only one gets a backup of
-        // the slow reduce, reading from itself.
-        assert_eq!(cluster_check(&rm, &cfg, 1100, 8), None);
-        let b = cluster_check(&rm, &cfg, 1100, 9).expect("a reduce backup");
+        // No reduce has finished: how long one takes is unknown, and the
+        // slow-looking one is not backed up (Hadoop's estimators).
+        assert_eq!(cluster_check(&rm, &cfg, 1100, 9), None);
+        // Once one finishes in 1.9 s, the slow one is: a map-only worker
+        // gets no backup, a reduce-only one gets it, reading from itself.
+        rm.ended(t(10), w(0), 2000, true);
+        assert_eq!(rm.finished[&(JobId(1), true)].n, 1);
+        assert_eq!(cluster_check(&rm, &cfg, 2000, 8), None);
+        let b = cluster_check(&rm, &cfg, 2000, 9).expect("a reduce backup");
         assert_eq!((b.task, b.reduce, b.source), (t(13), true, w(9)));
-        // Its time left is judged at its own rate (19 s), and a new
-        // attempt's time by running reduces' mean rate (no reduce has
-        // finished yet), not by the maps' 100 ms.
-        assert!(
-            (b.why.left_ms - 19_000.0).abs() < 1.0 && b.why.expected_ms > 1000.0,
-            "{b:?}"
-        );
-        // Once reduces finish in 1.9 s, the backup must beat that.
-        for i in 0..3 {
+        // Its time left is judged at its own rate (about 18 s), and a new
+        // attempt's time by the finished reduce's, not by the maps' 100 ms.
+        assert!(b.why.left_ms > 17_000.0, "{b:?}");
+        assert!((b.why.expected_ms - 1900.0).abs() < 1e-9, "{b:?}");
+        for i in 1..3 {
             rm.ended(t(10 + i), w(i), 2000, true);
         }
         assert_eq!(rm.finished[&(JobId(1), true)].n, 3);
@@ -653,6 +676,18 @@ mod tests {
         rm.ended(t(13), w(0), 3900, true);
         assert!(rm.attempts(t(13)).is_empty());
         assert_eq!(rm.overtaken(JobId(1)), [w(3)]);
+    }
+
+    /// A kind is judged once one of its tasks, and a twentieth of them,
+    /// finished.
+    #[test]
+    fn a_kind_is_judged_once_enough_of_it_finished() {
+        assert!(!enough_finished(0, 4));
+        assert!(enough_finished(1, 4));
+        assert!(enough_finished(1, 20));
+        assert!(!enough_finished(1, 21));
+        assert!(enough_finished(5, 100));
+        assert!(!enough_finished(4, 100));
     }
 
     #[test]

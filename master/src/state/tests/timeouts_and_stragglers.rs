@@ -358,9 +358,10 @@ fn a_failed_backup_leaves_the_first_attempt_running() {
 
 /// Speculation of a reduce on three workers of two slots: three reduces,
 /// one a worker; w2's says it has done a twentieth when the others are
-/// half done, so w0's free slot gets a backup of it, whose output
-/// replicas avoid w2; the backup wins, w2's attempt is killed and its late
-/// result refused, and the job counts each reduce once. Off, no backup.
+/// half done, which backs up nothing while no reduce has finished; once
+/// w0's has, w0's free slot gets a backup of w2's, whose output replicas
+/// avoid w2; the backup wins, w2's attempt is killed and its late result
+/// refused, and the job counts each reduce once. Off, no backup.
 #[test]
 fn a_straggling_reduce_gets_a_backup_and_the_first_to_finish_wins() {
     let run = |speculate: bool| {
@@ -385,7 +386,10 @@ fn a_straggling_reduce_gets_a_backup_and_the_first_to_finish_wins() {
         m.heartbeat(1100, hb_done(0, 1, fast0.attempt, 500_000, vec![]));
         m.heartbeat(1100, hb_done(1, 1, fast1.attempt, 500_000, vec![]));
         m.heartbeat(1100, hb_done(2, 1, slow.attempt, 50_000, vec![]));
-        let r = m.heartbeat(1200, hb_done(0, 1, fast0.attempt, 600_000, vec![]));
+        // No reduce has finished: no backup yet.
+        let r = m.heartbeat(1150, hb_done(0, 1, fast0.attempt, 600_000, vec![]));
+        assert!(r.launches.is_empty(), "{r:?}");
+        let r = m.heartbeat(1200, hb(0, 2, vec![], vec![reduced(&fast0)]));
         if !speculate {
             assert!(r.launches.is_empty(), "{r:?}");
             assert_eq!(m.report(id).unwrap().backups, 0);
@@ -407,8 +411,8 @@ fn a_straggling_reduce_gets_a_backup_and_the_first_to_finish_wins() {
         // One backup a task: w1's free slot gets nothing.
         let r = m.heartbeat(1300, hb_done(1, 1, fast1.attempt, 700_000, vec![]));
         assert!(r.launches.is_empty(), "{r:?}");
-        // The reduces end: w0's own, w1's, then the backup.
-        m.heartbeat(2000, hb(0, 1, vec![backup.attempt], vec![reduced(&fast0)]));
+        // The other reduces end: w1's, then the backup.
+        m.heartbeat(2000, hb(0, 1, vec![backup.attempt], vec![]));
         m.heartbeat(2000, hb(1, 2, vec![], vec![reduced(&fast1)]));
         m.heartbeat(3000, hb(0, 2, vec![], vec![reduced(&backup)]));
         let report = m.report(id).unwrap();
