@@ -94,8 +94,15 @@ fn stop_all(procs: &[Proc]) {
     while procs.iter().any(alive) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    for p in procs.iter().filter(|p| alive(p)) {
+    let killed: Vec<&Proc> = procs.iter().filter(|p| alive(p)).collect();
+    for p in &killed {
         signal(p.pid, "-KILL");
+    }
+    // Gone before `down` returns: a process still dying holds its ports,
+    // and the next `up` on them would fail.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while killed.iter().any(|p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
