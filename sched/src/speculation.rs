@@ -46,7 +46,11 @@
 //! overtook is a slow node for that job: while speculation is on, the
 //! reduce placement gives it none of the job's waiting reduces as long as
 //! another live worker can run them (LATE's slow-node rule), and its
-//! owner sends it the job's output replicas last.
+//! owner sends it the job's output replicas last. Not for a map that read
+//! its block from another worker: that attempt was as slow as its read
+//! (the source's disk and link), which says nothing of its own worker (on
+//! `make cluster`'s links, a worker whose two remote maps lost to local
+//! backups was kept from the sort's reduces, and one worker ran two).
 
 use base::{JobId, TaskRef, WorkerId};
 use serde::{Deserialize, Serialize};
@@ -303,9 +307,10 @@ impl RunningTasks {
         };
         let a = r.attempts.remove(i);
         if ok {
-            if i > 0 {
-                // A backup won: the first attempt's worker was slow.
-                let slow = r.attempts[0].worker;
+            // A backup won: the first attempt's worker was slow, unless
+            // the first read its input from another worker.
+            let first = (i > 0).then(|| r.attempts[0]);
+            if let Some(slow) = first.filter(|a| a.source == a.worker).map(|a| a.worker) {
                 let o = self.overtaken.entry(task.job).or_default();
                 if !o.contains(&slow) {
                     o.push(slow);
@@ -675,6 +680,23 @@ mod tests {
         rm.launched_reduce(t(13), at(0, 2000));
         rm.ended(t(13), w(0), 3900, true);
         assert!(rm.attempts(t(13)).is_empty());
+        assert_eq!(rm.overtaken(JobId(1)), [w(3)]);
+    }
+
+    /// A remote map overtaken by its backup marks no slow node: it was as
+    /// slow as its read from another worker.
+    #[test]
+    fn a_remote_map_overtaken_by_its_backup_marks_no_slow_node() {
+        let mut rm = RunningTasks::default();
+        rm.launched(t(1), 1, &[w(0)], TaskAttempt::new(w(3), w(0), 0));
+        rm.launched(t(1), 1, &[w(0)], at(0, 500));
+        rm.ended(t(1), w(0), 900, true);
+        assert!(rm.attempts(t(1)).is_empty());
+        assert!(rm.overtaken(JobId(1)).is_empty());
+        // A local one is: its worker was the slow part.
+        rm.launched(t(2), 1, &[w(3)], at(3, 0));
+        rm.launched(t(2), 1, &[w(3)], TaskAttempt::new(w(1), w(3), 500));
+        rm.ended(t(2), w(1), 900, true);
         assert_eq!(rm.overtaken(JobId(1)), [w(3)]);
     }
 
