@@ -34,10 +34,11 @@ pub(super) async fn sequence_bench() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(35),
     );
+    let auto = auto_pretouch();
     println!(
         "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), alternating (sort, wordcount, 3 times), then spaced (sort, wordcount, twice, each after {} s idle; the pool trims buffers idle 30 s); on a fresh cluster without and then with the default's buffers faulted in per worker (`workers.pretouch_mb = \"auto\"`, {} MB each here), then with output replication 1 instead of 2",
         pause.as_secs(),
-        auto_pretouch() / 1_000_000
+        auto / 1_000_000
     );
     // (pretouch_mb, output replication): the third shows how much of what
     // varies is the output's writes to the disk.
@@ -45,11 +46,7 @@ pub(super) async fn sequence_bench() {
     for (pretouch, output_replication) in [("0", 2), ("auto", 2), ("auto", 1)] {
         // Each worker's share as the two processes of a real cluster would
         // size it (these two share one process and its pool).
-        let bytes = if pretouch == "auto" {
-            auto_pretouch()
-        } else {
-            0
-        };
+        let bytes = if pretouch == "auto" { auto } else { 0 };
         // Each cluster starts with the pool as a fresh process has it.
         let limit = workloads::pool::limit();
         workloads::pool::set_limit(0);
@@ -88,7 +85,7 @@ pub(super) async fn sequence_bench() {
         "   the default's start-up cost: {:.2} s against {:.2} s without, for two workers faulting {} MB each",
         up[1],
         up[0],
-        auto_pretouch() / 1_000_000
+        auto / 1_000_000
     );
     record(
         "sequence.pretouchauto.startup_s",

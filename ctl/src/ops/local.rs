@@ -87,22 +87,18 @@ fn signal(pid: u32, sig: &str) {
 }
 
 fn stop_all(procs: &[Proc]) {
-    for p in procs.iter().filter(|p| alive(p)) {
-        signal(p.pid, "-TERM");
-    }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while procs.iter().any(alive) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let killed: Vec<&Proc> = procs.iter().filter(|p| alive(p)).collect();
-    for p in &killed {
-        signal(p.pid, "-KILL");
-    }
-    // Gone before `down` returns: a process still dying holds its ports,
-    // and the next `up` on them would fail.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while killed.iter().any(|p| alive(p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
+    // TERM, then KILL what is left, each followed by a wait of up to 5 s:
+    // `down` returns once they are gone, since a process still dying holds
+    // its ports and the next `up` on them would fail.
+    for sig in ["-TERM", "-KILL"] {
+        let left: Vec<&Proc> = procs.iter().filter(|p| alive(p)).collect();
+        for p in &left {
+            signal(p.pid, sig);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while left.iter().any(|p| alive(p)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
