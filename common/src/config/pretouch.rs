@@ -49,15 +49,6 @@ impl Pretouch {
     }
 }
 
-impl std::fmt::Display for Pretouch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Pretouch::Auto => f.write_str("\"auto\""),
-            Pretouch::Mb(mb) => write!(f, "{mb}"),
-        }
-    }
-}
-
 impl Serialize for Pretouch {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
