@@ -725,6 +725,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             slots,
             fair_share,
             network_shuffle,
+            fitted_reduce,
             slow,
             speculation,
             scheduler,
@@ -739,7 +740,11 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                 schedulers: scheduler.clone(),
                 keep_outcomes: false,
                 seed: None,
-                network_shuffle: *network_shuffle,
+                shuffle: match (network_shuffle, fitted_reduce) {
+                    (true, _) => simulation::trace::ShuffleModel::Network,
+                    (false, true) => simulation::trace::ShuffleModel::Fitted,
+                    (false, false) => simulation::trace::ShuffleModel::Auto,
+                },
             };
             print!("{}", simulation::trace::run_file(spec, calibration, &opts)?);
             Ok(())

@@ -15,6 +15,7 @@ def simulate_trace(
     slots: Optional[int] = None,
     tasks: bool = False,
     seed: Optional[int] = None,
+    shuffle: str = "auto",
 ) -> Tuple[str, _Rows, _Rows]: ...
 def generate_instance(
     path: _Path,

@@ -114,6 +114,7 @@ def simulate_trace(
     seed: Optional[int] = None,
     lenient: bool = False,
     client: Any = None,
+    shuffle: str = "auto",
 ) -> Frames:
     """Runs ``spec`` (a trace or job-mix spec) with its ``calibration``
     under each of ``schedulers`` (built-in names or TOML as ``master sim
@@ -142,9 +143,15 @@ def simulate_trace(
     process (``wall_s`` aside: it is each run's own time).
     ``runs.attrs["table"]`` is then each seed's table in turn, headed by
     its seed.
+
+    ``shuffle``: how a reduce is timed, as ``master sim trace`` does:
+    ``"auto"`` (the shuffle over the spec's NICs where the spec and the
+    calibration allow it, else the fitted term, the table's notes saying
+    why), ``"network"`` (``--network-shuffle``: refused where it cannot be)
+    or ``"fitted"`` (``--fitted-reduce``).
     """
     return sweep(
-        [dict(spec=spec, calibration=calibration, workers=workers, slots=slots, seed=seed)],
+        [dict(spec=spec, calibration=calibration, workers=workers, slots=slots, seed=seed, shuffle=shuffle)],
         schedulers,
         tasks=tasks,
         lenient=lenient,
@@ -162,6 +169,7 @@ def _simulate(
     tasks: bool,
     seed: Optional[int],
     lenient: bool,
+    shuffle: str = "auto",
 ) -> Tuple[str, _Rows, _Rows]:
     """One call of the simulator: (table, runs, task rows) as lists of
     dicts, no failure raised (the caller checks). Runs where it is called:
@@ -169,7 +177,7 @@ def _simulate(
     policies it is given in its own process."""
     configs = [s if isinstance(s, str) else policy_config(s[0], strict=not lenient, name=s[1]) for s in schedulers]
     table, runs, task_rows = _native.simulate_trace(
-        str(spec), str(calibration), configs, workers, slots, tasks, seed
+        str(spec), str(calibration), configs, workers, slots, tasks, seed, shuffle
     )
     return table, list(runs), list(task_rows) if tasks else []
 
@@ -200,8 +208,8 @@ def sweep(
     the rows into one DataFrame pair ``(runs, task_runs)``.
 
     ``settings``: dicts with ``spec`` and ``calibration`` and optionally
-    ``workers``, ``slots`` and ``seed`` (absent: each of the spec's
-    seeds), e.g. every SWIM hour's spec at every cluster size. Each
+    ``workers``, ``slots``, ``seed`` (absent: each of the spec's
+    seeds) and ``shuffle`` (as ``simulate_trace`` takes it), e.g. every SWIM hour's spec at every cluster size. Each
     (setting, seed) is one simulation task: run here one after another,
     or, with a Dask ``client``, as Dask tasks on its workers, the rows
     gathered in the same order either way. With ``label``, the rows carry
@@ -215,17 +223,19 @@ def sweep(
         s if isinstance(s, str) else (_policy_class(s), f"{s.__name__}-{next(_names)}") for s in schedulers
     ]
     for i, st in enumerate(settings):
-        unknown = set(st) - {"spec", "calibration", "workers", "slots", "seed"}
+        unknown = set(st) - {"spec", "calibration", "workers", "slots", "seed", "shuffle"}
         if unknown or "spec" not in st or "calibration" not in st:
             raise ValueError(
-                f"setting {i}: needs spec and calibration, may have workers, slots and seed; "
+                f"setting {i}: needs spec and calibration, may have workers, slots, seed and shuffle; "
                 f"got {sorted(st)}"
             )
+        if st.get("shuffle", "auto") not in ("auto", "fitted", "network"):
+            raise ValueError(f"setting {i}: shuffle {st['shuffle']!r}: expected 'auto', 'fitted' or 'network'")
 
     def args(st: Mapping[str, Any], seed: Optional[int]) -> Tuple[Any, ...]:
         return (
             os.fspath(st["spec"]), os.fspath(st["calibration"]), named,
-            st.get("workers"), st.get("slots"), tasks, seed, lenient,
+            st.get("workers"), st.get("slots"), tasks, seed, lenient, st.get("shuffle", "auto"),
         )
 
     if client is None:

@@ -96,10 +96,11 @@ fn register_policy(name: &str, handler: Py<PyAny>) -> PyResult<()> {
 /// `master sim trace SPEC --calibration CALIBRATION` with `schedulers`
 /// (each as `--scheduler` takes it; empty: the spec's), `workers` and
 /// `slots` instead of the spec's, one run of each with `seed` instead of
-/// the spec's repetitions if given. Returns (the table, one dict per run,
+/// the spec's repetitions if given, reduces timed as `shuffle` says
+/// ("auto", "network" or "fitted"). Returns (the table, one dict per run,
 /// one dict per task run when `tasks`).
 #[pyfunction]
-#[pyo3(signature = (spec, calibration, schedulers, workers=None, slots=None, tasks=false, seed=None))]
+#[pyo3(signature = (spec, calibration, schedulers, workers=None, slots=None, tasks=false, seed=None, shuffle="auto"))]
 #[allow(clippy::too_many_arguments)] // Python's keyword arguments
 fn simulate_trace<'py>(
     py: Python<'py>,
@@ -110,7 +111,11 @@ fn simulate_trace<'py>(
     slots: Option<u32>,
     tasks: bool,
     seed: Option<u64>,
+    shuffle: &str,
 ) -> PyResult<(String, Rows<'py>, Rows<'py>)> {
+    let shuffle = shuffle
+        .parse::<ctl::simulation::trace::ShuffleModel>()
+        .map_err(PyValueError::new_err)?;
     let configs = schedulers
         .iter()
         .map(|s| {
@@ -122,6 +127,7 @@ fn simulate_trace<'py>(
         schedulers: configs,
         keep_outcomes: tasks,
         seed,
+        shuffle,
         ..ctl::simulation::trace::TraceOptions::at(workers, slots)
     };
     // The simulation runs without the interpreter; a Python policy's call

@@ -108,6 +108,15 @@ def test_bad_input_gets_a_clear_error():
         mrtb.sim.simulate_trace(SPEC, calibration(), ["nosuch"])
     with pytest.raises(RuntimeError, match="nothing.toml"):
         mrtb.sim.simulate_trace(os.path.join(ROOT, "nothing.toml"), calibration(), ["hadoop"])
+    with pytest.raises(ValueError, match="shuffle 'links'"):
+        mrtb.sim.simulate_trace(SPEC, calibration(), ["hadoop"], shuffle="links")
+    # The shipped swim-hour calibration predates the typical reduce term:
+    # the shuffle over the links is refused with the reason, and the
+    # default falls back to the fitted term, saying so.
+    with pytest.raises(RuntimeError, match="no typical reduce term"):
+        mrtb.sim.simulate_trace(SPEC, calibration(), ["hadoop"], workers=6, seed=11, shuffle="network")
+    runs, _ = mrtb.sim.simulate_trace(SPEC, calibration(), ["hadoop"], workers=6, seed=11)
+    assert "took the calibration's fitted term" in runs.attrs["table"]
 
 
 def test_an_instance_runs_under_built_in_and_python_policies(tmp_path):

@@ -531,10 +531,12 @@ pub enum SimCmd {
     /// experiments/whatif-dyndl-1000.toml), in the simulator at any scale,
     /// with task times and the remote-read cost of a calibration (`master
     /// sim calibrate`); print each scheduler's mean JCT, makespan, remote
-    /// maps and simulation time per point. Also `sim scale`.
+    /// maps and simulation time per point. A reduce's shuffle crosses the
+    /// spec's NICs wherever the spec and the calibration allow it (else
+    /// the fitted reduce term, said in the notes). Also `sim scale`.
     #[command(alias = "scale")]
     #[command(
-        after_help = "Examples:\n  master sim trace experiments/swim-hour.toml --calibration results/swim-hour/20261125-142849/calibration\n  master sim trace experiments/whatif-swim-1000.toml --calibration results/swim-hour/20261125-142849/calibration --workers 1000 --fair-share"
+        after_help = "Examples:\n  master sim trace experiments/swim-hour.toml --calibration results/swim-hour/20261125-142849/calibration\n  master sim trace experiments/whatif-swim-1000.toml --calibration results/swim-hour/20261125-142849/calibration --workers 1000 --fair-share\n  master sim trace experiments/whatif-swim-1000-shuffle.toml --calibration results/swim-hour-shuffle/20261128-190407/calibration --workers 1000 --fitted-reduce"
     )]
     Trace {
         spec: PathBuf,
@@ -555,13 +557,20 @@ pub enum SimCmd {
         /// them) instead of its fixed `source+reader` extra.
         #[arg(long)]
         fair_share: bool,
-        /// Move the shuffle over the spec's NICs: a reduce lasts the
-        /// calibration's typical time for its bytes, or longer where its
-        /// fetch from the workers that ran its job's maps and its output's
-        /// copies, sharing those links, take longer; a data-remote map's
-        /// block crosses them too (its length stays the remote model's).
-        #[arg(long)]
+        /// Move the shuffle over the spec's NICs, and refuse to run where
+        /// the spec has no NIC rate or the calibration no typical reduce
+        /// term: a reduce lasts the calibration's typical time for its
+        /// bytes, or longer where its fetch from the workers that ran its
+        /// job's maps and its output's copies, sharing those links, take
+        /// longer; a data-remote map's block crosses them too (its length
+        /// stays the remote model's). The default wherever it can be
+        /// (the table's notes say when it could not).
+        #[arg(long, conflicts_with = "fitted_reduce")]
         network_shuffle: bool,
+        /// Time a reduce by the calibration's fitted per-MB term instead,
+        /// loading no link (the default before the shuffle over the links).
+        #[arg(long)]
+        fitted_reduce: bool,
         /// Slow machines, FRACTION:FACTOR: that share of the workers,
         /// drawn per seed, run every task FACTOR times longer (e.g.
         /// 0.05:10).

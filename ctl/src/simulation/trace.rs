@@ -56,11 +56,44 @@ pub struct TraceOptions {
     /// One run per scheduler with this seed instead of the spec's
     /// repetitions.
     pub seed: Option<u64>,
+    /// How a reduce is timed: over the links where it can be (the
+    /// default), or as `--network-shuffle` / `--fitted-reduce` say.
+    pub shuffle: ShuffleModel,
+}
+
+/// How `sim trace` times a job's reduces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShuffleModel {
+    /// Over the links where every point has a NIC rate and the
+    /// calibration keeps the typical reduce's term; else the fitted term,
+    /// the table's notes saying why. The default: it is the model that
+    /// put the spec-only answers on SWIM hours no calibration had seen
+    /// within 10% (docs/experiments/simulator.md).
+    #[default]
+    Auto,
+    /// The calibration's fitted per-MB term (`--fitted-reduce`): a
+    /// reduce's time from its bytes alone, loading no link.
+    Fitted,
     /// The shuffle over the links (`--network-shuffle`): a reduce's own
     /// time is the calibration's typical one, and its fetch from the
     /// workers that ran its job's maps and its output's copies cross the
-    /// spec's NICs, shared with every other transfer on them.
-    pub network_shuffle: bool,
+    /// spec's NICs, shared with every other transfer on them; refused
+    /// where the spec or the calibration cannot give it.
+    Network,
+}
+
+impl std::str::FromStr for ShuffleModel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(ShuffleModel::Auto),
+            "fitted" => Ok(ShuffleModel::Fitted),
+            "network" => Ok(ShuffleModel::Network),
+            _ => Err(format!(
+                "shuffle model {s:?}: expected \"auto\", \"fitted\" or \"network\""
+            )),
+        }
+    }
 }
 
 impl TraceOptions {
@@ -194,6 +227,8 @@ pub(crate) struct Setting<'a> {
     pub model: &'a Model,
     pub remote: RemoteModel,
     pub opts: &'a TraceOptions,
+    /// The shuffle over the links (the resolved [`ShuffleModel`]).
+    pub network: bool,
 }
 
 /// The runs of a call so far, with the policies' notes and each point's
@@ -203,6 +238,8 @@ pub(crate) struct Runs {
     pub runs: Vec<TraceRun>,
     pub notes: Vec<String>,
     pub maps_of: Vec<(String, u32, u64)>,
+    /// Whether any simulated job ran reduces.
+    pub reduces: bool,
 }
 
 /// Every scheduler of the spec at `path`, at every point, each
@@ -220,6 +257,13 @@ pub fn run(
     let points = spec.points().map_err(|e| e.in_file(path))?;
     let first = points.first().context("the spec has no point")?;
     let model = read_model(calibration, opts.point.as_deref())?;
+    let why_not = why_not_network(&model, &points, calibration, path);
+    let network = match (opts.shuffle, &why_not) {
+        (ShuffleModel::Fitted, _) => false,
+        (ShuffleModel::Network, Some(why)) => anyhow::bail!("--network-shuffle: {why}"),
+        (ShuffleModel::Network | ShuffleModel::Auto, None) => true,
+        (ShuffleModel::Auto, Some(_)) => false,
+    };
     let set = Setting {
         spec: &spec,
         path,
@@ -227,45 +271,49 @@ pub fn run(
         model: &model,
         remote: remote_model(&model, opts.fair_share, calibration)?,
         opts,
+        network,
     };
-    let shape = shape_of(&spec, first, opts);
+    let shape = shape_of(&spec, first, opts, network);
     if shape.workers == 0 || shape.slots == 0 {
         anyhow::bail!("--workers and --slots must be at least 1");
-    }
-    if opts.network_shuffle {
-        network_shuffle_ready(&model, &points, calibration, path)?;
     }
     let mut out = Runs::default();
     for p in &points {
         simulate_point(&set, p, &schedulers, &mut out)?;
     }
+    if let (ShuffleModel::Auto, Some(why), true) = (opts.shuffle, why_not, out.reduces) {
+        out.notes.insert(
+            0,
+            format!("The reduces took the calibration's fitted term, not the shuffle over the links (the default where it can be): {why}."),
+        );
+    }
     let table = table::write(&set, first, &shape, &schedulers, &out)?;
     Ok((table, out.runs))
 }
 
-/// `--network-shuffle` needs a NIC rate at every point and a calibration
-/// that kept the typical reduce's term (the fitted per-MB term holds the
-/// network's share already).
-fn network_shuffle_ready(
+/// Why the shuffle cannot go over the links, if it cannot: it needs a NIC
+/// rate at every point and a calibration that kept the typical reduce's
+/// term (the fitted per-MB term holds the network's share already).
+fn why_not_network(
     model: &Model,
     points: &[Point],
     calibration: &Path,
     path: &Path,
-) -> anyhow::Result<()> {
+) -> Option<String> {
     if let Some(p) = points.iter().find(|p| p.nic_mbps.is_none()) {
-        anyhow::bail!(
-            "--network-shuffle: point {} of {} has no NIC rate (cluster.nic_mbps): the shuffle has no link to cross",
+        return Some(format!(
+            "point {} of {} has no NIC rate (cluster.nic_mbps): the shuffle has no link to cross",
             p.label,
             path.display()
-        );
+        ));
     }
     if model.reduce_typical_ms_per_mb.is_none() {
-        anyhow::bail!(
-            "--network-shuffle: the calibration {} has no typical reduce term (reduce_typical_ms_per_mb; it was made before it was kept): run `master sim calibrate` on its results again",
+        return Some(format!(
+            "the calibration {} has no typical reduce term (reduce_typical_ms_per_mb; it was made before it was kept): run `master sim calibrate` on its results again",
             calibration.display()
-        );
+        ));
     }
-    Ok(())
+    None
 }
 
 /// The spec's schedulers, or `--scheduler`'s instead.
@@ -314,7 +362,7 @@ fn remote_model(
 
 /// The simulated cluster at point `p`: the spec's, with `--workers` and
 /// `--slots`, dedicated reduce workers keeping their share at any size.
-fn shape_of(spec: &Spec, p: &Point, opts: &TraceOptions) -> Shape {
+fn shape_of(spec: &Spec, p: &Point, opts: &TraceOptions, network: bool) -> Shape {
     let reduce_workers = match opts.workers {
         Some(w) if spec.cluster.reduce_workers > 0 => {
             ((u64::from(spec.cluster.reduce_workers) * u64::from(w)
@@ -339,7 +387,7 @@ fn shape_of(spec: &Spec, p: &Point, opts: &TraceOptions) -> Shape {
             ..spec.cluster.speculation.clone()
         },
         slow: opts.slow,
-        shuffle_net: p.shuffle_net(spec).filter(|_| opts.network_shuffle),
+        shuffle_net: p.shuffle_net(spec).filter(|_| network),
     }
 }
 
@@ -352,7 +400,7 @@ fn simulate_point(
     out: &mut Runs,
 ) -> anyhow::Result<()> {
     let (spec, path, model) = (set.spec, set.path, set.model);
-    let shape = shape_of(spec, p, set.opts);
+    let shape = shape_of(spec, p, set.opts, set.network);
     let limit_ms = (spec.timeout_s * 1000.0) as u64;
     let traced = spec
         .trace_plan(p.block_bytes)
@@ -375,6 +423,7 @@ fn simulate_point(
                 None => synthetic_plan(spec, p, seed, &model.shuffle_ratio)
                     .with_context(|| format!("{}", path.display()))?,
             };
+            out.reduces |= plan.jobs.iter().any(|j| j.reduces.unwrap_or(0) > 0);
             if !out.maps_of.iter().any(|m| m.0 == p.label) {
                 out.maps_of
                     .push((p.label.clone(), plan.jobs.len() as u32, plan.maps()));

@@ -109,6 +109,10 @@ impl Ord for OrdF64 {
 /// event costs the transfers of two workers, not all of them.
 pub(super) struct Flows {
     slots: Vec<Option<Live>>,
+    /// Per slot, the version its next transfer starts from: above every
+    /// version an earlier transfer in that slot left in the heap, so a
+    /// stale entry never passes for the new transfer's.
+    versions: Vec<u32>,
     free: Vec<usize>,
     len: usize,
     out: Vec<u32>,
@@ -129,6 +133,7 @@ impl Flows {
     pub(super) fn new(workers: usize) -> Flows {
         Flows {
             slots: Vec::new(),
+            versions: Vec::new(),
             free: Vec::new(),
             len: 0,
             out: vec![0; workers],
@@ -148,13 +153,15 @@ impl Flows {
     /// The transfers whose rate depends on worker `src`'s transmit link or
     /// disk or on worker `dst`'s receive link, each once.
     fn touching(&self, src: u32, dst: u32) -> Vec<usize> {
-        let mut v: Vec<usize> = self.from[src as usize]
-            .iter()
-            .chain(&self.to[dst as usize])
-            .copied()
-            .collect();
-        v.sort_unstable();
-        v.dedup();
+        let (from, to) = (&self.from[src as usize], &self.to[dst as usize]);
+        let mut v = Vec::with_capacity(from.len() + to.len());
+        v.extend_from_slice(from);
+        // A transfer into `dst` from `src` is in both lists: taken once.
+        v.extend(
+            to.iter()
+                .copied()
+                .filter(|&i| self.slots[i].as_ref().is_none_or(|l| l.x.source != src)),
+        );
         v
     }
 
@@ -167,17 +174,29 @@ impl Flows {
         }
     }
 
-    /// Gives `ids` their rates at the current counts, and each a new heap
-    /// entry for its end.
+    /// Gives `ids` their rates at the current counts, and each whose rate
+    /// changed a new heap entry for its end (one whose rate stands keeps
+    /// its entry: its end has not moved). Entries left stale are dropped
+    /// once they outnumber the live ones, so the heap stays as large as
+    /// the transfers in flight, whatever the events.
     fn retime(&mut self, ids: &[usize]) {
         for &i in ids {
             let rate = self.rate(&self.slots[i].as_ref().expect("a live transfer").x);
             let l = self.slots[i].as_mut().expect("a live transfer");
+            if rate == l.rate {
+                continue;
+            }
             l.rate = rate;
             l.version = l.version.wrapping_add(1);
             let end = self.now + l.x.left.max(0.0) / rate;
             self.due
                 .push(std::cmp::Reverse((OrdF64(end), i, l.version)));
+        }
+        if self.due.len() > 2 * self.len + 1024 {
+            let slots = &self.slots;
+            self.due.retain(|std::cmp::Reverse((_, i, v))| {
+                slots[*i].as_ref().is_some_and(|l| l.version == *v)
+            });
         }
     }
 
@@ -205,6 +224,7 @@ impl Flows {
         self.count(&x, true);
         let i = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
+            self.versions.push(0);
             self.slots.len() - 1
         });
         self.from[x.source as usize].push(i);
@@ -213,7 +233,7 @@ impl Flows {
             x,
             rate: 0.0,
             at: self.now,
-            version: 0,
+            version: self.versions[i],
         });
         self.len += 1;
         let mut near = near;
@@ -232,6 +252,7 @@ impl Flows {
         near.retain(|&j| j != i);
         self.settle(&near);
         let l = self.slots[i].take().expect("a live transfer");
+        self.versions[i] = l.version.wrapping_add(1);
         self.count(&l.x, false);
         for list in [&mut self.from[src as usize], &mut self.to[dst as usize]] {
             if let Some(k) = list.iter().position(|&j| j == i) {
@@ -470,5 +491,51 @@ mod tests {
         // go at full rate.
         assert!((f.next_done() - 1_100.0).abs() < 1e-9, "{}", f.next_done());
         assert!(!f.is_empty());
+    }
+
+    #[test]
+    fn a_slot_taken_again_is_not_timed_by_its_last_transfers_entries() {
+        let mut f = Flows::new(8);
+        // A (slot 0) is re-timed twice: at 0 ms to end at 2,000 (B beside
+        // it), at 200 ms to end at 1,100 (B done). Its 2,000 ms entry stays
+        // in the heap, stale.
+        f.push(net(0, 1, 1_000.0));
+        f.push(net(0, 2, 100.0));
+        f.advance_to(200.0);
+        assert_eq!(f.pop_done().map(|x| x.worker), Some(2));
+        f.advance_to(1_100.0);
+        assert_eq!(f.pop_done().map(|x| x.worker), Some(1));
+        // C takes slot 0 and is re-timed once by D beside it: C ends at
+        // 11,100 ms and D at 3,100; A's stale entry (2,000 ms) is neither.
+        f.push(net(4, 5, 5_000.0));
+        f.push(net(4, 6, 1_000.0));
+        assert!((f.next_done() - 3_100.0).abs() < 1e-9, "{}", f.next_done());
+        f.advance_to(2_000.0);
+        assert!(f.pop_done().is_none());
+        f.advance_to(3_100.0);
+        assert_eq!(f.pop_done().map(|x| x.worker), Some(6));
+        // C alone: 4,000 ms of work left at full rate.
+        assert!((f.next_done() - 7_100.0).abs() < 1e-9, "{}", f.next_done());
+    }
+
+    #[test]
+    fn the_heap_keeps_no_more_than_its_live_transfers_entries_and_some() {
+        let mut f = Flows::new(3);
+        // A long transfer out of worker 0 beside 10,000 short ones that
+        // start and end one after another: each re-times the long one.
+        f.push(net(0, 1, 1e9));
+        for k in 0..10_000u32 {
+            f.push(net(0, 2, 1.0));
+            let t = f.next_done();
+            f.advance_to(t);
+            let done = f.pop_done().expect("the short one");
+            assert_eq!(done.worker, 2, "at {k}");
+            assert!(
+                f.due.len() <= 2 * f.len + 1024,
+                "{} entries at {k}",
+                f.due.len()
+            );
+        }
+        assert_eq!(f.len, 1);
     }
 }

@@ -194,14 +194,14 @@ fn reduce_text(shape: &Shape, model: &lab::trace::Model) -> String {
              or, where longer, its fetch from the workers that ran its job's maps and then its \
              output sent to {} more replica{} (on workers picked by the master's rule), over {:.0} \
              Mbit/s links shared with every transfer on them, data-remote maps' blocks included \
-             (--network-shuffle)",
+             (the shuffle over the links)",
             model.reduce_base_ms,
             n.extra_copies,
             if n.extra_copies == 1 { "" } else { "s" },
             n.link_bpms * 8.0 / 1e3
         ),
         _ => format!(
-            "{:.0} + {:.0} ms per MB of its shuffle share",
+            "{:.0} + {:.0} ms per MB of its shuffle share (the fitted term)",
             model.reduce_base_ms, model.reduce_ms_per_mb
         ),
     }

@@ -321,31 +321,61 @@ fn the_network_shuffle_needs_a_nic_rate_and_the_typical_reduce_term() {
     let cal = root.join("results/dyndl-real/20261124-173842/calibration");
     let opts = TraceOptions {
         point: Some("64MB-50".into()),
-        network_shuffle: true,
+        shuffle: ShuffleModel::Network,
         ..TraceOptions::at(Some(4), None)
     };
+    let auto = TraceOptions {
+        shuffle: ShuffleModel::Auto,
+        ..opts.clone()
+    };
+    let fitted = TraceOptions {
+        shuffle: ShuffleModel::Fitted,
+        ..opts.clone()
+    };
     let err = |cal: &Path| format!("{:#}", run(&spec, cal, &opts).unwrap_err());
+    // The calibration with a wordcount shuffle ratio, without (`cal1`)
+    // and with (`cal2`) the typical reduce term.
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cal.join("meta.json")).unwrap()).unwrap();
+    let copy = |meta: &serde_json::Value, name: &str| {
+        let c = dir.path().join(name);
+        std::fs::create_dir_all(&c).unwrap();
+        std::fs::write(c.join("meta.json"), meta.to_string()).unwrap();
+        c
+    };
+    for m in meta["models"].as_array_mut().unwrap() {
+        m["shuffle_ratio"] = serde_json::json!({"wordcount": 0.5});
+    }
+    let cal1 = copy(&meta, "cal1");
+    for m in meta["models"].as_array_mut().unwrap() {
+        m["reduce_typical_ms_per_mb"] = 50.0.into();
+    }
+    let cal2 = copy(&meta, "cal2");
+    // The default falls back to the fitted term where the links cannot
+    // carry the shuffle, and its notes say why; --network-shuffle refuses.
+    let fell_back = |cal: &Path, why: &str| {
+        let (table, _) = run(&spec, cal, &auto).unwrap();
+        assert!(
+            table.contains("took the calibration's fitted term")
+                && table.contains(why)
+                && table.contains("(the fitted term)"),
+            "{table}"
+        );
+    };
     write("");
     let e = err(&cal);
     assert!(
         e.contains("--network-shuffle: point") && e.contains("has no NIC rate"),
         "{e}"
     );
+    fell_back(&cal2, "has no NIC rate");
     // With a NIC: that calibration was made before the typical term.
     write("nic_mbps = 80");
     let e = err(&cal);
     assert!(e.contains("no typical reduce term"), "{e}");
-    // The same calibration with the term and a shuffle ratio runs, and
-    // the table says how its reduces were timed.
-    let mut meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(cal.join("meta.json")).unwrap()).unwrap();
-    for m in meta["models"].as_array_mut().unwrap() {
-        m["reduce_typical_ms_per_mb"] = 50.0.into();
-        m["shuffle_ratio"] = serde_json::json!({"wordcount": 0.5});
-    }
-    let cal2 = dir.path().join("cal");
-    std::fs::create_dir_all(&cal2).unwrap();
-    std::fs::write(cal2.join("meta.json"), meta.to_string()).unwrap();
+    fell_back(&cal1, "no typical reduce term");
+    // With the term and a shuffle ratio it runs, and the table says how
+    // its reduces were timed.
     let (table, runs) = run(&spec, &cal2, &opts).unwrap();
     assert_eq!(runs.len(), 1, "{table}");
     assert!(
@@ -353,4 +383,21 @@ fn the_network_shuffle_needs_a_nic_rate_and_the_typical_reduce_term() {
             && table.contains("to 1 more replica (on workers picked"),
         "{table}"
     );
+    // There the default is the shuffle over the links, run for run, and
+    // --fitted-reduce the fitted term, which times the reduces otherwise.
+    let (auto_table, auto_runs) = run(&spec, &cal2, &auto).unwrap();
+    assert!(
+        auto_table.contains("over 80 Mbit/s links") && !auto_table.contains("(the fitted term)"),
+        "{auto_table}"
+    );
+    let jct = |r: &[TraceRun]| r.iter().map(|r| r.mean_jct_s).collect::<Vec<_>>();
+    assert_eq!(jct(&auto_runs), jct(&runs));
+    let (fit_table, fit_runs) = run(&spec, &cal2, &fitted).unwrap();
+    assert!(
+        fit_table.contains("(the fitted term)")
+            && !fit_table.contains("links shared")
+            && !fit_table.contains("took the calibration's fitted term"),
+        "{fit_table}"
+    );
+    assert_ne!(jct(&fit_runs), jct(&runs), "{fit_table}\n{table}");
 }
