@@ -286,8 +286,10 @@ fn main() {
 
 /// A SWIM day (all 24 hours, bytes x 5e-4: 1,033,483 maps) on 10,000
 /// servers x 12 slots, heartbeats every 3 s (`experiments/whatif-swim-day-10000.toml`),
-/// under hadoop, delay and DynDLOn: the wall time of each against the 30 s
-/// target, and the events (heartbeats, task ends) per second.
+/// under hadoop, delay and DynDLOn, as `sim trace` runs it by default (the
+/// shuffle and the remote maps' blocks over the links): the wall time of
+/// each against the 30 s target, and the events (heartbeats, task ends)
+/// per second.
 fn swim_day() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -302,7 +304,7 @@ fn swim_day() {
     .expect("the SWIM day");
     for r in &runs {
         let what = format!(
-            "SWIM day in the replay, 10,000 x 12, heartbeat 3 s, {} ({} maps)",
+            "SWIM day in the replay, 10,000 x 12, heartbeat 3 s, over the links, {} ({} maps)",
             r.scheduler, r.maps
         );
         let rate = r.events as f64 / r.wall_s;
