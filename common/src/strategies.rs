@@ -59,15 +59,24 @@ fn finite() -> impl Strategy<Value = f64> {
 }
 
 pub fn block_info() -> impl Strategy<Value = BlockInfo> {
-    (block_id(), name(), any::<u32>(), any::<u32>(), any::<u64>()).prop_map(
-        |(id, file, index, file_blocks, len)| BlockInfo {
-            id,
-            file,
-            index,
-            file_blocks,
-            len,
-        },
+    (
+        block_id(),
+        name(),
+        any::<u32>(),
+        any::<u32>(),
+        any::<u64>(),
+        any::<u64>(),
     )
+        .prop_map(
+            |(id, file, index, file_blocks, len, generation)| BlockInfo {
+                id,
+                file,
+                index,
+                file_blocks,
+                len,
+                generation,
+            },
+        )
 }
 
 pub fn register_request() -> impl Strategy<Value = RegisterRequest> {
@@ -280,14 +289,18 @@ pub fn launch() -> impl Strategy<Value = Launch> {
         any::<u32>(),
         any::<u32>(),
         vec(text(), 0..3),
+        any::<u64>(),
     )
-        .prop_map(|(block, file, index, file_blocks, replicas)| OutputTarget {
-            block,
-            file,
-            index,
-            file_blocks,
-            replicas,
-        });
+        .prop_map(
+            |(block, file, index, file_blocks, replicas, generation)| OutputTarget {
+                block,
+                file,
+                index,
+                file_blocks,
+                replicas,
+                generation,
+            },
+        );
     let reduce = (any::<u32>(), vec(input, 0..3), range, output).prop_map(
         |(partition, inputs, range, output)| {
             LaunchTask::Reduce(ReduceLaunch {
@@ -319,28 +332,28 @@ pub fn ratios() -> impl Strategy<Value = workloads::Ratios> {
 pub fn heartbeat_reply() -> impl Strategy<Value = HeartbeatReply> {
     let copy = (block_id(), text()).prop_map(|(block, to)| CopyOrder { block, to });
     let refused = (attempt_id(), text()).prop_map(|(attempt, reason)| Refused { attempt, reason });
+    let stale = (block_id(), any::<u64>())
+        .prop_map(|(block, generation)| StaleReplica { block, generation });
     (
-        vec(launch(), 0..3),
-        vec(job_id(), 0..3),
-        any::<bool>(),
-        vec(copy, 0..3),
-        vec(block_id(), 0..3),
-        vec(attempt_id(), 0..3),
-        any::<bool>(),
-        vec(refused, 0..3),
+        (vec(launch(), 0..3), vec(job_id(), 0..3), any::<bool>()),
+        (vec(copy, 0..3), vec(block_id(), 0..3), vec(stale, 0..3)),
+        (vec(attempt_id(), 0..3), any::<bool>(), vec(refused, 0..3)),
     )
         .prop_map(
-            |(launches, forget_jobs, reregister, copy_blocks, drop_blocks, kill, lost, refused)| {
-                HeartbeatReply {
-                    launches,
-                    forget_jobs,
-                    reregister,
-                    copy_blocks,
-                    drop_blocks,
-                    kill,
-                    lost,
-                    refused,
-                }
+            |(
+                (launches, forget_jobs, reregister),
+                (copy_blocks, drop_blocks, drop_stale),
+                (kill, lost, refused),
+            )| HeartbeatReply {
+                launches,
+                forget_jobs,
+                reregister,
+                copy_blocks,
+                drop_blocks,
+                drop_stale,
+                kill,
+                lost,
+                refused,
             },
         )
 }

@@ -5,38 +5,12 @@ use crate::ids::{AttemptId, BlockId, JobId, WorkerId};
 use serde::{Deserialize, Serialize};
 use workloads::{MapSummary, Ratios, ReduceSummary, Workload};
 
+mod blocks;
 mod commit;
 mod compute;
+pub use blocks::*;
 pub use commit::CommitRequest;
 pub use compute::TaskCompute;
-
-/// Header carrying a block's digest (hex SHA-256 of its length and chunk CRC32Cs) on
-/// upload and download.
-pub const BLOCK_DIGEST_HEADER: &str = "x-block-digest";
-/// Headers naming the file a block belongs to, on upload.
-pub const BLOCK_FILE_HEADER: &str = "x-block-file";
-pub const BLOCK_INDEX_HEADER: &str = "x-block-index";
-pub const BLOCK_FILE_BLOCKS_HEADER: &str = "x-block-file-blocks";
-/// Optional header on upload: `keep` (the default) leaves the block in the
-/// receiver's page cache, `drop-behind` writes it around it (job output).
-pub const BLOCK_CACHE_HEADER: &str = "x-block-cache";
-
-/// Most blocks one file may have (bounds every count taken from a block
-/// report or an upload header).
-pub const MAX_FILE_BLOCKS: u32 = 1_000_000;
-/// Largest block a worker accepts (an upload's body is cut off past it).
-pub const MAX_BLOCK_BYTES: u64 = 4 << 30;
-
-/// One block a worker stores, as reported to the master.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct BlockInfo {
-    pub id: BlockId,
-    /// The file this block belongs to, its position in it and the file's block count.
-    pub file: String,
-    pub index: u32,
-    pub file_blocks: u32,
-    pub len: u64,
-}
 
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RegisterRequest {
@@ -148,6 +122,11 @@ pub struct HeartbeatReply {
     /// Replicas above the replication factor: delete them here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drop_blocks: Vec<BlockId>,
+    /// Replicas at a generation the master does not take (written by an
+    /// attempt whose result it did not accept): delete each here if it is
+    /// still at that generation (a newer one that replaced it stays).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop_stale: Vec<StaleReplica>,
     /// Attempts running here that the master no longer waits for (timed
     /// out, their job ended, or launched by an earlier master): stop them
     /// and free their slots.
@@ -275,6 +254,11 @@ pub struct OutputTarget {
     pub file_blocks: u32,
     /// Base URLs of the other workers that get a replica.
     pub replicas: Vec<String>,
+    /// The generation stamp the replicas are stored with
+    /// ([`output_generation`] of the reduce's attempt; a copy keeps its
+    /// source's).
+    #[serde(default)]
+    pub generation: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

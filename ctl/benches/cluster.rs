@@ -288,6 +288,7 @@ async fn local_sink_bench() {
         file: "local".into(),
         index: 0,
         file_blocks: 1,
+        generation: 0,
     };
     ws[0].store.put(target, &data).unwrap();
     drop(data);

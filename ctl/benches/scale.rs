@@ -133,6 +133,7 @@ async fn run(
                     index: i,
                     file_blocks: BLOCKS_PER_JOB,
                     len: BLOCK_LEN,
+                    generation: 0,
                 });
             }
         }

@@ -437,3 +437,101 @@ async fn sort_balances_reduces_on_few_and_skewed_keys() {
         }
     }
 }
+
+/// PUTs `data` as replica `block` of `file` (1 block) at `generation` to
+/// the worker at `addr`, as a reduce's upload does; the answer's status.
+async fn put_replica(
+    addr: &str,
+    block: &common::BlockId,
+    file: &str,
+    generation: u64,
+    data: &[u8],
+) -> u16 {
+    let mut h = common::checksum::ChunkHasher::new();
+    h.update(data);
+    reqwest::Client::new()
+        .put(format!("{addr}/blocks/{block}"))
+        .bearer_auth(TOKEN)
+        .header("x-block-digest", h.finish().block_digest_hex())
+        .header("x-block-file", file)
+        .header("x-block-index", "0")
+        .header("x-block-file-blocks", "1")
+        .header("x-block-generation", generation.to_string())
+        .body(data.to_vec())
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// The fencing window after an output commit is granted: a reduce attempt
+/// cut off from the master right after its grant still sends its replicas
+/// their digest, and they land after another attempt's result was taken.
+/// Here such a late replica (other bytes, another attempt's generation) is
+/// uploaded to a worker that holds none: the worker stores it (it cannot
+/// know), the master never names it a holder, the worker deletes it at
+/// that generation within a few heartbeats, and the output reads back as
+/// the taken attempt wrote it. A holder of the taken generation refuses an
+/// older one outright.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_of_an_attempt_whose_result_was_not_taken_is_never_served_and_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = support::start_cluster(dir.path(), TOKEN, 2, &[None, None, None], 50).await;
+    load(&c, "text", Generator::Text, 3, 40_000).await;
+    let r = run(&c, Workload::Wordcount, "text", 1, "counts").await;
+    let before = read_file(&c, "counts").await;
+    let holders = c.client.file("counts").await.unwrap().replicas[0].clone();
+    assert_eq!(holders.len(), 2, "output replication 2 of 3 workers");
+    let block = common::BlockId::for_file("counts", 0).unwrap();
+    let holder = c
+        .workers
+        .iter()
+        .find(|w| holders.contains(&w.name))
+        .unwrap();
+    let taken = holder.store.get(&block).unwrap().info.generation;
+    let winner = r
+        .attempts
+        .iter()
+        .find(|a| a.ok && a.kind == TaskKind::Reduce)
+        .unwrap();
+    assert_eq!(
+        taken,
+        common::wire::output_generation(r.job, winner.attempt)
+    );
+    let outsider = c
+        .workers
+        .iter()
+        .find(|w| !holders.contains(&w.name))
+        .unwrap();
+    let stale = common::wire::output_generation(r.job, winner.attempt + 3);
+    assert_eq!(
+        put_replica(
+            &outsider.advertise,
+            &block,
+            "counts",
+            stale,
+            b"not the output"
+        )
+        .await,
+        201
+    );
+    // (It may be gone already: the upload wakes the worker's heartbeat.)
+    let t0 = std::time::Instant::now();
+    while outsider.store.get(&block).is_ok() {
+        let now = c.client.file("counts").await.unwrap().replicas[0].clone();
+        assert_eq!(now, holders, "a stale replica is never a holder");
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "the stale replica was never deleted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(read_file(&c, "counts").await, before);
+    assert_eq!(
+        put_replica(&holder.advertise, &block, "counts", taken - 1, b"older").await,
+        409
+    );
+    assert_eq!(holder.store.get(&block).unwrap().info.generation, taken);
+    assert_eq!(c.client.file("counts").await.unwrap().replicas[0], holders);
+}

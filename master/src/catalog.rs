@@ -1,16 +1,33 @@
 //! The block catalog: files, their blocks and which workers hold a replica,
 //! rebuilt from workers' block reports (the workers' disks are the truth,
-//! as in HDFS).
+//! as in HDFS), and the generation stamp each job output block was settled
+//! at (the master's record, as HDFS's namenode keeps genstamps).
+//!
+//! Generations close the fencing window between an output commit the
+//! master granted and the replica targets' commit: an attempt cut off
+//! right after its grant may still land its replicas after the master gave
+//! its reduce to another attempt. Each replica carries its writing
+//! attempt's generation; once the master takes a reduce's result, the
+//! block's generation is settled, and a replica of any other generation is
+//! neither counted nor served, and its holder is told to delete it.
 
-use common::wire::{BlockInfo, FileInfo, MAX_FILE_BLOCKS};
+use common::wire::{BlockInfo, FileInfo, StaleReplica, MAX_FILE_BLOCKS};
 use common::{BlockId, WorkerId};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockEntry {
     pub id: BlockId,
     pub len: u64,
+    /// The holders of a replica of `generation`: counted and served.
     pub replicas: BTreeSet<WorkerId>,
+    /// The generation stamp of `replicas` (0: loaded data).
+    pub generation: u64,
+    /// Holders of another generation while the block's is not settled (a
+    /// reduce written by two attempts whose result is not in yet), with
+    /// that generation and its length: neither counted nor served; the
+    /// newest generation is taken meanwhile.
+    pub others: BTreeMap<WorkerId, (u64, u64)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -31,16 +48,32 @@ impl FileEntry {
 #[derive(Default, Debug)]
 pub struct Catalog {
     files: BTreeMap<String, FileEntry>,
+    /// The generation each job output block was settled at, by file and
+    /// index ([`Catalog::settle`]).
+    settled: HashMap<String, BTreeMap<u32, u64>>,
 }
 
 impl Catalog {
-    /// Replaces everything `worker` holds with `blocks`.
-    pub fn apply_report(&mut self, worker: WorkerId, blocks: &[BlockInfo]) {
+    /// Replaces everything `worker` holds with `blocks`. The replicas it
+    /// holds at a generation other than their block's settled one are left
+    /// out and returned: it is to delete them.
+    pub fn apply_report(&mut self, worker: WorkerId, blocks: &[BlockInfo]) -> Vec<StaleReplica> {
         self.drop_worker(worker);
+        let mut stale = Vec::new();
         for b in blocks {
             if b.file_blocks == 0 || b.file_blocks > MAX_FILE_BLOCKS || b.index >= b.file_blocks {
                 tracing::warn!(file = %b.file, index = b.index, file_blocks = b.file_blocks, %worker,
                     "ignoring a reported block whose place in its file is impossible");
+                continue;
+            }
+            let settled = self.settled_at(&b.file, b.index);
+            if settled.is_some_and(|g| g != b.generation) {
+                tracing::info!(block = %b.id, generation = b.generation, settled = ?settled, %worker,
+                    "a replica of an attempt whose result was not taken: left out, and deleted");
+                stale.push(StaleReplica {
+                    block: b.id.clone(),
+                    generation: b.generation,
+                });
                 continue;
             }
             let f = self.files.entry(b.file.clone()).or_default();
@@ -50,22 +83,78 @@ impl Catalog {
             }
             let slot = &mut f.blocks[b.index as usize];
             match slot {
-                Some(e) if e.id == b.id && e.len == b.len => {
+                Some(e) if e.id != b.id || (e.generation == b.generation && e.len != b.len) => {
+                    tracing::warn!(file = %b.file, index = b.index, have = %e.id, reported = %b.id, %worker,
+                        "conflicting block reports; keeping the first");
+                }
+                Some(e) if e.generation == b.generation => {
+                    e.replicas.insert(worker);
+                }
+                Some(e) if b.generation > e.generation => {
+                    e.take_generation(b.generation, b.len);
                     e.replicas.insert(worker);
                 }
                 Some(e) => {
-                    tracing::warn!(file = %b.file, index = b.index, have = %e.id, reported = %b.id, %worker,
-                        "conflicting block reports; keeping the first");
+                    e.others.insert(worker, (b.generation, b.len));
                 }
                 None => {
                     *slot = Some(BlockEntry {
                         id: b.id.clone(),
                         len: b.len,
                         replicas: BTreeSet::from([worker]),
+                        generation: b.generation,
+                        others: BTreeMap::new(),
                     });
                 }
             }
         }
+        stale
+    }
+
+    /// The generation block `index` of `file` was settled at, if it was.
+    pub fn settled_at(&self, file: &str, index: u32) -> Option<u64> {
+        self.settled.get(file)?.get(&index).copied()
+    }
+
+    /// Block `index` of `file` is at `generation` from now on (the master
+    /// took the result of the reduce attempt that wrote it): the holders
+    /// of any other generation are left out, and returned, to delete it.
+    pub fn settle(
+        &mut self,
+        file: &str,
+        index: u32,
+        generation: u64,
+    ) -> Vec<(WorkerId, StaleReplica)> {
+        self.settled
+            .entry(file.to_owned())
+            .or_default()
+            .insert(index, generation);
+        let Some(e) = self
+            .files
+            .get_mut(file)
+            .and_then(|f| f.blocks.get_mut(index as usize))
+            .and_then(Option::as_mut)
+        else {
+            return Vec::new();
+        };
+        if e.generation != generation {
+            let len = e
+                .others
+                .values()
+                .find(|(g, _)| *g == generation)
+                .map_or(e.len, |&(_, len)| len);
+            e.take_generation(generation, len);
+        }
+        std::mem::take(&mut e.others)
+            .into_iter()
+            .map(|(w, (g, _))| {
+                let stale = StaleReplica {
+                    block: e.id.clone(),
+                    generation: g,
+                };
+                (w, stale)
+            })
+            .collect()
     }
 
     /// Forgets every replica on `worker` (lost, or about to re-report).
@@ -73,12 +162,14 @@ impl Catalog {
         for f in self.files.values_mut() {
             for b in f.blocks.iter_mut().flatten() {
                 b.replicas.remove(&worker);
+                b.others.remove(&worker);
             }
         }
     }
 
-    /// Forgets file `name` (deleted).
+    /// Forgets file `name` (deleted), with its settled generations.
     pub fn remove(&mut self, name: &str) -> Option<FileEntry> {
+        self.settled.remove(name);
         self.files.remove(name)
     }
 
@@ -111,6 +202,29 @@ impl Catalog {
     }
 }
 
+impl BlockEntry {
+    /// The replicas of `generation` (`len` bytes) are the block's from now
+    /// on: those counted so far step aside, and those of `generation` set
+    /// aside before come back.
+    fn take_generation(&mut self, generation: u64, len: u64) {
+        for w in std::mem::take(&mut self.replicas) {
+            self.others.insert(w, (self.generation, self.len));
+        }
+        self.generation = generation;
+        self.len = len;
+        let back: Vec<WorkerId> = self
+            .others
+            .iter()
+            .filter(|(_, (g, _))| *g == generation)
+            .map(|(w, _)| *w)
+            .collect();
+        for w in back {
+            self.others.remove(&w);
+            self.replicas.insert(w);
+        }
+    }
+}
+
 /// Block `index` of `n` of `file`, `len` bytes, as a block report lists it.
 #[cfg(test)]
 pub(crate) fn reported_block(file: &str, index: u32, n: u32, len: u64) -> BlockInfo {
@@ -120,6 +234,7 @@ pub(crate) fn reported_block(file: &str, index: u32, n: u32, len: u64) -> BlockI
         index,
         file_blocks: n,
         len,
+        generation: 0,
     }
 }
 
@@ -163,5 +278,64 @@ mod tests {
         let fi = c.info("a", |w| format!("w{}", w.0)).unwrap();
         assert_eq!(fi.replicas, vec![vec!["w1".to_string()], vec![]]);
         assert_eq!(fi.bytes, 20);
+    }
+
+    fn at(file: &str, generation: u64) -> BlockInfo {
+        BlockInfo {
+            generation,
+            ..info(file, 0, 1)
+        }
+    }
+
+    fn holders(c: &Catalog) -> Vec<u32> {
+        let b = c.file("o").unwrap().blocks[0].clone().unwrap();
+        b.replicas.iter().map(|w| w.0).collect()
+    }
+
+    /// Before its block is settled, the newest generation is counted and
+    /// the others are set aside; settling takes the settled generation's
+    /// holders back, leaves every other out and names them to delete;
+    /// after it, a replica of another generation is refused at once; a
+    /// deleted file's settled generations go with it.
+    #[test]
+    fn a_settled_block_counts_only_its_generations_replicas() {
+        let mut c = Catalog::default();
+        assert!(c.apply_report(WorkerId(0), &[at("o", 5)]).is_empty());
+        assert!(c.apply_report(WorkerId(1), &[at("o", 7)]).is_empty());
+        assert!(c.apply_report(WorkerId(2), &[at("o", 5)]).is_empty());
+        assert_eq!(holders(&c), [1], "unsettled: the newest generation");
+        let stale = c.settle("o", 0, 5);
+        assert_eq!(holders(&c), [0, 2]);
+        assert_eq!(
+            stale,
+            [(
+                WorkerId(1),
+                StaleReplica {
+                    block: at("o", 7).id,
+                    generation: 7
+                }
+            )]
+        );
+        assert!(c.file("o").unwrap().blocks[0]
+            .as_ref()
+            .unwrap()
+            .others
+            .is_empty());
+        // After: refused at once, whichever is newer.
+        for g in [3, 9] {
+            let stale = c.apply_report(WorkerId(3), &[at("o", g)]);
+            assert_eq!(stale.len(), 1);
+            assert_eq!(stale[0].generation, g);
+        }
+        assert_eq!(holders(&c), [0, 2]);
+        assert!(c.apply_report(WorkerId(3), &[at("o", 5)]).is_empty());
+        assert_eq!(holders(&c), [0, 2, 3]);
+        // Settled before any report: the first report is judged.
+        assert_eq!(c.settle("p", 0, 4), []);
+        assert_eq!(c.apply_report(WorkerId(0), &[at("p", 2)]).len(), 1);
+        assert!(c.file("p").is_none(), "a stale replica makes no file");
+        c.remove("o");
+        assert_eq!(c.settled_at("o", 0), None);
+        assert!(c.apply_report(WorkerId(1), &[at("o", 7)]).is_empty());
     }
 }

@@ -10,7 +10,7 @@
 //! |---|---|---|---|
 //! | GET | /blocks | | [BlockInfo] |
 //! | GET | /blocks/{id} | Range header | the block (x-block-digest), 206 for a range |
-//! | PUT | /blocks/{id} | the block; x-block-digest, x-block-file, x-block-index, x-block-file-blocks | 201 BlockInfo |
+//! | PUT | /blocks/{id} | the block; x-block-digest, x-block-file, x-block-index, x-block-file-blocks, x-block-generation | 201 BlockInfo |
 //! | DELETE | /blocks/{id} | | 204 |
 //! | GET | /blocks/ | | 400: an empty id |
 //! | PUT | /blocks/ | | 400: an empty id |
@@ -41,7 +41,8 @@ use common::http::{ApiError, BearerSecurity};
 use common::wire::ErrorBody;
 use common::wire::{
     BlockInfo, BLOCK_CACHE_HEADER, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER,
-    BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER, MAX_BLOCK_BYTES, MAX_FILE_BLOCKS,
+    BLOCK_FILE_HEADER, BLOCK_GENERATION_HEADER, BLOCK_INDEX_HEADER, MAX_BLOCK_BYTES,
+    MAX_FILE_BLOCKS,
 };
 use common::BlockId;
 use serde::{Deserialize, Serialize};
@@ -175,7 +176,7 @@ fn store_error(e: StoreError) -> ApiError {
     let status = match &e {
         StoreError::NotFound { .. } => StatusCode::NOT_FOUND,
         StoreError::DigestMismatch { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-        StoreError::Conflict { .. } => StatusCode::CONFLICT,
+        StoreError::Conflict { .. } | StoreError::Superseded { .. } => StatusCode::CONFLICT,
         StoreError::BadRange { .. } => StatusCode::RANGE_NOT_SATISFIABLE,
         StoreError::Corrupt { .. } | StoreError::Truncated { .. } | StoreError::Io { .. } => {
             StatusCode::INTERNAL_SERVER_ERROR
@@ -388,11 +389,12 @@ fn parse_header<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Result<T, Ap
         ("x-block-file" = String, Header, description = "the file the block belongs to"),
         ("x-block-index" = u32, Header, description = "its index in the file"),
         ("x-block-file-blocks" = u32, Header, description = "the file's block count"),
+        ("x-block-generation" = Option<u64>, Header, description = "the replica's generation stamp (default 0, loaded data): a job's output carries its attempt's; a newer one replaces a stored replica, an older one is refused (409)"),
         ("x-block-cache" = Option<String>, Header, description = "keep (default): the block stays in the page cache; drop-behind: written around it (O_DIRECT), for output read rarely")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the block, at most 4 GiB"),
     responses((status = 201, description = "stored, visible once its digest verified", body = BlockInfo),
         (status = 400, description = "a bad header, named", body = ErrorBody),
-        (status = 409, description = "a different block of that id is stored", body = ErrorBody),
+        (status = 409, description = "a different block of that id and generation, or a newer generation of it, is stored", body = ErrorBody),
         (status = 422, description = "the data does not hash to x-block-digest", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// Stores a block (a replica upload), paced by the receive link.
 async fn put_block(
@@ -431,11 +433,16 @@ async fn put_block(
             "block index {index} is not below the file's block count {file_blocks}"
         )));
     }
+    let generation: u64 = match headers.get(BLOCK_GENERATION_HEADER) {
+        None => 0,
+        Some(_) => parse_header(&headers, BLOCK_GENERATION_HEADER)?,
+    };
     let target = BlockTarget {
         id: id.clone(),
         file,
         index,
         file_blocks,
+        generation,
     };
     let caching = match headers.get(BLOCK_CACHE_HEADER).map(|v| v.to_str()) {
         None | Some(Ok("keep")) => Caching::Keep,

@@ -310,6 +310,9 @@ pub async fn run(ctx: Node) {
                     for block in reply.drop_blocks {
                         crate::replicate::drop_block(&ex.replicas, &block);
                     }
+                    for stale in reply.drop_stale {
+                        crate::replicate::drop_stale(&ex.replicas, &stale);
+                    }
                 }
                 Err(e) => {
                     ex.slots.book().restore(hb.results);

@@ -254,6 +254,7 @@ async fn open_output_block(
         file: r.output.file.clone(),
         index: r.output.index,
         file_blocks: r.output.file_blocks,
+        generation: r.output.generation,
     };
     let store = io.store.clone();
     tokio::task::spawn_blocking(move || store.output_writer(target, Caching::DropBehind))

@@ -113,6 +113,7 @@ mod tests {
             file: "f".into(),
             index: 0,
             file_blocks: 1,
+            generation: 0,
         };
         store.put(target, b"hello").unwrap();
         let damage = StoreError::Corrupt {

@@ -44,6 +44,8 @@ pub async fn copy_block(
         index: stored.info.index,
         file_blocks: stored.info.file_blocks,
         replicas: Vec::new(),
+        // The copy is of the same replica: its generation goes with it.
+        generation: stored.info.generation,
     };
     let (pieces, rx) = tokio::sync::mpsc::channel(1);
     let (digest, digest_rx) = tokio::sync::oneshot::channel();
@@ -62,6 +64,21 @@ pub async fn copy_block(
         &crate::progress::Progress::default(),
     )
     .await
+}
+
+/// Deletes this worker's replica `stale` if it is still at the stale
+/// generation the master named (a replica a later attempt wrote over it
+/// since stays).
+pub fn drop_stale(replicas: &Replicas, stale: &common::wire::StaleReplica) {
+    let block = &stale.block;
+    match replicas.store.delete_generation(block, stale.generation) {
+        Ok(true) => {
+            tracing::info!(%block, generation = stale.generation, "stale replica deleted (its attempt's result was not taken)")
+        }
+        Ok(false) => {}
+        Err(e) => tracing::warn!(%block, error = %e, "could not delete a stale replica"),
+    }
+    replicas.wake_heartbeat();
 }
 
 /// Deletes this worker's replica of `block` (the master trims it).

@@ -1,8 +1,10 @@
 //! `BlockStore`: a worker's replicated input blocks on disk.
 //!
 //! Layout under the store's directory:
-//! - `blocks/<id>.blk`: the bytes; `blocks/<id>.meta`: file, index, length and
-//!   per-chunk CRC32C checksums (bincode). A block exists iff its `.meta` does.
+//! - `blocks/<id>.blk`: the bytes; `blocks/<id>.meta`: file, index, length,
+//!   per-chunk CRC32C checksums and the replica's generation stamp (bincode,
+//!   `MRBLK003`; a `MRBLK002` meta, from before generations, reads as
+//!   generation 0). A block exists iff its `.meta` does.
 //!   A store written before CRC32C (SHA-256 per chunk, `MRBLK001`) is
 //!   converted when it opens: each block is read once, verified against its
 //!   SHA-256 digests, and its meta rewritten (a block that fails is dropped
@@ -51,6 +53,12 @@ pub enum StoreError {
     },
     #[error("block {block} already exists with different content (digest {existing})")]
     Conflict { block: BlockId, existing: String },
+    #[error("block {block}: a replica of generation {stored} is stored here, newer than this one's {offered} (written by a later attempt)")]
+    Superseded {
+        block: BlockId,
+        stored: u64,
+        offered: u64,
+    },
     #[error("block {block}: byte range {start}..{end} is outside its {len} bytes")]
     BadRange {
         block: BlockId,
@@ -74,7 +82,10 @@ fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> S
     }
 }
 
-const META_MAGIC: &[u8; 8] = b"MRBLK002";
+const META_MAGIC: &[u8; 8] = b"MRBLK003";
+
+/// The `.meta` of a store written before generation stamps.
+const V2_META_MAGIC: &[u8; 8] = b"MRBLK002";
 
 /// The `.meta` of a store written before CRC32C: SHA-256 per chunk.
 const LEGACY_META_MAGIC: &[u8; 8] = b"MRBLK001";
@@ -90,6 +101,15 @@ struct LegacyMeta {
     chunks: Vec<Sha>,
 }
 
+/// What a `MRBLK002` `.meta` holds.
+#[derive(Debug, Deserialize)]
+struct V2Meta {
+    file: String,
+    index: u32,
+    file_blocks: u32,
+    sums: BlockChecksums,
+}
+
 /// What `.meta` holds.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct BlockMeta {
@@ -97,6 +117,7 @@ struct BlockMeta {
     index: u32,
     file_blocks: u32,
     sums: BlockChecksums,
+    generation: u64,
 }
 
 /// A committed block: its report entry and its checksums.
@@ -210,11 +231,19 @@ impl BlockStore {
         self.blocks_dir.join(format!("{id}.blk"))
     }
 
-    /// Opens a verified reader over block `id`.
+    /// Opens a verified reader over block `id`. The checksums and the data
+    /// file are taken under the index's lock, which a replacement by a
+    /// newer generation holds while it renames: a reader has both of one
+    /// generation.
     pub fn reader(&self, id: &BlockId) -> Result<BlockReader, StoreError> {
-        let block = self.get(id)?;
+        let index = self.index.read().unwrap();
+        let block = index
+            .get(id)
+            .cloned()
+            .ok_or_else(|| StoreError::NotFound { block: id.clone() })?;
         let path = self.data_path(id);
         let file = File::open(&path).map_err(io_err("opening", &path))?;
+        drop(index);
         Ok(BlockReader { block, file })
     }
 
@@ -306,6 +335,18 @@ impl BlockStore {
         self.generation.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
+
+    /// Deletes this store's replica of `id` if it is at `generation` (the
+    /// master found it stale); true if it did. A replica of another
+    /// generation (a newer attempt's, which replaced it since) stays.
+    pub fn delete_generation(&self, id: &BlockId, generation: u64) -> Result<bool, StoreError> {
+        let _guard = self.commit_lock.lock().unwrap();
+        match self.get(id) {
+            Ok(b) if b.info.generation == generation => self.delete(id).map(|()| true),
+            Ok(_) | Err(StoreError::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 fn stored(id: BlockId, meta: BlockMeta) -> StoredBlock {
@@ -316,6 +357,7 @@ fn stored(id: BlockId, meta: BlockMeta) -> StoredBlock {
             index: meta.index,
             file_blocks: meta.file_blocks,
             len: meta.sums.len,
+            generation: meta.generation,
         },
         sums: meta.sums,
     }
@@ -325,10 +367,21 @@ fn stored(id: BlockId, meta: BlockMeta) -> StoredBlock {
 /// meta is converted first ([`convert_legacy`]).
 fn read_meta(path: &Path, data: &Path) -> Result<BlockMeta, String> {
     let bytes = fs::read(path).map_err(|e| e.to_string())?;
-    match bytes.strip_prefix(LEGACY_META_MAGIC.as_slice()) {
-        Some(body) => convert_legacy(body, path, data),
-        None => decode_meta(&bytes),
+    if let Some(body) = bytes.strip_prefix(LEGACY_META_MAGIC.as_slice()) {
+        return convert_legacy(body, path, data);
     }
+    if let Some(body) = bytes.strip_prefix(V2_META_MAGIC.as_slice()) {
+        let (v2, _): (V2Meta, usize) =
+            bincode::serde::decode_from_slice(body, meta_config()).map_err(|e| e.to_string())?;
+        return consistent(BlockMeta {
+            file: v2.file,
+            index: v2.index,
+            file_blocks: v2.file_blocks,
+            sums: v2.sums,
+            generation: 0,
+        });
+    }
+    decode_meta(&bytes)
 }
 
 /// Converts a block written with SHA-256 chunk digests: reads its bytes
@@ -369,6 +422,7 @@ fn convert_legacy(body: &[u8], path: &Path, data: &Path) -> Result<BlockMeta, St
         index: old.index,
         file_blocks: old.file_blocks,
         sums: hasher.finish(),
+        generation: 0,
     })?;
     let part = path.with_extension("meta.part");
     write_synced(&part, &encode_meta(&meta)).map_err(|e| e.to_string())?;
@@ -432,13 +486,15 @@ fn consistent(meta: BlockMeta) -> Result<BlockMeta, String> {
     Ok(meta)
 }
 
-/// Where a block belongs: its id and its place in a file.
+/// Where a block belongs: its id, its place in a file, and the generation
+/// stamp its replica is stored with (0: loaded data).
 #[derive(Clone, Debug)]
 pub struct BlockTarget {
     pub id: BlockId,
     pub file: String,
     pub index: u32,
     pub file_blocks: u32,
+    pub generation: u64,
 }
 
 /// An upload in progress. Dropping it without `commit` deletes the temp file.
@@ -618,15 +674,29 @@ impl BlockWriter {
         }
         let store = self.store.clone();
         let _guard = store.commit_lock.lock().unwrap();
+        let generation = self.target.generation;
         if let Ok(existing) = store.get(&id) {
-            // Same content already stored: uploads are idempotent.
-            if existing.sums.block_digest() == actual {
-                return Ok(existing.info.clone());
+            let stored = existing.info.generation;
+            if generation < stored {
+                return Err(StoreError::Superseded {
+                    block: id,
+                    stored,
+                    offered: generation,
+                });
             }
-            return Err(StoreError::Conflict {
-                block: id,
-                existing: hex::encode(existing.sums.block_digest()),
-            });
+            if generation == stored {
+                // Same content already stored: uploads are idempotent.
+                if existing.sums.block_digest() == actual {
+                    return Ok(existing.info.clone());
+                }
+                return Err(StoreError::Conflict {
+                    block: id,
+                    existing: hex::encode(existing.sums.block_digest()),
+                });
+            }
+            // A newer attempt's replica replaces the older one (HDFS keeps
+            // the replica of the newest generation stamp).
+            tracing::info!(block = %id, stored, generation, "replica replaced by a newer generation");
         }
         let file = self.file.take().expect("commit twice");
         let file = file.finish().map_err(io_err("writing", &self.tmp))?;
@@ -637,23 +707,31 @@ impl BlockWriter {
             index: self.target.index,
             file_blocks: self.target.file_blocks,
             sums,
+            generation,
         };
         let meta_tmp = self.tmp.with_extension("meta.part");
         write_synced(&meta_tmp, &encode_meta(&meta))?;
         let data_final = store.data_path(&id);
-        fs::rename(&self.tmp, &data_final).map_err(io_err("renaming into place", &data_final))?;
         let meta_final = store.blocks_dir.join(format!("{id}.meta"));
-        if let Err(e) = fs::rename(&meta_tmp, &meta_final) {
-            let _ = fs::remove_file(&data_final);
-            let _ = fs::remove_file(&meta_tmp);
-            return Err(io_err("renaming into place", &meta_final)(e));
+        let block = Arc::new(stored(id.clone(), meta));
+        let info = block.info.clone();
+        {
+            // Readers take the checksums and open the data under this lock
+            // (`reader`): a replaced block's renames are not seen half done.
+            let mut index = store.index.write().unwrap();
+            fs::rename(&self.tmp, &data_final)
+                .map_err(io_err("renaming into place", &data_final))?;
+            if let Err(e) = fs::rename(&meta_tmp, &meta_final) {
+                let _ = fs::remove_file(&data_final);
+                let _ = fs::remove_file(&meta_tmp);
+                index.remove(&id);
+                return Err(io_err("renaming into place", &meta_final)(e));
+            }
+            index.insert(id, block);
         }
         if let Ok(d) = File::open(&store.blocks_dir) {
             let _ = d.sync_all();
         }
-        let block = Arc::new(stored(id.clone(), meta));
-        let info = block.info.clone();
-        store.index.write().unwrap().insert(id, block);
         store.generation.fetch_add(1, Ordering::SeqCst);
         Ok(info)
     }

@@ -12,7 +12,7 @@ use common::http_client::check;
 use common::http_client::error_chain;
 use common::wire::{
     OutputTarget, BLOCK_CACHE_HEADER, BLOCK_DIGEST_HEADER, BLOCK_FILE_BLOCKS_HEADER,
-    BLOCK_FILE_HEADER, BLOCK_INDEX_HEADER,
+    BLOCK_FILE_HEADER, BLOCK_GENERATION_HEADER, BLOCK_INDEX_HEADER,
 };
 use reqwest::header::AUTHORIZATION;
 
@@ -69,6 +69,7 @@ pub(crate) async fn upload_streamed(
         .header(BLOCK_FILE_HEADER, &target.file)
         .header(BLOCK_INDEX_HEADER, target.index.to_string())
         .header(BLOCK_FILE_BLOCKS_HEADER, target.file_blocks.to_string())
+        .header(BLOCK_GENERATION_HEADER, target.generation.to_string())
         // Job output: written around the receiver's page cache.
         .header(BLOCK_CACHE_HEADER, "drop-behind")
         .body(reqwest::Body::wrap(FrameBody(body)))
@@ -189,6 +190,7 @@ mod tests {
             index: 0,
             file_blocks: 1,
             replicas: Vec::new(),
+            generation: 0,
         };
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         let (dtx, drx) = tokio::sync::oneshot::channel();

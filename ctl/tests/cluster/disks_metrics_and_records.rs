@@ -64,6 +64,7 @@ async fn a_large_block_report_registers() {
             index: i,
             file_blocks: n,
             len: 1,
+            generation: 0,
         })
         .collect();
     let req = common::wire::RegisterRequest {

@@ -287,6 +287,7 @@ impl Master {
                     fetched: r.local_bytes + r.remote_bytes,
                     record: rec.clone(),
                 });
+                self.settle_output(a);
                 self.metrics.reduce_done(
                     r.local_bytes + r.remote_bytes,
                     (rec.end_ms.saturating_sub(rec.start_ms)) as f64 / 1000.0,
@@ -353,6 +354,26 @@ impl Master {
                 self.retry_unpenalised(a.task);
             }
         }
+    }
+
+    /// The output block of reduce attempt `a`, whose result was taken, is
+    /// at `a`'s generation: replicas another attempt of its reduce landed
+    /// (one cut off after its commit was granted, or a backup that lost
+    /// the race) are left out and deleted.
+    fn settle_output(&mut self, a: AttemptId) {
+        let job = self.jobs.job(a.task.job);
+        let (Some(file), Some(index)) = (job.output.clone(), self.jobs.task(a.task).reduce) else {
+            return;
+        };
+        let generation = common::wire::output_generation(a.task.job, a.attempt);
+        let orders = self
+            .storage
+            .settle(&file, index, generation, &mut self.journal);
+        for (w, s) in &orders.stale {
+            tracing::warn!(block = %s.block, generation = s.generation, worker = %self.worker_name(*w),
+                "a replica of another attempt of this reduce landed: deleted");
+        }
+        self.send_storage_orders(orders);
     }
 
     /// Attempts whose progress count has not grown for `task_timeout_ms`

@@ -127,6 +127,7 @@ impl Master {
                         .iter()
                         .map(|&w| self.workers.addr(w).to_owned())
                         .collect(),
+                    generation: common::wire::output_generation(t.job, attempt),
                 },
             }),
             ratios: job.spec.launch_ratios(),

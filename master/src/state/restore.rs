@@ -158,6 +158,11 @@ impl Master {
                     self.jobs.ended_before(attempt, record);
                 }
                 JournalEntry::Incarnation { .. } => {}
+                JournalEntry::Settled {
+                    file,
+                    index,
+                    generation,
+                } => self.storage.restore_settled(&file, index, generation),
                 JournalEntry::OutputsLost { job, lost } => {
                     let lost: Vec<_> = lost
                         .into_iter()

@@ -9,7 +9,7 @@
 use super::storage::Holder;
 use super::MasterError;
 use common::config::WorkerSettings;
-use common::wire::{CopyOrder, Heartbeat, Launch, RegisterRequest, WorkerInfo};
+use common::wire::{CopyOrder, Heartbeat, Launch, RegisterRequest, StaleReplica, WorkerInfo};
 use common::{AttemptId, BlockId, JobId, WorkerId};
 use sched::Millis;
 use std::collections::{HashMap, HashSet};
@@ -43,6 +43,8 @@ struct WorkerState {
     /// until [`FULL_RETRY_MS`] have passed.
     full_at: Option<(u64, Millis)>,
     drop_out: Vec<BlockId>,
+    /// Replicas at a stale generation to delete (if still at it).
+    stale_out: Vec<StaleReplica>,
     blocks: usize,
     free_slots: u32,
     /// Slots its background processes hold, as its last heartbeat said.
@@ -69,6 +71,7 @@ impl WorkerState {
             disk_free: None,
             full_at: None,
             drop_out: Vec::new(),
+            stale_out: Vec::new(),
             blocks: 0,
             free_slots: 0,
             background: 0,
@@ -122,6 +125,7 @@ pub(super) struct Orders {
     pub forget_jobs: Vec<JobId>,
     pub copy_blocks: Vec<CopyOrder>,
     pub drop_blocks: Vec<BlockId>,
+    pub drop_stale: Vec<StaleReplica>,
 }
 
 /// The workers the master knows, by id (their index).
@@ -408,6 +412,7 @@ impl Roster {
             forget_jobs: std::mem::take(&mut w.forget),
             copy_blocks: std::mem::take(&mut w.copy_out),
             drop_blocks: std::mem::take(&mut w.drop_out),
+            drop_stale: std::mem::take(&mut w.stale_out),
         }
     }
 
@@ -432,6 +437,15 @@ impl Roster {
         let w = &mut self.list[id.0 as usize];
         if !w.drop_out.contains(&block) {
             w.drop_out.push(block);
+        }
+    }
+
+    /// `id` is to delete its replica `stale` if still at that generation
+    /// (once, however often asked before it does).
+    pub fn drop_stale(&mut self, id: WorkerId, stale: StaleReplica) {
+        let w = &mut self.list[id.0 as usize];
+        if !w.stale_out.contains(&stale) {
+            w.stale_out.push(stale);
         }
     }
 

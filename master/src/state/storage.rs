@@ -9,7 +9,7 @@
 use super::journal::{Journal, JournalEntry};
 use super::MasterError;
 use crate::catalog::Catalog;
-use common::wire::{BlockInfo, CopyOrder, FileDeleted, FileInfo};
+use common::wire::{BlockInfo, CopyOrder, FileDeleted, FileInfo, StaleReplica};
 use common::{BlockId, WorkerId};
 use sched::Millis;
 use std::collections::{BTreeMap, HashMap};
@@ -30,11 +30,13 @@ pub(super) struct Holder<'a> {
 }
 
 /// Orders for the workers, by worker: blocks to copy to another worker,
-/// replicas to delete.
+/// replicas to delete, and replicas to delete if still at a stale
+/// generation.
 #[derive(Debug, Default)]
 pub(super) struct StorageOrders {
     pub copies: Vec<(WorkerId, CopyOrder)>,
     pub drops: Vec<(WorkerId, BlockId)>,
+    pub stale: Vec<(WorkerId, StaleReplica)>,
 }
 
 /// Since when a declared file is kept at its factor.
@@ -178,6 +180,8 @@ impl Storage {
         guard_until: Option<Millis>,
     ) {
         self.file_replication.remove(&file);
+        // Its settled generations go with it.
+        self.catalog.remove(&file);
         for w in 0..workers {
             let pending = self.deleting.entry(WorkerId(w as u32)).or_default();
             for i in 0..blocks.min(common::wire::MAX_FILE_BLOCKS) {
@@ -223,11 +227,16 @@ impl Storage {
 
     /// A worker's full block report into the catalog, without the replicas
     /// of deleted files (those it is told, again, to drop: returned; those
-    /// it no longer lists are gone once [`Storage::beat`] says so).
-    pub fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) -> Vec<BlockId> {
+    /// it no longer lists are gone once [`Storage::beat`] says so) and
+    /// without those of a generation other than their block's settled one
+    /// (returned too: it deletes them if still at that generation).
+    pub fn apply_block_report(
+        &mut self,
+        id: WorkerId,
+        blocks: &[BlockInfo],
+    ) -> (Vec<BlockId>, Vec<StaleReplica>) {
         let Some(pending) = self.deleting.get_mut(&id) else {
-            self.catalog.apply_report(id, blocks);
-            return Vec::new();
+            return (Vec::new(), self.catalog.apply_report(id, blocks));
         };
         let listed: std::collections::HashSet<&BlockId> = blocks.iter().map(|b| &b.id).collect();
         for (b, p) in pending.iter_mut() {
@@ -247,8 +256,34 @@ impl Storage {
             .filter(|(_, p)| p.held)
             .map(|(b, _)| b.clone())
             .collect();
-        self.catalog.apply_report(id, &kept);
-        again
+        let stale = self.catalog.apply_report(id, &kept);
+        (again, stale)
+    }
+
+    /// The master took the result of the reduce attempt that wrote block
+    /// `index` of `file` at `generation`: that generation is the block's
+    /// (journaled), and the holders of any other are told to delete theirs.
+    pub fn settle(
+        &mut self,
+        file: &str,
+        index: u32,
+        generation: u64,
+        journal: &mut Journal,
+    ) -> StorageOrders {
+        journal.push(JournalEntry::Settled {
+            file: file.to_owned(),
+            index,
+            generation,
+        });
+        StorageOrders {
+            stale: self.catalog.settle(file, index, generation),
+            ..StorageOrders::default()
+        }
+    }
+
+    /// Replays a journaled settled generation (a restarted master).
+    pub fn restore_settled(&mut self, file: &str, index: u32, generation: u64) {
+        self.catalog.settle(file, index, generation);
     }
 
     /// A heartbeat or registration of `id` was taken at `now` (after its
@@ -334,7 +369,8 @@ impl Storage {
         };
         let mut drops: Vec<(WorkerId, BlockId)> = Vec::new();
         for b in entry.blocks.iter().flatten() {
-            for w in &b.replicas {
+            // Every generation goes with the file.
+            for w in b.replicas.iter().chain(b.others.keys()) {
                 drops.push((*w, b.id.clone()));
             }
         }
@@ -388,8 +424,8 @@ impl Storage {
         Ok((
             deleted,
             StorageOrders {
-                copies: Vec::new(),
                 drops,
+                ..StorageOrders::default()
             },
         ))
     }
@@ -458,7 +494,8 @@ mod tests {
     /// `w`'s heartbeat at `now` with a block report of `blocks`: what it is
     /// told to drop again.
     fn report(s: &mut Storage, w: u32, blocks: &[BlockInfo], now: Millis) -> Vec<BlockId> {
-        let again = s.apply_block_report(WorkerId(w), blocks);
+        let (again, stale) = s.apply_block_report(WorkerId(w), blocks);
+        assert!(stale.is_empty(), "loaded blocks are never stale");
         s.beat(WorkerId(w), now);
         again
     }
@@ -646,12 +683,15 @@ mod tests {
         let mut r = Storage::default();
         r.restore_deleted("f".into(), 1, 2, None);
         assert_eq!(
-            r.apply_block_report(WorkerId(1), &[info("f", 0, 1)]).len(),
+            r.apply_block_report(WorkerId(1), &[info("f", 0, 1)])
+                .0
+                .len(),
             1
         );
         r.restore_replication("f".into(), 2);
         assert!(r
             .apply_block_report(WorkerId(1), &[info("f", 0, 1)])
+            .0
             .is_empty());
         assert_eq!(
             r.file_info("f", |w| w.to_string()).unwrap().replication,

@@ -157,6 +157,7 @@ impl Master {
             reregister: false,
             copy_blocks: orders.copy_blocks,
             drop_blocks: orders.drop_blocks,
+            drop_stale: orders.drop_stale,
             kill,
             lost: false,
             refused,
@@ -336,8 +337,12 @@ impl Master {
     /// A worker's full block report into the catalog; replicas of deleted
     /// files it still lists it is told, again, to drop.
     fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) {
-        for b in self.storage.apply_block_report(id, blocks) {
+        let (again, stale) = self.storage.apply_block_report(id, blocks);
+        for b in again {
             self.workers.drop_block(id, b);
+        }
+        for s in stale {
+            self.workers.drop_stale(id, s);
         }
     }
 
@@ -348,6 +353,9 @@ impl Master {
         }
         for (w, block) in orders.drops {
             self.workers.drop_block(w, block);
+        }
+        for (w, stale) in orders.stale {
+            self.workers.drop_stale(w, stale);
         }
     }
 

@@ -15,8 +15,10 @@
 //! stale result of an old job can never be taken for a new one's), and jobs
 //! that were running are rebuilt, their finished maps and reduces kept, and
 //! go on once the workers have registered again (work-preserving restart,
-//! as YARN-556's ResourceManager). The catalog needs no journal: it comes
-//! back from the workers' block reports.
+//! as YARN-556's ResourceManager). The catalog comes back from the workers'
+//! block reports; only the generation each job output block was settled at
+//! is the master's own record (`Settled`, as HDFS's namenode keeps
+//! genstamps), kept while its file lives.
 //!
 //! The file itself (`file.rs`): a header naming the cluster, a checksum per
 //! line, and what a torn, damaged, foreign or unwritable journal gives.
@@ -112,6 +114,14 @@ pub enum JournalEntry {
     Incarnation {
         number: u64,
     },
+    /// Block `index` of job output `file` is at `generation`: the master
+    /// took the result of the reduce attempt that wrote it, and replicas
+    /// of any other generation are stale (`common::wire::output_generation`).
+    Settled {
+        file: String,
+        index: u32,
+        generation: u64,
+    },
 }
 
 impl JournalEntry {
@@ -131,8 +141,8 @@ impl JournalEntry {
 /// What a restarted master keeps of a journal it replayed: the entries of
 /// jobs that have not ended, the ends (reports) of the `retained` ended
 /// jobs of highest ids (those the master keeps in memory,
-/// `master.retained_jobs`), and the files' factors and deletions, in their
-/// order; and the reports of the other ended jobs, which leave the journal
+/// `master.retained_jobs`), the files' factors and deletions, and the
+/// settled generations of files not deleted since, in their order; and the reports of the other ended jobs, which leave the journal
 /// for its history file ([`append_history`]). A finished job's submission
 /// and task entries are dropped (its report says all), so the journal, and
 /// what each restart replays, stays bounded however many jobs ran.
@@ -149,10 +159,21 @@ pub fn compacted(entries: &[JournalEntry], retained: usize) -> (Vec<JournalEntry
     let kept_ends: std::collections::HashSet<JobId> =
         ended.iter().rev().take(retained.max(1)).copied().collect();
     let ended: std::collections::HashSet<JobId> = ended.into_iter().collect();
+    // Where each file was last deleted: a generation settled before it
+    // went with the file.
+    let last_deleted: std::collections::HashMap<&str, usize> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match e {
+            JournalEntry::Deleted { file, .. } => Some((file.as_str(), i)),
+            _ => None,
+        })
+        .collect();
     let mut retired = Vec::new();
     let kept = entries
         .iter()
-        .filter(|e| {
+        .enumerate()
+        .filter(|(i, e)| {
             let job = match e {
                 JournalEntry::Submitted { job, .. } | JournalEntry::OutputsLost { job, .. } => *job,
                 JournalEntry::Launched { attempt, .. }
@@ -170,10 +191,13 @@ pub fn compacted(entries: &[JournalEntry], retained: usize) -> (Vec<JournalEntry
                 JournalEntry::Replication { .. }
                 | JournalEntry::Deleted { .. }
                 | JournalEntry::Incarnation { .. } => return true,
+                JournalEntry::Settled { file, .. } => {
+                    return last_deleted.get(file.as_str()).is_none_or(|d| d < i)
+                }
             };
             !ended.contains(&job)
         })
-        .cloned()
+        .map(|(_, e)| e.clone())
         .collect();
     (kept, retired)
 }

@@ -258,6 +258,40 @@ fn compaction_keeps_what_a_restart_needs_and_rewrite_replaces_the_file() {
     assert!(!dir.path().join("journal.jsonl.new").exists());
 }
 
+/// A settled generation outlives its job's entries while its file lives,
+/// and goes with a deletion of the file (not with one before it).
+#[test]
+fn compaction_keeps_a_settled_generation_until_its_file_is_deleted() {
+    let settled = |file: &str, generation: u64| JournalEntry::Settled {
+        file: file.into(),
+        index: 0,
+        generation,
+    };
+    let deleted = |file: &str| JournalEntry::Deleted {
+        file: file.into(),
+        blocks: 1,
+        unix_ms: 0,
+    };
+    let entries = vec![
+        settled("a", 1),
+        settled("b", 2),
+        deleted("a"),
+        deleted("b"),
+        settled("b", 3),
+        settled("c", 4),
+    ];
+    let (kept, _) = compacted(&entries, 10);
+    let settled_kept: Vec<u64> = kept
+        .iter()
+        .filter_map(|e| match e {
+            JournalEntry::Settled { generation, .. } => Some(*generation),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(settled_kept, [3, 4]);
+    assert_eq!(kept.len(), 4, "both deletions stay");
+}
+
 /// The journal keeps the ends of the `retained` newest ended jobs; the
 /// older reports go to its history, so what a restart replays stays
 /// bounded (a master restarted a dozen times over a thousand jobs grew its
@@ -385,6 +419,13 @@ fn entry() -> impl proptest::strategy::Strategy<Value = JournalEntry> {
             unix_ms: 0,
         }),
         any::<u64>().prop_map(|number| JournalEntry::Incarnation { number }),
+        (st::name(), any::<u32>(), any::<u64>()).prop_map(|(file, index, generation)| {
+            JournalEntry::Settled {
+                file,
+                index,
+                generation,
+            }
+        }),
     ]
 }
 

@@ -278,8 +278,15 @@ fn a_job_output_is_kept_at_the_factor_once_written_and_after_a_grace() {
     let id = wordcount(&mut m, 1);
     let red = drive_maps(&mut m, 2, 10, vec![]);
     let (rw, red) = red.into_iter().next().unwrap();
-    // The reducer stored the output; its replica upload failed (skipped).
-    let out = block("wordcount-1.out", 0, 1);
+    // The reducer stored the output (at its attempt's generation); its
+    // replica upload failed (skipped).
+    let LaunchTask::Reduce(r) = &red.task else {
+        panic!("a reduce: {red:?}")
+    };
+    let out = BlockInfo {
+        generation: r.output.generation,
+        ..block("wordcount-1.out", 0, 1)
+    };
     let mut held: Vec<BlockInfo> = (0..2)
         .filter(|b| b % 2 == rw)
         .map(|b| block("f", b, 2))
