@@ -67,12 +67,19 @@ impl Catalog {
                 continue;
             }
             let settled = self.settled_at(&b.file, b.index);
-            if settled.is_some_and(|g| g != b.generation) {
-                tracing::info!(block = %b.id, generation = b.generation, settled = ?settled, %worker,
+            // A replica at generation 0 of an output block was written by a
+            // worker from before generation stamps: it is taken for the
+            // settled one (never deleted for its stamp).
+            let generation = match (b.generation, settled) {
+                (0, Some(g)) => g,
+                (g, _) => g,
+            };
+            if settled.is_some_and(|g| g != generation) {
+                tracing::info!(block = %b.id, generation, settled = ?settled, %worker,
                     "a replica of an attempt whose result was not taken: left out, and deleted");
                 stale.push(StaleReplica {
                     block: b.id.clone(),
-                    generation: b.generation,
+                    generation,
                 });
                 continue;
             }
@@ -83,26 +90,26 @@ impl Catalog {
             }
             let slot = &mut f.blocks[b.index as usize];
             match slot {
-                Some(e) if e.id != b.id || (e.generation == b.generation && e.len != b.len) => {
+                Some(e) if e.id != b.id || (e.generation == generation && e.len != b.len) => {
                     tracing::warn!(file = %b.file, index = b.index, have = %e.id, reported = %b.id, %worker,
                         "conflicting block reports; keeping the first");
                 }
-                Some(e) if e.generation == b.generation => {
+                Some(e) if e.generation == generation => {
                     e.replicas.insert(worker);
                 }
-                Some(e) if b.generation > e.generation => {
-                    e.take_generation(b.generation, b.len);
+                Some(e) if generation > e.generation => {
+                    e.take_generation(generation, b.len);
                     e.replicas.insert(worker);
                 }
                 Some(e) => {
-                    e.others.insert(worker, (b.generation, b.len));
+                    e.others.insert(worker, (generation, b.len));
                 }
                 None => {
                     *slot = Some(BlockEntry {
                         id: b.id.clone(),
                         len: b.len,
                         replicas: BTreeSet::from([worker]),
-                        generation: b.generation,
+                        generation,
                         others: BTreeMap::new(),
                     });
                 }
@@ -145,7 +152,13 @@ impl Catalog {
                 .map_or(e.len, |&(_, len)| len);
             e.take_generation(generation, len);
         }
-        std::mem::take(&mut e.others)
+        // Unstamped replicas (a worker from before generations) of the
+        // settled length are taken for it; every other is stale.
+        let (unstamped, others): (BTreeMap<_, _>, BTreeMap<_, _>) = std::mem::take(&mut e.others)
+            .into_iter()
+            .partition(|(_, (g, len))| *g == 0 && *len == e.len);
+        e.replicas.extend(unstamped.into_keys());
+        others
             .into_iter()
             .map(|(w, (g, _))| {
                 let stale = StaleReplica {
@@ -334,6 +347,19 @@ mod tests {
         assert_eq!(c.settle("p", 0, 4), []);
         assert_eq!(c.apply_report(WorkerId(0), &[at("p", 2)]).len(), 1);
         assert!(c.file("p").is_none(), "a stale replica makes no file");
+        // A worker from before generation stamps reports 0: taken for the
+        // settled generation, before the settling or after it.
+        c.apply_report(WorkerId(4), &[at("o", 0)]);
+        assert_eq!(holders(&c), [2, 3, 4]);
+        assert_eq!(c.settle("q", 0, 6), []);
+        c.apply_report(WorkerId(5), &[at("q", 0)]);
+        let mut q = c.file("q").unwrap().blocks[0].clone().unwrap();
+        assert_eq!((q.generation, q.replicas.len()), (6, 1));
+        c.apply_report(WorkerId(0), &[at("r", 8)]);
+        c.apply_report(WorkerId(1), &[at("r", 0)]);
+        assert!(c.settle("r", 0, 8).is_empty(), "unstamped: kept");
+        q = c.file("r").unwrap().blocks[0].clone().unwrap();
+        assert_eq!(q.replicas.len(), 2);
         c.remove("o");
         assert_eq!(c.settled_at("o", 0), None);
         assert!(c.apply_report(WorkerId(1), &[at("o", 7)]).is_empty());
