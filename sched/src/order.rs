@@ -158,6 +158,34 @@ pub fn job_order(view: &ClusterView, order: JobOrder) -> Vec<JobId> {
     }
 }
 
+/// A [`job_order`] kept while the view's jobs do not change
+/// ([`ClusterView::jobs_epoch`]): heartbeats that change nothing (most of
+/// them, in a large cluster running short tasks) do not sort the jobs
+/// again. Debug builds check every kept order against a fresh one.
+#[derive(Debug, Default)]
+pub struct OrderCache {
+    key: Option<(u64, JobOrder)>,
+    jobs: Vec<JobId>,
+}
+
+impl OrderCache {
+    /// `view`'s jobs in `order`, built afresh only if they changed.
+    pub fn get(&mut self, view: &ClusterView, order: JobOrder) -> &[JobId] {
+        let key = (view.jobs_epoch(), order);
+        if self.key != Some(key) {
+            self.jobs = job_order(view, order);
+            self.key = Some(key);
+        } else {
+            debug_assert_eq!(
+                self.jobs,
+                job_order(view, order),
+                "a kept job order no longer holds"
+            );
+        }
+        &self.jobs
+    }
+}
+
 /// The first job of `order` with a pending task: [`ClusterView::head_job`]
 /// for FIFO, without building the whole order.
 pub fn first_job(view: &ClusterView, order: JobOrder) -> Option<&JobView> {

@@ -191,6 +191,10 @@ pub struct ClusterView {
     reduce_counts: BTreeMap<u32, u32>,
     /// Active jobs in submission order.
     jobs: IndexMap<JobId, JobView>,
+    /// A number drawn afresh (from a counter of the process) at every
+    /// change to `jobs` (`jobs_mut`): the same number means the same jobs,
+    /// so a policy may keep an order it built ([`ClusterView::jobs_epoch`]).
+    jobs_epoch: u64,
     /// Jobs whose reduces exist, oldest first, and a count of the changes
     /// to them (a job's reduces added, ended, held, taken, put back), so a
     /// reader can tell that nothing changed since it last looked.
@@ -239,9 +243,28 @@ pub enum SchedError {
     },
 }
 
+/// The last [`ClusterView::jobs_epoch`] given out, by any view.
+static JOBS_EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 impl ClusterView {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The jobs, to change them: every change goes through here and gets a
+    /// new [`ClusterView::jobs_epoch`].
+    fn jobs_mut(&mut self) -> &mut IndexMap<JobId, JobView> {
+        self.jobs_epoch = JOBS_EPOCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        &mut self.jobs
+    }
+
+    /// Identifies the jobs' state (their set, order, pending tasks, running
+    /// counts and QoS): it changes at every change to them and is never
+    /// given to another state, in this view or another (a clone shares it
+    /// with the state it copied). An order of the jobs built at one epoch
+    /// holds while the epoch does.
+    pub fn jobs_epoch(&self) -> u64 {
+        self.jobs_epoch
     }
 
     // ---- the decision record ----
@@ -681,7 +704,7 @@ impl ClusterView {
             w.reduces_running = 0;
         });
         let mut orphans = Vec::new();
-        for job in self.jobs.values_mut() {
+        for job in self.jobs_mut().values_mut() {
             let Some(indices) = job.local.remove(&id) else {
                 continue;
             };
@@ -724,14 +747,14 @@ impl ClusterView {
         for t in tasks {
             job.insert(t);
         }
-        self.jobs.insert(id, job);
+        self.jobs_mut().insert(id, job);
     }
 
     /// Drops a finished or failed job (its running tasks are the owner's
     /// business; a running reduce's load stays until `reduce_ended`).
     pub fn remove_job(&mut self, id: JobId) {
         self.note(|| Input::JobGone { job: id });
-        self.jobs.shift_remove(&id);
+        self.jobs_mut().shift_remove(&id);
         self.running_tasks.job_gone(id);
         if self.reduces.remove(&id).is_some() {
             self.reduce_changes += 1;
@@ -741,7 +764,7 @@ impl ClusterView {
     /// Puts a task back in its job's queue (retry, lost launch).
     pub fn requeue(&mut self, t: PendingTask) {
         self.note(|| Input::Requeue { task: t.clone() });
-        if let Some(job) = self.jobs.get_mut(&t.task.job) {
+        if let Some(job) = self.jobs_mut().get_mut(&t.task.job) {
             job.insert(t);
         }
     }
@@ -752,7 +775,7 @@ impl ClusterView {
             task,
             replicas: replicas.clone(),
         });
-        if let Some(job) = self.jobs.get_mut(&task.job) {
+        if let Some(job) = self.jobs_mut().get_mut(&task.job) {
             if let Some(mut t) = job.remove(task.index) {
                 t.replicas = replicas;
                 job.insert(t);
@@ -777,7 +800,7 @@ impl ClusterView {
                 w.remote_running = w.remote_running.saturating_sub(1);
             }
         });
-        if let Some(j) = self.jobs.get_mut(&job) {
+        if let Some(j) = self.jobs_mut().get_mut(&job) {
             j.running = j.running.saturating_sub(1);
         }
     }
@@ -791,8 +814,9 @@ impl ClusterView {
         if w.free == 0 {
             return Err(SchedError::NoFreeSlot(a.worker));
         }
+        let now = self.now;
         let job = self
-            .jobs
+            .jobs_mut()
             .get_mut(&a.task.job)
             .ok_or(SchedError::NotPending(a.task))?;
         let t = job
@@ -807,7 +831,7 @@ impl ClusterView {
         }
         let t = job.remove(a.task.index).expect("checked above");
         job.running += 1;
-        job.last_launch_at = Some(self.now);
+        job.last_launch_at = Some(now);
         if self.speculation.enabled {
             self.running_tasks.launched(
                 a.task,

@@ -38,7 +38,7 @@
 //! `fair` is the same with groups and weights ([`super::fair`]); the
 //! skip state is [`crate::pick::LocalityWait`].
 
-use crate::order::job_order;
+use crate::order::OrderCache;
 use crate::pick::{first_choice, LocalityWait};
 use crate::policy::{fmt_num, nonneg, secs_to_ms, JobOrder, Policy, RemotePick, WaitFrom};
 use crate::view::{Millis, SchedContext, Scheduler};
@@ -149,6 +149,8 @@ pub struct Delay {
     wait: LocalityWait,
     order: JobOrder,
     rng: ChaCha8Rng,
+    /// The jobs in `order`, kept while they do not change.
+    jobs: OrderCache,
 }
 
 impl Delay {
@@ -159,6 +161,7 @@ impl Delay {
             order: params.order,
             params,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            jobs: OrderCache::default(),
         }
     }
 }
@@ -178,12 +181,12 @@ impl Scheduler for Delay {
     }
 
     fn offer(&mut self, now: Millis, worker: WorkerId, ctx: &mut SchedContext<'_>) {
-        let (wait, rng, order) = (&mut self.wait, &mut self.rng, self.order);
+        let (wait, rng, order, cache) = (&mut self.wait, &mut self.rng, self.order, &mut self.jobs);
         ctx.fill_why(worker, |view| {
             // One group: the order is by running tasks, then submission
             // (or, as an ablation, submission only).
-            let jobs = job_order(view, order);
-            first_choice(wait, rng, now, worker, view, &jobs, order)
+            let jobs = cache.get(view, order);
+            first_choice(wait, rng, now, worker, view, jobs, order)
         });
         self.wait.offer_done();
         let view = ctx.view();

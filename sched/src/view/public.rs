@@ -80,7 +80,7 @@ impl ClusterView {
             job,
             qos: qos.clone(),
         });
-        if let Some(j) = self.jobs.get_mut(&job) {
+        if let Some(j) = self.jobs_mut().get_mut(&job) {
             j.qos = qos;
         }
     }

@@ -71,7 +71,7 @@ impl ClusterView {
             w.reduce_load = w.reduce_load.saturating_sub(load);
             w.reduces_running = w.reduces_running.saturating_sub(1);
         });
-        if let Some(j) = self.jobs.get_mut(&task.job) {
+        if let Some(j) = self.jobs_mut().get_mut(&task.job) {
             j.running = j.running.saturating_sub(1);
         }
     }
@@ -87,7 +87,7 @@ impl ClusterView {
             source,
         });
         let mut t = None;
-        if let Some(j) = self.jobs.get_mut(&task.job) {
+        if let Some(j) = self.jobs_mut().get_mut(&task.job) {
             t = j.remove(task.index);
             j.running += 1;
         }
@@ -168,7 +168,7 @@ impl ClusterView {
             w.reduce_load += load;
             w.reduces_running += 1;
         });
-        if let Some(j) = self.jobs.get_mut(&task.job) {
+        if let Some(j) = self.jobs_mut().get_mut(&task.job) {
             j.running += 1;
         }
     }

@@ -165,7 +165,7 @@ impl ClusterView {
                 w.remote_running += 1;
             }
         });
-        if let Some(j) = self.jobs.get_mut(&task.job) {
+        if let Some(j) = self.jobs_mut().get_mut(&task.job) {
             j.running += 1;
         }
         let now = self.now;
