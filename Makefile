@@ -47,7 +47,7 @@ cluster-netns: build
 
 ## Statically linked master and worker for the container images (nothing else is in them).
 docker-bins:
-	RUSTFLAGS='-C target-feature=+crt-static' $(CARGO) build --release --bins --target $(DOCKER_TARGET)
+	RUSTFLAGS='-C target-feature=+crt-static --cfg tokio_unstable' $(CARGO) build --release --bins --target $(DOCKER_TARGET)
 
 ## The same demo with every node in its own Docker container on a private network
 ## (images built here, nothing pulled); the CLI talks to the containers' addresses.

@@ -207,6 +207,7 @@ pub fn encode(s: &Snapshot<'_>) -> String {
             g,
         );
     }
+    register_blocking_pool(&mut r);
     let scrubbed = Counter::<u64>::default();
     scrubbed.inc_by(s.replicas.scrubbed_bytes.load(Ordering::Relaxed));
     r.register_with_unit(
@@ -246,4 +247,45 @@ pub fn encode(s: &Snapshot<'_>) -> String {
     prometheus_client::encoding::text::encode(&mut out, &r)
         .expect("writing to a String does not fail");
     out
+}
+
+/// This process's blocking pool by state: threads idle in it (kept for
+/// [`crate::node::BLOCKING_KEEP_ALIVE`] after a burst) and threads running
+/// blocking work (the runtime's own worker threads are in neither). None outside
+/// a runtime, or in a build without `--cfg tokio_unstable` (tokio's pool
+/// figures are unstable; `.cargo/config.toml` sets it).
+pub fn blocking_pool() -> Option<BlockingPool> {
+    #[cfg(tokio_unstable)]
+    {
+        let m = tokio::runtime::Handle::try_current().ok()?.metrics();
+        let (all, idle) = (m.num_blocking_threads(), m.num_idle_blocking_threads());
+        Some(BlockingPool {
+            idle,
+            busy: all.saturating_sub(idle),
+        })
+    }
+    #[cfg(not(tokio_unstable))]
+    None
+}
+
+/// The runtime's blocking-pool threads (see [`blocking_pool`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockingPool {
+    pub idle: usize,
+    pub busy: usize,
+}
+
+fn register_blocking_pool(r: &mut Registry) {
+    let Some(pool) = blocking_pool() else {
+        return;
+    };
+    let threads = Family::<StateLabels, Gauge>::default();
+    for (state, n) in [("idle", pool.idle), ("busy", pool.busy)] {
+        threads.get_or_create(&StateLabels { state }).set(n as i64);
+    }
+    r.register(
+        "blocking_threads",
+        "This process's blocking-pool threads: idle (kept for reuse) or busy",
+        threads,
+    );
 }

@@ -375,4 +375,59 @@ mod tests {
         }
         assert_eq!(named("core-pool-test"), after_start);
     }
+
+    /// The worker's metrics tell the pool's idle threads from busy ones
+    /// (what the fault campaign's at-rest check leaves out).
+    #[cfg(tokio_unstable)]
+    #[test]
+    fn the_metrics_tell_idle_pool_threads_from_busy_ones() {
+        use crate::metrics::{blocking_pool, BlockingPool};
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_keep_alive(BLOCKING_KEEP_ALIVE)
+            .build()
+            .unwrap();
+        prestart_blocking_pool(&rt);
+        // A thread counts as idle once it is back waiting: poll for it.
+        let reaches = |want: BlockingPool| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let now = rt.block_on(async { blocking_pool() });
+                if now == Some(want) || std::time::Instant::now() > deadline {
+                    return now;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        let core = CORE_BLOCKING_THREADS;
+        let all_idle = BlockingPool {
+            idle: core,
+            busy: 0,
+        };
+        assert_eq!(reaches(all_idle), Some(all_idle));
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let rx = std::sync::Arc::new(std::sync::Mutex::new(rx));
+        let held: Vec<_> = (0..2)
+            .map(|_| {
+                let rx = rx.clone();
+                rt.spawn_blocking(move || {
+                    let _ = rx.lock().unwrap().recv();
+                })
+            })
+            .collect();
+        let two_busy = BlockingPool {
+            idle: core - 2,
+            busy: 2,
+        };
+        assert_eq!(reaches(two_busy), Some(two_busy));
+        drop(tx);
+        rt.block_on(async {
+            for h in held {
+                h.await.unwrap();
+            }
+        });
+        assert_eq!(reaches(all_idle), Some(all_idle));
+        // Outside a runtime there is nothing to report.
+        assert_eq!(blocking_pool(), None);
+    }
 }

@@ -273,6 +273,20 @@ async fn prometheus_metrics_follow_the_job() {
         assert!(wm.contains_key(&format!(
             "mrtb_worker_buffer_pool_free_bytes{{worker=\"{name}\"}}"
         )));
+        // The blocking pool's threads by state (tokio's unstable figures,
+        // in builds with `--cfg tokio_unstable`, as `.cargo/config.toml`
+        // sets): the worker's own requests ran on it, so it has threads.
+        if cfg!(tokio_unstable) {
+            let pool: f64 = ["idle", "busy"]
+                .iter()
+                .map(|state| {
+                    wm[&format!(
+                        "mrtb_worker_blocking_threads{{worker=\"{name}\",state=\"{state}\"}}"
+                    )]
+                })
+                .sum();
+            assert!(pool >= 1.0, "{wm:?}");
+        }
     }
     assert_eq!(succeeded, 12.0);
     assert!(sent >= r.bytes_remote as f64, "{sent} < {}", r.bytes_remote);
