@@ -292,7 +292,7 @@ fn build_images(layout: &Layout, bin: &Path, dir: &Path) -> anyhow::Result<Strin
         if !is_static_elf(&p)? {
             bail!(
                 "{} is dynamically linked; the images hold nothing else. Build static binaries: \
-                 make docker-bins (RUSTFLAGS='-C target-feature=+crt-static' cargo build --release \
+                 make docker-bins (RUSTFLAGS='-C target-feature=+crt-static --cfg tokio_unstable' cargo build --release \
                  --target x86_64-unknown-linux-gnu)",
                 p.display()
             );
