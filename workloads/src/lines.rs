@@ -70,7 +70,10 @@ impl MapTask for LinesMap {
         let mut marks = (0..k as u64).map(|i| i * total / k as u64).peekable();
         let mut sample = Vec::with_capacity(k);
         let mut laid = crate::pool::take(data.len());
-        for &(_, start, len) in &order {
+        for (i, &(_, start, len)) in order.iter().enumerate() {
+            if let Some(ahead) = order.get(i + AHEAD) {
+                prefetch(&data, ahead.1 as usize);
+            }
             let (s, e) = (start as usize, start as usize + len as usize);
             let ends_at = (laid.len() + len as usize + 1) as u64;
             while marks.next_if(|&m| m < ends_at).is_some() {
@@ -95,12 +98,13 @@ impl MapTask for LinesMap {
 }
 
 /// The lines of `data` (whole newline-terminated lines) in sorted order:
-/// (the first 8 bytes as a big-endian integer, zero-padded; start; length
-/// without the newline). The integer orders two lines as their bytes do
-/// wherever the two differ in it; equal ones are compared in full. As the
+/// (a key the sort used; start; length without the newline). As the
 /// record sort does, one counting pass distributes the lines by their
 /// first two bytes (65,536 buckets, in order), then each bucket is sorted
-/// on its own, in the cache.
+/// on its own, in the cache: by its lines' first 8 bytes as a big-endian
+/// integer (zero-padded), which orders two lines as their bytes do
+/// wherever the two differ in it; lines whose 8 bytes are equal are
+/// ordered from there by [`refine`].
 fn sorted_lines(data: &[u8]) -> Vec<(u64, u32, u32)> {
     const BUCKETS: usize = 1 << 16;
     let mut lines = Vec::with_capacity(data.len() / 32 + 1);
@@ -123,14 +127,137 @@ fn sorted_lines(data: &[u8]) -> Vec<(u64, u32, u32)> {
         at[b] += 1;
     }
     drop(lines);
-    let line = |&(_, s, l): &(u64, u32, u32)| &data[s as usize..s as usize + l as usize];
+    let mut ties = Vec::new();
     for b in 0..BUCKETS {
         let (s, e) = (count[b] as usize, count[b + 1] as usize);
-        if e - s > 1 {
-            sorted[s..e].sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| line(a).cmp(line(b))));
+        if e - s < 2 {
+            continue;
         }
+        let bucket = &mut sorted[s..e];
+        bucket.sort_unstable_by_key(|l| l.0);
+        let mut i = 0;
+        while i < bucket.len() {
+            let j = i + bucket[i..]
+                .iter()
+                .take_while(|l| l.0 == bucket[i].0)
+                .count();
+            if j - i > 1 {
+                // Lines of 8 bytes or more tie on their first 8; a
+                // shorter one ties with others zero-padded alike.
+                let from = if bucket[i..j].iter().all(|l| l.2 >= 8) {
+                    8
+                } else {
+                    0
+                };
+                ties.push((i, j, from));
+            }
+            i = j;
+        }
+        refine(data, bucket, &mut ties);
     }
     sorted
+}
+
+/// Orders each `ties` range of `lines`, (start, end, offset): lines whose
+/// first `offset` bytes are equal, ordered from there on. A range first
+/// skips the bytes all its lines share with its first line (so copies of
+/// one line, or table rows that begin alike, cost one pass over their
+/// bytes, not a comparison of them per step of a sort); then it is sorted
+/// by the next 8 bytes as an integer and by how many of those 8 each line
+/// has (a line before every longer one it begins), and the lines equal in
+/// both, with 8 bytes there, go on from 8 bytes further. Multikey
+/// quicksort's idea (Bentley and Sedgewick) on 8-byte digits; the ranges
+/// wait on a stack, so a long line costs no depth of recursion.
+fn refine(data: &[u8], lines: &mut [(u64, u32, u32)], ties: &mut Vec<(usize, usize, usize)>) {
+    fn text<'d>(data: &'d [u8], l: &(u64, u32, u32)) -> &'d [u8] {
+        &data[l.1 as usize..l.1 as usize + l.2 as usize]
+    }
+    while let Some((s, e, mut off)) = ties.pop() {
+        let range = &mut lines[s..e];
+        let key = |l: &(u64, u32, u32), off: usize| (l.0, (l.2 as usize - off).min(8));
+        let mut alike = true;
+        for i in 0..range.len() {
+            if let Some(ahead) = range.get(i + AHEAD) {
+                prefetch(data, ahead.1 as usize + off);
+            }
+            let l = &mut range[i];
+            l.0 = prefix(&text(data, l)[off..]);
+            alike &= key(l, off) == key(&range[0], off);
+        }
+        if alike {
+            if key(&range[0], off).1 < 8 {
+                // Every line ends within these 8 bytes, alike: all equal.
+                continue;
+            }
+            // The next 8 bytes split nothing: skip every byte all the
+            // lines share with the first, and take the range from there
+            // (where at least one line differs or ends).
+            off += 8;
+            let first = text(data, &range[0]);
+            let mut common = first.len() - off;
+            for i in 1..range.len() {
+                if common == 0 {
+                    break;
+                }
+                if let Some(ahead) = range.get(i + AHEAD) {
+                    prefetch(data, ahead.1 as usize + off);
+                }
+                common = common_prefix(&first[off..off + common], &text(data, &range[i])[off..]);
+            }
+            ties.push((s, e, off + common));
+            continue;
+        }
+        range.sort_unstable_by_key(|l| key(l, off));
+        let mut i = 0;
+        while i < range.len() {
+            let k = key(&range[i], off);
+            let j = i + range[i..].iter().take_while(|l| key(l, off) == k).count();
+            if j - i > 1 && k.1 == 8 {
+                ties.push((s + i, s + j, off + 8));
+            }
+            i = j;
+        }
+    }
+}
+
+/// How many lines ahead a pass over lines in sorted order asks for the
+/// one it will read (lines of a block in sorted order lie anywhere in it:
+/// without the hint, each costs the pass a wait on memory).
+const AHEAD: usize = 16;
+
+/// Asks the CPU to bring `data[at]` into the cache (a hint only).
+#[inline(always)]
+fn prefetch(data: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it reads nothing and cannot fault
+    // (the address is in `data` or one past it, never dereferenced).
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(
+            data.as_ptr().wrapping_add(at.min(data.len())).cast::<i8>(),
+            std::arch::x86_64::_MM_HINT_T0,
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (data, at);
+}
+
+/// How many bytes `a` and `b` begin with alike (at most `a`'s length).
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap())
+            ^ u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }
 
 #[inline]

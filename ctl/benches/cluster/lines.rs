@@ -248,7 +248,12 @@ pub(super) async fn text_lines_bench() {
         "10. sort-lines of {} MiB of text lines of any length, 2 workers x 1 slot, 64 MiB blocks, replication 2, {reduces} reduces, vs `LC_ALL=C sort -o` (target ratio >= 3)",
         bytes >> 20,
     );
+    // `BENCH_TEXT=prose-shaped|repo-docs` runs one.
+    let only = std::env::var("BENCH_TEXT").ok();
     for text in ["prose-shaped", "repo-docs"] {
+        if only.as_deref().is_some_and(|o| o != text) {
+            continue;
+        }
         let input = dir.path().join(format!("{text}.txt"));
         if text == "repo-docs" {
             write_docs_file(&input, bytes);

@@ -129,15 +129,63 @@ pub(super) fn lines_section() {
         "x",
         ">= 1",
     );
-    let block = prose(&vocab, 64 << 20, 99);
+    map_versus_sort_unstable("", "text lines", &prose(&vocab, 64 << 20, 99));
+    map_versus_sort_unstable(
+        "_docs",
+        "this repository's documents",
+        &docs_block(64 << 20),
+    );
+}
+
+/// This repository's documents repeated to whole lines of at most `size`
+/// bytes (as the cluster bench's repo-docs file: tables, code, prose,
+/// every line many times over).
+fn docs_block(size: usize) -> Vec<u8> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut docs = Vec::new();
+    for f in [
+        "README.md",
+        "ARCHITECTURE.md",
+        "docs/guide.md",
+        "docs/api.md",
+    ] {
+        docs.extend(std::fs::read(root.join(f)).unwrap());
+    }
+    let mut more: Vec<_> = std::fs::read_dir(root.join("docs/experiments"))
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    more.sort();
+    for p in more {
+        docs.extend(std::fs::read(p).unwrap());
+    }
+    let mut out = Vec::with_capacity(size);
+    while out.len() + docs.len() <= size {
+        out.extend_from_slice(&docs);
+    }
+    let room = size - out.len();
+    let cut = docs[..room]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    out.extend_from_slice(&docs[..cut]);
+    out
+}
+
+/// The sort-lines map of `block` against `sort_unstable` of its lines as
+/// slices (laid out in order), best of 3 each, recorded as
+/// `map.lines_sort{id}.*`; both give the same bytes.
+fn map_versus_sort_unstable(id: &str, what: &str, block: &[u8]) {
+    let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
     let mb = block.len() as f64 / 1e6;
     let (mut ours, mut plain) = (Vec::new(), Vec::new());
     // The first round faults the pool's buffers in; a worker's are warm
     // from its first job on.
-    workloads::pool::give(lines_run(&block));
+    workloads::pool::give(lines_run(block));
     for _ in 0..3 {
         let t = Instant::now();
-        let run = lines_run(&block);
+        let run = lines_run(block);
         ours.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
         let mut lines: Vec<&[u8]> = block[..block.len() - 1].split(|&b| b == b'\n').collect();
@@ -153,26 +201,26 @@ pub(super) fn lines_section() {
     }
     let (o, p) = (mb / best(&ours), mb / best(&plain));
     println!(
-        "sort-lines map. {mb:.0} MB block of text lines: the map {o:.0} MB/s, sort_unstable of the lines as slices {p:.0} MB/s; ratio {:.2}",
+        "sort-lines map. {mb:.0} MB block of {what}: the map {o:.0} MB/s, sort_unstable of the lines as slices {p:.0} MB/s; ratio {:.2}",
         o / p
     );
-    let what = format!("sort-lines map of one {mb:.0} MB block of text lines");
+    let what = format!("sort-lines map of one {mb:.0} MB block of {what}");
     record(
-        "map.lines_sort.mbps",
+        &format!("map.lines_sort{id}.mbps"),
         &format!("{what}: the map, MB/s"),
         o,
         "MB/s",
         "",
     );
     record(
-        "map.lines_sort.plain_mbps",
+        &format!("map.lines_sort{id}.plain_mbps"),
         &format!("{what}: sort_unstable of slices, MB/s"),
         p,
         "MB/s",
         "",
     );
     record(
-        "map.lines_sort.ratio",
+        &format!("map.lines_sort{id}.ratio"),
         &format!("{what}: the map / sort_unstable"),
         o / p,
         "x",

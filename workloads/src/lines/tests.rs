@@ -225,6 +225,32 @@ proptest::proptest! {
         proptest::prop_assert_eq!(got, c_sort(&input));
     }
 
+    /// Lines long enough to tie over many 8-byte steps (copies of a few
+    /// stems of up to 70 bytes from a 3-byte alphabet with NUL, each
+    /// cut and extended): a map's sorted run is `LC_ALL=C sort`'s.
+    #[test]
+    fn lines_alike_for_many_bytes_sort_as_c_sort_does(
+        stems in proptest::collection::vec(proptest::collection::vec(
+            proptest::prop_oneof![proptest::prelude::Just(b'a'), proptest::prelude::Just(b'b'),
+                proptest::prelude::Just(0u8)], 0..70), 1..4),
+        picks in proptest::collection::vec((0usize..4, 0usize..80, proptest::collection::vec(97u8..99, 0..20)), 0..80),
+    ) {
+        let mut input = Vec::new();
+        for (stem, cut, tail) in &picks {
+            let stem = &stems[stem % stems.len()];
+            input.extend_from_slice(&stem[..(*cut).min(stem.len())]);
+            input.extend_from_slice(tail);
+            input.push(b'\n');
+        }
+        let mut m = Workload::SortLines.map_task(1);
+        m.expect_input(input.len() as u64);
+        m.consume(&input);
+        let MapOutput::SortedRun { run, .. } = m.finish().1 else {
+            panic!("sort-lines maps make a sorted run")
+        };
+        proptest::prop_assert_eq!(run.bytes(), &c_sort(&input)[..]);
+    }
+
     /// The binary search finds the same range as a scan, for any bounds.
     #[test]
     fn line_ranges_equal_a_scan(
