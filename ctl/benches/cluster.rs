@@ -37,6 +37,8 @@ mod scale;
 
 #[path = "cluster/lines.rs"]
 mod lines;
+#[path = "shared/repo_docs.rs"]
+mod repo_docs;
 
 #[path = "cluster/tls.rs"]
 mod tls;

@@ -16,6 +16,8 @@ use std::time::Instant;
 
 #[path = "map/lines.rs"]
 mod lines;
+#[path = "shared/repo_docs.rs"]
+mod repo_docs;
 use workloads::wordcount::WordcountMap;
 use workloads::{MapOutput, MapTask};
 

@@ -206,25 +206,10 @@ pub(super) async fn anyones_records_bench() {
     }
 }
 
-/// This repository's documents, repeated to about `bytes` (real prose:
-/// lines from none to kilobytes long, tables, code; every line many times).
+/// This repository's documents, repeated to about `bytes` (every line
+/// many times).
 fn write_docs_file(path: &std::path::Path, bytes: u64) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut docs = Vec::new();
-    for f in [
-        "README.md",
-        "ARCHITECTURE.md",
-        "docs/guide.md",
-        "docs/api.md",
-    ] {
-        docs.extend(std::fs::read(root.join(f)).unwrap());
-    }
-    for f in std::fs::read_dir(root.join("docs/experiments")).unwrap() {
-        let p = f.unwrap().path();
-        if p.extension().is_some_and(|e| e == "md") {
-            docs.extend(std::fs::read(p).unwrap());
-        }
-    }
+    let docs = crate::repo_docs::repo_docs();
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     let mut written = 0u64;
     while written < bytes {

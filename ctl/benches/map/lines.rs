@@ -141,25 +141,7 @@ pub(super) fn lines_section() {
 /// bytes (as the cluster bench's repo-docs file: tables, code, prose,
 /// every line many times over).
 fn docs_block(size: usize) -> Vec<u8> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut docs = Vec::new();
-    for f in [
-        "README.md",
-        "ARCHITECTURE.md",
-        "docs/guide.md",
-        "docs/api.md",
-    ] {
-        docs.extend(std::fs::read(root.join(f)).unwrap());
-    }
-    let mut more: Vec<_> = std::fs::read_dir(root.join("docs/experiments"))
-        .unwrap()
-        .map(|f| f.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    more.sort();
-    for p in more {
-        docs.extend(std::fs::read(p).unwrap());
-    }
+    let docs = crate::repo_docs::repo_docs();
     let mut out = Vec::with_capacity(size);
     while out.len() + docs.len() <= size {
         out.extend_from_slice(&docs);
