@@ -394,8 +394,10 @@ async fn heartbeat(
     ApiJson(hb): ApiJson<Heartbeat>,
 ) -> Json<HeartbeatReply> {
     let t0 = Instant::now();
-    let (reply, metrics) = s.with(|m, now| (m.heartbeat(now, hb), m.metrics.clone()));
+    let ((reply, wake), metrics) =
+        s.with(|m, now| (m.heartbeat_waking(now, hb), m.metrics.clone()));
     metrics.heartbeat_handled(t0.elapsed().as_secs_f64());
+    s.wake.send(wake);
     Json(reply)
 }
 

@@ -165,6 +165,11 @@ impl ReduceJobView {
         self.pending.contains(&index)
     }
 
+    /// Reduces waiting for a slot.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Whether a reduce of this job may start now.
     pub fn ready(&self) -> bool {
         !self.held && !self.pending.is_empty()
@@ -615,6 +620,18 @@ impl ClusterView {
 
     pub fn pending_total(&self) -> usize {
         self.jobs.values().map(JobView::pending_len).sum()
+    }
+
+    /// Tasks a free slot could take now: pending maps and the waiting
+    /// reduces of jobs whose reduces may start.
+    pub fn waiting_tasks(&self) -> usize {
+        let reduces: usize = self
+            .reduces
+            .values()
+            .filter(|r| r.ready())
+            .map(ReduceJobView::pending_len)
+            .sum();
+        self.pending_total() + reduces
     }
 
     /// Slots of all live workers (Guo's AS).

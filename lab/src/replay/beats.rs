@@ -42,6 +42,11 @@ pub(super) fn wakes_and_background(
 /// Recorded heartbeats rank from here on (a worker's number ranks below).
 pub(super) const RECORDED_RANK: u64 = 1 << 32;
 
+/// Heartbeats the master asks for when a heartbeat releases tasks rank
+/// from here on: after every worker's own heartbeat at the same time (the
+/// one that released them answered first), before recorded ones.
+pub(super) const WOKEN_RANK: u64 = 1 << 31;
+
 /// The heartbeats due at time 0, and each worker's recorded heartbeats.
 /// Without a record, each worker's first regular one at its phase; with
 /// one, every recorded heartbeat at its time in the record's order, the

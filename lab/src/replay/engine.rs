@@ -10,7 +10,7 @@ mod reads;
 
 use copies::Fetching;
 
-use super::beats::{first_beats, wakes_and_background, Beat, RECORDED_RANK};
+use super::beats::{first_beats, wakes_and_background, Beat, RECORDED_RANK, WOKEN_RANK};
 use super::flows::{Flow, Flows, Transfer};
 use super::{
     BackgroundRun, RemoteModel, ReplayCluster, ReplayJob, ReplayOutcome, ReplayTask, TaskRun,
@@ -465,6 +465,7 @@ impl<'a> Replay<'a> {
         self.finished += 1;
         let job = task.job;
         let e = self.left.get_mut(&job).expect("running job");
+        let mut released = false;
         if reduce {
             e.reduces -= 1;
         } else {
@@ -482,11 +483,37 @@ impl<'a> Replay<'a> {
                     j.reduce_load,
                     std::mem::take(&mut e.ran_on),
                 );
+                released = true;
             }
         }
         if e.maps == 0 && e.reduces == 0 {
             self.done_at[e.index] = Some(at);
             self.view.remove_job(job);
+        }
+        if released {
+            self.wake_idle_others(at, w);
+        }
+    }
+
+    /// With out-of-band heartbeats, a heartbeat that releases a job's
+    /// reduces makes the master ask the other idle workers to heartbeat now
+    /// (`Master::heartbeat_waking`): each other worker with a free slot
+    /// heartbeats at `at`, after `w`'s own. Not a worker whose heartbeats
+    /// come from the real run's record (its woken ones are in it).
+    fn wake_idle_others(&mut self, at: u64, w: u32) {
+        if !self.cluster.out_of_band {
+            return;
+        }
+        for o in 0..self.cluster.slots.len() as u32 {
+            let ou = o as usize;
+            if o == w || self.recorded_left[ou] > 0 {
+                continue;
+            }
+            let busy = self.running[ou].len() + self.background_running(at, o).len();
+            if self.cluster.slots[ou] as usize > busy {
+                self.beats
+                    .push(Reverse((at, WOKEN_RANK + u64::from(o), o, None)));
+            }
         }
     }
 

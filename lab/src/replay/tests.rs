@@ -2,6 +2,8 @@ use super::*;
 use sched::decision::{Kind, Rule};
 use sched::policy::build;
 
+mod reduces;
+
 fn w(i: u32) -> WorkerId {
     WorkerId(i)
 }
@@ -259,40 +261,6 @@ fn fair_share_transfers_slow_each_other_while_they_overlap() {
     let o = run_with(&c, &two, &bg, remote);
     let spans: Vec<(u64, u64)> = o.runs.iter().map(|r| (r.start_ms, r.end_ms)).collect();
     assert_eq!(spans, [(0, 2_000), (500, 2_500)]);
-}
-
-#[test]
-fn reduces_wait_for_the_maps_and_go_where_the_placer_says() {
-    // Two map machines, two reduce machines (1 slot each); a job of two
-    // maps (1 s) and two reduces (2 s).
-    let mut j = job(1, 0, &[(0, 1_000), (1, 1_000)]);
-    j.reduces = (2..4)
-        .map(|i| ReplayTask {
-            index: i,
-            replicas: Vec::new(),
-            local_ms: 2_000,
-            bytes: 0,
-        })
-        .collect();
-    j.reduce_load = 100;
-    let mut c = cluster(&[1, 1, 1, 1], 100, false);
-    c.runs_maps = vec![true, true, false, false];
-    c.runs_reduces = vec![false, false, true, true];
-    let config: sched::policy::SchedulerConfig = "eas".parse().unwrap();
-    let mut s = build(&config, 1);
-    // EAS's own placement (Algorithm 3): one reduce to each machine.
-    let mut p = ReducePlacer::new(Default::default(), &config);
-    let remote = RemoteModel::Static(RemoteCost::default());
-    let o = replay(s.as_mut(), &mut p, &c, &[j], &[], remote, 60_000).unwrap();
-    let reduces: Vec<&TaskRun> = o.runs.iter().filter(|r| r.reduce).collect();
-    assert_eq!(reduces.len(), 2);
-    // Not before the last map's end (1 s), on the two reduce machines.
-    assert!(reduces.iter().all(|r| r.start_ms >= 1_000), "{reduces:?}");
-    let mut on: Vec<u32> = reduces.iter().map(|r| r.worker.0).collect();
-    on.sort();
-    assert_eq!(on, [2, 3]);
-    assert!(o.runs.iter().filter(|r| !r.reduce).all(|r| r.worker.0 < 2));
-    assert_eq!(o.jobs[0].2, reduces.iter().map(|r| r.end_ms).max().unwrap());
 }
 
 #[test]
@@ -789,11 +757,11 @@ fn a_reduce_fetching_map_output_loads_the_disks_its_maps_ran_on() {
     };
     // Without map output to fetch: 1 s alone from 1.5 s.
     assert_eq!(second_map(0), (1_500, 2_500));
-    // The reduce starts at worker 1's heartbeat after the map's end
-    // (1.1 s) and fetches 1 MB: 0.4 MB alone until 1.5 s, then both at
-    // half the disk; the fetch ends at 2.7 s, the map has read 0.6 MB and
-    // reads the rest alone by 3.1 s.
-    assert_eq!(second_map(1_000_000), (1_500, 3_100));
+    // The reduce starts when the map ends (1 s: the master wakes worker 1,
+    // idle and out of band) and fetches 1 MB: 0.5 MB alone until 1.5 s,
+    // then both at half the disk; the fetch ends at 2.5 s, the map has
+    // read 0.5 MB and reads the rest alone by 3 s.
+    assert_eq!(second_map(1_000_000), (1_500, 3_000));
 }
 
 /// Jobs of a few maps (some with reduces) arriving over `span_ms` on

@@ -450,11 +450,15 @@ impl Roster {
     }
 
     /// Out-of-band workers to ask for a heartbeat now: alive, with a free
-    /// slot at their last heartbeat, and not asked already since it. Their
+    /// slot at their last heartbeat, not asked already since it, and not
+    /// `except` (the worker whose heartbeat is being answered). Their
     /// addresses.
-    pub fn wake(&mut self) -> Vec<String> {
+    pub fn wake(&mut self, except: Option<WorkerId>) -> Vec<String> {
         self.list
             .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| except.is_none_or(|e| e.0 as usize != *i))
+            .map(|(_, w)| w)
             .filter(|w| w.registered && w.alive && w.out_of_band && !w.woken && w.free_slots > 0)
             .map(|w| {
                 w.woken = true;
@@ -761,10 +765,11 @@ mod tests {
         join(&mut r, 0, &req("w1", 2, false));
         join(&mut r, 0, &req("w2", 2, true));
         r.beat(1, &hb(2, 0));
-        assert_eq!(r.wake(), ["http://w0"]);
-        assert!(r.wake().is_empty(), "asked already");
+        assert_eq!(r.wake(None), ["http://w0"]);
+        assert!(r.wake(None).is_empty(), "asked already");
         r.beat(2, &hb(0, 1));
-        assert_eq!(r.wake(), ["http://w0"]);
+        assert!(r.wake(Some(WorkerId(0))).is_empty(), "not the one answered");
+        assert_eq!(r.wake(None), ["http://w0"]);
     }
 
     #[test]

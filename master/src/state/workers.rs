@@ -70,10 +70,30 @@ impl Master {
     /// Their addresses. The heartbeat that follows is an ordinary one, so
     /// every policy decides exactly as on a slot that freed.
     pub fn to_wake(&mut self) -> Vec<String> {
-        if self.placement.view().pending_total() == 0 {
+        if self.placement.view().waiting_tasks() == 0 {
             return Vec::new();
         }
-        self.workers.wake()
+        self.workers.wake(None)
+    }
+
+    /// A heartbeat, and the other workers to ask for one now if it left
+    /// more tasks waiting than before: the last map's report releases a
+    /// job's reduces, a failed attempt puts its task back, and idle workers
+    /// would otherwise learn of them only at their next interval.
+    pub fn heartbeat_waking(
+        &mut self,
+        now: Millis,
+        hb: Heartbeat,
+    ) -> (HeartbeatReply, Vec<String>) {
+        let id = hb.worker;
+        let before = self.placement.view().waiting_tasks();
+        let reply = self.heartbeat(now, hb);
+        let wake = if self.placement.view().waiting_tasks() > before {
+            self.workers.wake(Some(id))
+        } else {
+            Vec::new()
+        };
+        (reply, wake)
     }
 
     pub fn heartbeat(&mut self, now: Millis, hb: Heartbeat) -> HeartbeatReply {

@@ -558,3 +558,57 @@ fn a_copy_landing_after_a_restart_does_not_bring_a_file_deleted_just_before_back
         "g, deleted long before, is a new file of that name: {names:?}"
     );
 }
+
+/// The heartbeat that reports a job's last map releases its reduces: the
+/// other idle out-of-band workers are asked to heartbeat now, not at their
+/// next interval; the worker answered is not (its reply takes a reduce),
+/// nor is a worker on its interval, and a heartbeat that leaves no more
+/// tasks waiting than before wakes nobody.
+#[test]
+fn a_heartbeat_that_releases_reduces_wakes_the_idle_workers_but_its_own() {
+    let mut m = Master::new(settings(3, 1));
+    for w in 0..3u32 {
+        m.register(
+            0,
+            RegisterRequest {
+                name: format!("w{w}"),
+                addr: format!("http://w{w}"),
+                slots: 1,
+                blocks: if w == 0 {
+                    vec![block("f", 0, 1)]
+                } else {
+                    vec![]
+                },
+                out_of_band_heartbeat: w < 2,
+                running: Vec::new(),
+                map_outputs: Vec::new(),
+            },
+        )
+        .unwrap();
+    }
+    wordcount(&mut m, 2);
+    let (reply, wake) = m.heartbeat_waking(10, hb(0, 1, vec![], vec![]));
+    assert_eq!(reply.launches.len(), 1);
+    assert!(wake.is_empty(), "fewer tasks wait after it: {wake:?}");
+    for w in 1..3 {
+        let (reply, wake) = m.heartbeat_waking(11, hb(w, 1, vec![], vec![]));
+        assert!(reply.launches.is_empty() && wake.is_empty());
+    }
+    let map = &reply.launches[0];
+    let (reply, wake) = m.heartbeat_waking(20, hb(0, 1, vec![], vec![ok(map, 0)]));
+    assert!(
+        matches!(
+            reply.launches[..],
+            [Launch {
+                task: LaunchTask::Reduce(_),
+                ..
+            }]
+        ),
+        "{reply:?}"
+    );
+    assert_eq!(wake, ["http://w1"]);
+    // The woken worker takes the other reduce; nothing more waits.
+    let (reply, wake) = m.heartbeat_waking(21, hb(1, 1, vec![], vec![]));
+    assert_eq!(reply.launches.len(), 1);
+    assert!(wake.is_empty(), "{wake:?}");
+}
