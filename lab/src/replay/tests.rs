@@ -27,6 +27,18 @@ pub(super) fn job(id: u32, arrival_ms: u64, tasks: &[(u32, u64)]) -> ReplayJob {
     }
 }
 
+/// Reduce tasks numbered `indices`, each lasting `ms`.
+pub(super) fn reduce_tasks(indices: std::ops::Range<u32>, ms: u64) -> Vec<ReplayTask> {
+    indices
+        .map(|index| ReplayTask {
+            index,
+            replicas: Vec::new(),
+            local_ms: ms,
+            bytes: 0,
+        })
+        .collect()
+}
+
 pub(super) fn cluster(slots: &[u32], heartbeat_ms: u64, out_of_band: bool) -> ReplayCluster {
     ReplayCluster {
         slots: slots.to_vec(),
@@ -359,12 +371,7 @@ fn the_decision_record_changes_nothing_and_has_a_row_per_launch() {
             job(j + 1, 300 * j as u64, &tasks)
         })
         .collect();
-    jobs[3].reduces = vec![ReplayTask {
-        index: 0,
-        replicas: Vec::new(),
-        local_ms: 200,
-        bytes: 0,
-    }];
+    jobs[3].reduces = reduce_tasks(0..1, 200);
     for (policy, example) in sched::policy::SchedulerConfig::examples() {
         let config: sched::policy::SchedulerConfig = example.parse().unwrap();
         let go = |record: bool| {
@@ -526,14 +533,7 @@ fn speculation_backs_up_a_slow_reduce_in_the_replay() {
             bytes: 0,
         })
         .collect();
-    let reduces: Vec<ReplayTask> = (8..13u32)
-        .map(|i| ReplayTask {
-            index: i,
-            replicas: Vec::new(),
-            local_ms: 2_000,
-            bytes: 0,
-        })
-        .collect();
+    let reduces = reduce_tasks(8..13, 2_000);
     let jobs = [ReplayJob {
         id: JobId(1),
         arrival_ms: 0,
@@ -734,12 +734,7 @@ fn a_reduce_fetching_map_output_loads_the_disks_its_maps_ran_on() {
     // on worker 1 (reduces only there). Job 2 arrives at 1.5 s: a map of
     // 1 MB on worker 0, whose read shares the disk with the fetch.
     let mut j1 = sized(job(1, 0, &[(0, 0)]), 1_000_000);
-    j1.reduces = vec![ReplayTask {
-        index: 1,
-        replicas: Vec::new(),
-        local_ms: 100,
-        bytes: 0,
-    }];
+    j1.reduces = reduce_tasks(1..2, 100);
     let j2 = sized(job(2, 1_500, &[(0, 0)]), 1_000_000);
     let mut c = cluster(&[2, 1], 100, true);
     c.runs_maps = vec![true, false];

@@ -7,14 +7,7 @@ fn reduces_wait_for_the_maps_and_go_where_the_placer_says() {
     // Two map machines, two reduce machines (1 slot each); a job of two
     // maps (1 s) and two reduces (2 s).
     let mut j = job(1, 0, &[(0, 1_000), (1, 1_000)]);
-    j.reduces = (2..4)
-        .map(|i| ReplayTask {
-            index: i,
-            replicas: Vec::new(),
-            local_ms: 2_000,
-            bytes: 0,
-        })
-        .collect();
+    j.reduces = reduce_tasks(2..4, 2_000);
     j.reduce_load = 100;
     let mut c = cluster(&[1, 1, 1, 1], 100, false);
     c.runs_maps = vec![true, true, false, false];
@@ -41,14 +34,7 @@ fn a_jobs_last_map_wakes_the_other_idle_workers_for_its_reduces_if_out_of_band()
     // Heartbeats every 10 s; maps of 1 s on w0 and 1.5 s on w1, then two
     // reduces of 2 s, placed one per heartbeat.
     let mut j = job(1, 0, &[(0, 1_000), (1, 1_500)]);
-    j.reduces = (2..4)
-        .map(|i| ReplayTask {
-            index: i,
-            replicas: Vec::new(),
-            local_ms: 2_000,
-            bytes: 0,
-        })
-        .collect();
+    j.reduces = reduce_tasks(2..4, 2_000);
     j.reduce_load = 100;
     let reduce_starts = |oob: bool| -> Vec<(u32, u64)> {
         let o = run(
