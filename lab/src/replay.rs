@@ -9,9 +9,10 @@
 //! The model (every part measured on real runs by `master sim calibrate`):
 //! - a worker is offered its free slots only at its heartbeats (every
 //!   `heartbeat_ms`, from its `phase_ms`), and also at once when one of its
-//!   tasks ends, when a job arrives and when a job's last map ends (the
-//!   master wakes the idle workers, for the job's tasks or its reduces) if
-//!   `out_of_band`; launches start at the heartbeat. Without `out_of_band`
+//!   tasks ends, when a job arrives, and after the heartbeat that reports
+//!   a job's last map if that leaves more tasks waiting (the master wakes
+//!   the idle workers) if `out_of_band`; launches start at the heartbeat.
+//!   Without `out_of_band`
 //!   the master learns of a map's end at its worker's next heartbeat, as
 //!   the real one does: until then the job counts it running (the fair
 //!   order sees it), and a job whose last map it was ends at that report;

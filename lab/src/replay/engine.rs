@@ -80,6 +80,10 @@ pub struct Replay<'a> {
     /// the record holds the heartbeats an arrival woke, and none is
     /// simulated.
     recorded_left: Vec<usize>,
+    /// Per worker: a job's last map ended there, released its reduces, and
+    /// this many tasks waited before; its next heartbeat wakes the other
+    /// idle workers if it leaves more waiting (`Master::heartbeat_waking`).
+    wake_check: Vec<Option<usize>>,
     /// Out-of-band heartbeats: the arrival times that wake every worker,
     /// and the next whose heartbeats are not yet in `beats` (pushed just
     /// before the clock reaches it, not all at the start).
@@ -187,6 +191,7 @@ impl<'a> Replay<'a> {
             done_at: vec![None; jobs.len()],
             beats,
             recorded_left,
+            wake_check: vec![None; n],
             wakes,
             next_wake: 0,
             background_of,
@@ -465,7 +470,7 @@ impl<'a> Replay<'a> {
         self.finished += 1;
         let job = task.job;
         let e = self.left.get_mut(&job).expect("running job");
-        let mut released = false;
+        let mut released = None;
         if reduce {
             e.reduces -= 1;
         } else {
@@ -473,6 +478,7 @@ impl<'a> Replay<'a> {
             *e.ran_on.entry(WorkerId(w)).or_default() += 1;
             if e.maps == 0 && e.reduces > 0 {
                 // The reduces wait; map output counted one unit a map.
+                released = Some(self.view.waiting_tasks());
                 let j = &self.jobs[e.index];
                 if self.cluster.disk.is_some() || self.cluster.shuffle_net.is_some() {
                     self.map_spread.insert(job, e.ran_on.clone());
@@ -483,27 +489,25 @@ impl<'a> Replay<'a> {
                     j.reduce_load,
                     std::mem::take(&mut e.ran_on),
                 );
-                released = true;
             }
         }
         if e.maps == 0 && e.reduces == 0 {
             self.done_at[e.index] = Some(at);
             self.view.remove_job(job);
         }
-        if released {
-            self.wake_idle_others(at, w);
+        if let Some(before) = released.filter(|_| self.cluster.out_of_band) {
+            let c = &mut self.wake_check[w as usize];
+            *c = Some(c.map_or(before, |b| b.min(before)));
         }
     }
 
-    /// With out-of-band heartbeats, a heartbeat that releases a job's
-    /// reduces makes the master ask the other idle workers to heartbeat now
+    /// With out-of-band heartbeats, the heartbeat that reports a job's
+    /// last map and leaves more tasks waiting than before makes the master
+    /// ask the other idle workers to heartbeat now
     /// (`Master::heartbeat_waking`): each other worker with a free slot
     /// heartbeats at `at`, after `w`'s own. Not a worker whose heartbeats
     /// come from the real run's record (its woken ones are in it).
     fn wake_idle_others(&mut self, at: u64, w: u32) {
-        if !self.cluster.out_of_band {
-            return;
-        }
         for o in 0..self.cluster.slots.len() as u32 {
             let ou = o as usize;
             if o == w || self.recorded_left[ou] > 0 {
@@ -561,6 +565,7 @@ impl<'a> Replay<'a> {
             self.recorded_left[w as usize] -= 1;
         }
         self.last_beat = self.last_beat.max((t, rank));
+        let wake_check = self.wake_check[w as usize].take();
         if self.parks(t, w, regular) {
             return Ok(());
         }
@@ -575,7 +580,11 @@ impl<'a> Replay<'a> {
             self.beats
                 .push(Reverse((next.max(t + 1), u64::from(w), w, Some(k + 1))));
         }
+        // Arrivals are not the heartbeat's own (a job's arrival wakes
+        // workers of itself).
+        let arrived = wake_check.map(|_| self.view.waiting_tasks());
         self.arrivals(t);
+        let arrived = arrived.map_or(0, |pre| self.view.waiting_tasks() - pre);
         if !self.stale_list.is_empty() && !self.nothing_waits() {
             self.wake(t);
         }
@@ -584,6 +593,9 @@ impl<'a> Replay<'a> {
         let wid = WorkerId(w);
         for a in offer(&mut *self.sched, t as Millis, wid, &mut self.view) {
             self.launch(a, w, t);
+        }
+        if wake_check.is_some_and(|before| self.view.waiting_tasks() > before + arrived) {
+            self.wake_idle_others(t, w);
         }
         if let Some(why) = self.sched.failure() {
             return Err(SimError {

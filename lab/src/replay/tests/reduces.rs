@@ -59,3 +59,34 @@ fn a_jobs_last_map_wakes_the_other_idle_workers_for_its_reduces_if_out_of_band()
     // w1's releasing the reduces; w0 takes the other at its next interval.
     assert_eq!(reduce_starts(false), [(0, 20_000), (1, 10_000)]);
 }
+
+#[test]
+fn a_released_reduce_its_own_worker_takes_wakes_nobody() {
+    // Job 1: maps of 1 s on w0 and 1.5 s on w1, then one reduce of 2 s.
+    // Job 2 arrives at 1.2 s with one map whose block is on w1 only: w0,
+    // woken by the arrival, declines it (delay scheduling, 0.2 s).
+    let mut j1 = job(1, 0, &[(0, 1_000), (1, 1_500)]);
+    j1.reduces = reduce_tasks(2..3, 2_000);
+    j1.reduce_load = 100;
+    let j2 = job(2, 1_200, &[(1, 500)]);
+    let config: sched::policy::SchedulerConfig =
+        "policy = 'delay', threshold_s = 0.2".parse().unwrap();
+    let mut s = build(&config, 1);
+    let mut p = ReducePlacer::new(Default::default(), &config);
+    let remote = RemoteModel::Static(RemoteCost::default());
+    let c = cluster(&[1, 1], 10_000, true);
+    let o = replay(s.as_mut(), &mut p, &c, &[j1, j2], &[], remote, 60_000).unwrap();
+    let at = |job: u32, reduce: bool| {
+        let r = o
+            .runs
+            .iter()
+            .find(|r| r.task.job == JobId(job) && r.reduce == reduce)
+            .unwrap();
+        (r.worker.0, r.start_ms)
+    };
+    // w1's heartbeat at its map's end takes the reduce, leaving no more
+    // waiting than before: w0 is not woken (woken at 1.5 s it would have
+    // run job 2's map remotely), and the map runs on w1 after the reduce.
+    assert_eq!(at(1, true), (1, 1_500));
+    assert_eq!(at(2, false), (1, 3_500));
+}
