@@ -60,6 +60,17 @@ fn block(file: &str, index: u32, n: u32) -> BlockInfo {
 /// Registers `w0..w(workers-1)` of `m` at time 0, `slots` each; worker w
 /// holds `held(w)`.
 fn register_all(m: &mut Master, workers: u32, slots: u32, held: impl Fn(u32) -> Vec<BlockInfo>) {
+    register_all_with(m, workers, slots, held, |_| false);
+}
+
+/// [`register_all`], worker w heartbeating out of band if `oob(w)`.
+fn register_all_with(
+    m: &mut Master,
+    workers: u32,
+    slots: u32,
+    held: impl Fn(u32) -> Vec<BlockInfo>,
+    oob: impl Fn(u32) -> bool,
+) {
     for w in 0..workers {
         m.register(
             0,
@@ -68,7 +79,7 @@ fn register_all(m: &mut Master, workers: u32, slots: u32, held: impl Fn(u32) -> 
                 addr: format!("http://w{w}"),
                 slots,
                 blocks: held(w),
-                out_of_band_heartbeat: false,
+                out_of_band_heartbeat: oob(w),
                 running: Vec::new(),
                 map_outputs: Vec::new(),
             },

@@ -153,24 +153,18 @@ fn a_deleted_file_never_comes_back_from_a_late_block_report() {
 fn a_job_wakes_idle_out_of_band_workers_once_until_they_heartbeat() {
     let mut m = Master::new(settings(3, 2));
     // w0 and w1 heartbeat out of band, w2 only on its interval.
-    for w in 0..3u32 {
-        m.register(
-            0,
-            RegisterRequest {
-                name: format!("w{w}"),
-                addr: format!("http://w{w}"),
-                slots: 2,
-                blocks: (0..4)
-                    .filter(|b| b % 3 == w)
-                    .map(|b| block("f", b, 4))
-                    .collect(),
-                out_of_band_heartbeat: w < 2,
-                running: Vec::new(),
-                map_outputs: Vec::new(),
-            },
-        )
-        .unwrap();
-    }
+    register_all_with(
+        &mut m,
+        3,
+        2,
+        |w| {
+            (0..4)
+                .filter(|b| b % 3 == w)
+                .map(|b| block("f", b, 4))
+                .collect()
+        },
+        |w| w < 2,
+    );
     // Nothing waits: nobody is woken.
     assert!(m.to_wake().is_empty());
     // w1 has no free slot at its last heartbeat.
@@ -567,25 +561,19 @@ fn a_copy_landing_after_a_restart_does_not_bring_a_file_deleted_just_before_back
 #[test]
 fn a_heartbeat_that_releases_reduces_wakes_the_idle_workers_but_its_own() {
     let mut m = Master::new(settings(3, 1));
-    for w in 0..3u32 {
-        m.register(
-            0,
-            RegisterRequest {
-                name: format!("w{w}"),
-                addr: format!("http://w{w}"),
-                slots: 1,
-                blocks: if w == 0 {
-                    vec![block("f", 0, 1)]
-                } else {
-                    vec![]
-                },
-                out_of_band_heartbeat: w < 2,
-                running: Vec::new(),
-                map_outputs: Vec::new(),
-            },
-        )
-        .unwrap();
-    }
+    register_all_with(
+        &mut m,
+        3,
+        1,
+        |w| {
+            if w == 0 {
+                vec![block("f", 0, 1)]
+            } else {
+                vec![]
+            }
+        },
+        |w| w < 2,
+    );
     wordcount(&mut m, 2);
     let (reply, wake) = m.heartbeat_waking(10, hb(0, 1, vec![], vec![]));
     assert_eq!(reply.launches.len(), 1);
