@@ -95,6 +95,7 @@ pub fn register_request() -> impl Strategy<Value = RegisterRequest> {
                     name,
                     addr,
                     slots,
+                    protocol: crate::wire::PROTOCOL,
                     blocks,
                     out_of_band_heartbeat,
                     running,

@@ -12,6 +12,16 @@ pub use blocks::*;
 pub use commit::CommitRequest;
 pub use compute::TaskCompute;
 
+/// The master-worker protocol this build speaks, exchanged at registration.
+/// 1: a reduce's output replicas carry their attempt's generation stamp
+/// ([`output_generation`], `x-block-generation`), which closes the fencing
+/// window between a commit grant and the replicas' commit. A node of an
+/// earlier build sends none (read as 0): its replicas carry no stamp, and
+/// the master would take a stale attempt's for the settled one, so a
+/// master refuses such a worker and a worker such a master (HDFS's
+/// namenode likewise refuses a datanode of an unsupported version).
+pub const PROTOCOL: u32 = 1;
+
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RegisterRequest {
     /// The worker's name in cluster.toml.
@@ -20,6 +30,10 @@ pub struct RegisterRequest {
     pub addr: String,
     pub slots: u32,
     pub blocks: Vec<BlockInfo>,
+    /// The protocol the worker speaks ([`PROTOCOL`]; absent: 0, a worker
+    /// from before generation stamps, which the master refuses).
+    #[serde(default)]
+    pub protocol: u32,
     /// The worker heartbeats at once when a task ends and when the master
     /// asks it to (`POST /v1/heartbeat-now`, sent when a job arrives), not
     /// only every `heartbeat_ms`.
@@ -43,6 +57,10 @@ pub struct RegisterReply {
     /// one stamped with an earlier incarnation is refused.
     #[serde(default)]
     pub incarnation: u64,
+    /// The protocol the master speaks ([`PROTOCOL`]; absent: 0, a master
+    /// from before generation stamps, which the worker refuses).
+    #[serde(default)]
+    pub protocol: u32,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]

@@ -148,6 +148,7 @@ async fn run(
                 name: format!("w{i}"),
                 addr: format!("http://127.0.0.2:{}", 10_000 + i),
                 slots: SLOTS,
+                protocol: common::wire::PROTOCOL,
                 blocks,
                 out_of_band_heartbeat: false,
                 running: Vec::new(),

@@ -135,3 +135,5 @@ fn described(doc: &serde_json::Value) -> std::collections::BTreeSet<(String, Str
 mod data_and_requests;
 #[path = "cluster/disks_metrics_and_records.rs"]
 mod disks_metrics_and_records;
+#[path = "cluster/protocol.rs"]
+mod protocol;

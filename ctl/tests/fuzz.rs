@@ -187,7 +187,7 @@ fn seed_requests(master: &str, worker: &str) -> Vec<Req> {
             format!("{master}/v1/workers/register"),
             vec![],
             json(
-                r#"{"name":"nobody","addr":"http://127.0.0.1:9","slots":2,"blocks":[{"id":"f.b00000","file":"f","index":0,"file_blocks":2,"len":65536,"digest":"00"}]}"#,
+                r#"{"name":"nobody","addr":"http://127.0.0.1:9","slots":2,"protocol":1,"blocks":[{"id":"f.b00000","file":"f","index":0,"file_blocks":2,"len":65536,"digest":"00"}]}"#,
             ),
         ),
         (

@@ -232,7 +232,8 @@ fn api_error(e: MasterError) -> ApiError {
         | MasterError::RetiredJob(_) => StatusCode::NOT_FOUND,
         MasterError::IncompleteFile { .. }
         | MasterError::FileInUse { .. }
-        | MasterError::FileBeingDeleted { .. } => StatusCode::CONFLICT,
+        | MasterError::FileBeingDeleted { .. }
+        | MasterError::OldWorker { .. } => StatusCode::CONFLICT,
         MasterError::UnknownWorker { .. } => StatusCode::FORBIDDEN,
         MasterError::BadRequest(_) => StatusCode::BAD_REQUEST,
     };
@@ -373,7 +374,8 @@ fn dashboard_state(m: &Master) -> DashboardState {
 #[utoipa::path(post, path = "/v1/workers/register", tag = "workers",
     request_body = RegisterRequest,
     responses((status = 200, body = RegisterReply),
-        (status = 403, description = "no [[worker]] of that name", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
+        (status = 403, description = "no [[worker]] of that name", body = ErrorBody),
+        (status = 409, description = "the worker speaks an older protocol (`protocol` absent or below this master's): upgrade it", body = ErrorBody), (status = 401, description = "no or wrong bearer token", body = ErrorBody)))]
 /// A worker announces itself with its full block report.
 async fn register(
     State(s): State<Arc<AppState>>,

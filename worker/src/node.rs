@@ -61,34 +61,56 @@ async fn post<Req: Serialize, Resp: DeserializeOwned>(
         .map_err(|e| format!("bad reply from master: {e}"))
 }
 
-/// Registers (retrying until the master answers): this worker's id and the
-/// master's incarnation.
+/// Registers (retrying until the master answers and takes it): this
+/// worker's id and the master's incarnation. A master of an older protocol
+/// is not worked for: its output targets carry no generation stamps.
 async fn register(ctx: &Node) -> (WorkerId, u64) {
-    let mut warned = false;
+    let mut warned: Option<String> = None;
     loop {
         let req = RegisterRequest {
             name: ctx.name.clone(),
             addr: ctx.exec.advertise.clone(),
             slots: ctx.exec.slots.count(),
+            protocol: common::wire::PROTOCOL,
             blocks: ctx.exec.store.list(),
             out_of_band_heartbeat: ctx.exec.slots.out_of_band(),
             running: ctx.exec.slots.book().unreported(),
             map_outputs: ctx.exec.shuffle.held(),
         };
-        match post::<_, RegisterReply>(ctx, "/v1/workers/register", &req).await {
+        let answer = post::<_, RegisterReply>(ctx, "/v1/workers/register", &req)
+            .await
+            .and_then(|r| master_speaks(&ctx.master_url, r));
+        match answer {
             Ok(r) => {
                 tracing::info!(worker = %ctx.name, id = %r.worker, incarnation = r.incarnation, "registered with master");
                 return (r.worker, r.incarnation);
             }
             Err(e) => {
-                if !warned {
+                // Said once per reason: a master restarted with another
+                // answer (upgraded, or its config fixed) is said again.
+                if warned.as_deref() != Some(e.as_str()) {
                     tracing::warn!(error = %e, "registration failed; retrying");
-                    warned = true;
+                    warned = Some(e);
                 }
                 tokio::time::sleep(Duration::from_millis(ctx.heartbeat_ms)).await;
             }
         }
     }
+}
+
+/// `r` if the master that sent it speaks this worker's protocol, else why
+/// not. A master from before generation stamps would take this worker's
+/// stamped replicas; registered there, the worker would run its tasks
+/// with output targets that carry no stamp.
+fn master_speaks(master: &str, r: RegisterReply) -> Result<RegisterReply, String> {
+    if r.protocol < common::wire::PROTOCOL {
+        return Err(format!(
+            "the master at {master} speaks protocol {}, this worker needs {} (generation stamps on output replicas; 0 = a master built before them): upgrade the master",
+            r.protocol,
+            common::wire::PROTOCOL
+        ));
+    }
+    Ok(r)
 }
 
 /// How long a free task buffer stays in the pool (`workloads::pool`).

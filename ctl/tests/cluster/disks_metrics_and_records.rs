@@ -71,6 +71,7 @@ async fn a_large_block_report_registers() {
         name: "w0".into(),
         addr: c.workers[0].url(),
         slots: 1,
+        protocol: common::wire::PROTOCOL,
         blocks,
         out_of_band_heartbeat: false,
         running: Vec::new(),

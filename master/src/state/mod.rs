@@ -70,6 +70,8 @@ pub enum MasterError {
     FileBeingDeleted { name: String, pending: usize },
     #[error("{0}")]
     BadRequest(String),
+    #[error("worker {name:?} speaks protocol {speaks}, this master needs {needs} (generation stamps on output replicas; 0 = a worker built before them): upgrade the worker", needs = common::wire::PROTOCOL)]
+    OldWorker { name: String, speaks: u32 },
 }
 
 /// What the master takes from cluster.toml.

@@ -543,6 +543,7 @@ mod tests {
             name: name.into(),
             addr: format!("http://{name}"),
             slots,
+            protocol: common::wire::PROTOCOL,
             blocks: Vec::new(),
             out_of_band_heartbeat: oob,
             running: Vec::new(),

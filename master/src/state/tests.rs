@@ -78,6 +78,7 @@ fn register_all_with(
                 name: format!("w{w}"),
                 addr: format!("http://w{w}"),
                 slots,
+                protocol: common::wire::PROTOCOL,
                 blocks: held(w),
                 out_of_band_heartbeat: oob(w),
                 running: Vec::new(),
@@ -283,6 +284,7 @@ fn reregister(
             name: format!("w{w}"),
             addr: format!("http://w{w}"),
             slots: 2,
+            protocol: common::wire::PROTOCOL,
             blocks: (0..blocks)
                 .filter(|b| b % 2 == w)
                 .map(|b| block("f", b, blocks))

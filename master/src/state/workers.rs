@@ -16,6 +16,12 @@ impl Master {
         now: Millis,
         req: RegisterRequest,
     ) -> Result<RegisterReply, MasterError> {
+        if req.protocol < common::wire::PROTOCOL {
+            return Err(MasterError::OldWorker {
+                name: req.name,
+                speaks: req.protocol,
+            });
+        }
         let (id, restart) = self.workers.find(&req.name)?;
         if restart {
             // Whatever it ran before is gone.
@@ -37,6 +43,7 @@ impl Master {
             worker: id,
             heartbeat_ms: self.settings.heartbeat_ms,
             incarnation: self.incarnation,
+            protocol: common::wire::PROTOCOL,
         })
     }
 

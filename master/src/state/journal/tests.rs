@@ -529,6 +529,7 @@ proptest::proptest! {
                 name: format!("w{w}"),
                 addr: format!("http://w{w}"),
                 slots: 2,
+                protocol: common::wire::PROTOCOL,
                 blocks: Vec::new(),
                 out_of_band_heartbeat: false,
                 running,
