@@ -45,6 +45,12 @@ impl PendingQueue {
         self.slots[*self.pos.get(&index)?].as_ref()
     }
 
+    /// Where task `index` stands in the insertion order: smaller for an
+    /// older task (comparable between the queue's tasks, not a rank).
+    pub fn place(&self, index: u32) -> Option<usize> {
+        self.pos.get(&index).copied()
+    }
+
     pub fn get_mut(&mut self, index: u32) -> Option<&mut PendingTask> {
         self.slots[*self.pos.get(&index)?].as_mut()
     }

@@ -98,6 +98,12 @@ impl JobView {
         self.pending.get(index)
     }
 
+    /// Where pending task `index` stands in the pending order: smaller for
+    /// an older one (comparable between the job's tasks, not a rank).
+    pub fn pending_place(&self, index: u32) -> Option<usize> {
+        self.pending.place(index)
+    }
+
     /// The `i`-th pending task (insertion order, shifted by launches); for
     /// uniform random picks.
     pub fn pending_at(&self, i: usize) -> Option<&PendingTask> {

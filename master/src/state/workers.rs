@@ -9,6 +9,7 @@ use common::wire::{
 };
 use common::{AttemptId, TaskRef, WorkerId};
 use sched::Millis;
+use std::collections::{HashMap, HashSet};
 
 impl Master {
     pub fn register(
@@ -34,7 +35,6 @@ impl Master {
         self.placement.worker_joined(id, req.slots, rack, role);
         self.apply_block_report(id, &req.blocks);
         self.storage.beat(id, now);
-        self.refresh_replicas();
         self.note_registered(now, id);
         self.adopt(id, &req.running, &req.map_outputs);
         self.forget_ended_outputs(id, &req.map_outputs);
@@ -113,7 +113,6 @@ impl Master {
         let seq = self.workers.beat(now, &hb);
         if let Some(blocks) = &hb.blocks {
             self.apply_block_report(id, blocks);
-            self.refresh_replicas();
         }
         self.storage.beat(id, now);
         for c in &hb.copies_failed {
@@ -363,8 +362,14 @@ impl Master {
 
     /// A worker's full block report into the catalog; replicas of deleted
     /// files it still lists it is told, again, to drop.
+    /// `id`'s full block report into the catalog, and the pending maps
+    /// of the blocks it held before or holds now given their live replicas.
     fn apply_block_report(&mut self, id: WorkerId, blocks: &[BlockInfo]) {
+        let mut touched: HashSet<(String, u32)> =
+            self.storage.catalog().held_by(id).cloned().collect();
         let (again, stale) = self.storage.apply_block_report(id, blocks);
+        touched.extend(self.storage.catalog().held_by(id).cloned());
+        self.refresh_replicas(&touched);
         for b in again {
             self.workers.drop_block(id, b);
         }
@@ -441,19 +446,35 @@ impl Master {
         }
     }
 
-    /// Block reports changed: bring pending tasks' replica lists up to date.
-    fn refresh_replicas(&mut self) {
+    /// The replicas of blocks `touched` (file, index) changed: bring the
+    /// replica lists of the pending maps that read them up to date. Only
+    /// those maps are looked at (a full pass over every pending map, per
+    /// block report, cost a heartbeat about 10 ms with 100,000 waiting).
+    fn refresh_replicas(&mut self, touched: &HashSet<(String, u32)>) {
+        let mut by_file: HashMap<&str, Vec<u32>> = HashMap::new();
+        for (file, index) in touched {
+            by_file.entry(file.as_str()).or_default().push(*index);
+        }
         let mut updates = Vec::new();
         for job in self.jobs.live() {
-            let Some(jv) = self.placement.view().job(job.id) else {
+            let (Some(jv), Some(indices)) = (
+                self.placement.view().job(job.id),
+                by_file.get(job.spec.input.as_str()),
+            ) else {
                 continue;
             };
-            for t in jv.pending() {
+            // In the pending order, as a pass over every pending map made
+            // them: a task whose replicas change goes to the queue's end.
+            let mut changed: Vec<(usize, TaskRef, Vec<WorkerId>)> = Vec::new();
+            for t in indices.iter().filter_map(|&i| jv.pending_task(i)) {
                 let live = self.task_replicas(t.task);
                 if live != t.replicas {
-                    updates.push((t.task, live));
+                    let place = jv.pending_place(t.task.index).unwrap_or(usize::MAX);
+                    changed.push((place, t.task, live));
                 }
             }
+            changed.sort_by_key(|c| c.0);
+            updates.extend(changed.into_iter().map(|(_, t, live)| (t, live)));
         }
         for (t, live) in updates {
             self.placement.replicas(t, live);

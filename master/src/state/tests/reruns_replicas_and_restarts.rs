@@ -651,3 +651,50 @@ fn random_requests_never_panic_the_master() {
         }
     }
 }
+
+/// A block report brings up to date the pending maps of the blocks the
+/// worker held or holds, and only those: they go to the pending queue's
+/// end in the order they stood, as a pass over every pending map made them.
+#[test]
+fn a_block_report_updates_the_pending_maps_of_its_blocks_in_their_order() {
+    let mut m = Master::new(settings(2, 1));
+    register_all(&mut m, 2, 1, |w| {
+        let mut held: Vec<BlockInfo> = Vec::new();
+        if w == 0 {
+            held.extend((0..4).map(|b| block("f", b, 4)));
+            held.extend((0..2).map(|b| block("g", b, 2)));
+        }
+        held
+    });
+    let f = m
+        .submit(0, 1_000_000, JobSubmit::new(Workload::InputSink, "f"))
+        .unwrap();
+    let g = m
+        .submit(0, 1_000_000, JobSubmit::new(Workload::InputSink, "g"))
+        .unwrap();
+    let pending = |m: &Master, job| -> Vec<(u32, Vec<u32>)> {
+        let jv = m.view().job(job).unwrap();
+        jv.pending()
+            .map(|t| (t.task.index, t.replicas.iter().map(|w| w.0).collect()))
+            .collect()
+    };
+    let g_before = pending(&m, g);
+    // w1 (no free slot: nothing launches) now holds f's blocks 3 and 1.
+    let mut beat = hb(1, 0, vec![], vec![]);
+    beat.blocks = Some(vec![block("f", 3, 4), block("f", 1, 4)]);
+    m.heartbeat(10, beat);
+    let after = pending(&m, f);
+    assert_eq!(
+        after,
+        [(0, vec![0]), (2, vec![0]), (1, vec![0, 1]), (3, vec![0, 1])]
+    );
+    assert_eq!(pending(&m, g), g_before);
+    // It drops block 1: that map alone changes again.
+    let mut beat = hb(1, 0, vec![], vec![]);
+    beat.blocks = Some(vec![block("f", 3, 4)]);
+    m.heartbeat(20, beat);
+    assert_eq!(
+        pending(&m, f),
+        [(0, vec![0]), (2, vec![0]), (3, vec![0, 1]), (1, vec![0])]
+    );
+}
