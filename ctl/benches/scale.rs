@@ -1,7 +1,8 @@
 //! `make bench`, the master at scale: a real `master serve` process and
 //! 1,000 emulated workers in this process, each registering with a block
 //! report and then heartbeating every 100 ms over real HTTP, against 100,000
-//! pending map tasks in 100 input-sink jobs. An emulated worker has 2 slots
+//! pending map tasks in 100 input-sink jobs (their files' replication
+//! declared, as the loader does). An emulated worker has 2 slots
 //! and "runs" each launch for 1 s, then reports it done. Prints heartbeats
 //! handled per second (against the 10,000 asked for), the master's CPU share
 //! (from /proc), and the p50 and p99 heartbeat latency seen by the workers.
@@ -141,6 +142,16 @@ async fn run(
     let t_reg = Instant::now();
     let ids = register_all(&http, base, &held).await?;
     let registered = t_reg.elapsed().as_secs_f64();
+    // Each file's factor declared, as the loader does: the master then
+    // keeps every block at it, checking them every interval.
+    for j in 0..JOBS {
+        http.put(format!("{base}/v1/files/f{j}/replication"))
+            .bearer_auth(TOKEN)
+            .json(&serde_json::json!({ "replication": REPLICATION }))
+            .send()
+            .await?
+            .error_for_status()?;
+    }
     for j in 0..JOBS {
         http.post(format!("{base}/v1/jobs"))
             .bearer_auth(TOKEN)

@@ -58,6 +58,10 @@ pub struct Catalog {
     /// since (a stale replica left out at settling, a removed file): those
     /// are skipped where it is read.
     held: HashMap<WorkerId, HashSet<(String, u32)>>,
+    /// Goes up at every change of replicas or generations (a report, a
+    /// loss, a settling, a removal): what was planned on an unchanged
+    /// catalog need not be planned again.
+    version: u64,
 }
 
 impl Catalog {
@@ -66,6 +70,7 @@ impl Catalog {
     /// out and returned: it is to delete them.
     pub fn apply_report(&mut self, worker: WorkerId, blocks: &[BlockInfo]) -> Vec<StaleReplica> {
         self.drop_worker(worker);
+        self.version += 1;
         let mut stale = Vec::new();
         for b in blocks {
             if b.file_blocks == 0 || b.file_blocks > MAX_FILE_BLOCKS || b.index >= b.file_blocks {
@@ -143,6 +148,7 @@ impl Catalog {
         index: u32,
         generation: u64,
     ) -> Vec<(WorkerId, StaleReplica)> {
+        self.version += 1;
         self.settled
             .entry(file.to_owned())
             .or_default()
@@ -183,6 +189,7 @@ impl Catalog {
 
     /// Forgets every replica on `worker` (lost, or about to re-report).
     pub fn drop_worker(&mut self, worker: WorkerId) {
+        self.version += 1;
         for (file, index) in self.held.remove(&worker).unwrap_or_default() {
             let entry = self
                 .files
@@ -196,6 +203,11 @@ impl Catalog {
         }
     }
 
+    /// How many changes the catalog has seen (see `version`).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     /// The blocks (file, index) `worker` was last reported holding (and
     /// perhaps some it has left since, see `held`).
     pub fn held_by(&self, worker: WorkerId) -> impl Iterator<Item = &(String, u32)> {
@@ -204,6 +216,7 @@ impl Catalog {
 
     /// Forgets file `name` (deleted), with its settled generations.
     pub fn remove(&mut self, name: &str) -> Option<FileEntry> {
+        self.version += 1;
         self.settled.remove(name);
         self.files.remove(name)
     }

@@ -61,6 +61,12 @@ impl Storage {
                 });
             }
         }
+        // Nothing it reads changed since a plan that left nothing in
+        // flight: it would order nothing again.
+        let inputs = PlanInputs::of(self, holders, now);
+        if self.copies.is_empty() && self.trims.is_empty() && self.quiet == Some(inputs) {
+            return StorageOrders::default();
+        }
         let mut orders: Vec<(WorkerId, CopyOrder, CopyInFlight)> = Vec::new();
         let mut drops: Vec<(WorkerId, BlockId)> = Vec::new();
         for (name, f) in self.catalog.files() {
@@ -157,6 +163,56 @@ impl Storage {
             out.drops.push((w, b.clone()));
             self.trims.push((b, w));
         }
+        self.quiet = (self.copies.is_empty() && self.trims.is_empty()).then_some(inputs);
         out
+    }
+}
+
+/// Everything a plan of replication reads but the copies and trims in
+/// flight, in short: the catalog's version, each declared file's factor
+/// and whether it is kept at it yet, and each worker's liveness, role and
+/// full disk. Two plans on equal inputs with nothing in flight order the
+/// same, so the second is skipped: a walk over every block (100,000 of
+/// them held the master's lock for milliseconds at every interval) is
+/// made only after something changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PlanInputs {
+    catalog: u64,
+    files: u64,
+    holders: u64,
+}
+
+impl PlanInputs {
+    fn of(s: &Storage, holders: &[Holder], now: Millis) -> Self {
+        use std::hash::{Hash, Hasher};
+        let hash = |v: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            v(&mut h);
+            h.finish()
+        };
+        // Summed per file: the map's order does not count.
+        let files = s
+            .file_replication
+            .iter()
+            .map(|(name, (factor, kept))| {
+                let kept = match kept {
+                    Kept::Writing => 0u8,
+                    Kept::Written => 1,
+                    Kept::From(since) if *since > now => 2,
+                    Kept::From(_) => 3,
+                };
+                hash(&|h| (name, factor, kept).hash(h))
+            })
+            .fold(0u64, u64::wrapping_add);
+        let holders = hash(&|h| {
+            for x in holders {
+                (x.alive, x.takes_data, x.full).hash(h);
+            }
+        });
+        PlanInputs {
+            catalog: s.catalog.version(),
+            files,
+            holders,
+        }
     }
 }

@@ -79,6 +79,10 @@ pub(super) struct Storage {
     pub(super) trims: Vec<(BlockId, WorkerId)>,
     /// Re-replication copies ordered since the master started.
     pub(super) blocks_copied: u64,
+    /// What the last plan of replication read, if it left nothing in
+    /// flight: the next check with the same is skipped (it would order
+    /// nothing again), rather than walking every block of the catalog.
+    pub(super) quiet: Option<super::replication::PlanInputs>,
 }
 
 /// A replica of a deleted file a worker may hold, or may still receive.
@@ -753,5 +757,42 @@ mod tests {
         // Trimming it already: not twice.
         let o = s.plan_replication(50, &holders([true; 4]), &mut journal);
         assert!(o.drops.is_empty(), "{o:?}");
+    }
+
+    /// A check whose inputs did not change since one that left nothing in
+    /// flight is skipped; a change of any of them (a worker's liveness
+    /// alone, a factor, a copy that timed out) is planned at once.
+    #[test]
+    fn a_check_on_unchanged_inputs_is_skipped_and_any_change_is_planned() {
+        let mut s = Storage::default();
+        let mut journal = Journal::default();
+        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)]);
+        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)]);
+        s.set_file_replication("f", 2, 4, &mut journal).unwrap();
+        let o = s.plan_replication(10, &holders([true; 4]), &mut journal);
+        assert!(o.copies.is_empty() && o.drops.is_empty());
+        assert!(s.quiet.is_some(), "nothing in flight: the inputs are kept");
+        let kept = s.quiet;
+        let o = s.plan_replication(20, &holders([true; 4]), &mut journal);
+        assert!(o.copies.is_empty() && s.quiet == kept);
+        // w1 silent (the catalog not told yet): copied at once.
+        let h = holders([true, false, true, true]);
+        let o = s.plan_replication(30, &h, &mut journal);
+        assert_eq!(o.copies.len(), 1, "{o:?}");
+        assert!(s.quiet.is_none(), "a copy in flight");
+        // It never lands: ordered again once it timed out.
+        let later = 30 + COPY_TIMEOUT_MS;
+        assert_eq!(s.plan_replication(later, &h, &mut journal).copies.len(), 1);
+        // Back to two live replicas, then a factor of 3: copied at once.
+        s.copies.clear();
+        let all = holders([true; 4]);
+        assert!(s
+            .plan_replication(later + 10, &all, &mut journal)
+            .copies
+            .is_empty());
+        assert!(s.quiet.is_some());
+        s.set_file_replication("f", 3, 4, &mut journal).unwrap();
+        let o = s.plan_replication(later + 20, &all, &mut journal);
+        assert_eq!(o.copies.len(), 1, "{o:?}");
     }
 }
