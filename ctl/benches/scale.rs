@@ -2,8 +2,9 @@
 //! 1,000 emulated workers in this process, each registering with a block
 //! report and then heartbeating every 100 ms over real HTTP, against 100,000
 //! pending map tasks in 100 input-sink jobs (their files' replication
-//! declared, as the loader does). An emulated worker has 2 slots
-//! and "runs" each launch for 1 s, then reports it done. Prints heartbeats
+//! declared, as the loader does). An emulated worker has 2 slots, sends its
+//! block report with one heartbeat in a hundred (as a worker whose store changed
+//! does), and "runs" each launch for 1 s, then reports it done. Prints heartbeats
 //! handled per second (against the 10,000 asked for), the master's CPU share
 //! (from /proc), and the p50 and p99 heartbeat latency seen by the workers.
 //! `SCALE_WORKERS=`, `SCALE_HEARTBEAT_MS=` and `SCALE_SECONDS=` change the
@@ -27,6 +28,8 @@ const REPLICATION: usize = 3;
 const SLOTS: u32 = 2;
 const TASK: Duration = Duration::from_secs(1);
 const BLOCK_LEN: u64 = 64 << 20;
+/// One heartbeat in this many carries the worker's block report.
+const REPORT_EVERY: usize = 100;
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -171,11 +174,12 @@ async fn run(
     let stop = Instant::now() + settle + Duration::from_secs(seconds);
     let mut tasks = Vec::new();
     for (i, id) in ids.into_iter().enumerate() {
-        let (http, base, stats, measuring) = (
+        let (http, base, stats, measuring, blocks) = (
             http.clone(),
             base.to_owned(),
             stats.clone(),
             measuring.clone(),
+            held[i].clone(),
         );
         tasks.push(tokio::spawn(async move {
             emulated_worker(
@@ -188,6 +192,7 @@ async fn run(
                 stats,
                 measuring,
                 stop,
+                blocks,
             )
             .await
         }));
@@ -385,7 +390,9 @@ async fn emulated_worker(
     stats: Arc<Mutex<Stats>>,
     measuring: Arc<std::sync::atomic::AtomicBool>,
     stop: Instant,
+    blocks: Vec<BlockInfo>,
 ) {
+    let mut beat = i;
     // Spread the workers' phases over the interval, as real ones drift.
     tokio::time::sleep(Duration::from_micros(
         (i as u64 * heartbeat_ms * 1000) / workers as u64,
@@ -426,7 +433,10 @@ async fn emulated_worker(
             worker: id,
             free_slots: SLOTS.saturating_sub(running.len() as u32),
             running: running.iter().map(|r| r.0).collect(),
-            blocks: None,
+            // Every REPORT_EVERY-th heartbeat carries the worker's block
+            // report, as one whose store changed (a reduce's output, a
+            // copy that landed) does.
+            blocks: (beat % REPORT_EVERY == 0).then(|| blocks.clone()),
             results: std::mem::take(&mut pending_results),
             busy: Vec::new(),
             disk_free_bytes: None,
@@ -445,6 +455,7 @@ async fn emulated_worker(
             incarnation: 0,
             copies_failed: Vec::new(),
         };
+        beat += 1;
         let t0 = Instant::now();
         let reply = http
             .post(format!("{base}/v1/workers/heartbeat"))

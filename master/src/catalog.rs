@@ -58,10 +58,10 @@ pub struct Catalog {
     /// since (a stale replica left out at settling, a removed file): those
     /// are skipped where it is read.
     held: HashMap<WorkerId, HashSet<(String, u32)>>,
-    /// Goes up at every change of replicas or generations (a report, a
-    /// loss, a settling, a removal): what was planned on an unchanged
-    /// catalog need not be planned again.
-    version: u64,
+    /// The blocks (file, index) whose replicas or generation may have
+    /// changed since [`Catalog::take_changed`] (a report, a loss, a
+    /// settling): what was planned for the others need not be again.
+    changed: HashSet<(String, u32)>,
 }
 
 impl Catalog {
@@ -70,7 +70,6 @@ impl Catalog {
     /// out and returned: it is to delete them.
     pub fn apply_report(&mut self, worker: WorkerId, blocks: &[BlockInfo]) -> Vec<StaleReplica> {
         self.drop_worker(worker);
-        self.version += 1;
         let mut stale = Vec::new();
         for b in blocks {
             if b.file_blocks == 0 || b.file_blocks > MAX_FILE_BLOCKS || b.index >= b.file_blocks {
@@ -99,6 +98,7 @@ impl Catalog {
                 .entry(worker)
                 .or_default()
                 .insert((b.file.clone(), b.index));
+            self.changed.insert((b.file.clone(), b.index));
             let f = self.files.entry(b.file.clone()).or_default();
             let n = b.file_blocks.max(b.index + 1) as usize;
             if f.blocks.len() < n {
@@ -148,7 +148,7 @@ impl Catalog {
         index: u32,
         generation: u64,
     ) -> Vec<(WorkerId, StaleReplica)> {
-        self.version += 1;
+        self.changed.insert((file.to_owned(), index));
         self.settled
             .entry(file.to_owned())
             .or_default()
@@ -189,8 +189,9 @@ impl Catalog {
 
     /// Forgets every replica on `worker` (lost, or about to re-report).
     pub fn drop_worker(&mut self, worker: WorkerId) {
-        self.version += 1;
-        for (file, index) in self.held.remove(&worker).unwrap_or_default() {
+        let held = self.held.remove(&worker).unwrap_or_default();
+        self.changed.extend(held.iter().cloned());
+        for (file, index) in held {
             let entry = self
                 .files
                 .get_mut(&file)
@@ -203,9 +204,9 @@ impl Catalog {
         }
     }
 
-    /// How many changes the catalog has seen (see `version`).
-    pub fn version(&self) -> u64 {
-        self.version
+    /// The blocks that changed since the last call (see `changed`).
+    pub fn take_changed(&mut self) -> HashSet<(String, u32)> {
+        std::mem::take(&mut self.changed)
     }
 
     /// The blocks (file, index) `worker` was last reported holding (and
@@ -216,7 +217,6 @@ impl Catalog {
 
     /// Forgets file `name` (deleted), with its settled generations.
     pub fn remove(&mut self, name: &str) -> Option<FileEntry> {
-        self.version += 1;
         self.settled.remove(name);
         self.files.remove(name)
     }

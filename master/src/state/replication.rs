@@ -8,9 +8,11 @@
 
 use super::journal::{Journal, JournalEntry};
 use super::storage::{CopyInFlight, Holder, Kept, Storage, StorageOrders};
+use crate::catalog::BlockEntry;
 use common::wire::CopyOrder;
 use common::{BlockId, WorkerId};
 use sched::Millis;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Copies one worker sends, and receives, at a time.
 pub const MAX_COPIES_PER_WORKER: usize = 2;
@@ -61,14 +63,12 @@ impl Storage {
                 });
             }
         }
-        // Nothing it reads changed since a plan that left nothing in
-        // flight: it would order nothing again.
         let inputs = PlanInputs::of(self, holders, now);
-        if self.copies.is_empty() && self.trims.is_empty() && self.quiet == Some(inputs) {
-            return StorageOrders::default();
-        }
+        let scope = self.plan_scope(&inputs);
         let mut orders: Vec<(WorkerId, CopyOrder, CopyInFlight)> = Vec::new();
         let mut drops: Vec<(WorkerId, BlockId)> = Vec::new();
+        let mut again = HashSet::new();
+        let mut checked = 0;
         for (name, f) in self.catalog.files() {
             // Only files whose factor was declared: a file still loading
             // keeps the placement its loader chose.
@@ -82,75 +82,38 @@ impl Storage {
             if target == 0 {
                 continue;
             }
-            for b in f.blocks.iter().flatten() {
+            // Every block, or those a change may have moved off the factor.
+            let looked: Vec<u32> = match scope.as_ref().map(|s| s.get(name)) {
+                None | Some(Some(None)) => (0..f.blocks.len() as u32).collect(),
+                Some(Some(Some(indices))) => indices.iter().copied().collect(),
+                Some(None) => continue,
+            };
+            for i in looked {
+                let Some(b) = f.blocks.get(i as usize).and_then(Option::as_ref) else {
+                    continue;
+                };
+                checked += 1;
                 let live: Vec<WorkerId> = b
                     .replicas
                     .iter()
                     .copied()
                     .filter(|w| alive(self, *w))
                     .collect();
-                let coming = self.copies.iter().filter(|c| c.block == b.id).count()
-                    + orders.iter().filter(|o| o.2.block == b.id).count();
-                if !live.is_empty() && live.len() + coming < target {
-                    for _ in 0..target - live.len() - coming {
-                        let out = |w: WorkerId| {
-                            self.copies.iter().filter(|c| c.from == w).count()
-                                + orders.iter().filter(|o| o.2.from == w).count()
-                        };
-                        let inc = |w: WorkerId| {
-                            self.copies.iter().filter(|c| c.to == w).count()
-                                + orders.iter().filter(|o| o.2.to == w).count()
-                        };
-                        let Some(from) = live
-                            .iter()
-                            .copied()
-                            .filter(|w| out(*w) < MAX_COPIES_PER_WORKER)
-                            .min_by_key(|w| (out(*w), w.0))
-                        else {
-                            break;
-                        };
-                        let taken = |w: WorkerId| {
-                            live.contains(&w)
-                                || self.copies.iter().any(|c| c.block == b.id && c.to == w)
-                                || orders.iter().any(|o| o.2.block == b.id && o.2.to == w)
-                        };
-                        let Some(to) = data
-                            .iter()
-                            .copied()
-                            .filter(|w| !taken(*w) && inc(*w) < MAX_COPIES_PER_WORKER)
-                            // Not onto a disk that just ran out of room.
-                            .filter(|w| !holders[w.0 as usize].full)
-                            .min_by_key(|w| (inc(*w), holders[w.0 as usize].blocks, w.0))
-                        else {
-                            break;
-                        };
-                        let order = CopyOrder {
-                            block: b.id.clone(),
-                            to: holders[to.0 as usize].addr.to_owned(),
-                        };
-                        let c = CopyInFlight {
-                            block: b.id.clone(),
-                            from,
-                            to,
-                            started: now,
-                        };
-                        orders.push((from, order, c));
-                    }
-                } else if live.len() > target && coming == 0 {
-                    let trimming = self.trims.iter().filter(|t| t.0 == b.id).count();
-                    if live.len() - trimming > target {
-                        // The busiest holder gives its replica up.
-                        let w = live
-                            .iter()
-                            .copied()
-                            .filter(|w| !self.trims.iter().any(|t| t.0 == b.id && t.1 == *w))
-                            .max_by_key(|w| (holders[w.0 as usize].blocks, w.0))
-                            .expect("more holders than the target");
-                        drops.push((w, b.id.clone()));
-                    }
+                if !live.is_empty() && live.len() != target {
+                    again.insert((name.clone(), i));
                 }
+                self.plan_block(
+                    b,
+                    &live,
+                    target,
+                    &data,
+                    holders,
+                    now,
+                    (&mut orders, &mut drops),
+                );
             }
         }
+        self.blocks_checked += checked;
         let mut out = StorageOrders::default();
         for (from, order, c) in orders {
             tracing::info!(block = %c.block, from = %holders[c.from.0 as usize].name, to = %holders[c.to.0 as usize].name, "re-replicating");
@@ -163,34 +126,140 @@ impl Storage {
             out.drops.push((w, b.clone()));
             self.trims.push((b, w));
         }
-        self.quiet = (self.copies.is_empty() && self.trims.is_empty()).then_some(inputs);
+        self.last_plan = Some(LastPlan { inputs, again });
         out
+    }
+
+    /// Orders the copies or the trim block `b` needs to be at `target`
+    /// live replicas (`live`), given the copies in flight and those ordered
+    /// so far in this plan.
+    #[allow(clippy::too_many_arguments)]
+    fn plan_block(
+        &self,
+        b: &BlockEntry,
+        live: &[WorkerId],
+        target: usize,
+        data: &[WorkerId],
+        holders: &[Holder],
+        now: Millis,
+        (orders, drops): Planned,
+    ) {
+        let coming = self.copies.iter().filter(|c| c.block == b.id).count()
+            + orders.iter().filter(|o| o.2.block == b.id).count();
+        if !live.is_empty() && live.len() + coming < target {
+            for _ in 0..target - live.len() - coming {
+                let out = |w: WorkerId| {
+                    self.copies.iter().filter(|c| c.from == w).count()
+                        + orders.iter().filter(|o| o.2.from == w).count()
+                };
+                let inc = |w: WorkerId| {
+                    self.copies.iter().filter(|c| c.to == w).count()
+                        + orders.iter().filter(|o| o.2.to == w).count()
+                };
+                let Some(from) = live
+                    .iter()
+                    .copied()
+                    .filter(|w| out(*w) < MAX_COPIES_PER_WORKER)
+                    .min_by_key(|w| (out(*w), w.0))
+                else {
+                    break;
+                };
+                let taken = |w: WorkerId| {
+                    live.contains(&w)
+                        || self.copies.iter().any(|c| c.block == b.id && c.to == w)
+                        || orders.iter().any(|o| o.2.block == b.id && o.2.to == w)
+                };
+                let Some(to) = data
+                    .iter()
+                    .copied()
+                    .filter(|w| !taken(*w) && inc(*w) < MAX_COPIES_PER_WORKER)
+                    // Not onto a disk that just ran out of room.
+                    .filter(|w| !holders[w.0 as usize].full)
+                    .min_by_key(|w| (inc(*w), holders[w.0 as usize].blocks, w.0))
+                else {
+                    break;
+                };
+                let order = CopyOrder {
+                    block: b.id.clone(),
+                    to: holders[to.0 as usize].addr.to_owned(),
+                };
+                let c = CopyInFlight {
+                    block: b.id.clone(),
+                    from,
+                    to,
+                    started: now,
+                };
+                orders.push((from, order, c));
+            }
+        } else if live.len() > target && coming == 0 {
+            let trimming = self.trims.iter().filter(|t| t.0 == b.id).count();
+            if live.len() - trimming > target {
+                // The busiest holder gives its replica up.
+                let w = live
+                    .iter()
+                    .copied()
+                    .filter(|w| !self.trims.iter().any(|t| t.0 == b.id && t.1 == *w))
+                    .max_by_key(|w| (holders[w.0 as usize].blocks, w.0))
+                    .expect("more holders than the target");
+                drops.push((w, b.id.clone()));
+            }
+        }
+    }
+
+    /// The blocks this plan looks at (`None`: every block): those whose
+    /// replicas changed since the last plan, those it left off their
+    /// factor (a copy or trim in flight, none possible), and every block of
+    /// a file whose factor or grace changed; every block after a change of
+    /// the workers (one lost, joined, full) or the first plan.
+    fn plan_scope(&mut self, inputs: &PlanInputs) -> Option<Scope> {
+        let changed = self.catalog.take_changed();
+        let last = self.last_plan.as_ref()?;
+        if last.inputs.holders != inputs.holders {
+            return None;
+        }
+        let mut scope = Scope::new();
+        for (name, class) in &inputs.files {
+            if last.inputs.files.get(name) != Some(class) {
+                scope.insert(name.clone(), None);
+            }
+        }
+        for (file, i) in changed.into_iter().chain(last.again.iter().cloned()) {
+            if let Some(indices) = scope.entry(file).or_insert_with(|| Some(BTreeSet::new())) {
+                indices.insert(i);
+            }
+        }
+        Some(scope)
     }
 }
 
-/// Everything a plan of replication reads but the copies and trims in
-/// flight, in short: the catalog's version, each declared file's factor
-/// and whether it is kept at it yet, and each worker's liveness, role and
-/// full disk. Two plans on equal inputs with nothing in flight order the
-/// same, so the second is skipped: a walk over every block (100,000 of
-/// them held the master's lock for milliseconds at every interval) is
-/// made only after something changed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Blocks to look at, by file: `None` for all of the file's.
+type Scope = BTreeMap<String, Option<BTreeSet<u32>>>;
+
+/// A plan's orders so far: copies (source, order, in flight) and trims.
+type Planned<'a> = (
+    &'a mut Vec<(WorkerId, CopyOrder, CopyInFlight)>,
+    &'a mut Vec<(WorkerId, BlockId)>,
+);
+
+/// What the last plan read and the blocks it left off their factor.
+#[derive(Debug)]
+pub(super) struct LastPlan {
+    inputs: PlanInputs,
+    again: HashSet<(String, u32)>,
+}
+
+/// Everything a plan of replication reads but the catalog's changes and
+/// the copies and trims in flight: each declared file's factor and whether
+/// it is kept at it yet, and each worker's liveness, role and full disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct PlanInputs {
-    catalog: u64,
-    files: u64,
+    files: HashMap<String, (u32, u8)>,
     holders: u64,
 }
 
 impl PlanInputs {
     fn of(s: &Storage, holders: &[Holder], now: Millis) -> Self {
         use std::hash::{Hash, Hasher};
-        let hash = |v: &dyn Fn(&mut std::collections::hash_map::DefaultHasher)| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            v(&mut h);
-            h.finish()
-        };
-        // Summed per file: the map's order does not count.
         let files = s
             .file_replication
             .iter()
@@ -201,18 +270,16 @@ impl PlanInputs {
                     Kept::From(since) if *since > now => 2,
                     Kept::From(_) => 3,
                 };
-                hash(&|h| (name, factor, kept).hash(h))
+                (name.clone(), (*factor, kept))
             })
-            .fold(0u64, u64::wrapping_add);
-        let holders = hash(&|h| {
-            for x in holders {
-                (x.alive, x.takes_data, x.full).hash(h);
-            }
-        });
+            .collect();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for x in holders {
+            (x.alive, x.takes_data, x.full).hash(&mut h);
+        }
         PlanInputs {
-            catalog: s.catalog.version(),
             files,
-            holders,
+            holders: h.finish(),
         }
     }
 }

@@ -79,10 +79,12 @@ pub(super) struct Storage {
     pub(super) trims: Vec<(BlockId, WorkerId)>,
     /// Re-replication copies ordered since the master started.
     pub(super) blocks_copied: u64,
-    /// What the last plan of replication read, if it left nothing in
-    /// flight: the next check with the same is skipped (it would order
-    /// nothing again), rather than walking every block of the catalog.
-    pub(super) quiet: Option<super::replication::PlanInputs>,
+    /// What the last plan of replication read and the blocks it left off
+    /// their factor: the next looks only at those and at the blocks that
+    /// changed since, rather than at every block of the catalog.
+    pub(super) last_plan: Option<super::replication::LastPlan>,
+    /// Blocks the plans of replication looked at since the master started.
+    pub(super) blocks_checked: u64,
 }
 
 /// A replica of a deleted file a worker may hold, or may still receive.
@@ -759,40 +761,54 @@ mod tests {
         assert!(o.drops.is_empty(), "{o:?}");
     }
 
-    /// A check whose inputs did not change since one that left nothing in
-    /// flight is skipped; a change of any of them (a worker's liveness
-    /// alone, a factor, a copy that timed out) is planned at once.
+    /// A check looks at the blocks that changed since the last, those it
+    /// left off their factor and every block of a file whose factor
+    /// changed; every block once the workers changed. Nothing is missed:
+    /// a worker's liveness alone, a factor, a copy that timed out are
+    /// planned at once.
     #[test]
-    fn a_check_on_unchanged_inputs_is_skipped_and_any_change_is_planned() {
+    fn a_check_looks_at_the_blocks_a_change_touched_and_misses_none() {
         let mut s = Storage::default();
         let mut journal = Journal::default();
-        s.apply_block_report(WorkerId(0), &[info("f", 0, 1)]);
-        s.apply_block_report(WorkerId(1), &[info("f", 0, 1)]);
+        let f: Vec<BlockInfo> = (0..10).map(|i| info("f", i, 10)).collect();
+        s.apply_block_report(WorkerId(0), &f);
+        s.apply_block_report(WorkerId(1), &f);
         s.set_file_replication("f", 2, 4, &mut journal).unwrap();
-        let o = s.plan_replication(10, &holders([true; 4]), &mut journal);
-        assert!(o.copies.is_empty() && o.drops.is_empty());
-        assert!(s.quiet.is_some(), "nothing in flight: the inputs are kept");
-        let kept = s.quiet;
-        let o = s.plan_replication(20, &holders([true; 4]), &mut journal);
-        assert!(o.copies.is_empty() && s.quiet == kept);
-        // w1 silent (the catalog not told yet): copied at once.
-        let h = holders([true, false, true, true]);
-        let o = s.plan_replication(30, &h, &mut journal);
-        assert_eq!(o.copies.len(), 1, "{o:?}");
-        assert!(s.quiet.is_none(), "a copy in flight");
-        // It never lands: ordered again once it timed out.
-        let later = 30 + COPY_TIMEOUT_MS;
-        assert_eq!(s.plan_replication(later, &h, &mut journal).copies.len(), 1);
-        // Back to two live replicas, then a factor of 3: copied at once.
-        s.copies.clear();
         let all = holders([true; 4]);
-        assert!(s
-            .plan_replication(later + 10, &all, &mut journal)
-            .copies
-            .is_empty());
-        assert!(s.quiet.is_some());
+        let check = |s: &mut Storage, now, h: &[Holder]| {
+            let before = s.blocks_checked;
+            let o = s.plan_replication(now, h, &mut Journal::default());
+            (o, s.blocks_checked - before)
+        };
+        let (o, n) = check(&mut s, 10, &all);
+        assert!(o.copies.is_empty() && o.drops.is_empty());
+        assert_eq!(n, 10, "the first plan looks at every block");
+        assert_eq!(check(&mut s, 20, &all).1, 0, "nothing changed");
+        // w2 reports a replica of block 3: that block alone, now trimmed.
+        s.apply_block_report(WorkerId(2), &[info("f", 3, 10)]);
+        let (o, n) = check(&mut s, 30, &all);
+        assert_eq!((n, o.drops.len()), (1, 1), "{o:?}");
+        s.trims.clear();
+        s.apply_block_report(WorkerId(2), &[]);
+        assert_eq!(check(&mut s, 40, &all).1, 1);
+        assert_eq!(check(&mut s, 50, &all).1, 0);
+        // w1 silent (the catalog not told yet): every block; w0, the one
+        // source left, sends two copies at a time.
+        let h = holders([true, false, true, true]);
+        let (o, n) = check(&mut s, 60, &h);
+        assert_eq!((n, o.copies.len()), (10, 2));
+        // The blocks left under their factor are looked at again.
+        let (o, n) = check(&mut s, 70, &h);
+        assert_eq!((n, o.copies.len()), (10, 0));
+        // The copies never land: ordered again once they timed out.
+        let later = 60 + COPY_TIMEOUT_MS;
+        assert_eq!(check(&mut s, later, &h).0.copies.len(), 2);
+        // All back and a factor of 3: every block of the file, copied.
+        s.copies.clear();
+        assert_eq!(check(&mut s, later + 10, &all).1, 10);
+        assert_eq!(check(&mut s, later + 20, &all).1, 0);
         s.set_file_replication("f", 3, 4, &mut journal).unwrap();
-        let o = s.plan_replication(later + 20, &all, &mut journal);
-        assert_eq!(o.copies.len(), 1, "{o:?}");
+        let (o, n) = check(&mut s, later + 30, &all);
+        assert_eq!((n, o.copies.len()), (10, 4), "{o:?}");
     }
 }
