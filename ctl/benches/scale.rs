@@ -436,7 +436,7 @@ async fn emulated_worker(
             // Every REPORT_EVERY-th heartbeat carries the worker's block
             // report, as one whose store changed (a reduce's output, a
             // copy that landed) does.
-            blocks: (beat % REPORT_EVERY == 0).then(|| blocks.clone()),
+            blocks: beat.is_multiple_of(REPORT_EVERY).then(|| blocks.clone()),
             results: std::mem::take(&mut pending_results),
             busy: Vec::new(),
             disk_free_bytes: None,
