@@ -86,32 +86,8 @@ async fn a_worker_does_not_work_for_a_master_from_before_generation_stamps() {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let dir = tempfile::tempdir().unwrap();
-    let w = worker::start(worker::WorkerOptions {
-        name: "w0".into(),
-        listen: "127.0.0.1:0".parse().unwrap(),
-        advertise: None,
-        slots: 1,
-        nic_bytes_per_sec: None,
-        data_dir: dir.path().join("w0"),
-        master_url: url,
-        token: TOKEN.into(),
-        heartbeat_ms: 20,
-        out_of_band_heartbeat: true,
-        slot_rate_bytes: None,
-        disk_bytes_per_sec: None,
-        background: None,
-        scrub_bytes_per_sec: None,
-        http_timeouts: Default::default(),
-        min_free_bytes: 0,
-        shuffle_memory_bytes: 1 << 20,
-        reduce_memory_bytes: 1 << 20,
-        pretouch_bytes: 0,
-        credentials: Default::default(),
-        config_path: None,
-        tls: None,
-    })
-    .await
-    .unwrap();
+    let opts = super::support::worker_options("w0", dir.path(), &url, TOKEN, 1, 20);
+    let w = worker::start(opts).await.unwrap();
     let wait_for = |what: fn(&Seen) -> bool| {
         let seen = seen.clone();
         async move {

@@ -117,30 +117,8 @@ pub async fn start_cluster_tuned(
         .unwrap();
     let mut workers = Vec::new();
     for i in 0..n {
-        let mut opts = worker::WorkerOptions {
-            name: format!("w{i}"),
-            listen: "127.0.0.1:0".parse().unwrap(),
-            advertise: None,
-            slots,
-            nic_bytes_per_sec: nic[i as usize],
-            data_dir: dir.join(format!("w{i}")),
-            master_url: m.url(),
-            token: token.into(),
-            heartbeat_ms,
-            out_of_band_heartbeat: true,
-            slot_rate_bytes: None,
-            disk_bytes_per_sec: None,
-            background: None,
-            scrub_bytes_per_sec: None,
-            http_timeouts: Default::default(),
-            min_free_bytes: 0,
-            shuffle_memory_bytes: 1 << 30,
-            reduce_memory_bytes: 1 << 30,
-            pretouch_bytes: 0,
-            credentials: Default::default(),
-            config_path: None,
-            tls: None,
-        };
+        let mut opts = worker_options(&format!("w{i}"), dir, &m.url(), token, slots, heartbeat_ms);
+        opts.nic_bytes_per_sec = nic[i as usize];
         tune(&mut opts);
         workers.push(worker::start(opts).await.unwrap());
     }
@@ -156,6 +134,42 @@ pub async fn start_cluster_tuned(
         _master: m,
         workers,
         client,
+    }
+}
+
+/// A loopback worker's options: named `name`, its store under `dir`,
+/// heartbeating out of band to the master at `master_url`.
+pub fn worker_options(
+    name: &str,
+    dir: &Path,
+    master_url: &str,
+    token: &str,
+    slots: u32,
+    heartbeat_ms: u64,
+) -> worker::WorkerOptions {
+    worker::WorkerOptions {
+        name: name.into(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        advertise: None,
+        slots,
+        nic_bytes_per_sec: None,
+        data_dir: dir.join(name),
+        master_url: master_url.into(),
+        token: token.into(),
+        heartbeat_ms,
+        out_of_band_heartbeat: true,
+        slot_rate_bytes: None,
+        disk_bytes_per_sec: None,
+        background: None,
+        scrub_bytes_per_sec: None,
+        http_timeouts: Default::default(),
+        min_free_bytes: 0,
+        shuffle_memory_bytes: 1 << 30,
+        reduce_memory_bytes: 1 << 30,
+        pretouch_bytes: 0,
+        credentials: Default::default(),
+        config_path: None,
+        tls: None,
     }
 }
 
