@@ -7,12 +7,12 @@
 //! cluster still runs its jobs.
 
 use super::journal::{Journal, JournalEntry};
-use super::storage::{CopyInFlight, Holder, Kept, Storage, StorageOrders};
+use super::storage::{CopyInFlight, Holder, Kept, LastPlan, PlanInputs, Storage, StorageOrders};
 use crate::catalog::BlockEntry;
 use common::wire::CopyOrder;
 use common::{BlockId, WorkerId};
 use sched::Millis;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// Copies one worker sends, and receives, at a time.
 pub const MAX_COPIES_PER_WORKER: usize = 2;
@@ -240,22 +240,6 @@ type Planned<'a> = (
     &'a mut Vec<(WorkerId, CopyOrder, CopyInFlight)>,
     &'a mut Vec<(WorkerId, BlockId)>,
 );
-
-/// What the last plan read and the blocks it left off their factor.
-#[derive(Debug)]
-pub(super) struct LastPlan {
-    inputs: PlanInputs,
-    again: HashSet<(String, u32)>,
-}
-
-/// Everything a plan of replication reads but the catalog's changes and
-/// the copies and trims in flight: each declared file's factor and whether
-/// it is kept at it yet, and each worker's liveness, role and full disk.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct PlanInputs {
-    files: HashMap<String, (u32, u8)>,
-    holders: u64,
-}
 
 impl PlanInputs {
     fn of(s: &Storage, holders: &[Holder], now: Millis) -> Self {

@@ -12,7 +12,7 @@ use crate::catalog::Catalog;
 use common::wire::{BlockInfo, CopyOrder, FileDeleted, FileInfo, StaleReplica};
 use common::{BlockId, WorkerId};
 use sched::Millis;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// What storage knows of a worker, read from the workers' part at each
 /// step (storage never writes a worker's state).
@@ -82,9 +82,25 @@ pub(super) struct Storage {
     /// What the last plan of replication read and the blocks it left off
     /// their factor: the next looks only at those and at the blocks that
     /// changed since, rather than at every block of the catalog.
-    pub(super) last_plan: Option<super::replication::LastPlan>,
+    pub(super) last_plan: Option<LastPlan>,
     /// Blocks the plans of replication looked at since the master started.
     pub(super) blocks_checked: u64,
+}
+
+/// What the last plan read and the blocks it left off their factor.
+#[derive(Debug)]
+pub(super) struct LastPlan {
+    pub inputs: PlanInputs,
+    pub again: HashSet<(String, u32)>,
+}
+
+/// Everything a plan of replication reads but the catalog's changes and
+/// the copies and trims in flight: each declared file's factor and whether
+/// it is kept at it yet, and each worker's liveness, role and full disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct PlanInputs {
+    pub files: HashMap<String, (u32, u8)>,
+    pub holders: u64,
 }
 
 /// A replica of a deleted file a worker may hold, or may still receive.
