@@ -136,6 +136,9 @@ pub struct Replay<'a> {
     park: bool,
     parked: Vec<Option<u64>>,
     n_parked: usize,
+    /// The parked workers in their heartbeats' order, where that order is
+    /// kept (a wake then puts back only the heartbeats a waiting task sees).
+    sleepers: Option<park::Sleepers>,
     /// The last heartbeat taken: (time, rank).
     last_beat: (u64, u64),
     /// Workers whose heartbeats were left out since their last one taken,
@@ -174,7 +177,14 @@ impl<'a> Replay<'a> {
         let (beats, recorded_left) = first_beats(cluster);
         let (wakes, background_of) = wakes_and_background(cluster, jobs, background);
         view.set_speculation(cluster.speculation.clone());
-        let quiet = !sched.idle_offers_matter();
+        // Only where leaving a heartbeat out cannot change what follows: a
+        // policy idle offers do not touch, no record, no backups, no
+        // record's heartbeats, heartbeats on time.
+        let park = !sched.idle_offers_matter()
+            && !cluster.record_decisions
+            && !cluster.speculation.enabled
+            && cluster.recorded_beats.is_empty()
+            && cluster.jitter_ms == 0;
         Replay {
             sched,
             placer,
@@ -218,16 +228,10 @@ impl<'a> Replay<'a> {
             backup_of: HashSet::new(),
             unreported: vec![Vec::new(); n],
             events: 0,
-            // Only where leaving a heartbeat out cannot change what
-            // follows: a policy idle offers do not touch, no record, no
-            // backups, no record's heartbeats, heartbeats on time.
-            park: quiet
-                && !cluster.record_decisions
-                && !cluster.speculation.enabled
-                && cluster.recorded_beats.is_empty()
-                && cluster.jitter_ms == 0,
+            park,
             parked: vec![None; n],
             n_parked: 0,
+            sleepers: park.then(|| park::Sleepers::of(cluster)).flatten(),
             last_beat: (0, 0),
             stale: vec![None; n],
             stale_list: Vec::new(),
@@ -250,8 +254,10 @@ impl<'a> Replay<'a> {
                 Event::TaskEnd => self.task_end(),
                 Event::Heartbeat => self.heartbeat()?,
             }
-            if !self.stale_list.is_empty() && !self.nothing_waits() {
-                self.wake(self.clock.round() as u64);
+            if (!self.stale_list.is_empty() || self.n_parked > 0) && !self.nothing_waits() {
+                let now = self.clock.round() as u64;
+                self.wake(now);
+                self.pull(now);
             }
         }
         Ok(self.outcome())
@@ -273,8 +279,11 @@ impl<'a> Replay<'a> {
                 .flatten()
                 .map(|&j| self.jobs[j].arrival_ms);
             if let Some(a) = arrival.filter(|&a| a as f64 <= earliest) {
+                let stale = !self.stale_list.is_empty();
                 self.wake(a);
-                continue;
+                if self.pull(a) || stale {
+                    continue;
+                }
             }
             match self.wakes.get(self.next_wake) {
                 Some(&a) if a as f64 <= earliest => {
@@ -569,6 +578,9 @@ impl<'a> Replay<'a> {
         if self.parks(t, w, regular) {
             return Ok(());
         }
+        // A parked worker offered now (an out-of-band heartbeat) heartbeats
+        // on: a later idle one must tell the policy so.
+        self.unpark(w, t);
         for (task, src, start) in std::mem::take(&mut self.unreported[w as usize]) {
             self.report(t, w, task, src, false, start);
         }

@@ -795,11 +795,22 @@ fn drawn_jobs(seed: u64, n: u32, workers: u32, span_ms: u64) -> Vec<ReplayJob> {
 
 #[test]
 fn idle_heartbeats_are_left_out_and_nothing_else_changes() {
-    // Long idle gaps between jobs on 30 workers heartbeating every 100 ms:
-    // a policy whose idle offers change nothing runs exactly the same with
-    // idle workers parked (the decision record turns parking off), in far
-    // fewer events.
+    // Long idle gaps between jobs on 30 workers heartbeating every 100 ms,
+    // three of them with a background process for a while: a policy whose
+    // idle offers change nothing runs exactly the same with idle workers
+    // parked (the decision record turns parking off), in far fewer events;
+    // and a wake that puts back only the heartbeats a waiting task sees
+    // (every period a whole ms) runs the same as one that puts back every
+    // parked worker's (a period a hair over 100 ms: the same heartbeats),
+    // in fewer events still.
     let jobs = drawn_jobs(7, 60, 30, 600_000);
+    let bg: Vec<BackgroundRun> = (0..3u64)
+        .map(|i| BackgroundRun {
+            worker: WorkerId(7 * i as u32 + 1),
+            start_ms: 90_000 * (i + 1) + 7,
+            end_ms: 90_000 * (i + 1) + 150_013,
+        })
+        .collect();
     let remotes = [
         RemoteModel::Static(RemoteCost {
             base_ms: 400.0,
@@ -822,18 +833,24 @@ fn idle_heartbeats_are_left_out_and_nothing_else_changes() {
                 let go = |c: &ReplayCluster| {
                     let mut s = build(&config, 3);
                     let mut p = ReducePlacer::new(Default::default(), &config);
-                    replay(s.as_mut(), &mut p, c, &jobs, &[], remote, 60_000).unwrap()
+                    replay(s.as_mut(), &mut p, c, &jobs, &bg, remote, 60_000).unwrap()
                 };
                 let parked = go(&c);
+                let mut hair = c.clone();
+                hair.period_ms = vec![100.000_000_1; 30];
+                let woken = go(&hair);
                 c.record_decisions = true;
                 let every = go(&c);
                 let what = format!("{policy}, out of band {out_of_band}, {remote:?}");
                 assert_eq!(parked.runs, every.runs, "{what}");
                 assert_eq!(parked.jobs, every.jobs, "{what}");
+                assert_eq!(woken.runs, every.runs, "{what}");
+                assert_eq!(woken.jobs, every.jobs, "{what}");
                 assert!(
-                    parked.events * 5 < every.events,
-                    "{what}: {} events parked, {} not",
+                    parked.events * 5 < every.events && parked.events < woken.events,
+                    "{what}: {} events parked, {} with every parked worker woken, {} not",
                     parked.events,
+                    woken.events,
                     every.events
                 );
             }

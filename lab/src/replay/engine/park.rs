@@ -7,8 +7,70 @@
 //! worker's state as its last heartbeat left out would have told it (a
 //! policy may read another worker's free slots: the reduce placement
 //! does).
+//!
+//! Where every worker heartbeats at the same whole period, a wake does not
+//! put every parked worker's heartbeat back: the parked workers are kept in
+//! the order their heartbeats come round ([`Sleepers`]), and only the
+//! earliest is put back, when it would be the next heartbeat taken, for as
+//! long as a task waits. The heartbeats after the waiting tasks are placed
+//! are then never simulated (they would only park again). A parked worker's
+//! state cannot change without a heartbeat of its own (a task of its ends,
+//! which puts it back), except by its background processes: only the
+//! workers that have some are brought up to date at a wake.
 
 use super::*;
+use std::collections::BTreeSet;
+
+/// The parked workers by when their regular heartbeats come round, where
+/// every worker's come every `period` ms from its phase: by (phase mod
+/// period, worker), which is the order of their next heartbeats after any
+/// moment, rotated.
+pub(super) struct Sleepers {
+    period: u64,
+    phase: Vec<u64>,
+    set: BTreeSet<(u64, u32)>,
+}
+
+impl Sleepers {
+    /// None unless every worker's period is the same whole number of ms.
+    pub(super) fn of(cluster: &ReplayCluster) -> Option<Sleepers> {
+        let n = cluster.slots.len();
+        let p = cluster.period(0);
+        let same = (0..n).all(|w| cluster.period(w) == p);
+        (n > 0 && same && p.fract() == 0.0).then(|| {
+            let period = p as u64;
+            Sleepers {
+                period,
+                phase: (0..n).map(|w| cluster.phase(w) as u64 % period).collect(),
+                set: BTreeSet::new(),
+            }
+        })
+    }
+
+    fn key(&self, w: u32) -> (u64, u32) {
+        (self.phase[w as usize], w)
+    }
+
+    /// The parked worker whose regular heartbeat comes first at `at` or
+    /// later and after `last` (time, rank), and that heartbeat's time.
+    fn first(&self, at: u64, last: (u64, u64)) -> Option<(u64, u32)> {
+        let (p, t0) = (self.period, at.max(last.0));
+        let o0 = t0 % p;
+        let start = match (t0 == last.0, u32::try_from(last.1)) {
+            (false, _) => (o0, 0),
+            (true, Ok(r)) if r < u32::MAX => (o0, r + 1),
+            (true, _) => (o0 + 1, 0),
+        };
+        let (o, w) = *self
+            .set
+            .range(start..)
+            .next()
+            .or_else(|| self.set.iter().next())?;
+        let wrapped = (o, w) < start;
+        let t = t0 + (o + p - o0) % p + if wrapped && o == o0 { p } else { 0 };
+        Some((t, w))
+    }
+}
 
 impl Replay<'_> {
     /// No map pending and no reduce waiting, in the view.
@@ -46,10 +108,42 @@ impl Replay<'_> {
         if let Some(k) = regular {
             self.parked[w as usize] = Some(k);
             self.n_parked += 1;
+            if let Some(s) = &mut self.sleepers {
+                let key = s.key(w);
+                s.set.insert(key);
+            }
         }
-        if self.stale[w as usize].replace(t).is_none() {
+        if self.tracks_state(w) && self.stale[w as usize].replace(t).is_none() {
             self.stale_list.push(w);
         }
+        true
+    }
+
+    /// Whether a wake must tell the view of `w`'s state: every parked
+    /// worker's without [`Sleepers`], else only one with background
+    /// processes (nothing else changes a parked worker's state).
+    fn tracks_state(&self, w: u32) -> bool {
+        self.sleepers.is_none() || !self.background_of[w as usize].is_empty()
+    }
+
+    /// With [`Sleepers`], while a task waits: the parked worker whose
+    /// heartbeat comes first from `at` on heartbeats again if that
+    /// heartbeat would be the next one taken. Whether one did.
+    pub(super) fn pull(&mut self, at: u64) -> bool {
+        let Some(s) = &self.sleepers else {
+            return false;
+        };
+        let Some((t, w)) = s.first(at, self.last_beat) else {
+            return false;
+        };
+        if self
+            .beats
+            .peek()
+            .is_some_and(|Reverse(b)| (b.0, b.1) < (t, u64::from(w)))
+        {
+            return false;
+        }
+        self.unpark(w, at);
         true
     }
 
@@ -62,6 +156,10 @@ impl Replay<'_> {
             return;
         };
         self.n_parked -= 1;
+        if let Some(s) = &mut self.sleepers {
+            let key = s.key(w);
+            s.set.remove(&key);
+        }
         let c = self.cluster;
         let wu = w as usize;
         let beat = |k: u64| (c.phase(wu) + k as f64 * c.period(wu)).round() as u64;
@@ -75,8 +173,10 @@ impl Replay<'_> {
         }
         self.beats
             .push(Reverse((beat(next), u64::from(w), w, Some(next))));
-        let last = beat(next - 1);
-        self.stale[wu] = Some(self.stale[wu].map_or(last, |s| s.max(last)));
+        if self.tracks_state(w) {
+            let last = beat(next - 1);
+            self.stale[wu] = Some(self.stale[wu].map_or(last, |s| s.max(last)));
+        }
     }
 
     /// A task waits again (or a job arrives at `at`): the parked workers
@@ -91,5 +191,39 @@ impl Replay<'_> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sleepers;
+
+    #[test]
+    fn the_next_parked_heartbeat_comes_round_in_time_then_worker_order() {
+        let mut s = Sleepers {
+            period: 100,
+            phase: vec![30, 10, 30, 90, 10],
+            set: Default::default(),
+        };
+        assert_eq!(s.first(0, (0, 0)), None);
+        for w in 0..5 {
+            let k = s.key(w);
+            s.set.insert(k);
+        }
+        // At 30, after worker 0's heartbeat: worker 2's at 30 comes next.
+        assert_eq!(s.first(30, (30, 0)), Some((30, 2)));
+        // After worker 4 at 30 (no one at 30 is left): worker 3 at 90.
+        assert_eq!(s.first(30, (30, 4)), Some((90, 3)));
+        // After every heartbeat at 130 (a read's end ranks last).
+        assert_eq!(s.first(130, (130, u64::MAX)), Some((190, 3)));
+        // Past the last phase the order comes round: worker 1 at 110.
+        assert_eq!(s.first(95, (0, 0)), Some((110, 1)));
+        // A later `at` than the last heartbeat: from `at` on, any worker.
+        assert_eq!(s.first(210, (130, 4)), Some((210, 1)));
+        // One parked worker whose heartbeat at this moment was taken comes
+        // a period later.
+        s.set.retain(|&(_, w)| w == 0);
+        assert_eq!(s.first(130, (130, 0)), Some((230, 0)));
+        assert_eq!(s.first(130, (129, 7)), Some((130, 0)));
     }
 }
