@@ -29,6 +29,10 @@ pub(super) struct Sleepers {
     period: u64,
     phase: Vec<u64>,
     set: BTreeSet<(u64, u32)>,
+    /// The last [`Sleepers::first`] asked (`at`, `last`) and found, while
+    /// the set is unchanged: it stays the first for every later moment up
+    /// to its own.
+    found: Option<((u64, (u64, u64)), Option<(u64, u32)>)>,
 }
 
 impl Sleepers {
@@ -43,6 +47,7 @@ impl Sleepers {
                 period,
                 phase: (0..n).map(|w| cluster.phase(w) as u64 % period).collect(),
                 set: BTreeSet::new(),
+                found: None,
             }
         })
     }
@@ -51,9 +56,31 @@ impl Sleepers {
         (self.phase[w as usize], w)
     }
 
+    fn insert(&mut self, w: u32) {
+        self.found = None;
+        self.set.insert(self.key(w));
+    }
+
+    fn remove(&mut self, w: u32) {
+        self.found = None;
+        self.set.remove(&self.key(w));
+    }
+
     /// The parked worker whose regular heartbeat comes first at `at` or
     /// later and after `last` (time, rank), and that heartbeat's time.
-    fn first(&self, at: u64, last: (u64, u64)) -> Option<(u64, u32)> {
+    fn first(&mut self, at: u64, last: (u64, u64)) -> Option<(u64, u32)> {
+        if let Some(((a, l), found)) = self.found {
+            let still = |(t, w): (u64, u32)| t >= at && (t, u64::from(w)) > last;
+            if at >= a && last >= l && found.is_none_or(still) {
+                return found;
+            }
+        }
+        let found = self.search(at, last);
+        self.found = Some(((at, last), found));
+        found
+    }
+
+    fn search(&self, at: u64, last: (u64, u64)) -> Option<(u64, u32)> {
         let (p, t0) = (self.period, at.max(last.0));
         let o0 = t0 % p;
         let start = match (t0 == last.0, u32::try_from(last.1)) {
@@ -109,8 +136,7 @@ impl Replay<'_> {
             self.parked[w as usize] = Some(k);
             self.n_parked += 1;
             if let Some(s) = &mut self.sleepers {
-                let key = s.key(w);
-                s.set.insert(key);
+                s.insert(w);
             }
         }
         if self.tracks_state(w) && self.stale[w as usize].replace(t).is_none() {
@@ -130,7 +156,7 @@ impl Replay<'_> {
     /// heartbeat comes first from `at` on heartbeats again if that
     /// heartbeat would be the next one taken. Whether one did.
     pub(super) fn pull(&mut self, at: u64) -> bool {
-        let Some(s) = &self.sleepers else {
+        let Some(s) = &mut self.sleepers else {
             return false;
         };
         let Some((t, w)) = s.first(at, self.last_beat) else {
@@ -157,8 +183,7 @@ impl Replay<'_> {
         };
         self.n_parked -= 1;
         if let Some(s) = &mut self.sleepers {
-            let key = s.key(w);
-            s.set.remove(&key);
+            s.remove(w);
         }
         let c = self.cluster;
         let wu = w as usize;
@@ -204,11 +229,11 @@ mod tests {
             period: 100,
             phase: vec![30, 10, 30, 90, 10],
             set: Default::default(),
+            found: None,
         };
         assert_eq!(s.first(0, (0, 0)), None);
         for w in 0..5 {
-            let k = s.key(w);
-            s.set.insert(k);
+            s.insert(w);
         }
         // At 30, after worker 0's heartbeat: worker 2's at 30 comes next.
         assert_eq!(s.first(30, (30, 0)), Some((30, 2)));
@@ -222,7 +247,9 @@ mod tests {
         assert_eq!(s.first(210, (130, 4)), Some((210, 1)));
         // One parked worker whose heartbeat at this moment was taken comes
         // a period later.
-        s.set.retain(|&(_, w)| w == 0);
+        for w in 1..5 {
+            s.remove(w);
+        }
         assert_eq!(s.first(130, (130, 0)), Some((230, 0)));
         assert_eq!(s.first(130, (129, 7)), Some((130, 0)));
     }
