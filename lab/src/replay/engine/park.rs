@@ -21,6 +21,9 @@
 use super::*;
 use std::collections::BTreeSet;
 
+/// A moment and the last heartbeat taken by then: (time, (time, rank)).
+type Asked = (u64, (u64, u64));
+
 /// The parked workers by when their regular heartbeats come round, where
 /// every worker's come every `period` ms from its phase: by (phase mod
 /// period, worker), which is the order of their next heartbeats after any
@@ -32,7 +35,7 @@ pub(super) struct Sleepers {
     /// The last [`Sleepers::first`] asked (`at`, `last`) and found, while
     /// the set is unchanged: it stays the first for every later moment up
     /// to its own.
-    found: Option<((u64, (u64, u64)), Option<(u64, u32)>)>,
+    found: Option<(Asked, Option<(u64, u32)>)>,
 }
 
 impl Sleepers {
