@@ -361,6 +361,25 @@ impl LocalityWait {
         self.pick
     }
 
+    /// Until when an offer from a worker that holds none of `jobs`' pending
+    /// maps launches nothing and changes nothing here (`jobs`: those with a
+    /// pending map): the first moment one of them may go remote. Under
+    /// `first-skip` only once every one of them is being skipped (a job's
+    /// first skip starts its wait), under `last-launch` always; the other
+    /// rules count declined offers, so none.
+    pub fn declines_until<'a>(&self, jobs: impl Iterator<Item = &'a JobView>) -> Option<Millis> {
+        let mut until = Millis::MAX;
+        for j in jobs {
+            let since = match self.from {
+                WaitFrom::FirstSkip => *self.since.get(&j.id)?,
+                WaitFrom::LastLaunch => self.since.get(&j.id).copied().unwrap_or(j.submitted_at),
+                WaitFrom::Spark | WaitFrom::SkippedHeartbeats => return None,
+            };
+            until = until.min(since.saturating_add(self.threshold));
+        }
+        Some(until)
+    }
+
     /// Forgets jobs that left the view.
     pub fn retain(&mut self, alive: impl Fn(JobId) -> bool) {
         self.since.retain(|j, _| alive(*j));

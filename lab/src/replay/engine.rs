@@ -638,8 +638,8 @@ impl<'a> Replay<'a> {
         while self.next_job < self.order.len()
             && self.jobs[self.order[self.next_job]].arrival_ms <= t
         {
-            let index = self.order[self.next_job];
-            let j = &self.jobs[index];
+            let (index, jobs) = (self.order[self.next_job], self.jobs);
+            let j = &jobs[index];
             self.left.insert(
                 j.id,
                 JobLeft {
@@ -664,6 +664,10 @@ impl<'a> Replay<'a> {
                 });
                 self.view
                     .add_job(j.id, j.arrival_ms, "default", tasks.collect());
+                // Its blocks' holders heartbeat again: their offers count.
+                for r in j.tasks.iter().flat_map(|x| &x.replicas) {
+                    self.unpark(r.0, t);
+                }
             }
             self.next_job += 1;
         }

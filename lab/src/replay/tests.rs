@@ -2,6 +2,8 @@ use super::*;
 use sched::decision::{Kind, Rule};
 use sched::policy::build;
 
+mod park;
+
 mod reduces;
 
 fn w(i: u32) -> WorkerId {
@@ -757,113 +759,4 @@ fn a_reduce_fetching_map_output_loads_the_disks_its_maps_ran_on() {
     // then both at half the disk; the fetch ends at 2.5 s, the map has
     // read 0.5 MB and reads the rest alone by 3 s.
     assert_eq!(second_map(1_000_000), (1_500, 3_000));
-}
-
-/// Jobs of a few maps (some with reduces) arriving over `span_ms` on
-/// `workers` workers, drawn from `seed`.
-fn drawn_jobs(seed: u64, n: u32, workers: u32, span_ms: u64) -> Vec<ReplayJob> {
-    let mut x = seed;
-    let mut next = move |m: u64| {
-        x = base::hash::splitmix64(x);
-        x % m
-    };
-    (0..n)
-        .map(|id| {
-            let maps = 1 + next(6) as u32;
-            let mut j = job(
-                id,
-                next(span_ms),
-                &(0..maps)
-                    .map(|_| (next(u64::from(workers)) as u32, 200 + next(3_000)))
-                    .collect::<Vec<_>>(),
-            );
-            if next(3) == 0 {
-                j.reduces = (maps..maps + 1 + next(2) as u32)
-                    .map(|index| ReplayTask {
-                        index,
-                        replicas: Vec::new(),
-                        local_ms: 300 + next(1_000),
-                        bytes: 0,
-                    })
-                    .collect();
-                j.reduce_load = 1_000;
-            }
-            j
-        })
-        .collect()
-}
-
-#[test]
-fn idle_heartbeats_are_left_out_and_nothing_else_changes() {
-    // Long idle gaps between jobs on 30 workers heartbeating every 100 ms,
-    // three of them with a background process for a while: a policy whose
-    // idle offers change nothing runs exactly the same with idle workers
-    // parked (the decision record turns parking off), in far fewer events;
-    // and a wake that puts back only the heartbeats a waiting task sees
-    // (every period a whole ms) runs the same as one that puts back every
-    // parked worker's (a period a hair over 100 ms: the same heartbeats),
-    // in fewer events still.
-    let jobs = drawn_jobs(7, 60, 30, 600_000);
-    let bg: Vec<BackgroundRun> = (0..3u64)
-        .map(|i| BackgroundRun {
-            worker: WorkerId(7 * i as u32 + 1),
-            start_ms: 90_000 * (i + 1) + 7,
-            end_ms: 90_000 * (i + 1) + 150_013,
-        })
-        .collect();
-    let remotes = [
-        RemoteModel::Static(RemoteCost {
-            base_ms: 400.0,
-            per_source_ms: 100.0,
-            per_reader_ms: 50.0,
-            per_mb_ms: 0.0,
-            ref_bytes: 0,
-        }),
-        RemoteModel::FairShare {
-            transfer_ms: 700.0,
-            ref_bytes: 0,
-        },
-    ];
-    for policy in ["hadoop", "delay3", "dyndl-on", "fair"] {
-        for out_of_band in [false, true] {
-            for remote in remotes {
-                let mut c = cluster(&[2; 30], 100, out_of_band);
-                c.phase_ms = (0..30).map(|i| i * 37 % 100).collect();
-                let config: sched::policy::SchedulerConfig = policy.parse().unwrap();
-                let go = |c: &ReplayCluster| {
-                    let mut s = build(&config, 3);
-                    let mut p = ReducePlacer::new(Default::default(), &config);
-                    replay(s.as_mut(), &mut p, c, &jobs, &bg, remote, 60_000).unwrap()
-                };
-                let parked = go(&c);
-                let mut hair = c.clone();
-                hair.period_ms = vec![100.000_000_1; 30];
-                let woken = go(&hair);
-                c.record_decisions = true;
-                let every = go(&c);
-                let what = format!("{policy}, out of band {out_of_band}, {remote:?}");
-                assert_eq!(parked.runs, every.runs, "{what}");
-                assert_eq!(parked.jobs, every.jobs, "{what}");
-                assert_eq!(woken.runs, every.runs, "{what}");
-                assert_eq!(woken.jobs, every.jobs, "{what}");
-                assert!(
-                    parked.events * 5 < every.events && parked.events < woken.events,
-                    "{what}: {} events parked, {} with every parked worker woken, {} not",
-                    parked.events,
-                    woken.events,
-                    every.events
-                );
-            }
-        }
-    }
-    // A policy whose idle offers may matter (rand draws at every offer)
-    // keeps every heartbeat.
-    let config: sched::policy::SchedulerConfig =
-        "policy = 'rand', randomness = 0.5".parse().unwrap();
-    let c = cluster(&[2; 30], 100, false);
-    let mut s = build(&config, 3);
-    let mut p = ReducePlacer::new(Default::default(), &config);
-    let remote = RemoteModel::Static(RemoteCost::default());
-    let o = replay(s.as_mut(), &mut p, &c, &jobs, &[], remote, 60_000).unwrap();
-    assert!(o.events > 30 * 6_000, "{}", o.events);
 }

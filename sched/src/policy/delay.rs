@@ -176,6 +176,13 @@ impl Scheduler for Delay {
         self.wait.heartbeat(now);
     }
 
+    /// Every job with a pending map is waiting: a worker with none of
+    /// their blocks is declined until the first wait ends.
+    fn declines_until(&self, now: Millis, view: &crate::view::ClusterView) -> Option<Millis> {
+        let pending = view.jobs().filter(|j| j.has_pending());
+        self.wait.declines_until(pending).filter(|&d| d > now)
+    }
+
     fn name(&self) -> String {
         self.params.label(false)
     }

@@ -293,6 +293,15 @@ pub trait Scheduler: Send {
     /// in place of the offer they leave out. Default: nothing.
     fn idle_offer(&mut self, _now: Millis, _worker: WorkerId) {}
 
+    /// For a policy whose [`Scheduler::idle_offers_matter`] is false: a
+    /// moment after `now` before which, while the view stays as it is, an
+    /// offer from a worker that holds none of the pending maps' blocks (no
+    /// job has a `local_task` for it) launches no map and changes nothing
+    /// in the policy, so the simulators may leave it out. Default: none.
+    fn declines_until(&self, _now: Millis, _view: &ClusterView) -> Option<Millis> {
+        None
+    }
+
     /// `worker` has at least one free slot at time `now`: launch what the
     /// policy wants through `ctx`, or nothing to leave the slots idle until
     /// the next offer.

@@ -17,6 +17,15 @@
 //! state cannot change without a heartbeat of its own (a task of its ends,
 //! which puts it back), except by its background processes: only the
 //! workers that have some are brought up to date at a wake.
+//!
+//! While maps wait and no reduce is ready, a policy may say that until some
+//! moment it declines, changing nothing, every offer from a worker that
+//! holds none of the pending maps' blocks (delay scheduling while every
+//! waiting job is within its wait: [`Scheduler::declines_until`]). Such a
+//! worker parks too, and the parked ones heartbeat again from that moment
+//! on, from the next arrival on (the heartbeat that takes it changes the
+//! view), or as soon as the policy no longer says so (a launch resets a
+//! job's wait); a job's arrival puts back its blocks' holders at once.
 
 use super::*;
 use std::collections::BTreeSet;
@@ -123,16 +132,16 @@ impl Replay<'_> {
             .order
             .get(self.next_job)
             .is_some_and(|&j| self.jobs[j].arrival_ms <= t);
-        if !self.park
-            || arriving
-            || !self.unreported[w as usize].is_empty()
-            || !self.nothing_waits()
-        {
+        if !self.park || arriving || !self.unreported[w as usize].is_empty() {
+            return false;
+        }
+        let idle = self.nothing_waits();
+        if !idle && (self.quiet_until(t).is_none() || self.holds_pending(w)) {
             return false;
         }
         // The offer left out would have found a free slot or not.
         let busy = self.running[w as usize].len() + self.background_running(t, w).len();
-        if self.cluster.slots[w as usize] as usize > busy {
+        if idle && self.cluster.slots[w as usize] as usize > busy {
             self.sched.idle_offer(t, WorkerId(w));
         }
         if let Some(k) = regular {
@@ -148,6 +157,42 @@ impl Replay<'_> {
         true
     }
 
+    /// With [`Sleepers`], while no reduce is ready: until when the policy
+    /// declines, changing nothing, every offer from a worker that holds no
+    /// pending map's block ([`Scheduler::declines_until`]). Such a worker
+    /// parks though maps wait, and a parked one heartbeats again at that
+    /// moment, when a job's arrival gives it a block to run, or when the
+    /// view changes so that the policy no longer says so.
+    fn quiet_until(&self, t: u64) -> Option<u64> {
+        self.sleepers.as_ref()?;
+        if self.view.reduce_jobs().any(|r| r.ready()) {
+            return None;
+        }
+        self.sched.declines_until(t as Millis, &self.view)
+    }
+
+    /// Whether some job has a pending map with a replica on `w`.
+    fn holds_pending(&self, w: u32) -> bool {
+        let wid = WorkerId(w);
+        self.view
+            .jobs()
+            .any(|j| j.has_pending() && j.local_task(wid).is_some())
+    }
+
+    /// The parked worker whose heartbeat comes first from `at` on, after
+    /// the last taken, and its time.
+    fn first_parked(&mut self, at: u64) -> Option<(u64, u32)> {
+        let last = self.last_beat;
+        self.sleepers.as_mut()?.first(at, last)
+    }
+
+    /// Whether a heartbeat due comes before worker `w`'s at `t`.
+    fn taken_before(&self, t: u64, w: u32) -> bool {
+        self.beats
+            .peek()
+            .is_some_and(|Reverse(b)| (b.0, b.1) < (t, u64::from(w)))
+    }
+
     /// Whether a wake must tell the view of `w`'s state: every parked
     /// worker's without [`Sleepers`], else only one with background
     /// processes (nothing else changes a parked worker's state).
@@ -156,21 +201,29 @@ impl Replay<'_> {
     }
 
     /// With [`Sleepers`], while a task waits: the parked worker whose
-    /// heartbeat comes first from `at` on heartbeats again if that
-    /// heartbeat would be the next one taken. Whether one did.
+    /// heartbeat comes first from `at` on (while the policy declines the
+    /// parked workers' offers, from the moment it stops or the next
+    /// arrival) heartbeats again if that heartbeat would be the next one
+    /// taken. Whether one did.
     pub(super) fn pull(&mut self, at: u64) -> bool {
-        let Some(s) = &mut self.sleepers else {
+        let Some((mut t, mut w)) = self.first_parked(at) else {
             return false;
         };
-        let Some((t, w)) = s.first(at, self.last_beat) else {
+        if self.taken_before(t, w) {
             return false;
-        };
-        if self
-            .beats
-            .peek()
-            .is_some_and(|Reverse(b)| (b.0, b.1) < (t, u64::from(w)))
-        {
-            return false;
+        }
+        // Declined offers are left out only until the next arrival, which
+        // changes the view when the heartbeat at or after it takes it.
+        if let Some(d) = self.quiet_until(at) {
+            let next = self.order.get(self.next_job);
+            let arrival = next.map_or(u64::MAX, |&j| self.jobs[j].arrival_ms);
+            let Some(first) = self.first_parked(at.max(d.min(arrival))) else {
+                return false;
+            };
+            (t, w) = first;
+            if self.taken_before(t, w) {
+                return false;
+            }
         }
         self.unpark(w, at);
         true
