@@ -36,6 +36,38 @@ fn drawn_jobs(seed: u64, n: u32, workers: u32, span_ms: u64) -> Vec<ReplayJob> {
         .collect()
 }
 
+/// 30 workers x 2 slots heartbeating every 100 ms at phases spread over it.
+fn phased(out_of_band: bool) -> ReplayCluster {
+    let mut c = cluster(&[2; 30], 100, out_of_band);
+    c.phase_ms = (0..30).map(|i| i * 37 % 100).collect();
+    c
+}
+
+/// `jobs` replayed on `c` under `policy` (seed 3).
+fn run(
+    policy: &str,
+    c: &ReplayCluster,
+    jobs: &[ReplayJob],
+    bg: &[BackgroundRun],
+    remote: RemoteModel,
+) -> ReplayOutcome {
+    let config: sched::policy::SchedulerConfig = policy.parse().unwrap();
+    let mut s = build(&config, 3);
+    let mut p = ReducePlacer::new(Default::default(), &config);
+    replay(s.as_mut(), &mut p, c, jobs, bg, remote, 60_000).unwrap()
+}
+
+/// A remote read's fixed cost, with terms per source and per reader.
+fn static_remote() -> RemoteModel {
+    RemoteModel::Static(RemoteCost {
+        base_ms: 400.0,
+        per_source_ms: 100.0,
+        per_reader_ms: 50.0,
+        per_mb_ms: 0.0,
+        ref_bytes: 0,
+    })
+}
+
 #[test]
 fn idle_heartbeats_are_left_out_and_nothing_else_changes() {
     // Long idle gaps between jobs on 30 workers heartbeating every 100 ms,
@@ -55,13 +87,7 @@ fn idle_heartbeats_are_left_out_and_nothing_else_changes() {
         })
         .collect();
     let remotes = [
-        RemoteModel::Static(RemoteCost {
-            base_ms: 400.0,
-            per_source_ms: 100.0,
-            per_reader_ms: 50.0,
-            per_mb_ms: 0.0,
-            ref_bytes: 0,
-        }),
+        static_remote(),
         RemoteModel::FairShare {
             transfer_ms: 700.0,
             ref_bytes: 0,
@@ -70,14 +96,8 @@ fn idle_heartbeats_are_left_out_and_nothing_else_changes() {
     for policy in ["hadoop", "delay3", "dyndl-on", "fair"] {
         for out_of_band in [false, true] {
             for remote in remotes {
-                let mut c = cluster(&[2; 30], 100, out_of_band);
-                c.phase_ms = (0..30).map(|i| i * 37 % 100).collect();
-                let config: sched::policy::SchedulerConfig = policy.parse().unwrap();
-                let go = |c: &ReplayCluster| {
-                    let mut s = build(&config, 3);
-                    let mut p = ReducePlacer::new(Default::default(), &config);
-                    replay(s.as_mut(), &mut p, c, &jobs, &bg, remote, 60_000).unwrap()
-                };
+                let mut c = phased(out_of_band);
+                let go = |c: &ReplayCluster| run(policy, c, &jobs, &bg, remote);
                 let parked = go(&c);
                 let mut hair = c.clone();
                 hair.period_ms = vec![100.000_000_1; 30];
@@ -118,13 +138,7 @@ fn declined_offers_are_left_out_and_nothing_else_changes() {
     // decline every worker that holds none of their blocks until a wait
     // ends, runs exactly the same with those offers left out (the decision
     // record takes every heartbeat), in fewer events.
-    let remote = RemoteModel::Static(RemoteCost {
-        base_ms: 400.0,
-        per_source_ms: 100.0,
-        per_reader_ms: 50.0,
-        per_mb_ms: 0.0,
-        ref_bytes: 0,
-    });
+    let remote = static_remote();
     for (seed, span) in [(11, 30_000), (12, 60_000)] {
         let jobs = drawn_jobs(seed, 120, 30, span);
         for policy in [
@@ -132,14 +146,8 @@ fn declined_offers_are_left_out_and_nothing_else_changes() {
             "policy = 'delay', threshold_s = 0.5",
             "policy = 'delay', threshold_s = 0.5, wait_from = 'last-launch'",
         ] {
-            let mut c = cluster(&[2; 30], 100, false);
-            c.phase_ms = (0..30).map(|i| i * 37 % 100).collect();
-            let config: sched::policy::SchedulerConfig = policy.parse().unwrap();
-            let go = |c: &ReplayCluster| {
-                let mut s = build(&config, 3);
-                let mut p = ReducePlacer::new(Default::default(), &config);
-                replay(s.as_mut(), &mut p, c, &jobs, &[], remote, 60_000).unwrap()
-            };
+            let mut c = phased(false);
+            let go = |c: &ReplayCluster| run(policy, c, &jobs, &[], remote);
             let parked = go(&c);
             c.record_decisions = true;
             let every = go(&c);
