@@ -57,6 +57,13 @@ fn run(
     replay(s.as_mut(), &mut p, c, jobs, bg, remote, 60_000).unwrap()
 }
 
+/// Two replays launched the same tasks at the same times and ended the same
+/// jobs.
+fn same(a: &ReplayOutcome, b: &ReplayOutcome, what: &str) {
+    assert_eq!(a.runs, b.runs, "{what}");
+    assert_eq!(a.jobs, b.jobs, "{what}");
+}
+
 /// A remote read's fixed cost, with terms per source and per reader.
 fn static_remote() -> RemoteModel {
     RemoteModel::Static(RemoteCost {
@@ -105,10 +112,8 @@ fn idle_heartbeats_are_left_out_and_nothing_else_changes() {
                 c.record_decisions = true;
                 let every = go(&c);
                 let what = format!("{policy}, out of band {out_of_band}, {remote:?}");
-                assert_eq!(parked.runs, every.runs, "{what}");
-                assert_eq!(parked.jobs, every.jobs, "{what}");
-                assert_eq!(woken.runs, every.runs, "{what}");
-                assert_eq!(woken.jobs, every.jobs, "{what}");
+                same(&parked, &every, &what);
+                same(&woken, &every, &what);
                 assert!(
                     parked.events * 5 < every.events && parked.events < woken.events,
                     "{what}: {} events parked, {} with every parked worker woken, {} not",
@@ -152,8 +157,7 @@ fn declined_offers_are_left_out_and_nothing_else_changes() {
             c.record_decisions = true;
             let every = go(&c);
             let what = format!("{policy}, seed {seed}");
-            assert_eq!(parked.runs, every.runs, "{what}");
-            assert_eq!(parked.jobs, every.jobs, "{what}");
+            same(&parked, &every, &what);
             assert!(
                 parked.events * 2 < every.events,
                 "{what}: {} events parked, {} not",
