@@ -5,6 +5,7 @@
 //! [`Replay::run`] takes the earliest event until every task has ended.
 
 mod copies;
+mod own;
 mod park;
 mod reads;
 
@@ -139,6 +140,8 @@ pub struct Replay<'a> {
     /// The parked workers in their heartbeats' order, where that order is
     /// kept (a wake then puts back only the heartbeats a waiting task sees).
     sleepers: Option<park::Sleepers>,
+    /// The policy's waits of a worker's own, where they are left out.
+    own: Option<own::OwnWaits>,
     /// The last heartbeat taken: (time, rank).
     last_beat: (u64, u64),
     /// Workers whose heartbeats were left out since their last one taken,
@@ -185,6 +188,7 @@ impl<'a> Replay<'a> {
             && !cluster.speculation.enabled
             && cluster.recorded_beats.is_empty()
             && cluster.jitter_ms == 0;
+        let floor = sched.own_wait_floor();
         Replay {
             sched,
             placer,
@@ -232,6 +236,7 @@ impl<'a> Replay<'a> {
             parked: vec![None; n],
             n_parked: 0,
             sleepers: park.then(|| park::Sleepers::of(cluster)).flatten(),
+            own: park.then(|| own::OwnWaits::of(cluster, floor)).flatten(),
             last_beat: (0, 0),
             stale: vec![None; n],
             stale_list: Vec::new(),
@@ -244,16 +249,25 @@ impl<'a> Replay<'a> {
     pub fn run(mut self) -> Result<ReplayOutcome, SimError> {
         while self.finished < self.total {
             self.events += 1;
-            match self.advance() {
+            let from = match self.advance() {
                 Event::ReadsDone => {
                     // Every heartbeat due by now came before it.
                     let now = (self.clock.floor() as u64, u64::MAX);
                     self.last_beat = self.last_beat.max(now);
                     self.reads_done();
+                    (self.clock.ceil() as u64, 0)
                 }
-                Event::TaskEnd => self.task_end(),
-                Event::Heartbeat => self.heartbeat()?,
-            }
+                Event::TaskEnd => {
+                    self.task_end();
+                    (self.clock.ceil() as u64, 0)
+                }
+                Event::Heartbeat => {
+                    let key = self.beats.peek().map_or((0, 0), |Reverse(b)| (b.0, b.1));
+                    self.heartbeat()?;
+                    (key.0, key.1.saturating_add(1))
+                }
+            };
+            self.note_pending(from);
             if (!self.stale_list.is_empty() || self.n_parked > 0) && !self.nothing_waits() {
                 let now = self.clock.round() as u64;
                 self.wake(now);
@@ -420,6 +434,10 @@ impl<'a> Replay<'a> {
         self.free_slot(w, src, start);
         if reduce {
             self.reduce_gone(task, w, start, false);
+            if self.own.is_some() {
+                // Its free slots changed: it heartbeats again.
+                self.unpark(w, end);
+            }
         }
         self.last_progress = end;
         if reduce || self.cluster.out_of_band {
@@ -575,6 +593,7 @@ impl<'a> Replay<'a> {
         }
         self.last_beat = self.last_beat.max((t, rank));
         let wake_check = self.wake_check[w as usize].take();
+        self.catch_up(w, (t, rank), regular);
         if self.parks(t, w, regular) {
             return Ok(());
         }
@@ -664,6 +683,7 @@ impl<'a> Replay<'a> {
                 });
                 self.view
                     .add_job(j.id, j.arrival_ms, "default", tasks.collect());
+                self.note_pending((j.arrival_ms, 0));
                 // Its blocks' holders heartbeat again: their offers count.
                 for r in j.tasks.iter().flat_map(|x| &x.replicas) {
                     self.unpark(r.0, t);
@@ -720,72 +740,6 @@ impl<'a> Replay<'a> {
     fn offer_reduces(&mut self, t: u64, w: u32) {
         for task in offer_reduces(self.placer, t as Millis, WorkerId(w), &mut self.view) {
             self.start_reduce(task, w, t);
-        }
-    }
-
-    /// A reduce attempt of `task` starts on worker `w` at `t`. Its fetch
-    /// loads the disks (and links) its job's maps ran on; with the shuffle
-    /// over the network its end waits for that fetch.
-    fn start_reduce(&mut self, task: TaskRef, w: u32, t: u64) {
-        let job = &self.jobs[self.job_index[&task.job]];
-        let (len, output) =
-            find(&job.reduces, task.index).map_or((0, 0), |r| (r.local_ms, r.bytes));
-        let measured = self.cluster.measured(task, true, w, w);
-        let len =
-            measured.unwrap_or((len as f64 * self.cluster.slowdown(w as usize)).round() as u64);
-        let net = self.cluster.shuffle_net.filter(|_| measured.is_none());
-        let mut parts = match self.map_spread.get(&task.job) {
-            Some(spread) => super::flows::fetch_parts(
-                task,
-                (w, t),
-                job.reduce_load,
-                spread,
-                |v| self.cluster.disk_bpms(v),
-                net.map_or(0.0, |n| n.link_bpms),
-            ),
-            None => VecDeque::new(),
-        };
-        // Over the network its output's copies go out once its fetch is
-        // done, to the workers the master's rule picks now.
-        let copies = net.map_or(0, |n| n.extra_copies);
-        self.reduce_started(task, w, t, if output > 0 { copies } else { 0 });
-        let copy_ms = net.map_or(0.0, |n| output as f64 / n.link_bpms);
-        let waits = net.is_some();
-        self.running[w as usize].push(t);
-        self.live.entry((task, true)).or_default().push(Attempt {
-            worker: w,
-            source: w,
-            start: t,
-            end: (!waits).then_some(t + len),
-        });
-        self.last_progress = t;
-        let mut in_flight = 0;
-        for _ in 0..super::FETCH_PARALLEL {
-            if let Some(x) = parts.pop_front() {
-                self.flows.push(x);
-                in_flight += 1;
-            }
-        }
-        if !parts.is_empty() {
-            self.fetch_left.insert((task, w, t), parts);
-        }
-        if waits {
-            let f = Fetching {
-                floor: t + len,
-                copy_ms,
-                in_flight,
-                copies: 0,
-            };
-            self.fetching.insert((task, w, t), f);
-            if in_flight == 0 {
-                // Nothing to fetch over the links (its maps ran here): its
-                // output's copies still go out.
-                self.copies_or_end((task, w, t), t);
-            }
-        } else {
-            let end = t + len;
-            self.ends
-                .push(Reverse((end, w, task.job, task.index, w, t, true)));
         }
     }
 

@@ -285,6 +285,37 @@ impl Scheduler for DyndlOn {
         self.waiting_since.remove(&worker);
     }
 
+    /// The worker clock's wait is the worker's own: W at least.
+    fn own_wait_floor(&self) -> Option<Millis> {
+        (self.wait == WaitClock::Worker).then_some(self.delays.w)
+    }
+
+    /// As `offer` decides for a worker without a data-local task: from its
+    /// wait's start, the delay for the remote tasks it runs; never while
+    /// one blocks the slot (until that task ends).
+    fn own_wait_ends(
+        &self,
+        now: Millis,
+        view: &crate::view::ClusterView,
+        worker: WorkerId,
+    ) -> Option<Millis> {
+        if self.wait != WaitClock::Worker {
+            return None;
+        }
+        let wv = view.worker(worker)?;
+        let r = wv.remote_running;
+        if self.one_remote && r >= 1 {
+            return Some(Millis::MAX);
+        }
+        let since = self.waiting_since.get(&worker).copied().unwrap_or(now);
+        Some(since.saturating_add(self.delays.delay(r, wv.slots)))
+    }
+
+    fn declined_offer(&mut self, now: Millis, worker: WorkerId) {
+        // As `offer` does when the worker's wait has not ended.
+        self.waiting_since.entry(worker).or_insert(now);
+    }
+
     fn name(&self) -> String {
         self.params.label(false)
     }

@@ -302,6 +302,39 @@ pub trait Scheduler: Send {
         None
     }
 
+    /// For a policy whose [`Scheduler::idle_offers_matter`] is false: the
+    /// least time a wait of a worker's own lasts, if an offer from a worker
+    /// that holds none of the pending maps' blocks is declined by such a
+    /// wait (DynDLOn's per-worker clock). The first such offer starts it
+    /// ([`Scheduler::declined_offer`]), an offer that finds no map pending
+    /// ends it ([`Scheduler::idle_offer`]), and until
+    /// [`Scheduler::own_wait_ends`] such offers launch nothing and change
+    /// nothing else, whatever the rest of the view does: the simulators
+    /// may leave them out and tell the policy what the ones left out did
+    /// later, in the worker's own order. Default: none.
+    fn own_wait_floor(&self) -> Option<Millis> {
+        None
+    }
+
+    /// With [`Scheduler::own_wait_floor`]: when the wait of `worker` ends,
+    /// started at its first declined offer or, if none yet, at `now`; an
+    /// offer then may launch. `Millis::MAX` while only a change of the
+    /// worker's own (a task of its ending) can end it. Default: none.
+    fn own_wait_ends(
+        &self,
+        _now: Millis,
+        _view: &ClusterView,
+        _worker: WorkerId,
+    ) -> Option<Millis> {
+        None
+    }
+
+    /// What an offer from `worker` at `now` that holds none of the pending
+    /// maps' blocks and is declined within its own wait does to the policy,
+    /// for a policy with [`Scheduler::own_wait_floor`]: the simulators call
+    /// it in place of such an offer they leave out. Default: nothing.
+    fn declined_offer(&mut self, _now: Millis, _worker: WorkerId) {}
+
     /// `worker` has at least one free slot at time `now`: launch what the
     /// policy wants through `ctx`, or nothing to leave the slots idle until
     /// the next offer.

@@ -34,6 +34,72 @@ pub(super) struct Copies {
 }
 
 impl Replay<'_> {
+    /// A reduce attempt of `task` starts on worker `w` at `t`. Its fetch
+    /// loads the disks (and links) its job's maps ran on; with the shuffle
+    /// over the network its end waits for that fetch.
+    pub(super) fn start_reduce(&mut self, task: TaskRef, w: u32, t: u64) {
+        let job = &self.jobs[self.job_index[&task.job]];
+        let (len, output) =
+            find(&job.reduces, task.index).map_or((0, 0), |r| (r.local_ms, r.bytes));
+        let measured = self.cluster.measured(task, true, w, w);
+        let len =
+            measured.unwrap_or((len as f64 * self.cluster.slowdown(w as usize)).round() as u64);
+        let net = self.cluster.shuffle_net.filter(|_| measured.is_none());
+        let mut parts = match self.map_spread.get(&task.job) {
+            Some(spread) => super::super::flows::fetch_parts(
+                task,
+                (w, t),
+                job.reduce_load,
+                spread,
+                |v| self.cluster.disk_bpms(v),
+                net.map_or(0.0, |n| n.link_bpms),
+            ),
+            None => VecDeque::new(),
+        };
+        // Over the network its output's copies go out once its fetch is
+        // done, to the workers the master's rule picks now.
+        let copies = net.map_or(0, |n| n.extra_copies);
+        self.reduce_started(task, w, t, if output > 0 { copies } else { 0 });
+        let copy_ms = net.map_or(0.0, |n| output as f64 / n.link_bpms);
+        let waits = net.is_some();
+        self.running[w as usize].push(t);
+        self.live.entry((task, true)).or_default().push(Attempt {
+            worker: w,
+            source: w,
+            start: t,
+            end: (!waits).then_some(t + len),
+        });
+        self.last_progress = t;
+        let mut in_flight = 0;
+        for _ in 0..super::super::FETCH_PARALLEL {
+            if let Some(x) = parts.pop_front() {
+                self.flows.push(x);
+                in_flight += 1;
+            }
+        }
+        if !parts.is_empty() {
+            self.fetch_left.insert((task, w, t), parts);
+        }
+        if waits {
+            let f = Fetching {
+                floor: t + len,
+                copy_ms,
+                in_flight,
+                copies: 0,
+            };
+            self.fetching.insert((task, w, t), f);
+            if in_flight == 0 {
+                // Nothing to fetch over the links (its maps ran here): its
+                // output's copies still go out.
+                self.copies_or_end((task, w, t), t);
+            }
+        } else {
+            let end = t + len;
+            self.ends
+                .push(Reverse((end, w, task.job, task.index, w, t, true)));
+        }
+    }
+
     /// Reduce `task` starts on `w` at `t`: it counts as running there, and
     /// over the network (`copies` of its output beyond its own) it picks
     /// the workers that take them, among those that hold data, as the

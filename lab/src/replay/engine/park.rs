@@ -26,6 +26,7 @@
 //! on, from the next arrival on (the heartbeat that takes it changes the
 //! view), or as soon as the policy no longer says so (a launch resets a
 //! job's wait); a job's arrival puts back its blocks' holders at once.
+//! Where the wait is each worker's own, see [`super::own`].
 
 use super::*;
 use std::collections::BTreeSet;
@@ -55,32 +56,38 @@ impl Sleepers {
         let same = (0..n).all(|w| cluster.period(w) == p);
         (n > 0 && same && p.fract() == 0.0).then(|| {
             let period = p as u64;
-            Sleepers {
-                period,
-                phase: (0..n).map(|w| cluster.phase(w) as u64 % period).collect(),
-                set: BTreeSet::new(),
-                found: None,
-            }
+            let phase = (0..n).map(|w| cluster.phase(w) as u64 % period);
+            Sleepers::new(period, phase.collect())
         })
+    }
+
+    /// None parked yet; `phase`: each worker's, mod `period`.
+    pub(super) fn new(period: u64, phase: Vec<u64>) -> Sleepers {
+        Sleepers {
+            period,
+            phase,
+            set: BTreeSet::new(),
+            found: None,
+        }
     }
 
     fn key(&self, w: u32) -> (u64, u32) {
         (self.phase[w as usize], w)
     }
 
-    fn insert(&mut self, w: u32) {
+    pub(super) fn insert(&mut self, w: u32) {
         self.found = None;
         self.set.insert(self.key(w));
     }
 
-    fn remove(&mut self, w: u32) {
+    pub(super) fn remove(&mut self, w: u32) {
         self.found = None;
         self.set.remove(&self.key(w));
     }
 
     /// The parked worker whose regular heartbeat comes first at `at` or
     /// later and after `last` (time, rank), and that heartbeat's time.
-    fn first(&mut self, at: u64, last: (u64, u64)) -> Option<(u64, u32)> {
+    pub(super) fn first(&mut self, at: u64, last: (u64, u64)) -> Option<(u64, u32)> {
         if let Some(((a, l), found)) = self.found {
             let still = |(t, w): (u64, u32)| t >= at && (t, u64::from(w)) > last;
             if at >= a && last >= l && found.is_none_or(still) {
@@ -139,12 +146,18 @@ impl Replay<'_> {
         if !idle && (self.quiet_until(t).is_none() || self.holds_pending(w)) {
             return false;
         }
+        if !idle && self.own.is_some() {
+            // Within the worker's own wait, if it lasts.
+            return regular.is_some_and(|k| self.parks_waiting(t, w, k));
+        }
         // The offer left out would have found a free slot or not.
         let busy = self.running[w as usize].len() + self.background_running(t, w).len();
-        if idle && self.cluster.slots[w as usize] as usize > busy {
+        let free = self.cluster.slots[w as usize] as usize > busy;
+        if idle && free {
             self.sched.idle_offer(t, WorkerId(w));
         }
         if let Some(k) = regular {
+            self.parked_idle(w, k, free);
             self.parked[w as usize] = Some(k);
             self.n_parked += 1;
             if let Some(s) = &mut self.sleepers {
@@ -167,6 +180,11 @@ impl Replay<'_> {
         self.sleepers.as_ref()?;
         if self.view.reduce_jobs().any(|r| r.ready()) {
             return None;
+        }
+        if let Some(b) = self.own_bound() {
+            // Waits of the workers' own: none parked without one ends
+            // before this (those within one: `parks_waiting`).
+            return Some(b);
         }
         self.sched.declines_until(t as Millis, &self.view)
     }
@@ -206,26 +224,26 @@ impl Replay<'_> {
     /// arrival) heartbeats again if that heartbeat would be the next one
     /// taken. Whether one did.
     pub(super) fn pull(&mut self, at: u64) -> bool {
-        let Some((mut t, mut w)) = self.first_parked(at) else {
+        self.waits_passed(at);
+        // Declined offers are left out only until the next arrival, which
+        // changes the view when the heartbeat at or after it takes it.
+        let quiet = self.quiet_until(at);
+        let next = self.order.get(self.next_job);
+        let arrival = next.map_or(u64::MAX, |&j| self.jobs[j].arrival_ms);
+        let from = quiet.map_or(at, |d| at.max(d.min(arrival)));
+        let first = self.first_parked(from);
+        let waiting = self.first_waiting(at, if quiet.is_none() { at } else { arrival });
+        let first = match (first, waiting) {
+            (Some(a), Some(b)) => Some(if (b.0, b.1) < (a.0, a.1) { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        let Some((t, w)) = first else {
             return false;
         };
         if self.taken_before(t, w) {
             return false;
         }
-        // Declined offers are left out only until the next arrival, which
-        // changes the view when the heartbeat at or after it takes it.
-        if let Some(d) = self.quiet_until(at) {
-            let next = self.order.get(self.next_job);
-            let arrival = next.map_or(u64::MAX, |&j| self.jobs[j].arrival_ms);
-            let Some(first) = self.first_parked(at.max(d.min(arrival))) else {
-                return false;
-            };
-            (t, w) = first;
-            if self.taken_before(t, w) {
-                return false;
-            }
-        }
-        self.unpark(w, at);
+        self.unpark(w, t);
         true
     }
 
@@ -238,8 +256,10 @@ impl Replay<'_> {
             return;
         };
         self.n_parked -= 1;
-        if let Some(s) = &mut self.sleepers {
-            s.remove(w);
+        if !self.forget_wait(w) {
+            if let Some(s) = &mut self.sleepers {
+                s.remove(w);
+            }
         }
         let c = self.cluster;
         let wu = w as usize;
@@ -281,12 +301,7 @@ mod tests {
 
     #[test]
     fn the_next_parked_heartbeat_comes_round_in_time_then_worker_order() {
-        let mut s = Sleepers {
-            period: 100,
-            phase: vec![30, 10, 30, 90, 10],
-            set: Default::default(),
-            found: None,
-        };
+        let mut s = Sleepers::new(100, vec![30, 10, 30, 90, 10]);
         assert_eq!(s.first(0, (0, 0)), None);
         for w in 0..5 {
             s.insert(w);

@@ -60,7 +60,14 @@ fn run(
 /// Two replays launched the same tasks at the same times and ended the same
 /// jobs.
 fn same(a: &ReplayOutcome, b: &ReplayOutcome, what: &str) {
-    assert_eq!(a.runs, b.runs, "{what}");
+    let first = a.runs.iter().zip(&b.runs).position(|(x, y)| x != y);
+    if let Some(i) = first.or((a.runs.len() != b.runs.len()).then_some(0)) {
+        panic!(
+            "{what}: run {i} differs: {:?} against {:?}",
+            a.runs.get(i),
+            b.runs.get(i)
+        );
+    }
     assert_eq!(a.jobs, b.jobs, "{what}");
 }
 
@@ -141,8 +148,11 @@ fn declined_offers_are_left_out_and_nothing_else_changes() {
     // Jobs arriving close together on 30 workers heartbeating every 100 ms,
     // so that maps nearly always wait: delay scheduling, whose waiting jobs
     // decline every worker that holds none of their blocks until a wait
-    // ends, runs exactly the same with those offers left out (the decision
-    // record takes every heartbeat), in fewer events.
+    // ends, and DynDLOn, whose workers each wait on their own clock (one
+    // that its heartbeats finding maps pending or not start and end), run
+    // exactly the same with those offers left out (the decision record
+    // takes every heartbeat), in fewer events. DynDLOn's per-core clock
+    // keeps every such offer.
     let remote = static_remote();
     for (seed, span) in [(11, 30_000), (12, 60_000)] {
         let jobs = drawn_jobs(seed, 120, 30, span);
@@ -150,6 +160,10 @@ fn declined_offers_are_left_out_and_nothing_else_changes() {
             "delay3",
             "policy = 'delay', threshold_s = 0.5",
             "policy = 'delay', threshold_s = 0.5, wait_from = 'last-launch'",
+            "dyndl-on",
+            "policy = 'dyndl-on', w_s = 0.5, remote_s = 0.4",
+            "policy = 'dyndl-on', w_s = 0.3, one_remote = false, order = 'fair'",
+            "policy = 'dyndl-on', wait = 'core'",
         ] {
             let mut c = phased(false);
             let go = |c: &ReplayCluster| run(policy, c, &jobs, &[], remote);
