@@ -72,12 +72,15 @@ impl Transfer {
 
 /// A transfer in flight with its rate: `left` was its work left at time
 /// `at` (ms), and it goes at `rate` (work per ms) until the counts on its
-/// links or disk change; `version` tells its current heap entry.
+/// links or disk change. `later`: its end, where a slower rate put it
+/// after its heap entry's time (the entry stands until it comes first,
+/// and is then put at this time: a rate lowered and raised again costs no
+/// entry).
 struct Live {
     x: Transfer,
     rate: f64,
     at: f64,
-    version: u32,
+    later: Option<f64>,
 }
 
 /// A heap entry: (when it ends at its rate, slot, version).
@@ -109,10 +112,13 @@ impl Ord for OrdF64 {
 /// event costs the transfers of two workers, not all of them.
 pub(super) struct Flows {
     slots: Vec<Option<Live>>,
-    /// Per slot, the version its next transfer starts from: above every
-    /// version an earlier transfer in that slot left in the heap, so a
-    /// stale entry never passes for the new transfer's.
-    versions: Vec<u32>,
+    /// Per slot, whether a transfer is in it, and the version of its heap
+    /// entry (free: the version its next transfer starts from, above every
+    /// one an earlier transfer in that slot left in the heap, so a stale
+    /// entry never passes for the new transfer's). Apart from the
+    /// transfers, so that telling a stale entry reads little memory.
+    live: Vec<bool>,
+    vers: Vec<u32>,
     free: Vec<usize>,
     len: usize,
     out: Vec<u32>,
@@ -133,7 +139,8 @@ impl Flows {
     pub(super) fn new(workers: usize) -> Flows {
         Flows {
             slots: Vec::new(),
-            versions: Vec::new(),
+            live: Vec::new(),
+            vers: Vec::new(),
             free: Vec::new(),
             len: 0,
             out: vec![0; workers],
@@ -186,17 +193,23 @@ impl Flows {
             if rate == l.rate {
                 continue;
             }
-            l.rate = rate;
-            l.version = l.version.wrapping_add(1);
             let end = self.now + l.x.left.max(0.0) / rate;
+            let slower = rate < l.rate;
+            l.rate = rate;
+            if slower {
+                // Its entry comes before this end: it stands ([`Live::later`]).
+                l.later = Some(end);
+                continue;
+            }
+            l.later = None;
+            self.vers[i] = self.vers[i].wrapping_add(1);
             self.due
-                .push(std::cmp::Reverse((OrdF64(end), i, l.version)));
+                .push(std::cmp::Reverse((OrdF64(end), i, self.vers[i])));
         }
         if self.due.len() > 2 * self.len + 1024 {
-            let slots = &self.slots;
-            self.due.retain(|std::cmp::Reverse((_, i, v))| {
-                slots[*i].as_ref().is_some_and(|l| l.version == *v)
-            });
+            let (live, vers) = (&self.live, &self.vers);
+            self.due
+                .retain(|std::cmp::Reverse((_, i, v))| live[*i] && vers[*i] == *v);
         }
     }
 
@@ -224,7 +237,8 @@ impl Flows {
         self.count(&x, true);
         let i = self.free.pop().unwrap_or_else(|| {
             self.slots.push(None);
-            self.versions.push(0);
+            self.live.push(false);
+            self.vers.push(0);
             self.slots.len() - 1
         });
         self.from[x.source as usize].push(i);
@@ -233,8 +247,9 @@ impl Flows {
             x,
             rate: 0.0,
             at: self.now,
-            version: self.versions[i],
+            later: None,
         });
+        self.live[i] = true;
         self.len += 1;
         let mut near = near;
         near.push(i);
@@ -252,7 +267,8 @@ impl Flows {
         near.retain(|&j| j != i);
         self.settle(&near);
         let l = self.slots[i].take().expect("a live transfer");
-        self.versions[i] = l.version.wrapping_add(1);
+        self.live[i] = false;
+        self.vers[i] = self.vers[i].wrapping_add(1);
         self.count(&l.x, false);
         for list in [&mut self.from[src as usize], &mut self.to[dst as usize]] {
             if let Some(k) = list.iter().position(|&j| j == i) {
@@ -351,10 +367,17 @@ impl Flows {
     /// (infinity if none).
     pub(super) fn next_done(&mut self) -> f64 {
         while let Some(std::cmp::Reverse((end, i, v))) = self.due.peek().copied() {
-            if self.slots[i].as_ref().is_some_and(|l| l.version == v) {
-                return end.0;
+            if !(self.live[i] && self.vers[i] == v) {
+                self.due.pop();
+                continue;
             }
-            self.due.pop();
+            // A slower rate put its end later: the entry goes there now.
+            if let Some(later) = self.slots[i].as_mut().and_then(|l| l.later.take()) {
+                self.due.pop();
+                self.due.push(std::cmp::Reverse((OrdF64(later), i, v)));
+                continue;
+            }
+            return end.0;
         }
         f64::INFINITY
     }
@@ -516,6 +539,23 @@ mod tests {
         assert_eq!(f.pop_done().map(|x| x.worker), Some(6));
         // C alone: 4,000 ms of work left at full rate.
         assert!((f.next_done() - 7_100.0).abs() < 1e-9, "{}", f.next_done());
+    }
+
+    #[test]
+    fn a_slower_rate_moves_the_end_when_its_entry_comes_first() {
+        let mut f = Flows::new(4);
+        // A alone ends at 1,000 ms; B beside it from 0 halves both: A's
+        // entry at 1,000 stands, and at the top it becomes 2,000.
+        f.push(net(0, 1, 1_000.0));
+        f.push(net(0, 2, 5_000.0));
+        assert_eq!(f.due.len(), 2);
+        assert_eq!(f.next_done(), 2_000.0);
+        f.advance_to(1_000.0);
+        assert!(f.pop_done().is_none(), "A is half done at 1,000 ms");
+        f.advance_to(2_000.0);
+        assert_eq!(f.pop_done().map(|x| x.worker), Some(1));
+        // B alone: 4,000 ms of work left at full rate.
+        assert!((f.next_done() - 6_000.0).abs() < 1e-9, "{}", f.next_done());
     }
 
     #[test]
