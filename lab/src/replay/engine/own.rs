@@ -53,6 +53,25 @@ pub(super) struct OwnWaits {
     free: Vec<bool>,
 }
 
+/// The first of a worker's regular heartbeats (`w`'s, at `phase` + k
+/// `period`) whose key (time, rank) is at or after `s`: its k.
+fn first_beat(phase: u64, period: u64, w: u32, s: (u64, u64)) -> u64 {
+    let k = if s.0 > phase {
+        (s.0 - phase).div_ceil(period)
+    } else {
+        0
+    };
+    k + u64::from((phase + k * period, u64::from(w)) < s)
+}
+
+/// The earlier of two heartbeats (time, worker), either or both absent.
+pub(super) fn earlier(a: Option<(u64, u32)>, b: Option<(u64, u32)>) -> Option<(u64, u32)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 impl OwnWaits {
     /// With [`Sleepers`] and a policy that has waits of a worker's own.
     pub(super) fn of(cluster: &ReplayCluster, floor: Option<Millis>) -> Option<OwnWaits> {
@@ -109,15 +128,7 @@ impl OwnWaits {
             let i = self.log.partition_point(|e| e.0 <= key);
             (i, i > 0 && self.log[i - 1].1)
         };
-        // The first of the worker's heartbeats at or after `s`.
-        let first_from = |s: (u64, u64)| {
-            let k = if s.0 > phase {
-                (s.0 - phase).div_ceil(p)
-            } else {
-                0
-            };
-            k + u64::from(key(k) < s)
-        };
+        let first_from = |s: (u64, u64)| first_beat(phase, p, w, s);
         let (mut idle, mut k) = (None, hi);
         loop {
             let (i, pending) = at(key(k));
@@ -173,14 +184,7 @@ impl Replay<'_> {
         let Some(o) = &self.own else { return };
         let wu = w as usize;
         let phase = self.cluster.phase(wu) as u64;
-        let upto = regular.unwrap_or_else(|| {
-            let k = if t > phase {
-                (t - phase).div_ceil(o.period)
-            } else {
-                0
-            };
-            k + u64::from((phase + k * o.period, u64::from(w)) < (t, rank))
-        });
+        let upto = regular.unwrap_or_else(|| first_beat(phase, o.period, w, (t, rank)));
         let lo = o.next_k[wu];
         if upto > lo && o.free[wu] && self.background_of[wu].is_empty() {
             let (idle, declined) = o.missed(phase, w, lo, upto - 1);
@@ -214,8 +218,7 @@ impl Replay<'_> {
         let o = self.own.as_mut().expect("own waits");
         (o.next_k[wu], o.free[wu], o.in_wait[wu]) = (k + 1, true, true);
         if d != Millis::MAX {
-            let at = d.max(phase);
-            let kd = (at - phase).div_ceil(o.period).max(k + 1);
+            let kd = first_beat(phase, o.period, w, (d, 0)).max(k + 1);
             let due = phase + kd * o.period;
             o.due.insert((due, w));
             o.due_at[wu] = Some(due);
@@ -278,10 +281,7 @@ impl Replay<'_> {
         let next = (from < u64::MAX)
             .then(|| o.waiting.first(at.max(from), last))
             .flatten();
-        match (o.due.first().copied(), next) {
-            (Some(a), Some(b)) => Some(if (b.0, b.1) < (a.0, a.1) { b } else { a }),
-            (a, b) => a.or(b),
-        }
+        earlier(o.due.first().copied(), next)
     }
 }
 

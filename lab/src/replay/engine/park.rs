@@ -233,11 +233,7 @@ impl Replay<'_> {
         let from = quiet.map_or(at, |d| at.max(d.min(arrival)));
         let first = self.first_parked(from);
         let waiting = self.first_waiting(at, if quiet.is_none() { at } else { arrival });
-        let first = match (first, waiting) {
-            (Some(a), Some(b)) => Some(if (b.0, b.1) < (a.0, a.1) { b } else { a }),
-            (a, b) => a.or(b),
-        };
-        let Some((t, w)) = first else {
+        let Some((t, w)) = super::own::earlier(first, waiting) else {
             return false;
         };
         if self.taken_before(t, w) {
