@@ -23,7 +23,7 @@
 //! such worker's wait may first end, and its heartbeats are taken again
 //! only from then on (or where a reduce is ready, or a job arrives).
 
-use super::park::Sleepers;
+use super::park::{earlier, Sleepers};
 use super::*;
 use std::collections::BTreeSet;
 
@@ -62,14 +62,6 @@ fn first_beat(phase: u64, period: u64, w: u32, s: (u64, u64)) -> u64 {
         0
     };
     k + u64::from((phase + k * period, u64::from(w)) < s)
-}
-
-/// The earlier of two heartbeats (time, worker), either or both absent.
-pub(super) fn earlier(a: Option<(u64, u32)>, b: Option<(u64, u32)>) -> Option<(u64, u32)> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
 }
 
 impl OwnWaits {

@@ -34,6 +34,14 @@ use std::collections::BTreeSet;
 /// A moment and the last heartbeat taken by then: (time, (time, rank)).
 type Asked = (u64, (u64, u64));
 
+/// The earlier of two heartbeats (time, worker), either or both absent.
+pub(super) fn earlier(a: Option<(u64, u32)>, b: Option<(u64, u32)>) -> Option<(u64, u32)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// The parked workers by when their regular heartbeats come round, where
 /// every worker's come every `period` ms from its phase: by (phase mod
 /// period, worker), which is the order of their next heartbeats after any
@@ -233,7 +241,7 @@ impl Replay<'_> {
         let from = quiet.map_or(at, |d| at.max(d.min(arrival)));
         let first = self.first_parked(from);
         let waiting = self.first_waiting(at, if quiet.is_none() { at } else { arrival });
-        let Some((t, w)) = super::own::earlier(first, waiting) else {
+        let Some((t, w)) = earlier(first, waiting) else {
             return false;
         };
         if self.taken_before(t, w) {
