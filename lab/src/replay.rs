@@ -118,9 +118,11 @@ pub struct ReplayCluster {
     /// plus its copies. A data-remote map's block crosses the same links at
     /// their rate from the map's start (its source's transmit link, its
     /// reader's receive link), as the real workers' NICs carry it beside
-    /// the shuffle; the map's length stays its [`RemoteModel`]'s (the
-    /// fair-share model's own transfer then progresses at those links'
-    /// share without being counted on them twice). None: a reduce lasts
+    /// the shuffle; the map's length stays its [`RemoteModel`]'s, but
+    /// under the fixed model, read from another worker's memory (no
+    /// disk), it ends no sooner than its block has crossed (the
+    /// fair-share model's own transfer progresses at those links' share
+    /// without being counted on them twice). None: a reduce lasts
     /// its `local_ms`, and the links carry only the fair-share model's
     /// reads.
     pub shuffle_net: Option<ShuffleNet>,

@@ -563,7 +563,8 @@ pub enum SimCmd {
         /// bytes, or longer where its fetch from the workers that ran its
         /// job's maps and its output's copies, sharing those links, take
         /// longer; a data-remote map's block crosses them too (its length
-        /// stays the remote model's). The default wherever it can be
+        /// stays the remote model's, or, where longer, until its block has
+        /// crossed). The default wherever it can be
         /// (the table's notes say when it could not).
         #[arg(long, conflicts_with = "fitted_reduce")]
         network_shuffle: bool,

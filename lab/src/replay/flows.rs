@@ -49,9 +49,11 @@ pub(super) struct Transfer {
     /// reduce.
     pub(super) copy_of: Option<u32>,
     /// A data-remote map's block crossing the links under the shuffle over
-    /// the network, with a fixed remote model: it loads its source's
-    /// transmit and its reader's receive link while it lasts, and its end
-    /// ends nothing (the map's length is its model's).
+    /// the network beside a read of its own (the fair-share model's, or
+    /// the emulated disk's): it loads its source's transmit and its
+    /// reader's receive link while it lasts, and its end ends nothing.
+    /// Under the fixed model without the disk the block's transfer is the
+    /// map's read instead (its end, not before the model's, ends the map).
     pub(super) only_load: bool,
 }
 

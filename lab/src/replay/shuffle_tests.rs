@@ -147,13 +147,13 @@ fn output_copies_into_one_worker_share_its_receive_link() {
 
 /// Job 1: a map of 100 ms on worker 0, then its reduce on worker 2 (the
 /// only reduce worker) fetching 1 MB from worker 0 and writing nothing.
-/// Job 2, from the same instant: one map of 3 s whose 1 MB block is held
-/// by `holder` only; worker 0's one slot is taken, so with `holder` 0 it
+/// Job 2, from the same instant: one map of `map_ms` whose 1 MB block is
+/// held by `holder` only; worker 0's one slot is taken, so with `holder` 0 it
 /// runs on worker 1 reading from worker 0. Links of 1,000 bytes per ms.
 /// The reduce's start and length, and job 2's map's worker and length.
-fn fetch_beside_a_block(holder: u32) -> (u64, u64, WorkerId, u64) {
+fn fetch_beside_a_block(holder: u32, map_ms: u64) -> (u64, u64, WorkerId, u64) {
     let j1 = map_then_reduce(100, 100, 1_000_000, 0);
-    let mut j2 = job(2, 0, &[(holder, 3_000)]);
+    let mut j2 = job(2, 0, &[(holder, map_ms)]);
     j2.tasks[0].bytes = 1_000_000;
     let mut c = cluster(&[1, 1, 1], 100, true);
     c.runs_maps = vec![true, true, false];
@@ -178,15 +178,23 @@ fn fetch_beside_a_block(holder: u32) -> (u64, u64, WorkerId, u64) {
 fn a_remote_maps_block_loads_the_links_the_shuffle_crosses() {
     // Job 2's block is read where it is: the fetch has worker 0's
     // transmit link to itself (1 s).
-    let (start, len, at, map) = fetch_beside_a_block(1);
+    let (start, len, at, map) = fetch_beside_a_block(1, 3_000);
     assert_eq!((start, len, at, map), (100, 1_000, WorkerId(1), 3_000));
     // Read from worker 0 by worker 1 from t = 0: its 1 MB (1 s alone) has
     // 900 ms left when the fetch starts at 100 ms; the two share worker
     // 0's transmit link (half each) until the block is through at 1.9 s,
     // the fetch's last 100 ms alone: 1.9 s. The map lasts its fixed
-    // model's time (here no extra): the block only loads the links.
-    let (start, len, at, map) = fetch_beside_a_block(0);
+    // model's time (here no extra), the block through before it.
+    let (start, len, at, map) = fetch_beside_a_block(0, 3_000);
     assert_eq!((start, len, at, map), (100, 1_900, WorkerId(1), 3_000));
+}
+
+#[test]
+fn a_remote_map_ends_no_sooner_than_its_block_has_crossed() {
+    // As above with a map of 1 s by its model: its block, slowed by the
+    // fetch beside it, is through at 1.9 s, and the map ends then.
+    let (start, len, at, map) = fetch_beside_a_block(0, 1_000);
+    assert_eq!((start, len, at, map), (100, 1_900, WorkerId(1), 1_900));
 }
 
 #[test]

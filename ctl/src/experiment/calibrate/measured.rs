@@ -513,7 +513,8 @@ impl<'a> Measured<'a> {
                  per MB of its measured input (the typical reduce's), or, where longer, its fetch from the \
                  workers that ran its job's maps and then its output sent to {} more replica(s) (on \
                  workers picked by the master's rule), over {:.0} Mbit/s links shared with every \
-                 transfer on them, data-remote maps' blocks included.",
+                 transfer on them, data-remote maps' blocks included (such a map ending no sooner \
+                 than its block has crossed).",
                 p.label,
                 model.reduce_base_ms,
                 model.reduce_typical_ms_per_mb,

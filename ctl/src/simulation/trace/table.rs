@@ -193,8 +193,8 @@ fn reduce_text(shape: &Shape, model: &lab::trace::Model) -> String {
             "lasts at least {:.0} + {typical:.0} ms per MB of its shuffle share (the typical reduce's), \
              or, where longer, its fetch from the workers that ran its job's maps and then its \
              output sent to {} more replica{} (on workers picked by the master's rule), over {:.0} \
-             Mbit/s links shared with every transfer on them, data-remote maps' blocks included \
-             (the shuffle over the links)",
+             Mbit/s links shared with every transfer on them, data-remote maps' blocks included, \
+             such a map ending no sooner than its block has crossed (the shuffle over the links)",
             model.reduce_base_ms,
             n.extra_copies,
             if n.extra_copies == 1 { "" } else { "s" },

@@ -38,7 +38,12 @@ impl Replay<'_> {
             match self.remote {
                 RemoteModel::Static(cost) => {
                     len += cost.extra_ms(self.remote_out[src] - 1, self.remote_in[tw] - 1, bytes);
-                    let _ = self.block_on_links(task, (tw, src), t, bytes);
+                    // Without the disk, the map ends no sooner than its
+                    // block has crossed.
+                    let holds = (!on_disk).then_some(t + len);
+                    if self.block_on_links(task, (tw, src), t, bytes, holds) && holds.is_some() {
+                        return None;
+                    }
                 }
                 RemoteModel::FairShare {
                     transfer_ms,
@@ -50,7 +55,7 @@ impl Replay<'_> {
                         transfer_ms
                     };
                     if !on_disk {
-                        let how = match self.block_on_links(task, (tw, src), t, bytes) {
+                        let how = match self.block_on_links(task, (tw, src), t, bytes, None) {
                             true => Flow::NetLoaded,
                             false => Flow::Net,
                         };
@@ -80,14 +85,21 @@ impl Replay<'_> {
     /// at their rate from its start `t`, shared with the shuffle's parts,
     /// the output copies and the other blocks on them, as on the real
     /// cluster (whose workers' NICs carry all of these). The map's own
-    /// length stays its remote model's: the transfer only loads the links
-    /// ([`Transfer::only_load`]). Whether it was pushed.
+    /// length stays its remote model's, the transfer only loading the
+    /// links ([`Transfer::only_load`]), unless `holds`: the map's end by
+    /// its remote model, and then the map ends at the later of that and
+    /// the block's arrival (a map cannot end before its input has
+    /// crossed; where the links keep up, as on the cluster the model was
+    /// fitted on, nothing changes, and where they do not, the blocks'
+    /// bytes do not outlive the maps that read them and pile up on the
+    /// links). Whether it was pushed.
     pub(super) fn block_on_links(
         &mut self,
         task: TaskRef,
         (tw, src): (usize, usize),
         t: u64,
         bytes: u64,
+        holds: Option<u64>,
     ) -> bool {
         let Some(net) = self.cluster.shuffle_net else {
             return false;
@@ -103,11 +115,11 @@ impl Replay<'_> {
             start: t,
             left: bytes as f64 / net.link_bpms,
             then_ms: 0,
-            floor: 0,
+            floor: holds.unwrap_or(0),
             how: Flow::Net,
             fetch: false,
             copy_of: None,
-            only_load: true,
+            only_load: holds.is_none(),
         });
         true
     }
