@@ -85,25 +85,28 @@ struct Live {
     later: Option<f64>,
 }
 
-/// A heap entry: (when it ends at its rate, slot, version).
-type Due = std::cmp::Reverse<(OrdF64, usize, u32)>;
+/// A heap entry: (when it ends at its rate as [`key`], slot, version),
+/// 16 bytes compared as integers.
+type Due = std::cmp::Reverse<(u64, u32, u32)>;
 
-/// A time that orders totally (finite, not NaN, in practice).
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct OrdF64(f64);
-
-impl Eq for OrdF64 {}
-
-impl PartialOrd for OrdF64 {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
+/// A time as an integer in the order of [`f64::total_cmp`].
+fn key(t: f64) -> u64 {
+    let b = t.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
     }
 }
 
-impl Ord for OrdF64 {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
+/// The time a [`key`] was made from.
+fn time(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+/// A heap entry for slot `i`'s end at `t`, its version `v`.
+fn due(t: f64, i: usize, v: u32) -> Due {
+    std::cmp::Reverse((key(t), i as u32, v))
 }
 
 /// The reads in flight and how many use each worker's links and disk.
@@ -130,6 +133,8 @@ pub(super) struct Flows {
     from: Vec<Vec<usize>>,
     to: Vec<Vec<usize>>,
     due: std::collections::BinaryHeap<Due>,
+    /// A scratch list of the transfers an event re-times.
+    near: Vec<usize>,
     /// The clock the transfers have progressed to (ms).
     now: f64,
 }
@@ -151,6 +156,7 @@ impl Flows {
             from: vec![Vec::new(); workers],
             to: vec![Vec::new(); workers],
             due: std::collections::BinaryHeap::new(),
+            near: Vec::new(),
             now: 0.0,
         }
     }
@@ -160,10 +166,11 @@ impl Flows {
     }
 
     /// The transfers whose rate depends on worker `src`'s transmit link or
-    /// disk or on worker `dst`'s receive link, each once.
-    fn touching(&self, src: u32, dst: u32) -> Vec<usize> {
+    /// disk or on worker `dst`'s receive link, each once, in `v` (cleared
+    /// first).
+    fn touching(&self, src: u32, dst: u32, v: &mut Vec<usize>) {
         let (from, to) = (&self.from[src as usize], &self.to[dst as usize]);
-        let mut v = Vec::with_capacity(from.len() + to.len());
+        v.clear();
         v.extend_from_slice(from);
         // A transfer into `dst` from `src` is in both lists: taken once.
         v.extend(
@@ -171,7 +178,6 @@ impl Flows {
                 .copied()
                 .filter(|&i| self.slots[i].as_ref().is_none_or(|l| l.x.source != src)),
         );
-        v
     }
 
     /// Brings `ids`' work left up to now at their old rates.
@@ -205,13 +211,13 @@ impl Flows {
             }
             l.later = None;
             self.vers[i] = self.vers[i].wrapping_add(1);
-            self.due
-                .push(std::cmp::Reverse((OrdF64(end), i, self.vers[i])));
+            self.due.push(due(end, i, self.vers[i]));
         }
         if self.due.len() > 2 * self.len + 1024 {
             let (live, vers) = (&self.live, &self.vers);
-            self.due
-                .retain(|std::cmp::Reverse((_, i, v))| live[*i] && vers[*i] == *v);
+            self.due.retain(|std::cmp::Reverse((_, i, v))| {
+                live[*i as usize] && vers[*i as usize] == *v
+            });
         }
     }
 
@@ -234,7 +240,8 @@ impl Flows {
     }
 
     pub(super) fn push(&mut self, x: Transfer) {
-        let near = self.touching(x.source, x.worker);
+        let mut near = std::mem::take(&mut self.near);
+        self.touching(x.source, x.worker, &mut near);
         self.settle(&near);
         self.count(&x, true);
         let i = self.free.pop().unwrap_or_else(|| {
@@ -253,9 +260,9 @@ impl Flows {
         });
         self.live[i] = true;
         self.len += 1;
-        let mut near = near;
         near.push(i);
         self.retime(&near);
+        self.near = near;
     }
 
     /// Takes transfer `i` out (its links and disk freed, the transfers
@@ -265,7 +272,8 @@ impl Flows {
             let x = &self.slots[i].as_ref().expect("a live transfer").x;
             (x.source, x.worker)
         };
-        let mut near = self.touching(src, dst);
+        let mut near = std::mem::take(&mut self.near);
+        self.touching(src, dst, &mut near);
         near.retain(|&j| j != i);
         self.settle(&near);
         let l = self.slots[i].take().expect("a live transfer");
@@ -280,6 +288,7 @@ impl Flows {
         self.free.push(i);
         self.len -= 1;
         self.retime(&near);
+        self.near = near;
         l.x
     }
 
@@ -368,18 +377,20 @@ impl Flows {
     /// When the first read in flight ends at the current rates
     /// (infinity if none).
     pub(super) fn next_done(&mut self) -> f64 {
-        while let Some(std::cmp::Reverse((end, i, v))) = self.due.peek().copied() {
+        while let Some(mut top) = self.due.peek_mut() {
+            let std::cmp::Reverse((end, i, v)) = *top;
+            let i = i as usize;
             if !(self.live[i] && self.vers[i] == v) {
-                self.due.pop();
+                std::collections::binary_heap::PeekMut::pop(top);
                 continue;
             }
-            // A slower rate put its end later: the entry goes there now.
+            // A slower rate put its end later: the entry goes there now
+            // (sifted down in place).
             if let Some(later) = self.slots[i].as_mut().and_then(|l| l.later.take()) {
-                self.due.pop();
-                self.due.push(std::cmp::Reverse((OrdF64(later), i, v)));
+                *top = due(later, i, v);
                 continue;
             }
-            return end.0;
+            return time(end);
         }
         f64::INFINITY
     }
@@ -398,13 +409,13 @@ impl Flows {
         if end > self.now {
             // Due later, unless what is left is below the threshold.
             let std::cmp::Reverse((_, i, _)) = *self.due.peek()?;
-            let l = self.slots[i].as_ref()?;
+            let l = self.slots[i as usize].as_ref()?;
             if l.x.left - l.rate * (self.now - l.at) > DONE {
                 return None;
             }
         }
         let std::cmp::Reverse((_, i, _)) = self.due.pop()?;
-        Some(self.remove(i))
+        Some(self.remove(i as usize))
     }
 }
 
@@ -488,6 +499,28 @@ mod tests {
             fetch: false,
             copy_of: None,
             only_load: false,
+        }
+    }
+
+    #[test]
+    fn heap_keys_order_times_as_total_cmp_and_give_them_back() {
+        let ts = [
+            f64::NEG_INFINITY,
+            -1e9,
+            -1.5,
+            -0.0,
+            0.0,
+            1e-300,
+            0.5,
+            700.4,
+            1e12,
+            f64::INFINITY,
+        ];
+        for a in ts {
+            assert_eq!(time(key(a)).to_bits(), a.to_bits(), "{a}");
+            for b in ts {
+                assert_eq!(key(a).cmp(&key(b)), a.total_cmp(&b), "{a} {b}");
+            }
         }
     }
 
