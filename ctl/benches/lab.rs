@@ -13,8 +13,9 @@
 //!   maps) on 1,000 servers x 12 slots in `lab::replay` (`master sim
 //!   trace`; target: 100,000 tasks in 10 s, so the ratio is per task);
 //! - a SWIM day (`experiments/whatif-swim-day-10000.toml`, 1,033,483 maps)
-//!   on 10,000 servers x 12 slots, heartbeats every 3 s (target: 30 s per
-//!   scheduler), with its events per second (filter "day").
+//!   on 10,000 servers x 12 slots, heartbeats every 3 s and every 100 ms
+//!   (`whatif-swim-day-10000-100ms.toml`, the specs' default) (target: 30 s
+//!   per scheduler), with its events per second (filter "day").
 //!
 //! The planners are measured with criterion (10 samples each; criterion's
 //! own report, then a summary line per planner with the median of the
@@ -280,31 +281,29 @@ fn main() {
         }
     }
     if filter.is_empty() || "day".contains(filter.as_str()) {
-        swim_day();
+        swim_day("whatif-swim-day-10000", "3 s", "day");
+        swim_day("whatif-swim-day-10000-100ms", "100 ms", "day100ms");
     }
 }
 
 /// A SWIM day (all 24 hours, bytes x 5e-4: 1,033,483 maps) on 10,000
-/// servers x 12 slots, heartbeats every 3 s (`experiments/whatif-swim-day-10000.toml`),
+/// servers x 12 slots, heartbeats every `beat` (`experiments/<spec>.toml`),
 /// under hadoop, delay and DynDLOn, as `sim trace` runs it by default (the
 /// shuffle and the remote maps' blocks over the links): the wall time of
 /// each against the 30 s target, and the events (heartbeats, task ends)
-/// per second.
-fn swim_day() {
+/// per second, recorded as `lab.<id>.<scheduler>`.
+fn swim_day(spec: &str, beat: &str, id: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("root");
     let cal = root.join("results/swim-hour-shuffle/20261128-190407/calibration");
     let opts = ctl::simulation::trace::TraceOptions::at(Some(10_000), Some(12));
-    let (_, runs) = ctl::simulation::trace::run(
-        &root.join("experiments/whatif-swim-day-10000.toml"),
-        &cal,
-        &opts,
-    )
-    .expect("the SWIM day");
+    let (_, runs) =
+        ctl::simulation::trace::run(&root.join(format!("experiments/{spec}.toml")), &cal, &opts)
+            .expect("the SWIM day");
     for r in &runs {
         let what = format!(
-            "SWIM day in the replay, 10,000 x 12, heartbeat 3 s, over the links, {} ({} maps)",
+            "SWIM day in the replay, 10,000 x 12, heartbeat {beat}, over the links, {} ({} maps)",
             r.scheduler, r.maps
         );
         let rate = r.events as f64 / r.wall_s;
@@ -315,7 +314,7 @@ fn swim_day() {
             r.events,
             rate / 1e6
         );
-        let id = format!("lab.day.{}", r.scheduler);
+        let id = format!("lab.{id}.{}", r.scheduler);
         record(
             &format!("{id}.s"),
             &format!("{what}: wall time / the target's (30 s)"),
