@@ -89,10 +89,9 @@ impl Replay<'_> {
     /// links ([`Transfer::only_load`]), unless `holds`: the map's end by
     /// its remote model, and then the map ends at the later of that and
     /// the block's arrival (a map cannot end before its input has
-    /// crossed; where the links keep up, as on the cluster the model was
-    /// fitted on, nothing changes, and where they do not, the blocks'
-    /// bytes do not outlive the maps that read them and pile up on the
-    /// links). Whether it was pushed.
+    /// crossed; where the links keep up nothing changes, and where they
+    /// do not, the blocks' bytes no longer outlive the maps that read
+    /// them and pile up on the links). Whether it was pushed.
     pub(super) fn block_on_links(
         &mut self,
         task: TaskRef,
