@@ -166,9 +166,10 @@ impl Flows {
     }
 
     /// The transfers whose rate depends on worker `src`'s transmit link or
-    /// disk or on worker `dst`'s receive link, each once, in `v` (cleared
-    /// first).
-    fn touching(&self, src: u32, dst: u32, v: &mut Vec<usize>) {
+    /// disk or on worker `dst`'s receive link, each once, in the kept
+    /// scratch list (given back to [`Flows::near`] once the event is done).
+    fn touching(&mut self, src: u32, dst: u32) -> Vec<usize> {
+        let mut v = std::mem::take(&mut self.near);
         let (from, to) = (&self.from[src as usize], &self.to[dst as usize]);
         v.clear();
         v.extend_from_slice(from);
@@ -178,6 +179,7 @@ impl Flows {
                 .copied()
                 .filter(|&i| self.slots[i].as_ref().is_none_or(|l| l.x.source != src)),
         );
+        v
     }
 
     /// Brings `ids`' work left up to now at their old rates.
@@ -240,8 +242,7 @@ impl Flows {
     }
 
     pub(super) fn push(&mut self, x: Transfer) {
-        let mut near = std::mem::take(&mut self.near);
-        self.touching(x.source, x.worker, &mut near);
+        let mut near = self.touching(x.source, x.worker);
         self.settle(&near);
         self.count(&x, true);
         let i = self.free.pop().unwrap_or_else(|| {
@@ -272,8 +273,7 @@ impl Flows {
             let x = &self.slots[i].as_ref().expect("a live transfer").x;
             (x.source, x.worker)
         };
-        let mut near = std::mem::take(&mut self.near);
-        self.touching(src, dst, &mut near);
+        let mut near = self.touching(src, dst);
         near.retain(|&j| j != i);
         self.settle(&near);
         let l = self.slots[i].take().expect("a live transfer");
