@@ -31,6 +31,7 @@ type IndexMap<K, V> = indexmap::IndexMap<K, V, FxBuildHasher>;
 type IndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 mod context;
+mod jobs;
 mod public;
 mod reduces;
 mod running;
@@ -202,6 +203,10 @@ pub struct ClusterView {
     reduce_counts: BTreeMap<u32, u32>,
     /// Active jobs in submission order.
     jobs: IndexMap<JobId, JobView>,
+    /// No job before this index in `jobs` has a pending task (kept by
+    /// `jobs.rs`, so finding FIFO's head skips the jobs whose maps all
+    /// launched).
+    pending_from: usize,
     /// A number drawn afresh (from a counter of the process) at every
     /// change to `jobs` (`jobs_mut`): the same number means the same jobs,
     /// so a policy may keep an order it built ([`ClusterView::jobs_epoch`]).
@@ -593,7 +598,6 @@ impl ClusterView {
         self.jobs.get(&id)
     }
 
-    /// The oldest job with a pending task (FIFO's head of queue).
     /// The rack of `w`, if the owner set one.
     pub fn rack_of(&self, w: WorkerId) -> Option<u32> {
         self.rack_of.get(&w).copied()
@@ -620,12 +624,12 @@ impl ClusterView {
             .min_by_key(|(t, _)| t.index)
     }
 
-    pub fn head_job(&self) -> Option<&JobView> {
-        self.jobs.values().find(|j| j.has_pending())
-    }
-
     pub fn pending_total(&self) -> usize {
-        self.jobs.values().map(JobView::pending_len).sum()
+        self.jobs
+            .values()
+            .skip(self.pending_from)
+            .map(JobView::pending_len)
+            .sum()
     }
 
     /// Tasks a free slot could take now: pending maps and the waiting
@@ -743,69 +747,6 @@ impl ClusterView {
         orphans
     }
 
-    pub fn add_job(
-        &mut self,
-        id: JobId,
-        submitted_at: Millis,
-        group: &str,
-        tasks: Vec<PendingTask>,
-    ) {
-        self.note(|| Input::Job {
-            job: id,
-            now: submitted_at,
-            group: group.to_owned(),
-            tasks: tasks.clone(),
-        });
-        let mut job = JobView {
-            id,
-            submitted_at,
-            group: group.to_owned(),
-            pending: PendingQueue::default(),
-            local: FxHashMap::default(),
-            running: 0,
-            qos: JobQos::default(),
-            last_launch_at: None,
-        };
-        job.qos.input_bytes = tasks.iter().map(|t| t.len).sum();
-        for t in tasks {
-            job.insert(t);
-        }
-        self.jobs_mut().insert(id, job);
-    }
-
-    /// Drops a finished or failed job (its running tasks are the owner's
-    /// business; a running reduce's load stays until `reduce_ended`).
-    pub fn remove_job(&mut self, id: JobId) {
-        self.note(|| Input::JobGone { job: id });
-        self.jobs_mut().shift_remove(&id);
-        self.running_tasks.job_gone(id);
-        if self.reduces.remove(&id).is_some() {
-            self.reduce_changes += 1;
-        }
-    }
-
-    /// Puts a task back in its job's queue (retry, lost launch).
-    pub fn requeue(&mut self, t: PendingTask) {
-        self.note(|| Input::Requeue { task: t.clone() });
-        if let Some(job) = self.jobs_mut().get_mut(&t.task.job) {
-            job.insert(t);
-        }
-    }
-
-    /// Replaces a pending task's replica list (block reports changed).
-    pub fn set_replicas(&mut self, task: TaskRef, replicas: Vec<WorkerId>) {
-        self.note(|| Input::Replicas {
-            task,
-            replicas: replicas.clone(),
-        });
-        if let Some(job) = self.jobs_mut().get_mut(&task.job) {
-            if let Some(mut t) = job.remove(task.index) {
-                t.replicas = replicas;
-                job.insert(t);
-            }
-        }
-    }
-
     /// A task that ran on `worker` ended (successfully or not).
     pub fn task_ended(&mut self, job: JobId, worker: WorkerId, remote: bool) {
         self.note(|| Input::MapEnded {
@@ -855,6 +796,7 @@ impl ClusterView {
         let t = job.remove(a.task.index).expect("checked above");
         job.running += 1;
         job.last_launch_at = Some(now);
+        self.pending_maybe_gone();
         if self.speculation.enabled {
             self.running_tasks.launched(
                 a.task,

@@ -91,6 +91,7 @@ impl ClusterView {
             t = j.remove(task.index);
             j.running += 1;
         }
+        self.pending_maybe_gone();
         if self.speculation.enabled {
             let (len, replicas) = t.map_or((0, Vec::new()), |t| (t.len, t.replicas));
             let now = self.now;
