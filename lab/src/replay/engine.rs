@@ -22,7 +22,10 @@ use base::{JobId, TaskRef, WorkerId};
 use sched::reduce::{offer_reduces, ReducePlacer};
 use sched::view::{offer, Assignment, ClusterView, Millis, PendingTask, Scheduler, SlotBusy};
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+// Fx: the engine's maps are keyed by small ids and looked up at every
+// event, and never iterated where the order would show.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
 /// A running task: (end, worker, job, index, source, start, reduce).
 type Ending = Reverse<(u64, u32, JobId, u32, u32, u64, bool)>;
@@ -200,7 +203,7 @@ impl<'a> Replay<'a> {
             view,
             order,
             next_job: 0,
-            left: HashMap::new(),
+            left: HashMap::default(),
             job_index: jobs.iter().enumerate().map(|(i, j)| (j.id, i)).collect(),
             done_at: vec![None; jobs.len()],
             beats,
@@ -219,17 +222,17 @@ impl<'a> Replay<'a> {
             finished: 0,
             last_progress: 0,
             flows: Flows::new(n),
-            map_spread: HashMap::new(),
-            fetch_left: HashMap::new(),
-            fetching: HashMap::new(),
+            map_spread: HashMap::default(),
+            fetch_left: HashMap::default(),
+            fetching: HashMap::default(),
             copies: Default::default(),
             clock: 0.0,
             live: BTreeMap::new(),
-            killed: HashSet::new(),
-            tasks_done: HashSet::new(),
+            killed: HashSet::default(),
+            tasks_done: HashSet::default(),
             backups: 0,
             backups_won: 0,
-            backup_of: HashSet::new(),
+            backup_of: HashSet::default(),
             unreported: vec![Vec::new(); n],
             events: 0,
             park,
