@@ -85,9 +85,16 @@ struct Live {
     later: Option<f64>,
 }
 
-/// A heap entry: (when it ends at its rate as [`key`], slot, version),
-/// 16 bytes compared as integers.
-type Due = std::cmp::Reverse<(u64, u32, u32)>;
+/// A heap entry: when it ends at its rate as [`key`], its slot and its
+/// version, packed high to low in one integer ([`parts`]), so comparing two
+/// is one comparison in the order of the three.
+type Due = std::cmp::Reverse<u128>;
+
+/// An entry's (time as [`key`], slot, version).
+fn parts(d: Due) -> (u64, usize, u32) {
+    let std::cmp::Reverse(x) = d;
+    ((x >> 64) as u64, (x >> 32) as u32 as usize, x as u32)
+}
 
 /// A time as an integer in the order of [`f64::total_cmp`].
 fn key(t: f64) -> u64 {
@@ -106,7 +113,7 @@ fn time(k: u64) -> f64 {
 
 /// A heap entry for slot `i`'s end at `t`, its version `v`.
 fn due(t: f64, i: usize, v: u32) -> Due {
-    std::cmp::Reverse((key(t), i as u32, v))
+    std::cmp::Reverse(u128::from(key(t)) << 64 | u128::from(i as u32) << 32 | u128::from(v))
 }
 
 /// The reads in flight and how many use each worker's links and disk.
@@ -217,8 +224,9 @@ impl Flows {
         }
         if self.due.len() > 2 * self.len + 1024 {
             let (live, vers) = (&self.live, &self.vers);
-            self.due.retain(|std::cmp::Reverse((_, i, v))| {
-                live[*i as usize] && vers[*i as usize] == *v
+            self.due.retain(|&d| {
+                let (_, i, v) = parts(d);
+                live[i] && vers[i] == v
             });
         }
     }
@@ -378,8 +386,7 @@ impl Flows {
     /// (infinity if none).
     pub(super) fn next_done(&mut self) -> f64 {
         while let Some(mut top) = self.due.peek_mut() {
-            let std::cmp::Reverse((end, i, v)) = *top;
-            let i = i as usize;
+            let (end, i, v) = parts(*top);
             if !(self.live[i] && self.vers[i] == v) {
                 std::collections::binary_heap::PeekMut::pop(top);
                 continue;
@@ -408,14 +415,14 @@ impl Flows {
         let end = self.next_done();
         if end > self.now {
             // Due later, unless what is left is below the threshold.
-            let std::cmp::Reverse((_, i, _)) = *self.due.peek()?;
-            let l = self.slots[i as usize].as_ref()?;
+            let (_, i, _) = parts(*self.due.peek()?);
+            let l = self.slots[i].as_ref()?;
             if l.x.left - l.rate * (self.now - l.at) > DONE {
                 return None;
             }
         }
-        let std::cmp::Reverse((_, i, _)) = self.due.pop()?;
-        Some(self.remove(i as usize))
+        let (_, i, _) = parts(self.due.pop()?);
+        Some(self.remove(i))
     }
 }
 
@@ -520,6 +527,19 @@ mod tests {
             assert_eq!(time(key(a)).to_bits(), a.to_bits(), "{a}");
             for b in ts {
                 assert_eq!(key(a).cmp(&key(b)), a.total_cmp(&b), "{a} {b}");
+            }
+        }
+        // An entry orders as its (time, slot, version) and gives them back.
+        let entries: Vec<(f64, usize, u32)> = ts
+            .iter()
+            .flat_map(|&t| [(t, 0, 0), (t, 1, u32::MAX), (t, u32::MAX as usize, 1)])
+            .collect();
+        for &(ta, ia, va) in &entries {
+            let d = due(ta, ia, va);
+            assert_eq!(parts(d), (key(ta), ia, va));
+            for &(tb, ib, vb) in &entries {
+                let want = ta.total_cmp(&tb).then(ia.cmp(&ib)).then(va.cmp(&vb));
+                assert_eq!(d.0.cmp(&due(tb, ib, vb).0), want, "{ta} {ia} {va}");
             }
         }
     }
