@@ -142,6 +142,40 @@ fn the_whole_job_equals_c_sort_on_prose() {
 }
 
 #[test]
+fn copies_of_a_line_merge_in_pieces_and_equal_c_sort() {
+    // Every line of the documents at least twice, and one line in more
+    // copies than a piece holds.
+    let docs = prose();
+    let mut text = docs.repeat(2);
+    text.extend(b"copy\n".repeat(crate::OUTPUT_PIECE / 5 + 1000));
+    text.extend_from_slice(&docs);
+    let want = c_sort(&text);
+    assert_eq!(sort_lines(&text, 1 << 16, 3, None), want);
+    let mut red = Workload::SortLines.reduce_task().unwrap();
+    for half in [&text[..text.len() / 2], &text[text.len() / 2..]] {
+        let mut m = Workload::SortLines.map_task(1);
+        m.consume(half);
+        let MapOutput::SortedRun { run, .. } = m.finish().1 else {
+            panic!("a sorted run")
+        };
+        red.consume(run.to_vec()).unwrap();
+    }
+    let (mut out, mut largest) = (Vec::new(), 0);
+    red.finish_into(&mut |piece| {
+        largest = largest.max(piece.len());
+        out.extend_from_slice(&piece);
+        true
+    })
+    .unwrap();
+    assert_eq!(out, want);
+    let longest = want.split(|&b| b == b'\n').map(<[u8]>::len).max().unwrap();
+    assert!(
+        largest <= crate::OUTPUT_PIECE + longest + 1,
+        "a piece of {largest} bytes"
+    );
+}
+
+#[test]
 fn a_line_longer_than_the_merge_window_survives_a_spill() {
     let long = vec![b'q'; 3 * WINDOW + 17];
     let mut input = b"b\na\n".to_vec();
