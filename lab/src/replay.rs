@@ -66,7 +66,9 @@ pub struct ReplayCluster {
     /// Each regular heartbeat comes up to this many ms late, drawn per
     /// worker and heartbeat from `jitter_seed` (0: on time). Real workers'
     /// heartbeats reach the master in an order that varies from round to
-    /// round; this lets the replay vary it too.
+    /// round; this lets the replay vary it too. The seed also draws the
+    /// order in which heartbeats the master asks for together reach it (an
+    /// arrival's out-of-band wake), jitter or not.
     pub jitter_ms: u64,
     pub jitter_seed: u64,
     /// Keep the decision record ([`sched::decision`]), as the master does

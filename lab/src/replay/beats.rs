@@ -10,8 +10,10 @@ use std::collections::BinaryHeap;
 
 /// A heartbeat: (time, rank, worker, Some(k) for the k-th regular one); a
 /// regular one schedules the next, an out-of-band one does not. Ties in
-/// time go by rank: the worker's number, or a recorded heartbeat's place
-/// in the real run's order ([`ReplayCluster::recorded_beats`]).
+/// time go by rank: the worker's number, a drawn order among heartbeats
+/// the master asked for together ([`ReplayCluster::woken_order`]), or a
+/// recorded heartbeat's place in the real run's order
+/// ([`ReplayCluster::recorded_beats`]).
 pub(super) type Beat = Reverse<(u64, u64, u32, Option<u64>)>;
 
 /// The arrival times whose out-of-band heartbeats wake every worker (one
@@ -46,6 +48,10 @@ pub(super) const RECORDED_RANK: u64 = 1 << 32;
 /// from here on: after every worker's own heartbeat at the same time (the
 /// one that released them answered first), before recorded ones.
 pub(super) const WOKEN_RANK: u64 = 1 << 31;
+
+/// Mixed into the draw of the woken heartbeats' order, so that it is not
+/// the draw of a heartbeat's jitter.
+const WOKEN_SALT: u64 = 0x776f_6b65_6e00_0000;
 
 /// The heartbeats due at time 0, and each worker's recorded heartbeats.
 /// Without a record, each worker's first regular one at its phase; with
@@ -119,6 +125,17 @@ impl ReplayCluster {
             self.jitter_seed ^ base::hash::splitmix64(((w as u64) << 40) ^ k),
         );
         h % (self.jitter_ms + 1)
+    }
+
+    /// Where worker `w`'s heartbeat ranks among those the master asked for
+    /// at `at` together (below 2^30, so under [`WOKEN_RANK`]). The real
+    /// master asks every idle worker at once and their heartbeats reach it
+    /// in no fixed order, so the order is drawn per run (`jitter_seed`),
+    /// time and worker; by the workers' numbers, worker 0 would be offered
+    /// every arriving job first.
+    pub(super) fn woken_order(&self, at: u64, w: u32) -> u64 {
+        let key = at ^ (u64::from(w) << 44) ^ WOKEN_SALT;
+        base::hash::splitmix64(self.jitter_seed ^ base::hash::splitmix64(key)) >> 34
     }
 
     /// The real length of `task` (a reduce if `reduce`) run on `w` reading

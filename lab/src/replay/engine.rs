@@ -308,7 +308,7 @@ impl<'a> Replay<'a> {
                     self.beats.extend(
                         (0..n)
                             .filter(|&w| self.recorded_left[w as usize] == 0)
-                            .map(|w| Reverse((a, u64::from(w), w, None))),
+                            .map(|w| Reverse((a, self.cluster.woken_order(a, w), w, None))),
                     );
                     self.next_wake += 1;
                 }
@@ -545,8 +545,12 @@ impl<'a> Replay<'a> {
             }
             let busy = self.running[ou].len() + self.background_running(at, o).len();
             if self.cluster.slots[ou] as usize > busy {
-                self.beats
-                    .push(Reverse((at, WOKEN_RANK + u64::from(o), o, None)));
+                self.beats.push(Reverse((
+                    at,
+                    WOKEN_RANK + self.cluster.woken_order(at, o),
+                    o,
+                    None,
+                )));
             }
         }
     }

@@ -297,6 +297,38 @@ fn an_arriving_job_wakes_idle_workers_if_out_of_band() {
 }
 
 #[test]
+fn the_workers_an_arrival_wakes_answer_in_a_drawn_order_not_by_number() {
+    // Four idle one-slot workers, heartbeats 10 s apart; 200 one-map jobs
+    // arriving 1 s apart between them, each map's block on worker i % 4.
+    // Hadoop launches a job's map on the first worker offered it, so the
+    // map's worker is whichever woken heartbeat reached the master first.
+    let jobs: Vec<ReplayJob> = (0..200u32)
+        .map(|i| job(i + 1, 500 + 1_000 * u64::from(i), &[(i % 4, 100)]))
+        .collect();
+    let firsts = |seed: u64| -> Vec<u32> {
+        let mut c = cluster(&[1, 1, 1, 1], 10_000, true);
+        c.jitter_seed = seed;
+        let o = run(&c, &jobs, &[], RemoteCost::default());
+        let mut runs: Vec<(u64, u32)> = o.runs.iter().map(|r| (r.start_ms, r.worker.0)).collect();
+        runs.sort_unstable();
+        assert_eq!(runs.len(), 200);
+        // Each launched at its arrival, as the wake asked.
+        assert!(runs.iter().all(|&(t, _)| t % 1_000 == 500), "{runs:?}");
+        runs.into_iter().map(|(_, w)| w).collect()
+    };
+    let a = firsts(3);
+    // Every worker answers first about as often (a quarter of 200 = 50
+    // each; by number, worker 0 would take all 200).
+    for w in 0..4 {
+        let n = a.iter().filter(|&&x| x == w).count();
+        assert!((25..=75).contains(&n), "worker {w} first {n} times: {a:?}");
+    }
+    // The order is the run's: the same seed draws it again, another not.
+    assert_eq!(firsts(3), a);
+    assert_ne!(firsts(4), a);
+}
+
+#[test]
 fn heartbeat_jitter_delays_each_beat_within_its_bound_and_reorders_workers() {
     // Two workers with one slot, both heartbeating at the same phase; a long
     // stream of 1 ms tasks that either may run, so each heartbeat launches
