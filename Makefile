@@ -81,6 +81,7 @@ test:
 	python3 scripts/trace-meta --self-test
 	python3 scripts/tail-causes --self-test
 	python3 scripts/heartbeat-order --self-test
+	python3 scripts/order-draws --self-test
 	python3 scripts/trace-bytes --self-test
 	python3 scripts/reduce-bound --self-test
 	python3 scripts/cluster-sequence --self-test

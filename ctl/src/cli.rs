@@ -666,6 +666,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
             model_from,
             model_point,
             heartbeat_jitter_ms,
+            order_draw,
             host_term,
             recorded_heartbeats,
             measured_task_times,
@@ -683,6 +684,7 @@ pub fn sim(cmd: &SimCmd) -> anyhow::Result<()> {
                 &Options {
                     fit,
                     jitter_ms: *heartbeat_jitter_ms,
+                    order_draw: *order_draw,
                     host_term: *host_term,
                     recorded_beats: *recorded_heartbeats,
                     measured_times: *measured_task_times,

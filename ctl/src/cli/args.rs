@@ -430,6 +430,13 @@ pub enum SimCmd {
         /// scheduler in varying order; writes DIR/calibration[-hold-out]-jitterMS/.
         #[arg(long, default_value_t = 0)]
         heartbeat_jitter_ms: u64,
+        /// Simulate every run under its K-th draw of the order in which the
+        /// workers a wake asks for (an arrival's out-of-band heartbeats)
+        /// reach the scheduler, instead of its own (0): the same runs under
+        /// another order, to see how much a prediction moves with it
+        /// (writes DIR/calibration...-orderK/).
+        #[arg(long, default_value_t = 0, conflicts_with = "recorded_heartbeats")]
+        order_draw: u64,
         /// Also fit the host term: a map's overhead grows with the maps
         /// launched on the testbed's shared host in the second before it
         /// (writes DIR/calibration...-host/).

@@ -66,6 +66,12 @@ pub struct Options {
     pub fit: Fit,
     /// Delay each simulated heartbeat by up to this many ms (0: none).
     pub jitter_ms: u64,
+    /// Draw the order of the heartbeats the master asks for together (an
+    /// arrival's out-of-band wake) and the jitter with the `order_draw`-th
+    /// seed of each run instead of the run's own (0): the same runs under
+    /// another order, to see how much a prediction moves with it (writes
+    /// `...-order<k>/`).
+    pub order_draw: u64,
     /// Fit the host term (`PointModel::host_ms_per_start`): a map's
     /// overhead grows with the maps launched on the shared host just
     /// before it (writes `...-host/`).
@@ -93,6 +99,7 @@ impl Options {
         Options {
             fit,
             jitter_ms: 0,
+            order_draw: 0,
             host_term: false,
             recorded_beats: false,
             measured_times: false,
@@ -295,6 +302,9 @@ fn write_calibration(
     if jitter_ms > 0 {
         name.push_str(&format!("-jitter{jitter_ms}"));
     }
+    if opts.order_draw > 0 {
+        name.push_str(&format!("-order{}", opts.order_draw));
+    }
     let folder = dir.join(name);
     std::fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
     let cal = ResultsDir::open(&folder);
@@ -346,6 +356,7 @@ fn write_calibration(
             _ => None,
         },
         "heartbeat_jitter_ms": jitter_ms,
+        "order_draw": opts.order_draw,
         "host_term": opts.host_term,
         "recorded_heartbeats": opts.recorded_beats,
         "measured_task_times": opts.measured_times,

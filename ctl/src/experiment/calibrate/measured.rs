@@ -318,7 +318,7 @@ impl<'a> Measured<'a> {
                     runs_maps: self.runs_maps.clone(),
                     runs_reduces: self.runs_reduces.clone(),
                     jitter_ms: opts.jitter_ms,
-                    jitter_seed: run.seed,
+                    jitter_seed: order_seed(run.seed, opts.order_draw),
                     // The measured runs kept a decision record: so do
                     // the simulated ones (it changes no decision).
                     record_decisions: spec.cluster.decisions,
@@ -658,5 +658,15 @@ impl Predicted {
             measured_remote: s.run.data_remote,
             predicted_remote: sim.remote_tasks() as u32,
         });
+    }
+}
+
+/// The seed that orders a run's woken heartbeats (and draws its jitter)
+/// under draw `k`: the run's own for 0, another per draw.
+pub(super) fn order_seed(run_seed: u64, k: u64) -> u64 {
+    if k == 0 {
+        run_seed
+    } else {
+        run_seed ^ splitmix64(k.wrapping_mul(0x9e37_79b9_7f4a_7c15))
     }
 }

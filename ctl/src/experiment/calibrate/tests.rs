@@ -191,6 +191,14 @@ fn the_disk_term_keeps_the_pacing_floor_and_reduces_load_the_disk() {
 /// (hour 22, hadoop, first seed) simulated by hour 22's own model, with
 /// and without the shuffle over the network: (jobs, outcome) each.
 fn hour22_hadoop(network: bool) -> (Vec<ReplayJob>, lab::replay::ReplayOutcome) {
+    hour22_hadoop_with(Options {
+        network_shuffle: network,
+        ..Options::new(Fit::InSample)
+    })
+}
+
+/// The same run simulated under `opts`.
+fn hour22_hadoop_with(opts: Options) -> (Vec<ReplayJob>, lab::replay::ReplayOutcome) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../results/swim-hour22-shuffle/20261128-195751");
     let (_, _, spec, schedulers, points) = super::super::run::open_results(&dir).unwrap();
@@ -200,10 +208,6 @@ fn hour22_hadoop(network: bool) -> (Vec<ReplayJob>, lab::replay::ReplayOutcome) 
     let key = ("default".to_owned(), "hadoop".to_owned(), 0);
     let keys = vec![&key];
     let replicas = measured.replicas(&keys).unwrap();
-    let opts = Options {
-        network_shuffle: network,
-        ..Options::new(Fit::InSample)
-    };
     let setups = measured
         .setups(&points[0], &keys, &schedulers, &opts)
         .unwrap();
@@ -260,5 +264,40 @@ fn over_the_network_a_reduce_waits_for_its_fetch_and_sends_its_copies() {
     assert!(
         e.contains("wordcount") && e.contains("shuffle = \"trace\""),
         "{e}"
+    );
+}
+
+#[test]
+fn another_order_draw_reorders_the_woken_heartbeats_of_the_same_run() {
+    let placed = |k: u64| {
+        let (_, out) = hour22_hadoop_with(Options {
+            order_draw: k,
+            ..Options::new(Fit::InSample)
+        });
+        let mut v: Vec<_> = out
+            .runs
+            .iter()
+            .map(|r| {
+                let task = (r.task.job.0, r.task.index, r.reduce);
+                (task, r.worker.0, r.start_ms, r.end_ms)
+            })
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let own = placed(0);
+    // Draw 0 is the run's own seed, and a draw is the same every time.
+    assert_eq!(super::measured::order_seed(11, 0), 11);
+    assert_eq!(placed(0), own);
+    // Another draw runs the same tasks, some on other workers (the
+    // workers an arrival wakes answer in another order).
+    let other = placed(1);
+    assert_eq!(other.len(), own.len());
+    assert!(own.iter().zip(&other).all(|(a, b)| a.0 == b.0));
+    let moved = own.iter().zip(&other).filter(|(a, b)| a.1 != b.1).count();
+    assert!(moved > 10, "{moved} tasks moved under another draw");
+    assert_ne!(
+        super::measured::order_seed(11, 1),
+        super::measured::order_seed(11, 2)
     );
 }
