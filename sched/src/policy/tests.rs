@@ -199,4 +199,5 @@ fn first_served(cfg: &SchedulerConfig, order: JobOrder) -> Result<JobId, String>
 }
 
 mod batch_and_greedy_policies;
+mod view_jobs;
 mod waiting_policies;
