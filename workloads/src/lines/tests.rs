@@ -152,7 +152,14 @@ fn copies_of_a_line_merge_in_pieces_and_equal_c_sort() {
     let want = c_sort(&text);
     assert_eq!(sort_lines(&text, 1 << 16, 3, None), want);
     let mut red = Workload::SortLines.reduce_task().unwrap();
-    for half in [&text[..text.len() / 2], &text[text.len() / 2..]] {
+    // Two blocks split at a line's end, as a map's records are.
+    let mid = text.len() / 2
+        + text[text.len() / 2..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap()
+        + 1;
+    for half in [&text[..mid], &text[mid..]] {
         let mut m = Workload::SortLines.map_task(1);
         m.consume(half);
         let MapOutput::SortedRun { run, .. } = m.finish().1 else {
