@@ -42,6 +42,8 @@ mod repo_docs;
 
 #[path = "cluster/tls.rs"]
 mod tls;
+#[path = "cluster/tls_providers.rs"]
+mod tls_providers;
 use lines::{anyones_records_bench, text_lines_bench};
 use scale::{linear_cost_bench, sequence_bench};
 
@@ -761,7 +763,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|text|sequence|scale|tls|tls-sort` runs one part.
+    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|text|sequence|scale|tls|tls-sort|tls-providers` runs one part.
     let only = std::env::var("BENCH_ONLY").ok();
     let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
     rt.block_on(async {
@@ -808,10 +810,15 @@ fn main() {
             tls::tls_sort_bench("10b.", &tls::TIGHT, 5).await;
             tls::tls_sort_bench("10d.", &tls::DEFAULT, 3).await;
             tls::tls_netns_sort_bench(3).await;
+            tls_providers::tls_provider_bench();
         }
         // The CPU-bound TLS sort alone (profiling; not a part of its own).
         if only.as_deref() == Some("tls-sort") {
             tls::tls_sort_bench("10b.", &tls::TIGHT, 5).await;
+        }
+        // rustls's cost per byte by provider alone (not a part of its own).
+        if only.as_deref() == Some("tls-providers") {
+            tls_providers::tls_provider_bench();
         }
     });
 }

@@ -277,11 +277,11 @@ fn sent_bytes(cl: &support::LocalCluster) -> u64 {
 
 /// One core's seconds to seal and then open one byte with AES-128-GCM
 /// (the suite the clusters negotiate) in TLS 1.3's largest records, 16
-/// KiB, through ring, the provider their rustls runs on: the fastest of
+/// KiB, through aws-lc-rs, the provider their rustls runs on: the fastest of
 /// 5 passes over 64 MiB (taken before the clusters start; the least
 /// disturbed by anything else on the machine).
 fn aes_gcm_s_per_byte() -> f64 {
-    use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, NONCE_LEN};
+    use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, NONCE_LEN};
     const RECORD: usize = 16 << 10;
     const RECORDS: u64 = 4 << 10;
     let key = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &[7; 16]).unwrap());
