@@ -20,9 +20,7 @@ const WRITE: usize = 256 << 10;
 /// A connected server and client over `provider`, AES-128-GCM first as the
 /// nodes order it (the handshake done through the buffer).
 fn pair(mut provider: CryptoProvider) -> (Connection, Connection) {
-    provider
-        .cipher_suites
-        .sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    common::tls::load::aes_128_first(&mut provider);
     let provider = Arc::new(provider);
     let made = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let cert = CertificateDer::from(made.cert.der().to_vec());
