@@ -3,6 +3,7 @@ process makes the built-in's launches, one for one."""
 
 import glob
 import importlib.util
+import json
 import os
 import time
 
@@ -103,20 +104,37 @@ def test_a_class_without_offer_is_refused_at_once():
         mrtb.sim.simulate_trace(SPEC, calibration(), [NoOffer], workers=10)
 
 
-def test_bad_input_gets_a_clear_error():
+def calibration_before_the_typical_term(tmp_path):
+    """The shipped calibration as a folder stored before its models kept the
+    typical reduce term (`reduce_typical_ms_per_mb`) that the shuffle over
+    the links needs."""
+    with open(os.path.join(calibration(), "meta.json")) as f:
+        meta = json.load(f)
+    for m in meta["models"]:
+        m.pop("reduce_typical_ms_per_mb", None)
+    old = tmp_path / "old-calibration"
+    old.mkdir()
+    (old / "meta.json").write_text(json.dumps(meta))
+    return str(old)
+
+
+def test_bad_input_gets_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="scheduler \"nosuch\""):
         mrtb.sim.simulate_trace(SPEC, calibration(), ["nosuch"])
     with pytest.raises(RuntimeError, match="nothing.toml"):
         mrtb.sim.simulate_trace(os.path.join(ROOT, "nothing.toml"), calibration(), ["hadoop"])
     with pytest.raises(ValueError, match="shuffle 'links'"):
         mrtb.sim.simulate_trace(SPEC, calibration(), ["hadoop"], shuffle="links")
-    # The shipped swim-hour calibration predates the typical reduce term:
-    # the shuffle over the links is refused with the reason, and the
-    # default falls back to the fitted term, saying so.
+    # A calibration stored before the typical reduce term: the shuffle
+    # over the links is refused with the reason, and the default falls
+    # back to the fitted term, saying so. The shipped one has the term.
+    old = calibration_before_the_typical_term(tmp_path)
     with pytest.raises(RuntimeError, match="no typical reduce term"):
-        mrtb.sim.simulate_trace(SPEC, calibration(), ["hadoop"], workers=6, seed=11, shuffle="network")
-    runs, _ = mrtb.sim.simulate_trace(SPEC, calibration(), ["hadoop"], workers=6, seed=11)
+        mrtb.sim.simulate_trace(SPEC, old, ["hadoop"], workers=6, seed=11, shuffle="network")
+    runs, _ = mrtb.sim.simulate_trace(SPEC, old, ["hadoop"], workers=6, seed=11)
     assert "took the calibration's fitted term" in runs.attrs["table"]
+    runs, _ = mrtb.sim.simulate_trace(SPEC, calibration(), ["hadoop"], workers=6, seed=11)
+    assert "took the calibration's fitted term" not in runs.attrs["table"]
 
 
 def test_an_instance_runs_under_built_in_and_python_policies(tmp_path):
