@@ -13,8 +13,10 @@
 //!    reduces ran;
 //! 7. 100 tiny map tasks on 2 workers x 1 slot, submit to done;
 //! 8. sort of 1 GiB of gensort-shaped lines made outside the testbed, four
-//!    key distributions, against `LC_ALL=C sort -o`, with the largest
-//!    reduce's share;
+//!    key distributions, and sort-lines of two texts (section 10 in the
+//!    output): five jobs on a fresh cluster each, every one against
+//!    `LC_ALL=C sort -o` in the same run, with the largest reduce's share
+//!    and what the store's disk did (`make bench`'s part `sort-vs-gnu`);
 //! 9. sequences of mixed jobs, back to back and spaced, without and with
 //!    `workers.pretouch_mb`: each workload's slowest / fastest run;
 //! 10. what TLS costs: the remote fetch of 1. over HTTPS, and a 1 GiB sort
@@ -35,6 +37,8 @@ mod support;
 #[path = "cluster/scale.rs"]
 mod scale;
 
+#[path = "cluster/disk.rs"]
+mod disk;
 #[path = "cluster/lines.rs"]
 mod lines;
 #[path = "shared/repo_docs.rs"]
@@ -763,9 +767,16 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|text|sequence|scale|tls|tls-sort|tls-providers` runs one part.
+    // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|text|sequence|scale|tls|tls-sort|tls-providers`
+    // runs those parts (a comma between several); `BENCH_SKIP` leaves
+    // some out (`make bench` runs `lines,text` as a part of its own).
     let only = std::env::var("BENCH_ONLY").ok();
-    let run = |part: &str| only.as_deref().is_none_or(|o| o == part);
+    let skip = std::env::var("BENCH_SKIP").unwrap_or_default();
+    let run = |part: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|p| p == part))
+            && !skip.split(',').any(|p| p == part)
+    };
     rt.block_on(async {
         if run("nic") {
             nic_bench().await;

@@ -105,7 +105,7 @@ pub(super) async fn sequence_bench() {
 
 /// What `workers.pretouch_mb = "auto"` faults in for each of two workers
 /// on this machine, in bytes.
-fn auto_pretouch() -> u64 {
+pub(super) fn auto_pretouch() -> u64 {
     common::config::Pretouch::Auto.bytes(common::config::available_memory(), 2)
 }
 
@@ -570,9 +570,6 @@ pub(super) fn sync_disks() {
     let st = std::process::Command::new("sync").status().unwrap();
     assert!(st.success(), "sync failed");
 }
-
-/// Rounds of each side in section 8 (the best of them is compared).
-pub(super) const ROUNDS: usize = 2;
 
 /// Whether two files hold the same bytes (read in 8 MiB pieces).
 pub(super) fn files_equal(a: &std::path::Path, b: &std::path::Path) -> bool {
