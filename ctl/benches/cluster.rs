@@ -472,6 +472,16 @@ async fn dump_file(cl: &support::LocalCluster, name: &str, path: &std::path::Pat
     out.len() as u64
 }
 
+/// When a job's last map attempt ended, ms from its submission.
+fn maps_end_ms(r: &common::wire::JobReport) -> u64 {
+    r.attempts
+        .iter()
+        .filter(|a| a.kind == common::wire::TaskKind::Map)
+        .map(|a| a.end_ms)
+        .max()
+        .unwrap_or(0)
+}
+
 /// The input bytes of each successful reduce attempt of a job.
 fn reduce_inputs(r: &common::wire::JobReport) -> Vec<u64> {
     r.attempts
@@ -702,13 +712,7 @@ async fn default_cluster_sort_bench() {
         .filter(|a| a.kind == common::wire::TaskKind::Reduce)
         .map(|a| a.worker.as_str())
         .collect();
-    let maps_end = r
-        .attempts
-        .iter()
-        .filter(|a| a.kind == common::wire::TaskKind::Map)
-        .map(|a| a.end_ms)
-        .max()
-        .unwrap_or(0);
+    let maps_end = maps_end_ms(&r);
     println!(
         "6. 1 GiB sort on 4 workers x 4 slots, NICs 400 Mbit/s, 4 reduces: {secs:.2} s (target <= 20 s; ratio {:.2}); maps done at {:.2} s; reduces on {} workers ({})",
         secs / 20.0,

@@ -91,14 +91,7 @@ async fn versus_gnu_sort(
             .zip(disk.and_then(disk::counters))
             .map(|(a, b)| b.since(&a));
         assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
-        let maps_done = r
-            .attempts
-            .iter()
-            .filter(|a| a.kind == common::wire::TaskKind::Map)
-            .map(|a| a.end_ms)
-            .max()
-            .unwrap_or(0) as f64
-            / 1e3;
+        let maps_done = maps_end_ms(&r) as f64 / 1e3;
         let theirs = gnu_sort(input, &reference);
         dump_file(cl, &out, &got).await;
         let same = files_equal(&got, &reference);
