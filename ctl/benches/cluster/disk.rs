@@ -12,9 +12,7 @@ use std::time::Instant;
 /// for it (not on tmpfs or overlay).
 pub fn device(dir: &Path) -> Option<PathBuf> {
     let dev = std::fs::metadata(dir).ok()?.dev();
-    // glibc's gnu_dev_major / gnu_dev_minor.
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
     let stat = PathBuf::from(format!("/sys/dev/block/{major}:{minor}/stat"));
     stat.exists().then_some(stat)
 }

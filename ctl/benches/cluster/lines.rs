@@ -124,7 +124,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Which of the runs' ratios a target is set on.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Held {
     /// Every run's (the lowest ratio).
     Every,
@@ -171,9 +171,12 @@ fn report(
         .map(|r| largest_share(&r.shares))
         .fold(0.0, f64::max);
     let same = runs.iter().filter(|r| r.same).count();
-    let want = |h: Held| match (h, held) {
-        (Held::Every, Held::Every) | (Held::Median, Held::Median) => format!(">= {target}"),
-        _ => String::new(),
+    let want = |h: Held| {
+        if h == held {
+            format!(">= {target}")
+        } else {
+            String::new()
+        }
     };
     let n = runs.len();
     let rows: [(&str, String, f64, &str, String); 9] = [
