@@ -377,6 +377,7 @@ pub fn job_submit() -> impl Strategy<Value = JobSubmit> {
         option::of(finite()),
         option::of(finite()),
         option::of(ratios()),
+        option::of(any::<u32>()),
     )
         .prop_map(
             |(
@@ -390,6 +391,7 @@ pub fn job_submit() -> impl Strategy<Value = JobSubmit> {
                 deadline_s,
                 budget,
                 ratios,
+                output_replication,
             )| {
                 JobSubmit {
                     workload,
@@ -402,6 +404,7 @@ pub fn job_submit() -> impl Strategy<Value = JobSubmit> {
                     deadline_s,
                     budget,
                     ratios,
+                    output_replication,
                 }
             },
         )

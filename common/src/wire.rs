@@ -378,6 +378,12 @@ pub struct JobSubmit {
     /// bytes per shuffle byte (default 1 and 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratios: Option<Ratios>,
+    /// Replicas of the job's output (HDFS's `dfs.replication` set per job;
+    /// TeraSort writes its output at 1): at most the workers that hold
+    /// data; absent = the cluster's `output_replication`, else its
+    /// `replication`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_replication: Option<u32>,
 }
 
 impl JobSubmit {
@@ -433,6 +439,7 @@ impl JobSubmit {
             deadline_s: None,
             budget: None,
             ratios: None,
+            output_replication: None,
         }
     }
 

@@ -193,6 +193,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
             budget,
             shuffle_ratio,
             output_ratio,
+            output_replication,
         } => {
             let job = JobSubmit {
                 workload,
@@ -209,6 +210,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
                 deadline_s,
                 budget,
                 ratios: ratios(shuffle_ratio, output_ratio),
+                output_replication,
             };
             let how = Submission {
                 count,
@@ -455,6 +457,7 @@ pub async fn submit(
                 deadline_s: job.deadline_s,
                 budget: job.budget,
                 ratios: job.ratios,
+                output_replication: job.output_replication,
             })
             .await?;
         if json {

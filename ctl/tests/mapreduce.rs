@@ -122,9 +122,62 @@ async fn wordcount_and_sort_match_coreutils() {
     assert!(spilled >= 2 * 60_000, "{spilled} bytes spilled");
     sort_lines_matches_coreutils(&c, dir.path()).await;
     synthetic_moves_the_bytes_its_ratios_say(&c).await;
+    output_replication_is_per_job(&c).await;
     for i in 0..3 {
         let spill_dir = dir.path().join(format!("w{i}")).join("spill");
         assert_eq!(std::fs::read_dir(&spill_dir).unwrap().count(), 0);
+    }
+}
+
+/// A sort at `output_replication` 1 (TeraSort's default) on a cluster at
+/// replication 2: each output block is written once, on its reducer, and
+/// kept at one replica after the grace (re-replication does not raise it
+/// to the cluster's factor); the output is still `LC_ALL=C sort`'s. A
+/// factor above the workers that hold data, 0, or one on a job without
+/// output is refused, naming the field.
+async fn output_replication_is_per_job(c: &support::LocalCluster) {
+    let mut job = JobSubmit::new(Workload::Sort, "recs");
+    job.reduces = Some(3);
+    job.output = Some("sorted-once".into());
+    job.output_replication = Some(1);
+    let r = c
+        .client
+        .wait_job(c.client.submit(&job).await.unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    let reference = verify::sort_reference(&read_file(c, "recs").await).unwrap();
+    assert!(read_file(c, "sorted-once").await == reference);
+    let held = |i: u32| {
+        let block = common::BlockId::for_file("sorted-once", i).unwrap();
+        c.workers
+            .iter()
+            .filter(|w| w.store.get(&block).is_ok())
+            .map(|w| w.name.clone())
+            .collect::<Vec<_>>()
+    };
+    // Past the output's grace, with heartbeats (and plans of replication)
+    // every 50 ms.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    let f = c.client.file("sorted-once").await.unwrap();
+    assert_eq!(f.blocks, 3);
+    for (i, r) in f.replicas.iter().enumerate() {
+        assert_eq!(r.len(), 1, "block {i}: {f:?}");
+        assert_eq!(
+            held(i as u32),
+            *r,
+            "block {i}: the stores hold what the master says"
+        );
+    }
+    for (workload, factor, want) in [
+        (Workload::Sort, 4, "`output_replication` must be 1..=3"),
+        (Workload::Sort, 0, "`output_replication` must be at least 1"),
+        (Workload::InputSink, 1, "drop `output_replication`"),
+    ] {
+        let mut job = JobSubmit::new(workload, "recs");
+        job.output_replication = Some(factor);
+        let e = c.client.submit(&job).await.unwrap_err().to_string();
+        assert!(e.contains(want), "{e}");
     }
 }
 

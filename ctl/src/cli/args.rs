@@ -119,7 +119,7 @@ pub enum Cmd {
     },
     /// Submit jobs; with --wait, print their reports when they end.
     #[command(
-        after_help = "Examples:\n  master submit --workload wordcount --input demo --wait\n  master submit --workload sort --input recs --reduces 2 --output recs-sorted --wait --json\n  master submit --workload input-sink --input demo --count 10 --spread-s 30 --compute-ms 2000:12000\n  master submit --workload synthetic --input demo --reduces 4 --shuffle-ratio 0.5 --output-ratio 0.2 --wait"
+        after_help = "Examples:\n  master submit --workload wordcount --input demo --wait\n  master submit --workload sort --input recs --reduces 2 --output recs-sorted --wait --json\n  master submit --workload sort --input recs --reduces 2 --output-replication 1 --wait\n  master submit --workload input-sink --input demo --count 10 --spread-s 30 --compute-ms 2000:12000\n  master submit --workload synthetic --input demo --reduces 4 --shuffle-ratio 0.5 --output-ratio 0.2 --wait"
     )]
     Submit {
         #[arg(long, value_enum)]
@@ -167,6 +167,11 @@ pub enum Cmd {
         /// synthetic: reduce output bytes per shuffle byte (default 1).
         #[arg(long)]
         output_ratio: Option<f64>,
+        /// Replicas of the job's output (as HDFS's `dfs.replication` set
+        /// per job; TeraSort writes its output at 1); default: the
+        /// cluster's `output_replication`, else its `replication`.
+        #[arg(long)]
+        output_replication: Option<u32>,
     },
     /// List jobs.
     #[command(after_help = "Examples:\n  master jobs")]

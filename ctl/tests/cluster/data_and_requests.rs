@@ -9,18 +9,7 @@ async fn input_sink_jobs_over_replicated_data() {
     assert!(f.replicas.iter().all(|r| r.len() == 2 && r[0] != r[1]));
     let id = c
         .client
-        .submit(&JobSubmit {
-            workload: Workload::InputSink,
-            input: "data".into(),
-            name: None,
-            group: None,
-            reduces: None,
-            output: None,
-            compute: None,
-            deadline_s: None,
-            budget: None,
-            ratios: None,
-        })
+        .submit(&JobSubmit::new(Workload::InputSink, "data"))
         .await
         .unwrap();
     let r = c.client.wait_job(id).await.unwrap();

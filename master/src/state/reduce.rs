@@ -34,7 +34,7 @@ impl Master {
                         || (self.workers.settings(w).role.holds_data() && !self.workers.full(w)))
             })
             .collect();
-        let replication = self.settings.replication.max(1) as usize;
+        let replication = self.output_factor(&self.jobs.job(jid).spec) as usize;
         // Output replicas each worker is receiving from running reduces:
         // a target takes the whole block through its receive link, so the
         // least loaded go first (HDFS's considerLoad avoids busy datanodes
@@ -136,11 +136,11 @@ impl Master {
 
     /// All maps are done: create the reduce tasks (sort: split keys first).
     pub(super) fn create_reduces(&mut self, id: JobId) {
-        let replication = self.settings.replication.max(1);
+        let replication = self.output_factor(&self.jobs.job(id).spec);
         let (indices, output) = self.jobs.create_reduces(id);
         tracing::info!(job = %id, reduces = indices.len(), "maps done; reduces created");
         self.release_reduces(id, indices);
-        // Kept at the cluster's factor once written.
+        // Kept at the job's factor once written.
         self.storage.output_writing(output, replication);
     }
 

@@ -236,9 +236,9 @@ impl Master {
         self.jobs.launched_before(a, worker, source, now);
         let ra = self.jobs.running(a).expect("just launched");
         if self.jobs.map_succeeded(a, worker, ra, rec, summary) == AfterMap::CreateReduces {
+            let factor = self.output_factor(&self.jobs.job(a.task.job).spec);
             let (_, output) = self.jobs.create_reduces(a.task.job);
-            self.storage
-                .output_writing(output, self.settings.replication.max(1));
+            self.storage.output_writing(output, factor);
         }
     }
 

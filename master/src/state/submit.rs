@@ -17,6 +17,7 @@ impl Master {
         spec: JobSubmit,
     ) -> Result<JobId, MasterError> {
         let reduces = check_spec(&spec)?;
+        self.check_output_replication(&spec)?;
         let blocks = self.input_blocks(&spec.input)?;
         let id = self.jobs.next_id();
         let name = spec
@@ -59,6 +60,32 @@ impl Master {
         });
         debug_assert_eq!(added, id);
         Ok(id)
+    }
+
+    /// A job's output replication is at most the workers that hold data,
+    /// as a file's factor is (`set_file_replication`).
+    fn check_output_replication(&self, spec: &JobSubmit) -> Result<(), MasterError> {
+        let Some(r) = spec.output_replication else {
+            return Ok(());
+        };
+        let data = self
+            .workers
+            .ids()
+            .filter(|&w| self.workers.settings(w).role.holds_data())
+            .count() as u32;
+        if r > data {
+            return Err(MasterError::BadRequest(format!(
+                "`output_replication` must be 1..={data} (the workers that hold data) (got {r})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The replicas job `spec`'s output is written and kept at.
+    pub(super) fn output_factor(&self, spec: &JobSubmit) -> u32 {
+        spec.output_replication
+            .unwrap_or(self.settings.replication)
+            .max(1)
     }
 
     /// Job `id`'s quality-of-service terms in the view (its pending maps
@@ -227,6 +254,19 @@ pub(super) fn check_spec(spec: &JobSubmit) -> Result<u32, MasterError> {
             "{} writes no output; drop `output`",
             spec.workload
         )));
+    }
+    if let Some(r) = spec.output_replication {
+        if !spec.workload.has_reduce() {
+            return Err(MasterError::BadRequest(format!(
+                "{} writes no output; drop `output_replication`",
+                spec.workload
+            )));
+        }
+        if r == 0 {
+            return Err(MasterError::BadRequest(
+                "`output_replication` must be at least 1 (got 0)".into(),
+            ));
+        }
     }
     Ok(reduces)
 }

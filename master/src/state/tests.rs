@@ -167,23 +167,8 @@ fn submit(m: &mut Master) -> JobId {
 
 /// An input-sink job over file "f", submitted at `now`.
 fn submit_at(m: &mut Master, now: Millis) -> JobId {
-    m.submit(
-        now,
-        1_000_000,
-        JobSubmit {
-            workload: Workload::InputSink,
-            input: "f".into(),
-            name: None,
-            group: None,
-            reduces: None,
-            output: None,
-            compute: None,
-            deadline_s: None,
-            budget: None,
-            ratios: None,
-        },
-    )
-    .unwrap()
+    m.submit(now, 1_000_000, JobSubmit::new(Workload::InputSink, "f"))
+        .unwrap()
 }
 
 /// A reduce launch's inputs as (map, worker, attempt).

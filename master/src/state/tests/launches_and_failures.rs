@@ -401,22 +401,7 @@ fn lost_worker_tasks_rerun_elsewhere() {
 fn bad_submissions_and_registrations_are_refused() {
     let mut m = cluster(2, 1, 2);
     let e = m
-        .submit(
-            0,
-            0,
-            JobSubmit {
-                workload: Workload::InputSink,
-                input: "nope".into(),
-                name: None,
-                group: None,
-                reduces: None,
-                output: None,
-                compute: None,
-                deadline_s: None,
-                budget: None,
-                ratios: None,
-            },
-        )
+        .submit(0, 0, JobSubmit::new(Workload::InputSink, "nope"))
         .unwrap_err();
     assert!(matches!(e, MasterError::UnknownFile { .. }), "{e}");
     assert!(e.to_string().contains("nope") && e.to_string().contains("f"));
@@ -452,22 +437,7 @@ fn bad_submissions_and_registrations_are_refused() {
     )
     .unwrap();
     let e = m
-        .submit(
-            0,
-            0,
-            JobSubmit {
-                workload: Workload::InputSink,
-                input: "g".into(),
-                name: None,
-                group: None,
-                reduces: None,
-                output: None,
-                compute: None,
-                deadline_s: None,
-                budget: None,
-                ratios: None,
-            },
-        )
+        .submit(0, 0, JobSubmit::new(Workload::InputSink, "g"))
         .unwrap_err();
     assert_eq!(
         e,
