@@ -92,7 +92,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     run_cluster(cli.cmd, &cfg, &client).await
 }
 
-/// The commands that act on the cluster of `cfg` through `client`.
+/// `--compute-ms MIN:MAX`'s per-task compute, drawn by `seed`.
+fn task_compute((min_ms, max_ms): (u64, u64), seed: u64) -> common::wire::TaskCompute {
+    common::wire::TaskCompute {
+        min_ms,
+        max_ms,
+        seed,
+    }
+}
+
 /// A synthetic job's ratios from `--shuffle-ratio` and `--output-ratio`
 /// (either alone: the other's default), or None when neither is given.
 fn ratios(shuffle: Option<f64>, output: Option<f64>) -> Option<workloads::Ratios> {
@@ -103,6 +111,7 @@ fn ratios(shuffle: Option<f64>, output: Option<f64>) -> Option<workloads::Ratios
     })
 }
 
+/// The commands that act on the cluster of `cfg` through `client`.
 async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> anyhow::Result<()> {
     match cmd {
         Cmd::Serve {
@@ -202,11 +211,7 @@ async fn run_cluster(cmd: Cmd, cfg: &ClusterConfig, client: &MasterClient) -> an
                 group,
                 reduces,
                 output,
-                compute: compute_ms.map(|(min_ms, max_ms)| common::wire::TaskCompute {
-                    min_ms,
-                    max_ms,
-                    seed: cfg.cluster.seed,
-                }),
+                compute: compute_ms.map(|range| task_compute(range, cfg.cluster.seed)),
                 deadline_s,
                 budget,
                 ratios: ratios(shuffle_ratio, output_ratio),
