@@ -318,6 +318,60 @@ fn a_job_output_is_kept_at_the_factor_once_written_and_after_a_grace() {
     assert_eq!(copies[0].to, format!("http://w{other}"));
 }
 
+/// A job's own `output_replication` (1, on a cluster at 2): its reduce
+/// names no replica target, the output is kept at 1 past the grace (no
+/// copy ordered), and a restarted master, replaying the journal, keeps it
+/// at 1. A factor above the workers that hold data is refused.
+#[test]
+fn a_jobs_output_replication_is_kept_and_survives_a_restart() {
+    let mut m = cluster(2, 2, 2);
+    let mut job = JobSubmit::new(Workload::Wordcount, "f");
+    job.output_replication = Some(1);
+    let id = m.submit(0, 1_000_000, job).unwrap();
+    let reds = drive_maps(&mut m, 2, 10, vec![]);
+    let (rw, red) = reds.into_iter().next().expect("the reduce starts");
+    let LaunchTask::Reduce(r) = &red.task else {
+        panic!("a reduce: {red:?}")
+    };
+    assert!(r.output.replicas.is_empty(), "{r:?}");
+    let out = BlockInfo {
+        generation: r.output.generation,
+        ..block("wordcount-1.out", 0, 1)
+    };
+    let held = move |w: u32| {
+        let mut b: Vec<BlockInfo> = (0..2)
+            .filter(|b| b % 2 == w)
+            .map(|b| block("f", b, 2))
+            .collect();
+        if w == rw {
+            b.push(out.clone());
+        }
+        b
+    };
+    let mut beat = hb(rw, 2, vec![], vec![reduced(&red)]);
+    beat.blocks = Some(held(rw));
+    m.heartbeat(100, beat);
+    assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
+    let other = 1 - rw;
+    for t in [1000, 1250, 1500] {
+        m.heartbeat(t, hb(other, 2, vec![], vec![]));
+        m.check_workers(t + 50);
+        let copies = m.heartbeat(t + 100, hb(rw, 2, vec![], vec![])).copy_blocks;
+        assert!(copies.is_empty(), "{copies:?}");
+    }
+    let f = m.file("wordcount-1.out").unwrap();
+    assert_eq!((f.replication, f.under_replicated()), (Some(1), vec![]));
+    let mut again = Master::new(settings(2, 2));
+    again.restore(m.take_journal(), 1_002_000);
+    register_all(&mut again, 2, 2, held);
+    let f = again.file("wordcount-1.out").unwrap();
+    assert_eq!((f.replication, f.under_replicated()), (Some(1), vec![]));
+    let mut refused = JobSubmit::new(Workload::Wordcount, "f");
+    refused.output_replication = Some(3);
+    let e = m.submit(2000, 1_002_000, refused).unwrap_err().to_string();
+    assert!(e.contains("`output_replication` must be 1..=2"), "{e}");
+}
+
 #[test]
 fn a_restarted_master_lists_old_jobs_and_never_reuses_ids() {
     let mut m = cluster(2, 2, 2);
