@@ -86,8 +86,9 @@ pub struct MasterSettings {
     /// Where reduces run (`policy` resolves for the scheduler).
     pub reduce_placement: ReducePlacement,
     pub seed: u64,
-    /// Replicas of every reduce output block (`cluster.output_replication`,
-    /// else `cluster.replication`; capped by live workers).
+    /// Replicas of a reduce output block unless its job sets its own
+    /// (`cluster.output_replication`, else `cluster.replication`; capped
+    /// by live workers).
     pub replication: u32,
     /// The configured workers (rented instances join the roster later).
     pub workers: Vec<WorkerSettings>,

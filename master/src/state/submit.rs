@@ -68,11 +68,7 @@ impl Master {
         let Some(r) = spec.output_replication else {
             return Ok(());
         };
-        let data = self
-            .workers
-            .ids()
-            .filter(|&w| self.workers.settings(w).role.holds_data())
-            .count() as u32;
+        let data = self.data_workers();
         if r > data {
             return Err(MasterError::BadRequest(format!(
                 "`output_replication` must be 1..={data} (the workers that hold data) (got {r})"

@@ -401,13 +401,18 @@ impl Master {
         file: &str,
         replication: u32,
     ) -> Result<(), MasterError> {
-        let data = self
-            .workers
-            .ids()
-            .filter(|&w| self.workers.settings(w).role.holds_data())
-            .count() as u32;
+        let data = self.data_workers();
         self.storage
             .set_file_replication(file, replication, data, &mut self.journal)
+    }
+
+    /// How many workers of the roster hold data: the most replicas a file
+    /// or a job's output can have.
+    pub(super) fn data_workers(&self) -> u32 {
+        self.workers
+            .ids()
+            .filter(|&w| self.workers.settings(w).role.holds_data())
+            .count() as u32
     }
 
     /// Plans re-replication and trims (`Storage::plan_replication`).
