@@ -522,6 +522,7 @@ pub fn job_report() -> impl Strategy<Value = JobReport> {
         ),
         (
             option::of(name()),
+            option::of(1..=5u32),
             vec(task_record(), 0..3),
             vec(running, 0..2),
         ),
@@ -544,7 +545,7 @@ pub fn job_report() -> impl Strategy<Value = JobReport> {
                 (error, submit_unix_ms, start_ms, finish_ms, jct_ms),
                 (tasks, tasks_done, data_local, data_remote),
                 (bytes_local, bytes_remote, reduces, reduces_done, shuffle_bytes),
-                (output, attempts, running),
+                (output, output_replication, attempts, running),
                 (deadline_ms, deadline_met, budget, master_restarts, restart_reruns),
                 (backups, backups_won, decided_by),
             )| JobReport {
@@ -570,6 +571,7 @@ pub fn job_report() -> impl Strategy<Value = JobReport> {
                 reduces_done,
                 shuffle_bytes,
                 output,
+                output_replication,
                 attempts,
                 running,
                 deadline_ms,

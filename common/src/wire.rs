@@ -536,6 +536,10 @@ pub struct JobReport {
     /// The output file (jobs with reduces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// The replicas the output file is written and kept at (jobs with
+    /// output): the job's own `output_replication`, else the cluster's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_replication: Option<u32>,
     /// Every attempt that ended, successful or not, in end order.
     pub attempts: Vec<TaskRecord>,
     /// Attempts running now (with `attempts`: the live timeline).

@@ -172,6 +172,9 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
         seen["counters"]["data-local maps (DATA_LOCAL_MAPS)"],
         json!(report.data_local.to_string())
     );
+    // The output is written at the cluster's factor, 2, and the page names it.
+    assert_eq!(report.output_replication, Some(2));
+    assert_eq!(seen["counters"]["output"], json!("counts (2 replicas)"));
     // The page took the token out of the address bar.
     assert!(!seen["hash"].as_str().unwrap().contains("token"), "{seen}");
 

@@ -146,6 +146,16 @@ async fn output_replication_is_per_job(c: &support::LocalCluster) {
         .await
         .unwrap();
     assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+    assert_eq!(
+        r.output_replication,
+        Some(1),
+        "the report says the job's factor"
+    );
+    let text = ctl::ops::report::job_report(&r);
+    assert!(
+        text.contains("output file sorted-once (1 replica)"),
+        "{text}"
+    );
     let reference = verify::sort_reference(&read_file(c, "recs").await).unwrap();
     assert!(read_file(c, "sorted-once").await == reference);
     let held = |i: u32| {

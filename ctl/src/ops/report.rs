@@ -96,11 +96,14 @@ pub fn job_report(j: &JobReport) -> String {
     if j.reduces > 0 {
         let _ = writeln!(
             s,
-            "  reduces {}/{} done   shuffled {} MB   output file {}",
+            "  reduces {}/{} done   shuffled {} MB   output file {}{}",
             j.reduces_done,
             j.reduces,
             mb(j.shuffle_bytes),
-            j.output.as_deref().unwrap_or("-")
+            j.output.as_deref().unwrap_or("-"),
+            j.output_replication
+                .map(|n| format!(" ({n} {})", if n == 1 { "replica" } else { "replicas" }))
+                .unwrap_or_default()
         );
     }
     let _ = writeln!(

@@ -67,6 +67,7 @@ impl Master {
             reduces_done: j.counts.reduces_done,
             shuffle_bytes: j.counts.shuffle_bytes,
             output: j.output.clone(),
+            output_replication: j.output.as_ref().map(|_| self.output_factor(&j.spec)),
             data_local: j.counts.data_local,
             data_remote: j.counts.data_remote,
             bytes_local: j.counts.bytes_local,

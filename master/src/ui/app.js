@@ -342,7 +342,10 @@ function renderJob(r) {
       (r.running || []).length + " running"],
     ["JCT", r.jct_ms == null ? "running" : (r.jct_ms / 1000).toFixed(2) + " s"],
   ];
-  if (r.output) rows.push(["output", r.output]);
+  if (r.output) {
+    const n = r.output_replication;
+    rows.push(["output", n == null ? r.output : `${r.output} (${n} ${n === 1 ? "replica" : "replicas"})`]);
+  }
   const tb = $("counters").tBodies[0];
   tb.replaceChildren();
   for (const [k, v] of rows) {

@@ -32,6 +32,7 @@ pub(crate) fn unstarted_report(
         reduces_done: 0,
         shuffle_bytes: 0,
         output: None,
+        output_replication: None,
         data_local: 0,
         data_remote: 0,
         bytes_local: 0,

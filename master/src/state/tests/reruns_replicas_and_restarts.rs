@@ -351,7 +351,11 @@ fn a_jobs_output_replication_is_kept_and_survives_a_restart() {
     let mut beat = hb(rw, 2, vec![], vec![reduced(&red)]);
     beat.blocks = Some(held(rw));
     m.heartbeat(100, beat);
-    assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
+    let rep = m.report(id).unwrap();
+    assert_eq!(
+        (rep.state, rep.output_replication),
+        (JobState::Succeeded, Some(1))
+    );
     let other = 1 - rw;
     for t in [1000, 1250, 1500] {
         m.heartbeat(t, hb(other, 2, vec![], vec![]));
@@ -370,6 +374,11 @@ fn a_jobs_output_replication_is_kept_and_survives_a_restart() {
     refused.output_replication = Some(3);
     let e = m.submit(2000, 1_002_000, refused).unwrap_err().to_string();
     assert!(e.contains("`output_replication` must be 1..=2"), "{e}");
+    // Without its own, a job's output is written at the cluster's factor
+    // (2 here), and its report says so.
+    let plain = m.submit(2000, 1_002_000, JobSubmit::new(Workload::Wordcount, "f"));
+    let rep = m.report(plain.unwrap()).unwrap();
+    assert_eq!(rep.output_replication, Some(2), "{rep:?}");
 }
 
 #[test]
