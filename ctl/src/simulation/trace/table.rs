@@ -20,7 +20,7 @@ pub(super) fn write(
     let source = source(set, first)?;
     let mut table = format!(
         "# {} in the simulator\n\n{source}; {} workers{} x {} slots, replication {}, heartbeat {} ms{}; \
-         blocks placed {} per seed{}. Calibrated on `{}` (point {}): a map = {} + {} ms; a remote read adds {}; \
+         blocks placed {} per seed{}. Calibrated on `{}` (point {}{}): a map = {} + {} ms; a remote read adds {}; \
          a reduce {}. Mean (min-max) over {} seeds.\n\n\
          | point | jobs | maps | scheduler | mean JCT (s) | makespan (s) | remote maps | backups (won) | simulation (s) |\n|---|---|---|---|---|---|---|---|---|\n",
         spec.name,
@@ -63,6 +63,7 @@ pub(super) fn write(
         },
         calibration.display(),
         model.point,
+        made_at(calibration),
         match (shape.slot_rate_mbs, shape.task_time_s) {
             (Some(r), _) => format!("its block at {r} MB/s"),
             (None, Some(_)) => "its drawn compute".to_owned(),
@@ -95,6 +96,47 @@ pub(super) fn write(
         }
     }
     Ok(table)
+}
+
+/// ", made at <commit>" from the calibration folder's meta.json
+/// (`provenance.git_commit`, the first 8 digits; "with uncommitted
+/// changes" where `git_dirty`), or nothing where it does not say.
+fn made_at(calibration: &std::path::Path) -> String {
+    let meta = std::fs::read_to_string(calibration.join("meta.json")).ok();
+    let meta: Option<serde_json::Value> = meta.and_then(|t| serde_json::from_str(&t).ok());
+    let Some(p) = meta.as_ref().and_then(|m| m.get("provenance")) else {
+        return String::new();
+    };
+    let Some(commit) = p.get("git_commit").and_then(|c| c.as_str()) else {
+        return String::new();
+    };
+    let dirty = p.get("git_dirty").and_then(|d| d.as_bool()) == Some(true);
+    format!(
+        ", made at {}{}",
+        commit.get(..8).unwrap_or(commit),
+        if dirty {
+            " with uncommitted changes"
+        } else {
+            ""
+        }
+    )
+}
+
+#[cfg(test)]
+#[test]
+fn a_calibrations_commit_is_read_from_its_meta() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(made_at(dir.path()), "", "no meta.json: nothing said");
+    let meta = |v: &str| std::fs::write(dir.path().join("meta.json"), v).unwrap();
+    meta(r#"{"provenance": {"git_commit": "a03b08493063c6e3", "git_dirty": false}}"#);
+    assert_eq!(made_at(dir.path()), ", made at a03b0849");
+    meta(r#"{"provenance": {"git_commit": "a03b08493063c6e3", "git_dirty": true}}"#);
+    assert_eq!(
+        made_at(dir.path()),
+        ", made at a03b0849 with uncommitted changes"
+    );
+    meta(r#"{"models": []}"#);
+    assert_eq!(made_at(dir.path()), "");
 }
 
 /// One point and scheduler's row: mean (min-max) over its seeds.
