@@ -98,39 +98,7 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
     let browser = start_browser(&bin);
     let base = c.client.base().to_owned();
 
-    // Without a token: the login form, nothing else.
-    let mut anon = open(&browser, &format!("{base}/")).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let seen = seen(&mut anon).await.unwrap_or_default();
-        if seen["login"] == json!(true) {
-            assert!(seen["workers"].as_array().unwrap().is_empty(), "{seen}");
-            break;
-        }
-        assert!(Instant::now() < deadline, "no login form: {seen}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-
-    // A link with the administrator's token: refused, and out of the page.
-    let mut admin = open(&browser, &format!("{base}/#token={TOKEN}")).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let seen = seen(&mut admin).await.unwrap_or_default();
-        if seen["why"]
-            .as_str()
-            .is_some_and(|w| w.contains("admin role"))
-        {
-            assert_eq!(seen["login"], json!(true), "{seen}");
-            assert!(seen["workers"].as_array().unwrap().is_empty(), "{seen}");
-            assert!(!seen["hash"].as_str().unwrap().contains("token"), "{seen}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "an admin link was not refused: {seen}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    logins_are_guarded(&browser, &base).await;
 
     // With the read credential in the fragment, and the job selected.
     let url = format!("{base}/#token={READ}&job=job-{}", id.0);
@@ -194,6 +162,44 @@ async fn the_dashboard_shows_workers_jobs_and_the_timeline_in_a_browser() {
     screenshot(&mut cdp, "dashboard.png").await;
 
     running_attempts_are_drawn(&c, &browser, &base).await;
+}
+
+/// Without a token the page shows the login form and nothing else; a link
+/// with the administrator's token is refused and taken out of the address.
+async fn logins_are_guarded(browser: &Browser, base: &str) {
+    // Without a token: the login form, nothing else.
+    let mut anon = open(browser, &format!("{base}/")).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = seen(&mut anon).await.unwrap_or_default();
+        if seen["login"] == json!(true) {
+            assert!(seen["workers"].as_array().unwrap().is_empty(), "{seen}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no login form: {seen}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A link with the administrator's token: refused, and out of the page.
+    let mut admin = open(browser, &format!("{base}/#token={TOKEN}")).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = seen(&mut admin).await.unwrap_or_default();
+        if seen["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("admin role"))
+        {
+            assert_eq!(seen["login"], json!(true), "{seen}");
+            assert!(seen["workers"].as_array().unwrap().is_empty(), "{seen}");
+            assert!(!seen["hash"].as_str().unwrap().contains("token"), "{seen}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "an admin link was not refused: {seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A job that runs a while: its running attempts are drawn as they run,
