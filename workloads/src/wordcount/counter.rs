@@ -1,10 +1,14 @@
 //! The wordcount map's combiner: a word counter built for the cache.
 //!
-//! - An open-addressing table (linear probing, at most 5/8 full) of 24-byte
-//!   [`Slot`]s over one arena that holds each distinct word once, in the
-//!   order first seen: no allocation per word, no pointer to chase.
-//! - A slot holds its word's first 8 bytes: a word of up to 8 bytes (most
-//!   words of a text) is found and compared without reading the arena.
+//! - An open-addressing table (linear probing, at most 5/8 full) of 32-byte
+//!   [`Slot`]s, two to a cache line, over one arena that holds each distinct
+//!   word once, in the order first seen: no allocation per word, no pointer
+//!   to chase.
+//! - A slot holds its word's first 16 bytes: a word of up to 16 bytes (all
+//!   but a few words of a text) is found and compared without reading the
+//!   arena. (The layout before, 24-byte slots with 8 bytes of the word, a
+//!   quarter of them across two lines, counted 14-21% slower on dictionary
+//!   words of 2-14 letters, half of which read the arena.)
 //! - Words are read 8 bytes at a time straight from the block (over-reading
 //!   within it, masked), for the hash and the compare alike.
 //! - Word boundaries come from a mask of a text's space bytes, 64 at a time
@@ -30,11 +34,13 @@ pub(super) static SPACE: [bool; 256] = {
     t
 };
 
-/// One distinct word: its first 8 bytes (zero-padded), its length, where
-/// its bytes are in the arena, its count, and 32 bits of its hash.
+/// One distinct word: its first 16 bytes (zero-padded), its length, where
+/// its bytes are in the arena, its count, and 32 bits of its hash; 32
+/// bytes, aligned, so a slot never straddles two cache lines.
 #[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
 struct Slot {
-    first: u64,
+    first: [u64; 2],
     tag: u32,
     len: u32,
     at: u32,
@@ -85,21 +91,27 @@ fn load(buf: &[u8], at: usize, len: usize) -> u64 {
 
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// A word's first 8 bytes and its hash (8 bytes a step, multiply-rotate as
-/// FxHash, then mixed so both the top bits, the slot, and the low bits, the
-/// tag, depend on every byte). The words are the job's own input: a job
+/// A word's first 16 bytes and its hash (8 bytes a step, multiply-rotate
+/// as FxHash, then mixed so both the top bits, the slot, and the low bits,
+/// the tag, depend on every byte). The words are the job's own input: a job
 /// that floods its own table only slows itself.
 #[inline(always)]
-fn key(buf: &[u8], at: usize, len: usize) -> (u64, u64) {
-    let first = load(buf, at, len.min(8));
-    let mut h = (first ^ (len as u64).rotate_right(8)).wrapping_mul(K);
-    let mut off = 8;
+fn key(buf: &[u8], at: usize, len: usize) -> ([u64; 2], u64) {
+    let a = load(buf, at, len.min(8));
+    let b = if len > 8 {
+        load(buf, at + 8, (len - 8).min(8))
+    } else {
+        0
+    };
+    let mut h = (a ^ (len as u64).rotate_right(8)).wrapping_mul(K);
+    h = (h.rotate_left(5) ^ b).wrapping_mul(K);
+    let mut off = 16;
     while off < len {
         let x = load(buf, at + off, (len - off).min(8));
         h = (h.rotate_left(5) ^ x).wrapping_mul(K);
         off += 8;
     }
-    (first, (h ^ (h >> 32)).wrapping_mul(K))
+    ([a, b], (h ^ (h >> 32)).wrapping_mul(K))
 }
 
 #[inline(always)]
@@ -116,10 +128,10 @@ fn prefetch(slot: &Slot) {
     let _ = slot;
 }
 
-/// Words taken from a text and not counted yet: (offset, length, first 8
+/// Words taken from a text and not counted yet: (offset, length, first 16
 /// bytes, hash) each.
 struct Batch {
-    words: [(usize, usize, u64, u64); BATCH],
+    words: [(usize, usize, [u64; 2], u64); BATCH],
     k: usize,
     total: u64,
 }
@@ -172,7 +184,7 @@ impl WordCounter {
     /// bytes at a time from a mask of the space bytes ([`space_mask`]).
     pub fn add_words(&mut self, text: &[u8]) -> (u64, usize) {
         let mut b = Batch {
-            words: [(0, 0, 0, 0); BATCH],
+            words: [(0, 0, [0; 2], 0); BATCH],
             k: 0,
             total: 0,
         };
@@ -232,7 +244,7 @@ impl WordCounter {
 
     /// Counts the word `buf[at..at + len]` whose key is `(first, h)`.
     #[inline(always)]
-    fn add_keyed(&mut self, buf: &[u8], at: usize, len: usize, first: u64, h: u64) {
+    fn add_keyed(&mut self, buf: &[u8], at: usize, len: usize, first: [u64; 2], h: u64) {
         let tag = h as u32;
         let mask = self.slots.len() - 1;
         let mut i = (h >> self.shift) as usize;
@@ -251,8 +263,9 @@ impl WordCounter {
             if s.first == first
                 && s.tag == tag
                 && s.len as usize == len
-                && (len <= 8
-                    || self.arena[s.at as usize + 8..s.at as usize + len] == buf[at + 8..at + len])
+                && (len <= 16
+                    || self.arena[s.at as usize + 16..s.at as usize + len]
+                        == buf[at + 16..at + len])
             {
                 s.count += 1;
                 return;
