@@ -773,7 +773,8 @@ fn main() {
         .unwrap();
     // `BENCH_ONLY=nic|netns|sink|overhead|mapreduce|gib|default|tiny|lines|text|sequence|scale|tls|tls-sort|tls-providers`
     // runs those parts (a comma between several); `BENCH_SKIP` leaves
-    // some out (`make bench` runs `lines,text` as a part of its own).
+    // some out (`make bench` runs `mapreduce,gib,sequence` and `lines,text`
+    // as parts of their own).
     let only = std::env::var("BENCH_ONLY").ok();
     let skip = std::env::var("BENCH_SKIP").unwrap_or_default();
     let run = |part: &str| {
