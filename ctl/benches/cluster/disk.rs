@@ -20,6 +20,8 @@ pub fn device(dir: &Path) -> Option<PathBuf> {
 /// A device's counters at one moment, or their growth over a span.
 #[derive(Clone, Copy, Debug)]
 pub struct Counters {
+    /// Bytes read (512-byte sectors, whatever the device's own size).
+    pub read: u64,
     /// Bytes written (512-byte sectors, whatever the device's own size).
     pub written: u64,
     /// Milliseconds the device had a request in flight.
@@ -30,6 +32,7 @@ impl Counters {
     /// What grew from `earlier` to these.
     pub fn since(&self, earlier: &Counters) -> Counters {
         Counters {
+            read: self.read.saturating_sub(earlier.read),
             written: self.written.saturating_sub(earlier.written),
             busy_ms: self.busy_ms.saturating_sub(earlier.busy_ms),
         }
@@ -44,9 +47,49 @@ pub fn counters(stat: &Path) -> Option<Counters> {
         .map(|x| x.parse().ok())
         .collect::<Option<_>>()?;
     Some(Counters {
+        read: *f.get(2)? * 512,
         written: *f.get(6)? * 512,
         busy_ms: *f.get(9)?,
     })
+}
+
+/// Bytes of the file at `path` in the page cache now (`mincore(2)` over a
+/// read-only mapping of it, as `fincore(1)` counts); 0 for an empty or
+/// unreadable file.
+pub fn cached_bytes(path: &Path) -> u64 {
+    use std::os::fd::AsRawFd;
+    let Ok(file) = std::fs::File::open(path) else {
+        return 0;
+    };
+    let len = file.metadata().map_or(0, |m| m.len()) as usize;
+    if len == 0 {
+        return 0;
+    }
+    // SAFETY: the mapping is read-only, of a file open for the call, and
+    // unmapped before returning; mincore writes one byte per page of it
+    // into a vector of that many bytes.
+    unsafe {
+        let at = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        );
+        if at == libc::MAP_FAILED {
+            return 0;
+        }
+        let page = libc::sysconf(libc::_SC_PAGESIZE).max(1) as usize;
+        let mut resident = vec![0u8; len.div_ceil(page)];
+        let ok = libc::mincore(at, len, resident.as_mut_ptr()) == 0;
+        libc::munmap(at, len);
+        if !ok {
+            return 0;
+        }
+        let pages = resident.iter().filter(|&&b| b & 1 == 1).count();
+        ((pages * page) as u64).min(len as u64)
+    }
 }
 
 /// Bytes per second of `bytes` written into a new file in `dir` with

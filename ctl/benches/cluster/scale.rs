@@ -14,8 +14,10 @@ use super::*;
 /// (`workers.pretouch_mb = 0`), then workers with the default's (`"auto"`:
 /// 1 GiB each where the machine has the memory), then the same with
 /// output written once instead of twice. Prints each
-/// job's time with the dirty pages and pooled buffers it started with and,
-/// per workload and cluster, slowest / fastest (target <= 1.25).
+/// job's time with the dirty pages, pooled buffers and share of its input
+/// in the page cache it started with, and what the disk read during it;
+/// per workload and cluster, slowest / fastest (target <= 1.25) and what
+/// the slowest job found in the page cache and read from the disk.
 pub(super) async fn sequence_bench() {
     use support::lines::{self, Keys};
     let dir = tempfile::tempdir().unwrap();
@@ -126,7 +128,8 @@ pub(super) async fn run_sequences(
         .into_iter()
         .cycle()
         .take(4);
-    let mut times: Vec<(Workload, f64)> = Vec::new();
+    // (workload, seconds, share of its input cached, bytes the disk read)
+    let mut times: Vec<(Workload, f64, f64, Option<u64>)> = Vec::new();
     let mut outputs = Vec::new();
     for (sequence, jobs, gap) in [
         (
@@ -155,6 +158,10 @@ pub(super) async fn run_sequences(
             // What the node carries into the job: dirty and in-writeback
             // pages, free pooled buffers.
             let (dirty, pooled) = (dirty_bytes(), workloads::pool::held());
+            // How much of its input's replicas the page cache holds, and
+            // what the store's disk reads while it runs.
+            let (stat, cached) = input_residency(cl, input).await;
+            let reads = stat.as_deref().and_then(super::disk::counters);
             let cpu = cpu_ticks();
             let t = Instant::now();
             let id = cl.client.submit(&job).await.unwrap();
@@ -162,7 +169,12 @@ pub(super) async fn run_sequences(
             assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
             let secs = t.elapsed().as_secs_f64();
             let (busy, steal) = cpu_ticks().since(cpu);
-            times.push((workload, secs));
+            let read = stat
+                .as_deref()
+                .and_then(super::disk::counters)
+                .zip(reads)
+                .map(|(after, before)| after.since(&before).read);
+            times.push((workload, secs, cached, read));
             outputs.push(out);
             let of =
                 |k: common::wire::TaskKind| r.attempts.iter().filter(move |a| a.ok && a.kind == k);
@@ -174,14 +186,16 @@ pub(super) async fn run_sequences(
                 .map(|a| a.end_ms - a.start_ms)
                 .max();
             line.push(format!(
-                "{workload} {secs:.2} s [maps done {:.2} s, a map {:.2} s on average; longest reduce {:.2} s; CPU busy {:.0}%, stolen {:.1}%; dirty {:.0} MB, pooled {:.0} MB at its start]",
+                "{workload} {secs:.2} s [maps done {:.2} s, a map {:.2} s on average; longest reduce {:.2} s; CPU busy {:.0}%, stolen {:.1}%; dirty {:.0} MB, pooled {:.0} MB, input {:.0}% in the page cache at its start; {} read from the disk]",
                 maps_done.unwrap_or(0) as f64 / 1e3,
                 map_ms.iter().sum::<u64>() as f64 / map_ms.len().max(1) as f64 / 1e3,
                 reduce_ms.unwrap_or(0) as f64 / 1e3,
                 busy * 100.0,
                 steal * 100.0,
                 dirty as f64 / 1e6,
-                pooled as f64 / 1e6
+                pooled as f64 / 1e6,
+                cached * 100.0,
+                read.map_or("nothing known".into(), |b| format!("{:.0} MB", b as f64 / 1e6))
             ));
         }
         println!("     {sequence}:\n       {}", line.join("\n       "));
@@ -190,19 +204,33 @@ pub(super) async fn run_sequences(
         cl.client.delete_file(out).await.unwrap();
     }
     for w in [Workload::Sort, Workload::Wordcount] {
-        let ts: Vec<f64> = times
-            .iter()
-            .filter(|(x, _)| *x == w)
-            .map(|(_, t)| *t)
-            .collect();
-        let (lo, hi) = ts
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(lo, hi), t| (lo.min(*t), hi.max(*t)));
+        let ts: Vec<_> = times.iter().filter(|j| j.0 == w).collect();
+        let lo = ts.iter().map(|j| j.1).fold(f64::MAX, f64::min);
+        let slowest = ts.iter().max_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
+        let hi = slowest.1;
         println!(
-            "     {w}: slowest / fastest of {} runs {:.2} (target <= 1.25)",
+            "     {w}: slowest / fastest of {} runs {:.2} (target <= 1.25); the slowest had {:.0}% of its input in the page cache and read {:.0} MB from the disk",
             ts.len(),
-            hi / lo
+            hi / lo,
+            slowest.2 * 100.0,
+            slowest.3.unwrap_or(0) as f64 / 1e6
         );
+        record(
+            &format!("{id}.{w}.slowest_cached"),
+            &format!("{what}: {w}, the slowest run's input in the page cache at its start"),
+            slowest.2,
+            "share",
+            "",
+        );
+        if let Some(read) = slowest.3 {
+            record(
+                &format!("{id}.{w}.slowest_read_mb"),
+                &format!("{what}: {w}, what the disk read during the slowest run"),
+                read as f64 / 1e6,
+                "MB",
+                "",
+            );
+        }
         record(
             &format!("{id}.{w}.spread"),
             &format!("{what}: {w}, slowest / fastest of {} runs", ts.len()),
@@ -211,6 +239,27 @@ pub(super) async fn run_sequences(
             "<= 1.25",
         );
     }
+}
+
+/// The stat file of the disk holding `name`'s blocks (None where the
+/// kernel has none), and the share of its replicas' bytes the page cache
+/// holds now.
+async fn input_residency(
+    cl: &support::LocalCluster,
+    name: &str,
+) -> (Option<std::path::PathBuf>, f64) {
+    let f = cl.client.file(name).await.unwrap();
+    let (mut cached, mut total, mut stat) = (0u64, 0u64, None);
+    for (i, reps) in f.replicas.iter().enumerate() {
+        let id = BlockId::for_file(name, i as u32).unwrap();
+        for w in cl.workers.iter().filter(|w| reps.contains(&w.name)) {
+            let path = w.store.data_path(&id);
+            stat = stat.or_else(|| path.parent().and_then(super::disk::device));
+            cached += super::disk::cached_bytes(&path);
+            total += std::fs::metadata(&path).map_or(0, |m| m.len());
+        }
+    }
+    (stat, cached as f64 / total.max(1) as f64)
 }
 
 /// The machine's CPU time so far, in clock ticks of all CPUs together
