@@ -527,8 +527,10 @@ const VERSUS: [(Generator, &str, Workload, &str, f64); 2] = [
 ];
 
 /// Loads `blocks` blocks of `block_size` with each generator of [`VERSUS`]
-/// (`replication` replicas each), runs the job (best of `rounds`, `reduces` reduces) and the coreutils
-/// command on the same bytes, and prints both and their ratio.
+/// (`replication` replicas each), runs the job `rounds` times (`reduces`
+/// reduces; the best is compared, the median and slowest / fastest are
+/// recorded beside it) and the coreutils command on the same bytes, and
+/// prints both and their ratio.
 #[allow(clippy::too_many_arguments)]
 async fn versus_coreutils(
     section: &str,
@@ -557,34 +559,8 @@ async fn versus_coreutils(
         .await;
         let file = dir.join(format!("{name}.input"));
         let bytes = dump_file(cl, name, &file).await as f64;
-        let mut ours = f64::MAX;
-        let mut shares: Vec<u64> = Vec::new();
-        for round in 0..rounds {
-            let mut job = JobSubmit::new(workload, name);
-            job.reduces = Some(reduces);
-            job.output = Some(format!("{name}-out{round}"));
-            let t = Instant::now();
-            let id = cl.client.submit(&job).await.unwrap();
-            let r = cl.client.wait_job(id).await.unwrap();
-            assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
-            let secs = t.elapsed().as_secs_f64();
-            if secs < ours {
-                ours = secs;
-                shares = reduce_inputs(&r);
-            }
-            if std::env::var_os("BENCH_DETAIL").is_some() {
-                for a in &r.attempts {
-                    println!(
-                        "      {:?} task {} on {}: {} -> {} ms",
-                        a.kind, a.task, a.worker, a.start_ms, a.end_ms
-                    );
-                }
-            }
-            cl.client
-                .delete_file(&format!("{name}-out{round}"))
-                .await
-                .unwrap();
-        }
+        let (times, shares) = run_rounds(cl, name, workload, reduces, rounds).await;
+        let ours = times[0];
         let theirs = time_shell(cmd, &file);
         let _ = std::fs::remove_file(&file);
         let _ = std::fs::remove_file(file.with_extension("reference-out"));
@@ -637,6 +613,25 @@ async fn versus_coreutils(
             "x",
             &format!(">= {target}"),
         );
+        if rounds > 1 {
+            let n = times.len();
+            record(
+                &format!("{id}.median_s"),
+                &format!("{what}: job, median of {n} runs"),
+                times[n / 2],
+                "s",
+                "",
+            );
+            // The steadiness target, where there are runs enough.
+            let target = if n >= 5 { "<= 1.25" } else { "" };
+            record(
+                &format!("{id}.spread"),
+                &format!("{what}: job, slowest / fastest of {n} runs"),
+                times[n - 1] / times[0],
+                "x",
+                target,
+            );
+        }
         let bound = 1.1 / shares.len().max(1) as f64;
         record(
             &format!("{id}.largest_reduce"),
@@ -646,6 +641,63 @@ async fn versus_coreutils(
             &format!("<= {bound:.3}"),
         );
     }
+}
+
+/// Runs `rounds` jobs of `workload` over `name` one after another (each
+/// output deleted after it), printing each one's time, the share of its
+/// input's replicas in the page cache at its start and what the disk read
+/// during it. Returns the times, sorted, and the fastest job's reduce
+/// inputs.
+async fn run_rounds(
+    cl: &support::LocalCluster,
+    name: &str,
+    workload: Workload,
+    reduces: u32,
+    rounds: u32,
+) -> (Vec<f64>, Vec<u64>) {
+    let mut times = Vec::new();
+    let mut shares: Vec<u64> = Vec::new();
+    for round in 0..rounds {
+        let mut job = JobSubmit::new(workload, name);
+        job.reduces = Some(reduces);
+        job.output = Some(format!("{name}-out{round}"));
+        let (stat, cached) = scale::input_residency(cl, name).await;
+        let before = stat.as_deref().and_then(disk::counters);
+        let t = Instant::now();
+        let id = cl.client.submit(&job).await.unwrap();
+        let r = cl.client.wait_job(id).await.unwrap();
+        assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
+        let secs = t.elapsed().as_secs_f64();
+        let read = stat
+            .as_deref()
+            .and_then(disk::counters)
+            .zip(before)
+            .map(|(after, before)| after.since(&before).read as f64 / 1e6);
+        println!(
+            "      {workload} run {}: {secs:.2} s (input {:.0}% in the page cache at its start, {} MB read from the disk)",
+            round + 1,
+            cached * 100.0,
+            read.map_or("?".into(), |mb| format!("{mb:.0}"))
+        );
+        if times.iter().all(|&t| secs < t) {
+            shares = reduce_inputs(&r);
+        }
+        times.push(secs);
+        if std::env::var_os("BENCH_DETAIL").is_some() {
+            for a in &r.attempts {
+                println!(
+                    "      {:?} task {} on {}: {} -> {} ms",
+                    a.kind, a.task, a.worker, a.start_ms, a.end_ms
+                );
+            }
+        }
+        cl.client
+            .delete_file(&format!("{name}-out{round}"))
+            .await
+            .unwrap();
+    }
+    times.sort_by(f64::total_cmp);
+    (times, shares)
 }
 
 /// Section 4: sort and wordcount jobs (a map machine and a reduce machine,
@@ -677,9 +729,10 @@ async fn gib_bench() {
     let dir = tempfile::tempdir().unwrap();
     let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
     println!(
-        "5. 1 GiB (16 x 64 MiB blocks) on 2 workers x 1 slot, unlimited NICs, 2 reduces, output and its replica written"
+        "5. 1 GiB (16 x 64 MiB blocks) on 2 workers x 1 slot, unlimited NICs, 2 reduces, output and its replica written; five runs of each job on one cluster"
     );
-    versus_coreutils("gib", &cl, dir.path(), 16, 64 << 20, 2, 1, 2).await;
+    // Five runs each: the steadiness on one cluster, and its best.
+    versus_coreutils("gib", &cl, dir.path(), 16, 64 << 20, 2, 5, 2).await;
 }
 
 /// Section 6: a 1 GiB sort on `make cluster`'s shape.

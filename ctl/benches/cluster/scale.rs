@@ -244,7 +244,7 @@ pub(super) async fn run_sequences(
 /// The stat file of the disk holding `name`'s blocks (None where the
 /// kernel has none), and the share of its replicas' bytes the page cache
 /// holds now.
-async fn input_residency(
+pub(super) async fn input_residency(
     cl: &support::LocalCluster,
     name: &str,
 ) -> (Option<std::path::PathBuf>, f64) {
