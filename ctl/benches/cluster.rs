@@ -661,22 +661,17 @@ async fn run_rounds(
         let mut job = JobSubmit::new(workload, name);
         job.reduces = Some(reduces);
         job.output = Some(format!("{name}-out{round}"));
-        let (stat, cached) = scale::input_residency(cl, name).await;
-        let before = stat.as_deref().and_then(disk::counters);
+        let watch = scale::InputWatch::start(cl, name).await;
         let t = Instant::now();
         let id = cl.client.submit(&job).await.unwrap();
         let r = cl.client.wait_job(id).await.unwrap();
         assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
         let secs = t.elapsed().as_secs_f64();
-        let read = stat
-            .as_deref()
-            .and_then(disk::counters)
-            .zip(before)
-            .map(|(after, before)| after.since(&before).read as f64 / 1e6);
+        let read = watch.read().map(|b| b as f64 / 1e6);
         println!(
             "      {workload} run {}: {secs:.2} s (input {:.0}% in the page cache at its start, {} MB read from the disk)",
             round + 1,
-            cached * 100.0,
+            watch.cached * 100.0,
             read.map_or("?".into(), |mb| format!("{mb:.0}"))
         );
         if times.iter().all(|&t| secs < t) {

@@ -160,8 +160,7 @@ pub(super) async fn run_sequences(
             let (dirty, pooled) = (dirty_bytes(), workloads::pool::held());
             // How much of its input's replicas the page cache holds, and
             // what the store's disk reads while it runs.
-            let (stat, cached) = input_residency(cl, input).await;
-            let reads = stat.as_deref().and_then(super::disk::counters);
+            let watch = InputWatch::start(cl, input).await;
             let cpu = cpu_ticks();
             let t = Instant::now();
             let id = cl.client.submit(&job).await.unwrap();
@@ -169,12 +168,8 @@ pub(super) async fn run_sequences(
             assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
             let secs = t.elapsed().as_secs_f64();
             let (busy, steal) = cpu_ticks().since(cpu);
-            let read = stat
-                .as_deref()
-                .and_then(super::disk::counters)
-                .zip(reads)
-                .map(|(after, before)| after.since(&before).read);
-            times.push((workload, secs, cached, read));
+            let read = watch.read();
+            times.push((workload, secs, watch.cached, read));
             outputs.push(out);
             let of =
                 |k: common::wire::TaskKind| r.attempts.iter().filter(move |a| a.ok && a.kind == k);
@@ -194,7 +189,7 @@ pub(super) async fn run_sequences(
                 steal * 100.0,
                 dirty as f64 / 1e6,
                 pooled as f64 / 1e6,
-                cached * 100.0,
+                watch.cached * 100.0,
                 read.map_or("nothing known".into(), |b| format!("{:.0} MB", b as f64 / 1e6))
             ));
         }
@@ -241,25 +236,41 @@ pub(super) async fn run_sequences(
     }
 }
 
-/// The stat file of the disk holding `name`'s blocks (None where the
-/// kernel has none), and the share of its replicas' bytes the page cache
-/// holds now.
-pub(super) async fn input_residency(
-    cl: &support::LocalCluster,
-    name: &str,
-) -> (Option<std::path::PathBuf>, f64) {
-    let f = cl.client.file(name).await.unwrap();
-    let (mut cached, mut total, mut stat) = (0u64, 0u64, None);
-    for (i, reps) in f.replicas.iter().enumerate() {
-        let id = BlockId::for_file(name, i as u32).unwrap();
-        for w in cl.workers.iter().filter(|w| reps.contains(&w.name)) {
-            let path = w.store.data_path(&id);
-            stat = stat.or_else(|| path.parent().and_then(super::disk::device));
-            cached += super::disk::cached_bytes(&path);
-            total += std::fs::metadata(&path).map_or(0, |m| m.len());
+/// A job's input as the job found it: the share of its replicas' bytes in
+/// the page cache at its start, and the counters of the disk holding them
+/// then (None where the kernel has none), to tell what the disk read since.
+pub(super) struct InputWatch {
+    pub cached: f64,
+    stat: Option<std::path::PathBuf>,
+    before: Option<super::disk::Counters>,
+}
+
+impl InputWatch {
+    pub(super) async fn start(cl: &support::LocalCluster, name: &str) -> InputWatch {
+        let f = cl.client.file(name).await.unwrap();
+        let (mut cached, mut total, mut stat) = (0u64, 0u64, None);
+        for (i, reps) in f.replicas.iter().enumerate() {
+            let id = BlockId::for_file(name, i as u32).unwrap();
+            for w in cl.workers.iter().filter(|w| reps.contains(&w.name)) {
+                let path = w.store.data_path(&id);
+                stat = stat.or_else(|| path.parent().and_then(super::disk::device));
+                cached += super::disk::cached_bytes(&path);
+                total += std::fs::metadata(&path).map_or(0, |m| m.len());
+            }
+        }
+        let before = stat.as_deref().and_then(super::disk::counters);
+        InputWatch {
+            cached: cached as f64 / total.max(1) as f64,
+            stat,
+            before,
         }
     }
-    (stat, cached as f64 / total.max(1) as f64)
+
+    /// Bytes the disk read since the start.
+    pub(super) fn read(&self) -> Option<u64> {
+        let now = self.stat.as_deref().and_then(super::disk::counters)?;
+        Some(now.since(&self.before?).read)
+    }
 }
 
 /// The machine's CPU time so far, in clock ticks of all CPUs together
