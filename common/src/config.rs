@@ -191,9 +191,17 @@ pub struct WorkerDefaults {
     /// fresh worker, and a job after a pause, then run on memory as warm as
     /// the jobs between them. 0 = none (buffers come and go with the load);
     /// `"auto"` (default): 1 GiB within a quarter of the memory available
-    /// to the workers of the machine ([`Pretouch::bytes`]).
+    /// to the workers of the machine ([`MbOrAuto::pretouch_bytes`]).
     #[serde(default)]
-    pub pretouch_mb: Pretouch,
+    pub pretouch_mb: MbOrAuto,
+    /// Blocks, in MB, a worker keeps mapped into its memory and locked
+    /// there, the least recently used leaving first, as HDFS's centralized
+    /// cache (`dfs.datanode.max.locked.memory`): a job after a pause finds
+    /// its input in memory on a machine that pages idle file pages out.
+    /// 0 = none; `"auto"` (default): a quarter of the memory available to
+    /// the workers of the machine ([`MbOrAuto::block_cache_bytes`]).
+    #[serde(default)]
+    pub block_cache_mb: MbOrAuto,
     /// ssh/scp options for every worker with a `host`, e.g.
     /// `["-i", "/home/me/.ssh/testbed"]` (BatchMode is always on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -212,7 +220,8 @@ impl Default for WorkerDefaults {
             min_free_mb: defaults::min_free_mb(),
             shuffle_memory_mb: defaults::shuffle_memory_mb(),
             reduce_memory_mb: defaults::reduce_memory_mb(),
-            pretouch_mb: Pretouch::Auto,
+            pretouch_mb: MbOrAuto::Auto,
+            block_cache_mb: MbOrAuto::Auto,
             ssh_options: Vec::new(),
         }
     }
@@ -853,10 +862,10 @@ impl TomlFile for ClusterConfig {
     }
 }
 
-pub mod pretouch;
+pub mod memory;
 mod tls;
 
-pub use pretouch::{available_memory, Pretouch};
+pub use memory::{available_memory, MbOrAuto};
 
 #[cfg(test)]
 mod tests;

@@ -49,7 +49,7 @@ mod tls;
 #[path = "cluster/tls_providers.rs"]
 mod tls_providers;
 use lines::{anyones_records_bench, text_lines_bench};
-use scale::{linear_cost_bench, sequence_bench};
+use scale::{gib_bench, linear_cost_bench, sequence_bench};
 
 /// Starts `k` concurrent fetches of `size` bytes (fetch(i) returns the
 /// seconds reader i took) and prints aggregate / C and each reader / (C/k);
@@ -716,18 +716,6 @@ async fn mapreduce_bench() {
     // The reduce machine has 2 slots: 2 reduces use both cores.
     // One worker holds data: one replica.
     versus_coreutils("mapreduce", &cl, dir.path(), 16, 8_000_000, 2, 2, 1).await;
-}
-
-/// Section 5: 1 GiB on 2 workers x 1 slot (both map and reduce), output
-/// and its replica written.
-async fn gib_bench() {
-    let dir = tempfile::tempdir().unwrap();
-    let cl = support::start_cluster(dir.path(), TOKEN, 1, &[None, None], 100).await;
-    println!(
-        "5. 1 GiB (16 x 64 MiB blocks) on 2 workers x 1 slot, unlimited NICs, 2 reduces, output and its replica written; five runs of each job on one cluster"
-    );
-    // Five runs each: the steadiness on one cluster, and its best.
-    versus_coreutils("gib", &cl, dir.path(), 16, 64 << 20, 2, 5, 2).await;
 }
 
 /// Section 6: a 1 GiB sort on `make cluster`'s shape.

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use workloads::Workload;
 
 mod tmpfs;
+mod worker_memory;
 use tmpfs::Tmpfs;
 
 const TOKEN: &str = "fault-token";
@@ -783,101 +784,4 @@ async fn a_full_disk_costs_the_attempt_not_the_job() {
         assert!(Instant::now() < deadline, "w2 never got a task back");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// `workers.pretouch_mb` on worker processes: each faults its buffers in
-/// before it registers (resident from the start, shown as free pooled
-/// bytes), a job takes and returns them, and they are still kept after it.
-/// `"auto"` faults in each worker's share of the machine. A value past the
-/// machine's available memory stops the worker at start with an error
-/// naming the key, instead of ending in the OOM killer.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pretouched_buffers_are_resident_from_the_start_and_kept() {
-    // 150 MB: three 64 MiB buffers.
-    const KEPT: f64 = (3u64 << 26) as f64;
-    let c = start(2, "pretouch_mb = 150").await;
-    let free = |wm: &str, name: &str| -> f64 {
-        let key = format!("mrtb_worker_buffer_pool_free_bytes{{worker=\"{name}\"}} ");
-        let line = wm.lines().find(|l| l.starts_with(&key));
-        line.and_then(|l| l[key.len()..].trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {key} in {wm}"))
-    };
-    let scrape = |client: MasterClient, url: String| async move {
-        let resp = client
-            .http()
-            .get(format!("{url}/metrics"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 200);
-        resp.text().await.unwrap()
-    };
-    let procs = pids(&c.cfg);
-    for w in &c.cfg.worker {
-        let wm = scrape(c.client.clone(), format!("http://{}", w.listen)).await;
-        assert_eq!(free(&wm, &w.name), KEPT, "{}", w.name);
-        let pid = procs.iter().find(|(n, _)| *n == w.name).unwrap().1;
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let rss_kb: f64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap();
-        assert!(
-            rss_kb * 1024.0 >= KEPT,
-            "{}: resident {rss_kb} kB, less than the buffers faulted in",
-            w.name
-        );
-    }
-    // A sort's 2 MB blocks take pooled buffers and give them back.
-    load(&c.client, "recs", Generator::Records, 4, 2_000_000, 3).await;
-    let mut job = JobSubmit::new(Workload::Sort, "recs");
-    job.reduces = Some(2);
-    let id = c.client.submit(&job).await.unwrap();
-    let r = c.client.wait_job(id).await.unwrap();
-    assert_eq!(r.state, JobState::Succeeded, "{r:?}");
-    for w in &c.cfg.worker {
-        let wm = scrape(c.client.clone(), format!("http://{}", w.listen)).await;
-        assert!(free(&wm, &w.name) >= KEPT, "{}: {wm}", w.name);
-    }
-    drop(c);
-
-    // "auto", the default but for scratch clusters: each of the two
-    // workers sharing this machine faults in up to 1 GiB, in whole 64 MiB
-    // buffers, and no less than its share of what is available now.
-    let c = start(2, "pretouch_mb = \"auto\"").await;
-    let floor = common::config::Pretouch::Auto.bytes(common::config::available_memory(), 2);
-    for w in &c.cfg.worker {
-        let got = free(
-            &scrape(c.client.clone(), format!("http://{}", w.listen)).await,
-            &w.name,
-        );
-        assert!(
-            got > 0.0
-                && got >= floor as f64
-                && got <= (1u64 << 30) as f64
-                && got % (1u64 << 26) as f64 == 0.0,
-            "{}: {got} bytes faulted in, at least {floor} expected",
-            w.name
-        );
-    }
-    drop(c);
-
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), 2, "", "pretouch_mb = 1000000000");
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    let out = Command::new(bin.join("worker"))
-        .arg("--config")
-        .arg(&cfg.path)
-        .args(["--name", "w1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(
-        err.contains("workers.pretouch_mb = 1000000000 is more than")
-            && err.contains("MB of memory available"),
-        "{err}"
-    );
 }

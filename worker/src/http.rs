@@ -681,6 +681,7 @@ async fn metrics(State(ctx): State<Arc<Served>>) -> Response {
         reduce_spilled: ctx.shuffle.reduce_spilled(),
         replicas: &ctx.replicas,
         outcomes: ctx.slots.outcomes(),
+        cache: ctx.store.cache_stats(),
     });
     Response::builder()
         .header(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)

@@ -69,6 +69,8 @@ pub struct WorkerOptions {
     pub reduce_memory_bytes: u64,
     /// Task buffers faulted in at start and kept (`workers.pretouch_mb`).
     pub pretouch_bytes: u64,
+    /// Blocks kept mapped and locked (`workers.block_cache_mb`).
+    pub block_cache_bytes: u64,
     /// The secrets per role (`[credentials]`) besides `token`: the
     /// worker sends the worker role's and accepts each for its routes.
     pub credentials: common::credentials::CredentialsSection,
@@ -132,6 +134,7 @@ impl WorkerOptions {
             shuffle_memory_bytes: cfg.workers.shuffle_memory_mb.saturating_mul(1_000_000),
             reduce_memory_bytes: cfg.workers.reduce_memory_mb.saturating_mul(1_000_000),
             pretouch_bytes: cfg.pretouch_bytes(&w.name, common::config::available_memory()),
+            block_cache_bytes: cfg.block_cache_bytes(&w.name, common::config::available_memory()),
             credentials: cfg.credentials.clone(),
             config_path: (!cfg.path.as_os_str().is_empty()).then(|| cfg.path.clone()),
             tls: None,
@@ -249,6 +252,22 @@ async fn pretouch(name: &str, bytes: u64) -> anyhow::Result<usize> {
     Ok(made)
 }
 
+/// Starts the block cache (`workers.block_cache_mb`); refuses more than
+/// the machine has available, which locking would take from everything else.
+fn start_block_cache(opts: &WorkerOptions, store: &Arc<store::BlockStore>) -> anyhow::Result<()> {
+    if let Some(avail) = common::config::available_memory() {
+        anyhow::ensure!(
+            opts.block_cache_bytes < avail,
+            "worker {}: workers.block_cache_mb = {} is more than the {} MB of memory available on this machine",
+            opts.name,
+            opts.block_cache_bytes / 1_000_000,
+            avail / 1_000_000
+        );
+    }
+    store.start_cache(opts.block_cache_bytes);
+    Ok(())
+}
+
 /// The map output and spill directories, emptied: map output of an
 /// earlier life is useless (the master forgot those attempts), and spill
 /// files are anonymous.
@@ -284,6 +303,7 @@ pub async fn start(opts: WorkerOptions) -> anyhow::Result<WorkerHandle> {
         )
     })?);
     let (shuffle_root, spill_dir) = fresh_task_dirs(&opts)?;
+    start_block_cache(&opts, &store)?;
     let pretouched = if opts.pretouch_bytes > 0 {
         pretouch(&opts.name, opts.pretouch_bytes).await?
     } else {
@@ -460,18 +480,18 @@ fn watch_credentials(
 
 #[cfg(test)]
 mod tests {
-    use common::config::{pretouch, ClusterConfig};
+    use common::config::{memory, ClusterConfig};
 
     /// `"auto"` is sized from the pool's figures, which `common` cannot
     /// name: its cap is the free bytes a warm pool keeps, in its buffers.
     #[test]
     fn auto_pretouch_is_the_pools_free_limit_in_its_buffers() {
         assert_eq!(
-            pretouch::AUTO_CAP_BYTES,
+            memory::AUTO_CAP_BYTES,
             workloads::pool::DEFAULT_LIMIT as u64
         );
         assert_eq!(
-            pretouch::AUTO_PIECE_BYTES,
+            memory::AUTO_PIECE_BYTES,
             workloads::pool::PRETOUCH_PIECE as u64
         );
     }

@@ -102,6 +102,8 @@ pub struct Snapshot<'a> {
     pub reduce_spilled: u64,
     pub replicas: &'a Replicas,
     pub outcomes: &'a Outcomes,
+    /// What the block cache holds (`workers.block_cache_mb`).
+    pub cache: crate::store::CacheStats,
 }
 
 /// The OpenMetrics text of this worker's metrics now.
@@ -208,6 +210,7 @@ pub fn encode(s: &Snapshot<'_>) -> String {
         );
     }
     register_blocking_pool(&mut r);
+    register_block_cache(&mut r, &s.cache);
     let scrubbed = Counter::<u64>::default();
     scrubbed.inc_by(s.replicas.scrubbed_bytes.load(Ordering::Relaxed));
     r.register_with_unit(
@@ -287,5 +290,41 @@ fn register_blocking_pool(r: &mut Registry) {
         "blocking_threads",
         "This process's blocking-pool threads: idle (kept for reuse) or busy",
         threads,
+    );
+}
+
+/// The block cache's budget, what it holds, what of that is locked, and
+/// the blocks it let go to make room.
+fn register_block_cache(r: &mut Registry, c: &crate::store::CacheStats) {
+    for (name, help, v) in [
+        (
+            "block_cache_budget",
+            "Bytes of blocks this worker may keep mapped and locked (workers.block_cache_mb)",
+            c.budget,
+        ),
+        (
+            "block_cache_held",
+            "Bytes of blocks this worker keeps mapped, their pages faulted in",
+            c.bytes,
+        ),
+        (
+            "block_cache_locked",
+            "Bytes of the blocks held that are locked in memory (mlock)",
+            c.locked_bytes,
+        ),
+    ] {
+        let g = Gauge::<i64>::default();
+        g.set(v as i64);
+        r.register_with_unit(name, help, Unit::Bytes, g);
+    }
+    let g = Gauge::<i64>::default();
+    g.set(c.blocks as i64);
+    r.register("block_cache_blocks", "Blocks this worker keeps mapped", g);
+    let evicted = Counter::<u64>::default();
+    evicted.inc_by(c.evictions);
+    r.register(
+        "block_cache_evictions",
+        "Blocks the block cache let go, least recently used first, to make room",
+        evicted,
     );
 }

@@ -27,7 +27,7 @@ pub async fn copy_block(
             c.drop_if_damaged(&e);
             e.to_string()
         };
-        let mut reader = c.store.reader(&b).map_err(damaged)?;
+        let mut reader = c.store.scan_reader(&b).map_err(damaged)?;
         let mut out = Vec::with_capacity(reader.len() as usize);
         for i in 0..reader.chunk_count() {
             out.extend_from_slice(&reader.read_chunk(i).map_err(damaged)?);

@@ -22,7 +22,7 @@ pub async fn run(replicas: Arc<Replicas>, bytes_per_sec: f64) {
             let id = info.id.clone();
             let started = tokio::time::Instant::now();
             let checked = tokio::task::spawn_blocking(move || -> u64 {
-                let Ok(mut reader) = c.store.reader(&id) else {
+                let Ok(mut reader) = c.store.scan_reader(&id) else {
                     return 0; // deleted meanwhile
                 };
                 let mut n = 0;

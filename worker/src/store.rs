@@ -27,7 +27,10 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+mod cache;
+pub use cache::CacheStats;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -136,6 +139,8 @@ pub struct BlockStore {
     tmp_seq: AtomicU64,
     /// Serialises the exists-check and renames of concurrent commits.
     commit_lock: Mutex<()>,
+    /// Blocks kept mapped and locked (`start_cache`), if any.
+    cache: OnceLock<cache::BlockCache>,
 }
 
 impl BlockStore {
@@ -199,6 +204,7 @@ impl BlockStore {
             generation: AtomicU64::new(1),
             tmp_seq: AtomicU64::new(0),
             commit_lock: Mutex::new(()),
+            cache: OnceLock::new(),
         })
     }
 
@@ -235,7 +241,17 @@ impl BlockStore {
     /// file are taken under the index's lock, which a replacement by a
     /// newer generation holds while it renames: a reader has both of one
     /// generation.
+    /// A read by a task or a remote reader is a use of the block, which
+    /// the block cache keeps ([`BlockStore::start_cache`]).
     pub fn reader(&self, id: &BlockId) -> Result<BlockReader, StoreError> {
+        let reader = self.scan_reader(id)?;
+        self.cache_use(id);
+        Ok(reader)
+    }
+
+    /// A reader for the store's own passes (the scrubber, a copy to a new
+    /// replica), which do not count as uses for the block cache.
+    pub fn scan_reader(&self, id: &BlockId) -> Result<BlockReader, StoreError> {
         let index = self.index.read().unwrap();
         let block = index
             .get(id)
@@ -293,6 +309,7 @@ impl BlockStore {
             written: 0,
             file: Some(file),
             tmp,
+            caching,
         })
     }
 
@@ -324,10 +341,12 @@ impl BlockStore {
     }
 
     pub fn delete(&self, id: &BlockId) -> Result<(), StoreError> {
-        let removed = self.index.write().unwrap().remove(id);
-        if removed.is_none() {
+        let mut index = self.index.write().unwrap();
+        if index.remove(id).is_none() {
             return Err(StoreError::NotFound { block: id.clone() });
         }
+        self.cache_forget(id);
+        drop(index);
         let meta = self.blocks_dir.join(format!("{id}.meta"));
         fs::remove_file(&meta).map_err(io_err("removing", &meta))?;
         let data = self.data_path(id);
@@ -511,6 +530,8 @@ pub struct BlockWriter {
     written: u64,
     file: Option<Sink>,
     tmp: PathBuf,
+    /// `Keep`: the block cache takes it at commit.
+    caching: Caching,
 }
 
 /// Whether a block written here stays in the page cache. Job output is
@@ -727,7 +748,12 @@ impl BlockWriter {
                 index.remove(&id);
                 return Err(io_err("renaming into place", &meta_final)(e));
             }
-            index.insert(id, block);
+            index.insert(id.clone(), block);
+            // A replaced block's old file is not the one to keep mapped.
+            store.cache_forget(&id);
+        }
+        if self.caching == Caching::Keep {
+            store.cache_use(&id);
         }
         if let Ok(d) = File::open(&store.blocks_dir) {
             let _ = d.sync_all();

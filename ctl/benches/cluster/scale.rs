@@ -9,11 +9,13 @@ use super::*;
 /// wordcounts), an alternating one (sort, wordcount, 3 times), both back
 /// to back with every output kept, as a user would run them (no sync
 /// between them), and a spaced one (sort, wordcount, twice, each after a
-/// pause longer than the buffer pool's idle trim). All of it three times,
-/// on fresh clusters: workers with no buffers faulted in
-/// (`workers.pretouch_mb = 0`), then workers with the default's (`"auto"`:
-/// 1 GiB each where the machine has the memory), then the same with
-/// output written once instead of twice. Prints each
+/// pause longer than the buffer pool's idle trim). All of it four times,
+/// on fresh clusters: workers with no buffers faulted in and no block
+/// cache (`workers.pretouch_mb = 0`, `workers.block_cache_mb = 0`), then
+/// with the default's buffers (`"auto"`: 1 GiB each where the machine has
+/// the memory), then with both defaults (the cache holds each worker's
+/// 2 GiB of input here), then the same with output written once instead
+/// of twice. Prints each
 /// job's time with the dirty pages, pooled buffers and share of its input
 /// in the page cache it started with, and what the disk read during it;
 /// per workload and cluster, slowest / fastest (target <= 1.25) and what
@@ -37,18 +39,27 @@ pub(super) async fn sequence_bench() {
             .unwrap_or(35),
     );
     let auto = auto_pretouch();
+    let cache =
+        common::config::MbOrAuto::Auto.block_cache_bytes(common::config::available_memory(), 2);
     println!(
-        "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), alternating (sort, wordcount, 3 times), then spaced (sort, wordcount, twice, each after {} s idle; the pool trims buffers idle 30 s); on a fresh cluster without and then with the default's buffers faulted in per worker (`workers.pretouch_mb = \"auto\"`, {} MB each here), then with output replication 1 instead of 2",
+        "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), alternating (sort, wordcount, 3 times), then spaced (sort, wordcount, twice, each after {} s idle; the pool trims buffers idle 30 s); on a fresh cluster with neither of the defaults' memory settings, with the buffers faulted in (`workers.pretouch_mb = \"auto\"`, {} MB a worker here), with those and the block cache (`workers.block_cache_mb = \"auto\"`, {} MB a worker here: the defaults), then the defaults with output replication 1 instead of 2",
         pause.as_secs(),
-        auto / 1_000_000
+        auto / 1_000_000,
+        cache / 1_000_000
     );
-    // (pretouch_mb, output replication): the third shows how much of what
-    // varies is the output's writes to the disk.
+    // (id, pretouch_mb, block_cache_mb, output replication): the last
+    // shows how much of what varies is the output's writes to the disk.
     let mut up = Vec::new();
-    for (pretouch, output_replication) in [("0", 2), ("auto", 2), ("auto", 1)] {
+    for (name, pretouch, cached, output_replication) in [
+        ("pretouch0", "0", "0", 2),
+        ("pretouchauto", "auto", "0", 2),
+        ("cacheauto", "auto", "auto", 2),
+        ("cacheauto", "auto", "auto", 1),
+    ] {
         // Each worker's share as the two processes of a real cluster would
         // size it (these two share one process and its pool).
         let bytes = if pretouch == "auto" { auto } else { 0 };
+        let cache_bytes = if cached == "auto" { cache } else { 0 };
         // Each cluster starts with the pool as a fresh process has it.
         let limit = workloads::pool::limit();
         workloads::pool::set_limit(0);
@@ -63,23 +74,44 @@ pub(super) async fn sequence_bench() {
             &[common::config::Role::Both; 2],
             100,
             |m| m.replication = output_replication,
-            |o| o.pretouch_bytes = bytes,
+            |o| {
+                o.pretouch_bytes = bytes;
+                o.block_cache_bytes = cache_bytes;
+            },
         )
         .await;
         let secs = t.elapsed().as_secs_f64();
         println!(
-            "   pretouch_mb = {pretouch} ({} MB a worker), output replication {output_replication}: workers up in {secs:.2} s",
-            bytes / 1_000_000
+            "   pretouch_mb = {pretouch} ({} MB a worker), block_cache_mb = {cached} ({} MB a worker), output replication {output_replication}: workers up in {secs:.2} s",
+            bytes / 1_000_000,
+            cache_bytes / 1_000_000
         );
         up.push(secs);
         for (name, path) in [("seq-lines", &lines_path), ("seq-words", &words_path)] {
             load(&cl, name, Source::File(path.clone()), 64 << 20, 2).await;
         }
-        let id = format!("sequence.pretouch{pretouch}.rep{output_replication}");
+        let id = format!("sequence.{name}.rep{output_replication}");
         let what = format!(
-            "sequences of jobs, pretouch_mb = {pretouch}, output replication {output_replication}"
+            "sequences of jobs, pretouch_mb = {pretouch}, block_cache_mb = {cached}, output replication {output_replication}"
         );
         run_sequences(&cl, pause, (&id, &what)).await;
+        if cache_bytes > 0 {
+            let held: Vec<String> = cl
+                .workers
+                .iter()
+                .map(|w| {
+                    let c = w.store.cache_stats();
+                    format!(
+                        "{} {} MB held, {} MB of it locked, {} blocks let go",
+                        w.name,
+                        c.bytes / 1_000_000,
+                        c.locked_bytes / 1_000_000,
+                        c.evictions
+                    )
+                })
+                .collect();
+            println!("     the block cache at the end: {}", held.join("; "));
+        }
         drop(cl);
     }
     // What the default costs at start: its faults, against a start without.
@@ -105,10 +137,41 @@ pub(super) async fn sequence_bench() {
     );
 }
 
+/// Section 5: 1 GiB on 2 workers x 1 slot (both map and reduce), output
+/// and its replica written, the workers with the shipped defaults' memory
+/// (`workers.pretouch_mb` and `workers.block_cache_mb` at `"auto"`).
+pub(super) async fn gib_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let pretouch = auto_pretouch();
+    let cache =
+        common::config::MbOrAuto::Auto.block_cache_bytes(common::config::available_memory(), 2);
+    let cl = support::start_cluster_tuned(
+        dir.path(),
+        TOKEN,
+        1,
+        &[None, None],
+        &[common::config::Role::Both; 2],
+        100,
+        |_| {},
+        |o| {
+            o.pretouch_bytes = pretouch;
+            o.block_cache_bytes = cache;
+        },
+    )
+    .await;
+    println!(
+        "5. 1 GiB (16 x 64 MiB blocks) on 2 workers x 1 slot with the defaults' memory ({} MB of buffers faulted in, a block cache of {} MB, each), unlimited NICs, 2 reduces, output and its replica written; five runs of each job on one cluster",
+        pretouch / 1_000_000,
+        cache / 1_000_000
+    );
+    // Five runs each: the steadiness on one cluster, and its best.
+    versus_coreutils("gib", &cl, dir.path(), 16, 64 << 20, 2, 5, 2).await;
+}
+
 /// What `workers.pretouch_mb = "auto"` faults in for each of two workers
 /// on this machine, in bytes.
 pub(super) fn auto_pretouch() -> u64 {
-    common::config::Pretouch::Auto.bytes(common::config::available_memory(), 2)
+    common::config::MbOrAuto::Auto.pretouch_bytes(common::config::available_memory(), 2)
 }
 
 /// Section 9's sequences on `cl` (see [`sequence_bench`]).

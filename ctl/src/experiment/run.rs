@@ -512,7 +512,8 @@ impl RunEnv<'_> {
                 reduce_memory_mb: common::config::WorkerDefaults::default().reduce_memory_mb,
                 // None, as every committed result and calibration ran:
                 // "auto" would change the tasks' overheads they were fitted on.
-                pretouch_mb: common::config::Pretouch::Mb(0),
+                pretouch_mb: common::config::MbOrAuto::Mb(0),
+                block_cache_mb: common::config::MbOrAuto::Mb(0),
                 ssh_options: Vec::new(),
             },
             worker: (0..c.workers as usize)

@@ -167,6 +167,7 @@ pub fn worker_options(
         shuffle_memory_bytes: 1 << 30,
         reduce_memory_bytes: 1 << 30,
         pretouch_bytes: 0,
+        block_cache_bytes: 0,
         credentials: Default::default(),
         config_path: None,
         tls: None,

@@ -1,22 +1,22 @@
-//! `workers.pretouch_mb`: how many bytes of task buffers a worker faults in
-//! at start, a number of MB or `"auto"` (the default), and the memory
-//! `"auto"` is sized from.
+//! The memory a worker takes for itself, each a number of MB or `"auto"`
+//! ([`MbOrAuto`]): `workers.pretouch_mb`, task buffers faulted in at start,
+//! and `workers.block_cache_mb`, blocks kept mapped and locked; and the
+//! memory `"auto"` is sized from ([`available_memory`]).
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// `workers.pretouch_mb`.
+/// A worker's memory setting: a number of MB or `"auto"` (the default),
+/// which each setting sizes by its own rule ([`MbOrAuto::pretouch_bytes`],
+/// [`MbOrAuto::block_cache_bytes`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Pretouch {
-    /// The free buffers a warm worker keeps anyway ([`AUTO_CAP_BYTES`]),
-    /// within [`AUTO_SHARE`] of the memory available to the workers of
-    /// its machine ([`Pretouch::bytes`]).
+pub enum MbOrAuto {
     #[default]
     Auto,
     /// This many MB (10^6 bytes); 0 = none.
     Mb(u64),
 }
 
-/// What `"auto"` faults in at most: the pool's default limit of free
+/// What `"auto"` pretouch faults in at most: the pool's default limit of free
 /// buffers (`workloads::pool::DEFAULT_LIMIT`, which `common` cannot name;
 /// the worker's tests check the two agree). A worker past a large job
 /// keeps that much anyway until it sits idle, so the first job and a job
@@ -25,58 +25,80 @@ pub const AUTO_CAP_BYTES: u64 = 1 << 30;
 
 /// `"auto"` takes at most the available memory divided by this and by the
 /// number of workers sharing the machine, so the tasks' own memory, the
-/// page cache and the other processes keep the rest.
+/// page cache and the other processes keep the rest. Pretouch and the
+/// block cache each take such a share at most.
 pub const AUTO_SHARE: u64 = 4;
 
-/// `"auto"` rounds down to whole buffers of this size (the pool faults in
-/// 64 MiB buffers, `workloads::pool::PRETOUCH_PIECE`); less than one is none.
+/// `"auto"` pretouch rounds down to whole buffers of this size (the pool
+/// faults in 64 MiB buffers, `workloads::pool::PRETOUCH_PIECE`); less than
+/// one is none.
 pub const AUTO_PIECE_BYTES: u64 = 64 << 20;
 
-impl Pretouch {
-    /// The bytes to fault in for one of `co_hosted` workers on a machine
-    /// with `available` bytes of memory free ([`available_memory`]). `Auto`
-    /// without a known figure faults in nothing.
-    pub fn bytes(self, available: Option<u64>, co_hosted: usize) -> u64 {
+impl MbOrAuto {
+    /// The bytes `workers.pretouch_mb` faults in for one of `co_hosted`
+    /// workers on a machine with `available` bytes of memory free
+    /// ([`available_memory`]): `Auto` is [`AUTO_CAP_BYTES`] within
+    /// [`AUTO_SHARE`] of the workers' memory, in whole buffers, and nothing
+    /// without a known figure.
+    pub fn pretouch_bytes(self, available: Option<u64>, co_hosted: usize) -> u64 {
         match self {
-            Pretouch::Mb(mb) => mb.saturating_mul(1_000_000),
-            Pretouch::Auto => {
-                let Some(avail) = available else { return 0 };
-                let share = avail / AUTO_SHARE / (co_hosted.max(1) as u64);
-                let bytes = share.min(AUTO_CAP_BYTES);
+            MbOrAuto::Mb(mb) => mb.saturating_mul(1_000_000),
+            MbOrAuto::Auto => {
+                let bytes = auto_share(available, co_hosted).min(AUTO_CAP_BYTES);
                 bytes - bytes % AUTO_PIECE_BYTES
             }
         }
     }
-}
 
-impl Serialize for Pretouch {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+    /// The bytes of blocks `workers.block_cache_mb` keeps mapped and
+    /// locked for one of `co_hosted` workers: `Auto` is [`AUTO_SHARE`] of
+    /// the workers' memory, in whole MiB, and nothing without a known
+    /// figure.
+    pub fn block_cache_bytes(self, available: Option<u64>, co_hosted: usize) -> u64 {
         match self {
-            Pretouch::Auto => s.serialize_str("auto"),
-            Pretouch::Mb(mb) => s.serialize_u64(*mb),
+            MbOrAuto::Mb(mb) => mb.saturating_mul(1_000_000),
+            MbOrAuto::Auto => {
+                let bytes = auto_share(available, co_hosted);
+                bytes - bytes % (1 << 20)
+            }
         }
     }
 }
 
-impl<'de> Deserialize<'de> for Pretouch {
+/// One worker's share of the memory `available` to the `co_hosted`
+/// workers of a machine.
+fn auto_share(available: Option<u64>, co_hosted: usize) -> u64 {
+    available.map_or(0, |avail| avail / AUTO_SHARE / (co_hosted.max(1) as u64))
+}
+
+impl Serialize for MbOrAuto {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MbOrAuto::Auto => s.serialize_str("auto"),
+            MbOrAuto::Mb(mb) => s.serialize_u64(*mb),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MbOrAuto {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl serde::de::Visitor<'_> for V {
-            type Value = Pretouch;
+            type Value = MbOrAuto;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a number of MB (0 = none) or \"auto\"")
             }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Pretouch, E> {
-                Ok(Pretouch::Mb(v))
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<MbOrAuto, E> {
+                Ok(MbOrAuto::Mb(v))
             }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Pretouch, E> {
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<MbOrAuto, E> {
                 u64::try_from(v)
-                    .map(Pretouch::Mb)
+                    .map(MbOrAuto::Mb)
                     .map_err(|_| E::custom(format!("{v} MB is negative; give 0 for none")))
             }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Pretouch, E> {
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<MbOrAuto, E> {
                 if v == "auto" {
-                    Ok(Pretouch::Auto)
+                    Ok(MbOrAuto::Auto)
                 } else {
                     Err(E::custom(format!(
                         "{v:?} is neither a number of MB nor \"auto\""
@@ -113,7 +135,16 @@ impl super::ClusterConfig {
     pub fn pretouch_bytes(&self, name: &str, available: Option<u64>) -> u64 {
         self.workers
             .pretouch_mb
-            .bytes(available, self.workers_sharing_machine(name))
+            .pretouch_bytes(available, self.workers_sharing_machine(name))
+    }
+
+    /// The bytes of blocks `workers.block_cache_mb` keeps mapped and
+    /// locked on the worker `name`, with `available` bytes free on its
+    /// machine.
+    pub fn block_cache_bytes(&self, name: &str, available: Option<u64>) -> u64 {
+        self.workers
+            .block_cache_mb
+            .block_cache_bytes(available, self.workers_sharing_machine(name))
     }
 }
 
@@ -168,21 +199,45 @@ mod tests {
     #[test]
     fn auto_is_the_pools_free_limit_within_a_share_of_the_workers_memory() {
         // A 24 GiB machine with four workers: each gets the cap.
-        assert_eq!(Pretouch::Auto.bytes(Some(22 * GIB), 4), GIB);
+        assert_eq!(MbOrAuto::Auto.pretouch_bytes(Some(22 * GIB), 4), GIB);
         // 2 GiB free for four: 128 MiB each, whole 64 MiB buffers.
-        assert_eq!(Pretouch::Auto.bytes(Some(2 * GIB), 4), 128 * MIB);
+        assert_eq!(MbOrAuto::Auto.pretouch_bytes(Some(2 * GIB), 4), 128 * MIB);
         assert_eq!(
-            Pretouch::Auto.bytes(Some(2 * GIB + 300 * MIB), 4),
+            MbOrAuto::Auto.pretouch_bytes(Some(2 * GIB + 300 * MIB), 4),
             128 * MIB
         );
         // Less than one buffer's worth: none.
-        assert_eq!(Pretouch::Auto.bytes(Some(GIB), 8), 0);
+        assert_eq!(MbOrAuto::Auto.pretouch_bytes(Some(GIB), 8), 0);
         // Unknown memory: none; no workers counted is one.
-        assert_eq!(Pretouch::Auto.bytes(None, 1), 0);
-        assert_eq!(Pretouch::Auto.bytes(Some(8 * GIB), 0), GIB);
+        assert_eq!(MbOrAuto::Auto.pretouch_bytes(None, 1), 0);
+        assert_eq!(MbOrAuto::Auto.pretouch_bytes(Some(8 * GIB), 0), GIB);
         // A number is taken as it is, in MB.
-        assert_eq!(Pretouch::Mb(1100).bytes(Some(GIB), 64), 1_100_000_000);
-        assert_eq!(Pretouch::Mb(0).bytes(Some(64 * GIB), 1), 0);
+        assert_eq!(
+            MbOrAuto::Mb(1100).pretouch_bytes(Some(GIB), 64),
+            1_100_000_000
+        );
+        assert_eq!(MbOrAuto::Mb(0).pretouch_bytes(Some(64 * GIB), 1), 0);
+    }
+
+    #[test]
+    fn the_auto_block_cache_is_a_share_of_the_workers_memory_without_a_cap() {
+        // 24 GiB free for two workers: 3 GiB each; for four, 1.5 GiB.
+        assert_eq!(MbOrAuto::Auto.block_cache_bytes(Some(24 * GIB), 2), 3 * GIB);
+        assert_eq!(
+            MbOrAuto::Auto.block_cache_bytes(Some(24 * GIB), 4),
+            1536 * MIB
+        );
+        // Whole MiB; unknown memory: none.
+        assert_eq!(
+            MbOrAuto::Auto.block_cache_bytes(Some(4 * GIB + 1000), 1),
+            GIB
+        );
+        assert_eq!(MbOrAuto::Auto.block_cache_bytes(None, 1), 0);
+        assert_eq!(
+            MbOrAuto::Mb(300).block_cache_bytes(Some(GIB), 8),
+            300_000_000
+        );
+        assert_eq!(MbOrAuto::Mb(0).block_cache_bytes(Some(GIB), 1), 0);
     }
 
     #[test]
@@ -203,11 +258,11 @@ mod tests {
     fn it_is_read_as_a_number_of_mb_or_auto_and_nothing_else() {
         #[derive(Deserialize, Serialize)]
         struct T {
-            p: Pretouch,
+            p: MbOrAuto,
         }
         let p = |s: &str| toml::from_str::<T>(s).map(|t| t.p);
-        assert_eq!(p("p = 1100").unwrap(), Pretouch::Mb(1100));
-        assert_eq!(p("p = \"auto\"").unwrap(), Pretouch::Auto);
+        assert_eq!(p("p = 1100").unwrap(), MbOrAuto::Mb(1100));
+        assert_eq!(p("p = \"auto\"").unwrap(), MbOrAuto::Auto);
         let err = p("p = \"lots\"").unwrap_err().to_string();
         assert!(
             err.contains("\"lots\" is neither a number of MB nor \"auto\""),
@@ -216,7 +271,7 @@ mod tests {
         let err = p("p = -5").unwrap_err().to_string();
         assert!(err.contains("-5 MB is negative"), "{err}");
         assert!(p("p = 1.5").is_err());
-        for v in [Pretouch::Auto, Pretouch::Mb(150)] {
+        for v in [MbOrAuto::Auto, MbOrAuto::Mb(150)] {
             let text = toml::to_string(&T { p: v }).unwrap();
             assert_eq!(p(&text).unwrap(), v, "{text}");
         }
