@@ -163,6 +163,36 @@ async fn a_cluster_in_containers_runs_jobs_and_caps_its_links() {
         verify::wordcount_reference(&input).unwrap()
     );
 
+    // Each worker's block cache holds and locks its blocks inside its
+    // container: the compose file lifts the container's RLIMIT_MEMLOCK.
+    let mut held = 0.0;
+    for w in &workers {
+        let text = client
+            .http()
+            .get(format!("{}/metrics", w.addr))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let get = |m: &str| -> f64 {
+            let key = format!(
+                "mrtb_worker_block_cache_{m}_bytes{{worker=\"{}\"}} ",
+                w.name
+            );
+            text.lines()
+                .find_map(|l| l.strip_prefix(key.as_str()))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {key} in {text}"))
+        };
+        assert_eq!(get("locked"), get("held"), "{}: {text}", w.name);
+        held += get("held");
+    }
+    // Every block read is held: the input's and the output's, read above.
+    assert_eq!(held, (input.len() + output.len()) as f64);
+
     // A capped link gives its configured rate: a 2 MB block served by a
     // worker at 5 MB/s takes about 0.4 s (the worker's emulated NIC paces
     // what it sends from inside its container).

@@ -193,6 +193,7 @@ impl Layout {
                  command: [\"--config\", \"/etc/mrtb/cluster.toml\", \"--name\", \"{name}\"]\n    \
                  environment: [\"NO_COLOR=1\"]\n    \
                  volumes: [\"./cluster.toml:/etc/mrtb/cluster.toml:ro\", \"data-{name}:/data\"{tls_volume}]\n    \
+                 cap_add: [\"IPC_LOCK\"]\n    \
                  networks:\n      net:\n        ipv4_address: {ip}\n",
                 p = self.project
             );

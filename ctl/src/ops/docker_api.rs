@@ -82,7 +82,12 @@ impl Engine {
             "Cmd": c.cmd,
             "Env": ["NO_COLOR=1"],
             "Labels": labels,
-            "HostConfig": { "Binds": c.binds, "NetworkMode": c.network },
+            // The block cache locks what it holds, past RLIMIT_MEMLOCK.
+            "HostConfig": {
+                "Binds": c.binds,
+                "NetworkMode": c.network,
+                "CapAdd": ["IPC_LOCK"],
+            },
             "NetworkingConfig": { "EndpointsConfig": { c.network: {
                 "IPAMConfig": { "IPv4Address": c.ip.to_string() }
             }}},
