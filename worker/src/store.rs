@@ -237,20 +237,20 @@ impl BlockStore {
         self.blocks_dir.join(format!("{id}.blk"))
     }
 
-    /// Opens a verified reader over block `id`. The checksums and the data
-    /// file are taken under the index's lock, which a replacement by a
-    /// newer generation holds while it renames: a reader has both of one
-    /// generation.
-    /// A read by a task or a remote reader is a use of the block, which
-    /// the block cache keeps ([`BlockStore::start_cache`]).
+    /// Opens a verified reader over block `id` ([`BlockStore::scan_reader`])
+    /// for a task or a remote reader: a use of the block, which the block
+    /// cache keeps ([`BlockStore::start_cache`]).
     pub fn reader(&self, id: &BlockId) -> Result<BlockReader, StoreError> {
         let reader = self.scan_reader(id)?;
         self.cache_use(id);
         Ok(reader)
     }
 
-    /// A reader for the store's own passes (the scrubber, a copy to a new
-    /// replica), which do not count as uses for the block cache.
+    /// A verified reader for the store's own passes (the scrubber, a copy
+    /// to a new replica), which are not uses for the block cache. The
+    /// checksums and the data file are taken under the index's lock, which
+    /// a replacement by a newer generation holds while it renames: a reader
+    /// has both of one generation.
     pub fn scan_reader(&self, id: &BlockId) -> Result<BlockReader, StoreError> {
         let index = self.index.read().unwrap();
         let block = index

@@ -35,6 +35,27 @@ fn status_kb(pid: u32, field: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {field} in {status}"))
 }
 
+/// A worker given `workers.<key>` past the machine's available memory
+/// stops at start with an error naming the key.
+fn refused_past_available(key: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(dir.path(), 2, "", &format!("{key} = 1000000000"));
+    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
+    let out = Command::new(bin.join("worker"))
+        .arg("--config")
+        .arg(&cfg.path)
+        .args(["--name", "w1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("workers.{key} = 1000000000 is more than"))
+            && err.contains("MB of memory available"),
+        "{err}"
+    );
+}
+
 /// `workers.block_cache_mb` on worker processes: the blocks a load stores
 /// on a worker are mapped and locked there (the process's own `VmLck`
 /// says so, beside its metrics), and let go as soon as their file is
@@ -88,26 +109,7 @@ async fn the_block_cache_locks_a_workers_blocks_and_lets_go_of_deleted_ones() {
     }
     drop(c);
 
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), 2, "", "block_cache_mb = 1000000000");
-    let out = Command::new(
-        Path::new(env!("CARGO_BIN_EXE_master"))
-            .parent()
-            .unwrap()
-            .join("worker"),
-    )
-    .arg("--config")
-    .arg(&cfg.path)
-    .args(["--name", "w1"])
-    .output()
-    .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(
-        err.contains("workers.block_cache_mb = 1000000000 is more than")
-            && err.contains("MB of memory available"),
-        "{err}"
-    );
+    refused_past_available("block_cache_mb");
 }
 
 /// `workers.pretouch_mb` on worker processes: each faults its buffers in
@@ -169,20 +171,5 @@ async fn pretouched_buffers_are_resident_from_the_start_and_kept() {
     }
     drop(c);
 
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = config(dir.path(), 2, "", "pretouch_mb = 1000000000");
-    let bin = Path::new(env!("CARGO_BIN_EXE_master")).parent().unwrap();
-    let out = Command::new(bin.join("worker"))
-        .arg("--config")
-        .arg(&cfg.path)
-        .args(["--name", "w1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{err}");
-    assert!(
-        err.contains("workers.pretouch_mb = 1000000000 is more than")
-            && err.contains("MB of memory available"),
-        "{err}"
-    );
+    refused_past_available("pretouch_mb");
 }

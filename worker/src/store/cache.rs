@@ -198,14 +198,13 @@ impl BlockCache {
             s.bytes -= e.map.len as u64;
             evicted.push(e);
         }
+        self.evictions
+            .fetch_add(evicted.len() as u64, Ordering::Relaxed);
         if s.bytes + len > self.budget {
             // Only blocks being mapped hold the rest (there is one thread).
             return false;
         }
         s.bytes += len;
-        drop(s);
-        self.evictions
-            .fetch_add(evicted.len() as u64, Ordering::Relaxed);
         true
     }
 
