@@ -258,18 +258,32 @@ async fn a_worker_killed_during_the_shuffle_costs_its_map_outputs_not_the_job() 
 /// failed, and the bad replica stayed listed.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
+    read_around_corrupt_replicas(Workload::InputSink).await;
+}
+
+/// The same with a sort, whose maps read a local block into one buffer
+/// they keep: the good chunks before the flipped one are kept, the rest
+/// comes from the other replica, and the output equals `LC_ALL=C sort`'s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sort_reads_around_a_corrupt_replica_into_the_buffer_it_keeps() {
+    read_around_corrupt_replicas(Workload::SortLines).await;
+}
+
+async fn read_around_corrupt_replicas(workload: Workload) {
     // Two workers, every block on both; tasks last >= 0.5 s, so both
-    // workers run maps of the job.
-    let c = start(2, "slot_rate_mbs = 2").await;
+    // workers run maps of the job. Blocks of three 1 MiB checksum chunks,
+    // the last one damaged: a map reads two good chunks before it.
+    let c = start(2, "slot_rate_mbs = 6").await;
     let (cfg, client) = (&c.cfg, &c.client);
-    load(client, "demo", Generator::Text, 8, 1_000_000, 9).await;
+    load(client, "demo", Generator::Text, 8, 3_000_000, 9).await;
+    let input = files::read_file(client, "demo").await.unwrap();
     let blocks_dir = cfg.worker_data_dir("w1").join("blocks");
     let mut flipped = 0;
     for e in std::fs::read_dir(&blocks_dir).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "blk") {
             let mut data = std::fs::read(&p).unwrap();
-            let at = data.len() / 2;
+            let at = data.len() - 100;
             data[at] ^= 0x20;
             std::fs::write(&p, &data).unwrap();
             flipped += 1;
@@ -277,10 +291,11 @@ async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
     }
     assert_eq!(flipped, 8, "w1 holds a replica of every block");
 
-    let id = client
-        .submit(&JobSubmit::new(Workload::InputSink, "demo"))
-        .await
-        .unwrap();
+    let mut job = JobSubmit::new(workload, "demo");
+    if workload == Workload::SortLines {
+        job.output = Some("sorted".into());
+    }
+    let id = client.submit(&job).await.unwrap();
     let r = client.wait_job(id).await.unwrap();
     assert_eq!(r.state, JobState::Succeeded, "{r:?}");
     assert!(
@@ -288,14 +303,25 @@ async fn a_corrupt_replica_is_read_around_dropped_and_the_job_succeeds() {
         "no attempt failed: {:?}",
         r.attempts
     );
-    let read_on_w1 = r.attempts.iter().filter(|a| a.worker == "w1").count();
+    if workload == Workload::SortLines {
+        let output = files::read_file(client, "sorted").await.unwrap();
+        assert!(
+            output == verify::sort_reference(&input).unwrap(),
+            "output differs from LC_ALL=C sort"
+        );
+    }
+    let read_on_w1 = r
+        .attempts
+        .iter()
+        .filter(|a| a.worker == "w1" && a.kind == TaskKind::Map)
+        .count();
     assert!(read_on_w1 > 0, "w1 ran maps: {r:?}");
     // Each replica w1 found damaged was deleted, reported, and copied
     // again from w2's good one: w1's file now equals w2's.
     let ids: Vec<String> = r
         .attempts
         .iter()
-        .filter(|a| a.worker == "w1")
+        .filter(|a| a.worker == "w1" && a.kind == TaskKind::Map)
         .map(|a| a.block.to_string())
         .collect();
     let w2_dir = cfg.worker_data_dir("w2").join("blocks");

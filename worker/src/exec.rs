@@ -242,13 +242,22 @@ async fn read_and_map(
     reduces: u32,
     progress: &Progress,
 ) -> ReadResult {
-    let (tx, mapper) = spawn_mapper(ex, launch, read.len, reduces, progress);
-    let (local, remote, problems) = read_block(ex, &read, tx, progress).await;
+    let (tx, whole, mapper) = spawn_mapper(ex, launch, read.len, reduces, progress);
+    let (local, remote, problems) = read_block(ex, &read, tx, whole, progress).await;
     map_outcome(&read, local, remote, problems, mapper.await)
 }
 
+/// What the reader hands the map function: a piece of the block, or
+/// (for a map that keeps its input) the block's bytes read into one
+/// pooled buffer the map may keep.
+enum MapInput {
+    Piece(Bytes),
+    Owned(Vec<u8>),
+}
+
 /// The map function, off the runtime: it consumes the pieces sent to it,
-/// then writes its output for the reduces.
+/// then writes its output for the reduces. Also says whether the map keeps
+/// its whole input (the reader then fills one buffer for it).
 fn spawn_mapper(
     ex: &Arc<Executor>,
     launch: &Launch,
@@ -256,23 +265,35 @@ fn spawn_mapper(
     reduces: u32,
     progress: &Progress,
 ) -> (
-    tokio::sync::mpsc::Sender<Bytes>,
+    tokio::sync::mpsc::Sender<MapInput>,
+    bool,
     tokio::task::JoinHandle<Result<MapSummary, TaskOutcome>>,
 ) {
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(8);
-    let workload = launch.workload;
-    let ratios = launch.ratios.unwrap_or_default();
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<MapInput>(8);
+    let mut task = launch
+        .workload
+        .map_task_with(reduces, launch.ratios.unwrap_or_default());
+    let whole = task.keeps_input();
     let outputs = ex.shuffle.clone();
     let attempt = launch.attempt;
     let mapped = progress.clone();
     let mapper = tokio::task::spawn_blocking(move || -> Result<MapSummary, TaskOutcome> {
-        let mut task = workload.map_task_with(reduces, ratios);
         task.expect_input(len);
         let mut consumed = 0u64;
-        while let Some(piece) = rx.blocking_recv() {
-            task.consume(&piece);
-            consumed += piece.len() as u64;
-            mapped.add(piece.len() as u64);
+        while let Some(input) = rx.blocking_recv() {
+            let n = match input {
+                MapInput::Piece(piece) => {
+                    task.consume(&piece);
+                    piece.len()
+                }
+                MapInput::Owned(buf) => {
+                    let n = buf.len();
+                    task.consume_owned(buf);
+                    n
+                }
+            } as u64;
+            consumed += n;
+            mapped.add(n);
         }
         if consumed != len {
             // Its input was cut short (the attempt was killed, or every
@@ -296,7 +317,7 @@ fn spawn_mapper(
         mapped.add(summary.output_bytes);
         Ok(summary)
     });
-    (tx, mapper)
+    (tx, whole, mapper)
 }
 
 /// Reads the block into the map: from the source the master chose, then
@@ -306,7 +327,8 @@ fn spawn_mapper(
 async fn read_block(
     ex: &Arc<Executor>,
     read: &MapRead<'_>,
-    tx: tokio::sync::mpsc::Sender<Bytes>,
+    tx: tokio::sync::mpsc::Sender<MapInput>,
+    whole: bool,
     progress: &Progress,
 ) -> (u64, u64, Vec<String>) {
     let mut sources: Vec<Option<&str>> = vec![match read.source {
@@ -322,7 +344,7 @@ async fn read_block(
             break;
         }
         match src {
-            None => match read_local_replica(ex, read.block, from, &tx, progress).await {
+            None => match read_local_replica(ex, (read.block, from, whole), &tx, progress).await {
                 Ok(n) => local += n,
                 Err((n, e)) => {
                     local += n;
@@ -343,13 +365,15 @@ async fn read_block(
 }
 
 /// This worker's replica from byte `from` on, chunk by chunk through the
-/// (emulated) disk; a damaged replica is dropped. The bytes sent, or those
+/// (emulated) disk; a damaged replica is dropped. For a map that keeps its
+/// input (`whole`), a read from the start fills one pooled buffer, handed
+/// over once the block is read (or the replica fails: what it holds so
+/// far); else each chunk is sent as it is read. The bytes read, or those
 /// and why it stopped.
 async fn read_local_replica(
     ex: &Arc<Executor>,
-    block: &common::BlockId,
-    from: u64,
-    tx: &tokio::sync::mpsc::Sender<Bytes>,
+    (block, from, whole): (&common::BlockId, u64, bool),
+    tx: &tokio::sync::mpsc::Sender<MapInput>,
     progress: &Progress,
 ) -> Result<u64, (u64, String)> {
     let ex = ex.clone();
@@ -362,22 +386,51 @@ async fn read_local_replica(
             ex.replicas.drop_if_damaged(&e);
             e.to_string()
         };
+        let stopped = |n| (n, "map function stopped early".to_owned());
         let mut reader = ex.store.reader(&block).map_err(|e| (0, damaged(e)))?;
         let cb = reader.chunk_bytes().max(1);
-        let mut n = 0u64;
+        let mut whole =
+            (whole && from == 0).then(|| workloads::pool::take(reader.len() as usize + 1));
+        let (mut n, mut failed) = (0u64, None);
         for i in (from / cb) as usize..reader.chunk_count() {
-            let chunk = reader.read_chunk(i).map_err(|e| (n, damaged(e)))?;
-            let skip = (from.saturating_sub(i as u64 * cb) as usize).min(chunk.len());
-            let piece = chunk.slice(skip..);
+            let got = if let Some(buf) = whole.as_mut() {
+                if tx.is_closed() {
+                    return Err(stopped(n));
+                }
+                if let Err(e) = reader.read_chunk_into(i, buf) {
+                    failed = Some(damaged(e));
+                    break;
+                }
+                buf.len() as u64 - n
+            } else {
+                let chunk = match reader.read_chunk(i) {
+                    Ok(chunk) => chunk,
+                    Err(e) => {
+                        failed = Some(damaged(e));
+                        break;
+                    }
+                };
+                let skip = (from.saturating_sub(i as u64 * cb) as usize).min(chunk.len());
+                let piece = chunk.slice(skip..);
+                let len = piece.len() as u64;
+                if tx.blocking_send(MapInput::Piece(piece)).is_err() {
+                    return Err(stopped(n));
+                }
+                len
+            };
             // The read takes its share of the (emulated) disk.
-            rt.block_on(ex.disk.acquire_all(piece.len() as u64));
-            n += piece.len() as u64;
-            read.add(piece.len() as u64);
-            if tx.blocking_send(piece).is_err() {
-                return Err((n, "map function stopped early".to_owned()));
+            rt.block_on(ex.disk.acquire_all(got));
+            n += got;
+            read.add(got);
+        }
+        if let Some(buf) = whole {
+            if buf.is_empty() {
+                workloads::pool::give(buf);
+            } else if tx.blocking_send(MapInput::Owned(buf)).is_err() {
+                return Err(stopped(n));
             }
         }
-        Ok(n)
+        failed.map_or(Ok(n), |e| Err((n, e)))
     })
     .await
     .unwrap_or_else(|e| Err((0, format!("reader panicked: {e}"))))
@@ -390,7 +443,7 @@ async fn read_remote_replica(
     addr: &str,
     read: &MapRead<'_>,
     from: u64,
-    tx: &tokio::sync::mpsc::Sender<Bytes>,
+    tx: &tokio::sync::mpsc::Sender<MapInput>,
     progress: &Progress,
 ) -> (u64, Option<String>) {
     let mut got = 0u64;
@@ -407,7 +460,7 @@ async fn read_remote_replica(
             progress.add(piece.len() as u64);
             let tx = tx.clone();
             async move {
-                tx.send(piece)
+                tx.send(MapInput::Piece(piece))
                     .await
                     .map_err(|_| "map function stopped early".to_owned())
             }

@@ -807,38 +807,51 @@ impl BlockReader {
 
     /// Chunk `i`, verified against its checksum.
     pub fn read_chunk(&mut self, i: usize) -> Result<Bytes, StoreError> {
+        let (start, end) = self.block.sums.chunk_range(i);
+        // Read into the buffer's spare room: no zeroing first.
+        let mut buf = Vec::with_capacity((end - start) as usize);
+        self.read_chunk_into(i, &mut buf)?;
+        Ok(Bytes::from(buf))
+    }
+
+    /// Chunk `i` appended to `buf` (into its spare room, which the caller
+    /// may have reserved for the whole block), verified against its
+    /// checksum; on an error `buf` is as it was.
+    pub fn read_chunk_into(&mut self, i: usize, buf: &mut Vec<u8>) -> Result<(), StoreError> {
         let sums = &self.block.sums;
         let id = &self.block.info.id;
         let (start, end) = sums.chunk_range(i);
-        // Read into the buffer's spare room: no zeroing first.
-        let mut buf = Vec::with_capacity((end - start) as usize);
-        self.file
+        let at = buf.len();
+        buf.reserve((end - start) as usize);
+        let read = self
+            .file
             .seek(SeekFrom::Start(start))
-            .and_then(|_| (&mut self.file).take(end - start).read_to_end(&mut buf))
-            .map_err(|source| StoreError::Io {
+            .and_then(|_| (&mut self.file).take(end - start).read_to_end(buf));
+        let failure = match read {
+            Err(source) => Some(StoreError::Io {
                 what: "reading block",
                 path: PathBuf::from(id.as_str()),
                 source,
-            })
-            .and_then(|n| {
-                if n < (end - start) as usize {
-                    Err(StoreError::Truncated {
-                        block: id.clone(),
-                        expected: sums.len,
-                        actual: start + n as u64,
-                    })
-                } else {
-                    Ok(())
-                }
-            })?;
-        if !sums.chunk_ok(i, &buf) {
-            return Err(StoreError::Corrupt {
+            }),
+            Ok(n) if n < (end - start) as usize => Some(StoreError::Truncated {
+                block: id.clone(),
+                expected: sums.len,
+                actual: start + n as u64,
+            }),
+            Ok(_) if !sums.chunk_ok(i, &buf[at..]) => Some(StoreError::Corrupt {
                 block: id.clone(),
                 offset: start,
                 len: end - start,
-            });
+            }),
+            Ok(_) => None,
+        };
+        match failure {
+            Some(e) => {
+                buf.truncate(at);
+                Err(e)
+            }
+            None => Ok(()),
         }
-        Ok(Bytes::from(buf))
     }
 
     /// The chunks covering byte range `[start, end)` and the offsets to trim

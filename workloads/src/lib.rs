@@ -276,14 +276,68 @@ impl Spill {
     }
 }
 
-/// One running map task. `consume` is called with consecutive pieces of the
-/// input block, in order; `finish` once after the last piece.
+/// One running map task. `consume` (or `consume_owned`) is called with
+/// consecutive pieces of the input block, in order; `finish` once after the
+/// last piece.
 pub trait MapTask: Send {
     /// The input's length, told before the first piece (a task that keeps
     /// its input reserves it once instead of growing by copies).
     fn expect_input(&mut self, _bytes: u64) {}
+    /// Whether the task keeps its whole input before it maps it (a sort):
+    /// a reader may then fill one buffer of the block's length (and a byte
+    /// more) and hand it over with `consume_owned` rather than in pieces
+    /// the task copies.
+    fn keeps_input(&self) -> bool {
+        false
+    }
     fn consume(&mut self, piece: &[u8]);
+    /// A piece in a buffer the task may keep as it is (one from
+    /// [`pool::take`]): by default consumed as a borrowed piece and given
+    /// back to the pool.
+    fn consume_owned(&mut self, piece: Vec<u8>) {
+        self.consume(&piece);
+        pool::give(piece);
+    }
     fn finish(self: Box<Self>) -> (MapSummary, MapOutput);
+}
+
+/// The input a map that keeps it whole holds: a pooled buffer of the
+/// expected length (and one byte more, for a newline a last line lacks)
+/// taken at the first borrowed piece, or the reader's own buffer kept
+/// without a copy when it is the first.
+#[derive(Default)]
+pub(crate) struct WholeInput {
+    data: Vec<u8>,
+    expected: usize,
+}
+
+impl WholeInput {
+    pub(crate) fn expect(&mut self, bytes: u64) {
+        // A hint: a length beyond any block is not reserved.
+        if bytes <= 1 << 32 {
+            self.expected = bytes as usize + 1;
+        }
+    }
+
+    pub(crate) fn push(&mut self, piece: &[u8]) {
+        if self.data.capacity() == 0 {
+            self.data = pool::take(self.expected.max(piece.len()));
+        }
+        self.data.extend_from_slice(piece);
+    }
+
+    pub(crate) fn push_owned(&mut self, piece: Vec<u8>) {
+        if self.data.is_empty() {
+            pool::give(std::mem::replace(&mut self.data, piece));
+        } else {
+            self.push(&piece);
+            pool::give(piece);
+        }
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        self.data
+    }
 }
 
 /// What a finished reduce task produced.

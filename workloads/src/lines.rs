@@ -20,27 +20,32 @@
 pub use crate::run::{range_by_line, range_in_lines};
 use crate::run::{recycle, Run, RunFormat, SortedRun};
 use crate::sort::SAMPLES_PER_MAP;
-use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask};
+use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask, WholeInput};
 
 #[derive(Default)]
 pub struct LinesMap {
-    data: Vec<u8>,
+    data: WholeInput,
 }
 
 impl MapTask for LinesMap {
     fn expect_input(&mut self, bytes: u64) {
-        if bytes <= 1 << 32 && self.data.capacity() == 0 {
-            // One more byte: a last line without its newline gets one.
-            self.data = crate::pool::take(bytes as usize + 1);
-        }
+        self.data.expect(bytes);
+    }
+
+    fn keeps_input(&self) -> bool {
+        true
     }
 
     fn consume(&mut self, piece: &[u8]) {
-        self.data.extend_from_slice(piece);
+        self.data.push(piece);
+    }
+
+    fn consume_owned(&mut self, piece: Vec<u8>) {
+        self.data.push_owned(piece);
     }
 
     fn finish(self: Box<Self>) -> (MapSummary, MapOutput) {
-        let mut data = self.data;
+        let mut data = self.data.into_vec();
         let input = data.len() as u64;
         if data.len() > u32::MAX as usize {
             crate::pool::give(data);

@@ -19,30 +19,35 @@
 
 pub use crate::run::{range_by_record, range_in_run, RunFormat, SortedRun, KEY, RECORD};
 use crate::run::{recycle, Run};
-use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask};
+use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask, WholeInput};
 
 /// Records sampled per map task.
 pub const SAMPLES_PER_MAP: usize = 128;
 
 #[derive(Default)]
 pub struct SortMap {
-    data: Vec<u8>,
+    data: WholeInput,
 }
 
 impl MapTask for SortMap {
     fn expect_input(&mut self, bytes: u64) {
-        // A hint: a length beyond any block is not reserved.
-        if bytes <= 1 << 32 && self.data.capacity() == 0 {
-            self.data = crate::pool::take(bytes as usize);
-        }
+        self.data.expect(bytes);
+    }
+
+    fn keeps_input(&self) -> bool {
+        true
     }
 
     fn consume(&mut self, piece: &[u8]) {
-        self.data.extend_from_slice(piece);
+        self.data.push(piece);
+    }
+
+    fn consume_owned(&mut self, piece: Vec<u8>) {
+        self.data.push_owned(piece);
     }
 
     fn finish(self: Box<Self>) -> (MapSummary, MapOutput) {
-        let data = self.data;
+        let data = self.data.into_vec();
         if !data.len().is_multiple_of(RECORD) {
             let len = data.len();
             crate::pool::give(data);

@@ -163,6 +163,20 @@ fn corrupted_chunk_names_block_and_offset() {
         other => panic!("expected corruption, got {other}"),
     }
     assert!(e.to_string().contains("c.b00000") && e.to_string().contains("1048576"));
+    // Read into one buffer: the good chunk is appended, the damaged one
+    // leaves the buffer as it was, and the third still reads after it.
+    let mut buf = b"kept".to_vec();
+    r.read_chunk_into(0, &mut buf).unwrap();
+    assert!(buf[4..] == d[..CHUNK_BYTES]);
+    let e = r.read_chunk_into(1, &mut buf).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+    assert_eq!(
+        buf.len(),
+        4 + CHUNK_BYTES,
+        "nothing of the damaged chunk kept"
+    );
+    r.read_chunk_into(2, &mut buf).unwrap();
+    assert!(buf[4 + CHUNK_BYTES..] == d[2 * CHUNK_BYTES..]);
 }
 
 #[test]
