@@ -39,6 +39,8 @@ mod scale;
 
 #[path = "cluster/disk.rs"]
 mod disk;
+#[path = "cluster/host.rs"]
+mod host;
 #[path = "cluster/lines.rs"]
 mod lines;
 #[path = "shared/repo_docs.rs"]

@@ -7,7 +7,7 @@
 //! its output checked equal to GNU sort's.
 
 use super::*;
-use scale::{auto_pretouch, files_equal, gnu_sort, sync_disks};
+use scale::{auto_block_cache, auto_pretouch, files_equal, gnu_sort, sync_disks};
 
 /// Jobs on each fresh cluster, each against GNU sort run right after it.
 const RUNS: usize = 5;
@@ -42,7 +42,7 @@ async fn fresh_cluster(dir: &std::path::Path) -> support::LocalCluster {
     let limit = workloads::pool::limit();
     workloads::pool::set_limit(0);
     workloads::pool::set_limit(limit);
-    let bytes = auto_pretouch();
+    let (bytes, cache) = (auto_pretouch(), auto_block_cache());
     support::start_cluster_tuned(
         dir,
         TOKEN,
@@ -51,7 +51,10 @@ async fn fresh_cluster(dir: &std::path::Path) -> support::LocalCluster {
         &[common::config::Role::Both; 2],
         100,
         |_| {},
-        move |o| o.pretouch_bytes = bytes,
+        move |o| {
+            o.pretouch_bytes = bytes;
+            o.block_cache_bytes = cache;
+        },
     )
     .await
 }
@@ -357,9 +360,10 @@ pub(super) async fn anyones_records_bench() {
     let bytes = bench_bytes();
     let reduces = 2u32;
     println!(
-        "8. sort of {} MiB of gensort-shaped lines made outside the testbed, 2 workers x 1 slot (pretouch_mb = \"auto\", {} MB a worker), 64 MiB blocks, replication 2, {reduces} reduces, output replication 1 (TeraSort's default; the uniform keys again at 2): {RUNS} jobs on a fresh cluster per key distribution, each against `LC_ALL=C sort -o` right after it (target ratio >= {RECORDS_TARGET} in every run at output replication 1; largest reduce's share target <= {:.2})",
+        "8. sort of {} MiB of gensort-shaped lines made outside the testbed, 2 workers x 1 slot (the defaults' memory: pretouch_mb and block_cache_mb \"auto\", {} MB and {} MB a worker), 64 MiB blocks, replication 2, {reduces} reduces, output replication 1 (TeraSort's default; the uniform keys again at 2): {RUNS} jobs on a fresh cluster per key distribution, each against `LC_ALL=C sort -o` right after it (target ratio >= {RECORDS_TARGET} in every run at output replication 1; largest reduce's share target <= {:.2})",
         bytes >> 20,
         auto_pretouch() / 1_000_000,
+        auto_block_cache() / 1_000_000,
         1.1 / reduces as f64
     );
     // `BENCH_LINES_KEYS=uniform|few-distinct|shared-prefix|zipf` runs one.
@@ -425,7 +429,7 @@ pub(super) async fn text_lines_bench() {
     let bytes = bench_bytes();
     let reduces = 2u32;
     println!(
-        "10. sort-lines of {} MiB of text lines of any length, 2 workers x 1 slot (pretouch_mb = \"auto\"), 64 MiB blocks, replication 2, {reduces} reduces: {RUNS} jobs on a fresh cluster per text, each against `LC_ALL=C sort -o` right after it (target: the median run's ratio >= {TEXT_TARGET})",
+        "10. sort-lines of {} MiB of text lines of any length, 2 workers x 1 slot (the defaults' memory: pretouch_mb and block_cache_mb \"auto\"), 64 MiB blocks, replication 2, {reduces} reduces: {RUNS} jobs on a fresh cluster per text, each against `LC_ALL=C sort -o` right after it (target: the median run's ratio >= {TEXT_TARGET})",
         bytes >> 20,
     );
     // `BENCH_TEXT=prose-shaped|repo-docs` runs one.

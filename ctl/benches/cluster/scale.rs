@@ -38,9 +38,9 @@ pub(super) async fn sequence_bench() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(35),
     );
+    let probe = super::host::HostProbe::new(dir.path().to_owned());
     let auto = auto_pretouch();
-    let cache =
-        common::config::MbOrAuto::Auto.block_cache_bytes(common::config::available_memory(), 2);
+    let cache = auto_block_cache();
     println!(
         "9. sequences of jobs on 2 workers x 1 slot (1 GiB of gensort-shaped lines, 1 GiB of dictionary words, both made outside the testbed; 2 reduces each, every output kept, no sync between jobs): the issue's (3 sorts, then 3 wordcounts), alternating (sort, wordcount, 3 times), then spaced (sort, wordcount, twice, each after {} s idle; the pool trims buffers idle 30 s); on a fresh cluster with neither of the defaults' memory settings, with the buffers faulted in (`workers.pretouch_mb = \"auto\"`, {} MB a worker here), with those and the block cache (`workers.block_cache_mb = \"auto\"`, {} MB a worker here: the defaults), then the defaults with output replication 1 instead of 2",
         pause.as_secs(),
@@ -94,7 +94,7 @@ pub(super) async fn sequence_bench() {
         let what = format!(
             "sequences of jobs, pretouch_mb = {pretouch}, block_cache_mb = {cached}, output replication {output_replication}"
         );
-        run_sequences(&cl, pause, (&id, &what)).await;
+        run_sequences(&cl, (pause, &probe), (&id, &what)).await;
         if cache_bytes > 0 {
             let held: Vec<String> = cl
                 .workers
@@ -143,8 +143,7 @@ pub(super) async fn sequence_bench() {
 pub(super) async fn gib_bench() {
     let dir = tempfile::tempdir().unwrap();
     let pretouch = auto_pretouch();
-    let cache =
-        common::config::MbOrAuto::Auto.block_cache_bytes(common::config::available_memory(), 2);
+    let cache = auto_block_cache();
     let cl = support::start_cluster_tuned(
         dir.path(),
         TOKEN,
@@ -174,10 +173,16 @@ pub(super) fn auto_pretouch() -> u64 {
     common::config::MbOrAuto::Auto.pretouch_bytes(common::config::available_memory(), 2)
 }
 
+/// What `workers.block_cache_mb = "auto"` gives each of two workers on
+/// this machine now, in bytes.
+pub(super) fn auto_block_cache() -> u64 {
+    common::config::MbOrAuto::Auto.block_cache_bytes(common::config::available_memory(), 2)
+}
+
 /// Section 9's sequences on `cl` (see [`sequence_bench`]).
 pub(super) async fn run_sequences(
     cl: &support::LocalCluster,
-    pause: std::time::Duration,
+    (pause, probe): (std::time::Duration, &super::host::HostProbe),
     (id, what): (&str, &str),
 ) {
     let grouped = [Workload::Sort; 3]
@@ -191,8 +196,9 @@ pub(super) async fn run_sequences(
         .into_iter()
         .cycle()
         .take(4);
-    // (workload, seconds, share of its input cached, bytes the disk read)
-    let mut times: Vec<(Workload, f64, f64, Option<u64>)> = Vec::new();
+    // (workload, seconds, share of its input cached, bytes the disk read,
+    // the host's probe just before)
+    let mut times: Vec<(Workload, f64, f64, Option<u64>, super::host::Reading)> = Vec::new();
     let mut outputs = Vec::new();
     for (sequence, jobs, gap) in [
         (
@@ -220,6 +226,7 @@ pub(super) async fn run_sequences(
             job.output = Some(out.clone());
             // What the node carries into the job: dirty and in-writeback
             // pages, free pooled buffers.
+            let host = probe.read();
             let (dirty, pooled) = (dirty_bytes(), workloads::pool::held());
             // How much of its input's replicas the page cache holds, and
             // what the store's disk reads while it runs.
@@ -232,7 +239,7 @@ pub(super) async fn run_sequences(
             let secs = t.elapsed().as_secs_f64();
             let (busy, steal) = cpu_ticks().since(cpu);
             let read = watch.read();
-            times.push((workload, secs, watch.cached, read));
+            times.push((workload, secs, watch.cached, read, host));
             outputs.push(out);
             let of =
                 |k: common::wire::TaskKind| r.attempts.iter().filter(move |a| a.ok && a.kind == k);
@@ -244,7 +251,7 @@ pub(super) async fn run_sequences(
                 .map(|a| a.end_ms - a.start_ms)
                 .max();
             line.push(format!(
-                "{workload} {secs:.2} s [maps done {:.2} s, a map {:.2} s on average; longest reduce {:.2} s; CPU busy {:.0}%, stolen {:.1}%; dirty {:.0} MB, pooled {:.0} MB, input {:.0}% in the page cache at its start; {} read from the disk]",
+                "{workload} {secs:.2} s [maps done {:.2} s, a map {:.2} s on average; longest reduce {:.2} s; CPU busy {:.0}%, stolen {:.1}%; dirty {:.0} MB, pooled {:.0} MB, input {:.0}% in the page cache at its start; {} read from the disk; the host's probe before it: cores {:.0} ms, disk {}]",
                 maps_done.unwrap_or(0) as f64 / 1e3,
                 map_ms.iter().sum::<u64>() as f64 / map_ms.len().max(1) as f64 / 1e3,
                 reduce_ms.unwrap_or(0) as f64 / 1e3,
@@ -253,7 +260,10 @@ pub(super) async fn run_sequences(
                 dirty as f64 / 1e6,
                 pooled as f64 / 1e6,
                 watch.cached * 100.0,
-                read.map_or("nothing known".into(), |b| format!("{:.0} MB", b as f64 / 1e6))
+                read.map_or("nothing known".into(), |b| format!("{:.0} MB", b as f64 / 1e6)),
+                host.cpu_s * 1e3,
+                host.disk_s
+                    .map_or("not probed".into(), |s| format!("{:.0} ms", s * 1e3))
             ));
         }
         println!("     {sequence}:\n       {}", line.join("\n       "));
@@ -296,6 +306,33 @@ pub(super) async fn run_sequences(
             "x",
             "<= 1.25",
         );
+        report_probe(&ts, (id, what, w));
+    }
+}
+
+/// How the host's probe moved across `runs` of one workload, and how the
+/// jobs' times followed it.
+fn report_probe(
+    runs: &[&(Workload, f64, f64, Option<u64>, super::host::Reading)],
+    (id, what, w): (&str, &str, Workload),
+) {
+    use super::host::{correlation, spread};
+    let secs: Vec<f64> = runs.iter().map(|r| r.1).collect();
+    let cpu: Vec<f64> = runs.iter().map(|r| r.4.cpu_s).collect();
+    let disk: Vec<f64> = runs.iter().filter_map(|r| r.4.disk_s).collect();
+    let (c, d) = (spread(&cpu), spread(&disk));
+    let (rc, rd) = (correlation(&cpu, &secs), correlation(&disk, &secs));
+    println!(
+        "     {w}: the host's probe before those runs, slowest / fastest: both cores' fixed sort {c:.2}, the disk's 128 MiB write {d:.2}; the jobs' times correlate with the cores' {rc:.2} and the disk's {rd:.2}"
+    );
+    let figures = [
+        ("probe_cpu_spread", "the cores' probe, slowest / fastest", c, "x"),
+        ("probe_disk_spread", "the disk's probe, slowest / fastest", d, "x"),
+        ("probe_cpu_corr", "correlation of job time and the cores' probe", rc, ""),
+        ("probe_disk_corr", "correlation of job time and the disk's probe", rd, ""),
+    ];
+    for (k, said, v, unit) in figures {
+        record(&format!("{id}.{w}.{k}"), &format!("{what}: {w}, {said}"), v, unit, "");
     }
 }
 
