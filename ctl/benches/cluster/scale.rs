@@ -326,13 +326,39 @@ fn report_probe(
         "     {w}: the host's probe before those runs, slowest / fastest: both cores' fixed sort {c:.2}, the disk's 128 MiB write {d:.2}; the jobs' times correlate with the cores' {rc:.2} and the disk's {rd:.2}"
     );
     let figures = [
-        ("probe_cpu_spread", "the cores' probe, slowest / fastest", c, "x"),
-        ("probe_disk_spread", "the disk's probe, slowest / fastest", d, "x"),
-        ("probe_cpu_corr", "correlation of job time and the cores' probe", rc, ""),
-        ("probe_disk_corr", "correlation of job time and the disk's probe", rd, ""),
+        (
+            "probe_cpu_spread",
+            "the cores' probe, slowest / fastest",
+            c,
+            "x",
+        ),
+        (
+            "probe_disk_spread",
+            "the disk's probe, slowest / fastest",
+            d,
+            "x",
+        ),
+        (
+            "probe_cpu_corr",
+            "correlation of job time and the cores' probe",
+            rc,
+            "",
+        ),
+        (
+            "probe_disk_corr",
+            "correlation of job time and the disk's probe",
+            rd,
+            "",
+        ),
     ];
     for (k, said, v, unit) in figures {
-        record(&format!("{id}.{w}.{k}"), &format!("{what}: {w}, {said}"), v, unit, "");
+        record(
+            &format!("{id}.{w}.{k}"),
+            &format!("{what}: {w}, {said}"),
+            v,
+            unit,
+            "",
+        );
     }
 }
 
