@@ -10,6 +10,7 @@
 //!   SHA-256 digests, and its meta rewritten (a block that fails is dropped
 //!   as damaged, and the master copies it back from another replica).
 //! - `tmp/`: uploads in progress; emptied when the store opens.
+//! - `trash/`: deleted blocks' files, unlinked in the background (`trash`).
 //!
 //! Writes are crash-safe: data and meta go to temp files, are fsynced, the
 //! data is renamed into place, then the meta (which makes it visible), then
@@ -30,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 mod cache;
+mod trash;
 pub use cache::CacheStats;
 
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +143,7 @@ pub struct BlockStore {
     commit_lock: Mutex<()>,
     /// Blocks kept mapped and locked (`start_cache`), if any.
     cache: OnceLock<cache::BlockCache>,
+    trash: trash::Trash,
 }
 
 impl BlockStore {
@@ -155,6 +158,8 @@ impl BlockStore {
             fs::remove_dir_all(&tmp_dir).map_err(io_err("cleaning", &tmp_dir))?;
         }
         fs::create_dir_all(&tmp_dir).map_err(io_err("creating", &tmp_dir))?;
+        let trash_dir = dir.join("trash");
+        let trash = trash::Trash::open(trash_dir.clone()).map_err(io_err("opening", &trash_dir))?;
         let mut index = HashMap::new();
         let entries = fs::read_dir(&blocks_dir).map_err(io_err("listing", &blocks_dir))?;
         let mut data_files = Vec::new();
@@ -205,6 +210,7 @@ impl BlockStore {
             tmp_seq: AtomicU64::new(0),
             commit_lock: Mutex::new(()),
             cache: OnceLock::new(),
+            trash,
         })
     }
 
@@ -347,10 +353,16 @@ impl BlockStore {
         }
         self.cache_forget(id);
         drop(index);
+        // Renamed away at once (the meta first: a block exists iff its
+        // meta does), unlinked in the background.
         let meta = self.blocks_dir.join(format!("{id}.meta"));
-        fs::remove_file(&meta).map_err(io_err("removing", &meta))?;
+        self.trash
+            .discard(&meta)
+            .map_err(io_err("removing", &meta))?;
         let data = self.data_path(id);
-        fs::remove_file(&data).map_err(io_err("removing", &data))?;
+        self.trash
+            .discard(&data)
+            .map_err(io_err("removing", &data))?;
         self.generation.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }

@@ -418,3 +418,46 @@ fn a_block_stored_before_generations_opens_at_generation_0() {
     // A later attempt's replica of it replaces it.
     assert_eq!(s.put(at("f.b00000", 1), b"new").unwrap().generation, 1);
 }
+
+/// A deletion renames the block's files into the trash and returns: the
+/// caller (a heartbeat) never waits for the unlink, which the trash's
+/// thread does later; a block written again under the same id meanwhile
+/// is not the file unlinked; a store opened over a full trash empties it.
+#[test]
+fn a_deleted_block_is_unlinked_in_the_background_not_by_its_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = data(2 * CHUNK_BYTES + 10);
+    let id = BlockId::new("f.b00000").unwrap();
+    let trash = dir.path().join("trash");
+    let count = |p: &Path| fs::read_dir(p).unwrap().count();
+    {
+        let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+        s.put(target("f.b00000"), &d).unwrap();
+        let held = s.trash.hold();
+        s.delete(&id).unwrap();
+        assert!(s.list().is_empty());
+        assert!(matches!(s.reader(&id), Err(StoreError::NotFound { .. })));
+        assert_eq!(count(&dir.path().join("blocks")), 0);
+        // Both files wait in the trash for the held thread.
+        assert_eq!(s.trash.files(), 2);
+        let again: Vec<u8> = d.iter().map(|b| b ^ 0x5a).collect();
+        s.put(target("f.b00000"), &again).unwrap();
+        drop(held);
+        let t = std::time::Instant::now();
+        while s.trash.files() > 0 {
+            assert!(t.elapsed().as_secs() < 10, "the trash was not emptied");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(read_all(&s, &id), again);
+    }
+    // What a process killed before its thread got to it left behind.
+    fs::write(trash.join("7.1.f.b00000.blk"), &d).unwrap();
+    assert_eq!(count(&trash), 1);
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    assert_eq!(s.list().len(), 1);
+    let t = std::time::Instant::now();
+    while s.trash.files() > 0 {
+        assert!(t.elapsed().as_secs() < 10, "an opened store left its trash");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
