@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 pub(super) struct Trash {
     dir: PathBuf,
     seq: AtomicU64,
-    tx: Mutex<Sender<PathBuf>>,
+    tx: Sender<PathBuf>,
     /// Held by the unlinking thread around each unlink (tests hold it to
     /// see the renamed files before they go).
     #[cfg_attr(not(test), allow(dead_code))]
@@ -56,7 +56,7 @@ impl Trash {
         Ok(Trash {
             dir,
             seq: AtomicU64::new(0),
-            tx: Mutex::new(tx),
+            tx,
             gate,
         })
     }
@@ -70,8 +70,7 @@ impl Trash {
             .dir
             .join(format!("{seq}.{}.{name}", std::process::id()));
         std::fs::rename(path, &to)?;
-        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = tx.send(to) {
+        if let Err(e) = self.tx.send(to) {
             // The thread is gone (it cannot panic, but be sure): unlink here.
             let _ = std::fs::remove_file(e.0);
         }
