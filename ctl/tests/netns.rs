@@ -692,6 +692,9 @@ async fn partitions(
         };
         job.reduces = Some(2);
         job.output = Some(output.into());
+        // The last round's victim's replicas copied back first: a round
+        // that cuts the one worker left holding a block fails its job.
+        inputs_fully_replicated(&client, round).await;
         let refused_before = client.cluster().await.unwrap().results_refused;
         let id = client.submit(&job).await.unwrap();
         // The first worker running a task of this round's kind.
@@ -771,6 +774,32 @@ async fn partitions(
         cut.push((round, victim));
     }
     cut
+}
+
+/// Waits (up to 60 s) until every block of both inputs has its two
+/// live replicas.
+async fn inputs_fully_replicated(
+    client: &ctl::ops::client::MasterClient,
+    round: common::wire::TaskKind,
+) {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for name in ["words", "recs"] {
+        loop {
+            let info = client.file(name).await.unwrap();
+            let under: Vec<usize> = (0..info.replicas.len())
+                .filter(|&i| info.replicas[i].len() < 2)
+                .collect();
+            if under.is_empty() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{round:?}: {name}'s blocks {under:?} still under-replicated after 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
 }
 
 /// The output of this round's job equals coreutils'.
