@@ -335,8 +335,17 @@ impl WholeInput {
         }
     }
 
-    pub(crate) fn into_vec(self) -> Vec<u8> {
-        self.data
+    pub(crate) fn into_vec(mut self) -> Vec<u8> {
+        std::mem::take(&mut self.data)
+    }
+}
+
+/// A map dropped before it finished (its attempt killed, its input cut
+/// short) gives the buffer it gathered back to the pool, as a finished
+/// one does once its run is read: the next map finds its pages faulted in.
+impl Drop for WholeInput {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.data));
     }
 }
 
