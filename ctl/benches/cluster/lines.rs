@@ -101,6 +101,10 @@ async fn versus_gnu_sort(
         dump_file(cl, &out, &got).await;
         let same = files_equal(&got, &reference);
         cl.client.delete_file(&out).await.unwrap();
+        // The next job does not pay for this one's deletion either: on a
+        // file system mounted with `discard` the workers' unlinks trim the
+        // device, and writes meanwhile run slower.
+        deleted_everywhere(cl, &out, input.parent().unwrap_or(input)).await;
         runs.push(Run {
             ours,
             theirs,
@@ -115,6 +119,38 @@ async fn versus_gnu_sort(
     }
     cl.client.delete_file(name).await.unwrap();
     runs
+}
+
+/// Waits (up to 60 s) until `name` is gone from the master and every
+/// worker, and every store's trash under `root` is empty (its files
+/// unlinked, not only renamed there).
+async fn deleted_everywhere(cl: &support::LocalCluster, name: &str, root: &std::path::Path) {
+    fn trash_files(dir: &std::path::Path) -> usize {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut n = 0;
+        for e in entries.flatten() {
+            let p = e.path();
+            if !p.is_dir() {
+                continue;
+            }
+            n += if p.file_name().is_some_and(|f| f == "trash") {
+                std::fs::read_dir(&p).map_or(0, |d| d.count())
+            } else {
+                trash_files(&p)
+            };
+        }
+        n
+    }
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while !cl.client.file_gone(name).await.unwrap() || trash_files(root) > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{name} not deleted everywhere after 60 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// The median of `v` (the middle one of an odd count).
