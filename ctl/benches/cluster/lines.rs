@@ -27,6 +27,8 @@ struct Run {
     /// What the store's disk did while the job ran (where the kernel
     /// says: `/sys/dev/block`).
     wrote: Option<disk::Counters>,
+    /// The host's probe just before the job, and just before GNU sort.
+    probes: [super::host::Reading; 2],
 }
 
 impl Run {
@@ -75,6 +77,7 @@ async fn versus_gnu_sort(
     let disk = disk.as_deref();
     let reference = input.with_extension("gnu");
     let got = input.with_extension("ours");
+    let probe = super::host::HostProbe::new(input.parent().unwrap_or(input).to_owned());
     let mut runs = Vec::new();
     for run in 0..RUNS {
         // Each run writes its own output (a name still being deleted is
@@ -84,6 +87,7 @@ async fn versus_gnu_sort(
         job.reduces = Some(reduces);
         job.output = Some(out.clone());
         job.output_replication = output_replication;
+        let before_job = probe.read();
         // Neither side pays for the bench's own writes (the generated
         // file, the other side's output): both start with nothing dirty.
         sync_disks();
@@ -97,6 +101,7 @@ async fn versus_gnu_sort(
             .map(|(a, b)| b.since(&a));
         assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
         let maps_done = maps_end_ms(&r) as f64 / 1e3;
+        let before_gnu = probe.read();
         let theirs = gnu_sort(input, &reference);
         dump_file(cl, &out, &got).await;
         let same = files_equal(&got, &reference);
@@ -112,6 +117,7 @@ async fn versus_gnu_sort(
             shares: reduce_inputs(&r),
             same,
             wrote,
+            probes: [before_job, before_gnu],
         });
     }
     for p in [input, &reference, &got] {
@@ -150,6 +156,58 @@ async fn deleted_everywhere(cl: &support::LocalCluster, name: &str, root: &std::
             "{name} not deleted everywhere after 60 s"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Prints the host's probe (both cores sorting a fixed 16 MiB each) before
+/// each job and each GNU sort, and records `id`.probe_*: its slowest over
+/// fastest, and how the jobs' and GNU sort's times follow it. Where the
+/// probe moves with a run's time, the host moved, not the job.
+fn report_host(id: &str, what: &str, runs: &[Run]) {
+    use super::host::{correlation, spread};
+    let side = |k: usize| -> Vec<f64> { runs.iter().map(|r| r.probes[k].cpu_s).collect() };
+    let (job, gnu) = (side(0), side(1));
+    let ms = |v: &[f64]| {
+        v.iter()
+            .map(|s| format!("{:.0}", s * 1e3))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let ours: Vec<f64> = runs.iter().map(|r| r.ours).collect();
+    let theirs: Vec<f64> = runs.iter().map(|r| r.theirs).collect();
+    let all: Vec<f64> = job.iter().chain(&gnu).copied().collect();
+    let (cj, cg) = (correlation(&job, &ours), correlation(&gnu, &theirs));
+    println!(
+        "   host: both cores' fixed sort before each job {} ms, before each GNU sort {} ms; slowest / fastest {:.2}; the jobs' times correlate with it {cj:.2}, GNU sort's {cg:.2}",
+        ms(&job),
+        ms(&gnu),
+        spread(&all)
+    );
+    let rows = [
+        (
+            "probe_spread",
+            "the host's probe (both cores' fixed sort) before the jobs and GNU sorts, slowest / fastest",
+            spread(&all),
+        ),
+        (
+            "probe_job_corr",
+            "correlation of the jobs' times with the host's probe before each",
+            cj,
+        ),
+        (
+            "probe_gnu_corr",
+            "correlation of GNU sort's times with the host's probe before each",
+            cg,
+        ),
+    ];
+    for (field, said, value) in rows {
+        record(
+            &format!("{id}.{field}"),
+            &format!("{what}: {said}"),
+            value,
+            "",
+            "",
+        );
     }
 }
 
@@ -432,6 +490,7 @@ pub(super) async fn anyones_records_bench() {
         let target = (output_replication == Some(1)).then_some((RECORDS_TARGET, Held::Every));
         report(&id, &what, &set, &runs, target, reduces);
         report_disk(&id, &what, &runs, rate);
+        report_host(&id, &what, &runs);
     }
 }
 
@@ -492,5 +551,6 @@ pub(super) async fn text_lines_bench() {
         let id = format!("text.{text}");
         report(&id, &what, text, &runs, target, reduces);
         report_disk(&id, &what, &runs, rate);
+        report_host(&id, &what, &runs);
     }
 }
