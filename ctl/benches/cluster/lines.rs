@@ -73,11 +73,13 @@ async fn versus_gnu_sort(
     reduces: u32,
     output_replication: Option<u32>,
 ) -> Vec<Run> {
-    let disk = disk::device(input.parent().unwrap_or(input));
+    // The stores live beside the input, on the same disk.
+    let stores = input.parent().unwrap_or(input);
+    let disk = disk::device(stores);
     let disk = disk.as_deref();
     let reference = input.with_extension("gnu");
     let got = input.with_extension("ours");
-    let probe = super::host::HostProbe::new(input.parent().unwrap_or(input).to_owned());
+    let probe = super::host::HostProbe::new(stores.to_owned());
     let mut runs = Vec::new();
     for run in 0..RUNS {
         // Each run writes its own output (a name still being deleted is
@@ -109,7 +111,7 @@ async fn versus_gnu_sort(
         // The next job does not pay for this one's deletion either: on a
         // file system mounted with `discard` the workers' unlinks trim the
         // device, and writes meanwhile run slower.
-        deleted_everywhere(cl, &out, input.parent().unwrap_or(input)).await;
+        deleted_everywhere(cl, &out, stores).await;
         runs.push(Run {
             ours,
             theirs,
