@@ -31,6 +31,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 mod cache;
+mod sink;
+use sink::Sink;
 mod trash;
 pub use cache::CacheStats;
 
@@ -290,20 +292,14 @@ impl BlockStore {
         let tmp = self
             .tmp_dir
             .join(format!("{}.{}.{seq}.part", info.id, std::process::id()));
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(io_err("creating", &tmp))?;
         let file = match caching {
-            Caching::Keep => None,
-            Caching::DropBehind => DirectSink::create(&tmp),
-        };
-        let file = match file {
-            Some(direct) => Sink::Direct(direct),
-            None => Sink::Buffered(io::BufWriter::with_capacity(
-                1 << 20,
-                OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&tmp)
-                    .map_err(io_err("creating", &tmp))?,
-            )),
+            Caching::Keep => Sink::kept(file),
+            Caching::DropBehind => Sink::streamed(file),
         };
         Ok(BlockWriter {
             store: self.clone(),
@@ -548,116 +544,12 @@ pub struct BlockWriter {
 
 /// Whether a block written here stays in the page cache. Job output is
 /// written once and rarely read soon: HDFS lets its writer drop it behind
-/// (`FSDataOutputStream.setDropBehind`, `dfs.datanode.drop.cache.behind.writes`).
-/// Here `DropBehind` writes it with O_DIRECT, around the page cache: no
-/// page is allocated, filled and later evicted for it. A file system that
-/// refuses O_DIRECT gets cached writes.
+/// (`FSDataOutputStream.setDropBehind`, `dfs.datanode.drop.cache.behind.writes`),
+/// and so does `DropBehind` here ([`sink`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Caching {
     Keep,
     DropBehind,
-}
-
-/// Where a writer's bytes go: the page cache, or the disk directly.
-enum Sink {
-    Buffered(io::BufWriter<File>),
-    Direct(DirectSink),
-}
-
-impl Sink {
-    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
-        match self {
-            Sink::Buffered(w) => w.write_all(data),
-            Sink::Direct(d) => d.write_all(data),
-        }
-    }
-
-    /// The file with every byte written to it.
-    fn finish(self) -> io::Result<File> {
-        match self {
-            Sink::Buffered(w) => w.into_inner().map_err(|e| e.into_error()),
-            Sink::Direct(d) => d.finish(),
-        }
-    }
-}
-
-/// O_DIRECT writes from an aligned buffer: whole buffers while the block
-/// arrives, then the tail padded to the alignment and the file cut back to
-/// its length.
-struct DirectSink {
-    file: File,
-    /// `ALIGN` bytes more than a buffer, to find an aligned one in: the
-    /// buffer is `raw[off..off + BUF]` (the heap block never moves).
-    raw: Vec<u8>,
-    off: usize,
-    /// Bytes filled in the aligned buffer.
-    filled: usize,
-    len: u64,
-}
-
-impl DirectSink {
-    /// Disk writes are aligned to this (the largest common logical block).
-    const ALIGN: usize = 4096;
-    const BUF: usize = 4 << 20;
-
-    /// None if the file system refuses O_DIRECT (or the file cannot be
-    /// created: the cached path then says why).
-    fn create(path: &Path) -> Option<DirectSink> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(nix::fcntl::OFlag::O_DIRECT.bits())
-            .open(path)
-            .ok()?;
-        let raw = vec![0; Self::BUF + Self::ALIGN];
-        let off = raw.as_ptr().align_offset(Self::ALIGN);
-        Some(DirectSink {
-            file,
-            raw,
-            off,
-            filled: 0,
-            len: 0,
-        })
-    }
-
-    fn buf(&mut self) -> &mut [u8] {
-        &mut self.raw[self.off..self.off + Self::BUF]
-    }
-
-    fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
-        while !data.is_empty() {
-            let at = self.filled;
-            let n = (Self::BUF - at).min(data.len());
-            self.buf()[at..at + n].copy_from_slice(&data[..n]);
-            self.filled += n;
-            self.len += n as u64;
-            data = &data[n..];
-            if self.filled == Self::BUF {
-                self.flush(Self::BUF)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Writes the buffer's first `n` bytes (a multiple of `ALIGN`).
-    fn flush(&mut self, n: usize) -> io::Result<()> {
-        let mut file = &self.file;
-        file.write_all(&self.raw[self.off..self.off + n])?;
-        self.filled = 0;
-        Ok(())
-    }
-
-    fn finish(mut self) -> io::Result<File> {
-        if self.filled > 0 {
-            let n = self.filled.next_multiple_of(Self::ALIGN);
-            let at = self.filled;
-            self.buf()[at..n].fill(0);
-            self.flush(n)?;
-            self.file.set_len(self.len)?;
-        }
-        Ok(self.file)
-    }
 }
 
 impl BlockWriter {
@@ -732,8 +624,12 @@ impl BlockWriter {
             tracing::info!(block = %id, stored, generation, "replica replaced by a newer generation");
         }
         let file = self.file.take().expect("commit twice");
-        let file = file.finish().map_err(io_err("writing", &self.tmp))?;
+        let (file, drop_behind) = file.finish().map_err(io_err("writing", &self.tmp))?;
         file.sync_all().map_err(io_err("syncing", &self.tmp))?;
+        if drop_behind {
+            // Written and synced: its pages are clean, and go.
+            sink::drop_pages(&file, 0, 0);
+        }
         drop(file);
         let meta = BlockMeta {
             file: self.target.file.clone(),

@@ -348,4 +348,4 @@ fn lock_limit() -> u64 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

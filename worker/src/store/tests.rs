@@ -96,30 +96,33 @@ fn put_read_reopen() {
     assert_eq!(s.list()[0].file, "f");
 }
 
-/// Drop-behind (O_DIRECT) writes: any length, in pieces that do not
-/// line up with the aligned buffer, reads back exactly, and the file
-/// is cut back to the block's length.
+/// Drop-behind writes (streamed to the disk chunk by chunk): any length,
+/// in pieces that do not line up with the chunks, read back exactly, and
+/// a committed block leaves its pages out of the page cache.
 #[test]
 fn drop_behind_blocks_of_any_length_read_back_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let s = Arc::new(BlockStore::open(dir.path()).unwrap());
-    let buf = DirectSink::BUF;
-    for (k, n) in [0, 1, 4095, 4096, buf, buf + 3, 2 * CHUNK_BYTES + 10]
-        .into_iter()
-        .enumerate()
+    let chunk = sink::StreamSink::CHUNK as usize;
+    for (k, n) in [
+        0,
+        1,
+        4095,
+        4096,
+        chunk,
+        chunk + 3,
+        2 * CHUNK_BYTES + 10,
+        3 * chunk + 5,
+    ]
+    .into_iter()
+    .enumerate()
     {
         let d = data(n);
         let id = format!("d.b{k:05}");
         let mut w = s
             .writer_caching(target(&id), [0; 32], Caching::DropBehind)
             .unwrap();
-        if k == 0 {
-            // Where the file system takes O_DIRECT (ext4, xfs), it is used.
-            let probe = dir.path().join("probe");
-            if DirectSink::create(&probe).is_some() {
-                assert!(matches!(w.file, Some(Sink::Direct(_))));
-            }
-        }
+        assert!(matches!(w.file, Some(Sink::Streamed(_))));
         w.verify = false;
         for piece in d.chunks(777_777) {
             w.write(piece).unwrap();
@@ -132,6 +135,12 @@ fn drop_behind_blocks_of_any_length_read_back_exactly() {
         assert_eq!(s.get(&info.id).unwrap().sums, sums);
         assert_eq!(info.len, n as u64);
         assert_eq!(fs::metadata(s.data_path(&info.id)).unwrap().len(), n as u64);
+        // Dropped behind: where the file system keeps a page cache that
+        // takes the advice (not tmpfs), next to none of it stays.
+        if n >= chunk && !on_tmpfs(dir.path()) {
+            let cached = super::cache::tests::resident(&s.data_path(&info.id));
+            assert!(cached < 0.25, "{n} bytes: {cached:.2} of the pages cached");
+        }
         let mut r = s.reader(&info.id).unwrap();
         let mut all = Vec::new();
         for i in 0..r.chunk_count() {
@@ -139,6 +148,12 @@ fn drop_behind_blocks_of_any_length_read_back_exactly() {
         }
         assert!(all == d, "{n} bytes");
     }
+}
+
+/// Whether `dir` is on a tmpfs (its pages are the file: they cannot go).
+fn on_tmpfs(dir: &std::path::Path) -> bool {
+    nix::sys::statfs::statfs(dir)
+        .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC)
 }
 
 #[test]

@@ -43,7 +43,7 @@ fn until(s: &BlockStore, what: &str, cond: impl Fn(&BlockStore) -> bool) {
 
 /// The share of `path`'s pages in the page cache (mincore through a
 /// mapping that faults nothing in).
-fn resident(path: &std::path::Path) -> f64 {
+pub(in crate::store) fn resident(path: &std::path::Path) -> f64 {
     let f = File::open(path).unwrap();
     let len = f.metadata().unwrap().len() as usize;
     let pages = len.div_ceil(4096);
