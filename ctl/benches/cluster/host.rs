@@ -83,3 +83,74 @@ pub fn correlation(xs: &[f64], ys: &[f64]) -> f64 {
         sxy / (sxx * syy).sqrt()
     }
 }
+
+/// What this process and the host used up to a moment: the process's CPU
+/// time and page faults (the in-process cluster's master, workers and
+/// client; not GNU sort, a child) and the host's ticks in iowait and stolen
+/// by the hypervisor (/proc/stat's first line).
+#[derive(Clone, Copy, Default)]
+pub struct Usage {
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+    /// Context switches the process was forced into (its threads' time
+    /// slices taken by others).
+    pub involuntary: u64,
+    pub iowait_s: f64,
+    pub steal_s: f64,
+}
+
+impl Usage {
+    /// Now (zeros where the kernel does not say).
+    pub fn now() -> Usage {
+        // SAFETY: getrusage writes one rusage into the zeroed struct.
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+            ru
+        };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        let ticks: Vec<f64> = std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|s| s.lines().next().map(str::to_owned))
+            .map(|l| {
+                l.split_whitespace()
+                    .skip(1)
+                    .filter_map(|t| t.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let tick = |i: usize| ticks.get(i).copied().unwrap_or(0.0) / hz;
+        Usage {
+            user_s: secs(ru.ru_utime),
+            sys_s: secs(ru.ru_stime),
+            minor_faults: ru.ru_minflt as u64,
+            major_faults: ru.ru_majflt as u64,
+            involuntary: ru.ru_nivcsw as u64,
+            // user nice system idle iowait irq softirq steal
+            iowait_s: tick(4),
+            steal_s: tick(7),
+        }
+    }
+
+    /// What was used from `earlier` to this one.
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            user_s: self.user_s - earlier.user_s,
+            sys_s: self.sys_s - earlier.sys_s,
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
+            iowait_s: self.iowait_s - earlier.iowait_s,
+            steal_s: self.steal_s - earlier.steal_s,
+        }
+    }
+
+    /// The process's CPU seconds, user and system.
+    pub fn cpu_s(&self) -> f64 {
+        self.user_s + self.sys_s
+    }
+}

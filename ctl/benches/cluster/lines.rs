@@ -4,7 +4,10 @@
 //! (every worker faulting in `workers.pretouch_mb = "auto"`'s buffers at
 //! start) and [`RUNS`] jobs on it, the cluster's first job included, each
 //! timed against `LC_ALL=C sort -o` on the same file in the same run and
-//! its output checked equal to GNU sort's.
+//! its output checked equal to GNU sort's. Beside it: GNU sort with its
+//! output then synced (the job's is on the disk when it ends), what each
+//! job used (CPU time, faults; the host's iowait and stolen time) and
+//! every run's timeline (`timelines.csv` in the results folder).
 
 use super::*;
 use scale::{auto_block_cache, auto_pretouch, files_equal, gnu_sort, sync_disks};
@@ -18,6 +21,9 @@ struct Run {
     ours: f64,
     /// `LC_ALL=C sort -o`'s time.
     theirs: f64,
+    /// Then getting its output onto the disk (`fdatasync`): the job's
+    /// output is on the disk when it ends, GNU sort's in the page cache.
+    their_sync: f64,
     /// When the job's last map ended, s from its submission.
     maps_done: f64,
     /// Its reduces' input bytes.
@@ -29,12 +35,30 @@ struct Run {
     wrote: Option<disk::Counters>,
     /// The host's probe just before the job, and just before GNU sort.
     probes: [super::host::Reading; 2],
+    /// What the process and the host used while the job ran.
+    usage: super::host::Usage,
+    /// The maps' durations summed, s.
+    maps_busy: f64,
 }
 
 impl Run {
     fn ratio(&self) -> f64 {
         self.theirs / self.ours
     }
+
+    /// GNU sort's time with its output then synced, over the job's.
+    fn durable_ratio(&self) -> f64 {
+        (self.theirs + self.their_sync) / self.ours
+    }
+}
+
+/// Seconds to get `path`'s data onto the disk (`fdatasync`).
+fn synced(path: &std::path::Path) -> f64 {
+    let t = Instant::now();
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_data())
+        .unwrap_or_else(|e| panic!("syncing {}: {e}", path.display()));
+    t.elapsed().as_secs_f64()
 }
 
 /// Starts 2 workers x 1 slot with the pool as a fresh process has it and
@@ -94,17 +118,21 @@ async fn versus_gnu_sort(
         // file, the other side's output): both start with nothing dirty.
         sync_disks();
         let before = disk.and_then(disk::counters);
+        let used = super::host::Usage::now();
         let t = Instant::now();
         let id = cl.client.submit(&job).await.unwrap();
         let r = cl.client.wait_job(id).await.unwrap();
         let ours = t.elapsed().as_secs_f64();
+        let usage = super::host::Usage::now().since(&used);
         let wrote = before
             .zip(disk.and_then(disk::counters))
             .map(|(a, b)| b.since(&a));
         assert!(r.state == common::wire::JobState::Succeeded, "{r:?}");
         let maps_done = maps_end_ms(&r) as f64 / 1e3;
+        keep_timeline(name, run + 1, &r);
         let before_gnu = probe.read();
         let theirs = gnu_sort(input, &reference);
+        let their_sync = synced(&reference);
         dump_file(cl, &out, &got).await;
         let same = files_equal(&got, &reference);
         cl.client.delete_file(&out).await.unwrap();
@@ -115,11 +143,14 @@ async fn versus_gnu_sort(
         runs.push(Run {
             ours,
             theirs,
+            their_sync,
             maps_done,
             shares: reduce_inputs(&r),
             same,
             wrote,
             probes: [before_job, before_gnu],
+            usage,
+            maps_busy: maps_busy_s(&r),
         });
     }
     for p in [input, &reference, &got] {
@@ -159,6 +190,120 @@ async fn deleted_everywhere(cl: &support::LocalCluster, name: &str, root: &std::
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// The maps' durations summed, s (every attempt, a failed one included).
+fn maps_busy_s(r: &common::wire::JobReport) -> f64 {
+    r.attempts
+        .iter()
+        .filter(|a| a.kind == common::wire::TaskKind::Map)
+        .map(|a| a.end_ms.saturating_sub(a.start_ms))
+        .sum::<u64>() as f64
+        / 1e3
+}
+
+/// Appends run `run` of the job on `file` to `timelines.csv` in the
+/// results folder (none without one): every attempt's worker, start and
+/// end (ms after the submission) and bytes, so a slow run's maps can be
+/// read one by one after the bench.
+fn keep_timeline(file: &str, run: usize, r: &common::wire::JobReport) {
+    let Some(dir) = std::env::var_os(common::bench::RESULTS_VAR) else {
+        return;
+    };
+    let path = std::path::Path::new(&dir).join("timelines.csv");
+    let mut text = String::new();
+    if !path.exists() {
+        text.push_str(
+            "file,run,kind,task,attempt,worker,start_ms,end_ms,input_bytes,remote_bytes,ok\n",
+        );
+    }
+    for a in &r.attempts {
+        text.push_str(&format!(
+            "{file},{run},{:?},{},{},{},{},{},{},{},{}\n",
+            a.kind,
+            a.task,
+            a.attempt,
+            a.worker,
+            a.start_ms,
+            a.end_ms,
+            a.input_bytes,
+            a.remote_bytes,
+            a.ok
+        ));
+    }
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+    if let Err(e) = written {
+        eprintln!(
+            "timeline of {file} run {run} not written to {}: {e}",
+            path.display()
+        );
+    }
+}
+
+/// Prints what each job used (the process's CPU time, its page faults and
+/// forced context switches; the host's iowait and stolen time; the maps'
+/// summed durations) and records `id`.cpu_*, .steal_max_s and
+/// .maps_busy_corr. Where a slow run took as much CPU time as a fast one,
+/// it waited; where its CPU time grew with it, the same work ran slower.
+fn report_usage(id: &str, what: &str, runs: &[Run]) {
+    use super::host::{correlation, spread};
+    for (i, r) in runs.iter().enumerate() {
+        let u = &r.usage;
+        println!(
+            "   run {}: CPU {:.2} s (user {:.2}, system {:.2}), maps' summed time {:.2} s, {} minor / {} major faults, {} forced switches; host: iowait {:.2} s, stolen {:.2} s",
+            i + 1,
+            u.cpu_s(),
+            u.user_s,
+            u.sys_s,
+            r.maps_busy,
+            u.minor_faults,
+            u.major_faults,
+            u.involuntary,
+            u.iowait_s,
+            u.steal_s
+        );
+    }
+    let ours: Vec<f64> = runs.iter().map(|r| r.ours).collect();
+    let cpu: Vec<f64> = runs.iter().map(|r| r.usage.cpu_s()).collect();
+    let busy: Vec<f64> = runs.iter().map(|r| r.maps_busy).collect();
+    let steal = runs.iter().map(|r| r.usage.steal_s).fold(0.0, f64::max);
+    let rows = [
+        (
+            "cpu_s",
+            "the process's CPU time during a job, median",
+            median(cpu.clone()),
+            "s",
+        ),
+        (
+            "cpu_spread",
+            "the jobs' CPU time, most / least",
+            spread(&cpu),
+            "x",
+        ),
+        (
+            "cpu_job_corr",
+            "correlation of the jobs' times with their CPU time",
+            correlation(&cpu, &ours),
+            "",
+        ),
+        (
+            "maps_busy_corr",
+            "correlation of the jobs' times with their maps' summed durations",
+            correlation(&busy, &ours),
+            "",
+        ),
+        (
+            "steal_max_s",
+            "time the hypervisor stole during a job, most of the runs",
+            steal,
+            "s",
+        ),
+    ];
+    record_rows(id, what, rows);
 }
 
 /// Prints the host's probe (both cores sorting a fixed 16 MiB each) before
@@ -202,15 +347,7 @@ fn report_host(id: &str, what: &str, runs: &[Run]) {
             cg,
         ),
     ];
-    for (field, said, value) in rows {
-        record(
-            &format!("{id}.{field}"),
-            &format!("{what}: {said}"),
-            value,
-            "",
-            "",
-        );
-    }
+    record_rows(id, what, rows.map(|(f, s, v)| (f, s, v, "")));
 }
 
 /// The median of `v` (the middle one of an odd count).
@@ -248,12 +385,14 @@ fn report(
 ) {
     for (i, r) in runs.iter().enumerate() {
         println!(
-            "   {label:<13} run {}: job {:.2} s (maps done at {:.2} s), `LC_ALL=C sort -o` {:.2} s: ratio {:.2}; reduces' inputs {}; output {}",
+            "   {label:<13} run {}: job {:.2} s (maps done at {:.2} s), `LC_ALL=C sort -o` {:.2} s: ratio {:.2} (its output then synced: {:.2} s more, ratio {:.2}); reduces' inputs {}; output {}",
             i + 1,
             r.ours,
             r.maps_done,
             r.theirs,
             r.ratio(),
+            r.their_sync,
+            r.durable_ratio(),
             r.shares
                 .iter()
                 .map(|b| format!("{:.0} MB", *b as f64 / 1e6))
@@ -358,15 +497,81 @@ fn report(
     );
 }
 
-/// Bytes the disk's own write rate is measured on ([`disk::direct_write_rate`]).
+/// Records `id`.gnu_sync_s and .durable_*_ratio: GNU sort with its output
+/// then synced, against the job, whose output replicas are streamed to the
+/// disk and synced before it ends. No target: the item's ratio
+/// is against `sort -o` as a user times it; this one says what of the gap
+/// is the disk's.
+fn report_durable(id: &str, what: &str, runs: &[Run]) {
+    let n = runs.len();
+    let ratios: Vec<f64> = runs.iter().map(Run::durable_ratio).collect();
+    let rows = [
+        (
+            "gnu_sync_s",
+            format!("`fdatasync` of GNU sort's output after it, median of {n}"),
+            median(runs.iter().map(|r| r.their_sync).collect()),
+            "s",
+        ),
+        (
+            "durable_lowest_ratio",
+            format!("GNU sort's time with its output synced / the job's, lowest of {n} runs"),
+            ratios.iter().copied().fold(f64::MAX, f64::min),
+            "x",
+        ),
+        (
+            "durable_median_ratio",
+            format!("GNU sort's time with its output synced / the job's, median of {n} runs"),
+            median(ratios),
+            "x",
+        ),
+    ];
+    record_rows(id, what, rows);
+}
+
+/// Records each of `rows` (field, what it is, value, unit) as `id`.field,
+/// described under `what`.
+fn record_rows<S: std::fmt::Display>(
+    id: &str,
+    what: &str,
+    rows: impl IntoIterator<Item = (&'static str, S, f64, &'static str)>,
+) {
+    for (field, said, value, unit) in rows {
+        record(
+            &format!("{id}.{field}"),
+            &format!("{what}: {said}"),
+            value,
+            unit,
+            "",
+        );
+    }
+}
+
+/// Bytes the disk's own write rates are measured on ([`DiskRates`]).
 const DISK_PROBE: usize = 1 << 30;
 
+/// The store's disk alone, measured before a set's runs: 1 GiB in 4 MiB
+/// O_DIRECT writes ([`disk::direct_write_rate`]), then 1 GiB through the
+/// worker's store as a reduce writes its output ([`disk::store_write_rate`]),
+/// each synced; bytes per second, None where one could not be measured.
+struct DiskRates {
+    direct: Option<f64>,
+    store: Option<f64>,
+}
+
+impl DiskRates {
+    fn measure(dir: &std::path::Path) -> DiskRates {
+        let direct = disk::direct_write_rate(dir, DISK_PROBE);
+        let store = disk::store_write_rate(dir, DISK_PROBE);
+        DiskRates { direct, store }
+    }
+}
+
 /// Records what the store's disk did in `runs` (where the kernel counts
-/// it): the bytes written during a job (the output's replicas, written
-/// around the page cache and synced, and any spill), how much of the job
-/// the disk was busy, and how long those bytes take at `rate`, the disk's
-/// own rate for such writes measured before the runs.
-fn report_disk(id: &str, what: &str, runs: &[Run], rate: Option<f64>) {
+/// it): the bytes written during a job (the output's replicas, streamed
+/// and synced, and any spill), how much of the job the disk was busy, and
+/// how long those bytes take at the disk's own O_DIRECT rate; and that
+/// rate beside the store's own for output, both measured before the runs.
+fn report_disk(id: &str, what: &str, runs: &[Run], rates: &DiskRates) {
     let wrote: Vec<(f64, &disk::Counters)> = runs
         .iter()
         .filter_map(|r| r.wrote.as_ref().map(|w| (r.ours, w)))
@@ -387,12 +592,18 @@ fn report_disk(id: &str, what: &str, runs: &[Run], rate: Option<f64>) {
         "   disk: {:.0} MB written during a job, busy {:.2} of its time (medians){}",
         bytes / 1e6,
         busy,
-        rate.map_or(String::new(), |r| format!(
+        rates.direct.map_or(String::new(), |r| format!(
             "; O_DIRECT writes alone {:.0} MB/s, so those bytes alone take {:.2} s",
             r / 1e6,
             bytes / r
         ))
     );
+    if let Some(r) = rates.store {
+        println!(
+            "   the store's own output writes alone (streamed, dropped behind, synced): {:.0} MB/s",
+            r / 1e6
+        );
+    }
     let mut rows = vec![
         (
             "disk_written_mb",
@@ -407,7 +618,7 @@ fn report_disk(id: &str, what: &str, runs: &[Run], rate: Option<f64>) {
             "share",
         ),
     ];
-    if let Some(r) = rate {
+    if let Some(r) = rates.direct {
         rows.push((
             "disk_rate",
             "the store's disk alone: 1 GiB in 4 MiB O_DIRECT writes, synced".into(),
@@ -421,15 +632,23 @@ fn report_disk(id: &str, what: &str, runs: &[Run], rate: Option<f64>) {
             "s",
         ));
     }
-    for (field, said, value, unit) in rows {
-        record(
-            &format!("{id}.{field}"),
-            &format!("{what}: {said}"),
-            value,
-            unit,
-            "",
-        );
+    if let Some(r) = rates.store {
+        rows.push((
+            "disk_store_rate",
+            "the store's disk alone: 1 GiB written by the store as job output (streamed, dropped behind, synced)".into(),
+            r / 1e6,
+            "MB/s",
+        ));
     }
+    if let (Some(d), Some(r)) = (rates.direct, rates.store) {
+        rows.push((
+            "disk_store_vs_direct",
+            "the store's output writes over O_DIRECT writes, measured side by side".into(),
+            r / d,
+            "x",
+        ));
+    }
+    record_rows(id, what, rows);
 }
 
 /// The bytes a bench sorts: `BENCH_LINES_MIB` MiB (1 GiB unless said).
@@ -478,7 +697,7 @@ pub(super) async fn anyones_records_bench() {
         let cl = fresh_cluster(store.path()).await;
         let name = format!("lines-{set}");
         load(&cl, &name, Source::File(input.clone()), 64 << 20, 2).await;
-        let rate = disk::direct_write_rate(dir.path(), DISK_PROBE);
+        let rates = DiskRates::measure(dir.path());
         let file = (name.as_str(), input.as_path());
         let runs = versus_gnu_sort(&cl, file, Workload::Sort, reduces, output_replication).await;
         let what = format!(
@@ -491,8 +710,10 @@ pub(super) async fn anyones_records_bench() {
         // The target is item 2's, at TeraSort's output replication.
         let target = (output_replication == Some(1)).then_some((RECORDS_TARGET, Held::Every));
         report(&id, &what, &set, &runs, target, reduces);
-        report_disk(&id, &what, &runs, rate);
+        report_disk(&id, &what, &runs, &rates);
         report_host(&id, &what, &runs);
+        report_durable(&id, &what, &runs);
+        report_usage(&id, &what, &runs);
     }
 }
 
@@ -545,14 +766,16 @@ pub(super) async fn text_lines_bench() {
         let cl = fresh_cluster(store.path()).await;
         let name = format!("text-{text}");
         load(&cl, &name, Source::File(input.clone()), 64 << 20, 2).await;
-        let rate = disk::direct_write_rate(dir.path(), DISK_PROBE);
+        let rates = DiskRates::measure(dir.path());
         let file = (name.as_str(), input.as_path());
         let runs = versus_gnu_sort(&cl, file, Workload::SortLines, reduces, None).await;
         let what = format!("sort-lines of {} MiB of {text} text", bytes >> 20);
         let target = Some((TEXT_TARGET, Held::Median));
         let id = format!("text.{text}");
         report(&id, &what, text, &runs, target, reduces);
-        report_disk(&id, &what, &runs, rate);
+        report_disk(&id, &what, &runs, &rates);
         report_host(&id, &what, &runs);
+        report_durable(&id, &what, &runs);
+        report_usage(&id, &what, &runs);
     }
 }
