@@ -11,7 +11,7 @@
 //! queues where the device wants them. An earlier version wrote around the
 //! page cache with O_DIRECT, 4 MiB at a time, one write in flight; on a
 //! virtual disk whose writes are slow one by one that was the job's floor
-//! (docs/benchmarks.md, "A durable output, streamed").
+//! (docs/benchmarks.md, "Output streamed, and what each job used").
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
