@@ -709,11 +709,34 @@ pub(super) async fn anyones_records_bench() {
         let id = format!("lines.{set}");
         // The target is item 2's, at TeraSort's output replication.
         let target = (output_replication == Some(1)).then_some((RECORDS_TARGET, Held::Every));
-        report(&id, &what, &set, &runs, target, reduces);
-        report_disk(&id, &what, &runs, &rates);
-        report_host(&id, &what, &runs);
-        report_durable(&id, &what, &runs);
-        report_usage(&id, &what, &runs);
+        let set = Set {
+            id: &id,
+            what: &what,
+            label: &set,
+        };
+        set.report(&runs, target, reduces, &rates);
+    }
+}
+
+/// One set's runs as the bench reports them: `id` names its figures,
+/// `what` describes them and `label` heads its printed lines.
+struct Set<'a> {
+    id: &'a str,
+    what: &'a str,
+    label: &'a str,
+}
+
+impl Set<'_> {
+    /// Prints and records everything of `runs`: the ratios against GNU
+    /// sort (and the item's verdict under `target`), the disk, the host's
+    /// probe, GNU sort synced, and what each job used.
+    fn report(&self, runs: &[Run], target: Option<(f64, Held)>, reduces: u32, rates: &DiskRates) {
+        let (id, what) = (self.id, self.what);
+        report(id, what, self.label, runs, target, reduces);
+        report_disk(id, what, runs, rates);
+        report_host(id, what, runs);
+        report_durable(id, what, runs);
+        report_usage(id, what, runs);
     }
 }
 
@@ -772,10 +795,11 @@ pub(super) async fn text_lines_bench() {
         let what = format!("sort-lines of {} MiB of {text} text", bytes >> 20);
         let target = Some((TEXT_TARGET, Held::Median));
         let id = format!("text.{text}");
-        report(&id, &what, text, &runs, target, reduces);
-        report_disk(&id, &what, &runs, &rates);
-        report_host(&id, &what, &runs);
-        report_durable(&id, &what, &runs);
-        report_usage(&id, &what, &runs);
+        let set = Set {
+            id: &id,
+            what: &what,
+            label: text,
+        };
+        set.report(&runs, target, reduces, &rates);
     }
 }
