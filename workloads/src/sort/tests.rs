@@ -335,6 +335,33 @@ fn the_key_prefix_sort_equals_a_comparison_sort() {
 }
 
 #[test]
+fn keys_sharing_long_prefixes_sort_as_a_comparison_sort_does() {
+    // Buckets of the first two key bytes holding tens of thousands of
+    // records whose keys share up to nine bytes (names, ids, dates in one
+    // form): each ordered by the bytes past the shared ones, and equal
+    // keys by their whole records.
+    let mut next = lcg(5);
+    let mut data = Vec::new();
+    for _ in 0..60_000u32 {
+        let key = match next() % 4 {
+            0 => format!("user_0{}{:03}", next() % 2, next() % 1000),
+            1 => format!("item_00{}", (b'!' + (next() % 90) as u8) as char),
+            2 => format!("2026-12-0{}", next() % 10),
+            _ => format!("user_0{}{:03}", next() % 2, next() % 7),
+        };
+        data.extend(rec(&key, next() % 50));
+    }
+    let mut want: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
+    want.sort_unstable();
+    let order = sorted_order(&data);
+    let got: Vec<&[u8]> = order
+        .iter()
+        .map(|&i| &data[i as usize * RECORD..(i as usize + 1) * RECORD])
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
 fn partial_records_are_errors() {
     let mut m = Workload::Sort.map_task(1);
     m.consume(&[b'a'; 150]);
