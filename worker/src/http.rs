@@ -390,7 +390,7 @@ fn parse_header<T: std::str::FromStr>(h: &HeaderMap, name: &str) -> Result<T, Ap
         ("x-block-index" = u32, Header, description = "its index in the file"),
         ("x-block-file-blocks" = u32, Header, description = "the file's block count"),
         ("x-block-generation" = Option<u64>, Header, description = "the replica's generation stamp (default 0, loaded data): a job's output carries its attempt's; a newer one replaces a stored replica, an older one is refused (409)"),
-        ("x-block-cache" = Option<String>, Header, description = "keep (default): the block stays in the page cache; drop-behind: streamed to the disk and dropped from the page cache behind (sync_file_range, then POSIX_FADV_DONTNEED), for output read rarely")),
+        ("x-block-cache" = Option<String>, Header, description = "keep (default): the block stays in the page cache; drop-behind: written around the page cache (O_DIRECT) where the file system allows, else streamed to the disk and dropped from the page cache behind (sync_file_range, then POSIX_FADV_DONTNEED), for output read rarely")),
     request_body(content = Vec<u8>, content_type = "application/octet-stream", description = "the block, at most 4 GiB"),
     responses((status = 201, description = "stored, visible once its digest verified", body = BlockInfo),
         (status = 400, description = "a bad header, named", body = ErrorBody),

@@ -299,7 +299,7 @@ impl BlockStore {
             .map_err(io_err("creating", &tmp))?;
         let file = match caching {
             Caching::Keep => Sink::kept(file),
-            Caching::DropBehind => Sink::streamed(file),
+            Caching::DropBehind => Sink::direct(file, &tmp),
         };
         Ok(BlockWriter {
             store: self.clone(),

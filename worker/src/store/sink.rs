@@ -1,17 +1,22 @@
 //! Where a block writer's bytes go: the page cache, kept there (input a
-//! job will read), or streamed through it to the disk and dropped behind
-//! (job output, read rarely soon).
+//! job will read), or to the disk without staying in it (job output, read
+//! rarely soon).
 //!
-//! Dropping behind is HDFS's (`dfs.datanode.drop.cache.behind.writes`):
-//! the writer starts the disk's writeback of each [`StreamSink::CHUNK`] as
-//! soon as it is written (`sync_file_range`), waits for the one before it
-//! and tells the kernel its pages can go (`posix_fadvise(DONTNEED)`). So at
-//! most two chunks of a block are dirty at a time, the page cache does not
-//! fill with output, and the disk gets a whole chunk's writes at once: deep
-//! queues where the device wants them. An earlier version wrote around the
-//! page cache with O_DIRECT, 4 MiB at a time, one write in flight; on a
-//! virtual disk whose writes are slow one by one that was the job's floor
-//! (docs/benchmarks.md, "Output streamed, and what each job used").
+//! Output goes around the page cache where the file system allows
+//! ([`DirectSink`]: O_DIRECT from two aligned buffers, a thread writing one
+//! while the caller fills the other), so its bytes are copied once, into a
+//! buffer the sink reuses, and the disk always has a write. Elsewhere it
+//! is dropped behind as HDFS does (`dfs.datanode.drop.cache.behind.writes`;
+//! [`StreamSink`]): the writer starts the disk's writeback of each
+//! [`StreamSink::CHUNK`] as soon as it is written (`sync_file_range`),
+//! waits for the one before it and tells the kernel its pages can go
+//! (`posix_fadvise(DONTNEED)`). A first O_DIRECT version wrote one 4 MiB
+//! buffer at a time from the caller's thread, which waited for each: on a
+//! virtual disk whose writes are slow one by one that was the job's floor.
+//! Streaming removed the wait but copied every byte into fresh pages of
+//! the cache; on two cores at two replicas that copy was the reduce's
+//! largest CPU cost (docs/benchmarks.md, "Output around the page cache
+//! again, two buffers deep").
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -21,6 +26,7 @@ use std::os::fd::AsRawFd;
 pub(super) enum Sink {
     Buffered(BufWriter<File>),
     Streamed(StreamSink),
+    Direct(DirectSink),
 }
 
 impl Sink {
@@ -41,10 +47,20 @@ impl Sink {
         })
     }
 
+    /// Writes around the page cache ([`DirectSink`]) where the file
+    /// system allows, else streams.
+    pub(super) fn direct(file: File, path: &std::path::Path) -> Sink {
+        match DirectSink::create(path) {
+            Some(d) => Sink::Direct(d),
+            None => Sink::streamed(file),
+        }
+    }
+
     pub(super) fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         match self {
             Sink::Buffered(w) => w.write_all(data),
             Sink::Streamed(s) => s.write_all(data),
+            Sink::Direct(d) => d.write_all(data),
         }
     }
 
@@ -54,6 +70,7 @@ impl Sink {
         match self {
             Sink::Buffered(w) => Ok((w.into_inner().map_err(|e| e.into_error())?, false)),
             Sink::Streamed(s) => Ok((s.finish()?, true)),
+            Sink::Direct(d) => Ok((d.finish()?, false)),
         }
     }
 }
@@ -137,4 +154,160 @@ pub(super) fn drop_pages(file: &File, at: u64, len: u64) {
         len as i64,
         nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
     );
+}
+
+/// O_DIRECT writes, around the page cache, from aligned buffers a thread of
+/// the sink's own writes while the caller fills the next: the caller's
+/// only cost per byte is one copy into a buffer it reuses (no page of the
+/// cache to allocate, charge and free), and the disk always has a write.
+pub(super) struct DirectSink {
+    /// The buffer being filled, and how far.
+    buf: Option<Aligned>,
+    filled: usize,
+    /// Bytes handed to the sink.
+    len: u64,
+    /// Buffers free to fill (the writer's gives them back).
+    free: Vec<Aligned>,
+    /// Buffers with the writer thread, and the channel back. Dropped
+    /// unfinished (the block abandoned), the sink closes `out`: the thread
+    /// ends with its queue, and nothing waits for it.
+    out: Option<std::sync::mpsc::SyncSender<(Aligned, u64, usize)>>,
+    back: std::sync::mpsc::Receiver<io::Result<Aligned>>,
+    with_writer: usize,
+    writer: Option<std::thread::JoinHandle<()>>,
+    file: File,
+}
+
+/// A heap buffer of [`DirectSink::BUF`] bytes at an [`DirectSink::ALIGN`]
+/// boundary: `raw[off..off + BUF]` (a Vec's heap block never moves).
+struct Aligned {
+    raw: Vec<u8>,
+    off: usize,
+}
+
+impl Aligned {
+    fn new() -> Aligned {
+        let raw = vec![0u8; DirectSink::BUF + DirectSink::ALIGN];
+        let off = raw.as_ptr().align_offset(DirectSink::ALIGN);
+        Aligned { raw, off }
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        &mut self.raw[self.off..self.off + DirectSink::BUF]
+    }
+}
+
+impl DirectSink {
+    /// Disk writes are aligned to this (the largest common logical block).
+    const ALIGN: usize = 4096;
+    /// Bytes a write hands the disk at once.
+    pub(super) const BUF: usize = 8 << 20;
+    /// Buffers a sink fills and writes in turn.
+    const BUFFERS: usize = 2;
+
+    /// A sink writing `path` with O_DIRECT; None where the file system
+    /// refuses it (tmpfs): the caller streams through the page cache.
+    pub(super) fn create(path: &std::path::Path) -> Option<DirectSink> {
+        use std::os::unix::fs::{FileExt, OpenOptionsExt};
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+            .ok()?;
+        let theirs = file.try_clone().ok()?;
+        let (out, todo) = std::sync::mpsc::sync_channel::<(Aligned, u64, usize)>(Self::BUFFERS);
+        let (done, back) = std::sync::mpsc::channel();
+        let writer = std::thread::Builder::new()
+            .name("block-writer".into())
+            .spawn(move || {
+                for (mut buf, at, n) in todo {
+                    let r = theirs.write_all_at(&buf.bytes()[..n], at).map(|()| buf);
+                    if done.send(r).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some(DirectSink {
+            buf: Some(Aligned::new()),
+            filled: 0,
+            len: 0,
+            free: (1..Self::BUFFERS).map(|_| Aligned::new()).collect(),
+            out: Some(out),
+            back,
+            with_writer: 0,
+            writer: Some(writer),
+            file,
+        })
+    }
+
+    pub(super) fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+        while !data.is_empty() {
+            let at = self.filled;
+            let n = (Self::BUF - at).min(data.len());
+            let buf = self.buf.as_mut().expect("a buffer while open");
+            buf.bytes()[at..at + n].copy_from_slice(&data[..n]);
+            self.filled += n;
+            data = &data[n..];
+            if self.filled == Self::BUF {
+                self.hand_over(Self::BUF)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the buffer's first `n` bytes (a multiple of `ALIGN`) to the
+    /// writer thread and takes a free buffer, waiting for one if need be.
+    fn hand_over(&mut self, n: usize) -> io::Result<()> {
+        let buf = self.buf.take().expect("a buffer while open");
+        let at = self.len;
+        self.len += self.filled as u64;
+        self.filled = 0;
+        let gone = || io::Error::other("the block's writer thread stopped");
+        let out = self.out.as_ref().ok_or_else(gone)?;
+        out.send((buf, at, n)).map_err(|_| gone())?;
+        self.with_writer += 1;
+        let next = match self.free.pop() {
+            Some(b) => b,
+            None => self.take_back()?,
+        };
+        self.buf = Some(next);
+        Ok(())
+    }
+
+    /// A buffer the writer thread is done with, or its write's error.
+    fn take_back(&mut self) -> io::Result<Aligned> {
+        let r = self
+            .back
+            .recv()
+            .map_err(|_| io::Error::other("the block's writer thread stopped"))?;
+        self.with_writer -= 1;
+        r
+    }
+
+    /// Writes the tail (padded to the alignment, the file then cut back to
+    /// its length) and waits for every write.
+    pub(super) fn finish(mut self) -> io::Result<File> {
+        if self.filled > 0 {
+            let n = self.filled.next_multiple_of(Self::ALIGN);
+            let at = self.filled;
+            self.buf.as_mut().expect("a buffer while open").bytes()[at..n].fill(0);
+            self.hand_over(n)?;
+        }
+        self.out = None;
+        let mut first_error = None;
+        while self.with_writer > 0 {
+            if let Err(e) = self.take_back() {
+                first_error.get_or_insert(e);
+            }
+        }
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        self.file.set_len(self.len)?;
+        Ok(self.file)
+    }
 }

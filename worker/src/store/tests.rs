@@ -96,33 +96,47 @@ fn put_read_reopen() {
     assert_eq!(s.list()[0].file, "f");
 }
 
-/// Drop-behind writes (streamed to the disk chunk by chunk): any length,
-/// in pieces that do not line up with the chunks, read back exactly, and
+/// Drop-behind writes, around the page cache (O_DIRECT from buffers a
+/// thread writes in turn) where the file system allows and streamed to
+/// the disk chunk by chunk otherwise, each tried: any length, in pieces
+/// that do not line up with the chunks or buffers, read back exactly, and
 /// a committed block leaves its pages out of the page cache.
 #[test]
 fn drop_behind_blocks_of_any_length_read_back_exactly() {
     let dir = tempfile::tempdir().unwrap();
     let s = Arc::new(BlockStore::open(dir.path()).unwrap());
     let chunk = sink::StreamSink::CHUNK as usize;
-    for (k, n) in [
+    let buf = sink::DirectSink::BUF;
+    let lengths = [
         0,
         1,
         4095,
         4096,
         chunk,
         chunk + 3,
+        buf - 1,
+        buf + 4097,
         2 * CHUNK_BYTES + 10,
         3 * chunk + 5,
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    ];
+    let ways = lengths
+        .iter()
+        .flat_map(|&n| [(n, true), (n, false)])
+        .enumerate();
+    for (k, (n, direct)) in ways {
         let d = data(n);
         let id = format!("d.b{k:05}");
         let mut w = s
             .writer_caching(target(&id), [0; 32], Caching::DropBehind)
             .unwrap();
-        assert!(matches!(w.file, Some(Sink::Streamed(_))));
+        if direct {
+            // Around the page cache, unless the file system refuses.
+            let around = matches!(w.file, Some(Sink::Direct(_)));
+            assert!(around || on_tmpfs(dir.path()), "O_DIRECT refused");
+        } else {
+            let f = fs::OpenOptions::new().write(true).open(&w.tmp).unwrap();
+            w.file = Some(Sink::streamed(f));
+        }
         w.verify = false;
         for piece in d.chunks(777_777) {
             w.write(piece).unwrap();
@@ -146,7 +160,7 @@ fn drop_behind_blocks_of_any_length_read_back_exactly() {
         for i in 0..r.chunk_count() {
             all.extend_from_slice(&r.read_chunk(i).unwrap());
         }
-        assert!(all == d, "{n} bytes");
+        assert!(all == d, "{n} bytes, direct {direct}");
     }
 }
 
