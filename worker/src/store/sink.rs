@@ -245,7 +245,7 @@ impl DirectSink {
         while !data.is_empty() {
             let at = self.filled;
             let n = (Self::BUF - at).min(data.len());
-            let buf = self.buf.as_mut().expect("a buffer while open");
+            let buf = self.buf.as_mut().ok_or_else(failed)?;
             buf.bytes()[at..at + n].copy_from_slice(&data[..n]);
             self.filled += n;
             data = &data[n..];
@@ -259,7 +259,7 @@ impl DirectSink {
     /// Hands the buffer's first `n` bytes (a multiple of `ALIGN`) to the
     /// writer thread and takes a free buffer, waiting for one if need be.
     fn hand_over(&mut self, n: usize) -> io::Result<()> {
-        let buf = self.buf.take().expect("a buffer while open");
+        let buf = self.buf.take().ok_or_else(failed)?;
         let at = self.len;
         self.len += self.filled as u64;
         self.filled = 0;
@@ -277,10 +277,11 @@ impl DirectSink {
 
     /// A buffer the writer thread is done with, or its write's error.
     fn take_back(&mut self) -> io::Result<Aligned> {
-        let r = self
-            .back
-            .recv()
-            .map_err(|_| io::Error::other("the block's writer thread stopped"))?;
+        let Ok(r) = self.back.recv() else {
+            // Nothing more will come back.
+            self.with_writer = 0;
+            return Err(io::Error::other("the block's writer thread stopped"));
+        };
         self.with_writer -= 1;
         r
     }
@@ -291,7 +292,7 @@ impl DirectSink {
         if self.filled > 0 {
             let n = self.filled.next_multiple_of(Self::ALIGN);
             let at = self.filled;
-            self.buf.as_mut().expect("a buffer while open").bytes()[at..n].fill(0);
+            self.buf.as_mut().ok_or_else(failed)?.bytes()[at..n].fill(0);
             self.hand_over(n)?;
         }
         self.out = None;
@@ -310,4 +311,9 @@ impl DirectSink {
         self.file.set_len(self.len)?;
         Ok(self.file)
     }
+}
+
+/// A sink used after one of its writes failed (that error was returned).
+fn failed() -> io::Error {
+    io::Error::other("the block's earlier write failed")
 }
