@@ -161,9 +161,8 @@ pub(super) fn drop_pages(file: &File, at: u64, len: u64) {
 /// only cost per byte is one copy into a buffer it reuses (no page of the
 /// cache to allocate, charge and free), and the disk always has a write.
 pub(super) struct DirectSink {
-    /// The buffer being filled, and how far.
+    /// The buffer being filled.
     buf: Option<Aligned>,
-    filled: usize,
     /// Bytes handed to the sink.
     len: u64,
     /// Buffers free to fill (the writer's gives them back).
@@ -171,15 +170,20 @@ pub(super) struct DirectSink {
     /// Buffers with the writer thread, and the channel back. Dropped
     /// unfinished (the block abandoned), the sink closes `out`: the thread
     /// ends with its queue, and nothing waits for it.
-    out: Option<std::sync::mpsc::SyncSender<(Aligned, u64, usize)>>,
+    out: Option<std::sync::mpsc::SyncSender<(Aligned, u64)>>,
     back: std::sync::mpsc::Receiver<io::Result<Aligned>>,
     with_writer: usize,
     writer: Option<std::thread::JoinHandle<()>>,
     file: File,
 }
 
-/// A heap buffer of [`DirectSink::BUF`] bytes at an [`DirectSink::ALIGN`]
-/// boundary: `raw[off..off + BUF]` (a Vec's heap block never moves).
+/// A buffer of up to [`DirectSink::BUF`] bytes starting at an
+/// [`DirectSink::ALIGN`] boundary: `raw[off..]`, filled as far as `raw`'s
+/// length (its heap block, with room for `off + BUF`, never moves). It is
+/// taken from the worker's buffer pool and goes back to it when dropped, so
+/// a block's output does not fault in 16 MiB of fresh pages each time (on
+/// this testbed's VMs new memory costs about four times memory reused:
+/// `workloads::pool`).
 struct Aligned {
     raw: Vec<u8>,
     off: usize,
@@ -187,13 +191,41 @@ struct Aligned {
 
 impl Aligned {
     fn new() -> Aligned {
-        let raw = vec![0u8; DirectSink::BUF + DirectSink::ALIGN];
+        let mut raw = workloads::pool::take(DirectSink::BUF + DirectSink::ALIGN);
         let off = raw.as_ptr().align_offset(DirectSink::ALIGN);
+        // Within the room `take` gave; only the bytes before the boundary
+        // are written here, the rest as the caller fills them.
+        raw.resize(off, 0);
         Aligned { raw, off }
     }
 
-    fn bytes(&mut self) -> &mut [u8] {
-        &mut self.raw[self.off..self.off + DirectSink::BUF]
+    fn filled(&self) -> usize {
+        self.raw.len() - self.off
+    }
+
+    /// Appends `data`; the caller keeps within `BUF`.
+    fn push(&mut self, data: &[u8]) {
+        debug_assert!(self.filled() + data.len() <= DirectSink::BUF);
+        self.raw.extend_from_slice(data);
+    }
+
+    /// Zeroes from the end of what was filled up to `n` bytes.
+    fn pad_to(&mut self, n: usize) {
+        self.raw.resize(self.off + n, 0);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.raw[self.off..]
+    }
+
+    fn clear(&mut self) {
+        self.raw.truncate(self.off);
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        workloads::pool::give(std::mem::take(&mut self.raw));
     }
 }
 
@@ -215,13 +247,16 @@ impl DirectSink {
             .open(path)
             .ok()?;
         let theirs = file.try_clone().ok()?;
-        let (out, todo) = std::sync::mpsc::sync_channel::<(Aligned, u64, usize)>(Self::BUFFERS);
+        let (out, todo) = std::sync::mpsc::sync_channel::<(Aligned, u64)>(Self::BUFFERS);
         let (done, back) = std::sync::mpsc::channel();
         let writer = std::thread::Builder::new()
             .name("block-writer".into())
             .spawn(move || {
-                for (mut buf, at, n) in todo {
-                    let r = theirs.write_all_at(&buf.bytes()[..n], at).map(|()| buf);
+                for (mut buf, at) in todo {
+                    let r = theirs.write_all_at(buf.bytes(), at).map(|()| {
+                        buf.clear();
+                        buf
+                    });
                     if done.send(r).is_err() {
                         return;
                     }
@@ -230,7 +265,6 @@ impl DirectSink {
             .ok()?;
         Some(DirectSink {
             buf: Some(Aligned::new()),
-            filled: 0,
             len: 0,
             free: (1..Self::BUFFERS).map(|_| Aligned::new()).collect(),
             out: Some(out),
@@ -243,29 +277,27 @@ impl DirectSink {
 
     pub(super) fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
-            let at = self.filled;
-            let n = (Self::BUF - at).min(data.len());
             let buf = self.buf.as_mut().ok_or_else(failed)?;
-            buf.bytes()[at..at + n].copy_from_slice(&data[..n]);
-            self.filled += n;
+            let n = (Self::BUF - buf.filled()).min(data.len());
+            buf.push(&data[..n]);
             data = &data[n..];
-            if self.filled == Self::BUF {
+            if buf.filled() == Self::BUF {
                 self.hand_over(Self::BUF)?;
             }
         }
         Ok(())
     }
 
-    /// Hands the buffer's first `n` bytes (a multiple of `ALIGN`) to the
-    /// writer thread and takes a free buffer, waiting for one if need be.
-    fn hand_over(&mut self, n: usize) -> io::Result<()> {
+    /// Hands the buffer (its `len` bytes filled, padded to a multiple of
+    /// `ALIGN`) to the writer thread and takes a free buffer, waiting for
+    /// one if need be.
+    fn hand_over(&mut self, len: usize) -> io::Result<()> {
         let buf = self.buf.take().ok_or_else(failed)?;
         let at = self.len;
-        self.len += self.filled as u64;
-        self.filled = 0;
+        self.len += len as u64;
         let gone = || io::Error::other("the block's writer thread stopped");
         let out = self.out.as_ref().ok_or_else(gone)?;
-        out.send((buf, at, n)).map_err(|_| gone())?;
+        out.send((buf, at)).map_err(|_| gone())?;
         self.with_writer += 1;
         let next = match self.free.pop() {
             Some(b) => b,
@@ -289,11 +321,11 @@ impl DirectSink {
     /// Writes the tail (padded to the alignment, the file then cut back to
     /// its length) and waits for every write.
     pub(super) fn finish(mut self) -> io::Result<File> {
-        if self.filled > 0 {
-            let n = self.filled.next_multiple_of(Self::ALIGN);
-            let at = self.filled;
-            self.buf.as_mut().ok_or_else(failed)?.bytes()[at..n].fill(0);
-            self.hand_over(n)?;
+        let buf = self.buf.as_mut().ok_or_else(failed)?;
+        let len = buf.filled();
+        if len > 0 {
+            buf.pad_to(len.next_multiple_of(Self::ALIGN));
+            self.hand_over(len)?;
         }
         self.out = None;
         let mut first_error = None;
