@@ -228,11 +228,11 @@ fn refine(data: &[u8], lines: &mut [(u64, u32, u32)], ties: &mut Vec<(usize, usi
 /// How many lines ahead a pass over lines in sorted order asks for the
 /// one it will read (lines of a block in sorted order lie anywhere in it:
 /// without the hint, each costs the pass a wait on memory).
-const AHEAD: usize = 16;
+pub(crate) const AHEAD: usize = 16;
 
 /// Asks the CPU to bring `data[at]` into the cache (a hint only).
 #[inline(always)]
-fn prefetch(data: &[u8], at: usize) {
+pub(crate) fn prefetch(data: &[u8], at: usize) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint; it reads nothing and cannot fault
     // (the address is in `data` or one past it, never dereferenced).

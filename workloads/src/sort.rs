@@ -81,11 +81,19 @@ impl MapTask for SortMap {
 }
 
 /// Sorts `data`'s whole records into a pooled buffer, giving `data`'s
-/// buffer back to the pool.
+/// buffer back to the pool. The records are read in sorted order, so from
+/// anywhere in the block: each is asked of the cache [`crate::lines::AHEAD`]
+/// records before it is copied (both of its cache lines), or the copy
+/// waits on memory at every record.
 fn sorted_run(data: Vec<u8>) -> SortedRun {
     let order = sorted_order(&data);
     let mut laid = crate::pool::take(data.len());
-    for &i in &order {
+    for (k, &i) in order.iter().enumerate() {
+        if let Some(&ahead) = order.get(k + crate::lines::AHEAD) {
+            let at = ahead as usize * RECORD;
+            crate::lines::prefetch(&data, at);
+            crate::lines::prefetch(&data, at + RECORD - 1);
+        }
         let at = i as usize * RECORD;
         laid.extend_from_slice(&data[at..at + RECORD]);
     }
@@ -93,59 +101,158 @@ fn sorted_run(data: Vec<u8>) -> SortedRun {
     SortedRun::new(laid, RunFormat::Records)
 }
 
+/// A record's 10-byte key read as a big-endian integer above its index
+/// in the block: these integers order as the keys' bytes do, and records
+/// with equal keys by where they lie in the block (a stable sort's order,
+/// from an unstable sort of integers).
+#[inline]
+fn keyed(rec: &[u8], i: u32) -> u128 {
+    let (hi, lo) = prefix(rec);
+    ((hi as u128) << 48) | ((lo as u128) << 32) | i as u128
+}
+
+/// Distinct values of a two-byte digit.
+const BUCKETS: usize = 1 << 16;
+
+/// A bucket of more records than this is split again, by the key bytes
+/// after those all its keys share ([`split`]), instead of sorted whole.
+const LARGE: usize = 1024;
+
 /// The order of `data`'s whole records in LC_ALL=C sort's order: by the
 /// key read as big-endian integers (the same order as its bytes), whole
-/// records only on equal keys. A key-prefix sort: one counting pass
-/// distributes the records by their first two key bytes (65,536 buckets,
-/// in order), then each bucket, a few dozen records, is sorted by cached
-/// integer keys.
+/// records only on equal keys. A most-significant-digit radix sort: one
+/// counting pass distributes the records by their first two key bytes
+/// (65,536 buckets, in order); a bucket of at most [`LARGE`] records, a
+/// few dozen on keys spread over the printable bytes, is sorted by its
+/// integer keys ([`keyed`]), and a larger one (keys that share a prefix:
+/// names, ids, dates in one form) is distributed again by the bytes after
+/// the ones all its keys share, until its pieces are that small.
 fn sorted_order(data: &[u8]) -> Vec<u32> {
-    const BUCKETS: usize = 1 << 16;
     assert!(
         data.len() / RECORD <= u32::MAX as usize,
         "a sort map's block holds at most 2^32 records"
     );
     let bucket = |r: &[u8]| u16::from_be_bytes([r[0], r[1]]) as usize;
-    let mut start = vec![0usize; BUCKETS + 1];
+    let mut start = vec![0u32; BUCKETS + 1];
     for r in data.chunks_exact(RECORD) {
         start[bucket(r) + 1] += 1;
     }
     for b in 0..BUCKETS {
         start[b + 1] += start[b];
     }
-    let n = start[BUCKETS];
     let mut at = start.clone();
-    let mut keyed: Vec<((u64, u16), u32)> = vec![((0, 0), 0); n];
+    let mut keys = vec![0u128; start[BUCKETS] as usize];
     for (i, r) in data.chunks_exact(RECORD).enumerate() {
         let b = bucket(r);
-        keyed[at[b]] = (prefix(r), i as u32);
+        keys[at[b] as usize] = keyed(r, i as u32);
         at[b] += 1;
     }
-    let rec = |i: u32| &data[i as usize * RECORD..(i as usize + 1) * RECORD];
+    let mut large = Vec::new();
     for b in 0..BUCKETS {
-        let (s, e) = (start[b], start[b + 1]);
-        if e - s < 2 {
-            continue;
-        }
-        // By key, stably: records with equal keys stay in input order,
-        // which is often already the order of the rest of their lines
-        // (records written in sequence). Each run of equal keys is then
-        // checked in one pass over records at increasing offsets, and
-        // sorted by the whole line only if it is out of order.
-        keyed[s..e].sort_by_key(|(k, _)| *k);
-        let mut g = s;
-        while g < e {
-            let mut h = g + 1;
-            while h < e && keyed[h].0 == keyed[g].0 {
-                h += 1;
-            }
-            if h - g > 1 && !keyed[g..h].is_sorted_by(|(_, a), (_, b)| rec(*a) <= rec(*b)) {
-                keyed[g..h].sort_unstable_by(|(_, a), (_, b)| rec(*a).cmp(rec(*b)));
-            }
-            g = h;
+        let (s, e) = (start[b] as usize, start[b + 1] as usize);
+        if e - s > LARGE {
+            large.push((s, e));
+        } else {
+            sort_small(data, &mut keys[s..e]);
         }
     }
-    keyed.into_iter().map(|(_, i)| i).collect()
+    let mut scratch = Vec::new();
+    while let Some((s, e)) = large.pop() {
+        let pieces = split(data, &mut keys[s..e], &mut at, &mut scratch);
+        large.extend(pieces.into_iter().map(|(a, b)| (s + a, s + b)));
+    }
+    keys.into_iter().map(|k| k as u32).collect()
+}
+
+/// Sorts a bucket of records by their keys ([`keyed`]), then by whole
+/// records where keys are equal.
+fn sort_small(data: &[u8], keys: &mut [u128]) {
+    if keys.len() > 1 {
+        keys.sort_unstable();
+        equal_keys(data, keys);
+    }
+}
+
+/// Orders each run of equal keys by the whole records. Such a run is in
+/// block order, which is often already the order of the rest of the
+/// records (records written in sequence): it is checked in one pass and
+/// sorted only if it is out of order.
+fn equal_keys(data: &[u8], keys: &mut [u128]) {
+    let rec = |k: &u128| {
+        let i = *k as u32 as usize;
+        &data[i * RECORD..(i + 1) * RECORD]
+    };
+    let mut g = 0;
+    while g < keys.len() {
+        let key = keys[g] >> 32;
+        let h = g + keys[g..].iter().take_while(|k| **k >> 32 == key).count();
+        if h - g > 1 && !keys[g..h].is_sorted_by(|a, b| rec(a) <= rec(b)) {
+            keys[g..h].sort_unstable_by(|a, b| rec(a).cmp(rec(b)));
+        }
+        g = h;
+    }
+}
+
+/// Distributes a large bucket's keys by the digit after the bytes all of
+/// them share (two bytes while the bucket holds 65,536 records or more,
+/// else one: fewer counters to clear and walk), sorts the pieces of at
+/// most [`LARGE`] records, and gives back the larger ones' bounds.
+/// Every key of a piece shares at least one byte more than the bucket's,
+/// so a bucket is split at most ten times deep; keys all equal are put in
+/// record order at once.
+fn split(
+    data: &[u8],
+    keys: &mut [u128],
+    count: &mut Vec<u32>,
+    scratch: &mut Vec<u128>,
+) -> Vec<(usize, usize)> {
+    let (mut lo, mut hi) = (u128::MAX, 0u128);
+    for &k in keys.iter() {
+        lo = lo.min(k >> 32);
+        hi = hi.max(k >> 32);
+    }
+    if lo == hi {
+        equal_keys(data, keys);
+        return Vec::new();
+    }
+    // The keys are the low 80 bits of `lo` and `hi`.
+    let shared = ((lo ^ hi).leading_zeros() as usize - 48) / 8;
+    let bytes = if keys.len() >= BUCKETS && shared < KEY - 1 {
+        2
+    } else {
+        1
+    };
+    let shift = 32 + 8 * (KEY - bytes - shared);
+    let digits = 1usize << (8 * bytes);
+    let digit = |k: u128| ((k >> shift) as usize) & (digits - 1);
+    count.clear();
+    count.resize(2 * digits + 1, 0);
+    let (ends, at) = count.split_at_mut(digits + 1);
+    for &k in keys.iter() {
+        ends[digit(k) + 1] += 1;
+    }
+    for d in 0..digits {
+        ends[d + 1] += ends[d];
+    }
+    at.copy_from_slice(&ends[..digits]);
+    scratch.clear();
+    scratch.resize(keys.len(), 0);
+    for &k in keys.iter() {
+        let d = digit(k);
+        scratch[at[d] as usize] = k;
+        at[d] += 1;
+    }
+    keys.copy_from_slice(scratch);
+    let mut larger = Vec::new();
+    for d in 0..digits {
+        let (s, e) = (ends[d] as usize, ends[d + 1] as usize);
+        if e - s > LARGE {
+            larger.push((s, e));
+        } else {
+            sort_small(data, &mut keys[s..e]);
+        }
+    }
+    larger
 }
 
 /// R - 1 split records at the quantiles of the merged samples.

@@ -362,6 +362,38 @@ fn keys_sharing_long_prefixes_sort_as_a_comparison_sort_does() {
 }
 
 #[test]
+fn a_bucket_past_65536_records_splits_by_two_bytes_and_sorts_as_a_comparison_sort_does() {
+    // Three prefixes of seven bytes, two of them in one bucket of their
+    // first two bytes (the bench's shared-prefix keys), then three
+    // printable bytes; and 70,000 records of one key (a single key's
+    // bucket).
+    let mut next = lcg(9);
+    let mut data = Vec::new();
+    let printable = |n: u32| (b' ' + (n % 95) as u8) as char;
+    for _ in 0..150_000u32 {
+        let p = ["user_00", "user_01", "item_00"][(next() % 3) as usize];
+        let key = format!(
+            "{p}{}{}{}",
+            printable(next()),
+            printable(next()),
+            printable(next())
+        );
+        data.extend(rec(&key, next() % 1000));
+    }
+    for _ in 0..70_000u32 {
+        data.extend(rec("zzzzzzzzzz", next() % 1000));
+    }
+    let mut want: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
+    want.sort_unstable();
+    let order = sorted_order(&data);
+    let got: Vec<&[u8]> = order
+        .iter()
+        .map(|&i| &data[i as usize * RECORD..(i as usize + 1) * RECORD])
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
 fn partial_records_are_errors() {
     let mut m = Workload::Sort.map_task(1);
     m.consume(&[b'a'; 150]);
