@@ -147,15 +147,7 @@ fn sorted_order(data: &[u8]) -> Vec<u32> {
         keys[at[b] as usize] = keyed(r, i as u32);
         at[b] += 1;
     }
-    let mut large = Vec::new();
-    for b in 0..BUCKETS {
-        let (s, e) = (start[b] as usize, start[b + 1] as usize);
-        if e - s > LARGE {
-            large.push((s, e));
-        } else {
-            sort_small(data, &mut keys[s..e]);
-        }
-    }
+    let mut large = sort_small_pieces(data, &mut keys, &start);
     let mut scratch = Vec::new();
     while let Some((s, e)) = large.pop() {
         let pieces = split(data, &mut keys[s..e], &mut at, &mut scratch);
@@ -243,9 +235,15 @@ fn split(
         at[d] += 1;
     }
     keys.copy_from_slice(scratch);
+    sort_small_pieces(data, keys, ends)
+}
+
+/// Sorts each piece of `keys` between successive `ends` that holds at
+/// most [`LARGE`] records ([`sort_small`]) and gives back the others.
+fn sort_small_pieces(data: &[u8], keys: &mut [u128], ends: &[u32]) -> Vec<(usize, usize)> {
     let mut larger = Vec::new();
-    for d in 0..digits {
-        let (s, e) = (ends[d] as usize, ends[d + 1] as usize);
+    for w in ends.windows(2) {
+        let (s, e) = (w[0] as usize, w[1] as usize);
         if e - s > LARGE {
             larger.push((s, e));
         } else {

@@ -334,6 +334,17 @@ fn the_key_prefix_sort_equals_a_comparison_sort() {
     assert!(sorted_order(&[]).is_empty());
 }
 
+/// `sorted_order` gives the records of `data` in a comparison sort's order.
+fn assert_orders_as_a_comparison_sort(data: &[u8]) {
+    let mut want: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
+    want.sort_unstable();
+    let got: Vec<&[u8]> = sorted_order(data)
+        .iter()
+        .map(|&i| &data[i as usize * RECORD..(i as usize + 1) * RECORD])
+        .collect();
+    assert_eq!(got, want);
+}
+
 #[test]
 fn keys_sharing_long_prefixes_sort_as_a_comparison_sort_does() {
     // Buckets of the first two key bytes holding tens of thousands of
@@ -351,14 +362,7 @@ fn keys_sharing_long_prefixes_sort_as_a_comparison_sort_does() {
         };
         data.extend(rec(&key, next() % 50));
     }
-    let mut want: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
-    want.sort_unstable();
-    let order = sorted_order(&data);
-    let got: Vec<&[u8]> = order
-        .iter()
-        .map(|&i| &data[i as usize * RECORD..(i as usize + 1) * RECORD])
-        .collect();
-    assert_eq!(got, want);
+    assert_orders_as_a_comparison_sort(&data);
 }
 
 #[test]
@@ -383,14 +387,7 @@ fn a_bucket_past_65536_records_splits_by_two_bytes_and_sorts_as_a_comparison_sor
     for _ in 0..70_000u32 {
         data.extend(rec("zzzzzzzzzz", next() % 1000));
     }
-    let mut want: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
-    want.sort_unstable();
-    let order = sorted_order(&data);
-    let got: Vec<&[u8]> = order
-        .iter()
-        .map(|&i| &data[i as usize * RECORD..(i as usize + 1) * RECORD])
-        .collect();
-    assert_eq!(got, want);
+    assert_orders_as_a_comparison_sort(&data);
 }
 
 #[test]
