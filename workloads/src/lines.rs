@@ -17,8 +17,8 @@
 //! fetched (one per mapper), holding at most its memory budget of them and
 //! merging the rest to spill files first, as `sort`'s reduce does.
 
+use crate::run::{prefetch, recycle, Run, RunFormat, SortedRun, AHEAD};
 pub use crate::run::{range_by_line, range_in_lines};
-use crate::run::{recycle, Run, RunFormat, SortedRun};
 use crate::sort::SAMPLES_PER_MAP;
 use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask, WholeInput};
 
@@ -223,27 +223,6 @@ fn refine(data: &[u8], lines: &mut [(u64, u32, u32)], ties: &mut Vec<(usize, usi
             i = j;
         }
     }
-}
-
-/// How many lines ahead a pass over lines in sorted order asks for the
-/// one it will read (lines of a block in sorted order lie anywhere in it:
-/// without the hint, each costs the pass a wait on memory).
-pub(crate) const AHEAD: usize = 16;
-
-/// Asks the CPU to bring `data[at]` into the cache (a hint only).
-#[inline(always)]
-pub(crate) fn prefetch(data: &[u8], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it reads nothing and cannot fault
-    // (the address is in `data` or one past it, never dereferenced).
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(
-            data.as_ptr().wrapping_add(at.min(data.len())).cast::<i8>(),
-            std::arch::x86_64::_MM_HINT_T0,
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (data, at);
 }
 
 /// How many bytes `a` and `b` begin with alike (at most `a`'s length).

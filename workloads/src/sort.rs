@@ -82,17 +82,17 @@ impl MapTask for SortMap {
 
 /// Sorts `data`'s whole records into a pooled buffer, giving `data`'s
 /// buffer back to the pool. The records are read in sorted order, so from
-/// anywhere in the block: each is asked of the cache [`crate::lines::AHEAD`]
+/// anywhere in the block: each is asked of the cache [`crate::run::AHEAD`]
 /// records before it is copied (both of its cache lines), or the copy
 /// waits on memory at every record.
 fn sorted_run(data: Vec<u8>) -> SortedRun {
     let order = sorted_order(&data);
     let mut laid = crate::pool::take(data.len());
     for (k, &i) in order.iter().enumerate() {
-        if let Some(&ahead) = order.get(k + crate::lines::AHEAD) {
+        if let Some(&ahead) = order.get(k + crate::run::AHEAD) {
             let at = ahead as usize * RECORD;
-            crate::lines::prefetch(&data, at);
-            crate::lines::prefetch(&data, at + RECORD - 1);
+            crate::run::prefetch(&data, at);
+            crate::run::prefetch(&data, at + RECORD - 1);
         }
         let at = i as usize * RECORD;
         laid.extend_from_slice(&data[at..at + RECORD]);
