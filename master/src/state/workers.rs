@@ -294,6 +294,13 @@ impl Master {
         self.forget_attempts(id);
         self.rerun_outputs_on(id);
         for t in orphans {
+            // The view's list leaves out the workers the map stalled on:
+            // a live replica there is still one to read.
+            let live = self.task_replicas(t);
+            if !live.is_empty() {
+                self.placement.replicas(t, live);
+                continue;
+            }
             let block = self.jobs.task(t).block.clone();
             self.fail_job(
                 t.job,

@@ -102,6 +102,41 @@ fn an_attempt_that_stops_progressing_is_killed_and_reads_another_replica() {
 }
 
 #[test]
+fn a_map_whose_other_replicas_are_lost_reads_the_one_it_stalled_on() {
+    let mut s = settings(2, 1);
+    s.task_timeout_ms = 1000;
+    s.worker_timeout_ms = 3000;
+    let mut m = Master::new(s);
+    // The block is on both workers; the map stalls on w0's.
+    register_all(&mut m, 2, 1, |_| vec![block("f", 0, 1)]);
+    let id = submit(&mut m);
+    let first = m.heartbeat(10, hb(0, 1, vec![], vec![])).launches;
+    assert_eq!(first.len(), 1);
+    assert_eq!(map_of(&first[0]).0, &ReplicaSource::Local);
+    let a = first[0].attempt;
+    m.heartbeat(1100, hb(0, 0, vec![a], vec![]));
+    m.check_workers(1100);
+    let rep = m.report(id).unwrap();
+    assert!(
+        rep.attempts.len() == 1 && !rep.attempts[0].ok,
+        "timed out: {rep:?}"
+    );
+    assert_eq!(m.heartbeat(1200, hb(0, 0, vec![a], vec![])).kill, vec![a]);
+    // w1, the replica it would read next, goes silent and is lost: w0's
+    // replica, stalled on once, is the one left, and the job goes on.
+    m.heartbeat(3500, hb(0, 0, vec![], vec![]));
+    m.check_workers(3500);
+    assert!(m.workers().iter().filter(|w| w.alive).count() == 1);
+    let rep = m.report(id).unwrap();
+    assert_eq!(rep.state, JobState::Running, "{rep:?}");
+    let again = m.heartbeat(3600, hb(0, 1, vec![], vec![])).launches;
+    assert_eq!(again.len(), 1, "the map runs again on w0");
+    assert_eq!(map_of(&again[0]).0, &ReplicaSource::Local);
+    m.heartbeat(3700, hb(0, 1, vec![], vec![ok(&again[0], 0)]));
+    assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
+}
+
+#[test]
 fn a_deleted_file_never_comes_back_from_a_late_block_report() {
     let mut m = Master::new(settings(2, 1));
     register_all(&mut m, 2, 1, |_| vec![block("f", 0, 1)]);
