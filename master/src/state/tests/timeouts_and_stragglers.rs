@@ -36,19 +36,25 @@ fn an_attempt_without_a_result_times_out_and_runs_elsewhere() {
     assert_eq!(m.report(id).unwrap().state, JobState::Succeeded);
 }
 
-#[test]
-fn an_attempt_that_stops_progressing_is_killed_and_reads_another_replica() {
+/// Two workers of one slot holding block f/0, task_timeout_ms 1000: the
+/// job over f submitted and its map launched on w0, local.
+fn a_map_on_w0(worker_timeout_ms: u64) -> (Master, JobId, AttemptId) {
     let mut s = settings(2, 1);
     s.task_timeout_ms = 1000;
-    s.worker_timeout_ms = 100_000;
+    s.worker_timeout_ms = worker_timeout_ms;
     let mut m = Master::new(s);
-    // The block is on both workers.
     register_all(&mut m, 2, 1, |_| vec![block("f", 0, 1)]);
     let id = submit(&mut m);
     let first = m.heartbeat(10, hb(0, 1, vec![], vec![])).launches;
     assert_eq!(first.len(), 1);
     assert_eq!(map_of(&first[0]).0, &ReplicaSource::Local);
-    let a = first[0].attempt;
+    (m, id, first[0].attempt)
+}
+
+#[test]
+fn an_attempt_that_stops_progressing_is_killed_and_reads_another_replica() {
+    // The block is on both workers.
+    let (mut m, id, a) = a_map_on_w0(100_000);
     let beat = |m: &mut Master, now: Millis, units: u64| {
         let mut h = hb(0, 0, vec![a], vec![]);
         h.progress = vec![AttemptProgress {
@@ -103,17 +109,8 @@ fn an_attempt_that_stops_progressing_is_killed_and_reads_another_replica() {
 
 #[test]
 fn a_map_whose_other_replicas_are_lost_reads_the_one_it_stalled_on() {
-    let mut s = settings(2, 1);
-    s.task_timeout_ms = 1000;
-    s.worker_timeout_ms = 3000;
-    let mut m = Master::new(s);
     // The block is on both workers; the map stalls on w0's.
-    register_all(&mut m, 2, 1, |_| vec![block("f", 0, 1)]);
-    let id = submit(&mut m);
-    let first = m.heartbeat(10, hb(0, 1, vec![], vec![])).launches;
-    assert_eq!(first.len(), 1);
-    assert_eq!(map_of(&first[0]).0, &ReplicaSource::Local);
-    let a = first[0].attempt;
+    let (mut m, id, a) = a_map_on_w0(3000);
     m.heartbeat(1100, hb(0, 0, vec![a], vec![]));
     m.check_workers(1100);
     let rep = m.report(id).unwrap();
