@@ -14,6 +14,9 @@
 use common::bench::record;
 use std::time::Instant;
 
+#[allow(dead_code)]
+#[path = "../tests/support/lines.rs"]
+mod gensort;
 #[path = "map/lines.rs"]
 mod lines;
 #[path = "shared/repo_docs.rs"]
@@ -62,7 +65,6 @@ fn heap_merge(runs: &[Vec<u8>]) -> Vec<u8> {
 
 /// Sort map and reduce against their baselines (single-threaded each side).
 fn sort_section() {
-    use workloads::sort::RECORD;
     use workloads::Workload;
     let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
     // 16 runs of 8 MiB, sorted by the sort map itself (16 maps' ranges).
@@ -135,6 +137,25 @@ fn sort_section() {
         "",
     );
     let block = ctl::ops::loader::generate_records(3, 0, 64 << 20);
+    sort_map_section("map.sort", "", &block);
+    // gensort's ASCII lines (made outside the testbed) in the four key
+    // distributions of the cluster bench's sort against GNU sort.
+    for keys in gensort::Keys::ALL {
+        let mut block = Vec::with_capacity(64 << 20);
+        gensort::write(&mut block, keys, (64 << 20) / gensort::LINE as u64, 17).unwrap();
+        let id = format!("map.sort_lines.{}", keys.name());
+        let what = format!(", gensort-shaped lines with {} keys", keys.name());
+        sort_map_section(&id, &what, &block);
+    }
+}
+
+/// The sort map on `block` (whole 100-byte records), its block handed
+/// over and copied from 1 MiB pieces, against a comparison sort of whole
+/// records; recorded as `id`.*.
+fn sort_map_section(id: &str, of: &str, block: &[u8]) {
+    use workloads::sort::RECORD;
+    use workloads::Workload;
+    let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
     let mb = block.len() as f64 / 1e6;
     let (mut ours, mut copied, mut plain) = (Vec::new(), Vec::new(), Vec::new());
     // The map's sorted run laid out in memory (as the comparison sort's
@@ -145,7 +166,7 @@ fn sort_section() {
         m.expect_input(block.len() as u64);
         let buf = owned.then(|| {
             let mut buf = workloads::pool::take(block.len() + 1);
-            buf.extend_from_slice(&block);
+            buf.extend_from_slice(block);
             buf
         });
         let t = Instant::now();
@@ -173,38 +194,40 @@ fn sort_section() {
     }
     let (o, c, p) = (mb / best(&ours), mb / best(&copied), mb / best(&plain));
     println!(
-        "sort map. {mb:.0} MB block: the map (sorted run and samples) {o:.0} MB/s with its block handed over ({c:.0} MB/s copying it from 1 MiB pieces), a comparison sort of whole records {p:.0} MB/s; ratio {:.2}",
+        "sort map. {mb:.0} MB block{of}: the map (sorted run and samples) {o:.0} MB/s with its block handed over ({c:.0} MB/s copying it from 1 MiB pieces), a comparison sort of whole records {p:.0} MB/s; ratio {:.2}",
         o / p
     );
-    let what = format!("sort map of one {mb:.0} MB block");
-    record(
-        "map.sort.mbps",
-        &format!("{what}: the map (sorted run and samples), its block handed over, MB/s"),
-        o,
-        "MB/s",
-        "",
-    );
-    record(
-        "map.sort.copied_mbps",
-        &format!("{what}: the map copying its block from 1 MiB pieces, MB/s"),
-        c,
-        "MB/s",
-        "",
-    );
-    record(
-        "map.sort.plain_mbps",
-        &format!("{what}: a comparison sort of whole records, MB/s"),
-        p,
-        "MB/s",
-        "",
-    );
-    record(
-        "map.sort.ratio",
-        &format!("{what}: the map / the comparison sort"),
-        o / p,
-        "x",
-        "",
-    );
+    let what = format!("sort map of one {mb:.0} MB block{of}");
+    let rows = [
+        (
+            "mbps",
+            "the map (sorted run and samples), its block handed over, MB/s",
+            o,
+            "MB/s",
+        ),
+        (
+            "copied_mbps",
+            "the map copying its block from 1 MiB pieces, MB/s",
+            c,
+            "MB/s",
+        ),
+        (
+            "plain_mbps",
+            "a comparison sort of whole records, MB/s",
+            p,
+            "MB/s",
+        ),
+        ("ratio", "the map / the comparison sort", o / p, "x"),
+    ];
+    for (key, label, value, unit) in rows {
+        record(
+            &format!("{id}.{key}"),
+            &format!("{what}: {label}"),
+            value,
+            unit,
+            "",
+        );
+    }
 }
 
 /// The map before the arena counter, kept as the measured baseline: the

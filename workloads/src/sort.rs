@@ -81,24 +81,58 @@ impl MapTask for SortMap {
 }
 
 /// Sorts `data`'s whole records into a pooled buffer, giving `data`'s
-/// buffer back to the pool. The records are read in sorted order, so from
-/// anywhere in the block: each is asked of the cache [`crate::run::AHEAD`]
-/// records before it is copied (both of its cache lines), or the copy
-/// waits on memory at every record.
+/// buffer back to the pool. The records are copied in their keys' order
+/// ([`key_order`]), so from anywhere in the block: each is asked of the
+/// cache [`crate::run::AHEAD`] records before it is copied (both of its
+/// cache lines), or the copy waits on memory at every record. Records of
+/// equal keys come in block order, which is often already the order of
+/// their whole lines (records written in sequence): each is checked
+/// against the one copied before it, both in the cache, and only a run of
+/// equal keys found out of order is sorted by whole records
+/// ([`sort_records`]).
 fn sorted_run(data: Vec<u8>) -> SortedRun {
-    let order = sorted_order(&data);
+    let keys = key_order(&data);
     let mut laid = crate::pool::take(data.len());
-    for (k, &i) in order.iter().enumerate() {
-        if let Some(&ahead) = order.get(k + crate::run::AHEAD) {
-            let at = ahead as usize * RECORD;
+    // Runs of equal keys out of order, as record ranges in `laid`.
+    let mut unsorted = Vec::new();
+    let (mut group, mut in_order) = (0, true);
+    for (k, &key) in keys.iter().enumerate() {
+        if let Some(&ahead) = keys.get(k + crate::run::AHEAD) {
+            let at = ahead as u32 as usize * RECORD;
             crate::run::prefetch(&data, at);
             crate::run::prefetch(&data, at + RECORD - 1);
         }
-        let at = i as usize * RECORD;
+        let at = key as u32 as usize * RECORD;
         laid.extend_from_slice(&data[at..at + RECORD]);
+        if k > 0 && keys[k - 1] >> 32 == key >> 32 {
+            let (before, this) = laid[(k - 1) * RECORD..].split_at(RECORD);
+            let d = first_difference(before, this, KEY);
+            in_order &= d == RECORD || before[d] < this[d];
+        } else {
+            if !in_order {
+                unsorted.push((group, k));
+            }
+            (group, in_order) = (k, true);
+        }
+    }
+    if !in_order {
+        unsorted.push((group, keys.len()));
     }
     crate::pool::give(data);
+    for (s, e) in unsorted {
+        sort_records(&mut laid[s * RECORD..e * RECORD]);
+    }
     SortedRun::new(laid, RunFormat::Records)
+}
+
+/// Sorts `recs`, whole records, by their bytes: an order of indices sorted
+/// by comparing the records, then the records copied once in it.
+fn sort_records(recs: &mut [u8]) {
+    let rec = |i: u32| &recs[i as usize * RECORD..(i as usize + 1) * RECORD];
+    let mut order: Vec<u32> = (0..(recs.len() / RECORD) as u32).collect();
+    order.sort_unstable_by(|&a, &b| rec(a).cmp(rec(b)));
+    let sorted: Vec<u8> = order.iter().flat_map(|&i| rec(i)).copied().collect();
+    recs.copy_from_slice(&sorted);
 }
 
 /// A record's 10-byte key read as a big-endian integer above its index
@@ -118,16 +152,17 @@ const BUCKETS: usize = 1 << 16;
 /// after those all its keys share ([`split`]), instead of sorted whole.
 const LARGE: usize = 1024;
 
-/// The order of `data`'s whole records in LC_ALL=C sort's order: by the
-/// key read as big-endian integers (the same order as its bytes), whole
-/// records only on equal keys. A most-significant-digit radix sort: one
+/// `data`'s records in their keys' order, each as its [`keyed`] integer
+/// (its index in the low 32 bits): by the key read as big-endian integers
+/// (the same order as its bytes), equal keys in block order (whole records
+/// are compared after, by [`sorted_run`]). A most-significant-digit radix sort: one
 /// counting pass distributes the records by their first two key bytes
 /// (65,536 buckets, in order); a bucket of at most [`LARGE`] records, a
 /// few dozen on keys spread over the printable bytes, is sorted by its
 /// integer keys ([`keyed`]), and a larger one (keys that share a prefix:
 /// names, ids, dates in one form) is distributed again by the bytes after
 /// the ones all its keys share, until its pieces are that small.
-fn sorted_order(data: &[u8]) -> Vec<u32> {
+fn key_order(data: &[u8]) -> Vec<u128> {
     assert!(
         data.len() / RECORD <= u32::MAX as usize,
         "a sort map's block holds at most 2^32 records"
@@ -147,42 +182,13 @@ fn sorted_order(data: &[u8]) -> Vec<u32> {
         keys[at[b] as usize] = keyed(r, i as u32);
         at[b] += 1;
     }
-    let mut large = sort_small_pieces(data, &mut keys, &start);
+    let mut large = sort_small_pieces(&mut keys, &start);
     let mut scratch = Vec::new();
     while let Some((s, e)) = large.pop() {
-        let pieces = split(data, &mut keys[s..e], &mut at, &mut scratch);
+        let pieces = split(&mut keys[s..e], &mut at, &mut scratch);
         large.extend(pieces.into_iter().map(|(a, b)| (s + a, s + b)));
     }
-    keys.into_iter().map(|k| k as u32).collect()
-}
-
-/// Sorts a bucket of records by their keys ([`keyed`]), then by whole
-/// records where keys are equal.
-fn sort_small(data: &[u8], keys: &mut [u128]) {
-    if keys.len() > 1 {
-        keys.sort_unstable();
-        equal_keys(data, keys);
-    }
-}
-
-/// Orders each run of equal keys by the whole records. Such a run is in
-/// block order, which is often already the order of the rest of the
-/// records (records written in sequence): it is checked in one pass and
-/// sorted only if it is out of order.
-fn equal_keys(data: &[u8], keys: &mut [u128]) {
-    let rec = |k: &u128| {
-        let i = *k as u32 as usize;
-        &data[i * RECORD..(i + 1) * RECORD]
-    };
-    let mut g = 0;
-    while g < keys.len() {
-        let key = keys[g] >> 32;
-        let h = g + keys[g..].iter().take_while(|k| **k >> 32 == key).count();
-        if h - g > 1 && !keys[g..h].is_sorted_by(|a, b| rec(a) <= rec(b)) {
-            keys[g..h].sort_unstable_by(|a, b| rec(a).cmp(rec(b)));
-        }
-        g = h;
-    }
+    keys
 }
 
 /// Distributes a large bucket's keys by the digit after the bytes all of
@@ -190,21 +196,15 @@ fn equal_keys(data: &[u8], keys: &mut [u128]) {
 /// else one: fewer counters to clear and walk), sorts the pieces of at
 /// most [`LARGE`] records, and gives back the larger ones' bounds.
 /// Every key of a piece shares at least one byte more than the bucket's,
-/// so a bucket is split at most ten times deep; keys all equal are put in
-/// record order at once.
-fn split(
-    data: &[u8],
-    keys: &mut [u128],
-    count: &mut Vec<u32>,
-    scratch: &mut Vec<u128>,
-) -> Vec<(usize, usize)> {
+/// so a bucket is split at most ten times deep; keys all equal are left
+/// in record order, as they came.
+fn split(keys: &mut [u128], count: &mut Vec<u32>, scratch: &mut Vec<u128>) -> Vec<(usize, usize)> {
     let (mut lo, mut hi) = (u128::MAX, 0u128);
     for &k in keys.iter() {
         lo = lo.min(k >> 32);
         hi = hi.max(k >> 32);
     }
     if lo == hi {
-        equal_keys(data, keys);
         return Vec::new();
     }
     // The keys are the low 80 bits of `lo` and `hi`.
@@ -235,19 +235,19 @@ fn split(
         at[d] += 1;
     }
     keys.copy_from_slice(scratch);
-    sort_small_pieces(data, keys, ends)
+    sort_small_pieces(keys, ends)
 }
 
 /// Sorts each piece of `keys` between successive `ends` that holds at
-/// most [`LARGE`] records ([`sort_small`]) and gives back the others.
-fn sort_small_pieces(data: &[u8], keys: &mut [u128], ends: &[u32]) -> Vec<(usize, usize)> {
+/// most [`LARGE`] records and gives back the others.
+fn sort_small_pieces(keys: &mut [u128], ends: &[u32]) -> Vec<(usize, usize)> {
     let mut larger = Vec::new();
     for w in ends.windows(2) {
         let (s, e) = (w[0] as usize, w[1] as usize);
         if e - s > LARGE {
             larger.push((s, e));
         } else {
-            sort_small(data, &mut keys[s..e]);
+            keys[s..e].sort_unstable();
         }
     }
     larger

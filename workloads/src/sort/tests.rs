@@ -331,18 +331,16 @@ fn the_key_prefix_sort_equals_a_comparison_sort() {
         .collect();
     assert_eq!(laid[s..e], inside.concat()[..]);
     assert_eq!(run.range(None, None), (0, laid.len()));
-    assert!(sorted_order(&[]).is_empty());
+    assert!(key_order(&[]).is_empty());
+    assert_eq!(sorted_run(Vec::new()).len(), 0);
 }
 
-/// `sorted_order` gives the records of `data` in a comparison sort's order.
+/// `sorted_run` lays the records of `data` in a comparison sort's order.
 fn assert_orders_as_a_comparison_sort(data: &[u8]) {
     let mut want: Vec<&[u8]> = data.chunks_exact(RECORD).collect();
     want.sort_unstable();
-    let got: Vec<&[u8]> = sorted_order(data)
-        .iter()
-        .map(|&i| &data[i as usize * RECORD..(i as usize + 1) * RECORD])
-        .collect();
-    assert_eq!(got, want);
+    let got = sorted_run(data.to_vec()).to_vec();
+    assert!(got == want.concat(), "the sorted run differs");
 }
 
 #[test]
@@ -469,4 +467,35 @@ fn splits_at_quantiles() {
     let s: Vec<Vec<u8>> = (0..100u8).map(|i| vec![i]).collect();
     assert_eq!(splits(s, 4), vec![vec![25], vec![50], vec![75]]);
     assert!(splits(vec![vec![1]], 1).is_empty());
+}
+
+#[test]
+fn runs_of_equal_keys_are_checked_and_only_those_out_of_order_are_sorted() {
+    // Interleaved in the block: runs of equal keys in order, out of order
+    // (the whole run, only its last pair, the last run of the block), a
+    // single record, and records equal as a whole.
+    let recs = [
+        ("e", 5),
+        ("a", 1),
+        ("b", 3),
+        ("d", 0),
+        ("a", 2),
+        ("b", 1),
+        ("c", 7),
+        ("d", 2),
+        ("b", 2),
+        ("a", 3),
+        ("d", 1),
+        ("b", 0),
+        ("e", 4),
+        ("a", 3),
+        ("e", 4),
+    ];
+    let data: Vec<u8> = recs.iter().flat_map(|&(k, n)| rec(k, n)).collect();
+    assert_orders_as_a_comparison_sort(&data);
+    // The same records with every run of equal keys already in order.
+    let mut sorted = recs;
+    sorted.sort_by_key(|&(_, n)| n);
+    let data: Vec<u8> = sorted.iter().flat_map(|&(k, n)| rec(k, n)).collect();
+    assert_orders_as_a_comparison_sort(&data);
 }
