@@ -63,10 +63,14 @@ fn heap_merge(runs: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
+/// The fastest of several timings, in seconds.
+fn best(v: &[f64]) -> f64 {
+    v.iter().cloned().fold(f64::INFINITY, f64::min)
+}
+
 /// Sort map and reduce against their baselines (single-threaded each side).
 fn sort_section() {
     use workloads::Workload;
-    let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
     // 16 runs of 8 MiB, sorted by the sort map itself (16 maps' ranges).
     let runs: Vec<Vec<u8>> = (0..16)
         .map(|i| {
@@ -155,7 +159,6 @@ fn sort_section() {
 fn sort_map_section(id: &str, of: &str, block: &[u8]) {
     use workloads::sort::RECORD;
     use workloads::Workload;
-    let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
     let mb = block.len() as f64 / 1e6;
     let (mut ours, mut copied, mut plain) = (Vec::new(), Vec::new(), Vec::new());
     // The map's sorted run laid out in memory (as the comparison sort's
@@ -349,7 +352,6 @@ fn texts() -> Vec<(&'static str, Result<Vec<u8>, String>)> {
 /// The wordcount map (1 MiB pieces, partitions for 4 reduces, as a worker
 /// runs it), the map before it and the reference, interleaved, best of 3.
 fn wordcount_section() {
-    let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
     for ((name, data), id) in texts().into_iter().zip(["uniform", "zipf", "prose"]) {
         let data = match data {
             Ok(d) if !d.is_empty() => d,

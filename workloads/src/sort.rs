@@ -131,7 +131,10 @@ fn sort_records(recs: &mut [u8]) {
     let rec = |i: u32| &recs[i as usize * RECORD..(i as usize + 1) * RECORD];
     let mut order: Vec<u32> = (0..(recs.len() / RECORD) as u32).collect();
     order.sort_unstable_by(|&a, &b| rec(a).cmp(rec(b)));
-    let sorted: Vec<u8> = order.iter().flat_map(|&i| rec(i)).copied().collect();
+    let mut sorted = Vec::with_capacity(recs.len());
+    for &i in &order {
+        sorted.extend_from_slice(rec(i));
+    }
     recs.copy_from_slice(&sorted);
 }
 

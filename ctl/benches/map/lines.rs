@@ -85,7 +85,6 @@ fn heap_merge_lines(runs: &[Vec<u8>]) -> Vec<u8> {
 /// Section: sort-lines' merge of 16 runs and its map of a 64 MiB block,
 /// each against its baseline.
 pub(super) fn lines_section() {
-    let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
     let vocab = dictionary();
     let runs: Vec<Vec<u8>> = (0..16)
         .map(|i| lines_run(Piece::Borrowed(&prose(&vocab, 8 << 20, i))))
@@ -175,7 +174,6 @@ fn docs_block(size: usize) -> Vec<u8> {
 /// slices (laid out in order), best of 3 each, recorded as
 /// `map.lines_sort{id}.*`; both give the same bytes.
 fn map_versus_sort_unstable(id: &str, what: &str, block: &[u8]) {
-    let best = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
     let mb = block.len() as f64 / 1e6;
     let (mut ours, mut copied, mut plain) = (Vec::new(), Vec::new(), Vec::new());
     // The first round faults the pool's buffers in; a worker's are warm
