@@ -298,12 +298,8 @@ fn percentile_ms(sorted_us: &[u64], p: f64) -> f64 {
 /// or under it so far. What the workers see besides is the HTTP stack and
 /// the time the master's threads wait for a core.
 async fn handling_histogram(http: &reqwest::Client, base: &str) -> anyhow::Result<Vec<(f64, u64)>> {
-    let text = http
-        .get(format!("{base}/metrics"))
-        .bearer_auth(TOKEN)
-        .send()
+    let text = get_ok(http, &format!("{base}/metrics"))
         .await?
-        .error_for_status()?
         .text()
         .await?;
     let prefix = "mrtb_heartbeat_handling_seconds_bucket{le=\"";
@@ -347,15 +343,22 @@ fn bucket_quantile(before: &[(f64, u64)], after: &[(f64, u64)], q: f64) -> f64 {
 
 /// The tasks pending at the master now.
 async fn cluster_pending(http: &reqwest::Client, base: &str) -> anyhow::Result<usize> {
-    let c: common::wire::ClusterSummary = http
-        .get(format!("{base}/v1/cluster"))
-        .bearer_auth(TOKEN)
-        .send()
+    let c: common::wire::ClusterSummary = get_ok(http, &format!("{base}/v1/cluster"))
         .await?
-        .error_for_status()?
         .json()
         .await?;
     Ok(c.pending_tasks)
+}
+
+/// A GET of `url` with the bench's token, failed unless its status is a
+/// success.
+async fn get_ok(http: &reqwest::Client, url: &str) -> anyhow::Result<reqwest::Response> {
+    Ok(http
+        .get(url)
+        .bearer_auth(TOKEN)
+        .send()
+        .await?
+        .error_for_status()?)
 }
 
 /// What one scale run measured.
