@@ -202,6 +202,14 @@ pub struct WorkerDefaults {
     /// the workers of the machine ([`MbOrAuto::block_cache_bytes`]).
     #[serde(default)]
     pub block_cache_mb: MbOrAuto,
+    /// Whether a task waits for its job output to reach the disk: `true`
+    /// syncs each output block (a reduce's and the replicas it receives)
+    /// before the task ends; `false` (default) ends the task once its last
+    /// byte is handed to the block's writer and syncs the block after, as
+    /// HDFS's DataNode with `dfs.datanode.synconclose = false` (its
+    /// default). Input blocks (loads, copies) are always synced.
+    #[serde(default)]
+    pub sync_output: bool,
     /// ssh/scp options for every worker with a `host`, e.g.
     /// `["-i", "/home/me/.ssh/testbed"]` (BatchMode is always on).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -222,6 +230,7 @@ impl Default for WorkerDefaults {
             reduce_memory_mb: defaults::reduce_memory_mb(),
             pretouch_mb: MbOrAuto::Auto,
             block_cache_mb: MbOrAuto::Auto,
+            sync_output: false,
             ssh_options: Vec::new(),
         }
     }

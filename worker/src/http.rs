@@ -287,7 +287,17 @@ async fn get_block(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let id = block_id(raw)?;
-    let reader = ctx.store.reader(&id).map_err(store_error)?;
+    let reader = if ctx.store.in_flight(&id) {
+        // Output committed with its writes in flight: wait for them off
+        // the runtime's threads.
+        let (store, id) = (ctx.store.clone(), id.clone());
+        tokio::task::spawn_blocking(move || store.reader(&id))
+            .await
+            .map_err(|e| ApiError::internal(format!("opening the block panicked: {e}")))?
+    } else {
+        ctx.store.reader(&id)
+    }
+    .map_err(store_error)?;
     let len = reader.len();
     let digest = ctx
         .store
@@ -682,6 +692,7 @@ async fn metrics(State(ctx): State<Arc<Served>>) -> Response {
         replicas: &ctx.replicas,
         outcomes: ctx.slots.outcomes(),
         cache: ctx.store.cache_stats(),
+        writeback: ctx.store.writeback_stats(),
     });
     Response::builder()
         .header(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)

@@ -71,6 +71,8 @@ pub struct WorkerOptions {
     pub pretouch_bytes: u64,
     /// Blocks kept mapped and locked (`workers.block_cache_mb`).
     pub block_cache_bytes: u64,
+    /// Job output synced before its task ends (`workers.sync_output`).
+    pub sync_output: bool,
     /// The secrets per role (`[credentials]`) besides `token`: the
     /// worker sends the worker role's and accepts each for its routes.
     pub credentials: common::credentials::CredentialsSection,
@@ -135,6 +137,7 @@ impl WorkerOptions {
             reduce_memory_bytes: cfg.workers.reduce_memory_mb.saturating_mul(1_000_000),
             pretouch_bytes: cfg.pretouch_bytes(&w.name, common::config::available_memory()),
             block_cache_bytes: cfg.block_cache_bytes(&w.name, common::config::available_memory()),
+            sync_output: cfg.workers.sync_output,
             credentials: cfg.credentials.clone(),
             config_path: (!cfg.path.as_os_str().is_empty()).then(|| cfg.path.clone()),
             tls: None,
@@ -252,9 +255,11 @@ async fn pretouch(name: &str, bytes: u64) -> anyhow::Result<usize> {
     Ok(made)
 }
 
-/// Starts the block cache (`workers.block_cache_mb`); refuses more than
+/// Sets how the store writes job output (`workers.sync_output`) and starts
+/// the block cache (`workers.block_cache_mb`); refuses a cache of more than
 /// the machine has available, which locking would take from everything else.
 fn start_block_cache(opts: &WorkerOptions, store: &Arc<store::BlockStore>) -> anyhow::Result<()> {
+    store.set_sync_output(opts.sync_output);
     if let Some(avail) = common::config::available_memory() {
         anyhow::ensure!(
             opts.block_cache_bytes < avail,

@@ -104,6 +104,8 @@ pub struct Snapshot<'a> {
     pub outcomes: &'a Outcomes,
     /// What the block cache holds (`workers.block_cache_mb`).
     pub cache: crate::store::CacheStats,
+    /// Job output committed and not yet written back (`workers.sync_output`).
+    pub writeback: crate::store::WritebackStats,
 }
 
 /// The OpenMetrics text of this worker's metrics now.
@@ -211,6 +213,7 @@ pub fn encode(s: &Snapshot<'_>) -> String {
     }
     register_blocking_pool(&mut r);
     register_block_cache(&mut r, &s.cache);
+    register_writeback(&mut r, &s.writeback);
     let scrubbed = Counter::<u64>::default();
     scrubbed.inc_by(s.replicas.scrubbed_bytes.load(Ordering::Relaxed));
     r.register_with_unit(
@@ -291,6 +294,34 @@ fn register_blocking_pool(r: &mut Registry) {
         "This process's blocking-pool threads: idle (kept for reuse) or busy",
         threads,
     );
+}
+
+/// Job output left to the writeback thread (`workers.sync_output = false`).
+fn register_writeback(r: &mut Registry, w: &crate::store::WritebackStats) {
+    let g = Gauge::<i64>::default();
+    g.set(w.pending_bytes as i64);
+    r.register_with_unit(
+        "output_writeback_pending",
+        "Bytes of committed job output not yet written back to the disk",
+        Unit::Bytes,
+        g,
+    );
+    for (name, help, v) in [
+        (
+            "output_written_back_blocks",
+            "Committed output blocks written back to the disk after their task ended",
+            w.written_blocks,
+        ),
+        (
+            "output_writeback_errors",
+            "Output blocks whose writeback the disk refused",
+            w.errors,
+        ),
+    ] {
+        let c = Counter::<u64>::default();
+        c.inc_by(v);
+        r.register(name, help, c);
+    }
 }
 
 /// The block cache's budget, what it holds, what of that is locked, and

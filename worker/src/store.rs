@@ -14,7 +14,10 @@
 //!
 //! Writes are crash-safe: data and meta go to temp files, are fsynced, the
 //! data is renamed into place, then the meta (which makes it visible), then
-//! the directory is fsynced. A writer dropped before `commit` deletes its temp
+//! the directory is fsynced. Job output in a store that does not sync it
+//! before its task ends (`workers.sync_output = false`) is renamed into
+//! place with its writes in flight and synced after (`writeback`); readers
+//! wait for it, and a crash before that is found when the store opens. A writer dropped before `commit` deletes its temp
 //! file. Every read verifies the chunks it touches; a mismatch is an error
 //! naming the block and the chunk's offset, never data passed on.
 
@@ -34,7 +37,9 @@ mod cache;
 mod sink;
 use sink::Sink;
 mod trash;
+mod writeback;
 pub use cache::CacheStats;
+pub use writeback::WritebackStats;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -146,6 +151,14 @@ pub struct BlockStore {
     /// Blocks kept mapped and locked (`start_cache`), if any.
     cache: OnceLock<cache::BlockCache>,
     trash: trash::Trash,
+    /// Job output (`Caching::DropBehind`) synced at commit; else written
+    /// back after it (`workers.sync_output`).
+    sync_output: std::sync::atomic::AtomicBool,
+    writeback: writeback::Writeback,
+    /// Blocks committed with writes in flight, each with its writeback's
+    /// token; readers wait on `written` until theirs is gone.
+    in_flight: Mutex<HashMap<BlockId, Arc<()>>>,
+    written: std::sync::Condvar,
 }
 
 impl BlockStore {
@@ -162,6 +175,8 @@ impl BlockStore {
         fs::create_dir_all(&tmp_dir).map_err(io_err("creating", &tmp_dir))?;
         let trash_dir = dir.join("trash");
         let trash = trash::Trash::open(trash_dir.clone()).map_err(io_err("opening", &trash_dir))?;
+        let writeback =
+            writeback::Writeback::start().map_err(io_err("starting writeback for", dir))?;
         let mut index = HashMap::new();
         let entries = fs::read_dir(&blocks_dir).map_err(io_err("listing", &blocks_dir))?;
         let mut data_files = Vec::new();
@@ -213,7 +228,24 @@ impl BlockStore {
             commit_lock: Mutex::new(()),
             cache: OnceLock::new(),
             trash,
+            sync_output: std::sync::atomic::AtomicBool::new(true),
+            writeback,
+            in_flight: Mutex::new(HashMap::new()),
+            written: std::sync::Condvar::new(),
         })
+    }
+
+    /// Whether job output (`Caching::DropBehind`) is on the disk and synced
+    /// before its commit returns (a store opens with `true`) or committed
+    /// with its writes in flight and synced after (`workers.sync_output`).
+    /// Input blocks are always synced.
+    pub fn set_sync_output(&self, sync: bool) {
+        self.sync_output.store(sync, Ordering::Relaxed);
+    }
+
+    /// Job output committed and not yet written back, and what was.
+    pub fn writeback_stats(&self) -> WritebackStats {
+        self.writeback.stats()
     }
 
     pub fn generation(&self) -> u64 {
@@ -259,16 +291,27 @@ impl BlockStore {
     /// checksums and the data file are taken under the index's lock, which
     /// a replacement by a newer generation holds while it renames: a reader
     /// has both of one generation.
+    ///
+    /// A block committed with its writes in flight is read once they are
+    /// done (a block whose writes failed is gone by then).
     pub fn scan_reader(&self, id: &BlockId) -> Result<BlockReader, StoreError> {
-        let index = self.index.read().unwrap();
-        let block = index
-            .get(id)
-            .cloned()
-            .ok_or_else(|| StoreError::NotFound { block: id.clone() })?;
-        let path = self.data_path(id);
-        let file = File::open(&path).map_err(io_err("opening", &path))?;
-        drop(index);
-        Ok(BlockReader { block, file })
+        loop {
+            let index = self.index.read().unwrap();
+            let block = index
+                .get(id)
+                .cloned()
+                .ok_or_else(|| StoreError::NotFound { block: id.clone() })?;
+            // Taken under the index's lock, as a commit registers it.
+            if self.in_flight.lock().unwrap().contains_key(id) {
+                drop(index);
+                self.wait_written(id)?;
+                continue;
+            }
+            let path = self.data_path(id);
+            let file = File::open(&path).map_err(io_err("opening", &path))?;
+            drop(index);
+            return Ok(BlockReader { block, file });
+        }
     }
 
     /// Starts writing block `id`, which becomes visible only after `commit`
@@ -299,7 +342,10 @@ impl BlockStore {
             .map_err(io_err("creating", &tmp))?;
         let file = match caching {
             Caching::Keep => Sink::kept(file),
-            Caching::DropBehind => Sink::direct(file, &tmp),
+            Caching::DropBehind => {
+                let defer = !self.sync_output.load(Ordering::Relaxed);
+                Sink::direct(file, &tmp, defer)
+            }
         };
         Ok(BlockWriter {
             store: self.clone(),
@@ -624,13 +670,18 @@ impl BlockWriter {
             tracing::info!(block = %id, stored, generation, "replica replaced by a newer generation");
         }
         let file = self.file.take().expect("commit twice");
-        let (file, drop_behind) = file.finish().map_err(io_err("writing", &self.tmp))?;
-        file.sync_all().map_err(io_err("syncing", &self.tmp))?;
-        if drop_behind {
-            // Written and synced: its pages are clean, and go.
-            sink::drop_pages(&file, 0, 0);
-        }
-        drop(file);
+        let in_flight = match file.finish().map_err(io_err("writing", &self.tmp))? {
+            sink::Finished::Written { file, drop } => {
+                file.sync_all().map_err(io_err("syncing", &self.tmp))?;
+                if drop {
+                    // Written and synced: its pages are clean, and go.
+                    sink::drop_pages(&file, 0, 0);
+                }
+                None
+            }
+            sink::Finished::InFlight(d) => Some(d),
+        };
+        let synced = in_flight.is_none();
         let meta = BlockMeta {
             file: self.target.file.clone(),
             index: self.target.index,
@@ -639,11 +690,12 @@ impl BlockWriter {
             generation,
         };
         let meta_tmp = self.tmp.with_extension("meta.part");
-        write_synced(&meta_tmp, &encode_meta(&meta))?;
+        write_meta(&meta_tmp, &encode_meta(&meta), synced)?;
         let data_final = store.data_path(&id);
         let meta_final = store.blocks_dir.join(format!("{id}.meta"));
         let block = Arc::new(stored(id.clone(), meta));
         let info = block.info.clone();
+        let token = Arc::new(());
         {
             // Readers take the checksums and open the data under this lock
             // (`reader`): a replaced block's renames are not seen half done.
@@ -656,6 +708,14 @@ impl BlockWriter {
                 index.remove(&id);
                 return Err(io_err("renaming into place", &meta_final)(e));
             }
+            if in_flight.is_some() {
+                // Before it is in the index: no reader sees it without.
+                store
+                    .in_flight
+                    .lock()
+                    .unwrap()
+                    .insert(id.clone(), token.clone());
+            }
             index.insert(id.clone(), block);
             // A replaced block's old file is not the one to keep mapped.
             store.cache_forget(&id);
@@ -663,8 +723,21 @@ impl BlockWriter {
         if self.caching == Caching::Keep {
             store.cache_use(&id);
         }
-        if let Ok(d) = File::open(&store.blocks_dir) {
-            let _ = d.sync_all();
+        match in_flight {
+            None => {
+                if let Ok(d) = File::open(&store.blocks_dir) {
+                    let _ = d.sync_all();
+                }
+            }
+            Some(sink) => store.writeback.queue(writeback::Job {
+                sink,
+                store: Arc::downgrade(&store),
+                id: id.clone(),
+                token,
+                generation,
+                meta: meta_final,
+                dir: store.blocks_dir.clone(),
+            }),
         }
         store.generation.fetch_add(1, Ordering::SeqCst);
         Ok(info)
@@ -685,9 +758,18 @@ impl Drop for BlockWriter {
 }
 
 fn write_synced(path: &Path, data: &[u8]) -> Result<(), StoreError> {
+    write_meta(path, data, true)
+}
+
+/// Writes a meta file whole, synced or not (job output written back: the
+/// journal's commit a sync forces would wait for the data's writeback).
+fn write_meta(path: &Path, data: &[u8], sync: bool) -> Result<(), StoreError> {
     let mut f = File::create(path).map_err(io_err("creating", path))?;
     f.write_all(data).map_err(io_err("writing", path))?;
-    f.sync_all().map_err(io_err("syncing", path))
+    if sync {
+        f.sync_all().map_err(io_err("syncing", path))?;
+    }
+    Ok(())
 }
 
 /// Reads verified chunks of one block.

@@ -309,3 +309,13 @@ fn tls_is_off_by_default_and_on_by_one_setting_with_https_urls() {
     let e = parse(&format!("{GOOD}\n[tls]\nenable = true\n")).unwrap_err();
     assert!(e.contains("enable"), "{e}");
 }
+
+#[test]
+fn job_output_is_written_back_unless_synced_and_a_bad_value_is_named() {
+    assert!(!parse(GOOD).unwrap().workers.sync_output);
+    let t = GOOD.replace("slots = 3", "slots = 3\nsync_output = true");
+    assert!(parse(&t).unwrap().workers.sync_output);
+    let t = GOOD.replace("slots = 3", "slots = 3\nsync_output = \"yes\"");
+    let e = parse(&t).unwrap_err();
+    assert!(e.contains("sync_output") && e.contains("bool"), "{e}");
+}

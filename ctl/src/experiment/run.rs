@@ -514,6 +514,8 @@ impl RunEnv<'_> {
                 // "auto" would change the tasks' overheads they were fitted on.
                 pretouch_mb: common::config::MbOrAuto::Mb(0),
                 block_cache_mb: common::config::MbOrAuto::Mb(0),
+                // Synced, as the reduces' output costs were fitted on.
+                sync_output: true,
                 ssh_options: Vec::new(),
             },
             worker: (0..c.workers as usize)

@@ -168,6 +168,7 @@ pub fn worker_options(
         reduce_memory_bytes: 1 << 30,
         pretouch_bytes: 0,
         block_cache_bytes: 0,
+        sync_output: false,
         credentials: Default::default(),
         config_path: None,
         tls: None,

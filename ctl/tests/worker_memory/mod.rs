@@ -1,6 +1,7 @@
 //! The memory a worker process takes for itself: the buffers it faults
 //! in at start (`workers.pretouch_mb`) and the blocks it keeps mapped and
-//! locked (`workers.block_cache_mb`).
+//! locked (`workers.block_cache_mb`); and the job output it leaves to
+//! its writeback thread (`workers.sync_output`).
 
 use super::*;
 
@@ -172,4 +173,44 @@ async fn pretouched_buffers_are_resident_from_the_start_and_kept() {
     drop(c);
 
     refused_past_available("pretouch_mb");
+}
+
+/// `workers.sync_output` on worker processes: at the default (`false`)
+/// every output block of a job, the reducer's and its replica, is
+/// committed with its writes in flight and finished by the worker's
+/// writeback thread; with `true` each is synced before and none is left to
+/// it. (On a tmpfs, which refuses O_DIRECT, output is always synced.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn job_output_is_written_back_after_its_task_unless_synced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmpfs = nix::sys::statfs::statfs(tmp.path())
+        .is_ok_and(|s| s.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC);
+    let deferred = if tmpfs { 0.0 } else { 4.0 };
+    for (settings, want) in [("", deferred), ("sync_output = true", 0.0)] {
+        let c = start(2, settings).await;
+        load(&c.client, "recs", Generator::Records, 4, 2_000_000, 3).await;
+        let mut job = JobSubmit::new(Workload::Sort, "recs");
+        job.reduces = Some(2);
+        job.output_replication = Some(2);
+        let id = c.client.submit(&job).await.unwrap();
+        let r = c.client.wait_job(id).await.unwrap();
+        assert_eq!(r.state, JobState::Succeeded, "{r:?}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let (written, pending) = loop {
+            let (mut written, mut pending) = (0.0, 0.0);
+            for w in &c.cfg.worker {
+                let wm = scrape(&c.client, &format!("http://{}", w.listen)).await;
+                let m = |k: &str| metric(&wm, k, &w.name);
+                written += m("mrtb_worker_output_written_back_blocks_total");
+                pending += m("mrtb_worker_output_writeback_pending_bytes");
+                assert_eq!(m("mrtb_worker_output_writeback_errors_total"), 0.0);
+            }
+            if written >= want || Instant::now() > deadline {
+                break (written, pending);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
+        assert_eq!((written, pending), (want, 0.0), "{settings:?}");
+        drop(c);
+    }
 }

@@ -17,6 +17,13 @@
 //! the cache; on two cores at two replicas that copy was the reduce's
 //! largest CPU cost (docs/benchmarks.md, "Output around the page cache
 //! again, two buffers deep").
+//!
+//! Where job output is not synced at its close (`workers.sync_output =
+//! false`, the default), the same sink may hold up to
+//! [`DirectSink::DEFERRED`] buffers with its thread instead of two, and
+//! its block is committed with writes still in flight: the store's
+//! writeback thread waits for them and syncs the block after its task has
+//! ended (`super::writeback`).
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -27,6 +34,15 @@ pub(super) enum Sink {
     Buffered(BufWriter<File>),
     Streamed(StreamSink),
     Direct(DirectSink),
+}
+
+/// A sink whose last byte has been handed over.
+pub(super) enum Finished {
+    /// Every byte is in the file, to be synced before the block is
+    /// visible (`drop`: its pages then go).
+    Written { file: File, drop: bool },
+    /// Writes still in flight ([`DirectSink::complete`] waits for them).
+    InFlight(DirectSink),
 }
 
 impl Sink {
@@ -48,9 +64,11 @@ impl Sink {
     }
 
     /// Writes around the page cache ([`DirectSink`]) where the file
-    /// system allows, else streams.
-    pub(super) fn direct(file: File, path: &std::path::Path) -> Sink {
-        match DirectSink::create(path) {
+    /// system allows, else streams. `defer`: the sink keeps up to
+    /// [`DirectSink::DEFERRED`] buffers in flight and finishes without
+    /// waiting for them.
+    pub(super) fn direct(file: File, path: &std::path::Path, defer: bool) -> Sink {
+        match DirectSink::create(path, defer) {
             Some(d) => Sink::Direct(d),
             None => Sink::streamed(file),
         }
@@ -64,13 +82,18 @@ impl Sink {
         }
     }
 
-    /// The file with every byte written to it, and whether the caller
-    /// should drop its pages once it has synced it.
-    pub(super) fn finish(self) -> io::Result<(File, bool)> {
+    /// Hands over the last bytes: the file with every byte in it, or the
+    /// sink with writes in flight (a deferring [`DirectSink`]).
+    pub(super) fn finish(self) -> io::Result<Finished> {
+        let written = |file, drop| Finished::Written { file, drop };
         match self {
-            Sink::Buffered(w) => Ok((w.into_inner().map_err(|e| e.into_error())?, false)),
-            Sink::Streamed(s) => Ok((s.finish()?, true)),
-            Sink::Direct(d) => Ok((d.finish()?, false)),
+            Sink::Buffered(w) => Ok(written(w.into_inner().map_err(|e| e.into_error())?, false)),
+            Sink::Streamed(s) => Ok(written(s.finish()?, true)),
+            Sink::Direct(mut d) if d.defer => {
+                d.hand_over_tail()?;
+                Ok(Finished::InFlight(d))
+            }
+            Sink::Direct(d) => Ok(written(d.complete()?, false)),
         }
     }
 }
@@ -122,7 +145,7 @@ impl StreamSink {
 
 /// Starts writing `len` bytes of `file` at `at` back to the disk; with
 /// `wait`, waits until they are (earlier writeback of them included).
-fn write_back(file: &File, at: u64, len: u64, wait: bool) -> io::Result<()> {
+pub(super) fn write_back(file: &File, at: u64, len: u64, wait: bool) -> io::Result<()> {
     let flags = if wait {
         libc::SYNC_FILE_RANGE_WAIT_BEFORE
             | libc::SYNC_FILE_RANGE_WRITE
@@ -137,7 +160,8 @@ fn write_back(file: &File, at: u64, len: u64, wait: bool) -> io::Result<()> {
     }
     let e = io::Error::last_os_error();
     // A file system without it (ENOSYS, EINVAL on some) still gets its
-    // bytes to the disk at the commit's sync.
+    // bytes to the disk at the commit's sync, or by the kernel's own
+    // writeback.
     match e.raw_os_error() {
         Some(libc::ENOSYS) | Some(libc::EINVAL) | Some(libc::ESPIPE) => Ok(()),
         _ => Err(e),
@@ -175,6 +199,10 @@ pub(super) struct DirectSink {
     with_writer: usize,
     writer: Option<std::thread::JoinHandle<()>>,
     file: File,
+    /// Buffers it may have with its thread: [`DirectSink::BUFFERS`], or
+    /// [`DirectSink::DEFERRED`] where it finishes without waiting.
+    most: usize,
+    defer: bool,
 }
 
 /// A buffer of up to [`DirectSink::BUF`] bytes starting at an
@@ -236,10 +264,14 @@ impl DirectSink {
     pub(super) const BUF: usize = 8 << 20;
     /// Buffers a sink fills and writes in turn.
     const BUFFERS: usize = 2;
+    /// Buffers a deferring sink may have in flight (256 MiB): on a disk
+    /// slower than the task, its output waits in them (buffers of the
+    /// worker's pool, faulted in already) rather than the task for the disk.
+    pub(super) const DEFERRED: usize = 32;
 
     /// A sink writing `path` with O_DIRECT; None where the file system
     /// refuses it (tmpfs): the caller streams through the page cache.
-    pub(super) fn create(path: &std::path::Path) -> Option<DirectSink> {
+    pub(super) fn create(path: &std::path::Path, defer: bool) -> Option<DirectSink> {
         use std::os::unix::fs::{FileExt, OpenOptionsExt};
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -247,7 +279,8 @@ impl DirectSink {
             .open(path)
             .ok()?;
         let theirs = file.try_clone().ok()?;
-        let (out, todo) = std::sync::mpsc::sync_channel::<(Aligned, u64)>(Self::BUFFERS);
+        let most = if defer { Self::DEFERRED } else { Self::BUFFERS };
+        let (out, todo) = std::sync::mpsc::sync_channel::<(Aligned, u64)>(most);
         let (done, back) = std::sync::mpsc::channel();
         let writer = std::thread::Builder::new()
             .name("block-writer".into())
@@ -272,6 +305,8 @@ impl DirectSink {
             with_writer: 0,
             writer: Some(writer),
             file,
+            most,
+            defer,
         })
     }
 
@@ -299,8 +334,15 @@ impl DirectSink {
         let out = self.out.as_ref().ok_or_else(gone)?;
         out.send((buf, at)).map_err(|_| gone())?;
         self.with_writer += 1;
+        // Buffers the thread is done with come back first; a new one only
+        // while fewer than `most` are out.
+        while let Ok(r) = self.back.try_recv() {
+            self.with_writer -= 1;
+            self.free.push(r?);
+        }
         let next = match self.free.pop() {
             Some(b) => b,
+            None if self.with_writer + 1 < self.most => Aligned::new(),
             None => self.take_back()?,
         };
         self.buf = Some(next);
@@ -318,14 +360,30 @@ impl DirectSink {
         r
     }
 
-    /// Writes the tail (padded to the alignment, the file then cut back to
-    /// its length) and waits for every write.
-    pub(super) fn finish(mut self) -> io::Result<File> {
+    /// Hands the tail (padded to the alignment) to the thread.
+    fn hand_over_tail(&mut self) -> io::Result<()> {
         let buf = self.buf.as_mut().ok_or_else(failed)?;
         let len = buf.filled();
         if len > 0 {
             buf.pad_to(len.next_multiple_of(Self::ALIGN));
             self.hand_over(len)?;
+        }
+        // Nothing more to write: the buffer taken for it goes back.
+        self.buf = None;
+        self.free.clear();
+        Ok(())
+    }
+
+    /// Bytes handed to the sink.
+    pub(super) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Writes the tail (padded to the alignment, the file then cut back to
+    /// its length), if not yet handed over, and waits for every write.
+    pub(super) fn complete(mut self) -> io::Result<File> {
+        if self.buf.is_some() {
+            self.hand_over_tail()?;
         }
         self.out = None;
         let mut first_error = None;

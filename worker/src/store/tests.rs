@@ -164,6 +164,67 @@ fn drop_behind_blocks_of_any_length_read_back_exactly() {
     }
 }
 
+#[test]
+fn output_not_synced_is_committed_in_flight_and_read_once_written() {
+    let dir = tempfile::tempdir().unwrap();
+    if on_tmpfs(dir.path()) {
+        // No O_DIRECT there: output is streamed and synced at its commit.
+        return;
+    }
+    let s = Arc::new(BlockStore::open(dir.path()).unwrap());
+    let n = 3 * sink::DirectSink::BUF + 12_345;
+    let d = data(n);
+    let write = |id: &str| {
+        let mut w = s.output_writer(target(id), Caching::DropBehind).unwrap();
+        for piece in d.chunks(1_000_003) {
+            w.write(piece).unwrap();
+        }
+        w.commit().unwrap()
+    };
+    // A store syncs its output unless told otherwise: nothing is left over.
+    write("synced.b00000");
+    assert_eq!(s.writeback_stats(), WritebackStats::default());
+    s.set_sync_output(false);
+    let held = s.writeback.hold();
+    let info = write("later.b00000");
+    let stats = s.writeback_stats();
+    assert_eq!((stats.pending_blocks, stats.pending_bytes), (1, n as u64));
+    assert!(s.in_flight(&info.id));
+    // Listed at once; a reader waits for its writes.
+    assert!(s.list().iter().any(|b| b.id == info.id));
+    let reading = {
+        let (s, id) = (s.clone(), info.id.clone());
+        std::thread::spawn(move || {
+            let mut r = s.reader(&id).unwrap();
+            let mut all = Vec::new();
+            for i in 0..r.chunk_count() {
+                all.extend_from_slice(&r.read_chunk(i).unwrap());
+            }
+            all
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!reading.is_finished(), "read before its writes were done");
+    drop(held);
+    assert!(reading.join().unwrap() == d);
+    let stats = s.writeback_stats();
+    assert_eq!(
+        (
+            stats.pending_blocks,
+            stats.pending_bytes,
+            stats.written_blocks,
+            stats.errors
+        ),
+        (0, 0, 1, 0)
+    );
+    assert!(!s.in_flight(&info.id));
+    // Cut to its length, and there when the store opens again.
+    assert_eq!(fs::metadata(s.data_path(&info.id)).unwrap().len(), n as u64);
+    drop(s);
+    let s = BlockStore::open(dir.path()).unwrap();
+    assert_eq!(s.get(&info.id).unwrap().sums, BlockChecksums::of(&d));
+}
+
 /// Whether `dir` is on a tmpfs (its pages are the file: they cannot go).
 fn on_tmpfs(dir: &std::path::Path) -> bool {
     nix::sys::statfs::statfs(dir)
