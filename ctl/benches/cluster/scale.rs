@@ -50,12 +50,24 @@ pub(super) async fn sequence_bench() {
     // (id, pretouch_mb, block_cache_mb, output replication): the last
     // shows how much of what varies is the output's writes to the disk.
     let mut up = Vec::new();
+    // `BENCH_SEQUENCE_CLUSTERS=cacheauto.rep2,...` runs those only;
+    // `BENCH_SYNC_OUTPUT=1` syncs job output before its task ends
+    // (`workers.sync_output = true`), to set beside the default.
+    let only = std::env::var("BENCH_SEQUENCE_CLUSTERS").ok();
+    let sync_output = std::env::var("BENCH_SYNC_OUTPUT").is_ok_and(|v| v == "1");
     for (name, pretouch, cached, output_replication) in [
         ("pretouch0", "0", "0", 2),
         ("pretouchauto", "auto", "0", 2),
         ("cacheauto", "auto", "auto", 2),
         ("cacheauto", "auto", "auto", 1),
     ] {
+        let id = format!("{name}.rep{output_replication}");
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|c| c == id))
+        {
+            continue;
+        }
         // Each worker's share as the two processes of a real cluster would
         // size it (these two share one process and its pool).
         let bytes = if pretouch == "auto" { auto } else { 0 };
@@ -77,6 +89,7 @@ pub(super) async fn sequence_bench() {
             |o| {
                 o.pretouch_bytes = bytes;
                 o.block_cache_bytes = cache_bytes;
+                o.sync_output = sync_output;
             },
         )
         .await;
@@ -113,6 +126,10 @@ pub(super) async fn sequence_bench() {
             println!("     the block cache at the end: {}", held.join("; "));
         }
         drop(cl);
+    }
+    if only.is_some() {
+        // The start-up costs compare the first two clusters.
+        return;
     }
     // What the default costs at start: its faults, against a start without.
     println!(
