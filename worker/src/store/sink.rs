@@ -145,7 +145,7 @@ impl StreamSink {
 
 /// Starts writing `len` bytes of `file` at `at` back to the disk; with
 /// `wait`, waits until they are (earlier writeback of them included).
-pub(super) fn write_back(file: &File, at: u64, len: u64, wait: bool) -> io::Result<()> {
+fn write_back(file: &File, at: u64, len: u64, wait: bool) -> io::Result<()> {
     let flags = if wait {
         libc::SYNC_FILE_RANGE_WAIT_BEFORE
             | libc::SYNC_FILE_RANGE_WRITE
@@ -327,13 +327,7 @@ impl DirectSink {
     /// `ALIGN`) to the writer thread and takes a free buffer, waiting for
     /// one if need be.
     fn hand_over(&mut self, len: usize) -> io::Result<()> {
-        let buf = self.buf.take().ok_or_else(failed)?;
-        let at = self.len;
-        self.len += len as u64;
-        let gone = || io::Error::other("the block's writer thread stopped");
-        let out = self.out.as_ref().ok_or_else(gone)?;
-        out.send((buf, at)).map_err(|_| gone())?;
-        self.with_writer += 1;
+        self.send(len)?;
         // Buffers the thread is done with come back first; a new one only
         // while fewer than `most` are out.
         while let Ok(r) = self.back.try_recv() {
@@ -349,6 +343,18 @@ impl DirectSink {
         Ok(())
     }
 
+    /// Sends the buffer being filled (`len` bytes, padded) to the thread.
+    fn send(&mut self, len: usize) -> io::Result<()> {
+        let buf = self.buf.take().ok_or_else(failed)?;
+        let at = self.len;
+        self.len += len as u64;
+        let gone = || io::Error::other("the block's writer thread stopped");
+        let out = self.out.as_ref().ok_or_else(gone)?;
+        out.send((buf, at)).map_err(|_| gone())?;
+        self.with_writer += 1;
+        Ok(())
+    }
+
     /// A buffer the writer thread is done with, or its write's error.
     fn take_back(&mut self) -> io::Result<Aligned> {
         let Ok(r) = self.back.recv() else {
@@ -360,15 +366,15 @@ impl DirectSink {
         r
     }
 
-    /// Hands the tail (padded to the alignment) to the thread.
+    /// Hands the tail (padded to the alignment) to the thread; no buffer
+    /// is taken after it.
     fn hand_over_tail(&mut self) -> io::Result<()> {
         let buf = self.buf.as_mut().ok_or_else(failed)?;
         let len = buf.filled();
         if len > 0 {
             buf.pad_to(len.next_multiple_of(Self::ALIGN));
-            self.hand_over(len)?;
+            self.send(len)?;
         }
-        // Nothing more to write: the buffer taken for it goes back.
         self.buf = None;
         self.free.clear();
         Ok(())
