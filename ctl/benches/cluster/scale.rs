@@ -196,6 +196,11 @@ pub(super) fn auto_block_cache() -> u64 {
     common::config::MbOrAuto::Auto.block_cache_bytes(common::config::available_memory(), 2)
 }
 
+/// One job of a sequence: its workload, seconds, the share of its input
+/// cached at its start, what the disk read, the host's probe before it and
+/// its maps' mean seconds.
+type Run = (Workload, f64, f64, Option<u64>, super::host::Reading, f64);
+
 /// Section 9's sequences on `cl` (see [`sequence_bench`]).
 pub(super) async fn run_sequences(
     cl: &support::LocalCluster,
@@ -215,7 +220,7 @@ pub(super) async fn run_sequences(
         .take(4);
     // (workload, seconds, share of its input cached, bytes the disk read,
     // the host's probe just before)
-    let mut times: Vec<(Workload, f64, f64, Option<u64>, super::host::Reading)> = Vec::new();
+    let mut times: Vec<Run> = Vec::new();
     let mut outputs = Vec::new();
     for (sequence, jobs, gap) in [
         (
@@ -256,7 +261,6 @@ pub(super) async fn run_sequences(
             let secs = t.elapsed().as_secs_f64();
             let (busy, steal) = cpu_ticks().since(cpu);
             let read = watch.read();
-            times.push((workload, secs, watch.cached, read, host));
             outputs.push(out);
             let of =
                 |k: common::wire::TaskKind| r.attempts.iter().filter(move |a| a.ok && a.kind == k);
@@ -264,13 +268,15 @@ pub(super) async fn run_sequences(
             let map_ms: Vec<u64> = of(common::wire::TaskKind::Map)
                 .map(|a| a.end_ms - a.start_ms)
                 .collect();
+            let map_s = map_ms.iter().sum::<u64>() as f64 / map_ms.len().max(1) as f64 / 1e3;
+            times.push((workload, secs, watch.cached, read, host, map_s));
             let reduce_ms = of(common::wire::TaskKind::Reduce)
                 .map(|a| a.end_ms - a.start_ms)
                 .max();
             line.push(format!(
                 "{workload} {secs:.2} s [maps done {:.2} s, a map {:.2} s on average; longest reduce {:.2} s; CPU busy {:.0}%, stolen {:.1}%; dirty {:.0} MB, pooled {:.0} MB, input {:.0}% in the page cache at its start; {} read from the disk; the host's probe before it: cores {:.0} ms, disk {}]",
                 maps_done.unwrap_or(0) as f64 / 1e3,
-                map_ms.iter().sum::<u64>() as f64 / map_ms.len().max(1) as f64 / 1e3,
+                map_s,
                 reduce_ms.unwrap_or(0) as f64 / 1e3,
                 busy * 100.0,
                 steal * 100.0,
@@ -288,6 +294,12 @@ pub(super) async fn run_sequences(
     for out in &outputs {
         cl.client.delete_file(out).await.unwrap();
     }
+    report_sequences(&times, (id, what));
+}
+
+/// Per workload of `times`: slowest / fastest, the fastest, median and
+/// slowest job, a map's mean time, and how they followed the host's probe.
+fn report_sequences(times: &[Run], (id, what): (&str, &str)) {
     for w in [Workload::Sort, Workload::Wordcount] {
         let ts: Vec<_> = times.iter().filter(|j| j.0 == w).collect();
         let lo = ts.iter().map(|j| j.1).fold(f64::MAX, f64::min);
@@ -323,16 +335,37 @@ pub(super) async fn run_sequences(
             "x",
             "<= 1.25",
         );
+        let mut secs: Vec<f64> = ts.iter().map(|j| j.1).collect();
+        secs.sort_by(f64::total_cmp);
+        for (k, v, of) in [
+            ("fastest_s", lo, "fastest"),
+            ("median_s", secs[secs.len() / 2], "median"),
+            ("slowest_s", hi, "slowest"),
+        ] {
+            record(
+                &format!("{id}.{w}.{k}"),
+                &format!("{what}: {w}, the {of} of {} runs", ts.len()),
+                v,
+                "s",
+                "",
+            );
+        }
+        // A map's mean time over every run: its 64 MiB block's MB/s per
+        // core follows from it (each worker's one slot runs one at a time).
+        record(
+            &format!("{id}.{w}.map_s"),
+            &format!("{what}: {w}, a map's mean time over the runs"),
+            ts.iter().map(|j| j.5).sum::<f64>() / ts.len() as f64,
+            "s",
+            "",
+        );
         report_probe(&ts, (id, what, w));
     }
 }
 
 /// How the host's probe moved across `runs` of one workload, and how the
 /// jobs' times followed it.
-fn report_probe(
-    runs: &[&(Workload, f64, f64, Option<u64>, super::host::Reading)],
-    (id, what, w): (&str, &str, Workload),
-) {
+fn report_probe(runs: &[&Run], (id, what, w): (&str, &str, Workload)) {
     use super::host::{correlation, spread};
     let secs: Vec<f64> = runs.iter().map(|r| r.1).collect();
     let cpu: Vec<f64> = runs.iter().map(|r| r.4.cpu_s).collect();

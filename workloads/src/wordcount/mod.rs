@@ -13,11 +13,12 @@
 //! pointer to chase), then splits them into R partitions by a fixed hash of
 //! the word (FNV-1a, so every mapper sends a word to the same reducer).
 //! Partition encoding: repeated `u32 LE length, word bytes, u64 LE count`.
-//! Reduce: sums the counts of its partition from every mapper and writes
+//! Reduce: sums the counts of its partition from every mapper in a hash
+//! table (a word already there costs a lookup, no allocation), then writes
 //! `word\tcount\n` lines sorted by word bytes (LC_ALL=C order).
 
 use crate::{MapOutput, MapSummary, MapTask, ReduceSummary, ReduceTask};
-use std::collections::BTreeMap;
+use std::io::Write;
 
 pub const fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
@@ -118,7 +119,7 @@ impl MapTask for WordcountMap {
 
 #[derive(Default)]
 pub struct WordcountReduce {
-    counts: BTreeMap<Vec<u8>, u64>,
+    counts: rustc_hash::FxHashMap<Box<[u8]>, u64>,
     input_bytes: u64,
 }
 
@@ -165,10 +166,13 @@ impl ReduceTask for WordcountReduce {
         let mut out = crate::pool::take(crate::OUTPUT_PIECE);
         let mut written = 0u64;
         let mut going = true;
-        for (w, c) in &self.counts {
+        let mut sorted: Vec<(&[u8], u64)> = self.counts.iter().map(|(w, &c)| (&**w, c)).collect();
+        sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (w, c) in sorted {
             out.extend_from_slice(w);
             out.push(b'\t');
-            out.extend_from_slice(c.to_string().as_bytes());
+            // Digits written straight into the piece (no string made).
+            let _ = write!(out, "{c}");
             out.push(b'\n');
             // Handed on before a line would outgrow the piece's buffer.
             if out.len() + (64 << 10) >= crate::OUTPUT_PIECE {
@@ -210,7 +214,12 @@ impl WordcountReduce {
                     .try_into()
                     .unwrap(),
             );
-            *self.counts.entry(w.to_vec()).or_default() += c;
+            match self.counts.get_mut(w) {
+                Some(n) => *n += c,
+                None => {
+                    self.counts.insert(w.into(), c);
+                }
+            }
             i += 12 + len;
         }
         Ok(())
