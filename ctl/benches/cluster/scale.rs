@@ -218,8 +218,6 @@ pub(super) async fn run_sequences(
         .into_iter()
         .cycle()
         .take(4);
-    // (workload, seconds, share of its input cached, bytes the disk read,
-    // the host's probe just before)
     let mut times: Vec<Run> = Vec::new();
     let mut outputs = Vec::new();
     for (sequence, jobs, gap) in [

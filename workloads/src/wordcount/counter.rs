@@ -146,7 +146,6 @@ fn prefetch(slot: &Slot) {
 struct Batch {
     words: [(usize, usize, [u64; 2], u64); BATCH],
     k: usize,
-    total: u64,
 }
 
 /// Bit i set where `chunk[i]` (64 bytes) is a space byte: SSE2 compares 16
@@ -199,7 +198,6 @@ impl WordCounter {
         let mut b = Batch {
             words: [(0, 0, [0; 2], 0); BATCH],
             k: 0,
-            total: 0,
         };
         let n = text.len();
         let (mut pos, mut in_word, mut start) = (0usize, false, 0usize);
@@ -230,8 +228,8 @@ impl WordCounter {
                 in_word = false;
             }
         }
-        self.flush(&mut b, text);
-        (b.total, if in_word { start } else { n })
+        self.flush(&b, text);
+        (b.k as u64, if in_word { start } else { n })
     }
 
     /// Takes the word `text[at..at + len]` into the ring: its key, and its
@@ -251,13 +249,11 @@ impl WordCounter {
     }
 
     /// Counts the words still in the ring, oldest first.
-    fn flush(&mut self, b: &mut Batch, text: &[u8]) {
+    fn flush(&mut self, b: &Batch, text: &[u8]) {
         for k in b.k.saturating_sub(BATCH)..b.k {
             let (at, len, first, h) = b.words[k % BATCH];
             self.add_keyed(text, at, len, first, h);
         }
-        b.total += b.k as u64;
-        b.k = 0;
     }
 
     /// Counts the word `buf[at..at + len]` whose key is `(first, h)`.
