@@ -348,8 +348,17 @@ async fn uploads_may_send_their_digest_as_a_trailer() {
     let (status, got) = put("trailed", true, Some(digest.clone())).await;
     assert_eq!(status, 201, "{got}");
     let id = common::BlockId::for_file("trailed", 0).unwrap();
+    // Sent as job output (`drop-behind`), the block is committed with its
+    // writes still in flight (`workers.sync_output = false`): a reader
+    // waits for them, and the file is whole once one has opened.
+    let mut reader = c.workers[0].store.reader(&id).unwrap();
+    let mut read = Vec::new();
+    for i in 0..reader.chunk_count() {
+        read.extend_from_slice(&reader.read_chunk(i).unwrap());
+    }
+    assert!(read == data, "the block read back differs");
     let back = std::fs::read(c.workers[0].store.data_path(&id)).unwrap();
-    assert!(back == data, "the block read back differs");
+    assert!(back == data, "the block's file differs");
     let sums = &c.workers[0].store.get(&id).unwrap().sums;
     assert_eq!(sums.block_digest_hex(), digest);
     // A wrong digest, a missing trailer, a digest that is not hex, and no
